@@ -1,0 +1,11 @@
+//! # ackwire-core
+//!
+//! The ackwire protocol as a sans-IO state machine: no sockets, no clock, no threads.
+//! Time comes in as an argument, bytes come in through one `receive` and leave through one
+//! `poll_transmit`, so the same code runs natively and in the browser (wasm32).
+#![forbid(unsafe_code)]
+
+pub mod sequence;
+
+/// The crate version, shown by drivers (the browser page prints it to prove the core runs there).
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
