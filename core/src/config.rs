@@ -1,0 +1,191 @@
+//! Every number of the packet layer, with its default and where it comes from.
+
+use core::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::congestion::Mode;
+
+/// Configuration of an [`Endpoint`](crate::endpoint::Endpoint). `Config::default()` is the
+/// seed article's algorithm; each field's doc gives its default.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Config {
+    /// Packets per second in good mode. Default 30 (seed 000).
+    pub good_rate_pps: f64,
+    /// Packets per second in bad mode. Default 10 (seed 000).
+    pub bad_rate_pps: f64,
+    /// Smoothed RTT above this makes conditions bad. Default 250 ms (seed 000).
+    pub rtt_threshold: Duration,
+    /// Loss above this percentage also makes conditions bad; `None` turns the trigger off.
+    /// Default `None`, so the default schedule is exactly the seed's RTT-only one (the loss
+    /// trigger is the seed comments' suggestion for links that drop instead of buffering).
+    pub loss_threshold_percent: Option<f64>,
+    /// Mode before any measurement. Default [`Mode::Bad`]: start conservatively and earn good
+    /// mode after `initial_recovery_time` of good conditions, as the seed's sample code does.
+    pub initial_mode: Mode,
+    /// Starting value of the recovery time `t` (good conditions needed in bad mode before
+    /// returning to good). Default 4 s, within `[min_recovery_time, max_recovery_time]`.
+    pub initial_recovery_time: Duration,
+    /// Lower clamp of `t`. Default 1 s (seed 000).
+    pub min_recovery_time: Duration,
+    /// Upper clamp of `t`. Default 60 s (seed 000).
+    pub max_recovery_time: Duration,
+    /// Falling back to bad within this long of returning to good doubles `t`. Default 10 s.
+    pub quick_fallback_window: Duration,
+    /// Every this long spent in good mode halves `t`. Default 10 s (seed 000).
+    pub halving_interval: Duration,
+    /// A sent packet not acked within this long is declared lost. Default 1 s (seed 000: the
+    /// max expected RTT; at 30 pps an ack is repeated in ~30 packets before then).
+    pub loss_timeout: Duration,
+    /// Weight of each new RTT sample in the moving average. Default 0.1 (seed 000: 10%).
+    pub rtt_smoothing: f64,
+    /// Slots of the sent-packet ring. A packet still unacked when its slot is needed again is
+    /// declared lost early, so this bounds the sent queue. Default 256 (> 1 s at 30 pps, and the
+    /// ring size the seed's author recommends).
+    pub sent_buffer_len: u16,
+    /// Loss percentage is measured over the last this many resolved (acked or lost) packets.
+    /// Default 64 (about 2 s at 30 pps).
+    pub loss_window_packets: u16,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            good_rate_pps: 30.0,
+            bad_rate_pps: 10.0,
+            rtt_threshold: Duration::from_millis(250),
+            loss_threshold_percent: None,
+            initial_mode: Mode::Bad,
+            initial_recovery_time: Duration::from_secs(4),
+            min_recovery_time: Duration::from_secs(1),
+            max_recovery_time: Duration::from_secs(60),
+            quick_fallback_window: Duration::from_secs(10),
+            halving_interval: Duration::from_secs(10),
+            loss_timeout: Duration::from_secs(1),
+            rtt_smoothing: 0.1,
+            sent_buffer_len: 256,
+            loss_window_packets: 64,
+        }
+    }
+}
+
+/// Why a [`Config`] was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// A send rate is not a finite number of packets per second above zero, or bad > good.
+    #[error("send rates must be finite, > 0, and bad <= good (good {good}, bad {bad})")]
+    InvalidRate {
+        /// The configured good-mode rate.
+        good: f64,
+        /// The configured bad-mode rate.
+        bad: f64,
+    },
+    /// The recovery time bounds are not `0 < min <= initial <= max`.
+    #[error("recovery times must satisfy 0 < min <= initial <= max")]
+    InvalidRecoveryTime,
+    /// The loss threshold is not a percentage in `[0, 100]`.
+    #[error("loss threshold {0} is not a percentage in [0, 100]")]
+    InvalidLossThreshold(f64),
+    /// RTT smoothing is not in `(0, 1]`.
+    #[error("rtt smoothing {0} is not in (0, 1]")]
+    InvalidSmoothing(f64),
+    /// A window or timeout is zero, or the sent ring is shorter than the 32-packet ack window.
+    #[error("{0} must be non-zero (sent_buffer_len at least 32)")]
+    ZeroWindow(&'static str),
+}
+
+impl Config {
+    /// Checks every field; the endpoint refuses a config that fails.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let rate_ok = |r: f64| r.is_finite() && r > 0.0;
+        if !rate_ok(self.good_rate_pps)
+            || !rate_ok(self.bad_rate_pps)
+            || self.bad_rate_pps > self.good_rate_pps
+        {
+            return Err(ConfigError::InvalidRate {
+                good: self.good_rate_pps,
+                bad: self.bad_rate_pps,
+            });
+        }
+        if self.min_recovery_time.is_zero()
+            || self.min_recovery_time > self.initial_recovery_time
+            || self.initial_recovery_time > self.max_recovery_time
+        {
+            return Err(ConfigError::InvalidRecoveryTime);
+        }
+        if let Some(threshold) = self.loss_threshold_percent {
+            if !(0.0..=100.0).contains(&threshold) {
+                return Err(ConfigError::InvalidLossThreshold(threshold));
+            }
+        }
+        if !(self.rtt_smoothing > 0.0 && self.rtt_smoothing <= 1.0) {
+            return Err(ConfigError::InvalidSmoothing(self.rtt_smoothing));
+        }
+        let zero = [
+            (self.loss_timeout.is_zero(), "loss_timeout"),
+            (self.halving_interval.is_zero(), "halving_interval"),
+            (self.sent_buffer_len < 32, "sent_buffer_len"),
+            (self.loss_window_packets == 0, "loss_window_packets"),
+        ];
+        match zero.into_iter().find(|(bad, _)| *bad) {
+            Some((_, name)) => Err(ConfigError::ZeroWindow(name)),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_config_is_valid_and_matches_the_seed() {
+        let config = Config::default();
+        assert_eq!(config.validate(), Ok(()));
+        assert_eq!((config.good_rate_pps, config.bad_rate_pps), (30.0, 10.0));
+        assert_eq!(config.rtt_threshold, Duration::from_millis(250));
+    }
+
+    #[test]
+    fn inconsistent_configs_are_refused_with_the_offending_field() {
+        let bad_rate = Config {
+            bad_rate_pps: 40.0,
+            ..Config::default()
+        };
+        assert!(matches!(
+            bad_rate.validate(),
+            Err(ConfigError::InvalidRate { .. })
+        ));
+        let t_too_long = Config {
+            initial_recovery_time: Duration::from_secs(61),
+            ..Config::default()
+        };
+        assert_eq!(t_too_long.validate(), Err(ConfigError::InvalidRecoveryTime));
+        let nan_smoothing = Config {
+            rtt_smoothing: f64::NAN,
+            ..Config::default()
+        };
+        assert!(matches!(
+            nan_smoothing.validate(),
+            Err(ConfigError::InvalidSmoothing(_))
+        ));
+        let tiny_ring = Config {
+            sent_buffer_len: 8,
+            ..Config::default()
+        };
+        assert_eq!(
+            tiny_ring.validate(),
+            Err(ConfigError::ZeroWindow("sent_buffer_len"))
+        );
+        let loss = Config {
+            loss_threshold_percent: Some(120.0),
+            ..Config::default()
+        };
+        assert_eq!(
+            loss.validate(),
+            Err(ConfigError::InvalidLossThreshold(120.0))
+        );
+    }
+}

@@ -1,0 +1,186 @@
+//! Simple binary congestion avoidance (seed 000): send at the good rate while conditions are
+//! good, drop to the bad rate at once when they turn bad, and come back only after conditions
+//! have stayed good for the recovery time `t`, which adapts to how flaky the link has been.
+//!
+//! Transitions are computed from exact times (the moment conditions turned good plus `t`, the
+//! moment good mode began plus whole halving intervals), so the schedule does not depend on
+//! how often the driver happens to call in.
+
+use core::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::Config;
+
+/// The two sending modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Conditions are good: send at the good rate (30 pps by default).
+    Good,
+    /// Conditions are bad, or have not been good for long enough: send at the bad rate.
+    Bad,
+}
+
+/// The binary mode state machine.
+#[derive(Debug, Clone)]
+pub struct BinaryCongestion {
+    mode: Mode,
+    recovery_time: Duration,
+    /// In bad mode: since when conditions have been continuously good.
+    good_since: Option<Duration>,
+    /// In good mode: when good mode began.
+    good_mode_since: Duration,
+    /// In good mode: when `t` was last halved (or good mode began).
+    last_halving: Duration,
+    min: Duration,
+    max: Duration,
+    quick_fallback_window: Duration,
+    halving_interval: Duration,
+    rtt_threshold: Duration,
+    loss_threshold_percent: Option<f64>,
+}
+
+impl BinaryCongestion {
+    /// A controller in `config.initial_mode` at time `now`.
+    pub fn new(config: &Config, now: Duration) -> Self {
+        BinaryCongestion {
+            mode: config.initial_mode,
+            recovery_time: config.initial_recovery_time,
+            good_since: None,
+            good_mode_since: now,
+            last_halving: now,
+            min: config.min_recovery_time,
+            max: config.max_recovery_time,
+            quick_fallback_window: config.quick_fallback_window,
+            halving_interval: config.halving_interval,
+            rtt_threshold: config.rtt_threshold,
+            loss_threshold_percent: config.loss_threshold_percent,
+        }
+    }
+
+    /// Current mode.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// Current recovery time `t`.
+    pub fn recovery_time(&self) -> Duration {
+        self.recovery_time
+    }
+
+    /// True when these measurements count as bad conditions (RTT strictly above the threshold,
+    /// or loss strictly above the loss threshold when that trigger is on). No RTT yet is good.
+    pub fn is_bad(&self, rtt: Option<Duration>, loss_percent: f64) -> bool {
+        rtt.is_some_and(|rtt| rtt > self.rtt_threshold)
+            || self
+                .loss_threshold_percent
+                .is_some_and(|threshold| loss_percent > threshold)
+    }
+
+    /// Advances to `now` with the current conditions; returns the new mode if it changed.
+    pub fn update(&mut self, now: Duration, bad: bool) -> Option<Mode> {
+        match self.mode {
+            Mode::Good => {
+                self.apply_halvings(now);
+                if bad {
+                    if now.saturating_sub(self.good_mode_since) < self.quick_fallback_window {
+                        self.recovery_time = (self.recovery_time * 2).min(self.max);
+                    }
+                    self.mode = Mode::Bad;
+                    self.good_since = None;
+                    return Some(Mode::Bad);
+                }
+                None
+            }
+            Mode::Bad => {
+                if bad {
+                    self.good_since = None;
+                    return None;
+                }
+                let since = *self.good_since.get_or_insert(now);
+                let at = since + self.recovery_time;
+                if now >= at {
+                    self.mode = Mode::Good;
+                    self.good_mode_since = at;
+                    self.last_halving = at;
+                    self.apply_halvings(now);
+                    return Some(Mode::Good);
+                }
+                None
+            }
+        }
+    }
+
+    fn apply_halvings(&mut self, now: Duration) {
+        while now >= self.last_halving + self.halving_interval {
+            self.last_halving += self.halving_interval;
+            self.recovery_time = (self.recovery_time / 2).max(self.min);
+        }
+    }
+
+    /// When the controller next changes on its own if conditions stay as they are (a return to
+    /// good or a halving of `t`); the endpoint folds this into its `poll_timeout`.
+    pub fn next_deadline(&self) -> Option<Duration> {
+        match self.mode {
+            Mode::Good if self.recovery_time > self.min => {
+                Some(self.last_halving + self.halving_interval)
+            }
+            Mode::Good => None,
+            Mode::Bad => self.good_since.map(|since| since + self.recovery_time),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: Duration = Duration::from_secs(1);
+
+    fn controller() -> BinaryCongestion {
+        BinaryCongestion::new(&Config::default(), Duration::ZERO)
+    }
+
+    #[test]
+    fn no_rtt_sample_counts_as_good_and_high_rtt_as_bad() {
+        let c = controller();
+        assert!(!c.is_bad(None, 0.0));
+        assert!(!c.is_bad(Some(Duration::from_millis(250)), 0.0));
+        assert!(c.is_bad(Some(Duration::from_millis(251)), 0.0));
+    }
+
+    #[test]
+    fn loss_trigger_only_fires_when_configured() {
+        let off = controller();
+        assert!(!off.is_bad(None, 90.0));
+        let on = BinaryCongestion::new(
+            &Config {
+                loss_threshold_percent: Some(10.0),
+                ..Config::default()
+            },
+            Duration::ZERO,
+        );
+        assert!(on.is_bad(None, 10.5));
+        assert!(!on.is_bad(None, 10.0));
+    }
+
+    #[test]
+    fn bad_mode_returns_to_good_exactly_after_t_of_good_conditions() {
+        let mut c = controller();
+        assert_eq!(c.update(Duration::ZERO, false), None);
+        assert_eq!(c.update(4 * S - Duration::from_millis(1), false), None);
+        assert_eq!(c.next_deadline(), Some(4 * S));
+        assert_eq!(c.update(4 * S, false), Some(Mode::Good));
+    }
+
+    #[test]
+    fn a_bad_moment_restarts_the_recovery_clock() {
+        let mut c = controller();
+        c.update(Duration::ZERO, false);
+        c.update(3 * S, true);
+        assert_eq!(c.update(4 * S, false), None);
+        assert_eq!(c.update(8 * S - Duration::from_millis(1), false), None);
+        assert_eq!(c.update(8 * S, false), Some(Mode::Good));
+    }
+}

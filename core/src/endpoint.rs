@@ -1,0 +1,456 @@
+//! One side of a link at the packet layer: sequencing, redundant acks, RTT, loss and pacing.
+//!
+//! Sans-IO: the driver passes the time in and moves the bytes. Bytes enter through
+//! [`Endpoint::receive`] and leave through [`Endpoint::poll_transmit`] (or
+//! [`Endpoint::poll_transmit_with`], which lets the layer above write a payload after the
+//! header); what happened to sent packets comes out of [`Endpoint::poll_event`]; and
+//! [`Endpoint::poll_timeout`] says when to call back.
+
+use core::time::Duration;
+use std::collections::VecDeque;
+
+use thiserror::Error;
+
+use crate::config::{Config, ConfigError};
+use crate::congestion::{BinaryCongestion, Mode};
+use crate::loss::LossWindow;
+use crate::rtt::RttEstimator;
+use crate::sequence::distance;
+use crate::sequence_buffer::SequenceBuffer;
+use crate::stats::Stats;
+use crate::wire::{HeaderError, PacketHeader};
+
+/// Width of the ack bitfield: how many of the peer's packets each header acknowledges.
+const ACK_WINDOW: i32 = 32;
+/// Events are few per packet (acks come at most 32 at a time); reserving this many up front
+/// keeps the steady state free of allocation as long as the driver drains them.
+const EVENT_QUEUE_RESERVE: usize = 128;
+
+/// Something that happened to a packet this endpoint sent, or to the link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Event {
+    /// The peer acknowledged `sequence`; reported exactly once per packet.
+    Acked {
+        /// The acknowledged packet.
+        sequence: u16,
+        /// Time from sending it to learning of its receipt.
+        rtt: Duration,
+    },
+    /// No ack for `sequence` within the loss timeout (or its sent-ring slot was needed):
+    /// treat it as lost. It is never reported as acked afterwards.
+    Lost {
+        /// The lost packet.
+        sequence: u16,
+    },
+    /// The congestion mode changed, and with it the send rate.
+    ModeChanged {
+        /// The new mode.
+        mode: Mode,
+        /// Recovery time `t` after the change.
+        recovery_time: Duration,
+    },
+}
+
+/// A packet written by [`Endpoint::poll_transmit`]: send `buf[..len]` as one datagram.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Transmit {
+    /// Sequence number given to the packet.
+    pub sequence: u16,
+    /// Datagram length, header included.
+    pub len: usize,
+    /// Header length; the payload is `buf[header_len..len]`.
+    pub header_len: usize,
+}
+
+/// An accepted incoming packet: its sequence and its payload (borrowed from the datagram).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Received<'a> {
+    /// The peer's sequence number for the packet.
+    pub sequence: u16,
+    /// Bytes after the header, for the layer above.
+    pub payload: &'a [u8],
+}
+
+/// Why an incoming datagram was refused. A refused datagram changes no state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum ReceiveError {
+    /// The header is malformed.
+    #[error("malformed header: {0}")]
+    Header(#[from] HeaderError),
+    /// This sequence was already received (the link duplicated it).
+    #[error("duplicate packet {sequence}")]
+    Duplicate {
+        /// The duplicated sequence.
+        sequence: u16,
+    },
+    /// The packet is 32 or more behind the newest received, too old to acknowledge.
+    #[error("stale packet {sequence}, newest received is {newest}")]
+    Stale {
+        /// The stale sequence.
+        sequence: u16,
+        /// The newest sequence received.
+        newest: u16,
+    },
+    /// The header acknowledges a sequence this endpoint has not sent: not our peer, or corrupt.
+    #[error("packet acknowledges {ack}, which was never sent")]
+    AckOfUnsent {
+        /// The impossible ack.
+        ack: u16,
+    },
+}
+
+/// Why [`Endpoint::poll_transmit`] could not write a packet. Nothing was sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum TransmitError {
+    /// The buffer cannot hold the largest header.
+    #[error("transmit buffer of {available} bytes is under the {needed}-byte header maximum")]
+    BufferTooSmall {
+        /// Bytes needed.
+        needed: usize,
+        /// Bytes given.
+        available: usize,
+    },
+    /// The payload writer claimed more bytes than the space it was given.
+    #[error("payload writer returned {written} bytes for {available} bytes of space")]
+    PayloadOverflow {
+        /// Bytes claimed.
+        written: usize,
+        /// Bytes available after the header.
+        available: usize,
+    },
+}
+
+#[derive(Debug, Clone, Copy)]
+struct SentPacket {
+    sent_at: Duration,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Counters {
+    packets_sent: u64,
+    packets_received: u64,
+    packets_acked: u64,
+    packets_lost: u64,
+    bytes_sent: u64,
+    bytes_received: u64,
+    header_bytes_sent: u64,
+    last_header_len: u32,
+}
+
+/// One end of a link at the packet layer. See the [crate docs](crate) for a driving loop.
+#[derive(Debug)]
+pub struct Endpoint {
+    config: Config,
+    /// Latest time seen; earlier `now` values are treated as this.
+    now: Duration,
+    next_sequence: u16,
+    /// Loss-scan cursor: every sequence before it is acked or lost.
+    oldest_unresolved: u16,
+    sent: SequenceBuffer<SentPacket>,
+    /// Newest sequence received from the peer.
+    remote: Option<u16>,
+    /// Bit n set: `remote - n` received.
+    received_bits: u32,
+    rtt: RttEstimator,
+    loss: LossWindow,
+    congestion: BinaryCongestion,
+    next_send_at: Duration,
+    last_send_at: Option<Duration>,
+    events: VecDeque<Event>,
+    counters: Counters,
+}
+
+impl Endpoint {
+    /// An endpoint starting at time `now`, or the reason `config` is refused.
+    pub fn new(config: Config, now: Duration) -> Result<Endpoint, ConfigError> {
+        config.validate()?;
+        Ok(Endpoint {
+            sent: SequenceBuffer::new(usize::from(config.sent_buffer_len)),
+            rtt: RttEstimator::new(config.rtt_smoothing),
+            loss: LossWindow::new(usize::from(config.loss_window_packets)),
+            congestion: BinaryCongestion::new(&config, now),
+            config,
+            now,
+            next_sequence: 0,
+            oldest_unresolved: 0,
+            remote: None,
+            received_bits: 0,
+            next_send_at: now,
+            last_send_at: None,
+            events: VecDeque::with_capacity(EVENT_QUEUE_RESERVE),
+            counters: Counters::default(),
+        })
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Current congestion mode.
+    pub fn mode(&self) -> Mode {
+        self.congestion.mode()
+    }
+
+    /// Sequence number the next packet will get.
+    pub fn next_sequence(&self) -> u16 {
+        self.next_sequence
+    }
+
+    fn clock(&mut self, now: Duration) -> Duration {
+        self.now = self.now.max(now);
+        self.now
+    }
+
+    fn interval(&self) -> Duration {
+        let rate = match self.congestion.mode() {
+            Mode::Good => self.config.good_rate_pps,
+            Mode::Bad => self.config.bad_rate_pps,
+        };
+        Duration::from_secs_f64(1.0 / rate)
+    }
+
+    /// Takes in one datagram from the peer.
+    ///
+    /// On success the packet's acks have been processed (see [`poll_event`](Self::poll_event))
+    /// and its payload is returned for the layer above. On error nothing changed.
+    pub fn receive<'a>(
+        &mut self,
+        now: Duration,
+        datagram: &'a [u8],
+    ) -> Result<Received<'a>, ReceiveError> {
+        let (header, header_len) = PacketHeader::decode(datagram)?;
+        let sequence = header.sequence;
+        // Validate everything before touching state.
+        let mut newer_by = None;
+        match self.remote {
+            None => newer_by = Some(ACK_WINDOW),
+            Some(newest) => {
+                let ahead = i32::from(distance(newest, sequence));
+                if ahead > 0 {
+                    newer_by = Some(ahead);
+                } else if -ahead >= ACK_WINDOW {
+                    return Err(ReceiveError::Stale { sequence, newest });
+                } else if self.received_bits & (1 << -ahead) != 0 {
+                    return Err(ReceiveError::Duplicate { sequence });
+                }
+            }
+        }
+        if header.ack_bits != 0 {
+            let never_sent = self.counters.packets_sent == 0
+                || distance(self.next_sequence.wrapping_sub(1), header.ack) > 0;
+            if never_sent {
+                return Err(ReceiveError::AckOfUnsent { ack: header.ack });
+            }
+        }
+
+        let now = self.clock(now);
+        match newer_by {
+            Some(ahead) => {
+                self.received_bits = if ahead >= ACK_WINDOW {
+                    0
+                } else {
+                    self.received_bits << ahead
+                };
+                self.received_bits |= 1;
+                self.remote = Some(sequence);
+            }
+            None => {
+                let behind = self.remote.map_or(0, |r| r.wrapping_sub(sequence));
+                self.received_bits |= 1 << behind;
+            }
+        }
+        self.counters.packets_received += 1;
+        self.counters.bytes_received += datagram.len() as u64;
+
+        let mut bits = header.ack_bits;
+        while bits != 0 {
+            let n = bits.trailing_zeros();
+            bits &= bits - 1;
+            let acked = header.ack.wrapping_sub(n as u16);
+            // Absent entries were acked or declared lost already: each ack counts once.
+            if let Some(packet) = self.sent.remove(acked) {
+                let rtt = now.saturating_sub(packet.sent_at);
+                self.rtt.on_sample(rtt);
+                self.loss.record(false);
+                self.counters.packets_acked += 1;
+                self.events.push_back(Event::Acked {
+                    sequence: acked,
+                    rtt,
+                });
+            }
+        }
+        self.detect_losses(now);
+        self.update_congestion(now);
+        Ok(Received {
+            sequence,
+            payload: &datagram[header_len..],
+        })
+    }
+
+    /// Writes the next packet into `buf` if one is due at `now` (header only, empty payload).
+    ///
+    /// Returns `Ok(None)` when the pacing says not yet; [`poll_timeout`](Self::poll_timeout)
+    /// says when. `buf` must hold at least [`PacketHeader::MAX_LEN`] bytes.
+    pub fn poll_transmit(
+        &mut self,
+        now: Duration,
+        buf: &mut [u8],
+    ) -> Result<Option<Transmit>, TransmitError> {
+        self.poll_transmit_with(now, buf, |_, _| 0)
+    }
+
+    /// Like [`poll_transmit`](Self::poll_transmit), with `payload(sequence, space)` writing
+    /// the payload into the space after the header and returning how many bytes it wrote.
+    /// The layer above uses `sequence` to remember what rode in which packet.
+    pub fn poll_transmit_with<F>(
+        &mut self,
+        now: Duration,
+        buf: &mut [u8],
+        payload: F,
+    ) -> Result<Option<Transmit>, TransmitError>
+    where
+        F: FnOnce(u16, &mut [u8]) -> usize,
+    {
+        self.handle_timeout(now);
+        let now = self.now;
+        if now < self.next_send_at {
+            return Ok(None);
+        }
+        if buf.len() < PacketHeader::MAX_LEN {
+            return Err(TransmitError::BufferTooSmall {
+                needed: PacketHeader::MAX_LEN,
+                available: buf.len(),
+            });
+        }
+        let sequence = self.next_sequence;
+        let header = PacketHeader {
+            sequence,
+            ack: self.remote.unwrap_or(0),
+            ack_bits: self.received_bits,
+        };
+        let header_len = header
+            .encode(buf)
+            .expect("buffer holds PacketHeader::MAX_LEN");
+        let space = buf.len() - header_len;
+        let written = payload(sequence, &mut buf[header_len..]);
+        if written > space {
+            return Err(TransmitError::PayloadOverflow {
+                written,
+                available: space,
+            });
+        }
+
+        // Bound the sent queue: a packet whose ring slot is needed again is out of time.
+        let ring = i32::from(self.config.sent_buffer_len);
+        while i32::from(distance(self.oldest_unresolved, sequence)) >= ring {
+            self.resolve_oldest_as_lost();
+        }
+        self.sent.insert(sequence, SentPacket { sent_at: now });
+        self.next_sequence = sequence.wrapping_add(1);
+        let len = header_len + written;
+        self.counters.packets_sent += 1;
+        self.counters.bytes_sent += len as u64;
+        self.counters.header_bytes_sent += header_len as u64;
+        self.counters.last_header_len = header_len as u32;
+
+        let interval = self.interval();
+        self.next_send_at = if now.saturating_sub(self.next_send_at) >= interval {
+            // The driver stalled: restart the pace rather than bursting to catch up.
+            now + interval
+        } else {
+            self.next_send_at + interval
+        };
+        self.last_send_at = Some(now);
+        Ok(Some(Transmit {
+            sequence,
+            len,
+            header_len,
+        }))
+    }
+
+    /// Advances time to `now`: declares overdue packets lost and updates the mode.
+    pub fn handle_timeout(&mut self, now: Duration) {
+        let now = self.clock(now);
+        self.detect_losses(now);
+        self.update_congestion(now);
+    }
+
+    /// When the driver must call back at the latest (send a packet, or a loss or mode
+    /// deadline), as a time on the same clock as `now`.
+    pub fn poll_timeout(&self) -> Duration {
+        let mut at = self.next_send_at;
+        if let Some(packet) = self.sent.get(self.oldest_unresolved) {
+            at = at.min(packet.sent_at + self.config.loss_timeout);
+        }
+        if let Some(deadline) = self.congestion.next_deadline() {
+            at = at.min(deadline);
+        }
+        at
+    }
+
+    /// The next thing that happened to sent packets or to the link, oldest first.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// A snapshot of everything measured so far.
+    pub fn stats(&self) -> Stats {
+        let c = self.counters;
+        let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+        Stats {
+            rtt_ms: self.rtt.rtt().map_or(0.0, ms),
+            jitter_ms: ms(self.rtt.jitter()),
+            loss_percent: self.loss.percent(),
+            mode: self.congestion.mode(),
+            recovery_time_ms: ms(self.congestion.recovery_time()),
+            send_rate_pps: match self.congestion.mode() {
+                Mode::Good => self.config.good_rate_pps,
+                Mode::Bad => self.config.bad_rate_pps,
+            },
+            packets_sent: c.packets_sent,
+            packets_received: c.packets_received,
+            packets_acked: c.packets_acked,
+            packets_lost: c.packets_lost,
+            bytes_sent: c.bytes_sent,
+            bytes_received: c.bytes_received,
+            header_bytes_sent: c.header_bytes_sent,
+            last_header_len: c.last_header_len,
+        }
+    }
+
+    fn resolve_oldest_as_lost(&mut self) {
+        let sequence = self.oldest_unresolved;
+        if self.sent.remove(sequence).is_some() {
+            self.loss.record(true);
+            self.counters.packets_lost += 1;
+            self.events.push_back(Event::Lost { sequence });
+        }
+        self.oldest_unresolved = sequence.wrapping_add(1);
+    }
+
+    fn detect_losses(&mut self, now: Duration) {
+        while self.oldest_unresolved != self.next_sequence {
+            match self.sent.get(self.oldest_unresolved) {
+                Some(packet) if now < packet.sent_at + self.config.loss_timeout => break,
+                _ => self.resolve_oldest_as_lost(),
+            }
+        }
+    }
+
+    fn update_congestion(&mut self, now: Duration) {
+        let bad = self.congestion.is_bad(self.rtt.rtt(), self.loss.percent());
+        if let Some(mode) = self.congestion.update(now, bad) {
+            if let Some(last) = self.last_send_at {
+                self.next_send_at = last + self.interval();
+            }
+            self.events.push_back(Event::ModeChanged {
+                mode,
+                recovery_time: self.congestion.recovery_time(),
+            });
+        }
+    }
+}

@@ -1,0 +1,67 @@
+//! Round-trip time: an exponentially smoothed average of per-packet samples, plus a smoothed
+//! deviation (jitter). O(1) per sample, no history (unlike `reliable`'s 512-entry rescans).
+
+use core::time::Duration;
+
+/// Smoothed RTT and jitter, in seconds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RttEstimator {
+    smoothing: f64,
+    rtt: Option<f64>,
+    jitter: f64,
+}
+
+impl RttEstimator {
+    /// An estimator moving `smoothing` (0.1 = 10%) of the way toward each new sample.
+    pub fn new(smoothing: f64) -> Self {
+        RttEstimator {
+            smoothing,
+            rtt: None,
+            jitter: 0.0,
+        }
+    }
+
+    /// Adds one sample. The first sample is taken as is (no bias toward zero).
+    pub fn on_sample(&mut self, sample: Duration) {
+        let sample = sample.as_secs_f64();
+        match self.rtt {
+            None => self.rtt = Some(sample),
+            Some(rtt) => {
+                self.jitter += ((sample - rtt).abs() - self.jitter) * self.smoothing;
+                self.rtt = Some(rtt + (sample - rtt) * self.smoothing);
+            }
+        }
+    }
+
+    /// The smoothed RTT, or `None` before the first sample.
+    pub fn rtt(&self) -> Option<Duration> {
+        self.rtt.map(Duration::from_secs_f64)
+    }
+
+    /// Smoothed absolute deviation of samples from the average.
+    pub fn jitter(&self) -> Duration {
+        Duration::from_secs_f64(self.jitter)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn average_moves_ten_percent_toward_each_sample() {
+        let mut rtt = RttEstimator::new(0.1);
+        rtt.on_sample(Duration::from_millis(100));
+        assert_eq!(rtt.rtt(), Some(Duration::from_millis(100)));
+        rtt.on_sample(Duration::from_millis(200));
+        let ms = rtt.rtt().unwrap().as_secs_f64() * 1000.0;
+        assert!((ms - 110.0).abs() < 1e-6, "{ms}");
+        let jitter = rtt.jitter().as_secs_f64() * 1000.0;
+        assert!((jitter - 10.0).abs() < 1e-6, "{jitter}");
+    }
+
+    #[test]
+    fn no_rtt_is_reported_before_a_sample() {
+        assert_eq!(RttEstimator::new(0.1).rtt(), None);
+    }
+}

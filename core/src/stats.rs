@@ -1,0 +1,39 @@
+//! One serializable snapshot of a link's health, identical from wasm and native drivers.
+
+use serde::{Deserialize, Serialize};
+
+use crate::congestion::Mode;
+
+/// What an [`Endpoint`](crate::endpoint::Endpoint) has measured so far. Times are in
+/// milliseconds as `f64`, which JSON and JavaScript read without conversion.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Stats {
+    /// Smoothed round-trip time (0 before the first ack).
+    pub rtt_ms: f64,
+    /// Smoothed deviation of RTT samples.
+    pub jitter_ms: f64,
+    /// Lost share of the last `loss_window_packets` resolved packets.
+    pub loss_percent: f64,
+    /// Current congestion mode.
+    pub mode: Mode,
+    /// Current recovery time `t`.
+    pub recovery_time_ms: f64,
+    /// Packets per second the endpoint is pacing to now.
+    pub send_rate_pps: f64,
+    /// Packets sent.
+    pub packets_sent: u64,
+    /// Packets received and accepted (duplicates, stale and malformed ones excluded).
+    pub packets_received: u64,
+    /// Sent packets the peer acknowledged.
+    pub packets_acked: u64,
+    /// Sent packets declared lost.
+    pub packets_lost: u64,
+    /// Datagram bytes sent, headers included.
+    pub bytes_sent: u64,
+    /// Datagram bytes of accepted packets received, headers included.
+    pub bytes_received: u64,
+    /// Header bytes among `bytes_sent`.
+    pub header_bytes_sent: u64,
+    /// Length of the last header sent (4 in steady state).
+    pub last_header_len: u32,
+}
