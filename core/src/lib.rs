@@ -33,7 +33,7 @@
 //!    quick fallback and halved every 10 s of good (clamped to 1..=60 s).
 //! 7. [`config`]: every number above in one [`Config`] with documented defaults.
 //! 8. [`stats`]: one serde-serializable [`Stats`] snapshot for dashboards.
-//! 9. `emulator`: a seeded link emulator (latency, jitter, uniform and Gilbert–Elliott
+//! 9. [`emulator`]: a seeded link emulator (latency, jitter, uniform and Gilbert–Elliott
 //!    loss, duplication, reordering, rate limit) to put around any link, deterministic per seed.
 //!
 //! ## Example: two endpoints in virtual time
@@ -74,6 +74,7 @@
 
 pub mod config;
 pub mod congestion;
+pub mod emulator;
 pub mod endpoint;
 pub mod loss;
 pub mod rtt;

@@ -1,0 +1,235 @@
+//! Ack bookkeeping: the bitfield only ever acknowledges what arrived, each ack is reported once,
+//! and malformed or impossible input is refused without changing anything.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use ackwire_core::wire::{HeaderError, PacketHeader};
+use ackwire_core::{Config, Endpoint, Event, Mode, ReceiveError, TransmitError};
+use proptest::prelude::*;
+
+const MS: Duration = Duration::from_millis(1);
+
+fn good() -> Config {
+    Config {
+        initial_mode: Mode::Good,
+        ..Config::default()
+    }
+}
+
+fn send(endpoint: &mut Endpoint, now: Duration) -> Vec<u8> {
+    let mut buf = [0u8; 64];
+    let t = endpoint
+        .poll_transmit(now, &mut buf)
+        .unwrap()
+        .expect("a packet is due");
+    buf[..t.len].to_vec()
+}
+
+#[test]
+fn a_packet_sent_before_anything_arrived_acknowledges_nothing() {
+    let mut a = Endpoint::new(good(), Duration::ZERO).unwrap();
+    let bytes = send(&mut a, Duration::ZERO);
+    let (header, _) = PacketHeader::decode(&bytes).unwrap();
+    assert_eq!(
+        header.ack_bits, 0,
+        "bit 0 is `ack` itself, so nothing is claimed"
+    );
+}
+
+#[test]
+fn bit_zero_acknowledges_the_ack_sequence_itself() {
+    let mut a = Endpoint::new(good(), Duration::ZERO).unwrap();
+    let mut b = Endpoint::new(good(), Duration::ZERO).unwrap();
+    let first = send(&mut a, Duration::ZERO);
+    b.receive(MS, &first).unwrap();
+    let reply = send(&mut b, MS);
+    let (header, _) = PacketHeader::decode(&reply).unwrap();
+    assert_eq!((header.ack, header.ack_bits), (0, 1));
+    a.receive(2 * MS, &reply).unwrap();
+    assert_eq!(
+        a.poll_event(),
+        Some(Event::Acked {
+            sequence: 0,
+            rtt: 2 * MS
+        })
+    );
+    assert_eq!(a.poll_event(), None);
+}
+
+#[test]
+fn a_duplicate_is_refused_and_acks_are_reported_once() {
+    let mut a = Endpoint::new(good(), Duration::ZERO).unwrap();
+    let mut b = Endpoint::new(good(), Duration::ZERO).unwrap();
+    b.receive(MS, &send(&mut a, Duration::ZERO)).unwrap();
+    let reply = send(&mut b, MS);
+    a.receive(2 * MS, &reply).unwrap();
+    let before = a.stats();
+    assert_eq!(
+        a.receive(3 * MS, &reply),
+        Err(ReceiveError::Duplicate { sequence: 0 })
+    );
+    assert_eq!(a.stats(), before, "a refused datagram changes nothing");
+    let acks = std::iter::from_fn(|| a.poll_event()).count();
+    assert_eq!(acks, 1);
+}
+
+#[test]
+fn malformed_and_impossible_datagrams_are_refused_without_changing_state() {
+    let mut a = Endpoint::new(good(), Duration::ZERO).unwrap();
+    send(&mut a, Duration::ZERO);
+    let before = a.stats();
+    assert_eq!(
+        a.receive(MS, &[0x50, 0x00]),
+        Err(ReceiveError::Header(HeaderError::Truncated {
+            needed: 4,
+            available: 2
+        }))
+    );
+    // Acks sequence 5 although a has only sent 0.
+    let mut forged = [0u8; 16];
+    let len = PacketHeader {
+        sequence: 0,
+        ack: 5,
+        ack_bits: 1,
+    }
+    .encode(&mut forged)
+    .unwrap();
+    assert_eq!(
+        a.receive(MS, &forged[..len]),
+        Err(ReceiveError::AckOfUnsent { ack: 5 })
+    );
+    assert_eq!(a.stats(), before);
+    assert_eq!(a.poll_event(), None);
+}
+
+#[test]
+fn packets_32_behind_the_newest_are_stale() {
+    let mut a = Endpoint::new(good(), Duration::ZERO).unwrap();
+    let packet = |sequence: u16| {
+        let mut buf = [0u8; 16];
+        let len = PacketHeader {
+            sequence,
+            ack: 0,
+            ack_bits: 0,
+        }
+        .encode(&mut buf)
+        .unwrap();
+        buf[..len].to_vec()
+    };
+    a.receive(MS, &packet(100)).unwrap();
+    assert!(
+        a.receive(MS, &packet(69)).is_ok(),
+        "31 behind is still ackable"
+    );
+    assert_eq!(
+        a.receive(MS, &packet(68)),
+        Err(ReceiveError::Stale {
+            sequence: 68,
+            newest: 100
+        })
+    );
+}
+
+#[test]
+fn a_tiny_transmit_buffer_is_an_error_and_sends_nothing() {
+    let mut a = Endpoint::new(good(), Duration::ZERO).unwrap();
+    let mut buf = [0u8; 4];
+    assert_eq!(
+        a.poll_transmit(Duration::ZERO, &mut buf),
+        Err(TransmitError::BufferTooSmall {
+            needed: PacketHeader::MAX_LEN,
+            available: 4
+        })
+    );
+    assert_eq!(a.stats().packets_sent, 0);
+    assert_eq!(a.next_sequence(), 0);
+}
+
+#[test]
+fn payload_rides_after_the_header_and_comes_out_intact() {
+    let mut a = Endpoint::new(good(), Duration::ZERO).unwrap();
+    let mut b = Endpoint::new(good(), Duration::ZERO).unwrap();
+    let mut buf = [0u8; 1200];
+    let t = a
+        .poll_transmit_with(Duration::ZERO, &mut buf, |sequence, space| {
+            assert_eq!(sequence, 0);
+            space[..5].copy_from_slice(b"hello");
+            5
+        })
+        .unwrap()
+        .unwrap();
+    assert_eq!(t.len, t.header_len + 5);
+    let received = b.receive(MS, &buf[..t.len]).unwrap();
+    assert_eq!((received.sequence, received.payload), (0, &b"hello"[..]));
+}
+
+#[test]
+fn pacing_follows_the_mode_rate() {
+    let mut a = Endpoint::new(Config::default(), Duration::ZERO).unwrap();
+    let mut buf = [0u8; 64];
+    assert!(a.poll_transmit(Duration::ZERO, &mut buf).unwrap().is_some());
+    assert_eq!(a.poll_timeout(), 100 * MS, "bad mode: 10 pps");
+    assert!(a.poll_transmit(99 * MS, &mut buf).unwrap().is_none());
+    assert!(a.poll_transmit(100 * MS, &mut buf).unwrap().is_some());
+}
+
+proptest! {
+    /// Random loss in both directions and random interleaving: the acks `a` hears of are
+    /// exactly packets `b` accepted, each at most once, and never one that was lost.
+    #[test]
+    fn acks_never_claim_an_unreceived_packet(
+        steps in proptest::collection::vec((any::<bool>(), any::<bool>(), 0u8..4), 1..600)
+    ) {
+        let mut a = Endpoint::new(good(), Duration::ZERO).unwrap();
+        let mut b = Endpoint::new(good(), Duration::ZERO).unwrap();
+        let mut b_received = HashSet::new();
+        let mut acked = HashSet::new();
+        let mut lost = HashSet::new();
+        let mut now = Duration::ZERO;
+        let mut buf = [0u8; 64];
+        for (a_to_b_arrives, b_to_a_arrives, who) in steps {
+            now += 10 * MS;
+            if who != 1 {
+                if let Some(t) = a.poll_transmit(now, &mut buf).unwrap() {
+                    if a_to_b_arrives {
+                        let packet = b.receive(now, &buf[..t.len]).unwrap();
+                        b_received.insert(packet.sequence);
+                    }
+                }
+            }
+            if who != 0 {
+                if let Some(t) = b.poll_transmit(now, &mut buf).unwrap() {
+                    if b_to_a_arrives {
+                        a.receive(now, &buf[..t.len]).unwrap();
+                    }
+                }
+            }
+            while let Some(event) = a.poll_event() {
+                match event {
+                    Event::Acked { sequence, .. } => {
+                        prop_assert!(b_received.contains(&sequence), "acked {} never arrived", sequence);
+                        prop_assert!(acked.insert(sequence), "acked {} twice", sequence);
+                        prop_assert!(!lost.contains(&sequence));
+                    }
+                    Event::Lost { sequence } => {
+                        prop_assert!(!acked.contains(&sequence));
+                        prop_assert!(lost.insert(sequence));
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn any_bytes_are_refused_or_accepted_without_panicking(
+        bytes in proptest::collection::vec(any::<u8>(), 0..64)
+    ) {
+        let mut a = Endpoint::new(good(), Duration::ZERO).unwrap();
+        let before = a.stats();
+        if a.receive(MS, &bytes).is_err() {
+            prop_assert_eq!(a.stats(), before);
+        }
+    }
+}

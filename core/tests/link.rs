@@ -1,0 +1,236 @@
+//! Two endpoints through the seeded emulator in virtual time: RTT, loss, acks, mode.
+
+mod common;
+
+use std::time::Duration;
+
+use ackwire_core::emulator::EmulatorConfig;
+use ackwire_core::{Config, Event, Mode};
+use common::Pair;
+
+const MS: Duration = Duration::from_millis(1);
+const S: Duration = Duration::from_secs(1);
+
+fn delayed(latency: Duration) -> EmulatorConfig {
+    EmulatorConfig {
+        latency,
+        ..EmulatorConfig::default()
+    }
+}
+
+#[test]
+fn measured_rtt_tracks_injected_delay() {
+    // Bound: an ack rides the peer's next packet, so a sample is the two one-way delays plus
+    // the wait for the peer's next send, between 0 and one send interval (33.3 ms at 30 pps).
+    for one_way in [10 * MS, 50 * MS, 100 * MS] {
+        let mut pair = Pair::symmetric(Config::default(), delayed(one_way), 1);
+        pair.run_until(20 * S);
+        let stats = pair.a.stats();
+        assert_eq!(stats.mode, Mode::Good);
+        let floor = (2 * one_way).as_secs_f64() * 1000.0;
+        let ceiling = floor + 1000.0 / 30.0 + 0.5;
+        assert!(
+            (floor..=ceiling).contains(&stats.rtt_ms),
+            "one-way {one_way:?}: rtt {} outside [{floor}, {ceiling}]",
+            stats.rtt_ms
+        );
+    }
+}
+
+#[test]
+fn measured_loss_tracks_injected_loss() {
+    for loss in [5.0, 20.0] {
+        let link = EmulatorConfig {
+            latency: 20 * MS,
+            loss_percent: loss,
+            ..EmulatorConfig::default()
+        };
+        let mut pair = Pair::symmetric(Config::default(), link, 42);
+        pair.run_until(120 * S);
+        let stats = pair.a.stats();
+        let resolved = (stats.packets_acked + stats.packets_lost) as f64;
+        let measured = stats.packets_lost as f64 * 100.0 / resolved;
+        // ~3000 packets: one binomial standard deviation is under 0.8 points at 20%.
+        assert!(
+            (measured - loss).abs() < 2.5,
+            "injected {loss}%, measured {measured}%"
+        );
+        // The windowed figure (last 64 packets) is noisier but in the same neighbourhood.
+        assert!((stats.loss_percent - loss).abs() < 15.0, "{stats:?}");
+    }
+}
+
+#[test]
+fn every_acked_packet_was_really_received_by_the_peer() {
+    let link = EmulatorConfig {
+        latency: 30 * MS,
+        jitter: 20 * MS,
+        loss_percent: 10.0,
+        duplicate_percent: 5.0,
+        reorder_percent: 5.0,
+        reorder_delay: 60 * MS,
+        ..EmulatorConfig::default()
+    };
+    let mut pair = Pair::symmetric(Config::default(), link, 9);
+    pair.run_until(60 * S);
+    let acked: Vec<u16> = pair.a_log.acked().collect();
+    assert!(acked.len() > 1000);
+    for sequence in &acked {
+        assert!(
+            pair.b_log.received.contains(sequence),
+            "acked {sequence} never arrived"
+        );
+    }
+    // ...and exactly once.
+    let unique: std::collections::HashSet<_> = acked.iter().collect();
+    assert_eq!(unique.len(), acked.len());
+}
+
+#[test]
+fn no_packet_is_both_acked_and_lost() {
+    let link = EmulatorConfig {
+        latency: 40 * MS,
+        jitter: 40 * MS,
+        loss_percent: 15.0,
+        ..EmulatorConfig::default()
+    };
+    let mut pair = Pair::symmetric(Config::default(), link, 3);
+    pair.run_until(30 * S);
+    let acked: std::collections::HashSet<u16> = pair.a_log.acked().collect();
+    assert!(pair.a_log.lost().all(|s| !acked.contains(&s)));
+    let resolved = acked.len() + pair.a_log.lost().count();
+    // Only the last second's packets may still be pending.
+    assert!(pair.a_log.sent.len() - resolved <= 31);
+}
+
+#[test]
+fn an_ack_survives_losing_every_packet_for_under_a_second() {
+    let mut pair = Pair::symmetric(Config::default(), delayed(10 * MS), 5);
+    pair.run_until(10 * S);
+    assert_eq!(pair.a.mode(), Mode::Good);
+    let lost_before = pair.a.stats().packets_lost;
+    // The return path goes dark for 900 ms: none of b's acks reach a.
+    pair.b_to_a
+        .set_config(EmulatorConfig {
+            latency: 10 * MS,
+            loss_percent: 100.0,
+            ..EmulatorConfig::default()
+        })
+        .unwrap();
+    pair.run_for(900 * MS);
+    pair.b_to_a.set_config(delayed(10 * MS)).unwrap();
+    pair.run_for(2 * S);
+    assert_eq!(
+        pair.a.stats().packets_lost,
+        lost_before,
+        "every packet sent during the blackout was acked by the redundant bitfield"
+    );
+}
+
+#[test]
+fn a_blackout_longer_than_the_loss_timeout_declares_packets_lost() {
+    let mut pair = Pair::symmetric(Config::default(), delayed(10 * MS), 5);
+    pair.run_until(10 * S);
+    pair.b_to_a
+        .set_config(EmulatorConfig {
+            loss_percent: 100.0,
+            ..EmulatorConfig::default()
+        })
+        .unwrap();
+    pair.run_for(3 * S);
+    assert!(pair.a.stats().packets_lost > 30);
+}
+
+#[test]
+fn asymmetric_and_clumped_rates_keep_every_received_packet_acked() {
+    // a sends at 30 pps; b is held at 10 pps. Datagrams to b arrive in clumps (up to 150 ms
+    // of jitter). Every packet b receives must still be acked to a: 32 bits cover ~1 s at 30.
+    let fast = Config {
+        initial_mode: Mode::Good,
+        ..Config::default()
+    };
+    let slow = Config {
+        good_rate_pps: 10.0,
+        ..Config::default()
+    };
+    let mut pair = Pair::new(
+        fast.clone(),
+        EmulatorConfig {
+            latency: 80 * MS,
+            jitter: 75 * MS,
+            ..EmulatorConfig::default()
+        },
+        delayed(5 * MS),
+        21,
+    );
+    pair.b = ackwire_core::Endpoint::new(slow, Duration::ZERO).unwrap();
+    pair.run_until(30 * S);
+    let acked: std::collections::HashSet<u16> = pair.a_log.acked().collect();
+    assert_eq!(pair.a.stats().packets_lost, 0);
+    // Everything b received more than a second before the end has been acked.
+    let settled = pair.b_log.received.len() - 40;
+    assert!(
+        acked.len() >= settled,
+        "{} of {}",
+        acked.len(),
+        pair.b_log.received.len()
+    );
+    assert!(
+        pair.b_log
+            .received
+            .iter()
+            .all(|s| acked.contains(s) || *s as usize > settled)
+    );
+}
+
+#[test]
+fn sequences_and_acks_keep_working_across_the_wrap_from_65535_to_0() {
+    let config = Config {
+        initial_mode: Mode::Good,
+        ..Config::default()
+    };
+    let mut pair = Pair::symmetric(config, delayed(5 * MS), 1);
+    // 30 pps for 40 minutes: 72,000 packets each way, past one full lap of sequences.
+    pair.run_until(2400 * S);
+    let stats = pair.a.stats();
+    assert!(stats.packets_sent > 70_000);
+    assert_eq!(stats.packets_lost, 0);
+    assert!(stats.packets_acked >= stats.packets_sent - 2);
+    assert_eq!(stats.last_header_len, 4);
+}
+
+#[test]
+fn rising_rtt_drops_to_bad_mode_and_recovery_follows_t() {
+    let mut pair = Pair::symmetric(Config::default(), delayed(20 * MS), 2);
+    pair.run_until(20 * S);
+    assert_eq!(pair.a.mode(), Mode::Good);
+    // Congest: 200 ms each way, RTT well over the 250 ms threshold.
+    pair.a_to_b.set_config(delayed(200 * MS)).unwrap();
+    pair.b_to_a.set_config(delayed(200 * MS)).unwrap();
+    pair.run_for(5 * S);
+    assert_eq!(pair.a.mode(), Mode::Bad);
+    assert_eq!(pair.a.stats().send_rate_pps, 10.0);
+    pair.a_to_b.set_config(delayed(20 * MS)).unwrap();
+    pair.b_to_a.set_config(delayed(20 * MS)).unwrap();
+    pair.run_for(30 * S);
+    assert_eq!(pair.a.mode(), Mode::Good);
+    // The return to good came exactly t after conditions (smoothed RTT) turned good.
+    let changes: Vec<_> = pair
+        .a_log
+        .events
+        .iter()
+        .filter_map(|(at, e)| match e {
+            Event::ModeChanged { mode, .. } => Some((*at, *mode)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        changes.iter().map(|(_, m)| *m).collect::<Vec<_>>(),
+        [Mode::Good, Mode::Bad, Mode::Good]
+    );
+    assert_eq!(
+        changes[0].0,
+        4 * S,
+        "initial t of 4 s with good conditions from the start"
+    );
+}
