@@ -1,1 +1,54 @@
-fn main() {}
+//! `cargo xtask setup | demo | test | bench`: everything this project needs, in the repo.
+//!
+//! Setup is idempotent: it checks before it installs, prints what it does and what it skips,
+//! and keeps downloaded tools outside the repository tree (see [`paths::tools_dir`]) so a
+//! fresh clone on the same machine reuses them.
+
+mod bundle;
+mod paths;
+mod process;
+mod setup;
+mod suite;
+
+use std::process::ExitCode;
+
+const USAGE: &str = "\
+usage: cargo xtask <command>
+
+commands:
+  setup   install what building and testing need (idempotent; skips what is present)
+  demo    setup, build the wasm bundle (release), start the signal server on 127.0.0.1:8080
+  test    setup, then native tests, wasm tests in headless Chromium, browser e2e tests
+  bench   run the benchmarks (criterion benches of the core)
+
+environment:
+  ACKWIRE_TOOLS       where tools are kept (default: $XDG_CACHE_HOME/ackwire or ~/.cache/ackwire)
+  ACKWIRE_WASM_ROUTE  `rustup` or `debian`: force one route to the wasm32 toolchain
+                      (default: rustup target, falling back to Debian's rustc-web)
+  ACKWIRE_BIND        address for `demo` (default 127.0.0.1:8080)
+";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("setup") => setup::run().map(|_| ()),
+        Some("demo") => suite::demo(),
+        Some("test") => suite::test(),
+        Some("bench") => suite::bench(),
+        Some("-h" | "--help" | "help") => {
+            print!("{USAGE}");
+            Ok(())
+        }
+        _ => {
+            eprint!("{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,100 @@
+//! The server's one configuration struct: every flag, its environment variable and default.
+
+use std::{net::SocketAddr, path::PathBuf, time::Duration};
+
+use clap::Parser;
+use serde::{Deserialize, Serialize};
+
+/// One STUN/TURN server, passed unchanged to the browser's `RTCPeerConnection` config.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IceServer {
+    /// `stun:` / `turn:` URLs.
+    pub urls: Vec<String>,
+    /// TURN user name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub username: Option<String>,
+    /// TURN credential.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credential: Option<String>,
+}
+
+fn parse_ice_servers(s: &str) -> Result<IceServers, String> {
+    serde_json::from_str(s)
+        .map(IceServers)
+        .map_err(|e| format!("expected a JSON array like [{{\"urls\":[\"stun:host:3478\"]}}]: {e}"))
+}
+
+/// The ICE server list as one clap value (a JSON array).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IceServers(pub Vec<IceServer>);
+
+fn parse_duration_ms(s: &str) -> Result<Duration, String> {
+    s.parse::<u64>()
+        .map(Duration::from_millis)
+        .map_err(|e| format!("expected milliseconds: {e}"))
+}
+
+/// Server configuration. Every field is a flag (`--kebab-case`) and an `ACKWIRE_*` variable.
+#[derive(Debug, Clone, Parser)]
+#[command(name = "ackwire-signal", version, about)]
+pub struct Config {
+    /// Address to listen on. Default `127.0.0.1:8080`.
+    #[arg(long, env = "ACKWIRE_BIND", default_value = "127.0.0.1:8080")]
+    pub bind: SocketAddr,
+    /// Directory with the pages (`index.html`, `room.html`, `dashboard.html`), scripts and the
+    /// wasm bundle under `pkg/`. Default: none, which serves the copy of `web/` embedded at
+    /// build time (release builds; debug builds read the repository's `web/` at run time).
+    #[arg(long, env = "ACKWIRE_WEB_DIR")]
+    pub web_dir: Option<PathBuf>,
+    /// STUN/TURN servers handed to peers in the welcome, as a JSON array of
+    /// `{"urls":[..],"username":..,"credential":..}`. Default `[]` (host candidates only).
+    #[arg(long, env = "ACKWIRE_ICE_SERVERS", default_value = "[]", value_parser = parse_ice_servers)]
+    pub ice_servers: IceServers,
+    /// Largest text message handled; bigger ones get a `message_too_large` error frame.
+    /// Default 16384 bytes. Messages over four times this close the connection.
+    #[arg(long, env = "ACKWIRE_MAX_MESSAGE_BYTES", default_value_t = 16 * 1024)]
+    pub max_message_bytes: usize,
+    /// Sustained messages per second allowed per connection. Default 20.
+    #[arg(long, env = "ACKWIRE_RATE_PER_SEC", default_value_t = 20)]
+    pub rate_per_sec: u32,
+    /// Burst of messages allowed above the sustained rate. Default 40.
+    #[arg(long, env = "ACKWIRE_RATE_BURST", default_value_t = 40)]
+    pub rate_burst: u32,
+    /// Rate-limited messages in a row after which the connection is closed. Default 20.
+    #[arg(long, env = "ACKWIRE_RATE_STRIKES", default_value_t = 20)]
+    pub rate_strikes: u32,
+    /// Peers allowed in one room. Default 16.
+    #[arg(long, env = "ACKWIRE_MAX_PEERS_PER_ROOM", default_value_t = 16)]
+    pub max_peers_per_room: usize,
+    /// Rooms allowed at once. Default 10000.
+    #[arg(long, env = "ACKWIRE_MAX_ROOMS", default_value_t = 10_000)]
+    pub max_rooms: usize,
+    /// Frames queued for one client before it counts as not reading and is closed. Default 64.
+    #[arg(long, env = "ACKWIRE_OUTBOUND_QUEUE", default_value_t = 64)]
+    pub outbound_queue: usize,
+    /// Interval between pings, in milliseconds. Default 15000.
+    #[arg(long, env = "ACKWIRE_PING_INTERVAL_MS", default_value = "15000", value_parser = parse_duration_ms)]
+    pub ping_interval: Duration,
+    /// A connection silent (not even a pong) for this long is closed, in ms. Default 40000.
+    #[arg(long, env = "ACKWIRE_IDLE_TIMEOUT_MS", default_value = "40000", value_parser = parse_duration_ms)]
+    pub idle_timeout: Duration,
+    /// Time a write to a client may take before it counts as not reading, in ms. Default 10000.
+    #[arg(long, env = "ACKWIRE_WRITE_TIMEOUT_MS", default_value = "10000", value_parser = parse_duration_ms)]
+    pub write_timeout: Duration,
+    /// How long a peer whose link dropped keeps its id for a `resume`, in ms. Default 15000.
+    #[arg(long, env = "ACKWIRE_RECONNECT_GRACE_MS", default_value = "15000", value_parser = parse_duration_ms)]
+    pub reconnect_grace: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self::parse_from(["ackwire-signal"])
+    }
+}
+
+impl Config {
+    /// Messages larger than this close the connection (the WebSocket layer's hard cap).
+    pub fn hard_message_cap(&self) -> usize {
+        self.max_message_bytes.saturating_mul(4)
+    }
+}

@@ -1,0 +1,150 @@
+//! Counters and gauges served at `/metrics` in the Prometheus text format.
+
+use prometheus_client::{
+    encoding::{EncodeLabelSet, text::encode},
+    metrics::{counter::Counter, family::Family, gauge::Gauge},
+    registry::Registry,
+};
+
+use crate::error::SignalError;
+
+/// Why the server closed a connection itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CloseCause {
+    /// Its outbound queue filled up or a write timed out: it stopped reading.
+    SlowReader,
+    /// Too many rate-limited messages in a row.
+    RateLimit,
+    /// A frame over the hard size cap.
+    TooLarge,
+    /// No frame (not even a pong) within the idle timeout.
+    IdleTimeout,
+    /// The same peer resumed on a newer connection.
+    Replaced,
+    /// The server is shutting down.
+    Shutdown,
+}
+
+impl CloseCause {
+    /// Label value in `/metrics` and the close frame's reason.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::SlowReader => "slow_reader",
+            Self::RateLimit => "rate_limit",
+            Self::TooLarge => "message_too_large",
+            Self::IdleTimeout => "idle_timeout",
+            Self::Replaced => "replaced_by_resume",
+            Self::Shutdown => "server_shutdown",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CodeLabel {
+    code: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabel {
+    reason: &'static str,
+}
+
+/// All server metrics; cheap atomic updates, rendered on scrape.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    /// Rooms that exist now.
+    pub rooms: Gauge,
+    /// Peers in rooms now (including ones inside their reconnect grace).
+    pub peers: Gauge,
+    /// Open WebSocket connections.
+    pub connections: Gauge,
+    /// Dashboard subscriptions.
+    pub subscribers: Gauge,
+    /// Successful joins (resumes included).
+    pub joins: Counter,
+    /// Joins that took back an earlier peer id.
+    pub resumes: Counter,
+    /// Signals delivered to their target.
+    pub signals_relayed: Counter,
+    /// Stats reports accepted.
+    pub stats_reports: Counter,
+    errors: Family<CodeLabel, Counter>,
+    closes: Family<ReasonLabel, Counter>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut m = Metrics {
+            registry: Registry::with_prefix("ackwire_signal"),
+            rooms: Gauge::default(),
+            peers: Gauge::default(),
+            connections: Gauge::default(),
+            subscribers: Gauge::default(),
+            joins: Counter::default(),
+            resumes: Counter::default(),
+            signals_relayed: Counter::default(),
+            stats_reports: Counter::default(),
+            errors: Family::default(),
+            closes: Family::default(),
+        };
+        let r = &mut m.registry;
+        r.register("rooms", "Rooms that exist now", m.rooms.clone());
+        r.register("peers", "Peers in rooms now", m.peers.clone());
+        r.register(
+            "connections",
+            "Open WebSocket connections",
+            m.connections.clone(),
+        );
+        r.register(
+            "subscribers",
+            "Dashboard subscriptions",
+            m.subscribers.clone(),
+        );
+        r.register("joins", "Successful joins", m.joins.clone());
+        r.register("resumes", "Joins that resumed a peer id", m.resumes.clone());
+        r.register(
+            "signals_relayed",
+            "Signals relayed",
+            m.signals_relayed.clone(),
+        );
+        r.register(
+            "stats_reports",
+            "Stats reports received",
+            m.stats_reports.clone(),
+        );
+        r.register("errors", "Error frames sent, by code", m.errors.clone());
+        r.register(
+            "server_closes",
+            "Connections closed by the server, by reason",
+            m.closes.clone(),
+        );
+        m
+    }
+}
+
+impl Metrics {
+    /// Count one error frame.
+    pub fn error(&self, err: &SignalError) {
+        self.errors
+            .get_or_create(&CodeLabel { code: err.code() })
+            .inc();
+    }
+
+    /// Count one connection the server closed.
+    pub fn close(&self, cause: CloseCause) {
+        self.closes
+            .get_or_create(&ReasonLabel {
+                reason: cause.as_str(),
+            })
+            .inc();
+    }
+
+    /// The Prometheus text exposition.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        // Writing into a String cannot fail.
+        encode(&mut out, &self.registry).expect("encode metrics");
+        out
+    }
+}

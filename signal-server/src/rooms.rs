@@ -1,0 +1,428 @@
+//! Rooms, their peers and dashboard subscribers: the server's only shared state.
+//!
+//! One mutex guards it all. Every operation is short and never awaits: fan-out only
+//! `try_send`s into bounded per-connection queues, so a slow client can never stall the lock.
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    net::SocketAddr,
+    sync::{
+        Arc, Mutex, MutexGuard,
+        atomic::{AtomicU64, Ordering},
+    },
+};
+
+use axum::extract::ws::Utf8Bytes;
+use serde_json::Value;
+use tokio::sync::{Notify, mpsc};
+
+use crate::{
+    config::Config,
+    error::SignalError,
+    metrics::{CloseCause, Metrics},
+    protocol::{LeaveReason, PeerId, PeerInfo, PeerKind, Resume, RoomSnapshot, ServerMessage},
+};
+
+/// Identifies one WebSocket connection (a peer keeps its id across connections; this does not).
+pub type ConnId = u64;
+
+/// Tells a connection's task to close, and why.
+#[derive(Debug, Default)]
+pub struct Kick {
+    cause: Mutex<Option<CloseCause>>,
+    notify: Notify,
+}
+
+impl Kick {
+    /// Ask the connection to close; the first cause wins.
+    pub fn kick(&self, cause: CloseCause) {
+        let mut slot = self.cause.lock().unwrap_or_else(|e| e.into_inner());
+        if slot.is_none() {
+            *slot = Some(cause);
+            self.notify.notify_one();
+        }
+    }
+
+    /// Resolves once [`Kick::kick`] was called, with its cause.
+    pub async fn kicked(&self) -> CloseCause {
+        loop {
+            if let Some(cause) = *self.cause.lock().unwrap_or_else(|e| e.into_inner()) {
+                return cause;
+            }
+            self.notify.notified().await;
+        }
+    }
+}
+
+/// The hub's way to reach one connection.
+#[derive(Debug, Clone)]
+pub struct Link {
+    /// The connection.
+    pub conn: ConnId,
+    tx: mpsc::Sender<Utf8Bytes>,
+    kick: Arc<Kick>,
+}
+
+impl Link {
+    /// A link and the receiving end of its bounded outbound queue.
+    pub fn new(conn: ConnId, queue: usize, kick: Arc<Kick>) -> (Self, mpsc::Receiver<Utf8Bytes>) {
+        let (tx, rx) = mpsc::channel(queue.max(1));
+        (Link { conn, tx, kick }, rx)
+    }
+
+    /// Queue a frame; a full queue means the client stopped reading, so it is closed.
+    fn send(&self, text: &Utf8Bytes) {
+        if let Err(mpsc::error::TrySendError::Full(_)) = self.tx.try_send(text.clone()) {
+            self.kick.kick(CloseCause::SlowReader);
+        }
+    }
+}
+
+#[derive(Debug)]
+struct PeerSlot {
+    info: PeerInfo,
+    token: String,
+    /// `None` while the peer's link is down and it may still resume.
+    link: Option<Link>,
+    /// Bumped on every detach, so a stale grace timer cannot evict a resumed peer.
+    generation: u64,
+}
+
+#[derive(Debug, Default)]
+struct Room {
+    peers: BTreeMap<PeerId, PeerSlot>,
+}
+
+impl Room {
+    fn snapshot(&self, name: &str) -> RoomSnapshot {
+        RoomSnapshot {
+            room: name.to_owned(),
+            peers: self.peers.values().map(|p| p.info.clone()).collect(),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Subscriber {
+    /// `None` watches every room.
+    room: Option<String>,
+    link: Link,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    rooms: HashMap<String, Room>,
+    subscribers: HashMap<ConnId, Subscriber>,
+}
+
+impl State {
+    /// Send `text` to every attached peer of `room` except `except`, and to its subscribers.
+    fn broadcast(&self, room: &str, except: Option<PeerId>, text: &Utf8Bytes) {
+        if let Some(r) = self.rooms.get(room) {
+            for (id, slot) in &r.peers {
+                if Some(*id) != except
+                    && let Some(link) = &slot.link
+                {
+                    link.send(text);
+                }
+            }
+        }
+        self.notify_subscribers(room, text);
+    }
+
+    fn notify_subscribers(&self, room: &str, text: &Utf8Bytes) {
+        for sub in self.subscribers.values() {
+            if sub.room.as_deref().is_none_or(|r| r == room) {
+                sub.link.send(text);
+            }
+        }
+    }
+}
+
+/// What a successful join hands back to the connection.
+#[derive(Debug)]
+pub struct Joined {
+    /// The peer's id.
+    pub peer_id: PeerId,
+    /// Its resume token.
+    pub token: String,
+    /// True when an earlier id was taken back.
+    pub resumed: bool,
+    /// The other peers.
+    pub peers: Vec<PeerInfo>,
+}
+
+/// What a peer asks for when it joins.
+#[derive(Debug)]
+pub struct JoinRequest {
+    /// Validated room name.
+    pub room: String,
+    /// Browser or native.
+    pub kind: PeerKind,
+    /// Natives' UDP address.
+    pub udp_addr: Option<SocketAddr>,
+    /// Earlier credentials, if resuming.
+    pub resume: Option<Resume>,
+}
+
+/// All rooms and subscribers.
+#[derive(Debug)]
+pub struct Hub {
+    config: Arc<Config>,
+    metrics: Arc<Metrics>,
+    state: Mutex<State>,
+    next_peer: AtomicU64,
+    next_conn: AtomicU64,
+}
+
+/// Comparison time independent of where the strings differ, so tokens cannot be guessed byte by byte.
+fn tokens_match(a: &str, b: &str) -> bool {
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
+}
+
+impl Hub {
+    /// An empty hub.
+    pub fn new(config: Arc<Config>, metrics: Arc<Metrics>) -> Self {
+        Hub {
+            config,
+            metrics,
+            state: Mutex::default(),
+            next_peer: AtomicU64::new(1),
+            next_conn: AtomicU64::new(1),
+        }
+    }
+
+    /// The configuration the hub enforces.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The metrics it updates.
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// A fresh connection id.
+    pub fn next_conn_id(&self) -> ConnId {
+        self.next_conn.fetch_add(1, Ordering::Relaxed)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // State stays consistent across a panic: every mutation is a single map operation.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Put `link`'s connection into a room, as a new peer or resuming an earlier one.
+    pub fn join(&self, req: JoinRequest, link: Link) -> Result<Joined, SignalError> {
+        let mut st = self.lock();
+        if let Some(resume) = &req.resume {
+            let slot = st
+                .rooms
+                .get_mut(&req.room)
+                .and_then(|r| r.peers.get_mut(&resume.peer_id))
+                .filter(|s| tokens_match(&s.token, &resume.token))
+                .ok_or(SignalError::ResumeRejected(resume.peer_id))?;
+            if let Some(old) = slot.link.replace(link) {
+                old.kick.kick(CloseCause::Replaced);
+            }
+            if req.udp_addr.is_some() {
+                slot.info.udp_addr = req.udp_addr;
+            }
+            let (peer_id, token) = (resume.peer_id, slot.token.clone());
+            let peers = st.rooms[&req.room]
+                .peers
+                .values()
+                .filter(|p| p.info.id != peer_id)
+                .map(|p| p.info.clone())
+                .collect();
+            self.metrics.joins.inc();
+            self.metrics.resumes.inc();
+            return Ok(Joined {
+                peer_id,
+                token,
+                resumed: true,
+                peers,
+            });
+        }
+
+        let room_count = st.rooms.len();
+        let room = match st.rooms.get_mut(&req.room) {
+            Some(room) => room,
+            None if room_count >= self.config.max_rooms => return Err(SignalError::TooManyRooms),
+            None => {
+                self.metrics.rooms.inc();
+                st.rooms.entry(req.room.clone()).or_default()
+            }
+        };
+        if room.peers.len() >= self.config.max_peers_per_room {
+            return Err(SignalError::RoomFull(req.room));
+        }
+        let info = PeerInfo {
+            id: self.next_peer.fetch_add(1, Ordering::Relaxed),
+            kind: req.kind,
+            udp_addr: req.udp_addr,
+        };
+        let token = format!("{:032x}", rand::random::<u128>());
+        let peers = room.peers.values().map(|p| p.info.clone()).collect();
+        room.peers.insert(
+            info.id,
+            PeerSlot {
+                info: info.clone(),
+                token: token.clone(),
+                link: Some(link),
+                generation: 0,
+            },
+        );
+        self.metrics.peers.inc();
+        self.metrics.joins.inc();
+        let note = ServerMessage::PeerJoined {
+            room: &req.room,
+            peer: &info,
+        }
+        .to_text();
+        st.broadcast(&req.room, Some(info.id), &note);
+        Ok(Joined {
+            peer_id: info.id,
+            token,
+            resumed: false,
+            peers,
+        })
+    }
+
+    /// Relay a signal to `to`, which must be an attached peer of the sender's own room.
+    pub fn relay(
+        &self,
+        room: &str,
+        from: PeerId,
+        to: PeerId,
+        data: &Value,
+    ) -> Result<(), SignalError> {
+        let st = self.lock();
+        let link = st
+            .rooms
+            .get(room)
+            .and_then(|r| r.peers.get(&to))
+            .and_then(|s| s.link.as_ref())
+            .filter(|_| to != from)
+            .ok_or(SignalError::UnknownPeer(to))?;
+        link.send(&ServerMessage::Signal { from, data }.to_text());
+        self.metrics.signals_relayed.inc();
+        Ok(())
+    }
+
+    /// Forward a stats report to the room's dashboard subscribers.
+    pub fn report_stats(&self, room: &str, peer_id: PeerId, links: &Value) {
+        self.metrics.stats_reports.inc();
+        let st = self.lock();
+        if st.subscribers.is_empty() {
+            return;
+        }
+        let text = ServerMessage::Stats {
+            room,
+            peer_id,
+            links,
+        }
+        .to_text();
+        st.notify_subscribers(room, &text);
+    }
+
+    /// Remove a peer now and tell its room.
+    pub fn leave(&self, room: &str, peer_id: PeerId, reason: LeaveReason) {
+        let mut st = self.lock();
+        Self::remove_peer(&mut st, &self.metrics, room, peer_id, reason);
+    }
+
+    fn remove_peer(
+        st: &mut State,
+        metrics: &Metrics,
+        room: &str,
+        peer_id: PeerId,
+        reason: LeaveReason,
+    ) {
+        let Some(r) = st.rooms.get_mut(room) else {
+            return;
+        };
+        if r.peers.remove(&peer_id).is_none() {
+            return;
+        }
+        metrics.peers.dec();
+        if r.peers.is_empty() {
+            st.rooms.remove(room);
+            metrics.rooms.dec();
+        }
+        let note = ServerMessage::PeerLeft {
+            room,
+            peer_id,
+            reason,
+        }
+        .to_text();
+        st.broadcast(room, None, &note);
+    }
+
+    /// The peer's link dropped: keep its slot for the reconnect grace, then evict it unless
+    /// it resumed. Does nothing if the peer already moved to a newer connection.
+    pub fn detach(self: &Arc<Self>, room: &str, peer_id: PeerId, conn: ConnId) {
+        let generation = {
+            let mut st = self.lock();
+            let Some(slot) = st
+                .rooms
+                .get_mut(room)
+                .and_then(|r| r.peers.get_mut(&peer_id))
+            else {
+                return;
+            };
+            if slot.link.as_ref().is_none_or(|l| l.conn != conn) {
+                return;
+            }
+            slot.link = None;
+            slot.generation += 1;
+            slot.generation
+        };
+        let hub = Arc::clone(self);
+        let room = room.to_owned();
+        tokio::spawn(async move {
+            tokio::time::sleep(hub.config.reconnect_grace).await;
+            let mut st = hub.lock();
+            let expired = st
+                .rooms
+                .get(&room)
+                .and_then(|r| r.peers.get(&peer_id))
+                .is_some_and(|s| s.link.is_none() && s.generation == generation);
+            if expired {
+                Self::remove_peer(&mut st, &hub.metrics, &room, peer_id, LeaveReason::Lost);
+            }
+        });
+    }
+
+    /// Watch `room` (or all rooms) and get their current state.
+    pub fn subscribe(&self, room: Option<String>, link: Link) -> Vec<RoomSnapshot> {
+        let mut st = self.lock();
+        let rooms = match &room {
+            Some(name) => st
+                .rooms
+                .get(name)
+                .map(|r| vec![r.snapshot(name)])
+                .unwrap_or_default(),
+            None => st.rooms.iter().map(|(n, r)| r.snapshot(n)).collect(),
+        };
+        if st
+            .subscribers
+            .insert(link.conn, Subscriber { room, link })
+            .is_none()
+        {
+            self.metrics.subscribers.inc();
+        }
+        rooms
+    }
+
+    /// Drop a connection's subscription, if any.
+    pub fn unsubscribe(&self, conn: ConnId) {
+        if self.lock().subscribers.remove(&conn).is_some() {
+            self.metrics.subscribers.dec();
+        }
+    }
+}

@@ -1,0 +1,371 @@
+//! One WebSocket connection: reads, validates and answers client messages, writes queued
+//! frames, pings, and enforces the per-connection limits.
+
+use std::{
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use axum::{
+    extract::{
+        State, WebSocketUpgrade,
+        ws::{CloseFrame, Message, Utf8Bytes, WebSocket, close_code},
+    },
+    response::Response,
+};
+use tokio::sync::{mpsc, watch};
+
+use crate::{
+    AppState,
+    error::SignalError,
+    metrics::CloseCause,
+    protocol::{
+        ClientMessage, LeaveReason, PROTOCOL_VERSION, PeerId, ServerMessage, validate_room_name,
+    },
+    rooms::{ConnId, Hub, JoinRequest, Kick, Link},
+};
+
+/// Initial read buffer of the WebSocket layer. Tungstenite allocates 128 KiB by default
+/// up front; signalling frames are small, and the buffer grows when one is not.
+const READ_BUFFER_BYTES: usize = 2048;
+
+/// `GET /ws`: upgrade with buffers sized for many mostly idle connections.
+pub async fn upgrade(ws: WebSocketUpgrade, State(app): State<AppState>) -> Response {
+    let hard_cap = app.hub.config().hard_message_cap();
+    ws.read_buffer_size(READ_BUFFER_BYTES)
+        // Write each frame straight through; queuing is done (bounded) in front of the socket.
+        .write_buffer_size(0)
+        .max_write_buffer_size(hard_cap + 1024)
+        .max_message_size(hard_cap)
+        .max_frame_size(hard_cap)
+        .on_upgrade(move |socket| async move {
+            let metrics = app.hub.metrics();
+            metrics.connections.inc();
+            Session::new(app.hub.clone(), socket)
+                .run(app.shutdown)
+                .await;
+            app.hub.metrics().connections.dec();
+        })
+}
+
+/// Token bucket: `rate` messages per second sustained, `burst` above it.
+#[derive(Debug)]
+struct RateLimit {
+    tokens: f64,
+    last: Instant,
+    strikes: u32,
+}
+
+impl RateLimit {
+    fn new(burst: u32) -> Self {
+        RateLimit {
+            tokens: f64::from(burst),
+            last: Instant::now(),
+            strikes: 0,
+        }
+    }
+
+    /// Whether one more message may pass now.
+    fn allow(&mut self, rate: u32, burst: u32) -> bool {
+        let now = Instant::now();
+        let refill = now.duration_since(self.last).as_secs_f64() * f64::from(rate);
+        self.tokens = (self.tokens + refill).min(f64::from(burst));
+        self.last = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            self.strikes = 0;
+            true
+        } else {
+            self.strikes += 1;
+            false
+        }
+    }
+}
+
+/// How a session ended, which decides what the room is told.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum End {
+    /// The client closed cleanly: leave at once.
+    Clean,
+    /// The link broke or a limit closed it: keep the peer for the reconnect grace.
+    Lost,
+    /// The peer resumed elsewhere: the room must not hear anything.
+    Replaced,
+}
+
+struct Session {
+    hub: Arc<Hub>,
+    socket: WebSocket,
+    conn: ConnId,
+    kick: Arc<Kick>,
+    link: Link,
+    rx: mpsc::Receiver<Utf8Bytes>,
+    joined: Option<(String, PeerId)>,
+    subscribed: bool,
+    rate: RateLimit,
+    last_heard: Instant,
+}
+
+impl Session {
+    fn new(hub: Arc<Hub>, socket: WebSocket) -> Self {
+        let conn = hub.next_conn_id();
+        let kick = Arc::new(Kick::default());
+        let (link, rx) = Link::new(conn, hub.config().outbound_queue, kick.clone());
+        let rate = RateLimit::new(hub.config().rate_burst);
+        Session {
+            hub,
+            socket,
+            conn,
+            kick,
+            link,
+            rx,
+            joined: None,
+            subscribed: false,
+            rate,
+            last_heard: Instant::now(),
+        }
+    }
+
+    async fn run(mut self, mut shutdown: watch::Receiver<bool>) {
+        let end = self.serve(&mut shutdown).await;
+        if self.subscribed {
+            self.hub.unsubscribe(self.conn);
+        }
+        if let Some((room, peer)) = self.joined.take() {
+            match end {
+                End::Clean => self.hub.leave(&room, peer, LeaveReason::Left),
+                End::Lost => self.hub.detach(&room, peer, self.conn),
+                End::Replaced => {}
+            }
+        }
+    }
+
+    async fn serve(&mut self, shutdown: &mut watch::Receiver<bool>) -> End {
+        let hub = self.hub.clone();
+        let config = hub.config();
+        let mut ping = tokio::time::interval(config.ping_interval);
+        ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        ping.tick().await;
+        loop {
+            let kick = self.kick.clone();
+            tokio::select! {
+                cause = kick.kicked() => return self.close(cause).await,
+                _ = shutdown.changed() => return self.close(CloseCause::Shutdown).await,
+                incoming = self.socket.recv() => match incoming {
+                    Some(Ok(message)) => {
+                        self.last_heard = Instant::now();
+                        match message {
+                            Message::Close(_) => return End::Clean,
+                            Message::Pong(_) => {}
+                            other => {
+                                if let Err(cause) = self.on_message(other).await {
+                                    return self.close(cause).await;
+                                }
+                            }
+                        }
+                    }
+                    Some(Err(err)) => {
+                        tracing::debug!(conn = self.conn, %err, "websocket read failed");
+                        if is_capacity_error(&err) {
+                            let too_large = SignalError::MessageTooLarge {
+                                max: config.max_message_bytes,
+                            };
+                            let _ = self.refuse(too_large).await;
+                            return self.close(CloseCause::TooLarge).await;
+                        }
+                        return End::Lost;
+                    }
+                    None => return End::Lost,
+                },
+                Some(text) = self.rx.recv() => {
+                    if !self.write(Message::Text(text)).await {
+                        self.hub.metrics().close(CloseCause::SlowReader);
+                        return End::Lost;
+                    }
+                }
+                _ = ping.tick() => {
+                    if self.last_heard.elapsed() >= config.idle_timeout {
+                        return self.close(CloseCause::IdleTimeout).await;
+                    }
+                    if !self.write(Message::Ping(Default::default())).await {
+                        self.hub.metrics().close(CloseCause::SlowReader);
+                        return End::Lost;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Write one frame; false if the client did not take it within the write timeout.
+    async fn write(&mut self, message: Message) -> bool {
+        let timeout = self.hub.config().write_timeout;
+        matches!(
+            tokio::time::timeout(timeout, self.socket.send(message)).await,
+            Ok(Ok(()))
+        )
+    }
+
+    /// Close with a reason the client can read, and count it.
+    async fn close(&mut self, cause: CloseCause) -> End {
+        if cause != CloseCause::Replaced {
+            self.hub.metrics().close(cause);
+        }
+        let code = match cause {
+            CloseCause::SlowReader | CloseCause::RateLimit => close_code::POLICY,
+            CloseCause::TooLarge => close_code::SIZE,
+            CloseCause::IdleTimeout | CloseCause::Shutdown => close_code::AWAY,
+            CloseCause::Replaced => 4000,
+        };
+        let frame = CloseFrame {
+            code,
+            reason: cause.as_str().into(),
+        };
+        // A slow reader gets one short chance at the reason; it is closed either way.
+        let _ = tokio::time::timeout(
+            Duration::from_millis(200),
+            self.socket.send(Message::Close(Some(frame))),
+        )
+        .await;
+        match cause {
+            CloseCause::Replaced => End::Replaced,
+            // Shutting down is not the peer's choice; a restarted server has no rooms anyway.
+            _ => End::Lost,
+        }
+    }
+
+    /// Handle one data frame. `Err` means a limit says the connection must close.
+    async fn on_message(&mut self, message: Message) -> Result<(), CloseCause> {
+        let hub = self.hub.clone();
+        let config = hub.config();
+        if !self.rate.allow(config.rate_per_sec, config.rate_burst) {
+            if self.rate.strikes > config.rate_strikes {
+                return Err(CloseCause::RateLimit);
+            }
+            return self.refuse(SignalError::RateLimited).await;
+        }
+        let text = match message {
+            Message::Text(text) => text,
+            Message::Binary(_) => {
+                return self
+                    .refuse(SignalError::Malformed(
+                        "binary frames are not supported; send JSON text".into(),
+                    ))
+                    .await;
+            }
+            // Tungstenite answers pings itself.
+            _ => return Ok(()),
+        };
+        if text.len() > config.max_message_bytes {
+            let err = SignalError::MessageTooLarge {
+                max: config.max_message_bytes,
+            };
+            return self.refuse(err).await;
+        }
+        let result = match serde_json::from_str::<ClientMessage>(text.as_str()) {
+            Ok(message) => self.dispatch(message).await,
+            Err(err) => Err(SignalError::Malformed(err.to_string())),
+        };
+        match result {
+            Ok(()) => Ok(()),
+            Err(err) => self.refuse(err).await,
+        }
+    }
+
+    /// Send an error frame and count it.
+    async fn refuse(&mut self, err: SignalError) -> Result<(), CloseCause> {
+        self.hub.metrics().error(&err);
+        tracing::debug!(conn = self.conn, code = err.code(), %err, "refused");
+        self.reply(&ServerMessage::error(&err)).await
+    }
+
+    async fn reply(&mut self, message: &ServerMessage<'_>) -> Result<(), CloseCause> {
+        if self.write(Message::Text(message.to_text())).await {
+            Ok(())
+        } else {
+            Err(CloseCause::SlowReader)
+        }
+    }
+
+    fn own_id(&self, claimed: Option<PeerId>) -> Result<(&str, PeerId), SignalError> {
+        let (room, id) = self.joined.as_ref().ok_or(SignalError::NotJoined)?;
+        match claimed {
+            Some(claimed) if claimed != *id => Err(SignalError::PeerIdMismatch { claimed }),
+            _ => Ok((room, *id)),
+        }
+    }
+
+    async fn dispatch(&mut self, message: ClientMessage) -> Result<(), SignalError> {
+        match message {
+            ClientMessage::Join {
+                version,
+                room,
+                kind,
+                udp_addr,
+                resume,
+            } => {
+                if let Some((room, _)) = &self.joined {
+                    return Err(SignalError::AlreadyJoined(room.clone()));
+                }
+                if version != PROTOCOL_VERSION {
+                    return Err(SignalError::UnsupportedVersion(version));
+                }
+                validate_room_name(&room)?;
+                if udp_addr.is_some() && kind != crate::protocol::PeerKind::Native {
+                    return Err(SignalError::InvalidJoin(
+                        "udp_addr is only for native peers",
+                    ));
+                }
+                let request = JoinRequest {
+                    room,
+                    kind,
+                    udp_addr,
+                    resume,
+                };
+                let room = request.room.clone();
+                let hub = self.hub.clone();
+                let joined = hub.join(request, self.link.clone())?;
+                self.joined = Some((room.clone(), joined.peer_id));
+                let welcome = ServerMessage::Welcome {
+                    version: PROTOCOL_VERSION,
+                    room: &room,
+                    peer_id: joined.peer_id,
+                    token: &joined.token,
+                    resumed: joined.resumed,
+                    peers: joined.peers,
+                    ice_servers: &hub.config().ice_servers.0,
+                };
+                // The client's failure to read shows up again at the next write or ping.
+                let _ = self.reply(&welcome).await;
+                Ok(())
+            }
+            ClientMessage::Signal { to, from, data } => {
+                let (room, id) = self.own_id(from)?;
+                self.hub.relay(room, id, to, &data)
+            }
+            ClientMessage::Stats { from, links } => {
+                let (room, id) = self.own_id(from)?;
+                self.hub.report_stats(room, id, &links);
+                Ok(())
+            }
+            ClientMessage::Subscribe { room } => {
+                if let Some(room) = &room {
+                    validate_room_name(room)?;
+                }
+                let rooms = self.hub.subscribe(room, self.link.clone());
+                self.subscribed = true;
+                let _ = self.reply(&ServerMessage::Subscribed { rooms }).await;
+                Ok(())
+            }
+            ClientMessage::Leave => {
+                let (room, id) = self.joined.take().ok_or(SignalError::NotJoined)?;
+                self.hub.leave(&room, id, LeaveReason::Left);
+                Ok(())
+            }
+        }
+    }
+}
+
+fn is_capacity_error(err: &axum::Error) -> bool {
+    // axum wraps tungstenite's error; its message is the stable way to see the kind.
+    err.to_string().contains("Space limit exceeded")
+}

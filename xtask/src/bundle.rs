@@ -1,0 +1,79 @@
+//! The browser bundle: the `ackwire-wasm` crate compiled to wasm32, bound with wasm-bindgen
+//! (`--target web`) and, in release, shrunk with binaryen's `wasm-opt -Oz` from npm.
+
+use std::{fs, process::Command};
+
+use crate::{
+    paths,
+    process::{Result, run},
+    setup::Tools,
+};
+
+/// Builds the bundle into `web/pkg/` (served at `/pkg/`).
+/// Always the `wasm-release` cargo profile (opt-level z, fat LTO) plus `wasm-opt -Oz`: the
+/// tests run the bundle users get.
+pub(crate) fn build(tools: &Tools) -> Result<()> {
+    let cargo_profile = "wasm-release";
+    let target_dir = paths::wasm_target_dir(tools.wasm.name());
+    println!(
+        "== wasm bundle ({cargo_profile}, {} toolchain)",
+        tools.wasm.name()
+    );
+    run(tools
+        .wasm
+        .cargo()
+        .current_dir(paths::root())
+        .args([
+            "build",
+            "-p",
+            "ackwire-wasm",
+            "--lib",
+            "--target",
+            "wasm32-unknown-unknown",
+        ])
+        .args(["--profile", cargo_profile])
+        .arg("--target-dir")
+        .arg(&target_dir))?;
+    let module = target_dir
+        .join("wasm32-unknown-unknown")
+        .join(cargo_profile)
+        .join("ackwire_wasm.wasm");
+    let pkg = paths::web_dir().join("pkg");
+    run(Command::new(&tools.wasm_bindgen)
+        .args(["--target", "web", "--no-typescript", "--out-dir"])
+        .arg(&pkg)
+        .arg(&module))?;
+    let wasm = pkg.join("ackwire_wasm_bg.wasm");
+    let wasm_opt = paths::web_dir().join("node_modules/.bin/wasm-opt");
+    // Rust's wasm32 target emits these post-MVP features by default; wasm-opt must accept them.
+    run(Command::new(wasm_opt)
+        .arg(&wasm)
+        .args([
+            "-Oz",
+            "--enable-bulk-memory",
+            "--enable-nontrapping-float-to-int",
+        ])
+        .args([
+            "--enable-sign-ext",
+            "--enable-mutable-globals",
+            "--enable-reference-types",
+        ])
+        .args(["--enable-multivalue", "-o"])
+        .arg(&wasm))?;
+    let bytes = fs::metadata(&wasm).map_err(|e| e.to_string())?.len();
+    let gzip_bytes = gzip_size(&wasm)?;
+    println!(
+        "   {}: {bytes} bytes, {gzip_bytes} bytes gzipped (-9)",
+        wasm.strip_prefix(paths::root()).unwrap_or(&wasm).display()
+    );
+    Ok(())
+}
+
+fn gzip_size(path: &std::path::Path) -> Result<u64> {
+    let out = Command::new("gzip")
+        .args(["-9", "-c"])
+        .arg(path)
+        .output()
+        .map_err(|e| format!("cannot run gzip: {e}"))?;
+    Ok(out.stdout.len() as u64)
+}

@@ -1,0 +1,420 @@
+//! `cargo xtask setup`: system packages, the wasm32 toolchain, wasm-bindgen-cli and the
+//! page's npm packages. Every step checks first and says whether it skipped or installed.
+
+use std::{
+    fs,
+    path::{Path, PathBuf},
+    process::Command,
+    time::{Duration, Instant},
+};
+
+use crate::{
+    paths,
+    process::{self, Result, have, run_with_timeout},
+};
+
+const WASM_TARGET: &str = "wasm32-unknown-unknown";
+/// rustup needs the network; the machines may only reach package registries, so a hang is
+/// possible and the Debian route takes over after this long.
+const RUSTUP_TIMEOUT: Duration = Duration::from_secs(120);
+/// Debian packages of the fallback route (bookworm updates), extracted, never installed.
+const RUSTC_WEB_DEBS: &[&str] = &[
+    "rustc-web",
+    "cargo-web",
+    "rust-web-src",
+    "libstd-rust-web-dev",
+    "libstd-rust-web-1.96",
+];
+/// Runtime libraries of Debian's rustc-web, installed as ordinary packages.
+const RUSTC_WEB_LIBS: &[&str] = &["libllvm22", "lld-22", "libgit2-1.5"];
+const WASM_LINKER: &str = "wasm-ld-22";
+
+/// What later steps need from setup.
+#[derive(Debug)]
+pub(crate) struct Tools {
+    pub(crate) wasm: WasmToolchain,
+    pub(crate) wasm_bindgen: PathBuf,
+    pub(crate) wasm_bindgen_test_runner: PathBuf,
+}
+
+/// How to invoke cargo for the wasm32 target.
+#[derive(Debug)]
+pub(crate) enum WasmToolchain {
+    /// rustup's stable toolchain with the wasm32 target added.
+    Rustup,
+    /// Debian's rustc-web extracted under this prefix, with a wasm32 std built from source.
+    Debian { usr: PathBuf },
+}
+
+impl WasmToolchain {
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            Self::Rustup => "rustup",
+            Self::Debian { .. } => "debian",
+        }
+    }
+
+    /// The `cargo` binary for wasm32 builds with this toolchain.
+    pub(crate) fn cargo_program(&self) -> PathBuf {
+        match self {
+            Self::Rustup => PathBuf::from(env!("CARGO")),
+            Self::Debian { usr } => usr.join("bin/cargo"),
+        }
+    }
+
+    /// Adds the environment this toolchain needs to `cmd`.
+    pub(crate) fn apply_env(&self, cmd: &mut Command) {
+        if let Self::Debian { usr } = self {
+            debian_env(cmd, usr);
+        }
+    }
+
+    /// A `cargo` command set up for wasm32 builds with this toolchain.
+    pub(crate) fn cargo(&self) -> Command {
+        let mut cmd = Command::new(self.cargo_program());
+        self.apply_env(&mut cmd);
+        cmd
+    }
+}
+
+/// The wasm-only environment of the Debian route (never exported globally: native crates
+/// stay on rustup stable).
+fn debian_env(cmd: &mut Command, usr: &Path) {
+    cmd.env("LD_LIBRARY_PATH", usr.join("lib/x86_64-linux-gnu"))
+        .env("RUSTC", usr.join("bin/rustc"))
+        .env("RUSTDOC", usr.join("bin/rustdoc"))
+        .env("CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_LINKER", WASM_LINKER)
+        .env_remove("RUSTUP_TOOLCHAIN")
+        .env_remove("CARGO");
+}
+
+pub(crate) fn run() -> Result<Tools> {
+    let start = Instant::now();
+    println!("== setup (tools in {})", paths::tools_dir().display());
+    system_packages()?;
+    let wasm = wasm_toolchain()?;
+    let (wasm_bindgen, wasm_bindgen_test_runner) = wasm_bindgen_cli()?;
+    npm_packages()?;
+    println!("== setup done in {:.1}s", start.elapsed().as_secs_f64());
+    Ok(Tools {
+        wasm,
+        wasm_bindgen,
+        wasm_bindgen_test_runner,
+    })
+}
+
+fn step(name: &str, what: &str) {
+    println!("[setup] {name}: {what}");
+}
+
+fn apt_install(packages: &[&str]) -> Result<()> {
+    let install = |cmd: &mut Command| {
+        cmd.env("DEBIAN_FRONTEND", "noninteractive")
+            .args(["install", "-y", "-q", "--no-install-recommends"])
+            .args(packages);
+        process::status(cmd)
+    };
+    if install(&mut Command::new("apt-get"))?.success() {
+        return Ok(());
+    }
+    // Stale package lists are the usual reason; refresh once and retry.
+    process::run(Command::new("apt-get").args(["update", "-q"]))?;
+    process::run(
+        Command::new("apt-get")
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .args(["install", "-y", "-q", "--no-install-recommends"])
+            .args(packages),
+    )
+}
+
+/// Chromium + chromedriver for browser tests, iproute2/util-linux for the loopback-only
+/// namespace the browser tests run in.
+fn system_packages() -> Result<()> {
+    let wanted = [
+        ("/usr/bin/chromium", "chromium"),
+        ("/usr/bin/chromedriver", "chromium-driver"),
+        ("/usr/sbin/ip", "iproute2"),
+        ("/usr/bin/unshare", "util-linux"),
+    ];
+    let missing: Vec<&str> = wanted
+        .iter()
+        .filter(|(path, _)| !Path::new(path).exists())
+        .map(|(_, pkg)| *pkg)
+        .collect();
+    if missing.is_empty() {
+        step(
+            "system packages",
+            "chromium, chromedriver, ip, unshare present; skipping",
+        );
+        return Ok(());
+    }
+    step(
+        "system packages",
+        &format!("installing {}", missing.join(" ")),
+    );
+    apt_install(&missing)
+}
+
+fn wasm_toolchain() -> Result<WasmToolchain> {
+    let forced = std::env::var("ACKWIRE_WASM_ROUTE").ok();
+    match forced.as_deref() {
+        Some("debian") => {
+            step(
+                "wasm32 toolchain",
+                "ACKWIRE_WASM_ROUTE=debian: using the Debian rustc-web route",
+            );
+            debian_toolchain()
+        }
+        Some("rustup") => {
+            if rustup_target()? {
+                Ok(WasmToolchain::Rustup)
+            } else {
+                Err("ACKWIRE_WASM_ROUTE=rustup but `rustup target add` did not succeed".into())
+            }
+        }
+        None | Some("") => {
+            if rustup_target()? {
+                Ok(WasmToolchain::Rustup)
+            } else {
+                step(
+                    "wasm32 toolchain",
+                    "rustup route failed; falling back to Debian rustc-web",
+                );
+                debian_toolchain()
+            }
+        }
+        Some(other) => Err(format!(
+            "ACKWIRE_WASM_ROUTE={other}: expected `rustup` or `debian`"
+        )),
+    }
+}
+
+/// True when rustup's toolchain has (or could add in time) the wasm32 target.
+fn rustup_target() -> Result<bool> {
+    if !have("rustup") {
+        step("wasm32 toolchain", "no rustup on PATH");
+        return Ok(false);
+    }
+    let installed =
+        process::output(Command::new("rustup").args(["target", "list", "--installed"]))?;
+    if installed.lines().any(|l| l.trim() == WASM_TARGET) {
+        step(
+            "wasm32 toolchain",
+            "rustup target wasm32-unknown-unknown present; skipping",
+        );
+        return Ok(true);
+    }
+    step(
+        "wasm32 toolchain",
+        "adding rustup target wasm32-unknown-unknown",
+    );
+    let start = Instant::now();
+    let ok = run_with_timeout(
+        Command::new("rustup").args(["target", "add", WASM_TARGET]),
+        RUSTUP_TIMEOUT,
+    )
+    .map_err(|e| format!("cannot run rustup: {e}"))?;
+    if ok {
+        step(
+            "wasm32 toolchain",
+            &format!(
+                "rustup target added in {:.0}s",
+                start.elapsed().as_secs_f64()
+            ),
+        );
+    }
+    Ok(ok)
+}
+
+/// Debian's rustc-web extracted into `<tools>/rustc-web`, plus a wasm32 std built once from
+/// the shipped std source (Debian ships none prebuilt for wasm32).
+fn debian_toolchain() -> Result<WasmToolchain> {
+    let prefix = paths::tools_dir().join("rustc-web");
+    let usr = prefix.join("root/usr");
+    let done = prefix.join(".complete");
+    if done.exists() {
+        step(
+            "wasm32 toolchain",
+            &format!("Debian rustc-web present in {}; skipping", prefix.display()),
+        );
+        return Ok(WasmToolchain::Debian { usr });
+    }
+    let start = Instant::now();
+    if !have(WASM_LINKER) || !Path::new("/usr/lib/x86_64-linux-gnu/libgit2.so.1.5").exists() {
+        step(
+            "wasm32 toolchain",
+            &format!("installing {}", RUSTC_WEB_LIBS.join(" ")),
+        );
+        apt_install(RUSTC_WEB_LIBS)?;
+    }
+    let debs = prefix.join("debs");
+    let root = prefix.join("root");
+    let _ = fs::remove_dir_all(&debs);
+    let _ = fs::remove_dir_all(&root);
+    mkdir(&debs)?;
+    mkdir(&root)?;
+    step("wasm32 toolchain", "downloading rustc-web packages");
+    process::run(
+        Command::new("apt-get")
+            .current_dir(&debs)
+            .arg("download")
+            .args(RUSTC_WEB_DEBS),
+    )
+    .or_else(|_| {
+        process::run(Command::new("apt-get").args(["update", "-q"]))?;
+        process::run(
+            Command::new("apt-get")
+                .current_dir(&debs)
+                .arg("download")
+                .args(RUSTC_WEB_DEBS),
+        )
+    })?;
+    for entry in fs::read_dir(&debs).map_err(|e| e.to_string())? {
+        let deb = entry.map_err(|e| e.to_string())?.path();
+        process::run(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&root))?;
+    }
+    build_wasm_sysroot(&prefix, &usr)?;
+    fs::write(&done, "").map_err(|e| e.to_string())?;
+    step(
+        "wasm32 toolchain",
+        &format!(
+            "Debian rustc-web ready in {:.0}s",
+            start.elapsed().as_secs_f64()
+        ),
+    );
+    Ok(WasmToolchain::Debian { usr })
+}
+
+/// Builds std for wasm32 from Debian's rust-web-src in a throwaway `#![no_std]` crate and
+/// copies the resulting rlibs into the prefix's sysroot.
+fn build_wasm_sysroot(prefix: &Path, usr: &Path) -> Result<()> {
+    step(
+        "wasm32 toolchain",
+        "building the wasm32 std from source (one time, a few minutes)",
+    );
+    let krate = prefix.join("sysroot-builder");
+    let _ = fs::remove_dir_all(&krate);
+    mkdir(&krate.join("src"))?;
+    fs::write(
+        krate.join("Cargo.toml"),
+        "[package]\nname = \"sysroot-builder\"\nversion = \"0.0.0\"\nedition = \"2021\"\n\n[workspace]\n",
+    )
+    .map_err(|e| e.to_string())?;
+    fs::write(krate.join("src/lib.rs"), "#![no_std]\n").map_err(|e| e.to_string())?;
+    let mut cargo = Command::new(usr.join("bin/cargo"));
+    debian_env(&mut cargo, usr);
+    process::run(
+        cargo
+            .current_dir(&krate)
+            .env("RUSTC_BOOTSTRAP", "1")
+            .env("RUSTFLAGS", "-Cembed-bitcode=yes")
+            .args(["build", "--release", "-j", "2", "--target", WASM_TARGET])
+            .arg("-Zbuild-std=std,panic_abort,test"),
+    )?;
+    let deps = krate.join("target").join(WASM_TARGET).join("release/deps");
+    let lib = usr.join("lib/rustlib").join(WASM_TARGET).join("lib");
+    mkdir(&lib)?;
+    let mut copied = 0;
+    for entry in fs::read_dir(&deps).map_err(|e| e.to_string())? {
+        let path = entry.map_err(|e| e.to_string())?.path();
+        let name = path
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        let is_lib =
+            name.starts_with("lib") && (name.ends_with(".rlib") || name.ends_with(".rmeta"));
+        if is_lib && !name.starts_with("libsysroot_builder") {
+            fs::copy(&path, lib.join(&name)).map_err(|e| e.to_string())?;
+            copied += 1;
+        }
+    }
+    if copied == 0 {
+        return Err(format!("no std libraries were built in {}", deps.display()));
+    }
+    let _ = fs::remove_dir_all(&krate);
+    Ok(())
+}
+
+/// The version of the `wasm-bindgen` crate the workspace resolved; the CLI must match it.
+fn locked_wasm_bindgen_version() -> Result<String> {
+    let lock = fs::read_to_string(paths::root().join("Cargo.lock"))
+        .map_err(|e| format!("cannot read Cargo.lock: {e}"))?;
+    let mut lines = lock.lines();
+    while let Some(line) = lines.next() {
+        if line == "name = \"wasm-bindgen\"" {
+            if let Some(v) = lines.next().and_then(|l| l.strip_prefix("version = \"")) {
+                return Ok(v.trim_end_matches('"').to_owned());
+            }
+        }
+    }
+    Err("wasm-bindgen is not in Cargo.lock".into())
+}
+
+fn wasm_bindgen_cli() -> Result<(PathBuf, PathBuf)> {
+    let version = locked_wasm_bindgen_version()?;
+    let install_root = paths::tools_dir().join(format!("wasm-bindgen-{version}"));
+    let bin = install_root.join("bin");
+    let cli = bin.join("wasm-bindgen");
+    let runner = bin.join("wasm-bindgen-test-runner");
+    let reported = Command::new(&cli).arg("--version").output().ok();
+    let matches = reported
+        .map(|o| String::from_utf8_lossy(&o.stdout).contains(&version))
+        .unwrap_or(false);
+    if matches && runner.exists() {
+        step("wasm-bindgen-cli", &format!("{version} present; skipping"));
+    } else {
+        step(
+            "wasm-bindgen-cli",
+            &format!(
+                "installing {version} into {} (~4 min)",
+                install_root.display()
+            ),
+        );
+        process::run(
+            Command::new(env!("CARGO"))
+                .args([
+                    "install",
+                    "-j",
+                    "2",
+                    "--quiet",
+                    "wasm-bindgen-cli",
+                    "--version",
+                    &version,
+                    "--root",
+                ])
+                .arg(&install_root),
+        )?;
+    }
+    Ok((cli, runner))
+}
+
+/// `npm ci` when `node_modules` is missing or older than the committed lock file.
+fn npm_packages() -> Result<()> {
+    let web = paths::web_dir();
+    let lock = web.join("package-lock.json");
+    let installed = web.join("node_modules/.package-lock.json");
+    let modified = |p: &Path| fs::metadata(p).and_then(|m| m.modified()).ok();
+    let fresh = match (modified(&installed), modified(&lock)) {
+        (Some(i), Some(l)) => i >= l,
+        _ => false,
+    };
+    if fresh {
+        step(
+            "npm packages",
+            "web/node_modules up to date with package-lock.json; skipping",
+        );
+        return Ok(());
+    }
+    step("npm packages", "npm ci in web/");
+    process::run(Command::new("npm").current_dir(&web).args([
+        "ci",
+        "--no-audit",
+        "--no-fund",
+        "--loglevel=error",
+    ]))
+}
+
+fn mkdir(p: &Path) -> Result<()> {
+    fs::create_dir_all(p).map_err(|e| format!("cannot create {}: {e}", p.display()))
+}

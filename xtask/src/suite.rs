@@ -1,0 +1,197 @@
+//! The user-facing commands: `demo`, `test` and `bench`.
+
+use std::{path::PathBuf, process::Command, time::Instant};
+
+use crate::{
+    bundle, paths,
+    process::{Result, describe, in_loopback_namespace, run},
+    setup::{self, Tools},
+};
+
+const WASM_TARGET: &str = "wasm32-unknown-unknown";
+
+fn cargo() -> Command {
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.current_dir(paths::root());
+    cmd
+}
+
+/// Builds the signal server (debug or release) and returns the binary's path.
+fn build_signal_server(release: bool) -> Result<PathBuf> {
+    let mut cmd = cargo();
+    cmd.args(["build", "-p", "ackwire-signal", "--bin", "ackwire-signal"]);
+    if release {
+        cmd.arg("--release");
+    }
+    run(&mut cmd)?;
+    let profile = if release { "release" } else { "debug" };
+    Ok(paths::root()
+        .join("target")
+        .join(profile)
+        .join("ackwire-signal"))
+}
+
+pub(crate) fn demo() -> Result<()> {
+    let tools = setup::run()?;
+    bundle::build(&tools)?;
+    let server = build_signal_server(true)?;
+    let bind = std::env::var("ACKWIRE_BIND").unwrap_or_else(|_| "127.0.0.1:8080".into());
+    let mut child = Command::new(&server)
+        .arg("--bind")
+        .arg(&bind)
+        .arg("--web-dir")
+        .arg(paths::web_dir())
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", server.display()))?;
+    println!();
+    println!("ackwire demo is running (Ctrl-C to stop):");
+    println!("  page:    http://{bind}/");
+    println!("  health:  http://{bind}/healthz");
+    println!();
+    let status = child.wait().map_err(|e| e.to_string())?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("signal server exited: {status}"))
+    }
+}
+
+struct Stage {
+    name: &'static str,
+    outcome: Result<()>,
+    seconds: f64,
+}
+
+fn stage(name: &'static str, f: impl FnOnce() -> Result<()>) -> Stage {
+    println!("== {name}");
+    let start = Instant::now();
+    let outcome = f();
+    let seconds = start.elapsed().as_secs_f64();
+    match &outcome {
+        Ok(()) => println!("== {name}: ok ({seconds:.1}s)"),
+        Err(e) => println!("== {name}: FAILED ({seconds:.1}s): {e}"),
+    }
+    Stage {
+        name,
+        outcome,
+        seconds,
+    }
+}
+
+pub(crate) fn test() -> Result<()> {
+    let start = Instant::now();
+    let tools = setup::run()?;
+    let stages = [
+        stage("native tests (cargo test --workspace)", native_tests),
+        stage("wasm tests in headless Chromium", || {
+            wasm_browser_tests(&tools)
+        }),
+        stage("browser e2e (playwright-core + chromium)", || {
+            browser_e2e(&tools)
+        }),
+    ];
+    let failed: Vec<&Stage> = stages.iter().filter(|s| s.outcome.is_err()).collect();
+    println!();
+    for s in &stages {
+        let mark = if s.outcome.is_ok() {
+            "ok    "
+        } else {
+            "FAILED"
+        };
+        println!("  {mark} {:<45} {:>6.1}s", s.name, s.seconds);
+    }
+    println!(
+        "xtask test: {}/{} stages passed in {:.1}s",
+        stages.len() - failed.len(),
+        stages.len(),
+        start.elapsed().as_secs_f64()
+    );
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{} stage(s) failed", failed.len()))
+    }
+}
+
+fn native_tests() -> Result<()> {
+    run(cargo().args(["test", "--workspace"]))
+}
+
+/// `wasm-bindgen-test` suites, run by wasm-bindgen-test-runner through chromedriver in
+/// headless Chromium (options in `wasm/webdriver.json`), inside a loopback-only namespace.
+fn wasm_browser_tests(tools: &Tools) -> Result<()> {
+    let target_dir = paths::wasm_target_dir(tools.wasm.name());
+    let args = |extra: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = [
+            "test",
+            "-p",
+            "ackwire-wasm",
+            "--target",
+            WASM_TARGET,
+            "--target-dir",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        v.push(target_dir.to_string_lossy().into_owned());
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    // Compile (and fetch crates) outside the namespace, which has no route to the registry.
+    run(tools
+        .wasm
+        .cargo()
+        .current_dir(paths::root())
+        .args(args(&["--no-run"])))?;
+    let program = tools.wasm.cargo_program();
+    let run_args = args(&["--offline"]);
+    let run_args: Vec<&str> = run_args.iter().map(String::as_str).collect();
+    let mut cmd = in_loopback_namespace(&program.to_string_lossy(), &run_args);
+    tools.wasm.apply_env(&mut cmd);
+    cmd.current_dir(paths::root())
+        .env(
+            "CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER",
+            &tools.wasm_bindgen_test_runner,
+        )
+        .env("CHROMEDRIVER", "/usr/bin/chromedriver")
+        .env("WASM_BINDGEN_TEST_TIMEOUT", "60");
+    run(&mut cmd)
+}
+
+/// The e2e suite in `web/e2e/`: node's test runner drives Debian's Chromium through
+/// playwright-core against the real `ackwire-signal` binary, all inside a namespace where
+/// only loopback exists.
+fn browser_e2e(tools: &Tools) -> Result<()> {
+    bundle::build(tools)?;
+    let server = build_signal_server(false)?;
+    let e2e = paths::web_dir().join("e2e");
+    let mut files: Vec<String> = std::fs::read_dir(&e2e)
+        .map_err(|e| format!("cannot read {}: {e}", e2e.display()))?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|p| p.to_string_lossy().ends_with(".test.mjs"))
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        return Err(format!("no *.test.mjs files in {}", e2e.display()));
+    }
+    let artifacts = paths::root().join("target/e2e-artifacts");
+    std::fs::create_dir_all(&artifacts).map_err(|e| e.to_string())?;
+    let mut args = vec!["--test", "--test-reporter=spec"];
+    args.extend(files.iter().map(String::as_str));
+    let mut cmd = in_loopback_namespace("node", &args);
+    cmd.current_dir(paths::web_dir())
+        .env("ACKWIRE_SIGNAL_BIN", &server)
+        .env("ACKWIRE_WEB_DIR", paths::web_dir())
+        .env("ACKWIRE_ARTIFACTS", &artifacts)
+        .env("CHROMIUM", "/usr/bin/chromium");
+    println!(
+        "   e2e artifacts (screenshots) go to {}",
+        artifacts.display()
+    );
+    run(&mut cmd).map_err(|e| format!("{e}\n   (command: {})", describe(&cmd)))
+}
+
+pub(crate) fn bench() -> Result<()> {
+    run(cargo().args(["bench", "--workspace"]))
+}
