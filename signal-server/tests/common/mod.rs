@@ -1,0 +1,201 @@
+//! A real server on 127.0.0.1 and real WebSocket clients, shared by the test files.
+#![allow(dead_code, unreachable_pub)]
+
+use std::{net::SocketAddr, time::Duration};
+
+use ackwire_signal::Config;
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use tokio::{net::TcpStream, sync::oneshot, task::JoinHandle};
+use tokio_tungstenite::{
+    MaybeTlsStream, WebSocketStream, connect_async,
+    tungstenite::{Message, protocol::CloseFrame},
+};
+
+/// How long a test waits for a frame that should arrive.
+pub const WAIT: Duration = Duration::from_secs(5);
+
+/// A server task on an ephemeral loopback port.
+pub struct Server {
+    pub addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    task: JoinHandle<std::io::Result<()>>,
+}
+
+impl Server {
+    /// Start with the defaults, changed by `tweak`.
+    pub async fn start(tweak: impl FnOnce(&mut Config)) -> Server {
+        let mut config = Config::default();
+        config.bind = "127.0.0.1:0".parse().unwrap();
+        tweak(&mut config);
+        let listener = tokio::net::TcpListener::bind(config.bind).await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(ackwire_signal::serve(listener, config, async {
+            let _ = stopped.await;
+        }));
+        Server {
+            addr,
+            stop: Some(stop),
+            task,
+        }
+    }
+
+    pub async fn client(&self) -> Client {
+        Client::connect(self.addr).await
+    }
+
+    /// A peer that joined `room` as a browser; returns it with its welcome.
+    pub async fn peer(&self, room: &str) -> (Client, Value) {
+        let mut c = self.client().await;
+        let welcome = c.join(room).await;
+        (c, welcome)
+    }
+
+    pub async fn get(&self, path: &str) -> (u16, String) {
+        http_get(self.addr, path).await
+    }
+
+    /// The value of one metric line, e.g. `ackwire_signal_errors_total{code="not_joined"}`.
+    pub async fn metric(&self, series: &str) -> f64 {
+        let (_, body) = self.get("/metrics").await;
+        body.lines()
+            .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
+            .unwrap_or(0.0)
+    }
+
+    pub async fn stop(mut self) {
+        let _ = self.stop.take().unwrap().send(());
+        tokio::time::timeout(WAIT, self.task)
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+    }
+}
+
+/// Minimal HTTP/1.1 GET, so the tests need no HTTP client crate.
+pub async fn http_get(addr: SocketAddr, path: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.write_all(
+        format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
+    .await
+    .unwrap();
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf).await.unwrap();
+    let text = String::from_utf8_lossy(&buf).into_owned();
+    let status = text[9..12].parse().unwrap();
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, body)
+}
+
+pub struct Client {
+    pub ws: WebSocketStream<MaybeTlsStream<TcpStream>>,
+}
+
+impl Client {
+    pub async fn connect(addr: SocketAddr) -> Client {
+        let (ws, _) = connect_async(format!("ws://{addr}/ws")).await.unwrap();
+        Client { ws }
+    }
+
+    pub async fn send(&mut self, v: Value) {
+        self.ws.send(Message::text(v.to_string())).await.unwrap();
+    }
+
+    pub async fn send_raw(&mut self, text: &str) {
+        self.ws.send(Message::text(text)).await.unwrap();
+    }
+
+    /// Next JSON frame; panics on timeout or close.
+    pub async fn recv(&mut self) -> Value {
+        match self.next_event(WAIT).await {
+            Event::Json(v) => v,
+            other => panic!("expected a JSON frame, got {other:?}"),
+        }
+    }
+
+    /// Next frame whose `type` is `kind`, skipping others.
+    pub async fn recv_type(&mut self, kind: &str) -> Value {
+        loop {
+            let v = self.recv().await;
+            if v["type"] == kind {
+                return v;
+            }
+        }
+    }
+
+    /// The next error frame's code.
+    pub async fn error_code(&mut self) -> String {
+        let v = self.recv_type("error").await;
+        assert!(
+            v["message"].as_str().is_some_and(|m| !m.is_empty()),
+            "error without message: {v}"
+        );
+        v["code"].as_str().unwrap().to_owned()
+    }
+
+    pub async fn next_event(&mut self, wait: Duration) -> Event {
+        loop {
+            match tokio::time::timeout(wait, self.ws.next()).await {
+                Err(_) => return Event::Timeout,
+                Ok(None) => return Event::Closed(None),
+                Ok(Some(Err(_))) => return Event::Closed(None),
+                Ok(Some(Ok(Message::Text(t)))) => {
+                    return Event::Json(serde_json::from_str(t.as_str()).unwrap());
+                }
+                Ok(Some(Ok(Message::Close(frame)))) => return Event::Closed(frame),
+                Ok(Some(Ok(_))) => continue,
+            }
+        }
+    }
+
+    /// Nothing but pings arrives for `wait`.
+    pub async fn assert_quiet(&mut self, wait: Duration) {
+        match self.next_event(wait).await {
+            Event::Timeout => {}
+            other => panic!("expected silence, got {other:?}"),
+        }
+    }
+
+    /// Wait until the server closes the connection; returns its close frame.
+    pub async fn closed(&mut self) -> Option<CloseFrame> {
+        loop {
+            match self.next_event(WAIT).await {
+                Event::Closed(frame) => return frame,
+                Event::Timeout => panic!("server did not close the connection"),
+                Event::Json(_) => {}
+            }
+        }
+    }
+
+    pub async fn join(&mut self, room: &str) -> Value {
+        self.send(json!({"type": "join", "version": 1, "room": room, "kind": "browser"}))
+            .await;
+        let v = self.recv().await;
+        assert_eq!(v["type"], "welcome", "join of {room} answered with {v}");
+        v
+    }
+
+    /// Close cleanly (close frame, then wait for the server's answer).
+    pub async fn close(mut self) {
+        self.ws.close(None).await.unwrap();
+        while let Some(Ok(_)) = self.ws.next().await {}
+    }
+}
+
+#[derive(Debug)]
+pub enum Event {
+    Json(Value),
+    Closed(Option<CloseFrame>),
+    Timeout,
+}
+
+pub fn peer_id(welcome: &Value) -> u64 {
+    welcome["peer_id"].as_u64().unwrap()
+}
