@@ -1,6 +1,7 @@
 //! Browser driver for ackwire: compiles the sans-IO core to WebAssembly and exposes it to
 //! the page through wasm-bindgen.
 
+use ackwire_core::wire::PacketHeader;
 use wasm_bindgen::prelude::*;
 
 /// The version of the protocol core compiled into this bundle.
@@ -13,4 +14,45 @@ pub fn core_version() -> String {
 #[wasm_bindgen(js_name = sequenceDistance)]
 pub fn sequence_distance(a: u16, b: u16) -> i16 {
     ackwire_core::sequence::distance(a, b)
+}
+
+/// Encodes a packet header with the core's wire codec and returns its bytes.
+#[wasm_bindgen(js_name = encodeHeader)]
+pub fn encode_header(sequence: u16, ack: u16, ack_bits: u32) -> Result<Vec<u8>, JsError> {
+    let header = PacketHeader {
+        sequence,
+        ack,
+        ack_bits,
+    };
+    let mut buf = [0u8; PacketHeader::MAX_LEN];
+    let len = header.encode(&mut buf)?;
+    Ok(buf[..len].to_vec())
+}
+
+/// Decodes a packet header with the core's wire codec; a malformed header throws an `Error`
+/// carrying the core's typed error message.
+#[wasm_bindgen(js_name = decodeHeader)]
+pub fn decode_header(bytes: &[u8]) -> Result<DecodedHeader, JsError> {
+    let (header, len) = PacketHeader::decode(bytes)?;
+    Ok(DecodedHeader {
+        sequence: header.sequence,
+        ack: header.ack,
+        ack_bits: header.ack_bits,
+        len: len as u32,
+    })
+}
+
+/// A decoded packet header, as seen from JavaScript.
+#[wasm_bindgen]
+#[derive(Debug, Clone, Copy)]
+pub struct DecodedHeader {
+    /// Sequence number of the packet.
+    pub sequence: u16,
+    /// Most recent sequence received from the peer.
+    pub ack: u16,
+    /// Received set relative to `ack` (bit n = `ack - n`).
+    #[wasm_bindgen(js_name = ackBits)]
+    pub ack_bits: u32,
+    /// Bytes the header occupied.
+    pub len: u32,
 }

@@ -1,0 +1,61 @@
+// Shared e2e plumbing: the real `ackwire-signal` binary and Debian's Chromium via
+// playwright-core. `cargo xtask test` runs these files inside a network namespace with only
+// loopback up and passes the paths below in the environment.
+import { spawn } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium } from 'playwright-core';
+
+const env = (name) => {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set: run the e2e suite through \`cargo xtask test\``);
+  return value;
+};
+
+/** Starts the signal server on an ephemeral loopback port; resolves once it is listening. */
+export async function startServer() {
+  const child = spawn(env('ACKWIRE_SIGNAL_BIN'), ['--bind', '127.0.0.1:0', '--web-dir', env('ACKWIRE_WEB_DIR')], {
+    env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? 'info', NO_COLOR: '1' },
+    stdio: ['ignore', 'inherit', 'pipe'],
+  });
+  let log = '';
+  const url = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not report its address:\n${log}`)), 15000);
+    child.stderr.on('data', (chunk) => {
+      log += chunk;
+      process.stderr.write(chunk);
+      const m = /listening.*?(127\.0\.0\.1:\d+)/.exec(log);
+      if (m) { clearTimeout(timer); resolve(`http://${m[1]}`); }
+    });
+    child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`server exited (${code}):\n${log}`)); });
+  });
+  return {
+    url,
+    async stop() {
+      if (child.exitCode !== null) return;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+/** Launches headless Debian Chromium with the flags these machines need. */
+export function launchBrowser() {
+  return chromium.launch({
+    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+    headless: true,
+    args: [
+      '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync',
+      '--disable-dev-shm-usage', `--user-data-dir=${mkdtempSync(join(tmpdir(), 'ackwire-chromium-'))}`,
+      // WebRTC on loopback (see ../shared/toolchain.md): gather host candidates on lo.
+      '--allow-loopback-in-peer-connection', '--use-fake-ui-for-media-stream',
+      '--disable-features=WebRtcHideLocalIpsWithMdns',
+    ],
+  });
+}
+
+/** Where screenshots and other artifacts go. */
+export const artifactsDir = () => process.env.ACKWIRE_ARTIFACTS ?? tmpdir();
