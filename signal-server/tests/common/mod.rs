@@ -25,8 +25,10 @@ pub struct Server {
 impl Server {
     /// Start with the defaults, changed by `tweak`.
     pub async fn start(tweak: impl FnOnce(&mut Config)) -> Server {
-        let mut config = Config::default();
-        config.bind = "127.0.0.1:0".parse().unwrap();
+        let mut config = Config {
+            bind: "127.0.0.1:0".parse().unwrap(),
+            ..Config::default()
+        };
         tweak(&mut config);
         let listener = tokio::net::TcpListener::bind(config.bind).await.unwrap();
         let addr = listener.local_addr().unwrap();
