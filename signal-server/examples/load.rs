@@ -1,0 +1,394 @@
+//! Load test: N idle WebSocket clients in rooms of 8 plus M signal relays per second, all
+//! on 127.0.0.1. Reports connections held, relay latency p50/p99 and the server's RSS.
+//!
+//! ```text
+//! cargo run --release -p ackwire-signal --example load -- --clients 10000 --relays-per-sec 1000 --duration-secs 20
+//! ```
+//!
+//! By default it starts the server in a child process (this same executable with `--serve`),
+//! so the RSS figure is the server's alone. `--connect 127.0.0.1:PORT --server-pid PID` uses a
+//! running server instead. The last line of output is one JSON object with the figures.
+
+use std::{
+    io::BufRead,
+    net::SocketAddr,
+    process::{Child, Command, Stdio},
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context, bail};
+use clap::Parser;
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use tokio::{net::TcpStream, sync::Semaphore, task::JoinSet};
+use tokio_tungstenite::{
+    MaybeTlsStream, WebSocketStream, connect_async_with_config,
+    tungstenite::{Message, protocol::WebSocketConfig},
+};
+
+#[derive(Debug, Parser)]
+struct Args {
+    /// Clients to connect and keep connected.
+    #[arg(long, default_value_t = 1000)]
+    clients: usize,
+    /// Signals relayed per second, spread over senders that stay under the rate limit.
+    #[arg(long, default_value_t = 200)]
+    relays_per_sec: u32,
+    /// Length of the relay phase, after all clients are connected.
+    #[arg(long, default_value_t = 10)]
+    duration_secs: u64,
+    /// Use a running server on this loopback address instead of starting one.
+    #[arg(long)]
+    connect: Option<SocketAddr>,
+    /// The running server's pid, to read its RSS (with `--connect`).
+    #[arg(long)]
+    server_pid: Option<u32>,
+    /// Internal: run the server in this process and print its address.
+    #[arg(long, hide = true)]
+    serve: bool,
+}
+
+type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
+
+/// Peers per room; the server's default cap is 16.
+const ROOM_SIZE: usize = 8;
+/// Each sender stays well under the server's default 20 messages/s.
+const PER_SENDER_RATE: u32 = 10;
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    // Each connection is one descriptor on each side.
+    let nofile = rlimit::increase_nofile_limit(u64::MAX).context("raising RLIMIT_NOFILE")?;
+    if args.serve {
+        return run_server();
+    }
+    if (nofile as usize) < args.clients + 64 {
+        bail!(
+            "RLIMIT_NOFILE is {nofile}; {} clients need more",
+            args.clients
+        );
+    }
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()?
+        .block_on(run(args))
+}
+
+fn run_server() -> anyhow::Result<()> {
+    tokio::runtime::Runtime::new()?.block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        println!("LISTENING {}", listener.local_addr()?);
+        let config = ackwire_signal::Config {
+            bind: listener.local_addr()?,
+            max_rooms: usize::MAX,
+            ..ackwire_signal::Config::default()
+        };
+        ackwire_signal::serve(listener, config, ackwire_signal::shutdown_signal()).await?;
+        Ok(())
+    })
+}
+
+/// The server child is killed when the load test ends, however it ends.
+struct ServerChild(Child);
+
+impl Drop for ServerChild {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn spawn_server() -> anyhow::Result<(ServerChild, SocketAddr)> {
+    let mut child = Command::new(std::env::current_exe()?)
+        .arg("--serve")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let stdout = child.stdout.take().context("child stdout")?;
+    let child = ServerChild(child);
+    let mut line = String::new();
+    std::io::BufReader::new(stdout).read_line(&mut line)?;
+    let addr = line
+        .trim()
+        .strip_prefix("LISTENING ")
+        .context("server did not report its address")?
+        .parse()?;
+    Ok((child, addr))
+}
+
+fn rss_kb(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()
+}
+
+async fn metric(addr: SocketAddr, series: &str) -> Option<f64> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = TcpStream::connect(addr).await.ok()?;
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .await
+        .ok()?;
+    let mut body = String::new();
+    s.read_to_string(&mut body).await.ok()?;
+    body.lines()
+        .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
+}
+
+fn percentile(sorted: &[u64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let i = ((sorted.len() - 1) as f64 * p).round() as usize;
+    sorted[i] as f64 / 1000.0
+}
+
+#[derive(Default)]
+struct Shared {
+    held: AtomicUsize,
+    received: AtomicUsize,
+    sent: AtomicUsize,
+    latencies_us: Mutex<Vec<u64>>,
+}
+
+async fn connect_one(addr: SocketAddr, room: usize) -> anyhow::Result<(Ws, u64)> {
+    // Small client buffers so the load generator itself fits in memory at 10k clients.
+    let config = WebSocketConfig::default()
+        .read_buffer_size(4096)
+        .write_buffer_size(0);
+    let (mut ws, _) =
+        connect_async_with_config(format!("ws://{addr}/ws"), Some(config), false).await?;
+    let join =
+        json!({"type": "join", "version": 1, "room": format!("load-{room}"), "kind": "browser"});
+    ws.send(Message::text(join.to_string())).await?;
+    while let Some(msg) = ws.next().await {
+        if let Message::Text(t) = msg? {
+            let v: Value = serde_json::from_str(t.as_str())?;
+            if v["type"] == "welcome" {
+                return Ok((ws, v["peer_id"].as_u64().context("peer id")?));
+            }
+            bail!("join refused: {v}");
+        }
+    }
+    bail!("closed before welcome")
+}
+
+/// Read until the connection ends, timing any relayed signal that carries a send time.
+async fn read_loop(mut ws: Ws, shared: Arc<Shared>, epoch: Instant) {
+    while let Some(Ok(msg)) = ws.next().await {
+        if let Message::Text(t) = msg
+            && let Ok(v) = serde_json::from_str::<Value>(t.as_str())
+            && v["type"] == "signal"
+            && let Some(sent_us) = v["data"]["t"].as_u64()
+        {
+            let now_us = epoch.elapsed().as_micros() as u64;
+            shared.received.fetch_add(1, Ordering::Relaxed);
+            shared
+                .latencies_us
+                .lock()
+                .unwrap()
+                .push(now_us.saturating_sub(sent_us));
+        }
+    }
+    shared.held.fetch_sub(1, Ordering::Relaxed);
+}
+
+/// Send signals to `to` at `rate`/s until `until`, while still reading (to answer pings).
+async fn send_loop(
+    ws: Ws,
+    to: u64,
+    rate: u32,
+    until: Instant,
+    shared: Arc<Shared>,
+    epoch: Instant,
+) {
+    let (mut tx, mut rx) = ws.split();
+    let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / f64::from(rate)));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {
+                if Instant::now() >= until {
+                    break;
+                }
+                let t = epoch.elapsed().as_micros() as u64;
+                let msg = json!({"type": "signal", "to": to, "data": {"t": t}});
+                if tx.send(Message::text(msg.to_string())).await.is_err() {
+                    break;
+                }
+                shared.sent.fetch_add(1, Ordering::Relaxed);
+            }
+            msg = rx.next() => if !matches!(msg, Some(Ok(_))) { break },
+        }
+    }
+    // Keep the connection held (and reading) until the run ends.
+    while let Some(Ok(_)) = rx.next().await {}
+    shared.held.fetch_sub(1, Ordering::Relaxed);
+}
+
+async fn run(args: Args) -> anyhow::Result<()> {
+    let (_child, addr, pid) = match args.connect {
+        Some(addr) => {
+            if !addr.ip().is_loopback() {
+                bail!("the load test only targets loopback addresses");
+            }
+            (None, addr, args.server_pid)
+        }
+        None => {
+            let (child, addr) = spawn_server()?;
+            let pid = child.0.id();
+            (Some(child), addr, Some(pid))
+        }
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let rss_base = pid.and_then(rss_kb);
+
+    let rooms = args.clients.div_ceil(ROOM_SIZE);
+    let senders = (args.relays_per_sec.div_ceil(PER_SENDER_RATE) as usize).min(rooms);
+    let per_sender = if senders == 0 {
+        0
+    } else {
+        args.relays_per_sec.div_ceil(senders as u32)
+    };
+    eprintln!(
+        "server {addr}: connecting {} clients in {rooms} rooms; {senders} senders x {per_sender}/s",
+        args.clients
+    );
+
+    let shared = Arc::new(Shared::default());
+    let epoch = Instant::now();
+    let started = Instant::now();
+    let gate = Arc::new(Semaphore::new(256));
+    let mut connecting = JoinSet::new();
+    for i in 0..args.clients {
+        let gate = gate.clone();
+        connecting.spawn(async move {
+            let _permit = gate.acquire_owned().await?;
+            let (ws, id) = connect_one(addr, i / ROOM_SIZE).await?;
+            anyhow::Ok((i, ws, id))
+        });
+    }
+    let mut clients: Vec<Option<(Ws, u64)>> = (0..args.clients).map(|_| None).collect();
+    let mut failed = 0usize;
+    let mut first_error = None;
+    while let Some(res) = connecting.join_next().await {
+        match res? {
+            Ok((i, ws, id)) => clients[i] = Some((ws, id)),
+            Err(e) => {
+                failed += 1;
+                first_error.get_or_insert(e.to_string());
+            }
+        }
+    }
+    let connect_secs = started.elapsed().as_secs_f64();
+    let connected = args.clients - failed;
+    shared.held.store(connected, Ordering::Relaxed);
+    eprintln!(
+        "connected {connected}/{} in {connect_secs:.1} s",
+        args.clients
+    );
+    if let Some(e) = &first_error {
+        eprintln!("first connect error: {e}");
+    }
+
+    // Settle, then measure the idle footprint before any relay traffic.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let rss_idle = pid.and_then(rss_kb);
+
+    let until = Instant::now() + Duration::from_secs(args.duration_secs);
+    let mut tasks = JoinSet::new();
+    let mut active_rooms = 0;
+    for room in 0..rooms {
+        let base = room * ROOM_SIZE;
+        let pair = (
+            clients.get_mut(base).and_then(Option::take),
+            clients.get_mut(base + 1).and_then(Option::take),
+        );
+        match pair {
+            (Some((a, _)), Some((b, idb))) if active_rooms < senders => {
+                active_rooms += 1;
+                tasks.spawn(send_loop(a, idb, per_sender, until, shared.clone(), epoch));
+                tasks.spawn(read_loop(b, shared.clone(), epoch));
+            }
+            (a, b) => {
+                for (ws, _) in [a, b].into_iter().flatten() {
+                    tasks.spawn(read_loop(ws, shared.clone(), epoch));
+                }
+            }
+        }
+    }
+    for (ws, _) in clients.into_iter().flatten() {
+        tasks.spawn(read_loop(ws, shared.clone(), epoch));
+    }
+    tokio::time::sleep_until((until + Duration::from_millis(500)).into()).await;
+
+    let rss_end = pid.and_then(rss_kb);
+    let server_connections = metric(addr, "ackwire_signal_connections").await;
+    let held = shared.held.load(Ordering::Relaxed);
+    let mut lat = std::mem::take(&mut *shared.latencies_us.lock().unwrap());
+    lat.sort_unstable();
+    let sent = shared.sent.load(Ordering::Relaxed);
+    let received = shared.received.load(Ordering::Relaxed);
+    let (p50, p99) = (percentile(&lat, 0.50), percentile(&lat, 0.99));
+    let per_conn_kb = match (rss_base, rss_idle) {
+        (Some(b), Some(i)) if connected > 0 => {
+            Some((i.saturating_sub(b)) as f64 / connected as f64)
+        }
+        _ => None,
+    };
+    tasks.abort_all();
+
+    println!("ackwire-signal load test on {addr}");
+    println!(
+        "  clients        {connected}/{} connected in {connect_secs:.1} s, {held} still held at the end (server counts {})",
+        args.clients,
+        server_connections.map_or("?".into(), |c| c.to_string())
+    );
+    println!(
+        "  relays         {sent} sent, {received} received over {} s (target {}/s)",
+        args.duration_secs, args.relays_per_sec
+    );
+    println!("  relay latency  p50 {p50:.3} ms, p99 {p99:.3} ms");
+    match (rss_base, rss_idle, rss_end) {
+        (Some(b), Some(i), Some(e)) => println!(
+            "  server RSS     {:.1} MB empty, {:.1} MB with all clients idle, {:.1} MB at the end; {:.1} KB per idle connection",
+            b as f64 / 1024.0,
+            i as f64 / 1024.0,
+            e as f64 / 1024.0,
+            per_conn_kb.unwrap_or(f64::NAN)
+        ),
+        _ => println!("  server RSS     unknown (pass --server-pid with --connect)"),
+    }
+    let report = json!({
+        "clients": args.clients,
+        "connected": connected,
+        "held": held,
+        "server_connections": server_connections,
+        "connect_secs": connect_secs,
+        "relays_per_sec": args.relays_per_sec,
+        "duration_secs": args.duration_secs,
+        "relays_sent": sent,
+        "relays_received": received,
+        "relay_latency_p50_ms": p50,
+        "relay_latency_p99_ms": p99,
+        "server_rss_empty_kb": rss_base,
+        "server_rss_idle_kb": rss_idle,
+        "server_rss_end_kb": rss_end,
+        "server_kb_per_idle_connection": per_conn_kb,
+    });
+    println!("{report}");
+    if connected < args.clients {
+        bail!("{failed} clients failed to connect");
+    }
+    Ok(())
+}
