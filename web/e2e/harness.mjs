@@ -2,9 +2,7 @@
 // playwright-core. `cargo xtask test` runs these files inside a network namespace with only
 // loopback up and passes the paths below in the environment.
 import { spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 
 const env = (name) => {
@@ -49,7 +47,8 @@ export function launchBrowser() {
     args: [
       '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
       '--disable-background-networking', '--disable-component-update', '--disable-sync',
-      '--disable-dev-shm-usage', `--user-data-dir=${mkdtempSync(join(tmpdir(), 'ackwire-chromium-'))}`,
+      // playwright gives every launch a fresh, empty profile directory of its own.
+      '--disable-dev-shm-usage',
       // WebRTC on loopback (see ../shared/toolchain.md): gather host candidates on lo.
       '--allow-loopback-in-peer-connection', '--use-fake-ui-for-media-stream',
       '--disable-features=WebRtcHideLocalIpsWithMdns',
