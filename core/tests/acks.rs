@@ -233,3 +233,49 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn the_sent_queue_is_bounded_by_its_ring() {
+    // 1000 pps into a 32-slot ring with no replies: after 40 packets the 8 oldest have been
+    // pushed out and reported lost, long before the 1 s loss timeout.
+    let config = Config {
+        good_rate_pps: 1000.0,
+        sent_buffer_len: 32,
+        ..good()
+    };
+    let mut a = Endpoint::new(config, Duration::ZERO).unwrap();
+    let mut buf = [0u8; 64];
+    for i in 0..40 {
+        a.poll_transmit(i * MS, &mut buf).unwrap().unwrap();
+    }
+    let lost: Vec<Event> = std::iter::from_fn(|| a.poll_event()).collect();
+    assert_eq!(
+        lost,
+        (0..8)
+            .map(|sequence| Event::Lost { sequence })
+            .collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn unacked_packets_are_lost_exactly_at_the_loss_timeout_and_poll_timeout_says_when() {
+    let mut a = Endpoint::new(good(), Duration::ZERO).unwrap();
+    let mut buf = [0u8; 64];
+    a.poll_transmit(Duration::ZERO, &mut buf).unwrap().unwrap();
+    // Time passes in a driver that only wakes when asked.
+    let mut now = Duration::ZERO;
+    while now < 1000 * MS {
+        now = a.poll_timeout();
+        a.handle_timeout(now);
+        if now < 1000 * MS {
+            assert_eq!(
+                a.stats().packets_lost,
+                0,
+                "not lost before 1 s (at {now:?})"
+            );
+        }
+        let _ = a.poll_transmit(now, &mut buf);
+    }
+    assert_eq!(now, 1000 * MS, "woken at the loss deadline of packet 0");
+    assert_eq!(a.poll_event(), Some(Event::Lost { sequence: 0 }));
+}
