@@ -73,16 +73,16 @@ pub struct Config {
     #[arg(long, env = "ACKWIRE_OUTBOUND_QUEUE", default_value_t = 64)]
     pub outbound_queue: usize,
     /// Interval between pings, in milliseconds. Default 15000.
-    #[arg(long, env = "ACKWIRE_PING_INTERVAL_MS", default_value = "15000", value_parser = parse_duration_ms)]
+    #[arg(long = "ping-interval-ms", env = "ACKWIRE_PING_INTERVAL_MS", default_value = "15000", value_parser = parse_duration_ms)]
     pub ping_interval: Duration,
     /// A connection silent (not even a pong) for this long is closed, in ms. Default 40000.
-    #[arg(long, env = "ACKWIRE_IDLE_TIMEOUT_MS", default_value = "40000", value_parser = parse_duration_ms)]
+    #[arg(long = "idle-timeout-ms", env = "ACKWIRE_IDLE_TIMEOUT_MS", default_value = "40000", value_parser = parse_duration_ms)]
     pub idle_timeout: Duration,
     /// Time a write to a client may take before it counts as not reading, in ms. Default 10000.
-    #[arg(long, env = "ACKWIRE_WRITE_TIMEOUT_MS", default_value = "10000", value_parser = parse_duration_ms)]
+    #[arg(long = "write-timeout-ms", env = "ACKWIRE_WRITE_TIMEOUT_MS", default_value = "10000", value_parser = parse_duration_ms)]
     pub write_timeout: Duration,
     /// How long a peer whose link dropped keeps its id for a `resume`, in ms. Default 15000.
-    #[arg(long, env = "ACKWIRE_RECONNECT_GRACE_MS", default_value = "15000", value_parser = parse_duration_ms)]
+    #[arg(long = "reconnect-grace-ms", env = "ACKWIRE_RECONNECT_GRACE_MS", default_value = "15000", value_parser = parse_duration_ms)]
     pub reconnect_grace: Duration,
 }
 
@@ -96,5 +96,43 @@ impl Config {
     /// Messages larger than this close the connection (the WebSocket layer's hard cap).
     pub fn hard_message_cap(&self) -> usize {
         self.max_message_bytes.saturating_mul(4)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ice_servers_flag_takes_a_json_array_of_rtc_ice_servers() {
+        let config = Config::try_parse_from([
+            "ackwire-signal",
+            "--ice-servers",
+            r#"[{"urls":["turn:127.0.0.1:3478"],"username":"u","credential":"c"}]"#,
+        ])
+        .unwrap();
+        assert_eq!(
+            config.ice_servers.0,
+            vec![IceServer {
+                urls: vec!["turn:127.0.0.1:3478".into()],
+                username: Some("u".into()),
+                credential: Some("c".into()),
+            }]
+        );
+    }
+
+    #[test]
+    fn malformed_ice_servers_flag_is_rejected_with_an_example() {
+        let err = Config::try_parse_from(["ackwire-signal", "--ice-servers", "stun:x"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("expected a JSON array like"), "{err}");
+    }
+
+    #[test]
+    fn durations_are_milliseconds() {
+        let config =
+            Config::try_parse_from(["ackwire-signal", "--reconnect-grace-ms", "250"]).unwrap();
+        assert_eq!(config.reconnect_grace, Duration::from_millis(250));
     }
 }
