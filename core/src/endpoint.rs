@@ -18,7 +18,7 @@ use crate::rtt::RttEstimator;
 use crate::sequence::distance;
 use crate::sequence_buffer::SequenceBuffer;
 use crate::stats::Stats;
-use crate::wire::{HeaderError, PacketHeader};
+use crate::wire::{HeaderError, Packet, PacketHeader};
 
 /// Width of the ack bitfield: how many of the peer's packets each header acknowledges.
 const ACK_WINDOW: i32 = 32;
@@ -222,7 +222,8 @@ impl Endpoint {
         now: Duration,
         datagram: &'a [u8],
     ) -> Result<Received<'a>, ReceiveError> {
-        let (header, header_len) = PacketHeader::decode(datagram)?;
+        let packet = Packet::new_checked(datagram)?;
+        let header = packet.header();
         let sequence = header.sequence;
         // Validate everything before touching state.
         let mut newer_by = None;
@@ -287,7 +288,7 @@ impl Endpoint {
         self.update_congestion(now);
         Ok(Received {
             sequence,
-            payload: &datagram[header_len..],
+            payload: &datagram[packet.header_len()..],
         })
     }
 

@@ -21,7 +21,8 @@
 //! 2. [`wire`]: the packet header (`sequence`, `ack`, 32-bit `ack_bits` where bit `n` means
 //!    `ack - n` was received) in a compact form: a prefix byte elides all-ones bitfield bytes
 //!    and carries the ack as a 1-byte delta when it can, so a steady-state header is 4 bytes.
-//!    Byte-exact spec: `docs/wire.md`.
+//!    [`wire::Packet`] is the checked zero-copy view of a datagram, [`wire::PacketHeader`] the
+//!    plain struct. Byte-exact spec: `docs/wire.md`.
 //! 3. [`sequence_buffer`]: fixed rings indexed by `sequence % N`, tagged with the sequence; the
 //!    sent-packet record lives in one, so nothing is allocated per packet.
 //! 4. [`endpoint`]: one side of a link. Sending assigns the next sequence and acks the received

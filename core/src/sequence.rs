@@ -38,6 +38,17 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        #[test]
+        fn anything_less_than_half_the_space_ahead_is_more_recent(a: u16, k in 1u16..32768) {
+            let b = a.wrapping_add(k);
+            proptest::prop_assert_eq!(distance(a, b), k as i16);
+            proptest::prop_assert_eq!(distance(b, a), -(k as i16));
+            proptest::prop_assert!(more_recent(b, a));
+            proptest::prop_assert!(!more_recent(a, b));
+        }
+    }
+
     #[test]
     fn zero_is_more_recent_than_65535_after_wrap_around() {
         assert!(more_recent(0, 65535));

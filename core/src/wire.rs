@@ -144,56 +144,128 @@ impl PacketHeader {
     /// Parses a header from the start of `bytes`; returns it and the bytes it occupied (the
     /// payload starts there). Never panics; any malformed input is a typed error.
     pub fn decode(bytes: &[u8]) -> Result<(PacketHeader, usize), HeaderError> {
-        let Some(&prefix) = bytes.first() else {
-            return Err(HeaderError::Truncated {
-                needed: Self::MIN_LEN,
-                available: 0,
-            });
-        };
-        let version = prefix >> VERSION_SHIFT;
-        if version != WIRE_VERSION {
-            return Err(HeaderError::UnsupportedVersion(version));
-        }
-        if prefix & RESERVED_BIT != 0 {
-            return Err(HeaderError::ReservedBitSet(prefix));
-        }
-        let needed = len_for_prefix(prefix);
-        if bytes.len() < needed {
-            return Err(HeaderError::Truncated {
-                needed,
-                available: bytes.len(),
-            });
-        }
-        let sequence = u16::from_be_bytes([bytes[1], bytes[2]]);
-        let mut at = 3;
-        let ack = if prefix & ACK_DELTA_BIT != 0 {
-            at += 1;
-            sequence.wrapping_sub(u16::from(bytes[3]))
+        let packet = Packet::new_checked(bytes)?;
+        Ok((packet.header(), packet.header_len()))
+    }
+}
+
+/// A datagram known to start with a well-formed header (smoltcp-style checked view): after
+/// [`Packet::new_checked`] every accessor is infallible and reads straight from the buffer,
+/// and the payload is borrowed, not copied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Packet<T: AsRef<[u8]>> {
+    buffer: T,
+}
+
+impl<T: AsRef<[u8]>> Packet<T> {
+    /// Checks that `buffer` starts with a valid, canonical header of this wire version.
+    pub fn new_checked(buffer: T) -> Result<Packet<T>, HeaderError> {
+        check(buffer.as_ref())?;
+        Ok(Packet { buffer })
+    }
+
+    fn bytes(&self) -> &[u8] {
+        self.buffer.as_ref()
+    }
+
+    fn prefix(&self) -> u8 {
+        self.bytes()[0]
+    }
+
+    fn ack_delta_form(&self) -> bool {
+        self.prefix() & ACK_DELTA_BIT != 0
+    }
+
+    /// Header length in bytes (4 to 9).
+    pub fn header_len(&self) -> usize {
+        len_for_prefix(self.prefix())
+    }
+
+    /// The packet's sequence number.
+    pub fn sequence(&self) -> u16 {
+        u16::from_be_bytes([self.bytes()[1], self.bytes()[2]])
+    }
+
+    /// The most recent sequence the sender had received.
+    pub fn ack(&self) -> u16 {
+        let bytes = self.bytes();
+        if self.ack_delta_form() {
+            self.sequence().wrapping_sub(u16::from(bytes[3]))
         } else {
-            at += 2;
-            let ack = u16::from_be_bytes([bytes[3], bytes[4]]);
-            if sequence.wrapping_sub(ack) <= 0xFF {
-                return Err(HeaderError::NonCanonical);
-            }
-            ack
-        };
+            u16::from_be_bytes([bytes[3], bytes[4]])
+        }
+    }
+
+    /// The received set relative to [`ack`](Self::ack) (bit `n` = `ack - n` received).
+    pub fn ack_bits(&self) -> u32 {
+        let bytes = self.bytes();
+        let mut at = if self.ack_delta_form() { 4 } else { 5 };
         let mut ack_bytes = [0xFF_u8; 4];
         for (k, slot) in ack_bytes.iter_mut().enumerate() {
-            if prefix & (1 << k) != 0 {
-                if bytes[at] == 0xFF {
-                    return Err(HeaderError::NonCanonical);
-                }
+            if self.prefix() & (1 << k) != 0 {
                 *slot = bytes[at];
                 at += 1;
             }
         }
-        let header = PacketHeader {
-            sequence,
-            ack,
-            ack_bits: u32::from_le_bytes(ack_bytes),
-        };
-        Ok((header, at))
+        u32::from_le_bytes(ack_bytes)
     }
+
+    /// All header fields as a plain [`PacketHeader`].
+    pub fn header(&self) -> PacketHeader {
+        PacketHeader {
+            sequence: self.sequence(),
+            ack: self.ack(),
+            ack_bits: self.ack_bits(),
+        }
+    }
+
+    /// The bytes after the header.
+    pub fn payload(&self) -> &[u8] {
+        &self.bytes()[self.header_len()..]
+    }
+
+    /// Gives the buffer back.
+    pub fn into_inner(self) -> T {
+        self.buffer
+    }
+}
+
+/// Validates the header at the start of `bytes` and returns its length.
+fn check(bytes: &[u8]) -> Result<usize, HeaderError> {
+    let Some(&prefix) = bytes.first() else {
+        return Err(HeaderError::Truncated {
+            needed: PacketHeader::MIN_LEN,
+            available: 0,
+        });
+    };
+    let version = prefix >> VERSION_SHIFT;
+    if version != WIRE_VERSION {
+        return Err(HeaderError::UnsupportedVersion(version));
+    }
+    if prefix & RESERVED_BIT != 0 {
+        return Err(HeaderError::ReservedBitSet(prefix));
+    }
+    let needed = len_for_prefix(prefix);
+    if bytes.len() < needed {
+        return Err(HeaderError::Truncated {
+            needed,
+            available: bytes.len(),
+        });
+    }
+    let mut at = 4;
+    if prefix & ACK_DELTA_BIT == 0 {
+        let sequence = u16::from_be_bytes([bytes[1], bytes[2]]);
+        let ack = u16::from_be_bytes([bytes[3], bytes[4]]);
+        if sequence.wrapping_sub(ack) <= 0xFF {
+            return Err(HeaderError::NonCanonical);
+        }
+        at = 5;
+    }
+    // A sent bitfield byte of 0xFF should have been elided.
+    if bytes[at..needed].contains(&0xFF) {
+        return Err(HeaderError::NonCanonical);
+    }
+    Ok(needed)
 }
 
 fn len_for_prefix(prefix: u8) -> usize {
@@ -255,6 +327,18 @@ mod tests {
             })
         );
         assert_eq!(buf, [0xAA; 5]);
+    }
+
+    #[test]
+    fn checked_view_reads_fields_and_borrows_the_payload() {
+        let datagram = [0x53, 0x12, 0x34, 0x04, 0xFB, 0x7F, b'h', b'i'];
+        let packet = Packet::new_checked(&datagram[..]).unwrap();
+        assert_eq!(packet.header_len(), 6);
+        assert_eq!(
+            (packet.sequence(), packet.ack(), packet.ack_bits()),
+            (4660, 4656, 0xFFFF_7FFB)
+        );
+        assert_eq!(packet.payload(), b"hi");
     }
 
     #[test]
