@@ -155,7 +155,16 @@ impl Session {
                     Some(Ok(message)) => {
                         self.last_heard = Instant::now();
                         match message {
-                            Message::Close(_) => return End::Clean,
+                            Message::Close(_) => {
+                                // Reading once more flushes tungstenite's queued close reply,
+                                // so the client sees a clean close rather than a reset.
+                                let _ = tokio::time::timeout(
+                                    Duration::from_millis(200),
+                                    self.socket.recv(),
+                                )
+                                .await;
+                                return End::Clean;
+                            }
                             Message::Pong(_) => {}
                             other => {
                                 if let Err(cause) = self.on_message(other).await {

@@ -101,7 +101,10 @@ async fn closing_the_socket_tells_the_room_at_once() {
     let (mut a, _) = server.peer("lobby").await;
     let (b, wb) = server.peer("lobby").await;
     a.recv_type("peer_joined").await;
-    b.close().await;
+    assert!(
+        b.close().await,
+        "server did not complete the closing handshake"
+    );
     let left = a.recv().await;
     assert_eq!(
         left,

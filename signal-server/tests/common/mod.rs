@@ -184,10 +184,15 @@ impl Client {
         v
     }
 
-    /// Close cleanly (close frame, then wait for the server's answer).
-    pub async fn close(mut self) {
+    /// Close cleanly (close frame, then wait for the end); true if the server answered
+    /// with its own close frame, as the WebSocket closing handshake requires.
+    pub async fn close(mut self) -> bool {
         self.ws.close(None).await.unwrap();
-        while let Some(Ok(_)) = self.ws.next().await {}
+        let mut answered = false;
+        while let Ok(Some(Ok(msg))) = tokio::time::timeout(WAIT, self.ws.next()).await {
+            answered |= msg.is_close();
+        }
+        answered
     }
 }
 
