@@ -284,8 +284,8 @@ async fn a_client_that_stops_reading_is_disconnected_and_others_are_not_stalled(
 #[tokio::test]
 async fn a_client_that_never_answers_pings_times_out_and_the_room_is_told() {
     let server = Server::start(|c| {
-        c.ping_interval = Duration::from_millis(100);
-        c.idle_timeout = Duration::from_millis(300);
+        c.ping_interval = Duration::from_millis(200);
+        c.idle_timeout = Duration::from_millis(1000);
         c.reconnect_grace = Duration::from_millis(100);
     })
     .await;
