@@ -23,6 +23,8 @@ pub struct Config {
     pub loss_threshold_percent: Option<f64>,
     /// Mode before any measurement. Default [`Mode::Bad`]: start conservatively and earn good
     /// mode after `initial_recovery_time` of good conditions, as the seed's sample code does.
+    /// Starting in [`Mode::Good`] counts as having just returned to good (a fallback in the
+    /// first `quick_fallback_window` doubles `t`).
     pub initial_mode: Mode,
     /// Starting value of the recovery time `t` (good conditions needed in bad mode before
     /// returning to good). Default 4 s, within `[min_recovery_time, max_recovery_time]`.

@@ -394,6 +394,9 @@ impl Endpoint {
     }
 
     /// The next thing that happened to sent packets or to the link, oldest first.
+    ///
+    /// Drain this after every `receive` and `poll_transmit`: events queue until taken (room
+    /// for 128 is reserved up front, so a drained queue never allocates).
     pub fn poll_event(&mut self) -> Option<Event> {
         self.events.pop_front()
     }
