@@ -14,6 +14,17 @@
 //! `Duration::from_secs_f64(performance.now() / 1000.0)`; a native one passes
 //! `start.elapsed()` for an `Instant` taken at startup; tests pass virtual time.
 //!
+//! ## What a driver does
+//!
+//! A driver (native UDP, browser data channel, or a test) is a loop around one [`Endpoint`]:
+//! hand every incoming datagram to [`receive`](Endpoint::receive); call
+//! [`poll_transmit`](Endpoint::poll_transmit) (or `poll_transmit_with` to add a payload) and
+//! send what it writes; drain [`poll_event`](Endpoint::poll_event); then sleep until
+//! [`poll_timeout`](Endpoint::poll_timeout) or the next datagram, whichever comes first.
+//! The endpoint paces itself (30 or 10 packets/s), so a driver never hard-codes a rate.
+//! [`stats`](Endpoint::stats) can be read at any time. To emulate a bad network, put an
+//! [`emulator::LinkEmulator`] between `poll_transmit` and the real send.
+//!
 //! ## The protocol, top to bottom
 //!
 //! 1. [`sequence`]: 16-bit sequence numbers compared with RFC 1982 serial arithmetic; every
