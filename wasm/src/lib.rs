@@ -1,8 +1,22 @@
 //! Browser driver for ackwire: compiles the sans-IO core to WebAssembly and exposes it to
 //! the page through wasm-bindgen.
+//!
+//! - [`Client`] (`client.rs`): joins a room over the signalling WebSocket and runs one
+//!   RTCDataChannel (`ordered: false, maxRetransmits: 0`) per remote peer, driven by one
+//!   timer from `performance.now()` and the core's `poll_timeout`.
+//! - `link.rs`: one peer's protocol state (the core's endpoint, the optional link emulator,
+//!   the demo payload); plain Rust, tested natively.
+//! - `signalling.rs`: the JSON frames of `docs/signalling.md`.
+//! - Free functions: the core's wire codec, for the front page.
+
+mod client;
+mod link;
+mod signalling;
 
 use ackwire_core::wire::PacketHeader;
 use wasm_bindgen::prelude::*;
+
+pub use client::Client;
 
 /// The version of the protocol core compiled into this bundle.
 #[wasm_bindgen(js_name = coreVersion)]

@@ -1,0 +1,762 @@
+//! The browser driver: joins a room through `/ws`, opens one unordered, 0-retransmit
+//! RTCDataChannel per remote peer, and drives a [`Link`] per peer from one timer.
+//!
+//! All state sits in one `Rc<RefCell<State>>`. Browser callbacks borrow it briefly, queue
+//! what the page must hear, release the borrow and only then call the page, so a page
+//! handler may call back into the client.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::{Rc, Weak};
+use std::time::Duration;
+
+use js_sys::{Function, Reflect, Uint8Array};
+use serde_json::{Value, json};
+use wasm_bindgen::JsCast;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::{JsFuture, spawn_local};
+use web_sys::{
+    CloseEvent, MessageEvent, RtcConfiguration, RtcDataChannel, RtcDataChannelInit,
+    RtcDataChannelState, RtcDataChannelType, RtcIceCandidateInit, RtcPeerConnection,
+    RtcPeerConnectionIceEvent, RtcSdpType, RtcSessionDescriptionInit, WebSocket,
+};
+
+use crate::link::{Emulation, Link, LinkEvent};
+use crate::signalling::{Incoming, Outgoing, PeerInfo, Resume, Sdp, SignalData, VERSION};
+
+/// Stats go to the server (and on to dashboards) this often.
+const STATS_PERIOD: Duration = Duration::from_secs(1);
+/// Signalling reconnect attempts before the page is told the room is lost.
+const MAX_RECONNECTS: u32 = 5;
+const RECONNECT_DELAY_MS: i32 = 1000;
+
+type Shared = Rc<RefCell<State>>;
+
+fn now() -> Duration {
+    let ms = web_sys::window()
+        .and_then(|w| w.performance())
+        .map(|p| p.now())
+        .unwrap_or(0.0);
+    Duration::from_secs_f64(ms.max(0.0) / 1000.0)
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// One remote peer: its RTCPeerConnection, data channel and protocol link.
+struct Peer {
+    kind: String,
+    pc: RtcPeerConnection,
+    channel: RtcDataChannel,
+    /// Present once the data channel is open.
+    link: Option<Link>,
+    remote_described: bool,
+    early_candidates: Vec<RtcIceCandidateInit>,
+    refused: u64,
+    /// Browser callbacks must outlive the objects they are attached to.
+    _callbacks: Vec<Box<dyn std::any::Any>>,
+}
+
+struct State {
+    ws_url: String,
+    room: String,
+    me: Option<u64>,
+    token: Option<String>,
+    ws: Option<WebSocket>,
+    ws_callbacks: Vec<Box<dyn std::any::Any>>,
+    reconnects: u32,
+    closed: bool,
+    ice_servers: Value,
+    emulation: Option<Emulation>,
+    peers: BTreeMap<u64, Peer>,
+    position: (f32, f32),
+    on_event: Function,
+    outbox: Vec<Value>,
+    timer: Option<i32>,
+    tick: Option<Closure<dyn FnMut()>>,
+    next_stats: Duration,
+}
+
+impl State {
+    fn emit(&mut self, event: Value) {
+        self.outbox.push(event);
+    }
+
+    fn send_signalling(&self, frame: &Outgoing<'_>) {
+        if let (Some(ws), Ok(text)) = (&self.ws, serde_json::to_string(frame)) {
+            if ws.ready_state() == WebSocket::OPEN {
+                let _ = ws.send_with_str(&text);
+            }
+        }
+    }
+}
+
+/// Borrows the state, runs `f`, releases it, then hands queued events to the page.
+fn with_state<R>(shared: &Shared, f: impl FnOnce(&mut State, &Shared) -> R) -> R {
+    let (result, events, callback) = {
+        let mut state = shared.borrow_mut();
+        let result = f(&mut state, shared);
+        (
+            result,
+            std::mem::take(&mut state.outbox),
+            state.on_event.clone(),
+        )
+    };
+    for event in events {
+        if let Ok(js) = js_sys::JSON::parse(&event.to_string()) {
+            let _ = callback.call1(&JsValue::NULL, &js);
+        }
+    }
+    result
+}
+
+fn upgrade(weak: &Weak<RefCell<State>>) -> Option<Shared> {
+    weak.upgrade()
+}
+
+/// A player in a room: what the page holds.
+#[wasm_bindgen]
+pub struct Client {
+    shared: Shared,
+}
+
+#[wasm_bindgen]
+impl Client {
+    /// Joins `room` through the signalling server at `ws_url` (e.g. `ws://host/ws`).
+    ///
+    /// `options`: `{ latencyMs, jitterMs, lossPct, seed }` for the link emulator (all optional;
+    /// absent or zero means a real link), and `onEvent(event)`, called with plain objects:
+    /// `status`, `welcome`, `peer-joined`, `peer-left`, `link-open`, `first-ack`, `position`,
+    /// `error`.
+    #[wasm_bindgen(constructor)]
+    pub fn new(ws_url: String, room: String, options: JsValue) -> Result<Client, JsError> {
+        let number = |key: &str| {
+            Reflect::get(&options, &key.into())
+                .ok()
+                .and_then(|v| v.as_f64())
+        };
+        let on_event: Function = Reflect::get(&options, &"onEvent".into())
+            .ok()
+            .and_then(|f| f.dyn_into().ok())
+            .ok_or_else(|| JsError::new("options.onEvent must be a function"))?;
+        let latency = number("latencyMs").unwrap_or(0.0);
+        let jitter = number("jitterMs").unwrap_or(0.0);
+        let loss = number("lossPct").unwrap_or(0.0);
+        let emulation = (latency > 0.0 || jitter > 0.0 || loss > 0.0).then(|| Emulation {
+            config: ackwire_core::emulator::EmulatorConfig {
+                latency: Duration::from_secs_f64(latency / 1000.0),
+                jitter: Duration::from_secs_f64(jitter / 1000.0),
+                loss_percent: loss,
+                ..Default::default()
+            },
+            seed: number("seed").unwrap_or(1.0) as u64,
+        });
+        if let Some(e) = &emulation {
+            ackwire_core::emulator::LinkEmulator::new(e.config.clone(), e.seed)
+                .map_err(|err| JsError::new(&format!("link emulator settings: {err}")))?;
+        }
+        let shared = Rc::new(RefCell::new(State {
+            ws_url,
+            room,
+            me: None,
+            token: None,
+            ws: None,
+            ws_callbacks: Vec::new(),
+            reconnects: 0,
+            closed: false,
+            ice_servers: Value::Array(Vec::new()),
+            emulation,
+            peers: BTreeMap::new(),
+            position: (0.5, 0.5),
+            on_event,
+            outbox: Vec::new(),
+            timer: None,
+            tick: None,
+            next_stats: Duration::ZERO,
+        }));
+        let weak = Rc::downgrade(&shared);
+        shared.borrow_mut().tick = Some(Closure::new(move || {
+            if let Some(shared) = upgrade(&weak) {
+                tick(&shared);
+            }
+        }));
+        connect_signalling(&shared)?;
+        Ok(Client { shared })
+    }
+
+    /// This player's dot, in [0, 1] × [0, 1]; every outgoing packet carries the newest one.
+    #[wasm_bindgen(js_name = setPosition)]
+    pub fn set_position(&self, x: f32, y: f32) {
+        self.shared.borrow_mut().position = (x, y);
+    }
+
+    /// Our server-assigned peer id, once welcomed.
+    #[wasm_bindgen(getter, js_name = peerId)]
+    pub fn peer_id(&self) -> Option<f64> {
+        self.shared.borrow().me.map(|id| id as f64)
+    }
+
+    /// Every remote peer with its link state and the core's `Stats` (as a JSON string).
+    #[wasm_bindgen(js_name = peersJson)]
+    pub fn peers_json(&self) -> String {
+        let state = self.shared.borrow();
+        let peers: Vec<Value> = state
+            .peers
+            .iter()
+            .map(|(id, p)| {
+                json!({
+                    "id": id,
+                    "kind": p.kind,
+                    "state": if p.link.is_some() { "connected" } else { "connecting" },
+                    "refused": p.refused,
+                    "stats": p.link.as_ref().map(Link::stats),
+                })
+            })
+            .collect();
+        Value::Array(peers).to_string()
+    }
+
+    /// The RTCPeerConnection to `peer`, for the page's own `getStats()` (ICE candidate types).
+    #[wasm_bindgen(js_name = peerConnection)]
+    pub fn peer_connection(&self, peer: f64) -> Option<RtcPeerConnection> {
+        self.shared
+            .borrow()
+            .peers
+            .get(&(peer as u64))
+            .map(|p| p.pc.clone())
+    }
+
+    /// Leaves the room and closes every connection.
+    pub fn close(&self) {
+        with_state(&self.shared, |state, _| {
+            state.closed = true;
+            if let Some(ws) = state.ws.take() {
+                let _ = ws.close();
+            }
+            for (_, peer) in std::mem::take(&mut state.peers) {
+                peer.channel.close();
+                peer.pc.close();
+            }
+            if let (Some(id), Some(w)) = (state.timer.take(), web_sys::window()) {
+                w.clear_timeout_with_handle(id);
+            }
+        });
+    }
+}
+
+fn connect_signalling(shared: &Shared) -> Result<(), JsError> {
+    let url = shared.borrow().ws_url.clone();
+    let ws = WebSocket::new(&url).map_err(|e| JsError::new(&format!("WebSocket {url}: {e:?}")))?;
+    let weak = Rc::downgrade(shared);
+    let on_open = Closure::<dyn FnMut()>::new({
+        let weak = weak.clone();
+        move || {
+            if let Some(shared) = upgrade(&weak) {
+                with_state(&shared, |state, _| {
+                    let resume = match (state.me, &state.token) {
+                        (Some(peer_id), Some(token)) => Some(Resume { peer_id, token }),
+                        _ => None,
+                    };
+                    let join = Outgoing::Join {
+                        version: VERSION,
+                        room: &state.room,
+                        kind: "browser",
+                        resume,
+                    };
+                    state.send_signalling(&join);
+                });
+            }
+        }
+    });
+    let on_message = Closure::<dyn FnMut(MessageEvent)>::new({
+        let weak = weak.clone();
+        move |event: MessageEvent| {
+            let (Some(shared), Some(text)) = (upgrade(&weak), event.data().as_string()) else {
+                return;
+            };
+            match serde_json::from_str::<Incoming>(&text) {
+                Ok(frame) => on_signalling(&shared, frame),
+                Err(err) => with_state(&shared, |state, _| {
+                    state.emit(json!({"type": "error", "code": "bad_server_frame", "message": err.to_string()}))
+                }),
+            }
+        }
+    });
+    let on_close = Closure::<dyn FnMut(CloseEvent)>::new(move |event: CloseEvent| {
+        if let Some(shared) = upgrade(&weak) {
+            on_signalling_closed(&shared, event.code(), event.reason());
+        }
+    });
+    ws.set_onopen(Some(on_open.as_ref().unchecked_ref()));
+    ws.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+    ws.set_onclose(Some(on_close.as_ref().unchecked_ref()));
+    let mut state = shared.borrow_mut();
+    state.ws = Some(ws);
+    state.ws_callbacks = vec![Box::new(on_open), Box::new(on_message), Box::new(on_close)];
+    Ok(())
+}
+
+/// The signalling link dropped: data channels keep flowing; rejoin with the resume token.
+fn on_signalling_closed(shared: &Shared, code: u16, reason: String) {
+    let retry = with_state(shared, |state, _| {
+        if state.closed {
+            return false;
+        }
+        state.ws = None;
+        state.reconnects += 1;
+        if state.reconnects > MAX_RECONNECTS {
+            state.emit(json!({"type": "status", "state": "failed",
+                "reason": format!("signalling closed ({code} {reason}); gave up after {MAX_RECONNECTS} attempts")}));
+            return false;
+        }
+        state.emit(json!({"type": "status", "state": "reconnecting", "reason": format!("signalling closed ({code} {reason})")}));
+        true
+    });
+    if retry {
+        let weak = Rc::downgrade(shared);
+        let again = Closure::once_into_js(move || {
+            if let Some(shared) = upgrade(&weak) {
+                if let Err(err) = connect_signalling(&shared) {
+                    with_state(&shared, |state, _| {
+                        state.emit(json!({"type": "status", "state": "failed", "reason": format!("{err:?}")}))
+                    });
+                }
+            }
+        });
+        if let Some(w) = web_sys::window() {
+            let _ = w.set_timeout_with_callback_and_timeout_and_arguments_0(
+                again.unchecked_ref(),
+                RECONNECT_DELAY_MS,
+            );
+        }
+    }
+}
+
+fn on_signalling(shared: &Shared, frame: Incoming) {
+    match frame {
+        Incoming::Welcome {
+            peer_id,
+            token,
+            resumed,
+            peers,
+            ice_servers,
+        } => {
+            let offer_to = with_state(shared, |state, _| {
+                state.me = Some(peer_id);
+                state.token = Some(token);
+                state.reconnects = 0;
+                state.ice_servers = ice_servers;
+                state.emit(json!({"type": "welcome", "peerId": peer_id, "resumed": resumed}));
+                state.emit(json!({"type": "status", "state": "connected"}));
+                // The newcomer offers to everyone already there; a resumed peer keeps its links.
+                if resumed { Vec::new() } else { peers }
+            });
+            for peer in offer_to {
+                if let Err(err) = open_peer(shared, &peer, true) {
+                    report_error(shared, "webrtc", &err);
+                }
+            }
+        }
+        Incoming::PeerJoined { peer } => {
+            with_state(shared, |state, _| {
+                state.emit(json!({"type": "peer-joined", "peer": peer.id, "kind": peer.kind}))
+            });
+            // The newcomer offers; we answer. Prepare the connection now so early ICE
+            // candidates have somewhere to go.
+            if let Err(err) = open_peer(shared, &peer, false) {
+                report_error(shared, "webrtc", &err);
+            }
+        }
+        Incoming::PeerLeft { peer_id, reason } => with_state(shared, |state, _| {
+            if let Some(peer) = state.peers.remove(&peer_id) {
+                peer.channel.close();
+                peer.pc.close();
+            }
+            state.emit(json!({"type": "peer-left", "peer": peer_id, "reason": reason}));
+        }),
+        Incoming::Signal { from, data } => on_remote_signal(shared, from, data),
+        Incoming::Error { code, message } => with_state(shared, |state, _| {
+            if code == "resume_rejected" {
+                // Our old id expired: start over as a new peer.
+                state.me = None;
+                state.token = None;
+            }
+            state.emit(json!({"type": "error", "code": code, "message": message}));
+        }),
+        Incoming::Other => {}
+    }
+}
+
+fn report_error(shared: &Shared, code: &str, message: &str) {
+    with_state(shared, |state, _| {
+        state.emit(json!({"type": "error", "code": code, "message": message}))
+    });
+}
+
+fn js_err(context: &str, err: JsValue) -> String {
+    format!(
+        "{context}: {}",
+        err.as_string().unwrap_or_else(|| format!("{err:?}"))
+    )
+}
+
+/// Creates the RTCPeerConnection and the data channel to `info`. Both sides create the same
+/// pre-negotiated channel (id 0), so neither waits for an `ondatachannel` announcement.
+fn open_peer(shared: &Shared, info: &PeerInfo, offer: bool) -> Result<(), String> {
+    if shared.borrow().peers.contains_key(&info.id) {
+        return Ok(());
+    }
+    let config = RtcConfiguration::new();
+    config.set_ice_servers(
+        &js_sys::JSON::parse(&shared.borrow().ice_servers.to_string())
+            .unwrap_or(JsValue::UNDEFINED),
+    );
+    let pc = RtcPeerConnection::new_with_configuration(&config)
+        .map_err(|e| js_err("RTCPeerConnection", e))?;
+    let init = RtcDataChannelInit::new();
+    init.set_ordered(false);
+    init.set_max_retransmits(0);
+    init.set_negotiated(true);
+    init.set_id(0);
+    let channel = pc.create_data_channel_with_data_channel_dict("ackwire", &init);
+    channel.set_binary_type(RtcDataChannelType::Arraybuffer);
+
+    let id = info.id;
+    let weak = Rc::downgrade(shared);
+    let on_candidate = Closure::<dyn FnMut(RtcPeerConnectionIceEvent)>::new({
+        let weak = weak.clone();
+        move |event: RtcPeerConnectionIceEvent| {
+            let (Some(shared), Some(c)) = (upgrade(&weak), event.candidate()) else {
+                return;
+            };
+            let data = SignalData::Candidate {
+                candidate: c.candidate(),
+                sdp_mid: c.sdp_mid(),
+                sdp_m_line_index: c.sdp_m_line_index(),
+            };
+            if let Ok(data) = serde_json::to_value(&data) {
+                shared
+                    .borrow()
+                    .send_signalling(&Outgoing::Signal { to: id, data });
+            }
+        }
+    });
+    let on_open = Closure::<dyn FnMut()>::new({
+        let weak = weak.clone();
+        move || {
+            if let Some(shared) = upgrade(&weak) {
+                on_channel_open(&shared, id);
+            }
+        }
+    });
+    let on_message = Closure::<dyn FnMut(MessageEvent)>::new({
+        let weak = weak.clone();
+        move |event: MessageEvent| {
+            if let Some(shared) = upgrade(&weak) {
+                let bytes = Uint8Array::new(&event.data()).to_vec();
+                on_datagram(&shared, id, &bytes);
+            }
+        }
+    });
+    let on_close = Closure::<dyn FnMut()>::new(move || {
+        if let Some(shared) = upgrade(&weak) {
+            with_state(&shared, |state, _| {
+                if let Some(peer) = state.peers.get_mut(&id) {
+                    if peer.link.take().is_some() {
+                        state.emit(json!({"type": "link-closed", "peer": id}));
+                    }
+                }
+            });
+        }
+    });
+    pc.set_onicecandidate(Some(on_candidate.as_ref().unchecked_ref()));
+    channel.set_onopen(Some(on_open.as_ref().unchecked_ref()));
+    channel.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+    channel.set_onclose(Some(on_close.as_ref().unchecked_ref()));
+    shared.borrow_mut().peers.insert(
+        id,
+        Peer {
+            kind: info.kind.clone(),
+            pc: pc.clone(),
+            channel,
+            link: None,
+            remote_described: false,
+            early_candidates: Vec::new(),
+            refused: 0,
+            _callbacks: vec![
+                Box::new(on_candidate),
+                Box::new(on_open),
+                Box::new(on_message),
+                Box::new(on_close),
+            ],
+        },
+    );
+    if offer {
+        let shared = shared.clone();
+        spawn_local(async move {
+            if let Err(err) = send_description(&shared, id, &pc, RtcSdpType::Offer).await {
+                report_error(&shared, "webrtc", &err);
+            }
+        });
+    }
+    Ok(())
+}
+
+/// Creates our offer or answer, sets it locally and relays it to `to`.
+async fn send_description(
+    shared: &Shared,
+    to: u64,
+    pc: &RtcPeerConnection,
+    kind: RtcSdpType,
+) -> Result<(), String> {
+    let created = match kind {
+        RtcSdpType::Offer => JsFuture::from(pc.create_offer()).await,
+        _ => JsFuture::from(pc.create_answer()).await,
+    }
+    .map_err(|e| js_err("create description", e))?;
+    let sdp = Reflect::get(&created, &"sdp".into())
+        .ok()
+        .and_then(|s| s.as_string())
+        .ok_or("created description has no sdp")?;
+    let desc = RtcSessionDescriptionInit::new(kind);
+    desc.set_sdp(&sdp);
+    JsFuture::from(pc.set_local_description(&desc))
+        .await
+        .map_err(|e| js_err("setLocalDescription", e))?;
+    let kind = if kind == RtcSdpType::Offer {
+        "offer"
+    } else {
+        "answer"
+    };
+    let data = serde_json::to_value(SignalData::Sdp {
+        sdp: Sdp {
+            kind: kind.into(),
+            sdp,
+        },
+    })
+    .map_err(|e| e.to_string())?;
+    shared
+        .borrow()
+        .send_signalling(&Outgoing::Signal { to, data });
+    Ok(())
+}
+
+fn on_remote_signal(shared: &Shared, from: u64, data: SignalData) {
+    match data {
+        SignalData::Sdp { sdp } => {
+            let kind = match sdp.kind.as_str() {
+                "offer" => RtcSdpType::Offer,
+                "answer" => RtcSdpType::Answer,
+                other => {
+                    return report_error(
+                        shared,
+                        "webrtc",
+                        &format!("peer {from} sent an sdp of type {other:?}"),
+                    );
+                }
+            };
+            if kind == RtcSdpType::Offer {
+                let kind_of_peer = "browser".to_owned();
+                if let Err(err) = open_peer(
+                    shared,
+                    &PeerInfo {
+                        id: from,
+                        kind: kind_of_peer,
+                    },
+                    false,
+                ) {
+                    return report_error(shared, "webrtc", &err);
+                }
+            }
+            let Some(pc) = shared.borrow().peers.get(&from).map(|p| p.pc.clone()) else {
+                return report_error(
+                    shared,
+                    "webrtc",
+                    &format!("answer from unknown peer {from}"),
+                );
+            };
+            let shared = shared.clone();
+            spawn_local(async move {
+                let desc = RtcSessionDescriptionInit::new(kind);
+                desc.set_sdp(&sdp.sdp);
+                let result = async {
+                    JsFuture::from(pc.set_remote_description(&desc))
+                        .await
+                        .map_err(|e| js_err("setRemoteDescription", e))?;
+                    let early = {
+                        let mut state = shared.borrow_mut();
+                        match state.peers.get_mut(&from) {
+                            Some(peer) => {
+                                peer.remote_described = true;
+                                std::mem::take(&mut peer.early_candidates)
+                            }
+                            None => Vec::new(),
+                        }
+                    };
+                    for candidate in early {
+                        let _ = JsFuture::from(
+                            pc.add_ice_candidate_with_opt_rtc_ice_candidate_init(Some(&candidate)),
+                        )
+                        .await;
+                    }
+                    if kind == RtcSdpType::Offer {
+                        send_description(&shared, from, &pc, RtcSdpType::Answer).await?;
+                    }
+                    Ok::<(), String>(())
+                }
+                .await;
+                if let Err(err) = result {
+                    report_error(&shared, "webrtc", &err);
+                }
+            });
+        }
+        SignalData::Candidate {
+            candidate,
+            sdp_mid,
+            sdp_m_line_index,
+        } => {
+            let init = RtcIceCandidateInit::new(&candidate);
+            init.set_sdp_mid(sdp_mid.as_deref());
+            init.set_sdp_m_line_index(sdp_m_line_index);
+            let mut state = shared.borrow_mut();
+            let Some(peer) = state.peers.get_mut(&from) else {
+                return;
+            };
+            if peer.remote_described {
+                let pc = peer.pc.clone();
+                drop(state);
+                spawn_local(async move {
+                    let _ = JsFuture::from(
+                        pc.add_ice_candidate_with_opt_rtc_ice_candidate_init(Some(&init)),
+                    )
+                    .await;
+                });
+            } else {
+                // Trickled before the description arrived: hold until it is set.
+                peer.early_candidates.push(init);
+            }
+        }
+    }
+}
+
+fn on_channel_open(shared: &Shared, id: u64) {
+    with_state(shared, |state, shared| {
+        let at = now();
+        let emulation = state.emulation.clone();
+        let Some(peer) = state.peers.get_mut(&id) else {
+            return;
+        };
+        match Link::new(at, emulation.as_ref()) {
+            Ok(link) => {
+                peer.link = Some(link);
+                state.emit(json!({"type": "link-open", "peer": id, "atMs": ms(at)}));
+            }
+            Err(err) => state.emit(json!({"type": "error", "code": "link", "message": err})),
+        }
+        schedule(state, shared, at);
+    });
+    tick(shared);
+}
+
+fn on_datagram(shared: &Shared, id: u64, bytes: &[u8]) {
+    with_state(shared, |state, _| {
+        let at = now();
+        let mut events = Vec::new();
+        let Some(peer) = state.peers.get_mut(&id) else {
+            return;
+        };
+        let Some(link) = peer.link.as_mut() else {
+            return;
+        };
+        if link.receive(at, bytes, &mut events).is_err() {
+            // Malformed or foreign: refused by the core, changes nothing, counted.
+            peer.refused += 1;
+        }
+        emit_link_events(state, id, events);
+    });
+    tick(shared);
+}
+
+fn emit_link_events(state: &mut State, id: u64, events: Vec<LinkEvent>) {
+    for event in events {
+        match event {
+            LinkEvent::Position { x, y } => {
+                state.emit(json!({"type": "position", "peer": id, "x": x, "y": y}))
+            }
+            LinkEvent::FirstAck { at } => {
+                state.emit(json!({"type": "first-ack", "peer": id, "atMs": ms(at)}))
+            }
+        }
+    }
+}
+
+/// Runs every link that is due, reports stats once a second, and re-arms the timer at the
+/// earliest time any link asked for (the core decides the send rate, not this loop).
+fn tick(shared: &Shared) {
+    with_state(shared, |state, shared| {
+        let at = now();
+        let position = state.position;
+        let mut all_events = Vec::new();
+        for (&id, peer) in state.peers.iter_mut() {
+            let Some(link) = peer.link.as_mut() else {
+                continue;
+            };
+            if peer.channel.ready_state() != RtcDataChannelState::Open {
+                continue;
+            }
+            let mut events = Vec::new();
+            let channel = &peer.channel;
+            link.poll(
+                at,
+                position,
+                |datagram| {
+                    let _ = channel.send_with_u8_array(datagram);
+                },
+                &mut events,
+            );
+            all_events.push((id, events));
+        }
+        for (id, events) in all_events {
+            emit_link_events(state, id, events);
+        }
+        if at >= state.next_stats {
+            state.next_stats = at + STATS_PERIOD;
+            report_stats(state);
+        }
+        schedule(state, shared, at);
+    });
+}
+
+fn report_stats(state: &State) {
+    let links: Vec<Value> = state
+        .peers
+        .iter()
+        .filter_map(|(id, peer)| {
+            let link = peer.link.as_ref()?;
+            Some(json!({"peer": id, "transport": "webrtc", "stats": link.stats()}))
+        })
+        .collect();
+    if !links.is_empty() {
+        state.send_signalling(&Outgoing::Stats { links });
+    }
+}
+
+fn schedule(state: &mut State, _shared: &Shared, at: Duration) {
+    let mut next = state.next_stats;
+    for peer in state.peers.values() {
+        if let Some(link) = &peer.link {
+            next = next.min(link.poll_timeout());
+        }
+    }
+    let (Some(window), Some(tick)) = (web_sys::window(), state.tick.as_ref()) else {
+        return;
+    };
+    if let Some(id) = state.timer.take() {
+        window.clear_timeout_with_handle(id);
+    }
+    let delay = ms(next.saturating_sub(at)).ceil() as i32;
+    state.timer = window
+        .set_timeout_with_callback_and_timeout_and_arguments_0(tick.as_ref().unchecked_ref(), delay)
+        .ok();
+}

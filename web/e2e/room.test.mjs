@@ -1,0 +1,82 @@
+// Two browser players in one room over real WebRTC data channels (loopback only), the
+// protocol core driving each link from WebAssembly.
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { artifactsDir, launchBrowser, startServer } from './harness.mjs';
+
+let server;
+let browser;
+before(async () => {
+  server = await startServer();
+  browser = await launchBrowser();
+});
+after(async () => {
+  await browser?.close();
+  await server?.stop();
+});
+
+/** Opens a player page (in its own browser context, like a separate player). */
+async function openPlayer(room, query = '') {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  const errors = [];
+  page.on('pageerror', (err) => errors.push(err.message));
+  const opened = Date.now();
+  await page.goto(`${server.url}/room/${room}${query}`);
+  return { page, errors, opened };
+}
+
+const peersShown = (page) => page.$$eval('#peers tbody tr', (rows) => rows.map((r) => ({
+  peer: r.dataset.peer,
+  cells: [...r.children].map((td) => td.textContent),
+})));
+
+test('two players in a room connect, see each other move, and ack within 500 ms', async () => {
+  const a = await openPlayer('duo');
+  await a.page.waitForFunction(() => window.ackwire?.me.id !== undefined, null, { timeout: 10000 });
+  const b = await openPlayer('duo');
+  const connectedWithin = 5000;
+  for (const p of [a, b]) {
+    await p.page.waitForFunction(
+      () => [...window.ackwire.players.values()].some((pl) => pl.state === 'connected'),
+      null, { timeout: connectedWithin },
+    );
+  }
+  // Positions sent unreliably by one page move the dot on the other.
+  const bId = await b.page.evaluate(() => window.ackwire.me.id);
+  const seen = await a.page.waitForFunction((id) => {
+    const p = window.ackwire.players.get(id);
+    return p && p.x !== undefined && { x: p.x, y: p.y };
+  }, bId, { timeout: 5000 }).then((h) => h.jsonValue());
+  const actual = await b.page.evaluate(() => ({ x: window.ackwire.me.x, y: window.ackwire.me.y }));
+  assert.ok(Math.abs(seen.x - actual.x) < 0.2 && Math.abs(seen.y - actual.y) < 0.2,
+    `A sees B at ${JSON.stringify(seen)}, B is at ${JSON.stringify(actual)}`);
+
+  // Time from opening the URL to the first packet the peer acknowledged (B joined second,
+  // so its figure covers signalling, ICE, DTLS/SCTP and the first round trip).
+  const firstAckMs = await b.page.waitForFunction(() => window.ackwire.metrics.firstAckMs, null, { timeout: 5000 })
+    .then((h) => h.jsonValue());
+  console.log(`time from opening the URL to the first acked packet: ${firstAckMs.toFixed(0)} ms`);
+  assert.ok(firstAckMs < 500, `first ack after ${firstAckMs} ms`);
+
+  // The link table shows the core's stats for the other peer.
+  await a.page.waitForFunction(() => {
+    const row = document.querySelector('#peers tbody tr');
+    return row && row.children[2].textContent.endsWith(' ms');
+  }, null, { timeout: 5000 });
+  const rows = await peersShown(a.page);
+  assert.equal(rows.length, 1);
+  assert.equal(rows[0].peer, String(bId));
+  assert.equal(rows[0].cells[1], 'connected');
+  const rtt = parseFloat(rows[0].cells[2]);
+  assert.ok(rtt >= 0 && rtt < 100, `RTT on loopback ${rtt} ms`);
+  await a.page.screenshot({ path: join(artifactsDir(), 'room.png'), fullPage: true });
+  assert.deepEqual([...a.errors, ...b.errors], []);
+
+  // Closing a page removes the peer from the other one.
+  await b.page.context().close();
+  await a.page.waitForFunction((id) => !window.ackwire.players.has(id), bId, { timeout: 5000 });
+  await a.page.waitForSelector('#no-peers:not([hidden])', { timeout: 2000 });
+  await a.page.context().close();
+});
