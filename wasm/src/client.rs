@@ -58,6 +58,19 @@ struct Peer {
     _callbacks: Vec<Box<dyn std::any::Any>>,
 }
 
+impl Peer {
+    /// Closes the connection. The browser may still fire events for it afterwards, so the
+    /// handlers are detached first: their closures are dropped with this struct.
+    fn shut_down(self) {
+        self.channel.set_onopen(None);
+        self.channel.set_onmessage(None);
+        self.channel.set_onclose(None);
+        self.pc.set_onicecandidate(None);
+        self.channel.close();
+        self.pc.close();
+    }
+}
+
 struct State {
     ws_url: String,
     room: String,
@@ -232,11 +245,12 @@ impl Client {
         with_state(&self.shared, |state, _| {
             state.closed = true;
             if let Some(ws) = state.ws.take() {
+                ws.set_onclose(None);
+                ws.set_onmessage(None);
                 let _ = ws.close();
             }
             for (_, peer) in std::mem::take(&mut state.peers) {
-                peer.channel.close();
-                peer.pc.close();
+                peer.shut_down();
             }
             if let (Some(id), Some(w)) = (state.timer.take(), web_sys::window()) {
                 w.clear_timeout_with_handle(id);
@@ -370,8 +384,7 @@ fn on_signalling(shared: &Shared, frame: Incoming) {
         }
         Incoming::PeerLeft { peer_id, reason } => with_state(shared, |state, _| {
             if let Some(peer) = state.peers.remove(&peer_id) {
-                peer.channel.close();
-                peer.pc.close();
+                peer.shut_down();
             }
             state.emit(json!({"type": "peer-left", "peer": peer_id, "reason": reason}));
         }),

@@ -60,12 +60,30 @@ pub(crate) fn build(tools: &Tools) -> Result<()> {
         ])
         .args(["--enable-multivalue", "-o"])
         .arg(&wasm))?;
+    vendor_scripts()?;
     let bytes = fs::metadata(&wasm).map_err(|e| e.to_string())?.len();
     let gzip_bytes = gzip_size(&wasm)?;
     println!(
         "   {}: {bytes} bytes, {gzip_bytes} bytes gzipped (-9)",
         wasm.strip_prefix(paths::root()).unwrap_or(&wasm).display()
     );
+    Ok(())
+}
+
+/// The pages' JavaScript libraries, copied from `web/node_modules` (installed from the
+/// committed lock file) to `web/vendor/`, which the server serves at `/vendor/`.
+const VENDORED: &[&str] = &["uplot/dist/uPlot.esm.js", "uplot/dist/uPlot.min.css"];
+
+fn vendor_scripts() -> Result<()> {
+    let web = paths::web_dir();
+    let vendor = web.join("vendor");
+    fs::create_dir_all(&vendor).map_err(|e| format!("cannot create {}: {e}", vendor.display()))?;
+    for file in VENDORED {
+        let from = web.join("node_modules").join(file);
+        let name = from.file_name().unwrap_or_default();
+        fs::copy(&from, vendor.join(name))
+            .map_err(|e| format!("cannot copy {}: {e}", from.display()))?;
+    }
     Ok(())
 }
 
