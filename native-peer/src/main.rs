@@ -1,6 +1,55 @@
-//! `ackwire-peer`: the native driver. The UDP/WebRTC driver lands with its own issue; until
-//! then the binary only reports which core it was built against.
+//! `ackwire-peer`: see `ackwire-peer --help`.
 
-fn main() {
-    println!("ackwire-peer (core {})", ackwire_core::VERSION);
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+use ackwire_peer::cli::Cli;
+use ackwire_peer::{link, peer};
+use clap::Parser;
+use tracing_subscriber::EnvFilter;
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .init();
+    let cli = Cli::parse();
+    let (bind, options) = match cli.command.options() {
+        Ok(parsed) => parsed,
+        Err(e) => {
+            tracing::error!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    // One thread is plenty: the loop is a single task, and a peer should not take every core.
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            tracing::error!("cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        let socket = link::bind(bind).map_err(|e| {
+            tracing::error!("cannot bind {bind}: {e}");
+        })?;
+        let stop = async {
+            // If the handler cannot be installed, run until --duration instead.
+            if tokio::signal::ctrl_c().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+            tracing::info!("interrupted, disconnecting");
+        };
+        peer::run(socket, options, stop)
+            .await
+            .map_err(|e| tracing::error!("{e}"))
+    });
+    match result {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(()) => ExitCode::FAILURE,
+    }
 }

@@ -1,0 +1,263 @@
+//! UDP benchmark of the native driver on loopback, against a raw UDP echo in the same run.
+//!
+//! Run: `cargo bench -p ackwire-peer --bench udp` (add `-- --quick` for a shorter run, or
+//! `-- --connections N --seconds S`). Prints a human summary, then one JSON line.
+//!
+//! Each phase runs one server on its own thread (a current-thread tokio runtime, so it uses
+//! at most one core) and N client flows at 30 packets/s each on another thread:
+//! - raw: the server echoes every datagram (36 bytes, the size of an ackwire packet with the
+//!   demo payload) with the same batched non-blocking reads the driver uses;
+//! - ackwire: the server is `ackwire-peer listen` (the library's `peer::run`), the clients
+//!   are `connect` peers; both start in good mode so the offered load is the same 30/s.
+//!
+//! The machine is shared, so wall time is noisy: the server's cost is measured as the CPU
+//! time of its thread (`/proc/thread-self/schedstat`), and throughput is stated per core as
+//! server datagrams (in + out) per CPU-second. The ratio ackwire / raw of the two phases at
+//! the same load is the figure of merit (goal >= 0.8); the connection count one core can
+//! serve is N divided by the server's CPU share at N connections (goal >= 2,000), and the
+//! clients' delivery ratio shows those N were actually served.
+
+use std::net::SocketAddr;
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use ackwire_core::{Config, Mode};
+use ackwire_peer::link;
+use ackwire_peer::peer::{self, PeerOptions, Role};
+use ackwire_peer::report::Output;
+use tokio::net::UdpSocket;
+
+const RATE_PPS: f64 = 30.0;
+/// 4-byte steady-state header + the 32-byte demo payload.
+const DATAGRAM_LEN: usize = 36;
+
+fn thread_cpu() -> Duration {
+    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").expect("schedstat");
+    let ns: u64 = stat
+        .split_whitespace()
+        .next()
+        .and_then(|n| n.parse().ok())
+        .expect("schedstat runtime");
+    Duration::from_nanos(ns)
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+fn config() -> Config {
+    Config {
+        initial_mode: Mode::Good,
+        ..Config::default()
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    Raw,
+    Ackwire,
+}
+
+#[derive(Debug)]
+struct Phase {
+    server_datagrams: u64,
+    server_cpu: Duration,
+    wall: Duration,
+    client_sent: u64,
+    client_received: u64,
+}
+
+impl Phase {
+    fn per_cpu_second(&self) -> f64 {
+        self.server_datagrams as f64 / self.server_cpu.as_secs_f64()
+    }
+    fn cpu_share(&self) -> f64 {
+        self.server_cpu.as_secs_f64() / self.wall.as_secs_f64()
+    }
+    fn delivered(&self) -> f64 {
+        self.client_received as f64 / self.client_sent.max(1) as f64
+    }
+}
+
+/// The raw baseline: echo every datagram, reading in the same batches as the driver.
+async fn raw_echo(socket: UdpSocket, run_for: Duration) -> u64 {
+    let mut buf = [0u8; 2048];
+    let mut handled = 0;
+    let end = tokio::time::Instant::now() + run_for;
+    loop {
+        tokio::select! {
+            ready = socket.readable() => ready.expect("readable"),
+            () = tokio::time::sleep_until(end) => return handled,
+        }
+        for _ in 0..link::RECV_BATCH {
+            match socket.try_recv_from(&mut buf) {
+                Ok((len, from)) => {
+                    handled += 1;
+                    if socket.try_send_to(&buf[..len], from).is_ok() {
+                        handled += 1;
+                    }
+                }
+                Err(_) => break,
+            }
+        }
+    }
+}
+
+async fn raw_flow(server: SocketAddr, run_for: Duration) -> (u64, u64) {
+    let socket = UdpSocket::bind("127.0.0.1:0").await.expect("bind");
+    let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / RATE_PPS));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let end = tokio::time::Instant::now() + run_for;
+    let payload = [7u8; DATAGRAM_LEN];
+    let mut buf = [0u8; 2048];
+    let (mut sent, mut received) = (0, 0);
+    loop {
+        tokio::select! {
+            now = tick.tick() => {
+                if now >= end { return (sent, received); }
+                if socket.send_to(&payload, server).await.is_ok() { sent += 1; }
+            }
+            r = socket.recv_from(&mut buf) => if r.is_ok() { received += 1 },
+        }
+    }
+}
+
+async fn ackwire_flow(server: SocketAddr, run_for: Duration) -> (u64, u64) {
+    let socket = link::bind("127.0.0.1:0".parse().unwrap()).expect("bind");
+    let options = PeerOptions {
+        role: Role::Connect { remote: server },
+        config: config(),
+        emulation: None,
+        duration: Some(run_for),
+        output: Output::Silent,
+    };
+    let summary = peer::run(socket, options, std::future::pending())
+        .await
+        .expect("client runs");
+    (summary.totals.packets_sent, summary.totals.packets_received)
+}
+
+fn phase(kind: Kind, connections: usize, seconds: f64) -> Phase {
+    let clients_for = Duration::from_secs_f64(seconds);
+    // The server outlives the clients by a margin so it sees all their traffic.
+    let server_for = clients_for + Duration::from_millis(500);
+    let (addr_tx, addr_rx) = mpsc::channel();
+    let server = thread::spawn(move || {
+        runtime().block_on(async move {
+            let socket = link::bind("127.0.0.1:0".parse().unwrap()).expect("bind");
+            addr_tx.send(socket.local_addr().unwrap()).unwrap();
+            let (cpu0, wall0) = (thread_cpu(), Instant::now());
+            let datagrams = match kind {
+                Kind::Raw => raw_echo(socket, server_for).await,
+                Kind::Ackwire => {
+                    let options = PeerOptions {
+                        role: Role::Listen {
+                            max_connections: connections + 16,
+                        },
+                        config: config(),
+                        emulation: None,
+                        duration: Some(server_for),
+                        output: Output::Silent,
+                    };
+                    let s = peer::run(socket, options, std::future::pending())
+                        .await
+                        .expect("server runs");
+                    s.totals.packets_sent + s.totals.packets_received + s.dropped.total()
+                }
+            };
+            (datagrams, thread_cpu() - cpu0, wall0.elapsed())
+        })
+    });
+    let addr = addr_rx.recv().unwrap();
+    let clients = thread::spawn(move || {
+        runtime().block_on(async move {
+            let mut tasks = tokio::task::JoinSet::new();
+            // Spread the flows' phases over one send interval, as independent players are.
+            let stagger = Duration::from_secs_f64(1.0 / RATE_PPS / connections as f64);
+            for i in 0..connections {
+                tokio::time::sleep(stagger).await;
+                let run_for = clients_for - stagger * i as u32;
+                match kind {
+                    Kind::Raw => tasks.spawn(raw_flow(addr, run_for)),
+                    Kind::Ackwire => tasks.spawn(ackwire_flow(addr, run_for)),
+                };
+            }
+            let (mut sent, mut received) = (0, 0);
+            while let Some(done) = tasks.join_next().await {
+                let (s, r) = done.expect("flow task");
+                sent += s;
+                received += r;
+            }
+            (sent, received)
+        })
+    });
+    let (client_sent, client_received) = clients.join().unwrap();
+    let (server_datagrams, server_cpu, wall) = server.join().unwrap();
+    Phase {
+        server_datagrams,
+        server_cpu,
+        wall,
+        client_sent,
+        client_received,
+    }
+}
+
+fn arg(args: &[String], name: &str) -> Option<f64> {
+    let at = args.iter().position(|a| a == name)?;
+    args.get(at + 1)?.parse().ok()
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    let connections = arg(&args, "--connections").map_or(2000, |n| n as usize);
+    let seconds = arg(&args, "--seconds").unwrap_or(if quick { 3.0 } else { 8.0 });
+    // Two sockets per flow in the ackwire phase at most; raise the soft fd limit to fit.
+    let (_, hard) = rlimit::getrlimit(rlimit::Resource::NOFILE).expect("getrlimit");
+    let want = (connections as u64 * 2 + 256).min(hard);
+    rlimit::setrlimit(rlimit::Resource::NOFILE, want, hard).expect("setrlimit");
+
+    eprintln!("udp bench: {connections} flows at {RATE_PPS}/s for {seconds} s per phase");
+    let raw = phase(Kind::Raw, connections, seconds);
+    let ackwire = phase(Kind::Ackwire, connections, seconds);
+    let ratio = ackwire.per_cpu_second() / raw.per_cpu_second();
+    let connections_per_core = connections as f64 / ackwire.cpu_share();
+    for (name, p) in [("raw echo", &raw), ("ackwire ", &ackwire)] {
+        println!(
+            "{name}: {:>9.0} datagrams per server CPU-second ({} datagrams, server CPU {:.3} s \
+             over {:.2} s = {:.1}% of a core), clients got {:.2}% of their replies back",
+            p.per_cpu_second(),
+            p.server_datagrams,
+            p.server_cpu.as_secs_f64(),
+            p.wall.as_secs_f64(),
+            100.0 * p.cpu_share(),
+            100.0 * p.delivered(),
+        );
+    }
+    println!(
+        "ackwire/raw per-core throughput: {:.1}% (goal >= 80%)",
+        100.0 * ratio
+    );
+    println!(
+        "one listen process, one core: served {connections} connections at 30 pps using \
+         {:.1}% of a core => ~{connections_per_core:.0} connections per core (goal >= 2000)",
+        100.0 * ackwire.cpu_share()
+    );
+    let json = serde_json::json!({
+        "bench": "native-peer/udp",
+        "connections": connections,
+        "seconds": seconds,
+        "raw_datagrams_per_cpu_s": raw.per_cpu_second(),
+        "ackwire_datagrams_per_cpu_s": ackwire.per_cpu_second(),
+        "ackwire_over_raw": ratio,
+        "ackwire_server_cpu_share": ackwire.cpu_share(),
+        "ackwire_delivered": ackwire.delivered(),
+        "raw_delivered": raw.delivered(),
+        "connections_per_core": connections_per_core,
+    });
+    println!("{json}");
+}

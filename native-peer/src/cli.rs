@@ -1,0 +1,166 @@
+//! The command line: `ackwire-peer listen` and `ackwire-peer connect ADDR`.
+
+use std::io::IsTerminal;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use ackwire_core::Config;
+use ackwire_core::emulator::EmulatorConfig;
+use clap::{Args, Parser, Subcommand};
+
+use crate::link::EmulationOptions;
+use crate::peer::{PeerOptions, Role};
+use crate::report::Output;
+
+/// Native ackwire peer over UDP. Logs go to stderr (filter with RUST_LOG, e.g. RUST_LOG=debug).
+#[derive(Debug, Parser)]
+#[command(name = "ackwire-peer", version)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Accept connections from other peers and echo their traffic.
+    Listen {
+        /// Address to serve on.
+        #[arg(long, default_value = "127.0.0.1:40000")]
+        bind: SocketAddr,
+        /// Most simultaneous connections; datagrams from further new peers are dropped.
+        #[arg(long, default_value_t = 10_000)]
+        max_connections: usize,
+        /// Reporting and emulation flags.
+        #[command(flatten)]
+        common: CommonArgs,
+    },
+    /// Connect to a listening peer and send demo traffic at the rate the core asks for.
+    Connect {
+        /// The listening peer's address.
+        addr: SocketAddr,
+        /// Local address; defaults to any address of ADDR's family, port chosen by the OS.
+        #[arg(long)]
+        bind: Option<SocketAddr>,
+        /// Reporting and emulation flags.
+        #[command(flatten)]
+        common: CommonArgs,
+    },
+}
+
+/// Flags shared by both subcommands.
+#[derive(Debug, Args)]
+pub struct CommonArgs {
+    /// Stop after this many seconds (default: run until Ctrl-C).
+    #[arg(long, value_name = "SECS")]
+    pub duration: Option<f64>,
+    /// One JSON stats object per second on stdout, then a final summary line.
+    #[arg(long)]
+    pub json: bool,
+    /// Emulated one-way latency added in each direction of this peer's link.
+    #[arg(long, value_name = "MS", default_value_t = 0.0)]
+    pub latency: f64,
+    /// Emulated jitter: each datagram's delay varies within latency ± jitter.
+    #[arg(long, value_name = "MS", default_value_t = 0.0)]
+    pub jitter: f64,
+    /// Emulated loss in each direction, in percent.
+    #[arg(long, value_name = "PCT", default_value_t = 0.0)]
+    pub loss: f64,
+    /// Seed of the link emulator (default: from the clock; logged so a run can be replayed).
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Keep the link perfect for this many seconds, then apply the emulation flags.
+    #[arg(long, value_name = "SECS", default_value_t = 0.0)]
+    pub impair_after: f64,
+}
+
+/// A flag value the peer refuses.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ArgError {
+    /// A duration flag is negative, not a number, or too large.
+    #[error("--{flag} must be a finite, non-negative number (got {value})")]
+    BadDuration {
+        /// The flag.
+        flag: &'static str,
+        /// Its value.
+        value: f64,
+    },
+}
+
+fn duration(flag: &'static str, value: f64, unit: f64) -> Result<Duration, ArgError> {
+    Duration::try_from_secs_f64(value * unit).map_err(|_| ArgError::BadDuration { flag, value })
+}
+
+impl CommonArgs {
+    fn emulation(&self) -> Result<Option<EmulationOptions>, ArgError> {
+        let config = EmulatorConfig {
+            latency: duration("latency", self.latency, 1e-3)?,
+            jitter: duration("jitter", self.jitter, 1e-3)?,
+            loss_percent: self.loss,
+            ..EmulatorConfig::default()
+        };
+        if config == EmulatorConfig::default() {
+            return Ok(None);
+        }
+        let seed = self.seed.unwrap_or_else(|| {
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64)
+        });
+        tracing::info!(seed, "link emulation on");
+        Ok(Some(EmulationOptions {
+            config,
+            seed,
+            impair_after: duration("impair-after", self.impair_after, 1.0)?,
+        }))
+    }
+
+    fn output(&self) -> Output {
+        if self.json {
+            Output::Json
+        } else if std::io::stdout().is_terminal() {
+            Output::Live
+        } else {
+            Output::Plain
+        }
+    }
+}
+
+impl Command {
+    /// The socket address to bind and the driver options this command asks for.
+    pub fn options(&self) -> Result<(SocketAddr, PeerOptions), ArgError> {
+        let (bind, role, common) = match self {
+            Command::Listen {
+                bind,
+                max_connections,
+                common,
+            } => (
+                *bind,
+                Role::Listen {
+                    max_connections: *max_connections,
+                },
+                common,
+            ),
+            Command::Connect { addr, bind, common } => {
+                let any = match addr {
+                    SocketAddr::V4(_) => SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)),
+                    SocketAddr::V6(_) => SocketAddr::from((Ipv6Addr::UNSPECIFIED, 0)),
+                };
+                (bind.unwrap_or(any), Role::Connect { remote: *addr }, common)
+            }
+        };
+        let options = PeerOptions {
+            role,
+            config: Config::default(),
+            emulation: common.emulation()?,
+            duration: common
+                .duration
+                .map(|secs| duration("duration", secs, 1.0))
+                .transpose()?,
+            output: common.output(),
+        };
+        Ok((bind, options))
+    }
+}

@@ -1,0 +1,255 @@
+//! The peer's link: one UDP socket serving every connection, optionally wrapped in the core's
+//! link emulator in both directions.
+//!
+//! The emulator models this peer's whole network link (as `tc netem` would), so a single
+//! emulator per direction carries the datagrams of all connections. It moves bare byte strings,
+//! so each datagram is tagged with its remote address on the way in and untagged on the way
+//! out.
+
+use std::io;
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use std::time::Duration;
+
+use ackwire_core::emulator::{EmulatorConfig, LinkEmulator};
+use tokio::net::UdpSocket;
+
+/// Datagrams read per readiness wake-up before the driver looks at its timers again: large
+/// enough to amortise the wake-up, small enough that a flood cannot starve the send pacing.
+pub const RECV_BATCH: usize = 256;
+
+/// Requested socket buffer size. One socket carries every connection, and connections that
+/// send in step (a game's tick) arrive in bursts: the kernel's 208 KiB default holds only
+/// ~170 small datagrams. The kernel caps the request at `net.core.rmem_max`/`wmem_max`.
+pub const SOCKET_BUFFER_BYTES: usize = 4 << 20;
+
+/// Binds the peer's UDP socket at `addr` with [`SOCKET_BUFFER_BYTES`] buffers.
+pub fn bind(addr: SocketAddr) -> io::Result<UdpSocket> {
+    let socket = socket2::Socket::new(
+        socket2::Domain::for_address(addr),
+        socket2::Type::DGRAM,
+        Some(socket2::Protocol::UDP),
+    )?;
+    // Best effort: a smaller buffer still works, it only drops earlier under a burst.
+    if let Err(e) = socket.set_recv_buffer_size(SOCKET_BUFFER_BYTES) {
+        tracing::debug!(error = %e, "cannot enlarge the receive buffer");
+    }
+    if let Err(e) = socket.set_send_buffer_size(SOCKET_BUFFER_BYTES) {
+        tracing::debug!(error = %e, "cannot enlarge the send buffer");
+    }
+    socket.set_nonblocking(true)?;
+    socket.bind(&addr.into())?;
+    UdpSocket::from_std(socket.into())
+}
+
+/// What the emulator does to this peer's link, and from when.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EmulationOptions {
+    /// The impairment, applied to both directions.
+    pub config: EmulatorConfig,
+    /// Seed of the outbound emulator; the inbound one uses a seed derived from it.
+    pub seed: u64,
+    /// The link is perfect until this long after start, then impaired: lets a demo or a test
+    /// watch a good connection degrade.
+    pub impair_after: Duration,
+}
+
+#[derive(Debug)]
+struct Emulation {
+    outbound: LinkEmulator,
+    inbound: LinkEmulator,
+    /// The impairment still to apply, and when.
+    pending: Option<(Duration, EmulatorConfig)>,
+}
+
+/// One socket plus the optional emulation around it.
+#[derive(Debug)]
+pub struct Link {
+    socket: UdpSocket,
+    emulation: Option<Emulation>,
+    send_failures: u64,
+}
+
+/// Address tag: family byte, 16 address bytes, 2 port bytes.
+const TAG_LEN: usize = 19;
+
+fn tag(addr: SocketAddr, datagram: &[u8]) -> Vec<u8> {
+    let mut tagged = Vec::with_capacity(TAG_LEN + datagram.len());
+    let (family, ip) = match addr.ip() {
+        IpAddr::V4(v4) => (4, v4.to_ipv6_mapped()),
+        IpAddr::V6(v6) => (6, v6),
+    };
+    tagged.push(family);
+    tagged.extend_from_slice(&ip.octets());
+    tagged.extend_from_slice(&addr.port().to_be_bytes());
+    tagged.extend_from_slice(datagram);
+    tagged
+}
+
+fn untag(tagged: &[u8]) -> (SocketAddr, &[u8]) {
+    let octets: [u8; 16] = tagged[1..17]
+        .try_into()
+        .expect("tag holds 16 address bytes");
+    let v6 = Ipv6Addr::from(octets);
+    let ip = match (tagged[0], v6.to_ipv4_mapped()) {
+        (4, Some(v4)) => IpAddr::V4(v4),
+        _ => IpAddr::V6(v6),
+    };
+    let port = u16::from_be_bytes([tagged[17], tagged[18]]);
+    (SocketAddr::new(ip, port), &tagged[TAG_LEN..])
+}
+
+impl Link {
+    /// A link over `socket`, emulated when `emulation` is given.
+    pub fn new(
+        socket: UdpSocket,
+        emulation: Option<EmulationOptions>,
+    ) -> Result<Link, ackwire_core::emulator::EmulatorError> {
+        let emulation = match emulation {
+            None => None,
+            Some(options) => {
+                options.config.validate()?;
+                let (initial, pending) = if options.impair_after.is_zero() {
+                    (options.config, None)
+                } else {
+                    (
+                        EmulatorConfig::default(),
+                        Some((options.impair_after, options.config)),
+                    )
+                };
+                // Different seeds per direction so the two directions do not drop in lockstep.
+                let inbound_seed = options.seed ^ 0x5DEE_CE66_D1CE_5EED;
+                Some(Emulation {
+                    outbound: LinkEmulator::new(initial.clone(), options.seed)?,
+                    inbound: LinkEmulator::new(initial, inbound_seed)?,
+                    pending,
+                })
+            }
+        };
+        Ok(Link {
+            socket,
+            emulation,
+            send_failures: 0,
+        })
+    }
+
+    /// The socket's local address.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.socket.local_addr()
+    }
+
+    /// Datagrams the socket refused to send (full send buffer or an OS error).
+    pub fn send_failures(&self) -> u64 {
+        self.send_failures
+    }
+
+    /// Sends one datagram to `to` (through the emulator when there is one).
+    pub fn send(&mut self, now: Duration, to: SocketAddr, datagram: &[u8]) {
+        match &mut self.emulation {
+            Some(emulation) => emulation.outbound.send(now, &tag(to, datagram)),
+            None => send_now(&self.socket, &mut self.send_failures, to, datagram),
+        }
+    }
+
+    /// Resolves once the socket can send. Sends never wait (see `send_now`), so the driver
+    /// awaits this once at startup: tokio learns a new socket's write readiness only from
+    /// the first poll, and until then every `try_send_to` would report `WouldBlock`.
+    pub async fn writable(&self) -> io::Result<()> {
+        self.socket.writable().await
+    }
+
+    /// Resolves once the socket has a datagram to read.
+    pub async fn readable(&self) -> io::Result<()> {
+        self.socket.readable().await
+    }
+
+    /// Reads up to [`RECV_BATCH`] waiting datagrams into `buf` without blocking and hands each
+    /// one (or, when emulated, each one the inbound emulator releases later) to `deliver`.
+    /// `buf` should be larger than the largest datagram accepted, so oversized ones show.
+    pub fn read_ready(
+        &mut self,
+        now: Duration,
+        buf: &mut [u8],
+        mut deliver: impl FnMut(&mut Link, SocketAddr, &[u8]),
+    ) {
+        for _ in 0..RECV_BATCH {
+            match self.socket.try_recv_from(buf) {
+                Ok((len, from)) => match &mut self.emulation {
+                    Some(emulation) => emulation.inbound.send(now, &tag(from, &buf[..len])),
+                    None => deliver(self, from, &buf[..len]),
+                },
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                // Linux reports ICMP errors for earlier sends here; they concern one remote
+                // only, so the socket keeps serving the others.
+                Err(e) => tracing::debug!(error = %e, "recv error"),
+            }
+        }
+    }
+
+    /// Moves datagrams the emulator releases by `now` onto the wire and to `deliver`, and
+    /// applies a pending impairment once its time has come.
+    pub fn poll_emulation(
+        &mut self,
+        now: Duration,
+        mut deliver: impl FnMut(&mut Link, SocketAddr, &[u8]),
+    ) {
+        let Some(emulation) = &mut self.emulation else {
+            return;
+        };
+        if let Some((at, config)) = &emulation.pending {
+            if now >= *at {
+                tracing::info!(?config, "link impairment starts");
+                // Validated in `new`, so these cannot fail.
+                let _ = emulation.outbound.set_config(config.clone());
+                let _ = emulation.inbound.set_config(config.clone());
+                emulation.pending = None;
+            }
+        }
+        while let Some(tagged) = emulation.outbound.poll_receive(now) {
+            let (to, datagram) = untag(&tagged);
+            send_now(&self.socket, &mut self.send_failures, to, datagram);
+        }
+        while let Some(emulation) = &mut self.emulation {
+            let Some(tagged) = emulation.inbound.poll_receive(now) else {
+                break;
+            };
+            let (from, datagram) = untag(&tagged);
+            deliver(self, from, datagram);
+        }
+    }
+
+    /// When the emulation next needs [`poll_emulation`](Self::poll_emulation), if ever.
+    pub fn poll_timeout(&self) -> Option<Duration> {
+        let emulation = self.emulation.as_ref()?;
+        [
+            emulation.outbound.poll_timeout(),
+            emulation.inbound.poll_timeout(),
+            emulation.pending.as_ref().map(|(at, _)| *at),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+}
+
+/// A full send buffer drops the datagram, as a congested router would: the core counts it as
+/// lost and its congestion avoidance reacts, which is what an unreliable link promises anyway.
+fn send_now(socket: &UdpSocket, failures: &mut u64, to: SocketAddr, datagram: &[u8]) {
+    if let Err(e) = socket.try_send_to(datagram, to) {
+        *failures += 1;
+        tracing::debug!(error = %e, %to, "send failed");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn address_tags_round_trip_for_both_families() {
+        for addr in ["127.0.0.1:40000", "[::1]:9", "[::ffff:127.0.0.1]:1"] {
+            let addr: SocketAddr = addr.parse().unwrap();
+            let tagged = tag(addr, b"payload");
+            assert_eq!(untag(&tagged), (addr, &b"payload"[..]));
+        }
+    }
+}

@@ -1,0 +1,194 @@
+//! What the peer reports: one [`Report`] per tick (a JSON line, a plain line, or a refreshing
+//! terminal line) and a final summary with the same keys.
+
+use std::io::{self, Write};
+use std::time::Duration;
+
+use ackwire_core::Mode;
+use serde::Serialize;
+
+use crate::connections::{Connections, Dropped, Totals};
+
+/// One report. The first twelve fields are the stable JSON contract (`t_s` to
+/// `bytes_received`); the rest are extras.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// Seconds since the peer started.
+    pub t_s: f64,
+    /// Smoothed RTT (a listener: the mean over its connections).
+    pub rtt_ms: f64,
+    /// Smoothed RTT deviation (a listener: the mean over its connections).
+    pub jitter_ms: f64,
+    /// In a tick, the core's loss over its recent-packet window (a listener: mean over
+    /// connections); in the summary, lost / (acked + lost) over the whole run.
+    pub loss_pct: f64,
+    /// The congestion mode; a listener reports `bad` if any connection is in bad mode.
+    pub mode: Mode,
+    /// Packets actually sent per second: over the last tick, or in the summary over the run.
+    pub send_rate_hz: f64,
+    /// Counters summed over every connection (`packets_sent` to `bytes_received`).
+    #[serde(flatten)]
+    pub totals: Totals,
+    /// Recovery time `t` of the congestion avoidance (a listener: the longest).
+    pub recovery_time_ms: f64,
+    /// Live connections.
+    pub connections: usize,
+    /// Connections in bad mode.
+    pub connections_bad: usize,
+    /// Datagrams that reached no connection, by reason.
+    pub dropped: Dropped,
+    /// Datagrams the socket failed to send.
+    pub send_failures: u64,
+    /// True on the final summary line only.
+    pub summary: bool,
+}
+
+/// Builds reports, remembering the previous tick to measure the send rate.
+#[derive(Debug, Default)]
+pub struct Reporter {
+    last: Option<(Duration, u64)>,
+}
+
+impl Reporter {
+    /// The report at `now`.
+    pub fn tick(&mut self, now: Duration, connections: &Connections, send_failures: u64) -> Report {
+        let totals = connections.totals();
+        let send_rate_hz = match self.last {
+            Some((then, sent)) if now > then => {
+                (totals.packets_sent - sent) as f64 / (now - then).as_secs_f64()
+            }
+            _ => 0.0,
+        };
+        self.last = Some((now, totals.packets_sent));
+        let mut report = snapshot(now, connections, totals, send_failures);
+        report.send_rate_hz = send_rate_hz;
+        report
+    }
+
+    /// The final summary at `now`: rates and loss over the whole run.
+    pub fn summary(&self, now: Duration, connections: &Connections, send_failures: u64) -> Report {
+        let totals = connections.totals();
+        let mut report = snapshot(now, connections, totals, send_failures);
+        let resolved = totals.packets_acked + totals.packets_lost;
+        report.loss_pct = if resolved == 0 {
+            0.0
+        } else {
+            100.0 * totals.packets_lost as f64 / resolved as f64
+        };
+        report.send_rate_hz = if now.is_zero() {
+            0.0
+        } else {
+            totals.packets_sent as f64 / now.as_secs_f64()
+        };
+        report.summary = true;
+        report
+    }
+}
+
+fn snapshot(
+    now: Duration,
+    connections: &Connections,
+    totals: Totals,
+    send_failures: u64,
+) -> Report {
+    let (mut rtt, mut jitter, mut loss, mut recovery, mut bad) = (0.0, 0.0, 0.0, 0.0f64, 0);
+    let mut measured = 0;
+    for connection in connections.iter() {
+        let stats = connection.endpoint.stats();
+        if stats.packets_acked > 0 {
+            rtt += stats.rtt_ms;
+            jitter += stats.jitter_ms;
+            measured += 1;
+        }
+        loss += stats.loss_percent;
+        recovery = recovery.max(stats.recovery_time_ms);
+        if stats.mode == Mode::Bad {
+            bad += 1;
+        }
+    }
+    let mean = |sum: f64, n: usize| if n == 0 { 0.0 } else { sum / n as f64 };
+    Report {
+        t_s: now.as_secs_f64(),
+        rtt_ms: mean(rtt, measured),
+        jitter_ms: mean(jitter, measured),
+        loss_pct: mean(loss, connections.len()),
+        mode: if bad > 0 { Mode::Bad } else { Mode::Good },
+        send_rate_hz: 0.0,
+        totals,
+        recovery_time_ms: recovery,
+        connections: connections.len(),
+        connections_bad: bad,
+        dropped: connections.dropped(),
+        send_failures,
+        summary: false,
+    }
+}
+
+/// Where reports go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    /// One JSON object per line on stdout.
+    Json,
+    /// A line redrawn in place (stdout is a terminal).
+    Live,
+    /// One human-readable line per tick (stdout is a file or pipe).
+    Plain,
+    /// Nothing (benchmarks drive many peers at once).
+    Silent,
+}
+
+impl Output {
+    /// How often this output wants a report: a terminal refreshes faster than a log.
+    pub fn interval(self) -> Option<Duration> {
+        match self {
+            Output::Json | Output::Plain => Some(Duration::from_secs(1)),
+            Output::Live => Some(Duration::from_millis(250)),
+            Output::Silent => None,
+        }
+    }
+
+    /// Writes one report. Write errors (a closed pipe) are returned so the peer can stop.
+    pub fn emit(self, report: &Report) -> io::Result<()> {
+        let mut out = io::stdout().lock();
+        match self {
+            Output::Json => {
+                serde_json::to_writer(&mut out, report)?;
+                writeln!(out)?;
+            }
+            // Clear the line and redraw it; the summary ends it so the shell prompt starts
+            // on a fresh line.
+            Output::Live => {
+                write!(out, "\r\x1b[2K{}", human(report))?;
+                if report.summary {
+                    writeln!(out)?;
+                }
+            }
+            Output::Plain => writeln!(out, "{}", human(report))?,
+            Output::Silent => {}
+        }
+        out.flush()
+    }
+}
+
+fn human(r: &Report) -> String {
+    let mode = match r.mode {
+        Mode::Good => "good",
+        Mode::Bad => "bad ",
+    };
+    format!(
+        "{}{:7.1}s  rtt {:6.1} ms  jitter {:5.1} ms  loss {:5.1}%  mode {mode}  rate {:5.1} Hz  \
+         sent {}  recv {}  acked {}  lost {}  conns {}  dropped {}",
+        if r.summary { "summary " } else { "" },
+        r.t_s,
+        r.rtt_ms,
+        r.jitter_ms,
+        r.loss_pct,
+        r.send_rate_hz,
+        r.totals.packets_sent,
+        r.totals.packets_received,
+        r.totals.packets_acked,
+        r.totals.packets_lost,
+        r.connections,
+        r.dropped.total(),
+    )
+}

@@ -1,0 +1,117 @@
+//! Launches real `ackwire-peer` processes on 127.0.0.1 and collects their JSON reports.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// A running peer whose stdout lines are collected in the background.
+pub struct Peer {
+    child: Child,
+    /// The address it serves on (from its "peer running" log line).
+    pub addr: SocketAddr,
+    lines: mpsc::Receiver<String>,
+}
+
+fn spawn(args: &[&str]) -> Peer {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ackwire-peer"))
+        .args(args)
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn ackwire-peer");
+    let (addr_tx, addr_rx) = mpsc::channel();
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    thread::spawn(move || {
+        // Keep draining so the peer never blocks on a full pipe.
+        for line in stderr.lines().map_while(Result::ok) {
+            if let Some(rest) = line.split("local=").nth(1) {
+                let addr = rest
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or_default()
+                    .to_owned();
+                let _ = addr_tx.send(addr);
+            }
+            eprintln!("[peer {}] {line}", std::process::id());
+        }
+    });
+    let (line_tx, lines) = mpsc::channel();
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    thread::spawn(move || {
+        for line in stdout.lines().map_while(Result::ok) {
+            let _ = line_tx.send(line);
+        }
+    });
+    let addr = addr_rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("peer logs its address")
+        .parse()
+        .expect("a socket address");
+    Peer { child, addr, lines }
+}
+
+/// `ackwire-peer listen --bind 127.0.0.1:0 --json` plus `extra` flags.
+pub fn listen(extra: &[&str]) -> Peer {
+    let mut args = vec!["listen", "--bind", "127.0.0.1:0", "--json"];
+    args.extend_from_slice(extra);
+    spawn(&args)
+}
+
+/// `ackwire-peer connect ADDR --json` plus `extra` flags.
+pub fn connect(to: SocketAddr, extra: &[&str]) -> Peer {
+    let to = to.to_string();
+    let mut args = vec!["connect", to.as_str(), "--bind", "127.0.0.1:0", "--json"];
+    args.extend_from_slice(extra);
+    spawn(&args)
+}
+
+impl Peer {
+    /// Waits for the peer to exit successfully and returns its JSON lines; the last is the
+    /// summary.
+    pub fn finish(mut self) -> Vec<Value> {
+        let status = self.child.wait().expect("wait for peer");
+        assert!(status.success(), "peer exited with {status}");
+        let reports: Vec<Value> = self
+            .lines
+            .iter()
+            .map(|line| serde_json::from_str(&line).expect("every stdout line is JSON"))
+            .collect();
+        let (summary, ticks) = reports.split_last().expect("at least a summary");
+        assert_eq!(summary["summary"], true, "last line is the summary");
+        assert!(ticks.iter().all(|r| r["summary"] == false));
+        reports
+    }
+
+    /// Sends SIGINT (what Ctrl-C sends), then [`finish`](Self::finish)es.
+    pub fn interrupt(self) -> Vec<Value> {
+        let status = Command::new("kill")
+            .args(["-INT", &self.child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success());
+        self.finish()
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        // A failed test must not leave its peers running.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A report field as f64.
+pub fn num(report: &Value, key: &str) -> f64 {
+    report[key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{key} missing in {report}"))
+}
