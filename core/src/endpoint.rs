@@ -195,6 +195,11 @@ impl Endpoint {
         self.congestion.mode()
     }
 
+    /// Smoothed round-trip time, once a packet has been acked.
+    pub fn rtt(&self) -> Option<Duration> {
+        self.rtt.rtt()
+    }
+
     /// Sequence number the next packet will get.
     pub fn next_sequence(&self) -> u16 {
         self.next_sequence
@@ -423,6 +428,12 @@ impl Endpoint {
             bytes_received: c.bytes_received,
             header_bytes_sent: c.header_bytes_sent,
             last_header_len: c.last_header_len,
+            messages_sent: 0,
+            messages_resent: 0,
+            messages_delivered: 0,
+            messages_dropped_stale: 0,
+            reliable_in_flight: 0,
+            connection_state: None,
         }
     }
 

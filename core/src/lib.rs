@@ -84,20 +84,32 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod channel;
 pub mod config;
 pub mod congestion;
+pub mod connection;
+pub mod control;
 pub mod emulator;
 pub mod endpoint;
+pub mod frame;
+pub mod handshake;
 pub mod loss;
+mod reliable;
 pub mod rtt;
 pub mod sequence;
 pub mod sequence_buffer;
 pub mod stats;
 pub mod wire;
 
+pub use channel::{Buffered, ChannelKind, SendError};
 pub use config::{Config, ConfigError};
 pub use congestion::Mode;
+pub use connection::{
+    Connection, ConnectionConfig, ConnectionConfigError, ConnectionError, ConnectionEvent,
+    ConnectionState, DisconnectReason,
+};
 pub use endpoint::{Endpoint, Event, ReceiveError, Received, Transmit, TransmitError};
+pub use handshake::{Accept, Acceptor, HandshakeError};
 pub use stats::Stats;
 
 /// The crate version, shown by drivers (the browser page prints it to prove the core runs there).

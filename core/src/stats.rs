@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::congestion::Mode;
+use crate::connection::ConnectionState;
 
 /// What an [`Endpoint`](crate::endpoint::Endpoint) has measured so far. Times are in
 /// milliseconds as `f64`, which JSON and JavaScript read without conversion.
@@ -36,4 +37,22 @@ pub struct Stats {
     pub header_bytes_sent: u64,
     /// Length of the last header sent (4 in steady state).
     pub last_header_len: u32,
+    /// Messages accepted by `send` (zero for a bare endpoint; the fields below too).
+    #[serde(default)]
+    pub messages_sent: u64,
+    /// Reliable frames sent again because no ack came within the resend interval.
+    #[serde(default)]
+    pub messages_resent: u64,
+    /// Messages handed to the application.
+    #[serde(default)]
+    pub messages_delivered: u64,
+    /// Unreliable-sequenced messages dropped for arriving after a newer one.
+    #[serde(default)]
+    pub messages_dropped_stale: u64,
+    /// Reliable message ids awaiting an ack, over all channels.
+    #[serde(default)]
+    pub reliable_in_flight: u64,
+    /// The connection's state; `None` for a bare packet-layer endpoint.
+    #[serde(default)]
+    pub connection_state: Option<ConnectionState>,
 }

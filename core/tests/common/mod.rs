@@ -92,30 +92,56 @@ impl Pair {
 
     /// Runs until `end`, waking exactly when an endpoint or a link asks to.
     pub fn run_until(&mut self, end: Duration) {
-        loop {
-            self.step();
-            let next = [
-                Some(self.a.poll_timeout()),
-                Some(self.b.poll_timeout()),
-                self.a_to_b.poll_timeout(),
-                self.b_to_a.poll_timeout(),
-            ]
-            .into_iter()
-            .flatten()
-            .min()
-            .unwrap();
-            // Something due now was handled this step; never spin on the same instant.
-            let next = next.max(self.now + Duration::from_micros(1));
-            if next > end {
-                self.now = end;
-                self.step();
-                return;
-            }
-            self.now = next;
-        }
+        run_until(self, end);
     }
 
     pub fn run_for(&mut self, span: Duration) {
         self.run_until(self.now + span);
+    }
+}
+
+/// Something driven in virtual time: one step handles everything due at `now`.
+pub trait Virtual {
+    /// The virtual clock.
+    fn clock(&mut self) -> &mut Duration;
+    /// Handles everything due at the current time.
+    fn step(&mut self);
+    /// When each part (protocol sides and links) next needs a step.
+    fn timeouts(&self) -> Vec<Option<Duration>>;
+}
+
+impl Virtual for Pair {
+    fn clock(&mut self) -> &mut Duration {
+        &mut self.now
+    }
+
+    fn step(&mut self) {
+        Pair::step(self);
+    }
+
+    fn timeouts(&self) -> Vec<Option<Duration>> {
+        vec![
+            Some(self.a.poll_timeout()),
+            Some(self.b.poll_timeout()),
+            self.a_to_b.poll_timeout(),
+            self.b_to_a.poll_timeout(),
+        ]
+    }
+}
+
+/// Steps `sim` until `end`, waking exactly when one of its parts asks to. Something due now
+/// was handled by the step, so the clock always moves on (no spinning on one instant).
+pub fn run_until(sim: &mut impl Virtual, end: Duration) {
+    loop {
+        sim.step();
+        let now = *sim.clock();
+        let next = sim.timeouts().into_iter().flatten().min().unwrap_or(end);
+        let next = next.max(now + Duration::from_micros(1));
+        if next > end {
+            *sim.clock() = end;
+            sim.step();
+            return;
+        }
+        *sim.clock() = next;
     }
 }

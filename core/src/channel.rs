@@ -1,0 +1,422 @@
+//! Channels: the four delivery kinds, the per-channel send queues and receive state, and the
+//! packer that fills each outgoing packet with message frames.
+//!
+//! Packing order, per packet: reliable messages that are due (never sent, or unacked for
+//! longer than the resend interval), oldest first, channels taken in turn so none starves the
+//! others; then unreliable messages in the space left. A message rides again only in a new
+//! packet, never as a resend of an old one, and only once per resend interval, so a lost
+//! packet's messages come back spread over the paced packet stream instead of in a burst.
+
+use core::time::Duration;
+use std::collections::VecDeque;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::frame::{
+    FrameError, FrameKind, FrameRepr, Frames, MAX_MESSAGE_SIZE, frame_len, overhead,
+};
+use crate::reliable::{ReceiveWindow, SendWindow, fragments_needed};
+use crate::sequence::more_recent;
+
+/// How a channel delivers its messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum ChannelKind {
+    /// Sent once; may be lost, duplicated by nobody (the packet layer drops duplicates), and
+    /// arrive in any order.
+    Unreliable,
+    /// Sent once; a message older than the newest one delivered is dropped, so the receiver
+    /// never goes backwards (snapshots, inputs: newest wins).
+    UnreliableSequenced,
+    /// Delivered exactly once, in the order sent (events, chat, state changes).
+    ReliableOrdered,
+    /// Delivered exactly once, as soon as it arrives.
+    ReliableUnordered,
+}
+
+impl ChannelKind {
+    /// True for the two reliable kinds.
+    pub fn is_reliable(self) -> bool {
+        matches!(
+            self,
+            ChannelKind::ReliableOrdered | ChannelKind::ReliableUnordered
+        )
+    }
+
+    fn accepts(self, kind: &FrameKind) -> bool {
+        match kind {
+            FrameKind::Unreliable => self == ChannelKind::Unreliable,
+            FrameKind::Sequenced { .. } => self == ChannelKind::UnreliableSequenced,
+            FrameKind::Reliable { .. } | FrameKind::Fragment { .. } => self.is_reliable(),
+        }
+    }
+}
+
+/// Why [`send`](crate::Connection::send) refused a message. Nothing was queued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum SendError {
+    /// No channel with this index is configured.
+    #[error("no channel {0}")]
+    UnknownChannel(u8),
+    /// The message is longer than the channel allows (one packet for unreliable kinds,
+    /// [`MAX_MESSAGE_SIZE`] for reliable ones).
+    #[error("message of {len} bytes exceeds the {max}-byte maximum of channel {channel}")]
+    TooLarge {
+        /// The channel.
+        channel: u8,
+        /// The message length.
+        len: usize,
+        /// The channel's maximum.
+        max: usize,
+    },
+    /// A reliable channel's send window has too few free message ids; retry after acks
+    /// arrive (backpressure: the peer or the link is slower than the sender).
+    #[error("send window of channel {channel} is full: {needed} ids needed, {free} free")]
+    WindowFull {
+        /// The channel.
+        channel: u8,
+        /// Ids the message needs (one per fragment).
+        needed: usize,
+        /// Ids free.
+        free: usize,
+    },
+    /// An unreliable channel's queue is full (messages are queued faster than packets leave).
+    #[error("send queue of channel {channel} is full")]
+    QueueFull {
+        /// The channel.
+        channel: u8,
+    },
+    /// The connection is closed or closing.
+    #[error("connection is closed")]
+    Closed,
+}
+
+/// Message counters, part of [`Stats`](crate::Stats).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct MessageCounters {
+    pub(crate) sent: u64,
+    pub(crate) resent: u64,
+    pub(crate) delivered: u64,
+    pub(crate) dropped_stale: u64,
+}
+
+/// How much a connection holds in its message buffers, to check they stay bounded.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Buffered {
+    /// Reliable message ids in flight, summed over channels (each channel at most
+    /// [`RELIABLE_WINDOW`](crate::frame::RELIABLE_WINDOW)).
+    pub reliable_in_flight: usize,
+    /// Bytes of reliable messages awaiting an ack.
+    pub reliable_send_bytes: usize,
+    /// Unreliable messages queued, not yet sent.
+    pub unreliable_queued: usize,
+    /// Reliable ids held by receivers (waiting for an earlier id or a missing fragment).
+    pub receive_held: usize,
+    /// Bytes held by receivers.
+    pub receive_bytes: usize,
+}
+
+#[derive(Debug)]
+enum SendSide {
+    Queue {
+        queue: VecDeque<(u16, Vec<u8>)>,
+        next_sequence: u16,
+    },
+    Reliable(SendWindow),
+}
+
+#[derive(Debug)]
+enum ReceiveSide {
+    Unreliable,
+    Sequenced { newest: Option<u16> },
+    Reliable(ReceiveWindow),
+}
+
+#[derive(Debug)]
+struct Channel {
+    kind: ChannelKind,
+    send: SendSide,
+    receive: ReceiveSide,
+}
+
+/// All channels of one connection.
+#[derive(Debug)]
+pub(crate) struct Channels {
+    channels: Vec<Channel>,
+    queue_len: usize,
+    /// Largest unreliable message: one that fits an otherwise empty packet.
+    max_unreliable: usize,
+    /// Channel the packer starts with; turns each packet for fairness.
+    turn: usize,
+    pub(crate) counters: MessageCounters,
+}
+
+/// Smallest frame worth trying to fit (tag, id, length, one byte).
+const MIN_FRAME: usize = 5;
+
+impl Channels {
+    pub(crate) fn new(kinds: &[ChannelKind], queue_len: usize, max_unreliable: usize) -> Self {
+        let channels = kinds
+            .iter()
+            .map(|&kind| Channel {
+                kind,
+                send: match kind {
+                    ChannelKind::Unreliable | ChannelKind::UnreliableSequenced => SendSide::Queue {
+                        queue: VecDeque::new(),
+                        next_sequence: 0,
+                    },
+                    _ => SendSide::Reliable(SendWindow::new()),
+                },
+                receive: match kind {
+                    ChannelKind::Unreliable => ReceiveSide::Unreliable,
+                    ChannelKind::UnreliableSequenced => ReceiveSide::Sequenced { newest: None },
+                    ChannelKind::ReliableOrdered => ReceiveSide::Reliable(ReceiveWindow::new(true)),
+                    ChannelKind::ReliableUnordered => {
+                        ReceiveSide::Reliable(ReceiveWindow::new(false))
+                    }
+                },
+            })
+            .collect();
+        Channels {
+            channels,
+            queue_len,
+            max_unreliable,
+            turn: 0,
+            counters: MessageCounters::default(),
+        }
+    }
+
+    /// Queues `bytes` on `channel`, or says why not (changing nothing).
+    pub(crate) fn send(&mut self, channel: u8, bytes: &[u8]) -> Result<(), SendError> {
+        let queue_len = self.queue_len;
+        let max_unreliable = self.max_unreliable;
+        let ch = self
+            .channels
+            .get_mut(usize::from(channel))
+            .ok_or(SendError::UnknownChannel(channel))?;
+        let max = match ch.send {
+            SendSide::Queue { .. } => max_unreliable,
+            SendSide::Reliable(_) => MAX_MESSAGE_SIZE,
+        };
+        if bytes.len() > max {
+            return Err(SendError::TooLarge {
+                channel,
+                len: bytes.len(),
+                max,
+            });
+        }
+        match &mut ch.send {
+            SendSide::Queue {
+                queue,
+                next_sequence,
+            } => {
+                if queue.len() >= queue_len {
+                    return Err(SendError::QueueFull { channel });
+                }
+                queue.push_back((*next_sequence, bytes.to_vec()));
+                *next_sequence = next_sequence.wrapping_add(1);
+            }
+            SendSide::Reliable(window) => {
+                let needed = fragments_needed(bytes.len());
+                if needed > window.free() {
+                    return Err(SendError::WindowFull {
+                        channel,
+                        needed,
+                        free: window.free(),
+                    });
+                }
+                window.push(bytes);
+            }
+        }
+        self.counters.sent += 1;
+        Ok(())
+    }
+
+    /// Fills `buf` with frames; returns the bytes written. Every reliable frame written is
+    /// listed in `record` as `(channel, id)`, so the packet's ack can release them.
+    pub(crate) fn write(
+        &mut self,
+        now: Duration,
+        resend_interval: Duration,
+        buf: &mut [u8],
+        record: &mut Vec<(u8, u16)>,
+    ) -> usize {
+        let count = self.channels.len();
+        if count == 0 {
+            return 0;
+        }
+        let turn = self.turn;
+        self.turn = (turn + 1) % count;
+        let mut at = 0;
+        for k in 0..count {
+            if buf.len() - at < MIN_FRAME {
+                break;
+            }
+            let index = (turn + k) % count;
+            let SendSide::Reliable(window) = &mut self.channels[index].send else {
+                continue;
+            };
+            for pending in window.pending_mut() {
+                let due = pending
+                    .last_sent
+                    .is_none_or(|sent| now >= sent + resend_interval);
+                if !due {
+                    continue;
+                }
+                let frame = FrameRepr {
+                    channel: index as u8,
+                    kind: pending.kind(),
+                    payload: &pending.bytes,
+                };
+                // Too big for what is left: a smaller, later one may still fit.
+                let Ok(used) = frame.emit(&mut buf[at..]) else {
+                    continue;
+                };
+                at += used;
+                if pending.last_sent.is_some() {
+                    self.counters.resent += 1;
+                }
+                pending.last_sent = Some(now);
+                record.push((index as u8, pending.id));
+                if buf.len() - at < MIN_FRAME {
+                    break;
+                }
+            }
+        }
+        for k in 0..count {
+            let index = (turn + k) % count;
+            let kind = self.channels[index].kind;
+            let SendSide::Queue { queue, .. } = &mut self.channels[index].send else {
+                continue;
+            };
+            while let Some((sequence, bytes)) = queue.front() {
+                let frame = FrameRepr {
+                    channel: index as u8,
+                    kind: match kind {
+                        ChannelKind::UnreliableSequenced => FrameKind::Sequenced {
+                            sequence: *sequence,
+                        },
+                        _ => FrameKind::Unreliable,
+                    },
+                    payload: bytes,
+                };
+                let Ok(used) = frame.emit(&mut buf[at..]) else {
+                    break;
+                };
+                at += used;
+                queue.pop_front();
+            }
+        }
+        at
+    }
+
+    /// Checks every frame of `payload` against the channels, changing nothing.
+    pub(crate) fn validate(&self, payload: &[u8]) -> Result<(), FrameError> {
+        for frame in Frames::new(payload) {
+            let frame = frame?;
+            let ch = self
+                .channels
+                .get(usize::from(frame.channel))
+                .ok_or(FrameError::UnknownChannel(frame.channel))?;
+            if !ch.kind.accepts(&frame.kind) {
+                return Err(FrameError::WrongKind {
+                    channel: frame.channel,
+                    kind: frame.kind.name(),
+                });
+            }
+            if let ReceiveSide::Reliable(window) = &ch.receive {
+                window.check(frame.channel, &frame.kind)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes in the frames of a payload that passed [`validate`](Self::validate); every
+    /// message now deliverable goes to `deliver` as `(channel, bytes)`.
+    pub(crate) fn apply(&mut self, payload: &[u8], deliver: &mut dyn FnMut(u8, Vec<u8>)) {
+        let counters = &mut self.counters;
+        for frame in Frames::new(payload).flatten() {
+            let channel = frame.channel;
+            let Some(ch) = self.channels.get_mut(usize::from(channel)) else {
+                continue;
+            };
+            match (&mut ch.receive, frame.kind) {
+                (ReceiveSide::Unreliable, _) => {
+                    counters.delivered += 1;
+                    deliver(channel, frame.payload.to_vec());
+                }
+                (ReceiveSide::Sequenced { newest }, FrameKind::Sequenced { sequence }) => {
+                    if newest.is_none_or(|n| more_recent(sequence, n)) {
+                        *newest = Some(sequence);
+                        counters.delivered += 1;
+                        deliver(channel, frame.payload.to_vec());
+                    } else {
+                        counters.dropped_stale += 1;
+                    }
+                }
+                (ReceiveSide::Reliable(window), kind) => {
+                    window.insert(&kind, frame.payload, &mut |bytes| {
+                        counters.delivered += 1;
+                        deliver(channel, bytes);
+                    });
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// A packet carrying these reliable frames was acked.
+    pub(crate) fn on_acked(&mut self, record: &[(u8, u16)]) {
+        for &(channel, id) in record {
+            if let Some(SendSide::Reliable(window)) = self
+                .channels
+                .get_mut(usize::from(channel))
+                .map(|c| &mut c.send)
+            {
+                window.ack(id);
+            }
+        }
+    }
+
+    /// What the buffers hold now.
+    pub(crate) fn buffered(&self) -> Buffered {
+        let mut b = Buffered::default();
+        for ch in &self.channels {
+            match &ch.send {
+                SendSide::Queue { queue, .. } => b.unreliable_queued += queue.len(),
+                SendSide::Reliable(window) => {
+                    b.reliable_in_flight += window.in_flight();
+                    b.reliable_send_bytes += window.bytes();
+                }
+            }
+            if let ReceiveSide::Reliable(window) = &ch.receive {
+                b.receive_held += window.held();
+                b.receive_bytes += window.bytes();
+            }
+        }
+        b
+    }
+
+    /// Largest message `channel` accepts, if it exists.
+    pub(crate) fn max_message(&self, channel: u8) -> Option<usize> {
+        self.channels
+            .get(usize::from(channel))
+            .map(|ch| match ch.send {
+                SendSide::Queue { .. } => self.max_unreliable,
+                SendSide::Reliable(_) => MAX_MESSAGE_SIZE,
+            })
+    }
+}
+
+/// Largest unreliable message that fits a datagram of `datagram` bytes with the largest
+/// packet header and a sequenced frame's framing.
+pub(crate) fn max_unreliable(datagram: usize, header: usize) -> usize {
+    let space = datagram.saturating_sub(header);
+    let framing = overhead(&FrameKind::Sequenced { sequence: 0 }, space);
+    let max = space.saturating_sub(framing);
+    debug_assert!(max == 0 || frame_len(&FrameKind::Sequenced { sequence: 0 }, max) <= space);
+    max
+}

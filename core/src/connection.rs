@@ -1,0 +1,637 @@
+//! A connection: the handshake state machine, channels of messages over the packet layer,
+//! keep-alive, timeout and disconnect, behind one sans-IO API.
+//!
+//! A connector makes one with [`Connection::connect`]; an acceptor's
+//! [`Acceptor::receive`](crate::Acceptor::receive) hands one out when a peer completes the
+//! cookie handshake. After that both sides are the same type and are driven the same way:
+//! [`receive`](Connection::receive) every datagram from the peer,
+//! [`poll_transmit`](Connection::poll_transmit) until it returns `None`, drain
+//! [`poll_event`](Connection::poll_event), and call back at
+//! [`poll_timeout`](Connection::poll_timeout).
+//!
+//! Keep-alive: once connected the packet layer sends a packet at its paced rate (30 or 10
+//! per second) whether or not there are messages, so an idle connection's packets are its
+//! keep-alives (a 4-byte header with acks, no payload). A connection that receives nothing
+//! for `idle_timeout` is closed with [`DisconnectReason::TimedOut`].
+
+use core::time::Duration;
+use std::collections::VecDeque;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::channel::{Buffered, ChannelKind, Channels, SendError, max_unreliable};
+use crate::config::{Config, ConfigError};
+use crate::control::{ControlError, ControlPacket, Cookie, is_control};
+use crate::endpoint::{Endpoint, Event, ReceiveError, TransmitError};
+use crate::frame::{FrameError, MAX_CHANNELS};
+use crate::stats::Stats;
+use crate::wire::{Packet, PacketHeader};
+
+/// The default protocol id: "ackwire" in ASCII followed by the protocol revision, 1.
+pub const DEFAULT_PROTOCOL_ID: u64 = u64::from_be_bytes(*b"ackwire\x01");
+
+/// Everything a connection (and an acceptor) is configured with. `default()` gives the
+/// documented defaults; both peers must use the same `protocol_id` and `channels`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConnectionConfig {
+    /// The packet layer: rates, congestion avoidance, loss timeout. Default
+    /// [`Config::default`].
+    pub packet: Config,
+    /// Checked in the handshake; a peer with another id is refused. Default
+    /// [`DEFAULT_PROTOCOL_ID`]. Pick your own per game and per incompatible release.
+    pub protocol_id: u64,
+    /// The channels, by index (at most 64). Default: channel 0 unreliable-sequenced (inputs,
+    /// snapshots), channel 1 reliable-ordered (events, chat, state changes).
+    pub channels: Vec<ChannelKind>,
+    /// Largest datagram sent, headers included. Default 1200 bytes, the seeds' payload size
+    /// that crosses the Internet without IP fragmentation.
+    pub max_datagram_size: usize,
+    /// Unreliable messages each channel queues before [`SendError::QueueFull`]. Default 256.
+    pub unreliable_queue_len: usize,
+    /// A reliable message is sent again when unacked for `max(this, 1.5 × RTT)`. Default
+    /// 100 ms (three packets at 30 pps).
+    pub min_resend_interval: Duration,
+    /// Interval between repeated connect requests and responses. Default 250 ms.
+    pub handshake_resend_interval: Duration,
+    /// A connector gives up after this long without being accepted. Default 5 s.
+    pub handshake_timeout: Duration,
+    /// A connection that receives nothing for this long is closed. Default 10 s (keep-alives
+    /// arrive 10 to 30 times a second; NATs keep a mapping for at least ~15 s of silence).
+    pub idle_timeout: Duration,
+    /// An acceptor honours a cookie for this long after making it. Default 10 s.
+    pub cookie_lifetime: Duration,
+    /// Disconnect packets sent on close (they are not acked, so several are sent). Default 3.
+    pub disconnect_copies: u8,
+    /// Cookies an acceptor remembers as used (for `cookie_lifetime`) to refuse replays.
+    /// Default 1024; when full of unexpired entries, new connections are refused with
+    /// `Busy` until entries expire.
+    pub replay_cache_len: usize,
+}
+
+impl Default for ConnectionConfig {
+    fn default() -> Self {
+        ConnectionConfig {
+            packet: Config::default(),
+            protocol_id: DEFAULT_PROTOCOL_ID,
+            channels: vec![
+                ChannelKind::UnreliableSequenced,
+                ChannelKind::ReliableOrdered,
+            ],
+            max_datagram_size: 1200,
+            unreliable_queue_len: 256,
+            min_resend_interval: Duration::from_millis(100),
+            handshake_resend_interval: Duration::from_millis(250),
+            handshake_timeout: Duration::from_secs(5),
+            idle_timeout: Duration::from_secs(10),
+            cookie_lifetime: Duration::from_secs(10),
+            disconnect_copies: 3,
+            replay_cache_len: 1024,
+        }
+    }
+}
+
+/// Smallest `max_datagram_size`: a full-length reliable fragment must fit one packet.
+pub const MIN_DATAGRAM_SIZE: usize = PacketHeader::MAX_LEN + 6 + crate::frame::FRAGMENT_SIZE;
+
+/// Why a [`ConnectionConfig`] was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Error)]
+#[non_exhaustive]
+pub enum ConnectionConfigError {
+    /// The packet layer's part is invalid.
+    #[error(transparent)]
+    Packet(#[from] ConfigError),
+    /// There are no channels, or more than 64.
+    #[error("{0} channels configured; 1 to 64 are allowed")]
+    ChannelCount(usize),
+    /// `max_datagram_size` cannot hold a full fragment, or exceeds 65507 (the UDP maximum).
+    #[error("max_datagram_size {0} is outside {MIN_DATAGRAM_SIZE}..=65507")]
+    DatagramSize(usize),
+    /// A timeout, interval or queue length is zero.
+    #[error("{0} must be non-zero")]
+    Zero(&'static str),
+}
+
+impl ConnectionConfig {
+    /// Checks every field.
+    pub fn validate(&self) -> Result<(), ConnectionConfigError> {
+        self.packet.validate()?;
+        if self.channels.is_empty() || self.channels.len() > MAX_CHANNELS {
+            return Err(ConnectionConfigError::ChannelCount(self.channels.len()));
+        }
+        if !(MIN_DATAGRAM_SIZE..=65507).contains(&self.max_datagram_size) {
+            return Err(ConnectionConfigError::DatagramSize(self.max_datagram_size));
+        }
+        let zero = [
+            (self.unreliable_queue_len == 0, "unreliable_queue_len"),
+            (
+                self.handshake_resend_interval.is_zero(),
+                "handshake_resend_interval",
+            ),
+            (self.handshake_timeout.is_zero(), "handshake_timeout"),
+            (self.idle_timeout.is_zero(), "idle_timeout"),
+            (self.cookie_lifetime.is_zero(), "cookie_lifetime"),
+            (self.disconnect_copies == 0, "disconnect_copies"),
+            (self.replay_cache_len == 0, "replay_cache_len"),
+        ];
+        match zero.into_iter().find(|(bad, _)| *bad) {
+            Some((_, name)) => Err(ConnectionConfigError::Zero(name)),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Where a connection is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum ConnectionState {
+    /// Handshake under way (connector only).
+    Connecting,
+    /// Messages flow.
+    Connected,
+    /// Closed locally; disconnect packets are still being sent.
+    Closing,
+    /// Over; nothing more is sent or accepted.
+    Closed,
+}
+
+/// Why a connection ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum DisconnectReason {
+    /// [`Connection::close`] was called here.
+    Closed,
+    /// The peer sent a disconnect.
+    ClosedByPeer,
+    /// Nothing arrived for `idle_timeout`.
+    TimedOut,
+    /// The acceptor never completed the handshake within `handshake_timeout`.
+    HandshakeTimedOut,
+}
+
+/// Something the application should know about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ConnectionEvent {
+    /// The handshake completed; messages flow. Reported once.
+    Connected {
+        /// The connection's random 64-bit id (the same on both sides).
+        connection_id: u64,
+    },
+    /// A message arrived (exactly once and in order where the channel promises it).
+    Message {
+        /// The channel it was sent on.
+        channel: u8,
+        /// Its bytes.
+        bytes: Vec<u8>,
+    },
+    /// The connection ended; this is the last event.
+    Disconnected {
+        /// Why.
+        reason: DisconnectReason,
+    },
+}
+
+/// Why a datagram was refused by [`Connection::receive`]. A refused datagram changes no state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum ConnectionError {
+    /// The datagram is empty.
+    #[error("empty datagram")]
+    Empty,
+    /// A malformed control packet.
+    #[error("malformed control packet: {0}")]
+    Control(#[from] ControlError),
+    /// The packet layer refused it: malformed header, duplicate, stale, or impossible ack.
+    #[error("packet refused: {0}")]
+    Packet(#[from] ReceiveError),
+    /// The payload's message frames are malformed or impossible for these channels.
+    #[error("message frames refused: {0}")]
+    Frame(#[from] FrameError),
+    /// A data packet before the handshake completed, or after the connection closed.
+    #[error("data packet while {0:?}")]
+    NotConnected(ConnectionState),
+    /// A control packet this side does not expect now (e.g. a second challenge, or a
+    /// connect request sent to an established connection); harmless repeats land here.
+    #[error("unexpected {packet} while {state:?}")]
+    Unexpected {
+        /// The control packet's name.
+        packet: &'static str,
+        /// This connection's state.
+        state: ConnectionState,
+    },
+    /// An accepted or disconnect packet for another connection id.
+    #[error("packet for connection {got:#018x}, this is {expected:#018x}")]
+    WrongConnectionId {
+        /// This connection's id.
+        expected: u64,
+        /// The id in the packet.
+        got: u64,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Sending connect requests, waiting for a challenge.
+    Requesting,
+    /// Sending the echoed cookie, waiting for `Accepted`.
+    Responding(Cookie),
+    Connected,
+    Closing {
+        copies_left: u8,
+    },
+    Closed,
+}
+
+/// Reliable frames `(channel, id)` that rode in the packet with this sequence.
+type PacketRecord = (Option<u16>, Vec<(u8, u16)>);
+
+/// One connection, either role, as a sans-IO state machine. See the [crate docs](crate).
+#[derive(Debug)]
+pub struct Connection {
+    config: ConnectionConfig,
+    phase: Phase,
+    /// Latest time seen.
+    now: Duration,
+    started: Duration,
+    next_handshake_at: Duration,
+    connection_id: Option<u64>,
+    /// Made by an acceptor (answers repeated connect responses).
+    is_acceptor: bool,
+    /// Acceptor side: an `Accepted` packet goes out before the next data packet.
+    accepted_due: bool,
+    last_received: Duration,
+    endpoint: Endpoint,
+    channels: Channels,
+    /// Reliable frames per sent packet, in a ring tagged by sequence (like the sent ring).
+    records: Vec<PacketRecord>,
+    events: VecDeque<ConnectionEvent>,
+}
+
+impl Connection {
+    /// A connector at time `now`: it starts sending connect requests at once.
+    pub fn connect(
+        config: ConnectionConfig,
+        now: Duration,
+    ) -> Result<Connection, ConnectionConfigError> {
+        Connection::new(config, now, Phase::Requesting)
+    }
+
+    /// The acceptor side of a handshake just completed with cookie nonce `connection_id`.
+    pub(crate) fn accepted(config: ConnectionConfig, now: Duration, connection_id: u64) -> Self {
+        let mut connection =
+            Connection::new(config, now, Phase::Connected).expect("acceptor validated config");
+        connection.connection_id = Some(connection_id);
+        connection.accepted_due = true;
+        connection.is_acceptor = true;
+        connection
+            .events
+            .push_back(ConnectionEvent::Connected { connection_id });
+        connection
+    }
+
+    fn new(
+        config: ConnectionConfig,
+        now: Duration,
+        phase: Phase,
+    ) -> Result<Connection, ConnectionConfigError> {
+        config.validate()?;
+        let endpoint = Endpoint::new(config.packet.clone(), now)?;
+        let channels = Channels::new(
+            &config.channels,
+            config.unreliable_queue_len,
+            max_unreliable(config.max_datagram_size, PacketHeader::MAX_LEN),
+        );
+        let records = (0..config.packet.sent_buffer_len)
+            .map(|_| (None, Vec::new()))
+            .collect();
+        Ok(Connection {
+            config,
+            phase,
+            now,
+            started: now,
+            next_handshake_at: now,
+            connection_id: None,
+            is_acceptor: false,
+            accepted_due: false,
+            last_received: now,
+            endpoint,
+            channels,
+            records,
+            events: VecDeque::new(),
+        })
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &ConnectionConfig {
+        &self.config
+    }
+
+    /// Where the connection is in its life.
+    pub fn state(&self) -> ConnectionState {
+        match self.phase {
+            Phase::Requesting | Phase::Responding(_) => ConnectionState::Connecting,
+            Phase::Connected => ConnectionState::Connected,
+            Phase::Closing { .. } => ConnectionState::Closing,
+            Phase::Closed => ConnectionState::Closed,
+        }
+    }
+
+    /// The connection's id, once known (on the connector: once accepted).
+    pub fn connection_id(&self) -> Option<u64> {
+        self.connection_id
+    }
+
+    /// Largest message `channel` accepts (`None` for an unknown channel): 256 KiB on
+    /// reliable channels, one packet's worth on unreliable ones.
+    pub fn max_message_size(&self, channel: u8) -> Option<usize> {
+        self.channels.max_message(channel)
+    }
+
+    /// Queues a message on `channel`. Messages queued while connecting go out once
+    /// connected. On error nothing was queued; on [`SendError::WindowFull`] retry later.
+    pub fn send(&mut self, channel: u8, bytes: &[u8]) -> Result<(), SendError> {
+        if matches!(self.phase, Phase::Closing { .. } | Phase::Closed) {
+            return Err(SendError::Closed);
+        }
+        self.channels.send(channel, bytes)
+    }
+
+    /// Takes in one datagram from the peer. On error nothing changed.
+    pub fn receive(&mut self, now: Duration, datagram: &[u8]) -> Result<(), ConnectionError> {
+        if datagram.is_empty() {
+            return Err(ConnectionError::Empty);
+        }
+        if is_control(datagram) {
+            let packet = ControlPacket::parse(datagram)?;
+            return self.on_control(now, packet);
+        }
+        if self.phase != Phase::Connected {
+            return Err(ConnectionError::NotConnected(self.state()));
+        }
+        let packet = Packet::new_checked(datagram).map_err(ReceiveError::from)?;
+        self.channels.validate(packet.payload())?;
+        let received = self.endpoint.receive(now, datagram)?;
+        self.now = self.now.max(now);
+        self.last_received = self.now;
+        let events = &mut self.events;
+        self.channels
+            .apply(received.payload, &mut |channel, bytes| {
+                events.push_back(ConnectionEvent::Message { channel, bytes });
+            });
+        self.drain_endpoint();
+        Ok(())
+    }
+
+    fn on_control(&mut self, now: Duration, packet: ControlPacket) -> Result<(), ConnectionError> {
+        let unexpected = ConnectionError::Unexpected {
+            packet: packet.name(),
+            state: self.state(),
+        };
+        let check_id = |expected: Option<u64>, got: u64| match expected {
+            Some(expected) if expected != got => {
+                Err(ConnectionError::WrongConnectionId { expected, got })
+            }
+            _ => Ok(()),
+        };
+        match (self.phase, packet) {
+            (Phase::Requesting, ControlPacket::Challenge { cookie }) => {
+                self.now = self.now.max(now);
+                self.phase = Phase::Responding(cookie);
+                self.next_handshake_at = self.now;
+                Ok(())
+            }
+            (Phase::Responding(cookie), ControlPacket::Accepted { connection_id }) => {
+                check_id(Some(u64::from_be_bytes(cookie.nonce)), connection_id)?;
+                self.now = self.now.max(now);
+                // A fresh packet layer: sequences, pacing and RTT start at the connection.
+                self.endpoint = Endpoint::new(self.config.packet.clone(), self.now)
+                    .expect("config validated at construction");
+                self.phase = Phase::Connected;
+                self.connection_id = Some(connection_id);
+                self.last_received = self.now;
+                self.events
+                    .push_back(ConnectionEvent::Connected { connection_id });
+                Ok(())
+            }
+            (Phase::Connected, ControlPacket::Accepted { connection_id }) => {
+                // A repeat of the accept we already took.
+                check_id(self.connection_id, connection_id)?;
+                Err(unexpected)
+            }
+            (Phase::Connected, ControlPacket::ConnectResponse { cookie, .. })
+                if self.is_acceptor =>
+            {
+                // The connector did not hear our `Accepted`: say it again.
+                check_id(self.connection_id, u64::from_be_bytes(cookie.nonce))?;
+                self.accepted_due = true;
+                Ok(())
+            }
+            (
+                Phase::Connected | Phase::Closing { .. },
+                ControlPacket::Disconnect { connection_id },
+            ) => {
+                check_id(self.connection_id, connection_id)?;
+                self.now = self.now.max(now);
+                self.finish(DisconnectReason::ClosedByPeer);
+                Ok(())
+            }
+            (Phase::Responding(cookie), ControlPacket::Disconnect { connection_id }) => {
+                check_id(Some(u64::from_be_bytes(cookie.nonce)), connection_id)?;
+                self.finish(DisconnectReason::ClosedByPeer);
+                Ok(())
+            }
+            _ => Err(unexpected),
+        }
+    }
+
+    /// Writes the next datagram into `buf` (at most `max_datagram_size` of it is used) and
+    /// returns its length, or `None` when nothing is due before [`poll_timeout`].
+    ///
+    /// [`poll_timeout`]: Self::poll_timeout
+    pub fn poll_transmit(
+        &mut self,
+        now: Duration,
+        buf: &mut [u8],
+    ) -> Result<Option<usize>, TransmitError> {
+        self.handle_timeout(now);
+        let now = self.now;
+        let budget = buf.len().min(self.config.max_datagram_size);
+        let buf = &mut buf[..budget];
+        let control = match self.phase {
+            Phase::Requesting | Phase::Responding(_) if now < self.next_handshake_at => {
+                return Ok(None);
+            }
+            Phase::Requesting => ControlPacket::ConnectRequest {
+                protocol_id: self.config.protocol_id,
+            },
+            Phase::Responding(cookie) => ControlPacket::ConnectResponse {
+                protocol_id: self.config.protocol_id,
+                cookie,
+            },
+            Phase::Connected if self.accepted_due => ControlPacket::Accepted {
+                connection_id: self.connection_id.unwrap_or_default(),
+            },
+            Phase::Connected => return self.transmit_data(now, buf),
+            Phase::Closing { .. } => ControlPacket::Disconnect {
+                connection_id: self.connection_id.unwrap_or_default(),
+            },
+            Phase::Closed => return Ok(None),
+        };
+        let len = control
+            .emit(buf)
+            .map_err(|_| TransmitError::BufferTooSmall {
+                needed: control.encoded_len(),
+                available: budget,
+            })?;
+        match self.phase {
+            Phase::Requesting | Phase::Responding(_) => {
+                self.next_handshake_at = now + self.config.handshake_resend_interval;
+            }
+            Phase::Closing { copies_left } if copies_left <= 1 => self.phase = Phase::Closed,
+            Phase::Closing { copies_left } => {
+                self.phase = Phase::Closing {
+                    copies_left: copies_left - 1,
+                };
+            }
+            _ => self.accepted_due = false,
+        }
+        Ok(Some(len))
+    }
+
+    fn transmit_data(
+        &mut self,
+        now: Duration,
+        buf: &mut [u8],
+    ) -> Result<Option<usize>, TransmitError> {
+        let resend = self
+            .endpoint
+            .rtt()
+            .map_or(self.config.min_resend_interval, |rtt| {
+                (rtt * 3 / 2).max(self.config.min_resend_interval)
+            });
+        let channels = &mut self.channels;
+        let records = &mut self.records;
+        let transmit = self
+            .endpoint
+            .poll_transmit_with(now, buf, |sequence, space| {
+                let ring = records.len();
+                let (tag, record) = &mut records[usize::from(sequence) % ring];
+                *tag = Some(sequence);
+                record.clear();
+                channels.write(now, resend, space, record)
+            })?;
+        self.drain_endpoint();
+        Ok(transmit.map(|t| t.len))
+    }
+
+    /// Advances time: handshake and idle timeouts, packet loss and congestion deadlines.
+    /// `poll_transmit` calls this itself.
+    pub fn handle_timeout(&mut self, now: Duration) {
+        self.now = self.now.max(now);
+        let now = self.now;
+        match self.phase {
+            Phase::Requesting | Phase::Responding(_)
+                if now >= self.started + self.config.handshake_timeout =>
+            {
+                self.finish(DisconnectReason::HandshakeTimedOut);
+            }
+            Phase::Connected if now >= self.last_received + self.config.idle_timeout => {
+                self.finish(DisconnectReason::TimedOut);
+            }
+            Phase::Connected => {
+                self.endpoint.handle_timeout(now);
+                self.drain_endpoint();
+            }
+            _ => {}
+        }
+    }
+
+    /// When to call back at the latest (`poll_transmit` or `handle_timeout`); `None` once
+    /// closed.
+    pub fn poll_timeout(&self) -> Option<Duration> {
+        match self.phase {
+            Phase::Requesting | Phase::Responding(_) => Some(
+                self.next_handshake_at
+                    .min(self.started + self.config.handshake_timeout),
+            ),
+            Phase::Connected if self.accepted_due => Some(self.now),
+            Phase::Connected => Some(
+                self.endpoint
+                    .poll_timeout()
+                    .min(self.last_received + self.config.idle_timeout),
+            ),
+            Phase::Closing { .. } => Some(self.now),
+            Phase::Closed => None,
+        }
+    }
+
+    /// The next event, oldest first. Drain after every `receive` and `poll_transmit`.
+    pub fn poll_event(&mut self) -> Option<ConnectionEvent> {
+        self.events.pop_front()
+    }
+
+    /// Closes the connection: [`ConnectionEvent::Disconnected`] with
+    /// [`DisconnectReason::Closed`] now, then `disconnect_copies` disconnect packets from
+    /// `poll_transmit` if the peer was connected. Unsent and unacked messages are dropped.
+    pub fn close(&mut self) {
+        match self.phase {
+            Phase::Connected => {
+                self.events.push_back(ConnectionEvent::Disconnected {
+                    reason: DisconnectReason::Closed,
+                });
+                self.phase = Phase::Closing {
+                    copies_left: self.config.disconnect_copies,
+                };
+            }
+            Phase::Requesting | Phase::Responding(_) => self.finish(DisconnectReason::Closed),
+            Phase::Closing { .. } | Phase::Closed => {}
+        }
+    }
+
+    fn finish(&mut self, reason: DisconnectReason) {
+        self.phase = Phase::Closed;
+        self.events
+            .push_back(ConnectionEvent::Disconnected { reason });
+    }
+
+    /// What the message buffers hold now (all bounded: see [`Buffered`]).
+    pub fn buffered(&self) -> Buffered {
+        self.channels.buffered()
+    }
+
+    /// Everything measured so far: the packet layer's figures plus message counters and the
+    /// connection state.
+    pub fn stats(&self) -> Stats {
+        let mut stats = self.endpoint.stats();
+        let c = self.channels.counters;
+        stats.messages_sent = c.sent;
+        stats.messages_resent = c.resent;
+        stats.messages_delivered = c.delivered;
+        stats.messages_dropped_stale = c.dropped_stale;
+        stats.reliable_in_flight = self.channels.buffered().reliable_in_flight as u64;
+        stats.connection_state = Some(self.state());
+        stats
+    }
+
+    fn drain_endpoint(&mut self) {
+        while let Some(event) = self.endpoint.poll_event() {
+            let sequence = match event {
+                Event::Acked { sequence, .. } | Event::Lost { sequence } => sequence,
+                _ => continue,
+            };
+            let ring = self.records.len();
+            let (tag, record) = &mut self.records[usize::from(sequence) % ring];
+            if *tag != Some(sequence) {
+                continue;
+            }
+            if matches!(event, Event::Acked { .. }) {
+                self.channels.on_acked(record);
+            }
+            *tag = None;
+            record.clear();
+        }
+    }
+}

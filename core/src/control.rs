@@ -1,0 +1,319 @@
+//! Connection control packets: the handshake and the disconnect (byte-exact spec in
+//! `docs/wire.md`, section "Control packets").
+//!
+//! A control packet is a whole datagram. Its first byte is `0x60 | type`: the same 2-bit wire
+//! version (01) as a data packet's prefix, with the bit a data header keeps reserved (bit 5)
+//! set. So one byte tells a control packet from a data packet, and both check the version.
+//!
+//! ```text
+//! 0x60 connect request   protocol id (8, BE), 24 zero bytes           33 bytes
+//! 0x61 challenge         cookie (32)                                  33 bytes
+//! 0x62 connect response  protocol id (8, BE), cookie (32)             41 bytes
+//! 0x63 accepted          connection id (8, BE)                         9 bytes
+//! 0x64 disconnect        connection id (8, BE)                         9 bytes
+//!
+//! cookie = timestamp_ms (8, BE) | nonce (8) | mac (16)
+//! ```
+//!
+//! A request is padded to the size of the challenge it asks for, so an acceptor never sends
+//! more bytes than it received (no amplification from spoofed addresses).
+
+use thiserror::Error;
+
+use crate::wire::WIRE_VERSION;
+
+/// First-byte bits shared by every control packet: the wire version plus bit 5.
+const CONTROL_BASE: u8 = WIRE_VERSION << 6 | 1 << 5;
+const TYPE_MASK: u8 = 0x1F;
+
+const REQUEST: u8 = 0;
+const CHALLENGE: u8 = 1;
+const RESPONSE: u8 = 2;
+const ACCEPTED: u8 = 3;
+const DISCONNECT: u8 = 4;
+
+/// Zero padding after a request's protocol id (request length = challenge length).
+const REQUEST_PADDING: usize = Cookie::LEN - 8;
+
+/// A stateless challenge: the acceptor's clock reading, a nonce and a MAC over both plus the
+/// protocol id and the peer's address, keyed with the acceptor's secret.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Cookie {
+    /// Acceptor time when the cookie was made, in milliseconds of its `now`.
+    pub timestamp_ms: u64,
+    /// Unpredictable bytes; they become the connection id when the cookie is accepted.
+    pub nonce: [u8; 8],
+    /// HMAC-SHA256 truncated to 128 bits.
+    pub mac: [u8; 16],
+}
+
+impl Cookie {
+    /// Encoded length.
+    pub const LEN: usize = 32;
+
+    fn read(bytes: &[u8]) -> Cookie {
+        let mut nonce = [0u8; 8];
+        nonce.copy_from_slice(&bytes[8..16]);
+        let mut mac = [0u8; 16];
+        mac.copy_from_slice(&bytes[16..32]);
+        Cookie {
+            timestamp_ms: u64::from_be_bytes(bytes[..8].try_into().expect("8 bytes")),
+            nonce,
+            mac,
+        }
+    }
+
+    fn write(&self, buf: &mut [u8]) {
+        buf[..8].copy_from_slice(&self.timestamp_ms.to_be_bytes());
+        buf[8..16].copy_from_slice(&self.nonce);
+        buf[16..32].copy_from_slice(&self.mac);
+    }
+}
+
+/// One control packet, as a plain struct.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ControlPacket {
+    /// Connector → acceptor: "I speak `protocol_id`; challenge me."
+    ConnectRequest {
+        /// The connector's 64-bit protocol id.
+        protocol_id: u64,
+    },
+    /// Acceptor → connector: a cookie to echo back.
+    Challenge {
+        /// The cookie.
+        cookie: Cookie,
+    },
+    /// Connector → acceptor: the echoed cookie.
+    ConnectResponse {
+        /// The connector's 64-bit protocol id, again.
+        protocol_id: u64,
+        /// The cookie from the challenge.
+        cookie: Cookie,
+    },
+    /// Acceptor → connector: the connection exists; data packets may flow.
+    Accepted {
+        /// The connection id (the cookie's nonce).
+        connection_id: u64,
+    },
+    /// Either side: the connection is closed. Sent several times, as it is not acked.
+    Disconnect {
+        /// The connection being closed.
+        connection_id: u64,
+    },
+}
+
+/// Why a control packet could not be decoded or encoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum ControlError {
+    /// The first byte is not a control packet of this wire version.
+    #[error("not a control packet: first byte {0:#04x}")]
+    NotControl(u8),
+    /// A control packet type this version does not define.
+    #[error("unknown control packet type {0}")]
+    UnknownType(u8),
+    /// The datagram's length is not the type's fixed length.
+    #[error("control packet of type {kind} must be {expected} bytes, got {got}")]
+    BadLength {
+        /// Type code.
+        kind: u8,
+        /// Its fixed length.
+        expected: usize,
+        /// The datagram's length.
+        got: usize,
+    },
+    /// A connect request's padding is not all zeros.
+    #[error("connect request padding is not zero")]
+    BadPadding,
+    /// The output buffer is too small.
+    #[error("buffer too small for control packet: need {needed} bytes, have {available}")]
+    BufferTooSmall {
+        /// Bytes needed.
+        needed: usize,
+        /// Bytes available.
+        available: usize,
+    },
+}
+
+/// True when `datagram` claims to be a control packet (the first byte has the control bits).
+/// Anything else is for the packet layer.
+pub fn is_control(datagram: &[u8]) -> bool {
+    datagram
+        .first()
+        .is_some_and(|b| b & !TYPE_MASK == CONTROL_BASE)
+}
+
+impl ControlPacket {
+    fn code(&self) -> u8 {
+        match self {
+            ControlPacket::ConnectRequest { .. } => REQUEST,
+            ControlPacket::Challenge { .. } => CHALLENGE,
+            ControlPacket::ConnectResponse { .. } => RESPONSE,
+            ControlPacket::Accepted { .. } => ACCEPTED,
+            ControlPacket::Disconnect { .. } => DISCONNECT,
+        }
+    }
+
+    /// A short name for errors and logs.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ControlPacket::ConnectRequest { .. } => "connect request",
+            ControlPacket::Challenge { .. } => "challenge",
+            ControlPacket::ConnectResponse { .. } => "connect response",
+            ControlPacket::Accepted { .. } => "accepted",
+            ControlPacket::Disconnect { .. } => "disconnect",
+        }
+    }
+
+    fn len_for(code: u8) -> Option<usize> {
+        match code {
+            REQUEST => Some(1 + 8 + REQUEST_PADDING),
+            CHALLENGE => Some(1 + Cookie::LEN),
+            RESPONSE => Some(1 + 8 + Cookie::LEN),
+            ACCEPTED | DISCONNECT => Some(1 + 8),
+            _ => None,
+        }
+    }
+
+    /// Bytes [`emit`](Self::emit) writes.
+    pub fn encoded_len(&self) -> usize {
+        Self::len_for(self.code()).expect("every variant has a length")
+    }
+
+    /// Decodes one whole datagram. Never panics; anything malformed is a typed error.
+    pub fn parse(datagram: &[u8]) -> Result<ControlPacket, ControlError> {
+        let &first = datagram.first().ok_or(ControlError::NotControl(0))?;
+        if !is_control(datagram) {
+            return Err(ControlError::NotControl(first));
+        }
+        let code = first & TYPE_MASK;
+        let expected = Self::len_for(code).ok_or(ControlError::UnknownType(code))?;
+        if datagram.len() != expected {
+            return Err(ControlError::BadLength {
+                kind: code,
+                expected,
+                got: datagram.len(),
+            });
+        }
+        let u64_at = |at: usize| u64::from_be_bytes(datagram[at..at + 8].try_into().expect("8"));
+        Ok(match code {
+            REQUEST => {
+                if datagram[9..].iter().any(|&b| b != 0) {
+                    return Err(ControlError::BadPadding);
+                }
+                ControlPacket::ConnectRequest {
+                    protocol_id: u64_at(1),
+                }
+            }
+            CHALLENGE => ControlPacket::Challenge {
+                cookie: Cookie::read(&datagram[1..]),
+            },
+            RESPONSE => ControlPacket::ConnectResponse {
+                protocol_id: u64_at(1),
+                cookie: Cookie::read(&datagram[9..]),
+            },
+            ACCEPTED => ControlPacket::Accepted {
+                connection_id: u64_at(1),
+            },
+            _ => ControlPacket::Disconnect {
+                connection_id: u64_at(1),
+            },
+        })
+    }
+
+    /// Writes the packet at the start of `buf`; returns its length. Writes nothing if `buf`
+    /// is too short.
+    pub fn emit(&self, buf: &mut [u8]) -> Result<usize, ControlError> {
+        let len = self.encoded_len();
+        if buf.len() < len {
+            return Err(ControlError::BufferTooSmall {
+                needed: len,
+                available: buf.len(),
+            });
+        }
+        buf[0] = CONTROL_BASE | self.code();
+        match self {
+            ControlPacket::ConnectRequest { protocol_id } => {
+                buf[1..9].copy_from_slice(&protocol_id.to_be_bytes());
+                buf[9..len].fill(0);
+            }
+            ControlPacket::Challenge { cookie } => cookie.write(&mut buf[1..]),
+            ControlPacket::ConnectResponse {
+                protocol_id,
+                cookie,
+            } => {
+                buf[1..9].copy_from_slice(&protocol_id.to_be_bytes());
+                cookie.write(&mut buf[9..]);
+            }
+            ControlPacket::Accepted { connection_id }
+            | ControlPacket::Disconnect { connection_id } => {
+                buf[1..9].copy_from_slice(&connection_id.to_be_bytes());
+            }
+        }
+        Ok(len)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn a_request_is_as_long_as_the_challenge_it_asks_for() {
+        let request = ControlPacket::ConnectRequest { protocol_id: 1 };
+        let challenge = ControlPacket::Challenge {
+            cookie: Cookie {
+                timestamp_ms: 0,
+                nonce: [0; 8],
+                mac: [0; 16],
+            },
+        };
+        assert_eq!(request.encoded_len(), challenge.encoded_len());
+    }
+
+    #[test]
+    fn data_headers_are_never_taken_for_control_packets() {
+        // Every valid data prefix has bit 5 clear.
+        assert!((0x40..0x60).all(|b: u8| !is_control(&[b])));
+        assert!(is_control(&[0x63]));
+        assert!(!is_control(&[0xE3]), "another wire version");
+    }
+
+    #[test]
+    fn wrong_lengths_and_padding_are_typed_errors() {
+        assert_eq!(
+            ControlPacket::parse(&[0x63, 0, 0]),
+            Err(ControlError::BadLength {
+                kind: 3,
+                expected: 9,
+                got: 3
+            })
+        );
+        assert_eq!(
+            ControlPacket::parse(&[0x7F]),
+            Err(ControlError::UnknownType(31))
+        );
+        let mut request = [0u8; 33];
+        ControlPacket::ConnectRequest { protocol_id: 5 }
+            .emit(&mut request)
+            .unwrap();
+        request[20] = 1;
+        assert_eq!(
+            ControlPacket::parse(&request),
+            Err(ControlError::BadPadding)
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn any_accepted_control_packet_re_emits_identically(bytes in proptest::collection::vec(any::<u8>(), 0..48)) {
+            if let Ok(packet) = ControlPacket::parse(&bytes) {
+                let mut buf = [0u8; 48];
+                prop_assert_eq!(packet.emit(&mut buf), Ok(bytes.len()));
+                prop_assert_eq!(&buf[..bytes.len()], &bytes[..]);
+            }
+        }
+    }
+}

@@ -1,0 +1,248 @@
+//! The accepting side of the handshake: stateless challenge cookies (seed 003's scheme).
+//!
+//! 1. A connect request gets a challenge carrying a cookie: the acceptor's clock reading, an
+//!    unpredictable nonce and a MAC over them, the protocol id and the requester's address,
+//!    keyed with a secret only the acceptor knows. Nothing is stored, so a flood of requests
+//!    (from spoofed addresses or not) costs CPU but no memory.
+//! 2. The connector echoes the cookie in a connect response. The acceptor recomputes the MAC
+//!    for the address the response came from (a cookie made for another address, or altered,
+//!    fails), checks the cookie's age, and refuses a cookie already used. Only then does it
+//!    create state: a [`Connection`] whose id is the cookie's nonce.
+//!
+//! Randomness comes from the driver: the 32-byte secret given to [`Acceptor::new`] (fresh
+//! random bytes at each start, as the seed advises). Nonces are the HMAC of a counter under
+//! that secret, unpredictable to anyone without it, so no randomness is needed per request.
+//!
+//! The address is whatever bytes identify the peer to the driver: a socket address for UDP
+//! (e.g. its `to_string()` bytes), the remote's signalling peer id for a WebRTC data channel.
+
+use core::time::Duration;
+use std::collections::VecDeque;
+
+use hmac::{Hmac, KeyInit, Mac};
+use sha2::Sha256;
+use thiserror::Error;
+
+use crate::connection::{Connection, ConnectionConfig, ConnectionConfigError};
+use crate::control::{ControlError, ControlPacket, Cookie, is_control};
+use crate::wire::WIRE_VERSION;
+
+type HmacSha256 = Hmac<Sha256>;
+
+/// What an [`Acceptor`] made of a datagram.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Accept {
+    /// Send `reply[..len]` back to the address the datagram came from (a challenge).
+    Reply {
+        /// Bytes written to the reply buffer.
+        len: usize,
+    },
+    /// The handshake completed: route this address's datagrams to this connection from now
+    /// on. Its first `poll_transmit` tells the connector it was accepted.
+    Connection(Box<Connection>),
+}
+
+/// Why an [`Acceptor`] refused a datagram. Nothing was stored or changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum HandshakeError {
+    /// A malformed control packet.
+    #[error("malformed control packet: {0}")]
+    Control(#[from] ControlError),
+    /// The datagram is of another wire version (the top two bits of its first byte).
+    #[error("unsupported wire version {0}")]
+    UnsupportedVersion(u8),
+    /// A data packet (or a connection's control packet) from an address with no connection.
+    #[error("packet for an unknown connection")]
+    UnknownConnection,
+    /// The peer speaks another protocol (or another incompatible release).
+    #[error("protocol id {got:#018x}, expected {expected:#018x}")]
+    WrongProtocolId {
+        /// Ours.
+        expected: u64,
+        /// Theirs.
+        got: u64,
+    },
+    /// The cookie's MAC does not verify: forged, altered, made by another acceptor (or
+    /// before a restart), or made for another address.
+    #[error("cookie does not verify")]
+    ForgedCookie,
+    /// The cookie is older than `cookie_lifetime` (or from the future).
+    #[error("cookie is {age_ms} ms old")]
+    ExpiredCookie {
+        /// Age by the acceptor's clock (0 for a future timestamp).
+        age_ms: u64,
+    },
+    /// The cookie was already used for a connection.
+    #[error("cookie already used")]
+    ReplayedCookie,
+    /// The replay cache is full of unexpired cookies; retry after `cookie_lifetime`.
+    #[error("too many recent connections")]
+    Busy,
+}
+
+/// Answers connect requests statelessly and creates a [`Connection`] for each completed
+/// handshake. One per listening socket (or one per WebRTC peer that should accept).
+#[derive(Debug)]
+pub struct Acceptor {
+    config: ConnectionConfig,
+    key: HmacSha256,
+    counter: u64,
+    /// `(timestamp_ms, nonce)` of used cookies, oldest first, for the replay check.
+    used: VecDeque<(u64, [u8; 8])>,
+    now: Duration,
+}
+
+impl Acceptor {
+    /// An acceptor for connections configured by `config`, keyed with `secret` (32 random
+    /// bytes from the driver, new at each start).
+    pub fn new(
+        config: ConnectionConfig,
+        secret: [u8; 32],
+    ) -> Result<Acceptor, ConnectionConfigError> {
+        config.validate()?;
+        let key = HmacSha256::new_from_slice(&secret).expect("HMAC takes any key length");
+        Ok(Acceptor {
+            used: VecDeque::with_capacity(config.replay_cache_len),
+            config,
+            key,
+            counter: 0,
+            now: Duration::ZERO,
+        })
+    }
+
+    /// The configuration new connections get.
+    pub fn config(&self) -> &ConnectionConfig {
+        &self.config
+    }
+
+    /// Cookies remembered as used (the only state that grows, and only on a completed
+    /// handshake; bounded by `replay_cache_len`).
+    pub fn used_cookies(&self) -> usize {
+        self.used.len()
+    }
+
+    /// Handles one datagram from `from` (opaque address bytes), which has no connection yet.
+    /// A challenge is written to `reply` (33 bytes are enough). On error nothing changed.
+    pub fn receive(
+        &mut self,
+        now: Duration,
+        from: &[u8],
+        datagram: &[u8],
+        reply: &mut [u8],
+    ) -> Result<Accept, HandshakeError> {
+        if !is_control(datagram) {
+            return Err(match datagram.first() {
+                Some(&b) if b >> 6 != WIRE_VERSION => HandshakeError::UnsupportedVersion(b >> 6),
+                _ => HandshakeError::UnknownConnection,
+            });
+        }
+        let now = now.max(self.now);
+        match ControlPacket::parse(datagram)? {
+            ControlPacket::ConnectRequest { protocol_id } => {
+                self.check_protocol(protocol_id)?;
+                let timestamp_ms = now.as_millis() as u64;
+                let nonce = self.nonce();
+                let cookie = Cookie {
+                    timestamp_ms,
+                    nonce,
+                    mac: self.mac(protocol_id, timestamp_ms, &nonce, from),
+                };
+                let len = ControlPacket::Challenge { cookie }.emit(reply)?;
+                self.counter += 1;
+                self.now = now;
+                Ok(Accept::Reply { len })
+            }
+            ControlPacket::ConnectResponse {
+                protocol_id,
+                cookie,
+            } => {
+                self.check_protocol(protocol_id)?;
+                self.verify(protocol_id, &cookie, from)?;
+                let now_ms = now.as_millis() as u64;
+                let lifetime_ms = self.config.cookie_lifetime.as_millis() as u64;
+                let age_ms = now_ms.saturating_sub(cookie.timestamp_ms);
+                if cookie.timestamp_ms > now_ms || age_ms > lifetime_ms {
+                    return Err(HandshakeError::ExpiredCookie { age_ms });
+                }
+                if self.used.iter().any(|&(_, nonce)| nonce == cookie.nonce) {
+                    return Err(HandshakeError::ReplayedCookie);
+                }
+                let expired = |&(ts, _): &(u64, [u8; 8])| ts + lifetime_ms < now_ms;
+                let reclaimable = self.used.iter().take_while(|e| expired(e)).count();
+                if self.used.len() - reclaimable >= self.config.replay_cache_len {
+                    return Err(HandshakeError::Busy);
+                }
+                self.used.drain(..reclaimable);
+                if self.used.len() == self.config.replay_cache_len {
+                    // Out-of-order timestamps can keep an expired entry behind a live one.
+                    self.used.retain(|e| !expired(e));
+                }
+                self.used.push_back((cookie.timestamp_ms, cookie.nonce));
+                self.now = now;
+                let id = u64::from_be_bytes(cookie.nonce);
+                Ok(Accept::Connection(Box::new(Connection::accepted(
+                    self.config.clone(),
+                    now,
+                    id,
+                ))))
+            }
+            _ => Err(HandshakeError::UnknownConnection),
+        }
+    }
+
+    fn check_protocol(&self, got: u64) -> Result<(), HandshakeError> {
+        if got == self.config.protocol_id {
+            Ok(())
+        } else {
+            Err(HandshakeError::WrongProtocolId {
+                expected: self.config.protocol_id,
+                got,
+            })
+        }
+    }
+
+    fn nonce(&self) -> [u8; 8] {
+        let mut mac = self.key.clone();
+        mac.update(b"ackwire nonce");
+        mac.update(&self.counter.to_be_bytes());
+        let mut nonce = [0u8; 8];
+        nonce.copy_from_slice(&mac.finalize().into_bytes()[..8]);
+        nonce
+    }
+
+    fn cookie_mac(
+        &self,
+        protocol_id: u64,
+        timestamp_ms: u64,
+        nonce: &[u8; 8],
+        from: &[u8],
+    ) -> HmacSha256 {
+        let mut mac = self.key.clone();
+        mac.update(b"ackwire cookie");
+        mac.update(&protocol_id.to_be_bytes());
+        mac.update(&timestamp_ms.to_be_bytes());
+        mac.update(nonce);
+        // Last, so its variable length cannot shift the fixed fields.
+        mac.update(from);
+        mac
+    }
+
+    fn mac(&self, protocol_id: u64, timestamp_ms: u64, nonce: &[u8; 8], from: &[u8]) -> [u8; 16] {
+        let tag = self
+            .cookie_mac(protocol_id, timestamp_ms, nonce, from)
+            .finalize()
+            .into_bytes();
+        let mut out = [0u8; 16];
+        out.copy_from_slice(&tag[..16]);
+        out
+    }
+
+    fn verify(&self, protocol_id: u64, cookie: &Cookie, from: &[u8]) -> Result<(), HandshakeError> {
+        // Constant-time comparison of the truncated tag.
+        self.cookie_mac(protocol_id, cookie.timestamp_ms, &cookie.nonce, from)
+            .verify_truncated_left(&cookie.mac)
+            .map_err(|_| HandshakeError::ForgedCookie)
+    }
+}

@@ -1,0 +1,325 @@
+//! Reliable delivery of messages over packets that may be lost: the sender's window of
+//! messages awaiting an ack, and the receiver's window that drops duplicates, reorders and
+//! reassembles fragments.
+//!
+//! Message ids are 16-bit and compared with RFC 1982 arithmetic. Both windows are fixed rings
+//! of [`RELIABLE_WINDOW`] slots indexed by `id % 1024` and tagged with the id (1024 divides
+//! 65536, so the ring stays aligned across the wrap). A sender never has more than the window
+//! in flight past its oldest unacked id; every id below that id was acked, so the receiver
+//! has taken it, and an honest sender's id is therefore always below the receiver's
+//! next-awaited id plus the window. Anything further is refused as a protocol error.
+
+use core::time::Duration;
+
+use crate::frame::{FRAGMENT_SIZE, FrameError, FrameKind, RELIABLE_WINDOW};
+use crate::sequence::distance;
+
+const WINDOW: usize = RELIABLE_WINDOW as usize;
+
+fn slot(id: u16) -> usize {
+    usize::from(id) % WINDOW
+}
+
+/// A reliable message (or fragment) waiting for an ack.
+#[derive(Debug)]
+pub(crate) struct Pending {
+    pub(crate) id: u16,
+    pub(crate) bytes: Vec<u8>,
+    /// `(index, last)` for a fragment.
+    pub(crate) fragment: Option<(u8, u8)>,
+    pub(crate) last_sent: Option<Duration>,
+}
+
+impl Pending {
+    pub(crate) fn kind(&self) -> FrameKind {
+        match self.fragment {
+            None => FrameKind::Reliable { id: self.id },
+            Some((index, last)) => FrameKind::Fragment {
+                id: self.id,
+                index,
+                last,
+            },
+        }
+    }
+}
+
+/// The sender's side: messages kept until a packet carrying them is acked.
+#[derive(Debug)]
+pub(crate) struct SendWindow {
+    slots: Box<[Option<Pending>]>,
+    /// Oldest id not yet acked (or `next` when none is in flight).
+    oldest: u16,
+    /// Id the next message gets.
+    next: u16,
+    bytes: usize,
+}
+
+impl SendWindow {
+    pub(crate) fn new() -> SendWindow {
+        SendWindow {
+            slots: (0..WINDOW).map(|_| None).collect(),
+            oldest: 0,
+            next: 0,
+            bytes: 0,
+        }
+    }
+
+    /// Ids in flight (sent or queued, not acked), from the oldest unacked to the newest.
+    pub(crate) fn in_flight(&self) -> usize {
+        usize::from(self.next.wrapping_sub(self.oldest))
+    }
+
+    /// Ids that can still be taken.
+    pub(crate) fn free(&self) -> usize {
+        WINDOW - self.in_flight()
+    }
+
+    /// Message bytes held.
+    pub(crate) fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Queues `message`, split into fragments if longer than [`FRAGMENT_SIZE`]. The caller
+    /// has checked the size and that [`fragments_needed`] ids are free.
+    pub(crate) fn push(&mut self, message: &[u8]) {
+        let count = fragments_needed(message.len());
+        debug_assert!(count <= self.free());
+        if count == 1 {
+            self.push_one(message.to_vec(), None);
+            return;
+        }
+        let last = (count - 1) as u8;
+        for (index, chunk) in message.chunks(FRAGMENT_SIZE).enumerate() {
+            self.push_one(chunk.to_vec(), Some((index as u8, last)));
+        }
+    }
+
+    fn push_one(&mut self, bytes: Vec<u8>, fragment: Option<(u8, u8)>) {
+        let id = self.next;
+        self.bytes += bytes.len();
+        self.slots[slot(id)] = Some(Pending {
+            id,
+            bytes,
+            fragment,
+            last_sent: None,
+        });
+        self.next = id.wrapping_add(1);
+    }
+
+    /// The peer has this id: forget it. Returns false when it was already forgotten.
+    pub(crate) fn ack(&mut self, id: u16) -> bool {
+        let index = slot(id);
+        match &self.slots[index] {
+            Some(pending) if pending.id == id => {
+                self.bytes -= pending.bytes.len();
+                self.slots[index] = None;
+            }
+            _ => return false,
+        }
+        while self.oldest != self.next && self.slots[slot(self.oldest)].is_none() {
+            self.oldest = self.oldest.wrapping_add(1);
+        }
+        true
+    }
+
+    /// Messages in flight, oldest first (mutable, so the packer can stamp `last_sent`).
+    pub(crate) fn pending_mut(&mut self) -> impl Iterator<Item = &mut Pending> {
+        let (oldest, count) = (self.oldest, self.in_flight());
+        let (tail, head) = self.slots.split_at_mut(slot(oldest));
+        head.iter_mut()
+            .chain(tail.iter_mut())
+            .take(count)
+            .filter_map(Option::as_mut)
+    }
+}
+
+/// Ids a message of `len` bytes takes.
+pub(crate) fn fragments_needed(len: usize) -> usize {
+    len.div_ceil(FRAGMENT_SIZE).max(1)
+}
+
+#[derive(Debug)]
+enum Held {
+    Whole(Vec<u8>),
+    Fragment {
+        index: u8,
+        last: u8,
+        bytes: Vec<u8>,
+    },
+    /// Delivered out of order (unordered channels); kept so a resend is known as a duplicate.
+    Delivered,
+}
+
+/// The receiver's side: duplicate filter, reorder buffer and fragment reassembly.
+#[derive(Debug)]
+pub(crate) struct ReceiveWindow {
+    slots: Box<[Option<(u16, Held)>]>,
+    /// Lowest id not yet delivered.
+    next: u16,
+    ordered: bool,
+    bytes: usize,
+}
+
+impl ReceiveWindow {
+    pub(crate) fn new(ordered: bool) -> ReceiveWindow {
+        ReceiveWindow {
+            slots: (0..WINDOW).map(|_| None).collect(),
+            next: 0,
+            ordered,
+            bytes: 0,
+        }
+    }
+
+    /// Message bytes held waiting for earlier ids or missing fragments.
+    pub(crate) fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Ids held (waiting, or delivered early on an unordered channel).
+    pub(crate) fn held(&self) -> usize {
+        self.slots.iter().filter(|s| s.is_some()).count()
+    }
+
+    fn get(&self, id: u16) -> Option<&Held> {
+        match &self.slots[slot(id)] {
+            Some((tag, held)) if *tag == id => Some(held),
+            _ => None,
+        }
+    }
+
+    /// Read-only check of an arriving frame: `Ok(true)` if it is new, `Ok(false)` if it is a
+    /// duplicate to ignore, an error if no honest sender could have sent it.
+    pub(crate) fn check(&self, channel: u8, kind: &FrameKind) -> Result<bool, FrameError> {
+        let (id, fragment) = match *kind {
+            FrameKind::Reliable { id } => (id, None),
+            FrameKind::Fragment { id, index, last } => (id, Some((index, last))),
+            _ => unreachable!("only reliable frames reach the receive window"),
+        };
+        let ahead = i32::from(distance(self.next, id));
+        if ahead < 0 || self.get(id).is_some() {
+            return Ok(false);
+        }
+        if ahead >= i32::from(RELIABLE_WINDOW) {
+            return Err(FrameError::BeyondWindow { channel, id });
+        }
+        if let Some((index, last)) = fragment {
+            let inconsistent = FrameError::InconsistentFragment { channel, id };
+            let first = id.wrapping_sub(u16::from(index));
+            let end = i32::from(distance(self.next, first)) + i32::from(last);
+            if ahead < i32::from(index) || end >= i32::from(RELIABLE_WINDOW) {
+                return Err(inconsistent);
+            }
+            for k in 0..=last {
+                match self.get(first.wrapping_add(u16::from(k))) {
+                    None => {}
+                    Some(Held::Fragment {
+                        index: i, last: l, ..
+                    }) if *i == k && *l == last => {}
+                    Some(_) => return Err(inconsistent),
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    /// Takes in a frame that passed [`check`](Self::check) and hands every message that is
+    /// now deliverable to `deliver`, in order on an ordered channel.
+    pub(crate) fn insert(
+        &mut self,
+        kind: &FrameKind,
+        payload: &[u8],
+        deliver: &mut dyn FnMut(Vec<u8>),
+    ) {
+        let (id, held) = match *kind {
+            FrameKind::Reliable { id } => (id, Held::Whole(payload.to_vec())),
+            FrameKind::Fragment { id, index, last } => (
+                id,
+                Held::Fragment {
+                    index,
+                    last,
+                    bytes: payload.to_vec(),
+                },
+            ),
+            _ => return,
+        };
+        // Two frames of one packet may contradict each other; the first one wins.
+        if !matches!(self.check(0, kind), Ok(true)) {
+            return;
+        }
+        self.bytes += payload.len();
+        self.slots[slot(id)] = Some((id, held));
+        if !self.ordered {
+            self.deliver_early(id, deliver);
+        }
+        self.advance(deliver);
+    }
+
+    /// Unordered channels: deliver this id's message now if it is whole or completes a set.
+    fn deliver_early(&mut self, id: u16, deliver: &mut dyn FnMut(Vec<u8>)) {
+        let first = match self.get(id) {
+            Some(Held::Whole(_)) => id,
+            Some(Held::Fragment { index, .. }) => id.wrapping_sub(u16::from(*index)),
+            _ => return,
+        };
+        if let Some(message) = self.take_message(first) {
+            deliver(message);
+        }
+    }
+
+    /// Delivers (ordered) or forgets (unordered, already delivered) from `next` onwards.
+    fn advance(&mut self, deliver: &mut dyn FnMut(Vec<u8>)) {
+        loop {
+            match self.get(self.next) {
+                Some(Held::Delivered) => {
+                    self.slots[slot(self.next)] = None;
+                    self.next = self.next.wrapping_add(1);
+                }
+                Some(_) if self.ordered => match self.take_message(self.next) {
+                    Some(message) => deliver(message),
+                    None => return,
+                },
+                _ => return,
+            }
+        }
+    }
+
+    /// If the message starting at `first` is complete, removes it and returns its bytes. On
+    /// an ordered channel `next` moves past it; on an unordered one its ids are marked
+    /// delivered.
+    fn take_message(&mut self, first: u16) -> Option<Vec<u8>> {
+        let count = match self.get(first)? {
+            Held::Whole(_) => 1,
+            Held::Fragment { index: 0, last, .. } => usize::from(*last) + 1,
+            _ => return None,
+        };
+        for k in 1..count {
+            let id = first.wrapping_add(k as u16);
+            match self.get(id) {
+                Some(Held::Fragment { index, .. }) if usize::from(*index) == k => {}
+                _ => return None,
+            }
+        }
+        let mut message = Vec::new();
+        for k in 0..count {
+            let id = first.wrapping_add(k as u16);
+            let replacement = if self.ordered {
+                None
+            } else {
+                Some((id, Held::Delivered))
+            };
+            let taken = core::mem::replace(&mut self.slots[slot(id)], replacement);
+            if let Some((_, Held::Whole(bytes) | Held::Fragment { bytes, .. })) = taken {
+                self.bytes -= bytes.len();
+                if count == 1 {
+                    message = bytes;
+                } else {
+                    message.extend_from_slice(&bytes);
+                }
+            }
+        }
+        if self.ordered {
+            self.next = first.wrapping_add(count as u16);
+        }
+        Some(message)
+    }
+}

@@ -1,0 +1,203 @@
+//! Channels, reliable messages, packing and fragmentation between two connected peers.
+
+mod pair;
+
+use std::time::Duration;
+
+use ackwire_core::emulator::EmulatorConfig;
+use ackwire_core::frame::{MAX_MESSAGE_SIZE, RELIABLE_WINDOW};
+use ackwire_core::{ChannelKind, ConnectionConfig, SendError};
+use pair::ConnPair;
+
+const MS: Duration = Duration::from_millis(1);
+
+fn all_kinds() -> ConnectionConfig {
+    ConnectionConfig {
+        channels: vec![
+            ChannelKind::UnreliableSequenced,
+            ChannelKind::ReliableOrdered,
+            ChannelKind::ReliableUnordered,
+            ChannelKind::Unreliable,
+        ],
+        ..ConnectionConfig::default()
+    }
+}
+
+fn lossy(loss_percent: f64) -> EmulatorConfig {
+    EmulatorConfig {
+        latency: 40 * MS,
+        jitter: 20 * MS,
+        loss_percent,
+        reorder_percent: 5.0,
+        reorder_delay: 30 * MS,
+        duplicate_percent: 5.0,
+        ..EmulatorConfig::default()
+    }
+}
+
+/// Sends `count` numbered messages on `channel`, one every `gap`, over a lossy link; returns
+/// the numbers the server received, in arrival order, and the client's resend count.
+fn numbered(channel: u8, loss: f64, count: u32, gap: Duration, seed: u64) -> (Vec<u32>, u64) {
+    let mut pair = ConnPair::new(all_kinds(), lossy(loss), seed);
+    pair.connect();
+    for i in 0..count {
+        pair.client.send(channel, &i.to_be_bytes()).unwrap();
+        pair.run_for(gap);
+    }
+    pair.run_for(Duration::from_secs(5));
+    assert_eq!(pair.client.buffered().reliable_in_flight, 0);
+    let got = pair
+        .server_side
+        .messages(channel)
+        .map(|b| u32::from_be_bytes(b.try_into().unwrap()))
+        .collect();
+    (got, pair.client.stats().messages_resent)
+}
+
+#[test]
+fn reliable_ordered_messages_arrive_once_and_in_order_over_a_lossy_link() {
+    let (got, resent) = numbered(1, 25.0, 300, 20 * MS, 3);
+    assert_eq!(got, (0..300).collect::<Vec<_>>());
+    assert!(resent > 0, "the loss was real");
+}
+
+#[test]
+fn reliable_unordered_messages_arrive_exactly_once() {
+    let (mut got, _) = numbered(2, 25.0, 300, 20 * MS, 4);
+    got.sort_unstable();
+    assert_eq!(got, (0..300).collect::<Vec<_>>());
+}
+
+#[test]
+fn sequenced_messages_never_go_backwards_and_stale_ones_are_dropped() {
+    let (got, _) = numbered(0, 10.0, 600, 10 * MS, 5);
+    assert!(got.windows(2).all(|w| w[0] < w[1]), "went backwards");
+    assert!(got.len() > 400, "most arrive: {}", got.len());
+    assert!(got.len() < 600, "some were lost on a 10% link");
+}
+
+#[test]
+fn a_256_kib_message_is_fragmented_and_reassembled_intact() {
+    let mut pair = ConnPair::new(all_kinds(), lossy(10.0), 6);
+    pair.connect();
+    let big: Vec<u8> = (0..MAX_MESSAGE_SIZE).map(|i| (i * 7 % 251) as u8).collect();
+    pair.client.send(1, &big).unwrap();
+    pair.client.send(1, b"after").unwrap();
+    pair.client.send(2, &big[..5000]).unwrap();
+    pair.run_for(Duration::from_secs(60));
+    let ordered: Vec<&[u8]> = pair.server_side.messages(1).collect();
+    assert_eq!(ordered.len(), 2);
+    assert!(ordered[0] == &big[..], "reassembled bytes differ");
+    assert_eq!(ordered[1], b"after");
+    let unordered: Vec<&[u8]> = pair.server_side.messages(2).collect();
+    assert_eq!(unordered, [&big[..5000]]);
+    assert_eq!(pair.server().buffered().receive_bytes, 0);
+}
+
+#[test]
+fn oversized_and_misdirected_sends_get_typed_errors_and_queue_nothing() {
+    let mut pair = ConnPair::new(all_kinds(), EmulatorConfig::default(), 7);
+    pair.connect();
+    let too_big = vec![0u8; MAX_MESSAGE_SIZE + 1];
+    assert_eq!(
+        pair.client.send(1, &too_big),
+        Err(SendError::TooLarge {
+            channel: 1,
+            len: MAX_MESSAGE_SIZE + 1,
+            max: MAX_MESSAGE_SIZE
+        })
+    );
+    let max_unreliable = pair.client.max_message_size(0).unwrap();
+    assert!(max_unreliable > 1100 && max_unreliable < 1200);
+    assert!(matches!(
+        pair.client.send(0, &vec![0u8; max_unreliable + 1]),
+        Err(SendError::TooLarge { channel: 0, .. })
+    ));
+    assert_eq!(pair.client.send(9, b"x"), Err(SendError::UnknownChannel(9)));
+    assert_eq!(pair.client.buffered(), Default::default());
+    pair.client.send(0, &vec![1u8; max_unreliable]).unwrap();
+    pair.run_for(Duration::from_millis(200));
+    assert_eq!(pair.server_side.messages(0).count(), 1);
+}
+
+#[test]
+fn a_full_send_window_refuses_with_window_full_until_acks_free_it() {
+    let mut pair = ConnPair::new(all_kinds(), EmulatorConfig::default(), 8);
+    pair.connect();
+    for i in 0..RELIABLE_WINDOW {
+        pair.client.send(1, &i.to_be_bytes()).unwrap();
+    }
+    assert_eq!(
+        pair.client.send(1, b"one too many"),
+        Err(SendError::WindowFull {
+            channel: 1,
+            needed: 1,
+            free: 0
+        })
+    );
+    // A fragmented message needs one id per fragment.
+    assert!(matches!(
+        pair.client.send(2, &vec![0u8; 2048 * 600]),
+        Err(SendError::TooLarge { .. })
+    ));
+    pair.run_for(Duration::from_secs(3));
+    assert_eq!(pair.server_side.messages(1).count(), 1024);
+    pair.client.send(1, b"room again").unwrap();
+}
+
+#[test]
+fn many_small_messages_share_a_packet_and_reliable_ones_go_first() {
+    let mut pair = ConnPair::new(all_kinds(), EmulatorConfig::default(), 9);
+    pair.connect();
+    pair.run_for(Duration::from_secs(1));
+    let before = pair.client_side.datagrams_sent.len();
+    for i in 0u32..100 {
+        pair.client.send(3, &[i as u8; 20]).unwrap();
+    }
+    for i in 0u32..40 {
+        pair.client.send(1, &[i as u8; 20]).unwrap();
+    }
+    // One packet's worth of time: 1200 bytes hold 40 reliable (24 B each) and ~11 of the
+    // unreliable ones (22 B each); the rest wait for the next packet.
+    let next = pair.client.poll_timeout().unwrap();
+    pair.run_until(next + 5 * MS);
+    let sent = &pair.client_side.datagrams_sent[before..];
+    assert_eq!(sent.len(), 1);
+    assert!(sent[0].1 > 1150, "packet filled: {} bytes", sent[0].1);
+    pair.run_for(Duration::from_millis(200));
+    assert_eq!(pair.server_side.messages(1).count(), 40);
+    assert_eq!(pair.server_side.messages(3).count(), 100);
+}
+
+#[test]
+fn a_blackout_does_not_cause_a_burst_of_resends() {
+    let mut pair = ConnPair::new(all_kinds(), lossy(0.0), 10);
+    pair.connect();
+    pair.run_for(Duration::from_secs(6));
+    pair.set_link(EmulatorConfig {
+        loss_percent: 100.0,
+        ..lossy(0.0)
+    });
+    for i in 0u32..200 {
+        pair.client.send(1, &i.to_be_bytes()).unwrap();
+        pair.run_for(5 * MS);
+    }
+    pair.run_for(Duration::from_secs(1));
+    pair.set_link(lossy(0.0));
+    let resumed = pair.now;
+    pair.run_for(Duration::from_secs(3));
+    // After the link comes back, the packet rate stays at the paced rate (<= 30/s): resends
+    // ride the regular packets.
+    for second in 0..3u32 {
+        let from = resumed + Duration::from_secs(second.into());
+        let to = from + Duration::from_secs(1);
+        let count = pair
+            .client_side
+            .datagrams_sent
+            .iter()
+            .filter(|(at, _)| *at >= from && *at < to)
+            .count();
+        assert!(count <= 31, "{count} packets in second {second}");
+    }
+    assert_eq!(pair.server_side.messages(1).count(), 200);
+}
