@@ -1,11 +1,14 @@
 //! # ackwire-core
 //!
 //! The ackwire protocol as a sans-IO state machine: no sockets, no clock, no threads, no OS
-//! randomness. The driver owns the clock and the link; the core owns all protocol state. Bytes
-//! come in through one [`receive`](Endpoint::receive) and leave through one
-//! [`poll_transmit`](Endpoint::poll_transmit); what happened to sent packets comes out of
-//! [`poll_event`](Endpoint::poll_event); [`poll_timeout`](Endpoint::poll_timeout) says when to
-//! call back. The same code runs natively and in the browser (wasm32-unknown-unknown).
+//! randomness. The driver owns the clock and the link; the core owns all protocol state.
+//! Applications use a [`Connection`]: [`send`](Connection::send) messages on channels, feed
+//! every datagram to [`receive`](Connection::receive), send what
+//! [`poll_transmit`](Connection::poll_transmit) writes, drain
+//! [`poll_event`](Connection::poll_event), and call back at
+//! [`poll_timeout`](Connection::poll_timeout). Underneath, an [`Endpoint`] is the packet layer
+//! (sequence numbers, acks, RTT, congestion avoidance), usable on its own. The same code runs
+//! natively and in the browser (wasm32-unknown-unknown).
 //!
 //! ## Time
 //!
@@ -16,14 +19,30 @@
 //!
 //! ## What a driver does
 //!
-//! A driver (native UDP, browser data channel, or a test) is a loop around one [`Endpoint`]:
-//! hand every incoming datagram to [`receive`](Endpoint::receive); call
-//! [`poll_transmit`](Endpoint::poll_transmit) (or `poll_transmit_with` to add a payload) and
-//! send what it writes; drain [`poll_event`](Endpoint::poll_event); then sleep until
-//! [`poll_timeout`](Endpoint::poll_timeout) or the next datagram, whichever comes first.
-//! The endpoint paces itself (30 or 10 packets/s), so a driver never hard-codes a rate.
-//! [`stats`](Endpoint::stats) can be read at any time. To emulate a bad network, put an
+//! A driver (native UDP, browser data channel, or a test) is a loop around [`Connection`]s:
+//! hand every incoming datagram to [`receive`](Connection::receive); call
+//! [`poll_transmit`](Connection::poll_transmit) until it returns `None` and send what it
+//! writes; drain [`poll_event`](Connection::poll_event); then sleep until
+//! [`poll_timeout`](Connection::poll_timeout) or the next datagram, whichever comes first.
+//! The packet layer paces itself (30 or 10 packets/s), so a driver never hard-codes a rate.
+//! [`stats`](Connection::stats) can be read at any time. To emulate a bad network, put an
 //! [`emulator::LinkEmulator`] between `poll_transmit` and the real send.
+//!
+//! **Roles.** One side connects ([`Connection::connect`]); the other runs an [`Acceptor`]
+//! (one per socket, any number of peers). The acceptor side keeps a map from peer address
+//! to `Connection`: a datagram from a known address goes to that connection, anything else
+//! to [`Acceptor::receive`], which either writes a challenge to send back or hands out the
+//! new `Connection` to insert in the map. Remove a connection after its
+//! [`ConnectionEvent::Disconnected`]. Between two browsers (no server in the path) the
+//! roles must be decided deterministically, e.g. the peer with the lower signalling id
+//! accepts; both roles can live in one process.
+//!
+//! **Addresses** are opaque bytes the driver chooses: a UDP socket address's text or
+//! bytes, or the remote's signalling peer id on a WebRTC data channel. The cookie is bound
+//! to them, so use the same bytes for the request and the response of one peer.
+//!
+//! **Randomness** comes from the driver: [`Acceptor::new`] takes 32 secret random bytes
+//! (fresh at each start); connection ids are derived from it. Connectors need none.
 //!
 //! ## The protocol, top to bottom
 //!
@@ -45,8 +64,74 @@
 //!    quick fallback and halved every 10 s of good (clamped to 1..=60 s).
 //! 7. [`config`]: every number above in one [`Config`] with documented defaults.
 //! 8. [`stats`]: one serde-serializable [`Stats`] snapshot for dashboards.
-//! 9. [`emulator`]: a seeded link emulator (latency, jitter, uniform and Gilbert–Elliott
+//! 9. [`frame`]: message frames inside a packet's payload (unreliable, sequenced, reliable,
+//!    fragment), each tagged with its channel; [`channel`]: the four [`ChannelKind`]s and the
+//!    packer that fills each packet (reliable data first, up to 1200 bytes per datagram);
+//!    `reliable`: 16-bit message ids kept until a packet carrying them is acked (never by
+//!    resending a packet), duplicate filtering, reordering and reassembly of messages up to
+//!    [`frame::MAX_MESSAGE_SIZE`] (256 KiB), with a 1024-id window per channel
+//!    ([`SendError::WindowFull`] is the backpressure signal).
+//! 10. [`control`] and [`handshake`]: connect request → stateless HMAC cookie challenge →
+//!     response → accepted; the [`Acceptor`] keeps nothing until a valid response, checks the
+//!     64-bit protocol id, and refuses forged, expired and replayed cookies.
+//!     [`connection`]: the state machine around it all (keep-alive, idle timeout, redundant
+//!     disconnect), with [`ConnectionEvent`]s for the application.
+//! 11. [`emulator`]: a seeded link emulator (latency, jitter, uniform and Gilbert–Elliott
 //!    loss, duplication, reordering, rate limit) to put around any link, deterministic per seed.
+//!
+//! ## Example: a connection in virtual time
+//!
+//! A connector and an acceptor, the datagrams handed straight across. A real driver does the
+//! same with a socket or a data channel, routing datagrams from an address that has a
+//! connection to it, and the rest to the acceptor.
+//!
+//! ```
+//! use ackwire_core::{Accept, Acceptor, Connection, ConnectionConfig, ConnectionEvent};
+//! use std::time::Duration;
+//!
+//! let config = ConnectionConfig::default(); // channel 0 unreliable-sequenced, 1 reliable-ordered
+//! // The secret and the peer's address bytes come from the driver.
+//! let mut acceptor = Acceptor::new(config.clone(), [7u8; 32]).unwrap();
+//! let client_address = b"192.0.2.1:4000";
+//! let mut client = Connection::connect(config, Duration::ZERO).unwrap();
+//! let mut server: Option<Connection> = None;
+//! client.send(1, b"hello").unwrap(); // queued until connected
+//!
+//! let (mut buf, mut reply) = ([0u8; 1200], [0u8; 64]);
+//! let mut now = Duration::ZERO;
+//! let mut received = Vec::new();
+//! while now < Duration::from_secs(1) {
+//!     while let Some(len) = client.poll_transmit(now, &mut buf).unwrap() {
+//!         match &mut server {
+//!             Some(server) => server.receive(now, &buf[..len]).unwrap(),
+//!             None => match acceptor.receive(now, client_address, &buf[..len], &mut reply) {
+//!                 Ok(Accept::Reply { len }) => client.receive(now, &reply[..len]).unwrap(),
+//!                 Ok(Accept::Connection(connection)) => server = Some(*connection),
+//!                 other => panic!("{other:?}"),
+//!             },
+//!         }
+//!     }
+//!     if let Some(server) = &mut server {
+//!         while let Some(len) = server.poll_transmit(now, &mut buf).unwrap() {
+//!             client.receive(now, &buf[..len]).unwrap();
+//!         }
+//!         while let Some(event) = server.poll_event() {
+//!             if let ConnectionEvent::Message { channel, bytes } = event {
+//!                 received.push((channel, bytes));
+//!             }
+//!         }
+//!     }
+//!     now = [client.poll_timeout(), server.as_ref().and_then(Connection::poll_timeout)]
+//!         .into_iter()
+//!         .flatten()
+//!         .min()
+//!         .unwrap()
+//!         .max(now + Duration::from_millis(1));
+//! }
+//! assert_eq!(received, [(1, b"hello".to_vec())]);
+//! assert!(matches!(client.poll_event(), Some(ConnectionEvent::Connected { .. })));
+//! assert_eq!(client.stats().messages_sent, 1);
+//! ```
 //!
 //! ## Example: two endpoints in virtual time
 //!
