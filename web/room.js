@@ -16,8 +16,9 @@ $('emulation').textContent = Object.entries(emulation).filter(([, v]) => v !== u
 // State the page shows; window.ackwire exposes it to tests and curious developers.
 const players = new Map(); // peer id -> { x, y, state, ice }
 const me = { id: undefined, x: Math.random(), y: Math.random(), vx: 0.0021, vy: 0.0013 };
-const metrics = { firstAckMs: undefined, linkOpenMs: undefined };
-window.ackwire = { players, me, metrics, log: [] };
+const metrics = { firstAckMs: undefined, linkOpenMs: undefined, connectedMs: undefined };
+const chat = []; // { from, text }
+window.ackwire = { players, me, metrics, chat, log: [] };
 
 function log(text) {
   window.ackwire.log.push(text);
@@ -44,11 +45,17 @@ function onEvent(ev) {
     case 'peer-joined': player(ev.peer); log(`peer ${ev.peer} (${ev.kind}) joined`); break;
     case 'peer-left': players.delete(ev.peer); log(`peer ${ev.peer} left (${ev.reason})`); break;
     case 'link-open':
-      player(ev.peer).state = 'connected';
+      player(ev.peer).state = 'handshake';
       metrics.linkOpenMs ??= ev.atMs;
       log(`data channel to peer ${ev.peer} open at ${ev.atMs.toFixed(0)} ms`);
       break;
-    case 'link-closed': player(ev.peer).state = 'closed'; log(`data channel to peer ${ev.peer} closed`); break;
+    case 'link-connected':
+      player(ev.peer).state = 'connected';
+      metrics.connectedMs ??= ev.atMs;
+      log(`connected to peer ${ev.peer} at ${ev.atMs.toFixed(0)} ms`);
+      break;
+    case 'link-closed': player(ev.peer).state = 'closed'; log(`link to peer ${ev.peer} closed${ev.reason ? ` (${ev.reason})` : ''}`); break;
+    case 'chat': addChat(`peer ${ev.peer}`, ev.text); break;
     case 'first-ack':
       metrics.firstAckMs ??= ev.atMs;
       log(`first packet acked by peer ${ev.peer} at ${ev.atMs.toFixed(0)} ms after opening the page`);
@@ -59,8 +66,17 @@ function onEvent(ev) {
   }
 }
 
+function addChat(from, text) {
+  chat.push({ from, text });
+  const li = document.createElement('li');
+  li.textContent = `${from}: ${text}`;
+  $('chat').append(li);
+}
+
 const keys = new Set();
-addEventListener('keydown', (e) => { if (e.key.startsWith('Arrow')) { keys.add(e.key); e.preventDefault(); } });
+addEventListener('keydown', (e) => {
+  if (e.key.startsWith('Arrow') && e.target.tagName !== 'INPUT') { keys.add(e.key); e.preventDefault(); }
+});
 addEventListener('keyup', (e) => keys.delete(e.key));
 
 function move() {
@@ -140,6 +156,18 @@ async function main() {
     const client = new Client(`${scheme}://${location.host}/ws`, room, { ...emulation, onEvent });
     window.ackwire.client = client;
     addEventListener('pagehide', () => client.close());
+    $('chat-form').addEventListener('submit', (e) => {
+      e.preventDefault();
+      const text = $('chat-input').value.trim();
+      if (!text) return;
+      try {
+        const n = client.sendChat(text);
+        addChat('you', n ? text : `${text} (no one to send to yet)`);
+        $('chat-input').value = '';
+      } catch (err) {
+        log(`chat not sent: ${err.message ?? err}`);
+      }
+    });
     const frame = () => {
       move();
       client.setPosition(me.x, me.y);

@@ -21,7 +21,7 @@ use web_sys::{
     RtcPeerConnectionIceEvent, RtcSdpType, RtcSessionDescriptionInit, WebSocket,
 };
 
-use crate::link::{Emulation, Link, LinkEvent};
+use crate::link::{Emulation, Link, LinkEvent, Role};
 use crate::signalling::{Incoming, Outgoing, PeerInfo, Resume, Sdp, SignalData, VERSION};
 
 /// Stats go to the server (and on to dashboards) this often.
@@ -204,6 +204,29 @@ impl Client {
         self.shared.borrow_mut().position = (x, y);
     }
 
+    /// Sends a chat message to every connected peer on the reliable-ordered channel: each
+    /// receives it exactly once, in order. Returns how many peers it was queued for.
+    #[wasm_bindgen(js_name = sendChat)]
+    pub fn send_chat(&self, text: &str) -> Result<u32, JsError> {
+        let mut queued = 0;
+        let mut last_error = None;
+        for peer in self.shared.borrow_mut().peers.values_mut() {
+            if let Some(link) = peer.link.as_mut() {
+                match link.send_chat(text) {
+                    Ok(()) => queued += 1,
+                    Err(err) => last_error = Some(err),
+                }
+            }
+        }
+        match (queued, last_error) {
+            (0, Some(err)) => Err(JsError::new(&err)),
+            _ => {
+                tick(&self.shared);
+                Ok(queued)
+            }
+        }
+    }
+
     /// Our server-assigned peer id, once welcomed.
     #[wasm_bindgen(getter, js_name = peerId)]
     pub fn peer_id(&self) -> Option<f64> {
@@ -221,9 +244,10 @@ impl Client {
                 json!({
                     "id": id,
                     "kind": p.kind,
-                    "state": if p.link.is_some() { "connected" } else { "connecting" },
+                    "state": p.link.as_ref().and_then(Link::stats).and_then(|s| s.connection_state)
+                        .map(|s| format!("{s:?}").to_lowercase()).unwrap_or_else(|| "connecting".into()),
                     "refused": p.refused,
-                    "stats": p.link.as_ref().map(Link::stats),
+                    "stats": p.link.as_ref().and_then(Link::stats),
                 })
             })
             .collect();
@@ -249,7 +273,10 @@ impl Client {
                 ws.set_onmessage(None);
                 let _ = ws.close();
             }
-            for (_, peer) in std::mem::take(&mut state.peers) {
+            for (_, mut peer) in std::mem::take(&mut state.peers) {
+                if let Some(link) = peer.link.as_mut() {
+                    link.close();
+                }
                 peer.shut_down();
             }
             if let (Some(id), Some(w)) = (state.timer.take(), web_sys::window()) {
@@ -653,14 +680,36 @@ fn on_remote_signal(shared: &Shared, from: u64, data: SignalData) {
     }
 }
 
+/// 32 bytes from the browser's CSPRNG, for an acceptor's cookie secret.
+fn random_secret() -> Result<[u8; 32], String> {
+    let mut secret = [0u8; 32];
+    web_sys::window()
+        .and_then(|w| w.crypto().ok())
+        .ok_or("no crypto")?
+        .get_random_values_with_u8_array(&mut secret)
+        .map_err(|e| js_err("crypto.getRandomValues", e))?;
+    Ok(secret)
+}
+
 fn on_channel_open(shared: &Shared, id: u64) {
     with_state(shared, |state, shared| {
         let at = now();
         let emulation = state.emulation.clone();
+        // No server sits between two browsers: the lower signalling id accepts, the other
+        // connects, so both ends agree without another round trip.
+        let role = match state.me {
+            Some(me) if me < id => match random_secret() {
+                Ok(secret) => Role::Accept { secret },
+                Err(err) => {
+                    return state.emit(json!({"type": "error", "code": "link", "message": err}));
+                }
+            },
+            _ => Role::Connect,
+        };
         let Some(peer) = state.peers.get_mut(&id) else {
             return;
         };
-        match Link::new(at, emulation.as_ref()) {
+        match Link::new(at, role, id.to_string().as_bytes(), emulation.as_ref()) {
             Ok(link) => {
                 peer.link = Some(link);
                 state.emit(json!({"type": "link-open", "peer": id, "atMs": ms(at)}));
@@ -693,14 +742,18 @@ fn on_datagram(shared: &Shared, id: u64, bytes: &[u8]) {
 
 fn emit_link_events(state: &mut State, id: u64, events: Vec<LinkEvent>) {
     for event in events {
-        match event {
-            LinkEvent::Position { x, y } => {
-                state.emit(json!({"type": "position", "peer": id, "x": x, "y": y}))
+        let event = match event {
+            LinkEvent::Connected => {
+                json!({"type": "link-connected", "peer": id, "atMs": ms(now())})
             }
-            LinkEvent::FirstAck { at } => {
-                state.emit(json!({"type": "first-ack", "peer": id, "atMs": ms(at)}))
+            LinkEvent::Position { x, y } => json!({"type": "position", "peer": id, "x": x, "y": y}),
+            LinkEvent::Chat { text } => json!({"type": "chat", "peer": id, "text": text}),
+            LinkEvent::FirstAck { at } => json!({"type": "first-ack", "peer": id, "atMs": ms(at)}),
+            LinkEvent::Disconnected { reason } => {
+                json!({"type": "link-closed", "peer": id, "reason": reason})
             }
-        }
+        };
+        state.emit(event);
     }
 }
 
@@ -746,8 +799,8 @@ fn report_stats(state: &State) {
         .peers
         .iter()
         .filter_map(|(id, peer)| {
-            let link = peer.link.as_ref()?;
-            Some(json!({"peer": id, "transport": "webrtc", "stats": link.stats()}))
+            let stats = peer.link.as_ref()?.stats()?;
+            Some(json!({"peer": id, "transport": "webrtc", "stats": stats}))
         })
         .collect();
     if !links.is_empty() {
@@ -759,7 +812,9 @@ fn schedule(state: &mut State, _shared: &Shared, at: Duration) {
     let mut next = state.next_stats;
     for peer in state.peers.values() {
         if let Some(link) = &peer.link {
-            next = next.min(link.poll_timeout());
+            if let Some(at) = link.poll_timeout() {
+                next = next.min(at);
+            }
         }
     }
     let (Some(window), Some(tick)) = (web_sys::window(), state.tick.as_ref()) else {

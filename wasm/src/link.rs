@@ -1,5 +1,7 @@
-//! One link to one remote peer: the core's endpoint, optionally wrapped in the core's link
-//! emulator in both directions, carrying the demo's position in every packet.
+//! One link to one remote peer: a core [`Connection`] (the acceptor side holds an
+//! [`Acceptor`] until the handshake completes), optionally wrapped in the core's link
+//! emulator in both directions. Channel 0 (unreliable-sequenced) carries the demo's
+//! position, channel 1 (reliable-ordered) the chat.
 //!
 //! Plain Rust with no browser types, so it is tested natively; `client.rs` moves its bytes
 //! over an RTCDataChannel.
@@ -7,21 +9,32 @@
 use std::time::Duration;
 
 use ackwire_core::emulator::{EmulatorConfig, LinkEmulator};
-use ackwire_core::{Config, Endpoint, Event, Stats};
+use ackwire_core::{
+    Accept, Acceptor, Connection, ConnectionConfig, ConnectionEvent, ConnectionState, Stats,
+};
 
-/// A datagram fits the seeds' safe UDP payload; WebRTC data channels carry it unchanged.
-const DATAGRAM_BYTES: usize = 1200;
-/// Demo payload: tag byte, then x and y as little-endian `f32`.
-const POSITION_TAG: u8 = 0x01;
-const POSITION_LEN: usize = 9;
+/// Channel of the demo position (newest wins) in the default [`ConnectionConfig`].
+const POSITION_CHANNEL: u8 = 0;
+/// Channel of chat messages (exactly once, in order) in the default [`ConnectionConfig`].
+const CHAT_CHANNEL: u8 = 1;
+/// A position: x and y as little-endian `f32`.
+const POSITION_LEN: usize = 8;
+/// Chat messages are short text, not files.
+pub(crate) const MAX_CHAT_BYTES: usize = 1000;
 
 /// Something the link learned that the page shows.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) enum LinkEvent {
-    /// The remote player's dot is here (newest packet wins).
+    /// The handshake completed.
+    Connected,
+    /// The remote player's dot is here.
     Position { x: f32, y: f32 },
-    /// The first of our packets the peer acknowledged, at this time.
+    /// A chat message, delivered exactly once, in order.
+    Chat { text: String },
+    /// The peer acknowledged its first packet from us, at this time.
     FirstAck { at: Duration },
+    /// The connection ended (`reason` is the core's `DisconnectReason`).
+    Disconnected { reason: String },
 }
 
 /// Link emulation applied to this peer's traffic: the same settings in both directions.
@@ -31,19 +44,51 @@ pub(crate) struct Emulation {
     pub(crate) seed: u64,
 }
 
+/// Which side of the handshake this end takes. Between two browsers there is no server, so
+/// the peer with the lower signalling id accepts (see `client.rs`).
+#[derive(Debug)]
+pub(crate) enum Role {
+    Connect,
+    /// `secret`: 32 random bytes for the acceptor's cookie key.
+    Accept {
+        secret: [u8; 32],
+    },
+}
+
 #[derive(Debug)]
 pub(crate) struct Link {
-    endpoint: Endpoint,
+    /// Present on the accepting side until the handshake yields the connection.
+    acceptor: Option<Acceptor>,
+    connection: Option<Connection>,
+    /// The remote's address as the acceptor's cookie binds it: its signalling peer id.
+    address: Vec<u8>,
     outbound: Option<LinkEmulator>,
     inbound: Option<LinkEmulator>,
-    newest_position: Option<u16>,
-    first_ack: Option<Duration>,
+    /// Handshake replies written by the acceptor, sent at the next poll.
+    replies: Vec<Vec<u8>>,
+    acked_any: bool,
     buf: Vec<u8>,
 }
 
 impl Link {
-    pub(crate) fn new(now: Duration, emulation: Option<&Emulation>) -> Result<Link, String> {
-        let endpoint = Endpoint::new(Config::default(), now).map_err(|e| e.to_string())?;
+    pub(crate) fn new(
+        now: Duration,
+        role: Role,
+        address: &[u8],
+        emulation: Option<&Emulation>,
+    ) -> Result<Link, String> {
+        let config = ConnectionConfig::default();
+        let buf = vec![0; config.max_datagram_size];
+        let (acceptor, connection) = match role {
+            Role::Connect => (
+                None,
+                Some(Connection::connect(config, now).map_err(|e| e.to_string())?),
+            ),
+            Role::Accept { secret } => (
+                Some(Acceptor::new(config, secret).map_err(|e| e.to_string())?),
+                None,
+            ),
+        };
         let emulator = |salt: u64| -> Result<Option<LinkEmulator>, String> {
             emulation
                 .map(|e| {
@@ -52,17 +97,19 @@ impl Link {
                 .transpose()
         };
         Ok(Link {
-            endpoint,
+            acceptor,
+            connection,
+            address: address.to_vec(),
             outbound: emulator(0x6f75_7462)?,
             inbound: emulator(0x696e_626e)?,
-            newest_position: None,
-            first_ack: None,
-            buf: vec![0; DATAGRAM_BYTES],
+            replies: Vec::new(),
+            acked_any: false,
+            buf,
         })
     }
 
     /// A datagram arrived from the peer. Malformed or foreign datagrams are refused by the
-    /// core with a typed error and change nothing; they are counted by the caller.
+    /// core with a typed error and change nothing; the caller counts them.
     pub(crate) fn receive(
         &mut self,
         now: Duration,
@@ -84,22 +131,39 @@ impl Link {
         datagram: &[u8],
         events: &mut Vec<LinkEvent>,
     ) -> Result<(), String> {
-        let received = self
-            .endpoint
-            .receive(now, datagram)
-            .map_err(|e| e.to_string())?;
-        // Positions are "newest wins": a packet older than the newest one seen is not shown.
-        let fresh = self
-            .newest_position
-            .is_none_or(|newest| ackwire_core::sequence::more_recent(received.sequence, newest));
-        if fresh {
-            if let Some((x, y)) = decode_position(received.payload) {
-                self.newest_position = Some(received.sequence);
-                events.push(LinkEvent::Position { x, y });
+        if let Some(connection) = &mut self.connection {
+            connection
+                .receive(now, datagram)
+                .map_err(|e| e.to_string())?;
+        } else if let Some(acceptor) = &mut self.acceptor {
+            let mut reply = [0u8; 256];
+            match acceptor
+                .receive(now, &self.address, datagram, &mut reply)
+                .map_err(|e| e.to_string())?
+            {
+                Accept::Reply { len } => self.replies.push(reply[..len].to_vec()),
+                Accept::Connection(connection) => {
+                    self.connection = Some(*connection);
+                    self.acceptor = None;
+                }
+                _ => {}
             }
         }
         self.drain_events(now, events);
         Ok(())
+    }
+
+    /// Queues a chat message on the reliable-ordered channel.
+    pub(crate) fn send_chat(&mut self, text: &str) -> Result<(), String> {
+        if text.len() > MAX_CHAT_BYTES {
+            return Err(format!("chat messages are at most {MAX_CHAT_BYTES} bytes"));
+        }
+        match &mut self.connection {
+            Some(c) if c.state() != ConnectionState::Closed => c
+                .send(CHAT_CHANNEL, text.as_bytes())
+                .map_err(|e| e.to_string()),
+            _ => Err("not connected yet".into()),
+        }
     }
 
     /// Sends what is due at `now` through `send`, delivers emulated arrivals, and reports what
@@ -116,19 +180,25 @@ impl Link {
             // core refuses is dropped here exactly as it would be off the wire.
             let _ = self.deliver(now, &datagram, events);
         }
-        self.endpoint.handle_timeout(now);
-        loop {
-            let written = self
-                .endpoint
-                .poll_transmit_with(now, &mut self.buf, |_, space| {
-                    encode_position(position, space)
-                });
-            match written {
-                Ok(Some(t)) => match &mut self.outbound {
-                    Some(emulator) => emulator.send(now, &self.buf[..t.len]),
-                    None => send(&self.buf[..t.len]),
-                },
-                _ => break,
+        let mut out: Vec<Vec<u8>> = std::mem::take(&mut self.replies);
+        if let Some(connection) = &mut self.connection {
+            // Newest wins: keep at most one position queued, so each packet carries a fresh one.
+            if connection.state() == ConnectionState::Connected
+                && connection.buffered().unreliable_queued == 0
+            {
+                let mut bytes = [0u8; POSITION_LEN];
+                bytes[..4].copy_from_slice(&position.0.to_le_bytes());
+                bytes[4..].copy_from_slice(&position.1.to_le_bytes());
+                let _ = connection.send(POSITION_CHANNEL, &bytes);
+            }
+            while let Ok(Some(len)) = connection.poll_transmit(now, &mut self.buf) {
+                out.push(self.buf[..len].to_vec());
+            }
+        }
+        for datagram in out {
+            match &mut self.outbound {
+                Some(emulator) => emulator.send(now, &datagram),
+                None => send(&datagram),
             }
         }
         while let Some(datagram) = self.outbound.as_mut().and_then(|e| e.poll_receive(now)) {
@@ -138,48 +208,65 @@ impl Link {
     }
 
     fn drain_events(&mut self, now: Duration, events: &mut Vec<LinkEvent>) {
-        while let Some(event) = self.endpoint.poll_event() {
-            if let Event::Acked { .. } = event {
-                if self.first_ack.is_none() {
-                    self.first_ack = Some(now);
-                    events.push(LinkEvent::FirstAck { at: now });
+        let Some(connection) = &mut self.connection else {
+            return;
+        };
+        while let Some(event) = connection.poll_event() {
+            match event {
+                ConnectionEvent::Connected { .. } => events.push(LinkEvent::Connected),
+                ConnectionEvent::Message { channel, bytes } if channel == POSITION_CHANNEL => {
+                    if let Some((x, y)) = decode_position(&bytes) {
+                        events.push(LinkEvent::Position { x, y });
+                    }
                 }
+                ConnectionEvent::Message { channel, bytes } if channel == CHAT_CHANNEL => {
+                    let text = String::from_utf8_lossy(&bytes).into_owned();
+                    events.push(LinkEvent::Chat { text });
+                }
+                ConnectionEvent::Disconnected { reason } => events.push(LinkEvent::Disconnected {
+                    reason: format!("{reason:?}"),
+                }),
+                _ => {}
             }
+        }
+        if !self.acked_any && connection.stats().packets_acked > 0 {
+            self.acked_any = true;
+            events.push(LinkEvent::FirstAck { at: now });
         }
     }
 
-    /// When [`poll`](Self::poll) must run next.
-    pub(crate) fn poll_timeout(&self) -> Duration {
-        let mut at = self.endpoint.poll_timeout();
-        for emulator in [&self.outbound, &self.inbound].into_iter().flatten() {
-            if let Some(t) = emulator.poll_timeout() {
-                at = at.min(t);
-            }
+    /// When [`poll`](Self::poll) must run next, if anything is pending.
+    pub(crate) fn poll_timeout(&self) -> Option<Duration> {
+        if !self.replies.is_empty() {
+            // A handshake reply is waiting: send it at once.
+            return Some(Duration::ZERO);
         }
-        at
+        let connection = self.connection.as_ref().and_then(Connection::poll_timeout);
+        [&self.outbound, &self.inbound]
+            .into_iter()
+            .flatten()
+            .filter_map(LinkEmulator::poll_timeout)
+            .chain(connection)
+            .min()
     }
 
-    pub(crate) fn stats(&self) -> Stats {
-        self.endpoint.stats()
+    /// The core's stats, once the connection exists.
+    pub(crate) fn stats(&self) -> Option<Stats> {
+        self.connection.as_ref().map(Connection::stats)
     }
-}
 
-fn encode_position((x, y): (f32, f32), space: &mut [u8]) -> usize {
-    if space.len() < POSITION_LEN {
-        return 0;
+    /// Starts a clean disconnect (the core sends it redundantly).
+    pub(crate) fn close(&mut self) {
+        if let Some(connection) = &mut self.connection {
+            connection.close();
+        }
     }
-    space[0] = POSITION_TAG;
-    space[1..5].copy_from_slice(&x.to_le_bytes());
-    space[5..9].copy_from_slice(&y.to_le_bytes());
-    POSITION_LEN
 }
 
 fn decode_position(payload: &[u8]) -> Option<(f32, f32)> {
-    if payload.len() != POSITION_LEN || payload[0] != POSITION_TAG {
-        return None;
-    }
-    let x = f32::from_le_bytes(payload[1..5].try_into().ok()?);
-    let y = f32::from_le_bytes(payload[5..9].try_into().ok()?);
+    let bytes: &[u8; POSITION_LEN] = payload.try_into().ok()?;
+    let x = f32::from_le_bytes(bytes[..4].try_into().ok()?);
+    let y = f32::from_le_bytes(bytes[4..].try_into().ok()?);
     (x.is_finite() && y.is_finite()).then_some((x, y))
 }
 
@@ -187,67 +274,137 @@ fn decode_position(payload: &[u8]) -> Option<(f32, f32)> {
 mod tests {
     use super::*;
 
-    /// Runs two links against each other over a perfect wire for `secs` of virtual time.
-    fn exchange(a: &mut Link, b: &mut Link, secs: u64) -> (Vec<LinkEvent>, Vec<LinkEvent>) {
-        let (mut ev_a, mut ev_b) = (Vec::new(), Vec::new());
-        let mut now = Duration::ZERO;
-        while now < Duration::from_secs(secs) {
+    fn pair(emulation: Option<&Emulation>) -> (Link, Link) {
+        let a = Link::new(Duration::ZERO, Role::Connect, b"2", emulation).unwrap();
+        let b = Link::new(Duration::ZERO, Role::Accept { secret: [9; 32] }, b"1", None).unwrap();
+        (a, b)
+    }
+
+    /// Runs two links against each other over a perfect wire until `until`.
+    fn exchange(
+        a: &mut Link,
+        b: &mut Link,
+        from: Duration,
+        until: Duration,
+        ev_a: &mut Vec<LinkEvent>,
+        ev_b: &mut Vec<LinkEvent>,
+    ) {
+        let mut now = from;
+        while now < until {
             let (mut to_b, mut to_a) = (Vec::new(), Vec::new());
-            a.poll(now, (1.0, 2.0), |d| to_b.push(d.to_vec()), &mut ev_a);
-            b.poll(now, (3.0, 4.0), |d| to_a.push(d.to_vec()), &mut ev_b);
+            a.poll(now, (0.25, 0.5), |d| to_b.push(d.to_vec()), ev_a);
+            b.poll(now, (0.75, 1.0), |d| to_a.push(d.to_vec()), ev_b);
             for d in to_b {
-                b.receive(now, &d, &mut ev_b).unwrap();
+                b.receive(now, &d, ev_b).unwrap();
             }
             for d in to_a {
-                a.receive(now, &d, &mut ev_a).unwrap();
+                a.receive(now, &d, ev_a).unwrap();
             }
-            now = a
-                .poll_timeout()
-                .min(b.poll_timeout())
-                .max(now + Duration::from_micros(1));
+            let next = [a.poll_timeout(), b.poll_timeout()]
+                .into_iter()
+                .flatten()
+                .min();
+            now = next.unwrap_or(until).max(now + Duration::from_micros(1));
         }
-        (ev_a, ev_b)
     }
 
     #[test]
-    fn positions_cross_the_link_and_the_first_ack_is_reported_once() {
-        let mut a = Link::new(Duration::ZERO, None).unwrap();
-        let mut b = Link::new(Duration::ZERO, None).unwrap();
-        let (ev_a, ev_b) = exchange(&mut a, &mut b, 3);
-        assert!(ev_b.contains(&LinkEvent::Position { x: 1.0, y: 2.0 }));
-        assert!(ev_a.contains(&LinkEvent::Position { x: 3.0, y: 4.0 }));
+    fn browsers_connect_and_exchange_positions_and_chat_exactly_once() {
+        let (mut a, mut b) = pair(None);
+        let (mut ev_a, mut ev_b) = (Vec::new(), Vec::new());
+        exchange(
+            &mut a,
+            &mut b,
+            Duration::ZERO,
+            Duration::from_secs(1),
+            &mut ev_a,
+            &mut ev_b,
+        );
+        assert!(ev_a.contains(&LinkEvent::Connected));
+        assert!(ev_b.contains(&LinkEvent::Connected));
+        a.send_chat("hello").unwrap();
+        exchange(
+            &mut a,
+            &mut b,
+            Duration::from_secs(1),
+            Duration::from_secs(3),
+            &mut ev_a,
+            &mut ev_b,
+        );
+        assert!(ev_b.contains(&LinkEvent::Position { x: 0.25, y: 0.5 }));
+        assert!(ev_a.contains(&LinkEvent::Position { x: 0.75, y: 1.0 }));
+        let chats: Vec<_> = ev_b
+            .iter()
+            .filter(|e| matches!(e, LinkEvent::Chat { .. }))
+            .collect();
+        assert_eq!(
+            chats,
+            [&LinkEvent::Chat {
+                text: "hello".into()
+            }]
+        );
         let first_acks = ev_a
             .iter()
             .filter(|e| matches!(e, LinkEvent::FirstAck { .. }))
             .count();
         assert_eq!(first_acks, 1);
-        assert!(a.stats().packets_acked > 20);
     }
 
     #[test]
-    fn emulated_loss_shows_in_the_measured_loss() {
+    fn chat_survives_emulated_loss_and_arrives_in_order_once() {
         let lossy = Emulation {
             config: EmulatorConfig {
-                loss_percent: 10.0,
+                loss_percent: 30.0,
                 ..EmulatorConfig::default()
             },
-            seed: 7,
+            seed: 11,
         };
-        let mut a = Link::new(Duration::ZERO, Some(&lossy)).unwrap();
-        let mut b = Link::new(Duration::ZERO, None).unwrap();
-        exchange(&mut a, &mut b, 60);
-        let loss = a.stats().loss_percent;
-        // 10% each way on a's side; redundant acks make ack loss irrelevant, so a's packets
-        // show ~10% (binomial spread over the 64-packet window allows a wide margin).
-        assert!((2.0..=22.0).contains(&loss), "measured loss {loss}%");
-        assert!(b.stats().packets_lost > 0);
+        let (mut a, mut b) = pair(Some(&lossy));
+        let (mut ev_a, mut ev_b) = (Vec::new(), Vec::new());
+        exchange(
+            &mut a,
+            &mut b,
+            Duration::ZERO,
+            Duration::from_secs(2),
+            &mut ev_a,
+            &mut ev_b,
+        );
+        for i in 0..20 {
+            a.send_chat(&format!("m{i}")).unwrap();
+        }
+        exchange(
+            &mut a,
+            &mut b,
+            Duration::from_secs(2),
+            Duration::from_secs(20),
+            &mut ev_a,
+            &mut ev_b,
+        );
+        let chats: Vec<String> = ev_b
+            .iter()
+            .filter_map(|e| match e {
+                LinkEvent::Chat { text } => Some(text.clone()),
+                _ => None,
+            })
+            .collect();
+        let expected: Vec<String> = (0..20).map(|i| format!("m{i}")).collect();
+        assert_eq!(chats, expected);
+        let loss = a.stats().unwrap().loss_percent;
+        assert!((10.0..=50.0).contains(&loss), "measured loss {loss}%");
     }
 
     #[test]
     fn garbage_datagrams_are_refused_without_disturbing_the_link() {
-        let mut a = Link::new(Duration::ZERO, None).unwrap();
-        let mut b = Link::new(Duration::ZERO, None).unwrap();
-        exchange(&mut a, &mut b, 1);
+        let (mut a, mut b) = pair(None);
+        let (mut ev_a, mut ev_b) = (Vec::new(), Vec::new());
+        exchange(
+            &mut a,
+            &mut b,
+            Duration::ZERO,
+            Duration::from_secs(1),
+            &mut ev_a,
+            &mut ev_b,
+        );
         let before = b.stats();
         let mut events = Vec::new();
         assert!(
@@ -260,10 +417,20 @@ mod tests {
     }
 
     #[test]
+    fn chat_before_the_handshake_or_too_long_is_refused() {
+        let (mut a, mut b) = pair(None);
+        assert!(
+            b.send_chat("early").is_err(),
+            "the acceptor has no connection yet"
+        );
+        assert!(a.send_chat(&"x".repeat(MAX_CHAT_BYTES + 1)).is_err());
+    }
+
+    #[test]
     fn malformed_position_payloads_are_ignored() {
-        assert_eq!(decode_position(&[POSITION_TAG, 0, 0]), None);
+        assert_eq!(decode_position(&[0, 0, 0]), None);
         let mut nan = [0u8; POSITION_LEN];
-        encode_position((f32::NAN, 1.0), &mut nan);
+        nan[..4].copy_from_slice(&f32::NAN.to_le_bytes());
         assert_eq!(decode_position(&nan), None);
     }
 }

@@ -77,6 +77,14 @@ test('two players in a room connect, see each other move, and get a first ack qu
   assert.equal(rows[0].cells[1], 'connected');
   const rtt = parseFloat(rows[0].cells[2]);
   assert.ok(rtt >= 0 && rtt < 100, `RTT on loopback ${rtt} ms`);
+  // A reliable chat message arrives exactly once on the other page.
+  const text = `hello from B ${Math.random().toString(36).slice(2)}`;
+  await b.page.fill('#chat-input', text);
+  await b.page.click('#chat-form button');
+  await a.page.waitForFunction((t) => window.ackwire.chat.some((m) => m.text === t), text, { timeout: 5000 });
+  await new Promise((r) => setTimeout(r, 1500)); // time for any duplicate to show up
+  const copies = await a.page.evaluate((t) => window.ackwire.chat.filter((m) => m.text === t).length, text);
+  assert.equal(copies, 1, 'chat delivered exactly once');
   await a.page.screenshot({ path: join(artifactsDir(), 'room.png'), fullPage: true });
   assert.deepEqual([...a.errors, ...b.errors], []);
 

@@ -35,6 +35,7 @@ pub(crate) struct Tools {
     pub(crate) wasm: WasmToolchain,
     pub(crate) wasm_bindgen: PathBuf,
     pub(crate) wasm_bindgen_test_runner: PathBuf,
+    pub(crate) cargo_fuzz: PathBuf,
 }
 
 /// How to invoke cargo for the wasm32 target.
@@ -94,12 +95,14 @@ pub(crate) fn run() -> Result<Tools> {
     system_packages()?;
     let wasm = wasm_toolchain()?;
     let (wasm_bindgen, wasm_bindgen_test_runner) = wasm_bindgen_cli()?;
+    let cargo_fuzz = cargo_fuzz()?;
     npm_packages()?;
     println!("== setup done in {:.1}s", start.elapsed().as_secs_f64());
     Ok(Tools {
         wasm,
         wasm_bindgen,
         wasm_bindgen_test_runner,
+        cargo_fuzz,
     })
 }
 
@@ -387,6 +390,43 @@ fn wasm_bindgen_cli() -> Result<(PathBuf, PathBuf)> {
         )?;
     }
     Ok((cli, runner))
+}
+
+/// cargo-fuzz (libFuzzer driver) for the fuzz stage of `cargo xtask test`.
+const CARGO_FUZZ_VERSION: &str = "0.13.1";
+
+fn cargo_fuzz() -> Result<PathBuf> {
+    let root = paths::tools_dir().join(format!("cargo-fuzz-{CARGO_FUZZ_VERSION}"));
+    let bin = root.join("bin/cargo-fuzz");
+    if bin.exists() {
+        step(
+            "cargo-fuzz",
+            &format!("{CARGO_FUZZ_VERSION} present; skipping"),
+        );
+    } else {
+        step(
+            "cargo-fuzz",
+            &format!(
+                "installing {CARGO_FUZZ_VERSION} into {} (~1 min)",
+                root.display()
+            ),
+        );
+        process::run(
+            Command::new(env!("CARGO"))
+                .args([
+                    "install",
+                    "-j",
+                    "2",
+                    "--quiet",
+                    "cargo-fuzz",
+                    "--version",
+                    CARGO_FUZZ_VERSION,
+                    "--root",
+                ])
+                .arg(&root),
+        )?;
+    }
+    Ok(bin)
 }
 
 /// `npm ci` when `node_modules` is missing or older than the committed lock file.

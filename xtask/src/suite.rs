@@ -45,8 +45,11 @@ pub(crate) fn demo() -> Result<()> {
         .map_err(|e| format!("cannot start {}: {e}", server.display()))?;
     println!();
     println!("ackwire demo is running (Ctrl-C to stop):");
-    println!("  page:    http://{bind}/");
-    println!("  health:  http://{bind}/healthz");
+    println!("  front page:      http://{bind}/");
+    println!("  play in a room:  http://{bind}/room/lobby   (open it in two tabs or browsers)");
+    println!("  with a bad link: http://{bind}/room/lobby?latency=150&loss=5");
+    println!("  dashboard:       http://{bind}/room/lobby/dashboard   (all rooms: /dashboard)");
+    println!("  metrics:         http://{bind}/metrics");
     println!();
     let status = child.wait().map_err(|e| e.to_string())?;
     if status.success() {
@@ -88,6 +91,9 @@ pub(crate) fn test() -> Result<()> {
         }),
         stage("browser e2e (playwright-core + chromium)", || {
             browser_e2e(&tools)
+        }),
+        stage("fuzz smoke (cargo fuzz, every target)", || {
+            fuzz_smoke(&tools)
         }),
     ];
     let failed: Vec<&Stage> = stages.iter().filter(|s| s.outcome.is_err()).collect();
@@ -190,6 +196,35 @@ fn browser_e2e(tools: &Tools) -> Result<()> {
         artifacts.display()
     );
     run(&mut cmd).map_err(|e| format!("{e}\n   (command: {})", describe(&cmd)))
+}
+
+/// Seconds each fuzz target runs in `cargo xtask test` (`ACKWIRE_FUZZ_SECONDS`); a smoke run
+/// that keeps every target building and shakes out shallow crashes. Long runs: core/fuzz/README.md.
+const FUZZ_SECONDS_DEFAULT: u32 = 10;
+
+fn fuzz_smoke(tools: &Tools) -> Result<()> {
+    let seconds = std::env::var("ACKWIRE_FUZZ_SECONDS")
+        .ok()
+        .and_then(|s| s.parse::<u32>().ok())
+        .unwrap_or(FUZZ_SECONDS_DEFAULT);
+    let core = paths::root().join("core");
+    // cargo-fuzz passes -Z flags to rustc; only stable is installed, which accepts them
+    // with RUSTC_BOOTSTRAP.
+    let fuzz = |args: &[&str]| {
+        let mut cmd = Command::new(&tools.cargo_fuzz);
+        cmd.arg("fuzz")
+            .args(args)
+            .current_dir(&core)
+            .env("RUSTC_BOOTSTRAP", "1");
+        cmd
+    };
+    run(&mut fuzz(&["build", "-O"]))?;
+    let list = crate::process::output(&mut fuzz(&["list"]))?;
+    let max_time = format!("-max_total_time={seconds}");
+    for target in list.lines().map(str::trim).filter(|t| !t.is_empty()) {
+        run(&mut fuzz(&["run", "-O", target, "--", &max_time]))?;
+    }
+    Ok(())
 }
 
 pub(crate) fn bench() -> Result<()> {
