@@ -77,7 +77,7 @@
 //!     [`connection`]: the state machine around it all (keep-alive, idle timeout, redundant
 //!     disconnect), with [`ConnectionEvent`]s for the application.
 //! 11. [`emulator`]: a seeded link emulator (latency, jitter, uniform and Gilbert–Elliott
-//!    loss, duplication, reordering, rate limit) to put around any link, deterministic per seed.
+//!     loss, duplication, reordering, rate limit) to put around any link, deterministic per seed.
 //!
 //! ## Example: a connection in virtual time
 //!
