@@ -209,13 +209,22 @@ impl ReceiveWindow {
             if ahead < i32::from(index) || end >= i32::from(RELIABLE_WINDOW) {
                 return Err(inconsistent);
             }
-            for k in 0..=last {
-                match self.get(first.wrapping_add(u16::from(k))) {
-                    None => {}
+            // Every held id whose message overlaps this one's ids must be a fragment of the
+            // very same message. A message spans at most 256 ids, so look that far around.
+            let span = i32::from(last);
+            for k in -255..=span + 255 {
+                let other = first.wrapping_add(k as u16);
+                let (other_first, other_last) = match self.get(other) {
+                    None => continue,
                     Some(Held::Fragment {
                         index: i, last: l, ..
-                    }) if *i == k && *l == last => {}
-                    Some(_) => return Err(inconsistent),
+                    }) => (k - i32::from(*i), i32::from(*l)),
+                    Some(_) => (k, 0),
+                };
+                let overlaps = other_first <= span && other_first + other_last >= 0;
+                let same = other_first == 0 && other_last == span;
+                if overlaps && !same {
+                    return Err(inconsistent);
                 }
             }
         }
@@ -321,5 +330,96 @@ impl ReceiveWindow {
             self.next = first.wrapping_add(count as u16);
         }
         Some(message)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fragment(id: u16, index: u8, last: u8) -> FrameKind {
+        FrameKind::Fragment { id, index, last }
+    }
+
+    fn collect(window: &mut ReceiveWindow, kind: FrameKind, payload: &[u8]) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        assert_eq!(window.check(0, &kind), Ok(true));
+        window.insert(&kind, payload, &mut |m| out.push(m));
+        out
+    }
+
+    #[test]
+    fn a_fragment_contradicting_the_held_fragments_is_refused() {
+        let mut window = ReceiveWindow::new(true);
+        collect(&mut window, fragment(1, 1, 2), &[1; FRAGMENT_SIZE]);
+        // Id 2 claims to be fragment 0 of another message, overlapping id 1's.
+        assert_eq!(
+            window.check(4, &fragment(2, 0, 1)),
+            Err(FrameError::InconsistentFragment { channel: 4, id: 2 })
+        );
+        // Id 0 claims a different count for the same message.
+        assert_eq!(
+            window.check(4, &fragment(0, 0, 3)),
+            Err(FrameError::InconsistentFragment { channel: 4, id: 0 })
+        );
+        // A fragment whose message would start before the next awaited id.
+        let mut later = ReceiveWindow::new(true);
+        collect(&mut later, FrameKind::Reliable { id: 0 }, b"a");
+        assert_eq!(
+            later.check(4, &fragment(1, 2, 3)),
+            Err(FrameError::InconsistentFragment { channel: 4, id: 1 })
+        );
+    }
+
+    #[test]
+    fn ordered_delivery_waits_for_the_gap_then_releases_everything_after_it() {
+        let mut window = ReceiveWindow::new(true);
+        assert!(collect(&mut window, FrameKind::Reliable { id: 1 }, b"b").is_empty());
+        assert!(collect(&mut window, fragment(3, 1, 1), b"d2").is_empty());
+        assert!(collect(&mut window, fragment(2, 0, 1), &[b'd'; FRAGMENT_SIZE]).is_empty());
+        assert_eq!(window.held(), 3);
+        let out = collect(&mut window, FrameKind::Reliable { id: 0 }, b"a");
+        let mut d = vec![b'd'; FRAGMENT_SIZE];
+        d.extend_from_slice(b"d2");
+        assert_eq!(out, [b"a".to_vec(), b"b".to_vec(), d]);
+        assert_eq!((window.held(), window.bytes()), (0, 0));
+        assert_eq!(window.check(0, &FrameKind::Reliable { id: 2 }), Ok(false));
+    }
+
+    #[test]
+    fn unordered_delivery_is_immediate_and_resends_are_still_duplicates() {
+        let mut window = ReceiveWindow::new(false);
+        assert_eq!(
+            collect(&mut window, FrameKind::Reliable { id: 5 }, b"f"),
+            [b"f"]
+        );
+        assert_eq!(window.check(0, &FrameKind::Reliable { id: 5 }), Ok(false));
+        assert_eq!(
+            collect(&mut window, FrameKind::Reliable { id: 0 }, b"a"),
+            [b"a"]
+        );
+        assert_eq!(window.held(), 1, "id 5 is remembered until 1..=4 arrive");
+        for id in 1..=4 {
+            collect(&mut window, FrameKind::Reliable { id }, b"x");
+        }
+        assert_eq!(window.held(), 0);
+        assert_eq!(window.check(0, &FrameKind::Reliable { id: 5 }), Ok(false));
+    }
+
+    #[test]
+    fn acks_in_any_order_free_the_send_window_from_the_oldest() {
+        let mut window = SendWindow::new();
+        for _ in 0..3 {
+            window.push(b"m");
+        }
+        window.push(&[0; FRAGMENT_SIZE + 1]);
+        assert_eq!(window.in_flight(), 5);
+        assert!(window.ack(2));
+        assert!(!window.ack(2), "an id is released once");
+        assert_eq!(window.in_flight(), 5, "id 0 still holds the window");
+        assert!(window.ack(0) && window.ack(1));
+        assert_eq!(window.in_flight(), 2);
+        assert_eq!(window.free(), WINDOW - 2);
+        assert_eq!(window.bytes(), FRAGMENT_SIZE + 1);
     }
 }

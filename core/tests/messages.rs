@@ -201,3 +201,110 @@ fn a_blackout_does_not_cause_a_burst_of_resends() {
     }
     assert_eq!(pair.server_side.messages(1).count(), 200);
 }
+
+#[test]
+fn message_ids_wrap_past_65535_without_loss_or_duplication() {
+    let mut pair = ConnPair::new(all_kinds(), lossy(10.0), 11);
+    pair.connect();
+    let total = 70_000u32;
+    let mut next = 0u32;
+    let mut got = Vec::new();
+    while got.len() < total as usize {
+        while next < total && pair.client.send(1, &next.to_be_bytes()).is_ok() {
+            next += 1;
+        }
+        pair.run_for(100 * MS);
+        got.extend(
+            pair.server_side
+                .take_messages(1)
+                .into_iter()
+                .map(|b| u32::from_be_bytes(b.try_into().unwrap())),
+        );
+        assert!(
+            pair.now < Duration::from_secs(600),
+            "stalled at {}",
+            got.len()
+        );
+    }
+    assert!(
+        got.iter().copied().eq(0..total),
+        "out of order or duplicated"
+    );
+    assert_eq!(pair.client.stats().messages_sent, u64::from(total));
+}
+
+/// A data packet from the client as the server would receive it: a header far ahead of
+/// anything sent so far (so the packet layer takes it) and the given payload.
+fn forged_data_packet(payload: &[u8]) -> Vec<u8> {
+    let header = ackwire_core::wire::PacketHeader {
+        sequence: 20_000,
+        ack: 0,
+        ack_bits: 0,
+    };
+    let mut datagram = vec![0u8; header.encoded_len()];
+    header.encode(&mut datagram).unwrap();
+    datagram.extend_from_slice(payload);
+    datagram
+}
+
+#[test]
+fn a_packet_with_an_impossible_frame_is_refused_whole_and_changes_nothing() {
+    use ackwire_core::ConnectionError;
+    use ackwire_core::frame::FrameError;
+
+    let mut pair = ConnPair::new(all_kinds(), EmulatorConfig::default(), 12);
+    pair.connect();
+    pair.run_for(Duration::from_secs(1));
+    let good = [0x03, 1, b'x']; // an unreliable frame on channel 3, first in every packet
+    let cases: [(&[u8], FrameError); 4] = [
+        // Reliable id 5000 on channel 1: beyond the 1024-id window.
+        (
+            &[0x81, 0x13, 0x88, 1, b'x'],
+            FrameError::BeyondWindow {
+                channel: 1,
+                id: 5000,
+            },
+        ),
+        (&[0x09, 1, b'x'], FrameError::UnknownChannel(9)),
+        // An unreliable frame on the reliable-ordered channel.
+        (
+            &[0x01, 1, b'x'],
+            FrameError::WrongKind {
+                channel: 1,
+                kind: "unreliable",
+            },
+        ),
+        (
+            &[0x81, 0x00, 0x00, 5, b'x'],
+            FrameError::Truncated {
+                needed: 9,
+                available: 5,
+            },
+        ),
+    ];
+    let now = pair.now;
+    let server = pair.server.as_mut().unwrap();
+    for (bad, error) in cases {
+        let before = (server.stats(), server.buffered());
+        let datagram = forged_data_packet(&[&good[..], bad].concat());
+        assert_eq!(
+            server.receive(now, &datagram),
+            Err(ConnectionError::Frame(error))
+        );
+        assert_eq!((server.stats(), server.buffered()), before);
+        assert_eq!(
+            server.poll_event(),
+            None,
+            "the good frame was not delivered"
+        );
+    }
+    // The same packet without the bad frame is taken.
+    server.receive(now, &forged_data_packet(&good)).unwrap();
+    assert_eq!(
+        server.poll_event(),
+        Some(ackwire_core::ConnectionEvent::Message {
+            channel: 3,
+            bytes: b"x".to_vec()
+        })
+    );
+}
