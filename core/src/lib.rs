@@ -28,12 +28,12 @@
 //! [`stats`](Connection::stats) can be read at any time. To emulate a bad network, put an
 //! [`emulator::LinkEmulator`] between `poll_transmit` and the real send.
 //!
-//! **Roles.** One side connects ([`Connection::connect`]); the other runs an [`Acceptor`]
-//! (one per socket, any number of peers). The acceptor side keeps a map from peer address
-//! to `Connection`: a datagram from a known address goes to that connection, anything else
-//! to [`Acceptor::receive`], which either writes a challenge to send back or hands out the
-//! new `Connection` to insert in the map. Remove a connection after its
-//! [`ConnectionEvent::Disconnected`]. Between two browsers (no server in the path) the
+//! **Roles.** One side connects ([`Connection::connect`]); the other accepts. A server with
+//! many peers on one socket uses a [`Listener`]: `receive(now, from, datagram, reply)` (send
+//! any challenge it writes straight back), `poll_transmit` until `None` (it names the peer),
+//! `poll_event`, `poll_timeout`; it routes by address and drops closed connections. A side
+//! with one peer (a WebRTC data channel) can use an [`Acceptor`] directly: datagrams go to
+//! [`Acceptor::receive`] until it hands out the `Connection`, then to that connection. Between two browsers (no server in the path) the
 //! roles must be decided deterministically, e.g. the peer with the lower signalling id
 //! accepts; both roles can live in one process.
 //!
@@ -178,6 +178,7 @@ pub mod emulator;
 pub mod endpoint;
 pub mod frame;
 pub mod handshake;
+pub mod listener;
 pub mod loss;
 mod reliable;
 pub mod rtt;
@@ -195,6 +196,7 @@ pub use connection::{
 };
 pub use endpoint::{Endpoint, Event, ReceiveError, Received, Transmit, TransmitError};
 pub use handshake::{Accept, Acceptor, HandshakeError};
+pub use listener::{Listener, ListenerError, ListenerSendError};
 pub use stats::Stats;
 
 /// The crate version, shown by drivers (the browser page prints it to prove the core runs there).

@@ -1,0 +1,156 @@
+//! One listener serving several connectors, the way a UDP server driver uses it.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use ackwire_core::{
+    Connection, ConnectionConfig, ConnectionError, ConnectionEvent, ConnectionState,
+    DisconnectReason, HandshakeError, Listener, ListenerError, ListenerSendError,
+};
+
+const STEP: Duration = Duration::from_millis(5);
+
+struct World {
+    now: Duration,
+    listener: Listener,
+    clients: HashMap<Vec<u8>, Connection>,
+    server_events: Vec<(Vec<u8>, ConnectionEvent)>,
+    client_events: Vec<(Vec<u8>, ConnectionEvent)>,
+}
+
+impl World {
+    fn new(addresses: &[&[u8]]) -> World {
+        let config = ConnectionConfig::default();
+        World {
+            now: Duration::ZERO,
+            listener: Listener::new(config.clone(), [5; 32]).unwrap(),
+            clients: addresses
+                .iter()
+                .map(|a| {
+                    (
+                        a.to_vec(),
+                        Connection::connect(config.clone(), Duration::ZERO).unwrap(),
+                    )
+                })
+                .collect(),
+            server_events: Vec::new(),
+            client_events: Vec::new(),
+        }
+    }
+
+    /// A perfect, instant network for `span`, stepped every 5 ms.
+    fn run_for(&mut self, span: Duration) {
+        let end = self.now + span;
+        let (mut buf, mut reply) = ([0u8; 1200], [0u8; 64]);
+        while self.now < end {
+            let now = self.now;
+            for (address, client) in &mut self.clients {
+                while let Some(len) = client.poll_transmit(now, &mut buf).unwrap() {
+                    match self.listener.receive(now, address, &buf[..len], &mut reply) {
+                        Ok(Some(reply_len)) => client.receive(now, &reply[..reply_len]).unwrap(),
+                        Ok(None) => {}
+                        // The redundant copies of a disconnect reach a closed connection.
+                        Err(ListenerError::Connection(ConnectionError::Unexpected {
+                            packet: "disconnect",
+                            state: ConnectionState::Closed,
+                        })) => {}
+                        Err(e) => panic!("{e}"),
+                    }
+                }
+                while let Some(event) = client.poll_event() {
+                    self.client_events.push((address.clone(), event));
+                }
+            }
+            while let Some((to, len)) = self.listener.poll_transmit(now, &mut buf).unwrap() {
+                if let Some(client) = self.clients.get_mut(to) {
+                    // A closed client refuses late packets; that is fine here.
+                    let _ = client.receive(now, &buf[..len]);
+                }
+            }
+            while let Some((from, event)) = self.listener.poll_event() {
+                self.server_events.push((from.into(), event));
+            }
+            self.now += STEP;
+        }
+    }
+}
+
+/// Message bytes among `events` that concern the peer at `address`.
+fn messages_of(events: &[(Vec<u8>, ConnectionEvent)], address: &[u8]) -> Vec<Vec<u8>> {
+    events
+        .iter()
+        .filter_map(|(peer, e)| match e {
+            ConnectionEvent::Message { bytes, .. } if peer == address => Some(bytes.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn one_listener_serves_many_connectors_and_routes_by_address() {
+    let addresses: [&[u8]; 3] = [b"10.0.0.1:1", b"10.0.0.2:1", b"10.0.0.2:2"];
+    let mut world = World::new(&addresses);
+    world.run_for(Duration::from_secs(1));
+    assert_eq!(world.listener.connections().count(), 3);
+    for address in addresses {
+        let id = world.listener.connection(address).unwrap().connection_id();
+        assert_eq!(world.clients[address].connection_id(), id);
+        world
+            .clients
+            .get_mut(address)
+            .unwrap()
+            .send(1, address)
+            .unwrap();
+        world
+            .listener
+            .send(address, 1, &[b"to ", address].concat())
+            .unwrap();
+    }
+    world.run_for(Duration::from_secs(1));
+    for address in addresses {
+        let got = messages_of(&world.server_events, address);
+        assert_eq!(got, [address.to_vec()], "each message from its own sender");
+        let replies = messages_of(&world.client_events, address);
+        assert_eq!(replies, [[b"to ", address].concat()]);
+    }
+}
+
+#[test]
+fn a_closed_peer_is_dropped_after_its_last_event() {
+    let addresses: [&[u8]; 2] = [b"a", b"b"];
+    let mut world = World::new(&addresses);
+    world.run_for(Duration::from_secs(1));
+    world.clients.get_mut(&b"a"[..]).unwrap().close();
+    world.run_for(Duration::from_secs(1));
+    assert!(world.server_events.iter().any(|(from, e)| from == b"a"
+        && *e
+            == ConnectionEvent::Disconnected {
+                reason: DisconnectReason::ClosedByPeer
+            }));
+    assert!(world.listener.connection(b"a").is_none());
+    assert!(world.listener.connection(b"b").is_some());
+    assert_eq!(
+        world.listener.send(b"a", 1, b"gone"),
+        Err(ListenerSendError::UnknownAddress)
+    );
+}
+
+#[test]
+fn a_data_packet_from_an_unknown_address_is_refused() {
+    let mut world = World::new(&[b"a"]);
+    world.run_for(Duration::from_secs(1));
+    let mut endpoint =
+        ackwire_core::Endpoint::new(ackwire_core::Config::default(), Duration::ZERO).unwrap();
+    let mut data = [0u8; 64];
+    let t = endpoint
+        .poll_transmit(world.now, &mut data)
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        world
+            .listener
+            .receive(world.now, b"stranger", &data[..t.len], &mut [0u8; 64]),
+        Err(ListenerError::Handshake(HandshakeError::UnknownConnection))
+    );
+    assert_eq!(world.listener.connections().count(), 1);
+}
