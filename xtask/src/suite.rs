@@ -17,18 +17,20 @@ fn cargo() -> Command {
 }
 
 /// Builds the signal server (debug or release) and returns the binary's path.
-fn build_signal_server(release: bool) -> Result<PathBuf> {
+/// Builds binary `bin` of package `package` and returns its path.
+fn build_bin(package: &str, bin: &str, release: bool) -> Result<PathBuf> {
     let mut cmd = cargo();
-    cmd.args(["build", "-p", "ackwire-signal", "--bin", "ackwire-signal"]);
+    cmd.args(["build", "-p", package, "--bin", bin]);
     if release {
         cmd.arg("--release");
     }
     run(&mut cmd)?;
     let profile = if release { "release" } else { "debug" };
-    Ok(paths::root()
-        .join("target")
-        .join(profile)
-        .join("ackwire-signal"))
+    Ok(paths::root().join("target").join(profile).join(bin))
+}
+
+fn build_signal_server(release: bool) -> Result<PathBuf> {
+    build_bin("ackwire-signal", "ackwire-signal", release)
 }
 
 pub(crate) fn demo() -> Result<()> {
@@ -170,6 +172,7 @@ fn wasm_browser_tests(tools: &Tools) -> Result<()> {
 fn browser_e2e(tools: &Tools) -> Result<()> {
     bundle::build(tools)?;
     let server = build_signal_server(false)?;
+    let peer = build_bin("ackwire-peer", "ackwire-peer", false)?;
     let e2e = paths::web_dir().join("e2e");
     let mut files: Vec<String> = std::fs::read_dir(&e2e)
         .map_err(|e| format!("cannot read {}: {e}", e2e.display()))?
@@ -188,6 +191,7 @@ fn browser_e2e(tools: &Tools) -> Result<()> {
     let mut cmd = in_loopback_namespace("node", &args);
     cmd.current_dir(paths::web_dir())
         .env("ACKWIRE_SIGNAL_BIN", &server)
+        .env("ACKWIRE_PEER_BIN", &peer)
         .env("ACKWIRE_WEB_DIR", paths::web_dir())
         .env("ACKWIRE_ARTIFACTS", &artifacts)
         .env("CHROMIUM", "/usr/bin/chromium");
