@@ -98,9 +98,14 @@ pub(crate) fn test() -> Result<()> {
             fuzz_smoke(&tools)
         }),
     ];
-    let failed: Vec<&Stage> = stages.iter().filter(|s| s.outcome.is_err()).collect();
+    summarize("test", &stages, start)
+}
+
+/// Prints one line per stage and a summary line; fails if any stage failed.
+fn summarize(command: &str, stages: &[Stage], start: Instant) -> Result<()> {
+    let failed = stages.iter().filter(|s| s.outcome.is_err()).count();
     println!();
-    for s in &stages {
+    for s in stages {
         let mark = if s.outcome.is_ok() {
             "ok    "
         } else {
@@ -109,15 +114,15 @@ pub(crate) fn test() -> Result<()> {
         println!("  {mark} {:<45} {:>6.1}s", s.name, s.seconds);
     }
     println!(
-        "xtask test: {}/{} stages passed in {:.1}s",
-        stages.len() - failed.len(),
+        "xtask {command}: {}/{} stages passed in {:.1}s",
+        stages.len() - failed,
         stages.len(),
         start.elapsed().as_secs_f64()
     );
-    if failed.is_empty() {
+    if failed == 0 {
         Ok(())
     } else {
-        Err(format!("{} stage(s) failed", failed.len()))
+        Err(format!("{failed} stage(s) failed"))
     }
 }
 
@@ -231,6 +236,34 @@ fn fuzz_smoke(tools: &Tools) -> Result<()> {
     Ok(())
 }
 
+/// Every benchmark, each a ratio against a baseline measured in the same run where the
+/// goal is relative: the core against laminar (criterion), the signal server under load.
 pub(crate) fn bench() -> Result<()> {
-    run(cargo().args(["bench", "--workspace"]))
+    let start = Instant::now();
+    let stages = [
+        stage("core: packets and messages vs laminar", || {
+            run(cargo().args(["bench", "-p", "ackwire-core", "--bench", "packet_path"]))
+        }),
+        stage("signal server: 10k idle clients, 1k relays/s", || {
+            run(cargo()
+                .args([
+                    "run",
+                    "--release",
+                    "-p",
+                    "ackwire-signal",
+                    "--example",
+                    "load",
+                    "--",
+                ])
+                .args([
+                    "--clients",
+                    "10000",
+                    "--relays-per-sec",
+                    "1000",
+                    "--duration-secs",
+                    "20",
+                ]))
+        }),
+    ];
+    summarize("bench", &stages, start)
 }
