@@ -273,9 +273,20 @@ impl Client {
                 ws.set_onmessage(None);
                 let _ = ws.close();
             }
+            let at = now();
+            let position = state.position;
             for (_, mut peer) in std::mem::take(&mut state.peers) {
                 if let Some(link) = peer.link.as_mut() {
+                    // Tell the peer now (the core sends its disconnect redundantly) rather
+                    // than leaving it to time out.
                     link.close();
+                    let channel = &peer.channel;
+                    link.poll(
+                        at,
+                        position,
+                        |d| drop(channel.send_with_u8_array(d)),
+                        &mut Vec::new(),
+                    );
                 }
                 peer.shut_down();
             }
