@@ -63,15 +63,24 @@ function addLink(r, from, to, transport) {
   return entry;
 }
 
-function removePeer(r, peerId) {
+function dropLinks(predicate) {
   for (const [key, link] of links) {
-    if (link.room === r && (link.from === peerId || link.to === peerId)) {
-      link.card.remove();
-      for (const c of Object.values(link.charts)) c.destroy();
-      links.delete(key);
-    }
+    if (!predicate(link)) continue;
+    link.card.remove();
+    for (const c of Object.values(link.charts)) c.destroy();
+    links.delete(key);
   }
   summary();
+}
+
+const removePeer = (r, peerId) => dropLinks((l) => l.room === r && (l.from === peerId || l.to === peerId));
+
+// A link nobody has reported for this long is gone (its reporter closed it or vanished).
+const STALE_S = 5;
+
+function pruneStale() {
+  const now = Date.now() / 1000;
+  dropLinks((l) => now - (l.data.t[l.data.t.length - 1] ?? 0) > STALE_S);
 }
 
 function onStats(r, from, reports) {
@@ -122,3 +131,4 @@ function connect(attempt = 0) {
 
 summary();
 connect();
+setInterval(pruneStale, 1000);

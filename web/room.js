@@ -54,7 +54,7 @@ function onEvent(ev) {
       metrics.connectedMs ??= ev.atMs;
       log(`connected to peer ${ev.peer} at ${ev.atMs.toFixed(0)} ms`);
       break;
-    case 'link-closed': player(ev.peer).state = 'closed'; log(`link to peer ${ev.peer} closed${ev.reason ? ` (${ev.reason})` : ''}`); break;
+    case 'link-closed': players.delete(ev.peer); log(`link to peer ${ev.peer} closed (${ev.reason})`); break;
     case 'chat': addChat(`peer ${ev.peer}`, ev.text); break;
     case 'first-ack':
       metrics.firstAckMs ??= ev.atMs;

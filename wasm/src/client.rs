@@ -761,6 +761,12 @@ fn emit_link_events(state: &mut State, id: u64, events: Vec<LinkEvent>) {
             LinkEvent::Chat { text } => json!({"type": "chat", "peer": id, "text": text}),
             LinkEvent::FirstAck { at } => json!({"type": "first-ack", "peer": id, "atMs": ms(at)}),
             LinkEvent::Disconnected { reason } => {
+                // The peer closed (or timed out): this link is over even if signalling has
+                // not said so yet (a page killed without a close frame stays in its room for
+                // the server's reconnect grace). A new offer from it starts a fresh link.
+                if let Some(peer) = state.peers.remove(&id) {
+                    peer.shut_down();
+                }
                 json!({"type": "link-closed", "peer": id, "reason": reason})
             }
         };
