@@ -2,28 +2,12 @@
 // link emulator settings given in a player's URL.
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { after, before, test } from 'node:test';
-import { artifactsDir, launchBrowser, startServer } from './harness.mjs';
+import { test } from 'node:test';
+import { artifactsDir, openPage, useServerAndBrowser } from './harness.mjs';
 
-let server;
-let browser;
-before(async () => {
-  server = await startServer();
-  browser = await launchBrowser();
-});
-after(async () => {
-  await browser?.close();
-  await server?.stop();
-});
+const env = useServerAndBrowser();
 
-async function open(path) {
-  const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
-  const page = await context.newPage();
-  const errors = [];
-  page.on('pageerror', (err) => errors.push(err.message));
-  await page.goto(server.url + path);
-  return { page, errors };
-}
+const open = (path) => openPage(env, path, { width: 1400, height: 900 });
 
 const peerId = (p) => p.page.waitForFunction(() => window.ackwire?.me.id).then((h) => h.jsonValue());
 

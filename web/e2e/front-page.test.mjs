@@ -2,28 +2,16 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, test } from 'node:test';
-import { artifactsDir, launchBrowser, startServer } from './harness.mjs';
+import { test } from 'node:test';
+import { artifactsDir, openPage, useServerAndBrowser } from './harness.mjs';
 
 const coreVersion = /^version = "([^"]+)"/m
   .exec(readFileSync(new URL('../../Cargo.toml', import.meta.url), 'utf8'))[1];
 
-let server;
-let browser;
-before(async () => {
-  server = await startServer();
-  browser = await launchBrowser();
-});
-after(async () => {
-  await browser?.close();
-  await server?.stop();
-});
+const env = useServerAndBrowser();
 
 test('front page shows a packet header encoded by the wasm core', async () => {
-  const page = await browser.newPage();
-  const errors = [];
-  page.on('pageerror', (err) => errors.push(err.message));
-  await page.goto(server.url + '/');
+  const { page, errors } = await openPage(env, '/');
   await page.locator('#core-status[data-state="ready"]').waitFor({ timeout: 10000 });
   // docs/wire.md, second worked example: the core's codec, not JavaScript, made these bytes.
   assert.equal(await page.textContent('#header-bytes'), '53 12 34 04 fb 7f');
@@ -35,9 +23,9 @@ test('front page shows a packet header encoded by the wasm core', async () => {
 });
 
 test('the server answers /healthz and serves the wasm bundle with the wasm mime type', async () => {
-  const health = await fetch(server.url + '/healthz');
+  const health = await fetch(env.server.url + '/healthz');
   assert.equal(health.status, 200);
-  const wasm = await fetch(server.url + '/pkg/ackwire_wasm_bg.wasm');
+  const wasm = await fetch(env.server.url + '/pkg/ackwire_wasm_bg.wasm');
   assert.equal(wasm.status, 200);
   assert.equal(wasm.headers.get('content-type'), 'application/wasm');
   const magic = new Uint8Array(await wasm.arrayBuffer()).slice(0, 4);

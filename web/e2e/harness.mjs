@@ -3,6 +3,7 @@
 // loopback up and passes the paths below in the environment.
 import { spawn } from 'node:child_process';
 import { tmpdir } from 'node:os';
+import { after, before } from 'node:test';
 import { chromium } from 'playwright-core';
 
 const env = (name) => {
@@ -58,3 +59,33 @@ export function launchBrowser() {
 
 /** Where screenshots and other artifacts go. */
 export const artifactsDir = () => process.env.ACKWIRE_ARTIFACTS ?? tmpdir();
+
+/**
+ * Starts a server and a browser before the calling file's tests and stops both after them.
+ * The returned object gets `server` and `browser` once the tests run.
+ */
+export function useServerAndBrowser() {
+  const env = {};
+  before(async () => {
+    env.server = await startServer();
+    env.browser = await launchBrowser();
+  });
+  after(async () => {
+    await env.browser?.close();
+    await env.server?.stop();
+  });
+  return env;
+}
+
+/**
+ * Opens `path` in a fresh browser context (a separate player, with its own storage) and
+ * collects uncaught page errors, which every test expects to stay empty.
+ */
+export async function openPage(env, path, viewport = { width: 1280, height: 900 }) {
+  const context = await env.browser.newContext({ viewport });
+  const page = await context.newPage();
+  const errors = [];
+  page.on('pageerror', (err) => errors.push(err.message));
+  await page.goto(env.server.url + path);
+  return { page, errors };
+}

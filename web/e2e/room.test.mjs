@@ -2,30 +2,12 @@
 // protocol core driving each link from WebAssembly.
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { after, before, test } from 'node:test';
-import { artifactsDir, launchBrowser, startServer } from './harness.mjs';
+import { test } from 'node:test';
+import { artifactsDir, openPage, useServerAndBrowser } from './harness.mjs';
 
-let server;
-let browser;
-before(async () => {
-  server = await startServer();
-  browser = await launchBrowser();
-});
-after(async () => {
-  await browser?.close();
-  await server?.stop();
-});
+const env = useServerAndBrowser();
 
-/** Opens a player page (in its own browser context, like a separate player). */
-async function openPlayer(room, query = '') {
-  const context = await browser.newContext();
-  const page = await context.newPage();
-  const errors = [];
-  page.on('pageerror', (err) => errors.push(err.message));
-  const opened = Date.now();
-  await page.goto(`${server.url}/room/${room}${query}`);
-  return { page, errors, opened };
-}
+const openPlayer = (room) => openPage(env, `/room/${room}`);
 
 const peersShown = (page) => page.$$eval('#peers tbody tr', (rows) => rows.map((r) => ({
   peer: r.dataset.peer,
