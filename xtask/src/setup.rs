@@ -367,29 +367,31 @@ fn wasm_bindgen_cli() -> Result<(PathBuf, PathBuf)> {
     if matches && runner.exists() {
         step("wasm-bindgen-cli", &format!("{version} present; skipping"));
     } else {
-        step(
-            "wasm-bindgen-cli",
-            &format!(
-                "installing {version} into {} (~4 min)",
-                install_root.display()
-            ),
-        );
-        process::run(
-            Command::new(env!("CARGO"))
-                .args([
-                    "install",
-                    "-j",
-                    "2",
-                    "--quiet",
-                    "wasm-bindgen-cli",
-                    "--version",
-                    &version,
-                    "--root",
-                ])
-                .arg(&install_root),
-        )?;
+        cargo_install("wasm-bindgen-cli", &version, &install_root, "~4 min")?;
     }
     Ok((cli, runner))
+}
+
+/// `cargo install` of an exact version into a private root under the tools directory.
+fn cargo_install(krate: &str, version: &str, root: &Path, takes: &str) -> Result<()> {
+    step(
+        krate,
+        &format!("installing {version} into {} ({takes})", root.display()),
+    );
+    process::run(
+        Command::new(env!("CARGO"))
+            .args([
+                "install",
+                "-j",
+                "2",
+                "--quiet",
+                krate,
+                "--version",
+                version,
+                "--root",
+            ])
+            .arg(root),
+    )
 }
 
 /// cargo-fuzz (libFuzzer driver) for the fuzz stage of `cargo xtask test`.
@@ -404,27 +406,7 @@ fn cargo_fuzz() -> Result<PathBuf> {
             &format!("{CARGO_FUZZ_VERSION} present; skipping"),
         );
     } else {
-        step(
-            "cargo-fuzz",
-            &format!(
-                "installing {CARGO_FUZZ_VERSION} into {} (~1 min)",
-                root.display()
-            ),
-        );
-        process::run(
-            Command::new(env!("CARGO"))
-                .args([
-                    "install",
-                    "-j",
-                    "2",
-                    "--quiet",
-                    "cargo-fuzz",
-                    "--version",
-                    CARGO_FUZZ_VERSION,
-                    "--root",
-                ])
-                .arg(&root),
-        )?;
+        cargo_install("cargo-fuzz", CARGO_FUZZ_VERSION, &root, "~1 min")?;
     }
     Ok(bin)
 }
