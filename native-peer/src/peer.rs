@@ -16,6 +16,11 @@ use crate::connections::{Admission, Connections, MAX_DATAGRAM};
 use crate::link::{EmulationOptions, Link};
 use crate::report::{Output, Report, Reporter};
 
+/// A wake-up time meaning "no timer".
+const NEVER: Duration = Duration::from_secs(365 * 24 * 3600);
+/// Marks the timer as spent, so the next turn re-arms it even for the same deadline.
+const FIRED: Duration = Duration::MAX;
+
 /// What the peer does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
@@ -89,6 +94,10 @@ pub async fn run(
     // One byte beyond the largest accepted datagram, so oversized ones are seen as such.
     let mut buf = vec![0u8; MAX_DATAGRAM + 1];
     tokio::pin!(stop);
+    // One timer, moved each turn: cheaper than a new timer-wheel entry per wake-up.
+    let sleep = tokio::time::sleep_until(start + NEVER);
+    tokio::pin!(sleep);
+    let mut armed = NEVER;
     loop {
         let now = clock();
         connections.handle_timeout(now, &mut link);
@@ -117,13 +126,12 @@ pub async fn run(
         ]
         .into_iter()
         .flatten()
-        .min();
-        let sleep = async {
-            match wake {
-                Some(at) => tokio::time::sleep_until(start + at).await,
-                None => std::future::pending().await,
-            }
-        };
+        .min()
+        .unwrap_or(NEVER);
+        if wake != armed {
+            sleep.as_mut().reset(start + wake);
+            armed = wake;
+        }
         tokio::select! {
             biased;
             () = &mut stop => break,
@@ -134,7 +142,7 @@ pub async fn run(
                     connections.on_datagram(now, from, datagram, link)
                 });
             }
-            () = sleep => {}
+            () = &mut sleep => armed = FIRED,
         }
     }
     let summary = reporter.summary(clock(), &connections, link.send_failures());

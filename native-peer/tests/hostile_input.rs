@@ -122,3 +122,15 @@ fn garbage_datagrams_are_counted_by_kind_and_leave_a_live_connection_untouched()
     assert!(num(last_tick, "send_rate_hz") >= 25.0, "{last_tick}");
     assert!(num(last_tick, "rtt_ms") < 60.0, "{last_tick}");
 }
+
+#[test]
+fn out_of_range_emulation_flags_are_refused_with_a_clear_error() {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_ackwire-peer"))
+        .args(["connect", "127.0.0.1:9", "--loss", "150", "--duration", "1"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("loss_percent = 150"), "{stderr}");
+    assert!(output.stdout.is_empty(), "no report from a refused run");
+}
