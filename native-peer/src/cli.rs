@@ -47,6 +47,8 @@ pub enum Command {
         #[command(flatten)]
         common: CommonArgs,
     },
+    /// Join a room through a signalling server: browsers over WebRTC, natives over UDP.
+    Join(crate::room::JoinArgs),
 }
 
 /// Flags shared by both subcommands.
@@ -87,6 +89,9 @@ pub enum ArgError {
         /// Its value.
         value: f64,
     },
+    /// `join` runs the room driver (`crate::room`), which has no UDP peer options.
+    #[error("`join` runs the room driver, not the UDP peer loop")]
+    NotAUdpPeer,
 }
 
 fn duration(flag: &'static str, value: f64, unit: f64) -> Result<Duration, ArgError> {
@@ -94,7 +99,7 @@ fn duration(flag: &'static str, value: f64, unit: f64) -> Result<Duration, ArgEr
 }
 
 impl CommonArgs {
-    fn emulation(&self) -> Result<Option<EmulationOptions>, ArgError> {
+    pub(crate) fn emulation(&self) -> Result<Option<EmulationOptions>, ArgError> {
         let config = EmulatorConfig {
             latency: duration("latency", self.latency, 1e-3)?,
             jitter: duration("jitter", self.jitter, 1e-3)?,
@@ -150,6 +155,7 @@ impl Command {
                 };
                 (bind.unwrap_or(any), Role::Connect { remote: *addr }, common)
             }
+            Command::Join(_) => return Err(ArgError::NotAUdpPeer),
         };
         let options = PeerOptions {
             role,

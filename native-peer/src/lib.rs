@@ -25,3 +25,4 @@ pub mod connections;
 pub mod link;
 pub mod peer;
 pub mod report;
+pub mod room;

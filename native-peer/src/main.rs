@@ -3,7 +3,7 @@
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
-use ackwire_peer::cli::Cli;
+use ackwire_peer::cli::{Cli, Command};
 use ackwire_peer::{link, peer};
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
@@ -15,6 +15,9 @@ fn main() -> ExitCode {
         .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
         .init();
     let cli = Cli::parse();
+    if let Command::Join(join) = &cli.command {
+        return ackwire_peer::room::main(join);
+    }
     let (bind, options) = match cli.command.options() {
         Ok(parsed) => parsed,
         Err(e) => {

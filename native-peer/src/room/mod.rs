@@ -1,0 +1,198 @@
+//! `ackwire-peer join URL`: a native player in a room.
+//!
+//! The peer joins through the signalling server's `/ws` as kind `native` with its UDP
+//! address, links to every browser in the room over a WebRTC data channel (the `webrtc`
+//! crate) and to every other native over raw UDP, plays the demo (its dot circles the
+//! field) and reports each link's stats once a second, exactly like a browser.
+//!
+//! - [`signalling`]: the `/ws` messages and the task that keeps the socket up (resume,
+//!   then a fresh join if the server forgot us).
+//! - [`webrtc`]: one RTCPeerConnection + data channel per browser peer.
+//! - [`links`]: the core side, one code path for both transports (roles by peer id).
+//! - [`driver`]: the loop: signalling, UDP socket, data channels and the links' timers.
+//!
+//! Chat: the native greets each peer once when their link connects
+//! (`hello from native peer N`) and answers every chat line from a browser peer with
+//! `echo: <text>` on the reliable channel, so a player sees a reliable message arrive once.
+
+pub mod driver;
+pub mod links;
+pub mod signalling;
+pub mod webrtc;
+
+use std::net::{IpAddr, SocketAddr};
+use std::process::ExitCode;
+
+use clap::Args;
+
+use crate::cli::{ArgError, CommonArgs};
+
+/// `join` flags.
+#[derive(Debug, Args)]
+pub struct JoinArgs {
+    /// The room page's URL, e.g. http://127.0.0.1:8080/room/lobby.
+    pub url: String,
+    /// Local UDP address for links to other native peers.
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub bind: SocketAddr,
+    /// UDP address other natives send to (behind NAT or with --bind 0.0.0.0:PORT: the
+    /// public address). Default: the bound address.
+    #[arg(long, value_name = "IP:PORT")]
+    pub advertise: Option<SocketAddr>,
+    /// Local address WebRTC gathers ICE candidates on (port 0: any). Default: --bind's IP.
+    #[arg(long, value_name = "IP:PORT")]
+    pub ice_bind: Option<SocketAddr>,
+    /// Public IP to put in WebRTC host candidates instead of the local one (1:1 NAT).
+    #[arg(long, value_name = "IP")]
+    pub public_ip: Option<IpAddr>,
+    /// Reporting and emulation flags (emulation applies to each link, both directions).
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// Why `join` could not start or went on no longer.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RoomError {
+    /// The URL is not `http://HOST[:PORT]/room/NAME`.
+    #[error("room URL {url:?}: {reason}")]
+    BadUrl {
+        /// The URL given.
+        url: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// A flag value is invalid.
+    #[error(transparent)]
+    Arg(#[from] ArgError),
+    /// The UDP socket could not be bound.
+    #[error("cannot bind UDP {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// Bound to a wildcard address with nothing to advertise to other natives.
+    #[error("--bind {0} is a wildcard address: give --advertise IP:PORT for other natives")]
+    NothingToAdvertise(SocketAddr),
+    /// The core links could not be set up (invalid emulation settings).
+    #[error(transparent)]
+    Links(#[from] links::LinksSetupError),
+    /// The async runtime could not start.
+    #[error("cannot start the runtime: {0}")]
+    Runtime(std::io::Error),
+}
+
+/// Where the room is: the WebSocket URL and the room name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoomUrl {
+    /// `ws://HOST:PORT/ws`.
+    pub ws_url: String,
+    /// The room name.
+    pub room: String,
+}
+
+/// Parses a room page URL (`http://HOST[:PORT]/room/NAME`, optionally with a trailing
+/// `/dashboard`, query or fragment) into the WebSocket URL and the room name.
+pub fn parse_room_url(url: &str) -> Result<RoomUrl, RoomError> {
+    let bad = |reason| RoomError::BadUrl {
+        url: url.to_owned(),
+        reason,
+    };
+    let rest = match url.split_once("://") {
+        Some(("http", rest)) | Some(("ws", rest)) => rest,
+        Some(("https", _)) | Some(("wss", _)) => {
+            return Err(bad("TLS (https/wss) is not supported yet; use http://"));
+        }
+        _ => return Err(bad("expected http://HOST[:PORT]/room/NAME")),
+    };
+    let rest = rest.split(['?', '#']).next().unwrap_or_default();
+    let (host, path) = rest
+        .split_once('/')
+        .ok_or_else(|| bad("no /room/NAME path"))?;
+    if host.is_empty() {
+        return Err(bad("no host"));
+    }
+    let room = path
+        .strip_prefix("room/")
+        .ok_or_else(|| bad("the path must be /room/NAME"))?
+        .split('/')
+        .next()
+        .unwrap_or_default();
+    let valid = (1..=64).contains(&room.len())
+        && room
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if !valid {
+        return Err(bad("a room name is 1-64 characters of A-Z a-z 0-9 - _"));
+    }
+    Ok(RoomUrl {
+        ws_url: format!("ws://{host}/ws"),
+        room: room.to_owned(),
+    })
+}
+
+/// Runs `join` until Ctrl-C or `--duration`; the exit code says how it ended.
+pub fn main(args: &JoinArgs) -> ExitCode {
+    let result = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(RoomError::Runtime)
+        .and_then(|runtime| {
+            runtime.block_on(async {
+                let stop = async {
+                    if tokio::signal::ctrl_c().await.is_err() {
+                        std::future::pending::<()>().await;
+                    }
+                    tracing::info!("interrupted, leaving the room");
+                };
+                driver::run(args, stop).await
+            })
+        });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("{e}");
+            match e {
+                RoomError::BadUrl { .. } | RoomError::Arg(_) | RoomError::NothingToAdvertise(_) => {
+                    ExitCode::from(2)
+                }
+                _ => ExitCode::FAILURE,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn room_page_urls_give_the_websocket_and_the_room() {
+        let parsed = parse_room_url("http://127.0.0.1:8080/room/lobby").unwrap();
+        assert_eq!(parsed.ws_url, "ws://127.0.0.1:8080/ws");
+        assert_eq!(parsed.room, "lobby");
+        let dashboard = parse_room_url("http://example.org/room/a-b_1/dashboard?x=1").unwrap();
+        assert_eq!(dashboard.ws_url, "ws://example.org/ws");
+        assert_eq!(dashboard.room, "a-b_1");
+    }
+
+    #[test]
+    fn urls_without_a_valid_room_are_refused_with_the_reason() {
+        for url in [
+            "127.0.0.1:8080/room/lobby",
+            "http://127.0.0.1:8080/",
+            "http://127.0.0.1:8080/dashboard",
+            "http://127.0.0.1:8080/room/",
+            "http://127.0.0.1:8080/room/bad%20name",
+            "https://example.org/room/lobby",
+            "http:///room/lobby",
+        ] {
+            assert!(
+                matches!(parse_room_url(url), Err(RoomError::BadUrl { .. })),
+                "{url}"
+            );
+        }
+    }
+}
