@@ -81,6 +81,10 @@ impl Phase {
     fn per_cpu_second(&self) -> f64 {
         self.server_datagrams() as f64 / self.server_cpu.as_secs_f64()
     }
+    /// Packets per second each connection actually got from the server (the target is 30).
+    fn server_rate_per_flow(&self, connections: usize) -> f64 {
+        self.server_sent as f64 / connections as f64 / self.wall.as_secs_f64()
+    }
     fn cpu_share(&self) -> f64 {
         self.server_cpu.as_secs_f64() / self.wall.as_secs_f64()
     }
@@ -306,9 +310,11 @@ fn main() {
     );
     println!(
         "one listen process, one core: served {connections} connections at 30 pps using \
-         {:.1}% of a core ({} of {connections} clients still in good mode at the end) => \
-         ~{connections_per_core:.0} connections per core (goal >= 2000)",
+         {:.1}% of a core, sending {:.1} of 30 packets/s to each ({} of {connections} \
+         clients still in good mode at the end) => ~{connections_per_core:.0} connections per \
+         core (goal >= 2000)",
         100.0 * ackwire.cpu_share(),
+        ackwire.server_rate_per_flow(connections),
         ackwire.clients_good,
     );
     let json = serde_json::json!({
@@ -321,6 +327,7 @@ fn main() {
         "ackwire_server_cpu_share": ackwire.cpu_share(),
         "ackwire_delivered": ackwire.delivered(),
         "ackwire_clients_good": ackwire.clients_good as f64 / connections as f64,
+        "ackwire_server_pps_per_connection": ackwire.server_rate_per_flow(connections),
         "raw_delivered": raw.delivered(),
         "connections_per_core": connections_per_core,
     });
