@@ -266,7 +266,7 @@ async fn two_natives_in_a_room_link_over_udp_exchange_positions_and_a_greeting_o
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_native_link_keeps_flowing_through_a_signalling_restart_and_both_rejoin() {
+async fn a_native_link_keeps_flowing_through_a_signalling_restart_and_both_rejoin_as_new_peers() {
     let server = Server::start("127.0.0.1:0".parse().unwrap()).await;
     let addr = server.addr;
     let url = server.room_url("restart");
@@ -305,35 +305,43 @@ async fn a_native_link_keeps_flowing_through_a_signalling_restart_and_both_rejoi
         (a, b)
     })
     .await;
-    // The server comes back (it remembers nothing): both join again and report again.
+    // The server comes back (it remembers nothing): both join again as new peers, and the
+    // link made under the old ids keeps flowing.
     let server = Server::start(addr).await;
     let dashboard = subscribe(&server, "restart").await;
     let (a, b, a_new, b_new) = blocking(move || {
         let (mut a, mut b) = (a, b);
-        let a_new = a.wait_for("a new welcome", Duration::from_secs(15), |l| {
-            l["type"] == "welcome"
-        });
-        let b_new = b.wait_for("a new welcome", Duration::from_secs(15), |l| {
-            l["type"] == "welcome"
-        });
-        assert_eq!(a_new["resumed"], false);
-        (
-            a,
-            b,
-            a_new["peer_id"].as_u64().unwrap(),
-            b_new["peer_id"].as_u64().unwrap(),
-        )
+        let mut new_ids = Vec::new();
+        for (me, other) in [(&mut a, b_id), (&mut b, a_id)] {
+            let welcome = me.wait_for("a new welcome", Duration::from_secs(15), |l| {
+                l["type"] == "welcome"
+            });
+            assert_eq!(welcome["resumed"], false);
+            new_ids.push(welcome["peer_id"].as_u64().unwrap());
+            let before = acked(
+                &me.wait_for("stats", Duration::from_secs(3), |l| acked(l, other) > 0),
+                other,
+            );
+            me.wait_for("acks after the restart", Duration::from_secs(4), |l| {
+                acked(l, other) >= before + 20
+            });
+        }
+        (a, b, new_ids[0], new_ids[1])
     })
     .await;
-    // The same link, still under the ids it was made with, is on the new server's dashboard.
-    let link = blocking(move || {
-        let one = dashboard_link(&dashboard, a_new, b_id, "udp");
-        let two = dashboard_link(&dashboard, b_new, a_id, "udp");
-        (one, two)
+    // A native arriving now links with both over UDP, and the dashboard charts those links.
+    let url = server.room_url("restart");
+    let (a, b, c) = blocking(move || {
+        let mut c = Peer::join(&url);
+        let c_id = c.peer_id();
+        for (from, to) in [(a_new, c_id), (b_new, c_id), (c_id, a_new), (c_id, b_new)] {
+            let link = dashboard_link(&dashboard, from, to, "udp");
+            assert_eq!(link["stats"]["connection_state"], "connected");
+        }
+        (a, b, c)
     })
     .await;
-    assert_eq!(link.0["stats"]["connection_state"], "connected");
-    assert_eq!(link.1["stats"]["connection_state"], "connected");
+    drop(c);
     drop((a, b));
     server.stop().await;
 }

@@ -29,6 +29,20 @@ const LAP: Duration = Duration::from_secs(8);
 /// oversized one shows up as refused rather than silently cut).
 const RECV_BUF: usize = 2048;
 
+/// Peer ids are unique only within one server session: a restarted server hands them out
+/// again from 1. Links are therefore keyed by `(epoch << EPOCH_SHIFT) | id`, where the epoch
+/// counts our fresh joins; links made under an earlier epoch keep flowing, untouched by the
+/// new session's ids. Within one epoch keys order like ids, so the core's roles hold.
+const EPOCH_SHIFT: u32 = 48;
+
+fn id_of(key: u64) -> u64 {
+    key & ((1 << EPOCH_SHIFT) - 1)
+}
+
+fn epoch_of(key: u64) -> u64 {
+    key >> EPOCH_SHIFT
+}
+
 /// How a link's datagrams travel.
 #[derive(Debug)]
 enum Transport {
@@ -69,6 +83,8 @@ struct Driver {
     udp_addr: SocketAddr,
     ice: IceOptions,
     me: Option<u64>,
+    /// Fresh joins so far, minus one (see [`EPOCH_SHIFT`]).
+    epoch: u64,
     links: Option<Links>,
     remotes: BTreeMap<u64, Remote>,
     by_addr: HashMap<SocketAddr, u64>,
@@ -138,6 +154,7 @@ pub async fn run(args: &JoinArgs, stop: impl Future<Output = ()>) -> Result<(), 
             servers: Vec::new(),
         },
         me: None,
+        epoch: 0,
         links: None,
         remotes: BTreeMap::new(),
         by_addr: HashMap::new(),
@@ -191,6 +208,11 @@ impl Driver {
         emit(self.json, event);
     }
 
+    /// The link key of peer `id` of the current server session.
+    fn key(&self, id: u64) -> u64 {
+        (self.epoch << EPOCH_SHIFT) | id
+    }
+
     fn poll_timeout(&self) -> Duration {
         let links = self.links.as_ref().and_then(Links::poll_timeout);
         links.map_or(self.next_stats, |t| t.min(self.next_stats))
@@ -213,16 +235,23 @@ impl Driver {
                 ice_servers,
                 ..
             } => {
+                if peer_id >> EPOCH_SHIFT != 0 {
+                    tracing::error!(peer_id, "peer id out of range");
+                    return;
+                }
+                if self.me.is_some() && !resumed {
+                    // A new server session: its ids are a new namespace.
+                    self.epoch += 1;
+                }
                 self.me = Some(peer_id);
                 self.ice.servers = ice_servers;
+                let me = self.key(peer_id);
                 match &mut self.links {
-                    Some(links) => links.set_me(peer_id),
-                    None => {
-                        match Links::new(peer_id, now, rand::random(), self.emulation.clone()) {
-                            Ok(links) => self.links = Some(links),
-                            Err(e) => tracing::error!("{e}"),
-                        }
-                    }
+                    Some(links) => links.set_me(me),
+                    None => match Links::new(me, now, rand::random(), self.emulation.clone()) {
+                        Ok(links) => self.links = Some(links),
+                        Err(e) => tracing::error!("{e}"),
+                    },
                 }
                 tracing::info!(peer_id, resumed, peers = peers.len(), "welcome");
                 self.emit(
@@ -238,7 +267,7 @@ impl Driver {
             }
             Incoming::PeerJoined { peer } => self.add_remote(&peer, false),
             Incoming::PeerLeft { peer_id, reason } => {
-                if self.remove_remote(peer_id) {
+                if self.remove_remote(self.key(peer_id)) {
                     self.emit(json!({"type": "peer-left", "peer": peer_id, "reason": reason}));
                 }
             }
@@ -259,7 +288,7 @@ impl Driver {
                     };
                     self.add_remote(&info, false);
                 }
-                match self.remotes.get(&from).map(|r| &r.transport) {
+                match self.remotes.get(&self.key(from)).map(|r| &r.transport) {
                     Some(Transport::WebRtc { session, .. }) => session.remote_signal(data),
                     _ => tracing::debug!(from, "signal for no WebRTC session"),
                 }
@@ -272,7 +301,8 @@ impl Driver {
     }
 
     fn add_remote(&mut self, info: &PeerInfo, offer: bool) {
-        if self.remotes.contains_key(&info.id) || Some(info.id) == self.me {
+        let key = self.key(info.id);
+        if self.remotes.contains_key(&key) || Some(info.id) == self.me || id_of(key) != info.id {
             return;
         }
         let now = self.now();
@@ -291,9 +321,9 @@ impl Driver {
                     tracing::info!(peer = info.id, known, %addr, "already linked to this address");
                     return;
                 }
-                self.by_addr.insert(addr, info.id);
+                self.by_addr.insert(addr, key);
                 if let Some(links) = &mut self.links {
-                    if let Err(e) = links.open(now, info.id) {
+                    if let Err(e) = links.open(now, key) {
                         tracing::error!("{e}");
                     }
                 }
@@ -304,18 +334,13 @@ impl Driver {
                 return;
             }
             _ => Transport::WebRtc {
-                session: Session::start(
-                    info.id,
-                    offer,
-                    self.ice.clone(),
-                    self.webrtc_events.clone(),
-                ),
+                session: Session::start(key, offer, self.ice.clone(), self.webrtc_events.clone()),
                 open: false,
             },
         };
         tracing::info!(peer = info.id, kind = %info.kind, transport = transport.label(), "linking");
         self.remotes.insert(
-            info.id,
+            key,
             Remote {
                 kind: info.kind.clone(),
                 transport,
@@ -344,12 +369,21 @@ impl Driver {
         let now = self.now();
         match event {
             WebRtcEvent::Signal(data) => {
+                if epoch_of(peer) != self.epoch {
+                    // The server that knew this peer's id is gone: nobody to relay to.
+                    return;
+                }
+                let to = id_of(peer);
                 if self
                     .signalling
-                    .try_send(Outgoing::Signal { to: peer, data })
+                    .try_send(Outgoing::Signal { to, data })
                     .is_err()
                 {
-                    tracing::warn!(peer, "signalling queue full: a signal was dropped");
+                    tracing::warn!(
+                        peer = id_of(peer),
+                        epoch = epoch_of(peer),
+                        "signalling queue full: a signal was dropped"
+                    );
                 }
             }
             WebRtcEvent::Open => {
@@ -360,8 +394,15 @@ impl Driver {
                     *open = true;
                 }
                 let after = now.saturating_sub(remote.since);
-                tracing::info!(peer, after_ms = ms(after), "data channel open");
-                self.emit(json!({"type": "channel-open", "peer": peer, "after_ms": ms(after)}));
+                tracing::info!(
+                    peer = id_of(peer),
+                    epoch = epoch_of(peer),
+                    after_ms = ms(after),
+                    "data channel open"
+                );
+                self.emit(
+                    json!({"type": "channel-open", "peer": id_of(peer), "after_ms": ms(after)}),
+                );
                 if let Some(links) = &mut self.links {
                     if let Err(e) = links.open(now, peer) {
                         tracing::error!("{e}");
@@ -378,8 +419,8 @@ impl Driver {
                     .is_some_and(|r| matches!(r.transport, Transport::WebRtc { .. }))
                     && self.remove_remote(peer)
                 {
-                    tracing::info!(peer, %reason, "webrtc session ended");
-                    self.emit(json!({"type": "link-closed", "peer": peer, "reason": reason}));
+                    tracing::info!(peer = id_of(peer), epoch = epoch_of(peer), %reason, "webrtc session ended");
+                    self.emit(json!({"type": "link-closed", "peer": id_of(peer), "epoch": epoch_of(peer), "reason": reason}));
                 }
             }
         }
@@ -392,7 +433,7 @@ impl Driver {
         if let Err(e) = links.receive(now, peer, datagram) {
             // Refused by the core: changes nothing, counted.
             remote.refused += 1;
-            tracing::debug!(peer, error = %e, "datagram refused");
+            tracing::debug!(peer = id_of(peer), epoch = epoch_of(peer), error = %e, "datagram refused");
         }
     }
 
@@ -450,14 +491,20 @@ impl Driver {
                 };
                 let after = now.saturating_sub(remote.since);
                 let transport = remote.transport.label();
-                tracing::info!(peer, transport, after_ms = ms(after), "connected");
+                tracing::info!(
+                    peer = id_of(peer),
+                    epoch = epoch_of(peer),
+                    transport,
+                    after_ms = ms(after),
+                    "connected"
+                );
                 let greeting = format!("hello from native peer {}", self.me.unwrap_or_default());
                 if let Err(e) = links.send_chat(peer, &greeting) {
-                    tracing::warn!(peer, error = %e, "greeting not sent");
+                    tracing::warn!(peer = id_of(peer), epoch = epoch_of(peer), error = %e, "greeting not sent");
                 }
                 emit(
                     self.json,
-                    json!({"type": "link-connected", "peer": peer,
+                    json!({"type": "link-connected", "peer": id_of(peer), "epoch": epoch_of(peer),
                     "transport": transport, "after_ms": ms(after)}),
                 );
             }
@@ -467,25 +514,30 @@ impl Driver {
                 }
             }
             LinkEvent::Chat { peer, text } => {
-                tracing::info!(peer, %text, "chat");
+                tracing::info!(peer = id_of(peer), epoch = epoch_of(peer), %text, "chat");
                 emit(
                     self.json,
-                    json!({"type": "chat", "peer": peer, "text": text}),
+                    json!({"type": "chat", "peer": id_of(peer), "text": text}),
                 );
                 // Players (browsers) get an echo; natives only greet each other, so two
                 // natives never answer each other forever.
                 let from_player = self.remotes.get(&peer).is_some_and(|r| r.kind == "browser");
                 if from_player {
                     if let Err(e) = links.send_chat(peer, &format!("echo: {text}")) {
-                        tracing::warn!(peer, error = %e, "echo not sent");
+                        tracing::warn!(peer = id_of(peer), epoch = epoch_of(peer), error = %e, "echo not sent");
                     }
                 }
             }
             LinkEvent::Disconnected { peer, reason } => {
-                tracing::info!(peer, ?reason, "link ended");
+                tracing::info!(
+                    peer = id_of(peer),
+                    epoch = epoch_of(peer),
+                    ?reason,
+                    "link ended"
+                );
                 emit(
                     self.json,
-                    json!({"type": "link-ended", "peer": peer, "reason": reason}),
+                    json!({"type": "link-ended", "peer": id_of(peer), "epoch": epoch_of(peer), "reason": reason}),
                 );
             }
         }
@@ -503,14 +555,18 @@ impl Driver {
                 continue;
             };
             let transport = remote.transport.label();
-            for_server.push(json!({"peer": peer, "transport": transport, "stats": stats}));
+            // Dashboards know the current session's ids only.
+            if epoch_of(peer) == self.epoch {
+                for_server
+                    .push(json!({"peer": id_of(peer), "transport": transport, "stats": stats}));
+            }
             for_stdout.push(
-                json!({"peer": peer, "kind": remote.kind, "transport": transport,
+                json!({"peer": id_of(peer), "epoch": epoch_of(peer), "kind": remote.kind, "transport": transport,
                 "position": remote.position.map(|(x, y)| [x, y]), "refused": remote.refused,
                 "stats": stats}),
             );
             if !self.json {
-                tracing::info!(peer, transport, rtt_ms = stats.rtt_ms, loss_pct = stats.loss_percent,
+                tracing::info!(peer = id_of(peer), epoch = epoch_of(peer), transport, rtt_ms = stats.rtt_ms, loss_pct = stats.loss_percent,
                     mode = ?stats.mode, sent = stats.packets_sent, "link");
             }
         }

@@ -118,13 +118,16 @@ struct Emulators {
 struct Remote {
     /// We connect to lower ids: our connection, once started.
     connector: Option<Connection>,
+    /// Our role, fixed when the link opened (our id may change later).
+    connects: bool,
     /// Connector whose connection ended: start again at this time.
     retry_at: Option<Duration>,
     emulators: Option<Emulators>,
     connected: bool,
 }
 
-/// All links of one room member.
+/// All links of one room member, keyed by peer id. (A driver may key by any `u64` whose
+/// order matches the peer ids' order among links opened under one `me`; see `driver.rs`.)
 #[derive(Debug)]
 pub struct Links {
     me: u64,
@@ -204,7 +207,8 @@ impl Links {
                 })
             }
         };
-        let connector = if peer < self.me {
+        let connects = peer < self.me;
+        let connector = if connects {
             Some(Connection::connect(self.config.clone(), now)?)
         } else {
             None
@@ -213,6 +217,7 @@ impl Links {
             peer,
             Remote {
                 connector,
+                connects,
                 retry_at: None,
                 emulators,
                 connected: false,
@@ -268,7 +273,7 @@ impl Links {
             .remotes
             .get_mut(&peer)
             .ok_or(LinkError::UnknownPeer(peer))?;
-        if peer < self.me || remote.connector.is_some() {
+        if remote.connects {
             let connection = remote
                 .connector
                 .as_mut()
@@ -334,7 +339,7 @@ impl Links {
                     arrived.push((peer, datagram));
                 }
             }
-            if remote.connector.is_none() && peer < self.me {
+            if remote.connector.is_none() && remote.connects {
                 if let Some(at) = remote.retry_at.filter(|at| now >= *at) {
                     let _ = at;
                     remote.retry_at = None;

@@ -1,0 +1,101 @@
+// e2e plumbing for native peers: runs `ackwire-peer join URL --json` (the binary from
+// ACKWIRE_PEER_BIN) and reads its one-JSON-object-per-line stdout; and a signal server on a
+// chosen port, so a test can restart it where the peers look for it.
+import { spawn } from 'node:child_process';
+
+const env = (name) => {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set: run the e2e suite through \`cargo xtask test\``);
+  return value;
+};
+
+/** Starts `ackwire-peer join url --json ...extra`; resolves once it has been welcomed. */
+export async function joinNative(url, extra = []) {
+  const child = spawn(env('ACKWIRE_PEER_BIN'), ['join', url, '--json', ...extra], {
+    env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? 'info', NO_COLOR: '1' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const lines = [];
+  const waiters = new Set();
+  let buffered = '';
+  child.stdout.on('data', (chunk) => {
+    buffered += chunk;
+    let nl;
+    while ((nl = buffered.indexOf('\n')) >= 0) {
+      const line = buffered.slice(0, nl);
+      buffered = buffered.slice(nl + 1);
+      let value;
+      try { value = JSON.parse(line); } catch { continue; }
+      lines.push(value);
+      for (const w of waiters) w();
+    }
+  });
+  child.stderr.on('data', (chunk) => process.stderr.write(`[native ${child.pid}] ${chunk}`));
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  const native = {
+    child,
+    lines,
+    /** Resolves with the first line (from `from` on) for which `pred` holds. */
+    waitFor(what, pred, timeout = 10000, from = 0) {
+      return new Promise((resolve, reject) => {
+        let seen = from;
+        const check = () => {
+          for (; seen < lines.length; seen++) {
+            if (pred(lines[seen])) { done(); resolve(lines[seen]); return; }
+          }
+        };
+        const timer = setTimeout(() => {
+          done();
+          reject(new Error(`native ${child.pid}: no ${what} within ${timeout} ms; last lines: ${JSON.stringify(lines.slice(-3))}`));
+        }, timeout);
+        const done = () => { clearTimeout(timer); waiters.delete(check); };
+        waiters.add(check);
+        check();
+      });
+    },
+    /**
+     * The stats entry for the link to `peer` in a stats line. Peer ids restart with a
+     * restarted server, so the native tags each link with the server session (`epoch`, from
+     * 0) it was made in; give `epoch` to tell them apart.
+     */
+    link: (line, peer, epoch) => line.links?.find((l) => l.peer === peer && (epoch === undefined || l.epoch === epoch)),
+    /** Stops the peer (Ctrl-C: it closes its links and leaves the room). */
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGINT');
+      await exited;
+    },
+    exited,
+  };
+  const welcome = await native.waitFor('welcome', (l) => l.type === 'welcome', 15000);
+  native.id = welcome.peer_id;
+  return native;
+}
+
+/** Starts the signal server on 127.0.0.1:`port` (0: any); resolves with its URL and stop(). */
+export async function startServerAt(port = 0) {
+  const child = spawn(env('ACKWIRE_SIGNAL_BIN'), ['--bind', `127.0.0.1:${port}`, '--web-dir', env('ACKWIRE_WEB_DIR')], {
+    env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? 'info', NO_COLOR: '1' },
+    stdio: ['ignore', 'inherit', 'pipe'],
+  });
+  let log = '';
+  const url = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not report its address:\n${log}`)), 15000);
+    child.stderr.on('data', (chunk) => {
+      log += chunk;
+      const m = /listening.*?(127\.0\.0\.1:\d+)/.exec(log);
+      if (m) { clearTimeout(timer); resolve(`http://${m[1]}`); }
+    });
+    child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`server exited (${code}):\n${log}`)); });
+  });
+  return {
+    url,
+    port: Number(new URL(url).port),
+    async stop() {
+      if (child.exitCode !== null) return;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
