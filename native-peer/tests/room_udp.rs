@@ -240,7 +240,7 @@ async fn two_natives_in_a_room_link_over_udp_exchange_positions_and_a_greeting_o
             let rtt = link["stats"]["rtt_ms"].as_f64().unwrap();
             // The core's RTT includes the peer's wait for its next paced packet (up to 100 ms
             // at the 10 packets/s of the first seconds), so loopback reads tens of ms.
-            assert!(rtt > 0.0 && rtt < 150.0, "loopback RTT {rtt} ms");
+            assert!(rtt > 0.0 && rtt < 250.0, "loopback RTT {rtt} ms");
             assert_eq!(link["stats"]["packets_lost"], 0);
             let chats: Vec<&Value> = me.seen.iter().filter(|l| l["type"] == "chat").collect();
             assert_eq!(

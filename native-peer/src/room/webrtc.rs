@@ -13,6 +13,7 @@
 
 use std::net::IpAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::BytesMut;
 use rtc::ice::mdns::MulticastDnsMode;
@@ -151,6 +152,10 @@ fn setting_engine(ice: &IceOptions) -> webrtc::peer_connection::SettingEngine {
     let mut settings = SettingEngineBuilder::new()
         .with_multicast_dns_mode(MulticastDnsMode::Disabled)
         .with_answering_dtls_role(RTCDtlsRole::Server)
+        // When we offer, the browser's checks usually arrive before its trickled candidates,
+        // so its address is first learnt as peer-reflexive, a pair the controlling agent
+        // would otherwise wait 1 s to accept.
+        .with_prflx_acceptance_min_wait(Some(Duration::ZERO))
         .with_include_loopback_candidate(ice.bind.ip().is_loopback());
     if let Some(ip) = ice.public_ip {
         settings = settings.with_nat_1to1_ips(vec![ip.to_string()], RTCIceCandidateType::Host);
