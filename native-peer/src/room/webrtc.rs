@@ -220,24 +220,16 @@ async fn run(
             command = commands.recv() => match command {
                 None | Some(Command::Close) => break "closed locally".to_owned(),
                 Some(Command::Remote(SignalData::Sdp { sdp })) => {
-                    let answer = sdp.kind == "offer";
-                    let description = match sdp.kind.as_str() {
-                        "offer" => RTCSessionDescription::offer(sdp.sdp)?,
-                        "answer" => RTCSessionDescription::answer(sdp.sdp)?,
-                        other => {
-                            tracing::warn!(peer, kind = other, "ignoring a session description of unknown type");
-                            continue;
+                    // A description we cannot use changes nothing: the session waits for a
+                    // good one (or the peer leaving).
+                    match apply_description(&pc, peer, sdp, events).await {
+                        Ok(()) => {
+                            remote_described = true;
+                            for candidate in early_candidates.drain(..) {
+                                add_candidate(&pc, peer, candidate).await;
+                            }
                         }
-                    };
-                    pc.set_remote_description(description).await?;
-                    remote_described = true;
-                    for candidate in early_candidates.drain(..) {
-                        add_candidate(&pc, peer, candidate).await;
-                    }
-                    if answer {
-                        let description = pc.create_answer(None).await?;
-                        pc.set_local_description(description.clone()).await?;
-                        signal_description(peer, events, "answer", description.sdp);
+                        Err(e) => tracing::warn!(peer, error = %e, "session description refused"),
                     }
                 }
                 Some(Command::Remote(SignalData::Candidate { candidate, sdp_mid, sdp_m_line_index })) => {
@@ -270,6 +262,40 @@ async fn run(
     let _ = channel.close().await;
     let _ = pc.close().await;
     Ok(reason)
+}
+
+/// Why a remote session description was not applied.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DescriptionError {
+    /// `type` is neither `offer` nor `answer`.
+    #[error("session description of type {0:?}")]
+    UnknownType(String),
+    /// The WebRTC stack refused it (malformed SDP, wrong signalling state).
+    #[error(transparent)]
+    WebRtc(#[from] webrtc::error::Error),
+}
+
+/// Applies the peer's offer or answer; to an offer, creates and relays our answer.
+async fn apply_description(
+    pc: &impl PeerConnection,
+    peer: u64,
+    sdp: Sdp,
+    events: &mpsc::UnboundedSender<(u64, WebRtcEvent)>,
+) -> Result<(), DescriptionError> {
+    let description = match sdp.kind.as_str() {
+        "offer" => RTCSessionDescription::offer(sdp.sdp)?,
+        "answer" => RTCSessionDescription::answer(sdp.sdp)?,
+        other => return Err(DescriptionError::UnknownType(other.to_owned())),
+    };
+    let offer = description.sdp_type == webrtc::peer_connection::RTCSdpType::Offer;
+    pc.set_remote_description(description).await?;
+    if offer {
+        let description = pc.create_answer(None).await?;
+        pc.set_local_description(description.clone()).await?;
+        signal_description(peer, events, "answer", description.sdp);
+    }
+    Ok(())
 }
 
 fn signal_description(

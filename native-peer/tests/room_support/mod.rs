@@ -1,0 +1,207 @@
+//! Shared by the `room_*` tests: a signalling server in the test process, `ackwire-peer
+//! join --json` processes with their stdout parsed, and a dashboard subscription.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio_tungstenite::tungstenite::Message;
+
+/// The signalling server, in this process, on a fixed loopback address (so a restart
+/// comes back where the peers look for it).
+pub struct Server {
+    pub addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Server {
+    pub async fn start(addr: SocketAddr) -> Server {
+        let listener = TcpListener::bind(addr)
+            .await
+            .expect("bind the signal server");
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = oneshot::channel();
+        let config = ackwire_signal::config::Config {
+            bind: addr,
+            ..Default::default()
+        };
+        let task = tokio::spawn(async move {
+            let _ = ackwire_signal::serve(listener, config, async {
+                let _ = stopped.await;
+            })
+            .await;
+        });
+        Server {
+            addr,
+            stop: Some(stop),
+            task,
+        }
+    }
+
+    pub async fn stop(mut self) {
+        let _ = self.stop.take().unwrap().send(());
+        let _ = self.task.await;
+    }
+
+    pub fn room_url(&self, room: &str) -> String {
+        format!("http://{}/room/{room}", self.addr)
+    }
+}
+
+/// A running `ackwire-peer join --json`, its stdout lines parsed in the background.
+pub struct Peer {
+    child: Child,
+    lines: mpsc::Receiver<Value>,
+    pub seen: Vec<Value>,
+}
+
+impl Peer {
+    pub fn join(url: &str) -> Peer {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_ackwire-peer"))
+            .args(["join", url, "--json"])
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn ackwire-peer join");
+        let stderr = BufReader::new(child.stderr.take().unwrap());
+        let pid = child.id();
+        thread::spawn(move || {
+            for line in stderr.lines().map_while(Result::ok) {
+                eprintln!("[peer {pid}] {line}");
+            }
+        });
+        let (tx, lines) = mpsc::channel();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        thread::spawn(move || {
+            for line in stdout.lines().map_while(Result::ok) {
+                if let Ok(value) = serde_json::from_str::<Value>(&line) {
+                    let _ = tx.send(value);
+                }
+            }
+        });
+        Peer {
+            child,
+            lines,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Waits for a line matching `pred`, keeping every line read.
+    pub fn wait_for(
+        &mut self,
+        what: &str,
+        timeout: Duration,
+        pred: impl Fn(&Value) -> bool,
+    ) -> Value {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    self.seen.push(line.clone());
+                    if pred(&line) {
+                        return line;
+                    }
+                }
+                Err(_) => panic!(
+                    "no {what} within {timeout:?}; last lines: {:?}",
+                    last(&self.seen)
+                ),
+            }
+        }
+    }
+
+    pub fn peer_id(&mut self) -> u64 {
+        let welcome = self.wait_for("welcome", Duration::from_secs(10), |l| {
+            l["type"] == "welcome"
+        });
+        welcome["peer_id"].as_u64().unwrap()
+    }
+}
+
+impl Peer {
+    /// Whether the process is still running.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn last(lines: &[Value]) -> &[Value] {
+    &lines[lines.len().saturating_sub(4)..]
+}
+
+/// The stats entry for the link to `peer` in a stats line, if any.
+pub fn link_to(line: &Value, peer: u64) -> Option<&Value> {
+    line["links"].as_array()?.iter().find(|l| l["peer"] == peer)
+}
+
+pub fn acked(line: &Value, peer: u64) -> u64 {
+    link_to(line, peer).map_or(0, |l| l["stats"]["packets_acked"].as_u64().unwrap_or(0))
+}
+
+/// A dashboard's subscription: collects `stats` events of `room`.
+pub async fn subscribe(server: &Server, room: &str) -> mpsc::Receiver<Value> {
+    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{}/ws", server.addr))
+        .await
+        .expect("dashboard connects");
+    ws.send(Message::text(
+        json!({"type": "subscribe", "room": room}).to_string(),
+    ))
+    .await
+    .unwrap();
+    let (tx, rx) = mpsc::channel();
+    tokio::spawn(async move {
+        while let Some(Ok(message)) = ws.next().await {
+            if let Message::Text(text) = message {
+                if let Ok(value) = serde_json::from_str::<Value>(&text) {
+                    if value["type"] == "stats" && tx.send(value).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    });
+    rx
+}
+
+/// Waits for a dashboard stats event from `from` about `to` over `transport`.
+pub fn dashboard_link(rx: &mpsc::Receiver<Value>, from: u64, to: u64, transport: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while let Ok(event) = rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+        if event["peer_id"] != from {
+            continue;
+        }
+        let link = event["links"]
+            .as_array()
+            .and_then(|links| links.iter().find(|l| l["peer"] == to));
+        if let Some(link) = link {
+            assert_eq!(link["transport"], transport, "{event}");
+            if link["stats"]["packets_acked"].as_u64().unwrap_or(0) > 0 {
+                return link.clone();
+            }
+        }
+    }
+    panic!("no dashboard stats for {from}→{to}");
+}
+
+pub async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    tokio::task::spawn_blocking(f).await.unwrap()
+}
