@@ -2,7 +2,7 @@
 //! (one UDP socket for every native peer, one WebRTC session per browser peer), follows the
 //! room through signalling, and reports. All protocol work happens in the core via `Links`.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::f32::consts::TAU;
 use std::future::Future;
 use std::io::Write;
@@ -25,6 +25,11 @@ use crate::link::{self, Link};
 pub const STATS_PERIOD: Duration = Duration::from_secs(1);
 /// One lap of the demo dot.
 const LAP: Duration = Duration::from_secs(8);
+/// Datagrams from addresses no native of the room has (yet) are kept this long, at most
+/// [`EARLY_DATAGRAMS`] of them: a newcomer's first connect request usually arrives before the
+/// server's `peer_joined` about it, and replaying it saves the core's 250 ms resend.
+const EARLY_DATAGRAM_TTL: Duration = Duration::from_secs(1);
+const EARLY_DATAGRAMS: usize = 32;
 /// Largest datagram read from the UDP socket (bigger than any the core sends, so an
 /// oversized one shows up as refused rather than silently cut).
 const RECV_BUF: usize = 2048;
@@ -93,6 +98,8 @@ struct Driver {
     emulation: Option<link::EmulationOptions>,
     next_stats: Duration,
     unknown_datagrams: u64,
+    /// Recent datagrams from unknown addresses, oldest first (see [`EARLY_DATAGRAM_TTL`]).
+    early: VecDeque<(Duration, SocketAddr, Vec<u8>)>,
 }
 
 /// Joins the room `args.url` and runs until `stop` resolves or `--duration` passes.
@@ -163,6 +170,7 @@ pub async fn run(args: &JoinArgs, stop: impl Future<Output = ()>) -> Result<(), 
         emulation,
         next_stats: STATS_PERIOD,
         unknown_datagrams: 0,
+        early: VecDeque::new(),
     };
     let deadline = duration.map(|d| driver.start + d);
     tokio::pin!(stop);
@@ -327,6 +335,7 @@ impl Driver {
                         tracing::error!("{e}");
                     }
                 }
+                self.replay_early(now, addr, key);
                 Transport::Udp(addr)
             }
             ("native", None) => {
@@ -349,6 +358,24 @@ impl Driver {
                 refused: 0,
             },
         );
+    }
+
+    /// Hands the peer at `addr` (now known as `key`) what it sent before we knew it.
+    fn replay_early(&mut self, now: Duration, addr: SocketAddr, key: u64) {
+        let Some(links) = &mut self.links else {
+            return;
+        };
+        let cutoff = now.saturating_sub(EARLY_DATAGRAM_TTL);
+        self.early.retain(|(at, from, datagram)| {
+            if *from != addr {
+                return *at >= cutoff;
+            }
+            if *at >= cutoff {
+                // Refused ones are dropped, as they would have been on arrival.
+                let _ = links.receive(now, key, datagram);
+            }
+            false
+        });
     }
 
     /// Forgets `peer`: closes its link and transport. True if it was known.
@@ -446,8 +473,14 @@ impl Driver {
         for (from, datagram) in arrived {
             match self.by_addr.get(&from) {
                 Some(&peer) => self.deliver(now, peer, &datagram),
-                // Not a native of this room: nothing to do with it.
-                None => self.unknown_datagrams += 1,
+                // Not a native of this room (yet): kept briefly in case it is a newcomer.
+                None => {
+                    self.unknown_datagrams += 1;
+                    if self.early.len() == EARLY_DATAGRAMS {
+                        self.early.pop_front();
+                    }
+                    self.early.push_back((now, from, datagram));
+                }
             }
         }
     }
