@@ -54,7 +54,7 @@ pub struct JoinArgs {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum RoomError {
-    /// The URL is not `http://HOST[:PORT]/room/NAME`.
+    /// The URL is not `http(s)://HOST[:PORT]/room/NAME`.
     #[error("room URL {url:?}: {reason}")]
     BadUrl {
         /// The URL given.
@@ -87,25 +87,24 @@ pub enum RoomError {
 /// Where the room is: the WebSocket URL and the room name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RoomUrl {
-    /// `ws://HOST:PORT/ws`.
+    /// `ws://HOST:PORT/ws` (`wss://` behind TLS).
     pub ws_url: String,
     /// The room name.
     pub room: String,
 }
 
-/// Parses a room page URL (`http://HOST[:PORT]/room/NAME`, optionally with a trailing
-/// `/dashboard`, query or fragment) into the WebSocket URL and the room name.
+/// Parses a room page URL (`http(s)://HOST[:PORT]/room/NAME`, optionally with a trailing
+/// `/dashboard`, query or fragment) into the WebSocket URL (`ws://`, or `wss://` for https)
+/// and the room name.
 pub fn parse_room_url(url: &str) -> Result<RoomUrl, RoomError> {
     let bad = |reason| RoomError::BadUrl {
         url: url.to_owned(),
         reason,
     };
-    let rest = match url.split_once("://") {
-        Some(("http", rest)) | Some(("ws", rest)) => rest,
-        Some(("https", _)) | Some(("wss", _)) => {
-            return Err(bad("TLS (https/wss) is not supported yet; use http://"));
-        }
-        _ => return Err(bad("expected http://HOST[:PORT]/room/NAME")),
+    let (scheme, rest) = match url.split_once("://") {
+        Some(("http" | "ws", rest)) => ("ws", rest),
+        Some(("https" | "wss", rest)) => ("wss", rest),
+        _ => return Err(bad("expected http(s)://HOST[:PORT]/room/NAME")),
     };
     let rest = rest.split(['?', '#']).next().unwrap_or_default();
     let (host, path) = rest
@@ -128,7 +127,7 @@ pub fn parse_room_url(url: &str) -> Result<RoomUrl, RoomError> {
         return Err(bad("a room name is 1-64 characters of A-Z a-z 0-9 - _"));
     }
     Ok(RoomUrl {
-        ws_url: format!("ws://{host}/ws"),
+        ws_url: format!("{scheme}://{host}/ws"),
         room: room.to_owned(),
     })
 }
@@ -176,6 +175,8 @@ mod tests {
         let dashboard = parse_room_url("http://example.org/room/a-b_1/dashboard?x=1").unwrap();
         assert_eq!(dashboard.ws_url, "ws://example.org/ws");
         assert_eq!(dashboard.room, "a-b_1");
+        let tls = parse_room_url("https://play.example.org/room/lobby").unwrap();
+        assert_eq!(tls.ws_url, "wss://play.example.org/ws");
     }
 
     #[test]
@@ -186,7 +187,7 @@ mod tests {
             "http://127.0.0.1:8080/dashboard",
             "http://127.0.0.1:8080/room/",
             "http://127.0.0.1:8080/room/bad%20name",
-            "https://example.org/room/lobby",
+            "ftp://example.org/room/lobby",
             "http:///room/lobby",
         ] {
             assert!(

@@ -189,7 +189,7 @@ pub enum SignallingEvent {
 /// Where to join and as what.
 #[derive(Debug, Clone)]
 pub struct JoinRequest {
-    /// `ws://host:port/ws`.
+    /// `ws://host:port/ws` or `wss://host/ws`.
     pub ws_url: String,
     /// Room name.
     pub room: String,
