@@ -81,8 +81,10 @@ pub struct Connection {
     pub endpoint: Endpoint,
     traffic: Traffic,
     last_heard: Duration,
-    /// Pinned connections (the one a `connect` peer opened) never idle out.
+    /// Pinned connections (the one a `connect` peer opened) never idle out; they warn once
+    /// per silence instead, so a wrong address or a dead listener shows in the log.
     pinned: bool,
+    warned_silent: bool,
     /// Deadline of this connection's live timer entry.
     scheduled: Duration,
     generation: u64,
@@ -215,6 +217,7 @@ impl Connections {
             traffic,
             last_heard: now,
             pinned,
+            warned_silent: false,
             scheduled: Duration::MAX,
             generation: self.next_generation,
         };
@@ -282,6 +285,10 @@ impl Connections {
                 Ok(received) => {
                     connection.traffic.on_payload(received.payload);
                     connection.last_heard = now;
+                    if connection.warned_silent {
+                        connection.warned_silent = false;
+                        tracing::info!(addr = %from, "peer answering again");
+                    }
                     drain_events(connection);
                     // Acks can move the loss deadline or the mode, and with it the next send.
                     self.reschedule(slot, now);
@@ -350,7 +357,7 @@ impl Connections {
     fn reschedule(&mut self, slot: usize, now: Duration) {
         let connection = self.slots[slot].as_mut().expect("reschedule a live slot");
         let mut deadline = connection.endpoint.poll_timeout();
-        if !connection.pinned {
+        if !connection.warned_silent {
             deadline = deadline.min(connection.last_heard + IDLE_TIMEOUT);
         }
         // Never schedule in the past: the endpoint has just been serviced at `now`, so a past
@@ -391,9 +398,14 @@ impl Connections {
             }
             let connection = self.slots[slot].as_mut().expect("live timer slot");
             connection.scheduled = Duration::MAX;
-            if !connection.pinned && now >= connection.last_heard + IDLE_TIMEOUT {
+            let silent = now >= connection.last_heard + IDLE_TIMEOUT;
+            if silent && !connection.pinned {
                 self.close(slot);
                 continue;
+            }
+            if silent && !connection.warned_silent {
+                connection.warned_silent = true;
+                tracing::warn!(addr = %connection.addr, after = ?IDLE_TIMEOUT, "no answer from the peer");
             }
             self.transmit(slot, now, link);
         }
