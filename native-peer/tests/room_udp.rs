@@ -171,3 +171,35 @@ async fn a_native_link_keeps_flowing_through_a_signalling_restart_and_both_rejoi
     drop((a, b));
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_native_stopped_with_sigterm_says_goodbye_on_its_links_and_leaves_the_room_at_once() {
+    let server = Server::start("127.0.0.1:0".parse().unwrap()).await;
+    let url = server.room_url("goodbye");
+    blocking(move || {
+        let mut a = Peer::join(&url);
+        let a_id = a.peer_id();
+        let mut b = Peer::join(&url);
+        let b_id = b.peer_id();
+        a.wait_for("the UDP link", Duration::from_secs(10), |l| {
+            l["type"] == "link-connected" && l["peer"] == b_id
+        });
+        b.wait_for("the UDP link", Duration::from_secs(10), |l| {
+            l["type"] == "link-connected" && l["peer"] == a_id
+        });
+        b.terminate();
+        // The core's disconnect arrives over the link, and the room hears `left` (not `lost`
+        // after the 15 s reconnect grace) well within the wait below.
+        a.wait_for("the disconnect", Duration::from_secs(3), |l| {
+            l["type"] == "link-ended" && l["peer"] == b_id && l["reason"] == "closed-by-peer"
+        });
+        a.wait_for("b leaving", Duration::from_secs(3), |l| {
+            l["type"] == "peer-left" && l["peer"] == b_id && l["reason"] == "left"
+        });
+        b.wait_for("its last line", Duration::from_secs(3), |l| {
+            l["type"] == "left"
+        });
+    })
+    .await;
+    server.stop().await;
+}

@@ -132,7 +132,7 @@ pub fn parse_room_url(url: &str) -> Result<RoomUrl, RoomError> {
     })
 }
 
-/// Runs `join` until Ctrl-C or `--duration`; the exit code says how it ended.
+/// Runs `join` until Ctrl-C, SIGTERM or `--duration`; the exit code says how it ended.
 pub fn main(args: &JoinArgs) -> ExitCode {
     let result = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -141,9 +141,7 @@ pub fn main(args: &JoinArgs) -> ExitCode {
         .and_then(|runtime| {
             runtime.block_on(async {
                 let stop = async {
-                    if tokio::signal::ctrl_c().await.is_err() {
-                        std::future::pending::<()>().await;
-                    }
+                    stop_signal().await;
                     tracing::info!("interrupted, leaving the room");
                 };
                 driver::run(args, stop).await
@@ -160,6 +158,30 @@ pub fn main(args: &JoinArgs) -> ExitCode {
                 _ => ExitCode::FAILURE,
             }
         }
+    }
+}
+
+/// Resolves on Ctrl-C or SIGTERM (a supervisor's stop), so both leave the room cleanly.
+async fn stop_signal() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut term) => {
+                term.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = term => {}
     }
 }
 

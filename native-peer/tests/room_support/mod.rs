@@ -131,6 +131,15 @@ impl Peer {
 }
 
 impl Peer {
+    /// Sends SIGTERM, as a supervisor stopping the peer would.
+    pub fn terminate(&self) {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success());
+    }
+
     /// Whether the process is still running.
     pub fn is_running(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
