@@ -13,23 +13,13 @@ use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 
-use room_support::{Peer, Server, acked, blocking};
+use room_support::{Server, acked, blocking, linked_pair};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn garbage_signals_from_an_impostor_change_nothing_and_links_keep_flowing() {
     let server = Server::start("127.0.0.1:0".parse().unwrap()).await;
     let url = server.room_url("hostile");
-    let (a, b, a_id, b_id) = blocking(move || {
-        let mut a = Peer::join(&url);
-        let a_id = a.peer_id();
-        let mut b = Peer::join(&url);
-        let b_id = b.peer_id();
-        a.wait_for("the UDP link", Duration::from_secs(10), |l| {
-            l["type"] == "link-connected" && l["peer"] == b_id
-        });
-        (a, b, a_id, b_id)
-    })
-    .await;
+    let (a, b, a_id, b_id) = blocking(move || linked_pair(&url)).await;
 
     let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{}/ws", server.addr))
         .await

@@ -12,7 +12,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use room_support::{Peer, Server, acked, blocking, dashboard_link, link_to, subscribe};
+use room_support::{
+    Peer, Server, acked, blocking, dashboard_link, link_to, linked_pair, subscribe,
+};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_natives_in_a_room_link_over_udp_exchange_positions_and_a_greeting_once() {
@@ -96,20 +98,7 @@ async fn a_native_link_keeps_flowing_through_a_signalling_restart_and_both_rejoi
     let server = Server::start("127.0.0.1:0".parse().unwrap()).await;
     let addr = server.addr;
     let url = server.room_url("restart");
-    let (a, b, a_id, b_id) = blocking(move || {
-        let mut a = Peer::join(&url);
-        let a_id = a.peer_id();
-        let mut b = Peer::join(&url);
-        let b_id = b.peer_id();
-        a.wait_for("a UDP link", Duration::from_secs(10), |l| {
-            l["type"] == "link-connected"
-        });
-        b.wait_for("a UDP link", Duration::from_secs(10), |l| {
-            l["type"] == "link-connected"
-        });
-        (a, b, a_id, b_id)
-    })
-    .await;
+    let (a, b, a_id, b_id) = blocking(move || linked_pair(&url)).await;
     server.stop().await;
     // While signalling is down the link carries on: acks keep climbing on both sides.
     let (a, b) = blocking(move || {
@@ -177,16 +166,7 @@ async fn a_native_stopped_with_sigterm_says_goodbye_on_its_links_and_leaves_the_
     let server = Server::start("127.0.0.1:0".parse().unwrap()).await;
     let url = server.room_url("goodbye");
     blocking(move || {
-        let mut a = Peer::join(&url);
-        let a_id = a.peer_id();
-        let mut b = Peer::join(&url);
-        let b_id = b.peer_id();
-        a.wait_for("the UDP link", Duration::from_secs(10), |l| {
-            l["type"] == "link-connected" && l["peer"] == b_id
-        });
-        b.wait_for("the UDP link", Duration::from_secs(10), |l| {
-            l["type"] == "link-connected" && l["peer"] == a_id
-        });
+        let (mut a, mut b, _, b_id) = linked_pair(&url);
         b.terminate();
         // The core's disconnect arrives over the link, and the room hears `left` (not `lost`
         // after the 15 s reconnect grace) well within the wait below.

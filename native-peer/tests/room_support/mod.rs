@@ -153,6 +153,21 @@ impl Drop for Peer {
     }
 }
 
+/// Two natives joined to `url`, one after the other, once their UDP link is up on both
+/// sides: `(a, b, a's id, b's id)`.
+pub fn linked_pair(url: &str) -> (Peer, Peer, u64, u64) {
+    let mut a = Peer::join(url);
+    let a_id = a.peer_id();
+    let mut b = Peer::join(url);
+    let b_id = b.peer_id();
+    for (me, other) in [(&mut a, b_id), (&mut b, a_id)] {
+        me.wait_for("the UDP link", Duration::from_secs(10), |l| {
+            l["type"] == "link-connected" && l["peer"] == other && l["transport"] == "udp"
+        });
+    }
+    (a, b, a_id, b_id)
+}
+
 pub fn last(lines: &[Value]) -> &[Value] {
     &lines[lines.len().saturating_sub(4)..]
 }
