@@ -82,7 +82,8 @@ pub struct PeerInfo {
 /// An ICE server from the welcome, in the browser's `RTCIceServer` shape.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct IceServer {
-    /// STUN/TURN URLs.
+    /// STUN/TURN URLs (a single string is accepted too, as browsers do).
+    #[serde(deserialize_with = "one_or_many")]
     pub urls: Vec<String>,
     /// TURN user name.
     #[serde(default)]
@@ -90,6 +91,19 @@ pub struct IceServer {
     /// TURN credential.
     #[serde(default)]
     pub credential: String,
+}
+
+fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Urls {
+        One(String),
+        Many(Vec<String>),
+    }
+    Ok(match Urls::deserialize(d)? {
+        Urls::One(url) => vec![url],
+        Urls::Many(urls) => urls,
+    })
 }
 
 /// Server → client frames the driver acts on; everything else is [`Incoming::Other`].
@@ -387,6 +401,12 @@ mod tests {
         assert_eq!(peers[0].udp_addr.as_deref(), Some("127.0.0.1:40000"));
         assert_eq!(peers[1].udp_addr, None);
         assert_eq!(ice_servers[0].urls, ["stun:stun.example.org:3478"]);
+        let one: IceServer = serde_json::from_str(
+            r#"{"urls":"turn:t.example.org","username":"u","credential":"c"}"#,
+        )
+        .unwrap();
+        assert_eq!(one.urls, ["turn:t.example.org"]);
+        assert_eq!((one.username.as_str(), one.credential.as_str()), ("u", "c"));
     }
 
     #[test]
