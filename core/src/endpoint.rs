@@ -159,6 +159,10 @@ pub struct Endpoint {
     congestion: BinaryCongestion,
     next_send_at: Duration,
     last_send_at: Option<Duration>,
+    /// When an ack last arrived (the start until one does), and when a packet was last
+    /// declared lost: together they tell a silent peer (see `is_silent`).
+    last_ack_at: Duration,
+    last_loss_at: Option<Duration>,
     events: VecDeque<Event>,
     counters: Counters,
 }
@@ -180,6 +184,8 @@ impl Endpoint {
             received_bits: 0,
             next_send_at: now,
             last_send_at: None,
+            last_ack_at: now,
+            last_loss_at: None,
             events: VecDeque::with_capacity(EVENT_QUEUE_RESERVE),
             counters: Counters::default(),
         })
@@ -282,6 +288,7 @@ impl Endpoint {
                 let rtt = now.saturating_sub(packet.sent_at);
                 self.rtt.on_sample(rtt);
                 self.loss.record(false);
+                self.last_ack_at = now;
                 self.counters.packets_acked += 1;
                 self.events.push_back(Event::Acked {
                     sequence: acked,
@@ -441,6 +448,7 @@ impl Endpoint {
         let sequence = self.oldest_unresolved;
         if self.sent.remove(sequence).is_some() {
             self.loss.record(true);
+            self.last_loss_at = Some(self.now);
             self.counters.packets_lost += 1;
             self.events.push_back(Event::Lost { sequence });
         }
@@ -456,8 +464,19 @@ impl Endpoint {
         }
     }
 
+    /// True when the peer has gone quiet: packets have been declared lost since the last ack,
+    /// and no ack has come for a whole loss timeout. RTT alone cannot see this (with no acks
+    /// there are no samples), so silence counts as bad conditions: a dead or vanished peer is
+    /// never sent to at the good rate.
+    fn is_silent(&self, now: Duration) -> bool {
+        self.last_loss_at
+            .is_some_and(|lost_at| lost_at >= self.last_ack_at)
+            && now >= self.last_ack_at + self.config.loss_timeout
+    }
+
     fn update_congestion(&mut self, now: Duration) {
-        let bad = self.congestion.is_bad(self.rtt.rtt(), self.loss.percent());
+        let bad =
+            self.congestion.is_bad(self.rtt.rtt(), self.loss.percent()) || self.is_silent(now);
         if let Some(mode) = self.congestion.update(now, bad) {
             if let Some(last) = self.last_send_at {
                 self.next_send_at = last + self.interval();

@@ -60,7 +60,8 @@
 //!    after the loss timeout (1 s) is [`Event::Lost`].
 //! 5. [`rtt`] and [`loss`]: smoothed RTT (10% EWMA) with jitter, and loss % over a window.
 //! 6. [`congestion`]: simple binary congestion avoidance: 30 pps in good mode, 10 pps in bad;
-//!    bad at once when RTT > 250 ms, good again after `t` of good conditions, `t` doubled on a
+//!    bad at once when RTT > 250 ms (or when the peer falls silent: packets lost and no ack
+//!    for a whole loss timeout), good again after `t` of good conditions, `t` doubled on a
 //!    quick fallback and halved every 10 s of good (clamped to 1..=60 s).
 //! 7. [`config`]: every number above in one [`Config`] with documented defaults.
 //! 8. [`stats`]: one serde-serializable [`Stats`] snapshot for dashboards.

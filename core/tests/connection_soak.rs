@@ -166,13 +166,15 @@ fn ten_minutes_at_20_percent_loss_with_a_blackout_deliver_every_reliable_message
     assert!(client_app.ordered_sent.len() > 11_000);
 
     // Bounded memory: two reliable channels, each at most a window of ids; each id holds at
-    // most one fragment (1 KiB); snapshots wait at most a few packets behind reliable data.
+    // most one fragment (1 KiB). Snapshots (20/s) queue while the link is silent (the 2 s
+    // blackout counts as bad conditions: 10 packets/s) and until reliable data drains; the
+    // queue stays far below its configured bound.
     let window = 2 * usize::from(RELIABLE_WINDOW);
     assert!(peak.reliable_in_flight <= window, "{peak:?}");
     assert!(peak.receive_held <= window, "{peak:?}");
     assert!(peak.reliable_send_bytes <= window * 1024, "{peak:?}");
     assert!(peak.receive_bytes <= 2 * MAX_MESSAGE_SIZE, "{peak:?}");
-    assert!(peak.unreliable_queued <= 20, "{peak:?}");
+    assert!(peak.unreliable_queued <= 64, "{peak:?}");
     for b in [pair.client.buffered(), pair.server().buffered()] {
         assert_eq!(b, ackwire_core::Buffered::default(), "drained at the end");
     }

@@ -142,6 +142,66 @@ fn a_blackout_longer_than_the_loss_timeout_declares_packets_lost() {
 }
 
 #[test]
+fn a_peer_gone_silent_drops_the_link_to_bad_mode_within_a_loss_timeout() {
+    // RTT samples stop with the acks, so RTT alone would keep a dead link in good mode at
+    // 30 pps; silence (losses and no ack for a whole loss timeout) must count as bad.
+    let mut pair = Pair::symmetric(Config::default(), delayed(10 * MS), 6);
+    pair.run_until(10 * S);
+    assert_eq!(pair.a.mode(), Mode::Good);
+    pair.b_to_a
+        .set_config(EmulatorConfig {
+            loss_percent: 100.0,
+            ..EmulatorConfig::default()
+        })
+        .unwrap();
+    let silence_began = pair.now;
+    pair.run_for(3 * S);
+    assert_eq!(pair.a.mode(), Mode::Bad);
+    let went_bad = pair
+        .a_log
+        .events
+        .iter()
+        .filter(|(at, _)| *at >= silence_began)
+        .find_map(|(at, e)| {
+            matches!(
+                e,
+                Event::ModeChanged {
+                    mode: Mode::Bad,
+                    ..
+                }
+            )
+            .then_some(*at)
+        })
+        .expect("a dropped to bad mode");
+    // The last ack arrived just before the silence; the first loss is declared one loss
+    // timeout (1 s) after the first unacked packet was sent.
+    let after = went_bad - silence_began;
+    assert!(
+        after <= S + 100 * MS,
+        "bad mode {after:?} after the peer went silent"
+    );
+    // And it stays there while the peer stays silent, however long (recovery needs acks).
+    pair.run_for(30 * S);
+    assert_eq!(pair.a.mode(), Mode::Bad);
+}
+
+#[test]
+fn sending_into_the_void_never_reaches_good_mode() {
+    let mut pair = Pair::new(
+        Config::default(),
+        EmulatorConfig {
+            loss_percent: 100.0,
+            ..EmulatorConfig::default()
+        },
+        EmulatorConfig::default(),
+        8,
+    );
+    pair.run_until(30 * S);
+    assert_eq!(pair.a.mode(), Mode::Bad);
+    assert_eq!(pair.a.stats().send_rate_pps, 10.0);
+}
+
+#[test]
 fn asymmetric_and_clumped_rates_keep_every_received_packet_acked() {
     // a sends at 30 pps; b is held at 10 pps. Datagrams to b arrive in clumps (up to 150 ms
     // of jitter). Every packet b receives must still be acked to a: 32 bits cover ~1 s at 30.
