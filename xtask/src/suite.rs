@@ -237,12 +237,16 @@ fn fuzz_smoke(tools: &Tools) -> Result<()> {
 }
 
 /// Every benchmark, each a ratio against a baseline measured in the same run where the
-/// goal is relative: the core against laminar (criterion), the signal server under load.
+/// goal is relative: the core against laminar (criterion), the native peer against a raw UDP
+/// echo, the signal server under load.
 pub(crate) fn bench() -> Result<()> {
     let start = Instant::now();
     let stages = [
         stage("core: packets and messages vs laminar", || {
             run(cargo().args(["bench", "-p", "ackwire-core", "--bench", "packet_path"]))
+        }),
+        stage("native peer: UDP vs raw echo, connections/core", || {
+            run(cargo().args(["bench", "-p", "ackwire-peer", "--bench", "udp"]))
         }),
         stage("signal server: 10k idle clients, 1k relays/s", || {
             run(cargo()
