@@ -13,7 +13,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use room_support::{
-    Peer, Server, acked, blocking, dashboard_link, link_to, linked_pair, subscribe,
+    Peer, Proxy, Server, acked, blocking, dashboard_link, link_to, linked_pair, subscribe,
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -181,5 +181,59 @@ async fn a_native_stopped_with_sigterm_says_goodbye_on_its_links_and_leaves_the_
         });
     })
     .await;
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signalling_blip_is_resumed_under_the_same_id_and_the_room_never_notices() {
+    let server = Server::start("127.0.0.1:0".parse().unwrap()).await;
+    let proxy = Proxy::start(server.addr).await;
+    // A reaches the server through the proxy, B directly.
+    let via_proxy = format!("http://{}/room/blip", proxy.addr);
+    let direct = server.room_url("blip");
+    let (a, b, a_id, b_id) = blocking(move || {
+        let mut a = Peer::join(&via_proxy);
+        let a_id = a.peer_id();
+        let mut b = Peer::join(&direct);
+        let b_id = b.peer_id();
+        a.wait_for("the UDP link", Duration::from_secs(10), |l| {
+            l["type"] == "link-connected" && l["peer"] == b_id
+        });
+        (a, b, a_id, b_id)
+    })
+    .await;
+    proxy.cut();
+    let dashboard = subscribe(&server, "blip").await;
+    let (a, b) = blocking(move || {
+        let (mut a, mut b) = (a, b);
+        a.wait_for("signalling down", Duration::from_secs(5), |l| {
+            l["type"] == "signalling-down"
+        });
+        let welcome = a.wait_for("the resume", Duration::from_secs(5), |l| {
+            l["type"] == "welcome"
+        });
+        assert_eq!(welcome["resumed"], true);
+        assert_eq!(welcome["peer_id"], a_id);
+        // Stats reach dashboards again under the same id.
+        let link = dashboard_link(&dashboard, a_id, b_id, "udp");
+        assert_eq!(link["stats"]["connection_state"], "connected");
+        // B heard nothing: no one left, the link never ended.
+        let before = acked(
+            &b.wait_for("stats", Duration::from_secs(3), |l| acked(l, a_id) > 0),
+            a_id,
+        );
+        b.wait_for("acks", Duration::from_secs(3), |l| {
+            acked(l, a_id) >= before + 20
+        });
+        assert!(
+            b.seen
+                .iter()
+                .all(|l| l["type"] != "peer-left" && l["type"] != "link-ended"),
+            "B noticed the blip"
+        );
+        (a, b)
+    })
+    .await;
+    drop((a, b));
     server.stop().await;
 }

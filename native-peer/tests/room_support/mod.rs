@@ -58,6 +58,42 @@ impl Server {
     }
 }
 
+/// A TCP relay in front of the signal server whose connections can be cut, as a network
+/// blip would: the server sees the socket drop without a close frame.
+pub struct Proxy {
+    pub addr: SocketAddr,
+    connections: tokio::sync::watch::Sender<u64>,
+}
+
+impl Proxy {
+    pub async fn start(target: SocketAddr) -> Proxy {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (connections, generation) = tokio::sync::watch::channel(0u64);
+        tokio::spawn(async move {
+            while let Ok((mut client, _)) = listener.accept().await {
+                let mut generation = generation.clone();
+                let born = *generation.borrow_and_update();
+                tokio::spawn(async move {
+                    let Ok(mut server) = tokio::net::TcpStream::connect(target).await else {
+                        return;
+                    };
+                    tokio::select! {
+                        _ = tokio::io::copy_bidirectional(&mut client, &mut server) => {}
+                        _ = generation.wait_for(|g| *g != born) => {}
+                    }
+                });
+            }
+        });
+        Proxy { addr, connections }
+    }
+
+    /// Drops every connection relayed so far.
+    pub fn cut(&self) {
+        self.connections.send_modify(|g| *g += 1);
+    }
+}
+
 /// A running `ackwire-peer join --json`, its stdout lines parsed in the background.
 pub struct Peer {
     child: Child,
