@@ -12,7 +12,10 @@ fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
-        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        // rtc_dtls warns about every unknown TLS extension a browser offers: noise, not news.
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,rtc_dtls=error".into()),
+        )
         .init();
     let cli = Cli::parse();
     if let Command::Join(join) = &cli.command {

@@ -37,23 +37,37 @@ pub(crate) fn demo() -> Result<()> {
     let tools = setup::run()?;
     bundle::build(&tools)?;
     let server = build_signal_server(true)?;
+    let peer = build_bin("ackwire-peer", "ackwire-peer", true)?;
     let bind = std::env::var("ACKWIRE_BIND").unwrap_or_else(|_| "127.0.0.1:8080".into());
-    let mut child = Command::new(&server)
+    let mut signal = Command::new(&server)
         .arg("--bind")
         .arg(&bind)
         .arg("--web-dir")
         .arg(paths::web_dir())
         .spawn()
         .map_err(|e| format!("cannot start {}: {e}", server.display()))?;
+    // A native player in the lobby, so someone opening the URL alone sees another player and
+    // live charts at once. It retries until the server is up.
+    let lobby = format!("http://{bind}/room/lobby");
+    let mut native = Command::new(&peer)
+        .args(["join", &lobby])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", peer.display()))?;
     println!();
     println!("ackwire demo is running (Ctrl-C to stop):");
     println!("  front page:      http://{bind}/");
-    println!("  play in a room:  http://{bind}/room/lobby   (open it in two tabs or browsers)");
-    println!("  with a bad link: http://{bind}/room/lobby?latency=150&loss=5");
-    println!("  dashboard:       http://{bind}/room/lobby/dashboard   (all rooms: /dashboard)");
+    println!("  play in a room:  {lobby}   (a native peer is already there; open more tabs too)");
+    println!("  with a bad link: {lobby}?latency=150&loss=5");
+    println!("  dashboard:       {lobby}/dashboard   (all rooms: http://{bind}/dashboard)");
     println!("  metrics:         http://{bind}/metrics");
     println!();
-    let status = child.wait().map_err(|e| e.to_string())?;
+    let status = signal.wait().map_err(|e| e.to_string())?;
+    // Ctrl-C reaches both (one process group); if the server ended on its own, stop the peer.
+    if native.try_wait().map_err(|e| e.to_string())?.is_none() {
+        let _ = native.kill();
+        let _ = native.wait();
+    }
     if status.success() {
         Ok(())
     } else {
