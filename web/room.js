@@ -14,7 +14,8 @@ $('emulation').textContent = Object.entries(emulation).filter(([, v]) => v !== u
   .map(([k, v]) => `${k} ${v}`).join(', ') || 'real link (no emulation)';
 
 // State the page shows; window.ackwire exposes it to tests and curious developers.
-const players = new Map(); // peer id -> { x, y, state, ice }
+const players = new Map(); // peer id (or `id·epoch` for links from before a rejoin) -> { x, y, state, ice }
+let epoch = 0;
 const me = { id: undefined, x: Math.random(), y: Math.random(), vx: 0.0021, vy: 0.0013 };
 const metrics = { firstAckMs: undefined, linkOpenMs: undefined, connectedMs: undefined };
 const chat = []; // { from, text }
@@ -41,7 +42,18 @@ function player(id) {
 function onEvent(ev) {
   switch (ev.type) {
     case 'status': setStatus(ev.state, ev.reason); log(`signalling ${ev.state}${ev.reason ? ` (${ev.reason})` : ''}`); break;
-    case 'welcome': me.id = ev.peerId; $('me').textContent = `peer ${ev.peerId}`; log(`welcomed as peer ${ev.peerId}`); break;
+    case 'welcome':
+      if (!ev.resumed && me.id !== undefined) {
+        // The server gave us a new identity (it restarted): links from before keep flowing and
+        // are now named `id·epoch` by the driver, since the new server may reuse their ids.
+        for (const [id, p] of [...players]) {
+          if (typeof id === 'number') { players.delete(id); players.set(`${id}·${epoch}`, p); }
+        }
+        epoch += 1;
+      }
+      me.id = ev.peerId; $('me').textContent = `peer ${ev.peerId}`;
+      log(`welcomed as peer ${ev.peerId}${ev.resumed ? ' (resumed)' : ''}`);
+      break;
     case 'peer-joined': player(ev.peer); log(`peer ${ev.peer} (${ev.kind}) joined`); break;
     case 'peer-left': players.delete(ev.peer); log(`peer ${ev.peer} left (${ev.reason})`); break;
     case 'link-open':

@@ -26,9 +26,10 @@ use crate::signalling::{Incoming, Outgoing, PeerInfo, Resume, Sdp, SignalData, V
 
 /// Stats go to the server (and on to dashboards) this often.
 const STATS_PERIOD: Duration = Duration::from_secs(1);
-/// Signalling reconnect attempts before the page is told the room is lost.
-const MAX_RECONNECTS: u32 = 5;
-const RECONNECT_DELAY_MS: i32 = 1000;
+/// Signalling reconnects back off from this delay, doubling up to the maximum, and never give
+/// up: a server restart must not strand a player.
+const RECONNECT_FIRST_DELAY_MS: i32 = 500;
+const RECONNECT_MAX_DELAY_MS: i32 = 8000;
 
 type Shared = Rc<RefCell<State>>;
 
@@ -42,6 +43,15 @@ fn now() -> Duration {
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
+}
+
+/// A remote peer: its signalling id within one epoch. The epoch advances when the server
+/// gives us a new identity (it restarted); a restarted server reuses ids, so links from
+/// before keep their old-epoch keys and never collide with new peers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Key {
+    epoch: u32,
+    id: u64,
 }
 
 /// One remote peer: its RTCPeerConnection, data channel and protocol link.
@@ -82,7 +92,8 @@ struct State {
     closed: bool,
     ice_servers: Value,
     emulation: Option<Emulation>,
-    peers: BTreeMap<u64, Peer>,
+    epoch: u32,
+    peers: BTreeMap<Key, Peer>,
     position: (f32, f32),
     on_event: Function,
     outbox: Vec<Value>,
@@ -92,6 +103,22 @@ struct State {
 }
 
 impl State {
+    fn key(&self, id: u64) -> Key {
+        Key {
+            epoch: self.epoch,
+            id,
+        }
+    }
+
+    /// How the page names a peer: its id, or `id·epoch` for a link from before a rejoin.
+    fn label(&self, key: Key) -> Value {
+        if key.epoch == self.epoch {
+            json!(key.id)
+        } else {
+            json!(format!("{}·{}", key.id, key.epoch))
+        }
+    }
+
     fn emit(&mut self, event: Value) {
         self.outbox.push(event);
     }
@@ -180,6 +207,7 @@ impl Client {
             closed: false,
             ice_servers: Value::Array(Vec::new()),
             emulation,
+            epoch: 0,
             peers: BTreeMap::new(),
             position: (0.5, 0.5),
             on_event,
@@ -240,9 +268,9 @@ impl Client {
         let peers: Vec<Value> = state
             .peers
             .iter()
-            .map(|(id, p)| {
+            .map(|(&key, p)| {
                 json!({
-                    "id": id,
+                    "id": state.label(key),
                     "kind": p.kind,
                     "state": p.link.as_ref().and_then(Link::stats).and_then(|s| s.connection_state)
                         .map(|s| format!("{s:?}").to_lowercase()).unwrap_or_else(|| "connecting".into()),
@@ -257,10 +285,10 @@ impl Client {
     /// The RTCPeerConnection to `peer`, for the page's own `getStats()` (ICE candidate types).
     #[wasm_bindgen(js_name = peerConnection)]
     pub fn peer_connection(&self, peer: f64) -> Option<RtcPeerConnection> {
-        self.shared
-            .borrow()
+        let state = self.shared.borrow();
+        state
             .peers
-            .get(&(peer as u64))
+            .get(&state.key(peer as u64))
             .map(|p| p.pc.clone())
     }
 
@@ -353,19 +381,18 @@ fn connect_signalling(shared: &Shared) -> Result<(), JsError> {
 fn on_signalling_closed(shared: &Shared, code: u16, reason: String) {
     let retry = with_state(shared, |state, _| {
         if state.closed {
-            return false;
+            return None;
         }
         state.ws = None;
         state.reconnects += 1;
-        if state.reconnects > MAX_RECONNECTS {
-            state.emit(json!({"type": "status", "state": "failed",
-                "reason": format!("signalling closed ({code} {reason}); gave up after {MAX_RECONNECTS} attempts")}));
-            return false;
-        }
-        state.emit(json!({"type": "status", "state": "reconnecting", "reason": format!("signalling closed ({code} {reason})")}));
-        true
+        let delay = RECONNECT_FIRST_DELAY_MS
+            .saturating_mul(1 << state.reconnects.min(5).saturating_sub(1))
+            .min(RECONNECT_MAX_DELAY_MS);
+        state.emit(json!({"type": "status", "state": "reconnecting",
+            "reason": format!("signalling closed ({code} {reason}); attempt {} in {delay} ms", state.reconnects)}));
+        Some(delay)
     });
-    if retry {
+    if let Some(delay) = retry {
         let weak = Rc::downgrade(shared);
         let again = Closure::once_into_js(move || {
             if let Some(shared) = upgrade(&weak) {
@@ -379,7 +406,7 @@ fn on_signalling_closed(shared: &Shared, code: u16, reason: String) {
         if let Some(w) = web_sys::window() {
             let _ = w.set_timeout_with_callback_and_timeout_and_arguments_0(
                 again.unchecked_ref(),
-                RECONNECT_DELAY_MS,
+                delay,
             );
         }
     }
@@ -395,6 +422,12 @@ fn on_signalling(shared: &Shared, frame: Incoming) {
             ice_servers,
         } => {
             let offer_to = with_state(shared, |state, _| {
+                if !resumed && state.me.is_some() {
+                    // A new identity (the server forgot us, e.g. it restarted): links from the
+                    // old one keep flowing under the old epoch, since the new server may hand
+                    // their ids to other peers.
+                    state.epoch += 1;
+                }
                 state.me = Some(peer_id);
                 state.token = Some(token);
                 state.reconnects = 0;
@@ -421,19 +454,26 @@ fn on_signalling(shared: &Shared, frame: Incoming) {
             }
         }
         Incoming::PeerLeft { peer_id, reason } => with_state(shared, |state, _| {
-            if let Some(peer) = state.peers.remove(&peer_id) {
+            if let Some(peer) = state.peers.remove(&state.key(peer_id)) {
                 peer.shut_down();
             }
             state.emit(json!({"type": "peer-left", "peer": peer_id, "reason": reason}));
         }),
         Incoming::Signal { from, data } => on_remote_signal(shared, from, data),
         Incoming::Error { code, message } => with_state(shared, |state, _| {
+            state.emit(json!({"type": "error", "code": code, "message": message}));
             if code == "resume_rejected" {
-                // Our old id expired: start over as a new peer.
+                // Our old id expired (or the server restarted): join again as a new peer.
                 state.me = None;
                 state.token = None;
+                let join = Outgoing::Join {
+                    version: VERSION,
+                    room: &state.room,
+                    kind: "browser",
+                    resume: None,
+                };
+                state.send_signalling(&join);
             }
-            state.emit(json!({"type": "error", "code": code, "message": message}));
         }),
         Incoming::Other => {}
     }
@@ -455,7 +495,8 @@ fn js_err(context: &str, err: JsValue) -> String {
 /// Creates the RTCPeerConnection and the data channel to `info`. Both sides create the same
 /// pre-negotiated channel (id 0), so neither waits for an `ondatachannel` announcement.
 fn open_peer(shared: &Shared, info: &PeerInfo, offer: bool) -> Result<(), String> {
-    if shared.borrow().peers.contains_key(&info.id) {
+    let key = shared.borrow().key(info.id);
+    if shared.borrow().peers.contains_key(&key) {
         return Ok(());
     }
     let config = RtcConfiguration::new();
@@ -486,10 +527,10 @@ fn open_peer(shared: &Shared, info: &PeerInfo, offer: bool) -> Result<(), String
                 sdp_mid: c.sdp_mid(),
                 sdp_m_line_index: c.sdp_m_line_index(),
             };
-            if let Ok(data) = serde_json::to_value(&data) {
-                shared
-                    .borrow()
-                    .send_signalling(&Outgoing::Signal { to: id, data });
+            let state = shared.borrow();
+            // After a rejoin the server knows this id as someone else: say nothing.
+            if let (true, Ok(data)) = (state.epoch == key.epoch, serde_json::to_value(&data)) {
+                state.send_signalling(&Outgoing::Signal { to: id, data });
             }
         }
     });
@@ -497,7 +538,7 @@ fn open_peer(shared: &Shared, info: &PeerInfo, offer: bool) -> Result<(), String
         let weak = weak.clone();
         move || {
             if let Some(shared) = upgrade(&weak) {
-                on_channel_open(&shared, id);
+                on_channel_open(&shared, key);
             }
         }
     });
@@ -506,16 +547,17 @@ fn open_peer(shared: &Shared, info: &PeerInfo, offer: bool) -> Result<(), String
         move |event: MessageEvent| {
             if let Some(shared) = upgrade(&weak) {
                 let bytes = Uint8Array::new(&event.data()).to_vec();
-                on_datagram(&shared, id, &bytes);
+                on_datagram(&shared, key, &bytes);
             }
         }
     });
     let on_close = Closure::<dyn FnMut()>::new(move || {
         if let Some(shared) = upgrade(&weak) {
             with_state(&shared, |state, _| {
-                if let Some(peer) = state.peers.get_mut(&id) {
+                let label = state.label(key);
+                if let Some(peer) = state.peers.get_mut(&key) {
                     if peer.link.take().is_some() {
-                        state.emit(json!({"type": "link-closed", "peer": id}));
+                        state.emit(json!({"type": "link-closed", "peer": label}));
                     }
                 }
             });
@@ -526,7 +568,7 @@ fn open_peer(shared: &Shared, info: &PeerInfo, offer: bool) -> Result<(), String
     channel.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
     channel.set_onclose(Some(on_close.as_ref().unchecked_ref()));
     shared.borrow_mut().peers.insert(
-        id,
+        key,
         Peer {
             kind: info.kind.clone(),
             pc: pc.clone(),
@@ -620,7 +662,8 @@ fn on_remote_signal(shared: &Shared, from: u64, data: SignalData) {
                     return report_error(shared, "webrtc", &err);
                 }
             }
-            let Some(pc) = shared.borrow().peers.get(&from).map(|p| p.pc.clone()) else {
+            let key = shared.borrow().key(from);
+            let Some(pc) = shared.borrow().peers.get(&key).map(|p| p.pc.clone()) else {
                 return report_error(
                     shared,
                     "webrtc",
@@ -637,7 +680,7 @@ fn on_remote_signal(shared: &Shared, from: u64, data: SignalData) {
                         .map_err(|e| js_err("setRemoteDescription", e))?;
                     let early = {
                         let mut state = shared.borrow_mut();
-                        match state.peers.get_mut(&from) {
+                        match state.peers.get_mut(&key) {
                             Some(peer) => {
                                 peer.remote_described = true;
                                 std::mem::take(&mut peer.early_candidates)
@@ -671,7 +714,8 @@ fn on_remote_signal(shared: &Shared, from: u64, data: SignalData) {
             init.set_sdp_mid(sdp_mid.as_deref());
             init.set_sdp_m_line_index(sdp_m_line_index);
             let mut state = shared.borrow_mut();
-            let Some(peer) = state.peers.get_mut(&from) else {
+            let key = state.key(from);
+            let Some(peer) = state.peers.get_mut(&key) else {
                 return;
             };
             if peer.remote_described {
@@ -702,14 +746,14 @@ fn random_secret() -> Result<[u8; 32], String> {
     Ok(secret)
 }
 
-fn on_channel_open(shared: &Shared, id: u64) {
+fn on_channel_open(shared: &Shared, key: Key) {
     with_state(shared, |state, shared| {
         let at = now();
         let emulation = state.emulation.clone();
         // No server sits between two browsers: the lower signalling id accepts, the other
         // connects, so both ends agree without another round trip.
         let role = match state.me {
-            Some(me) if me < id => match random_secret() {
+            Some(me) if me < key.id => match random_secret() {
                 Ok(secret) => Role::Accept { secret },
                 Err(err) => {
                     return state.emit(json!({"type": "error", "code": "link", "message": err}));
@@ -717,13 +761,14 @@ fn on_channel_open(shared: &Shared, id: u64) {
             },
             _ => Role::Connect,
         };
-        let Some(peer) = state.peers.get_mut(&id) else {
+        let label = state.label(key);
+        let Some(peer) = state.peers.get_mut(&key) else {
             return;
         };
-        match Link::new(at, role, id.to_string().as_bytes(), emulation.as_ref()) {
+        match Link::new(at, role, key.id.to_string().as_bytes(), emulation.as_ref()) {
             Ok(link) => {
                 peer.link = Some(link);
-                state.emit(json!({"type": "link-open", "peer": id, "atMs": ms(at)}));
+                state.emit(json!({"type": "link-open", "peer": label, "atMs": ms(at)}));
             }
             Err(err) => state.emit(json!({"type": "error", "code": "link", "message": err})),
         }
@@ -732,11 +777,11 @@ fn on_channel_open(shared: &Shared, id: u64) {
     tick(shared);
 }
 
-fn on_datagram(shared: &Shared, id: u64, bytes: &[u8]) {
+fn on_datagram(shared: &Shared, key: Key, bytes: &[u8]) {
     with_state(shared, |state, _| {
         let at = now();
         let mut events = Vec::new();
-        let Some(peer) = state.peers.get_mut(&id) else {
+        let Some(peer) = state.peers.get_mut(&key) else {
             return;
         };
         let Some(link) = peer.link.as_mut() else {
@@ -746,12 +791,13 @@ fn on_datagram(shared: &Shared, id: u64, bytes: &[u8]) {
             // Malformed or foreign: refused by the core, changes nothing, counted.
             peer.refused += 1;
         }
-        emit_link_events(state, id, events);
+        emit_link_events(state, key, events);
     });
     tick(shared);
 }
 
-fn emit_link_events(state: &mut State, id: u64, events: Vec<LinkEvent>) {
+fn emit_link_events(state: &mut State, key: Key, events: Vec<LinkEvent>) {
+    let id = state.label(key);
     for event in events {
         let event = match event {
             LinkEvent::Connected => {
@@ -764,7 +810,7 @@ fn emit_link_events(state: &mut State, id: u64, events: Vec<LinkEvent>) {
                 // The peer closed (or timed out): this link is over even if signalling has
                 // not said so yet (a page killed without a close frame stays in its room for
                 // the server's reconnect grace). A new offer from it starts a fresh link.
-                if let Some(peer) = state.peers.remove(&id) {
+                if let Some(peer) = state.peers.remove(&key) {
                     peer.shut_down();
                 }
                 json!({"type": "link-closed", "peer": id, "reason": reason})
@@ -781,7 +827,7 @@ fn tick(shared: &Shared) {
         let at = now();
         let position = state.position;
         let mut all_events = Vec::new();
-        for (&id, peer) in state.peers.iter_mut() {
+        for (&key, peer) in state.peers.iter_mut() {
             let Some(link) = peer.link.as_mut() else {
                 continue;
             };
@@ -798,10 +844,10 @@ fn tick(shared: &Shared) {
                 },
                 &mut events,
             );
-            all_events.push((id, events));
+            all_events.push((key, events));
         }
-        for (id, events) in all_events {
-            emit_link_events(state, id, events);
+        for (key, events) in all_events {
+            emit_link_events(state, key, events);
         }
         if at >= state.next_stats {
             state.next_stats = at + STATS_PERIOD;
@@ -815,9 +861,11 @@ fn report_stats(state: &State) {
     let links: Vec<Value> = state
         .peers
         .iter()
-        .filter_map(|(id, peer)| {
+        // Only links the server can name: those of our current identity.
+        .filter(|(key, _)| key.epoch == state.epoch)
+        .filter_map(|(key, peer)| {
             let stats = peer.link.as_ref()?.stats()?;
-            Some(json!({"peer": id, "transport": "webrtc", "stats": stats}))
+            Some(json!({"peer": key.id, "transport": "webrtc", "stats": stats}))
         })
         .collect();
     if !links.is_empty() {

@@ -190,6 +190,14 @@ test('a native peer outlives a browser vanishing and a signalling restart; its l
     await native.waitFor('a link to the late player', (l) => l.type === 'link-connected' && l.peer === lateId, 10000, down);
     // And the first player's link never stopped.
     await nativeAcks(native, stayId, acked + 30, 5000, native.lines.length);
+    // The staying browser rejoined the restarted server as a new peer (its old links keep
+    // their old names) and the newcomer links with it too.
+    const stayNewId = await stay.page.waitForFunction(
+      () => window.ackwire.log.filter((l) => l.startsWith('welcomed as peer')).length >= 2 && window.ackwire.me.id,
+      null, { timeout: 15000 },
+    ).then((h) => h.jsonValue());
+    await connectedTo(late, stayNewId, 15000);
+    assert.equal(await stay.page.getAttribute('#status', 'data-state'), 'connected');
     assert.deepEqual([...stay.errors, ...late.errors], []);
   } finally {
     await native.stop();
