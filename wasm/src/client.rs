@@ -22,7 +22,10 @@ use web_sys::{
 };
 
 use crate::link::{Emulation, Link, LinkEvent, Role};
-use crate::signalling::{Incoming, Outgoing, PeerInfo, Resume, Sdp, SignalData, VERSION};
+use ackwire_room::demo::{cookie_address, we_accept};
+use ackwire_room::signalling::{
+    IceServer, Incoming, Outgoing, PeerInfo, Resume, Sdp, SignalData, VERSION,
+};
 
 /// Stats go to the server (and on to dashboards) this often.
 const STATS_PERIOD: Duration = Duration::from_secs(1);
@@ -90,7 +93,7 @@ struct State {
     ws_callbacks: Vec<Box<dyn std::any::Any>>,
     reconnects: u32,
     closed: bool,
-    ice_servers: Value,
+    ice_servers: Vec<IceServer>,
     emulation: Option<Emulation>,
     epoch: u32,
     peers: BTreeMap<Key, Peer>,
@@ -123,7 +126,25 @@ impl State {
         self.outbox.push(event);
     }
 
-    fn send_signalling(&self, frame: &Outgoing<'_>) {
+    /// Joins the room, taking back our id if we had one.
+    fn send_join(&self) {
+        let resume = match (self.me, &self.token) {
+            (Some(peer_id), Some(token)) => Some(Resume {
+                peer_id,
+                token: token.clone(),
+            }),
+            _ => None,
+        };
+        self.send_signalling(&Outgoing::Join {
+            version: VERSION,
+            room: self.room.clone(),
+            kind: "browser",
+            udp_addr: None,
+            resume,
+        });
+    }
+
+    fn send_signalling(&self, frame: &Outgoing) {
         if let (Some(ws), Ok(text)) = (&self.ws, serde_json::to_string(frame)) {
             if ws.ready_state() == WebSocket::OPEN {
                 let _ = ws.send_with_str(&text);
@@ -205,7 +226,7 @@ impl Client {
             ws_callbacks: Vec::new(),
             reconnects: 0,
             closed: false,
-            ice_servers: Value::Array(Vec::new()),
+            ice_servers: Vec::new(),
             emulation,
             epoch: 0,
             peers: BTreeMap::new(),
@@ -333,19 +354,7 @@ fn connect_signalling(shared: &Shared) -> Result<(), JsError> {
         let weak = weak.clone();
         move || {
             if let Some(shared) = upgrade(&weak) {
-                with_state(&shared, |state, _| {
-                    let resume = match (state.me, &state.token) {
-                        (Some(peer_id), Some(token)) => Some(Resume { peer_id, token }),
-                        _ => None,
-                    };
-                    let join = Outgoing::Join {
-                        version: VERSION,
-                        room: &state.room,
-                        kind: "browser",
-                        resume,
-                    };
-                    state.send_signalling(&join);
-                });
+                with_state(&shared, |state, _| state.send_join());
             }
         }
     });
@@ -459,20 +468,17 @@ fn on_signalling(shared: &Shared, frame: Incoming) {
             }
             state.emit(json!({"type": "peer-left", "peer": peer_id, "reason": reason}));
         }),
-        Incoming::Signal { from, data } => on_remote_signal(shared, from, data),
+        Incoming::Signal { from, data } => match serde_json::from_value::<SignalData>(data) {
+            Ok(data) => on_remote_signal(shared, from, data),
+            Err(err) => report_error(shared, "bad_signal", &format!("from peer {from}: {err}")),
+        },
         Incoming::Error { code, message } => with_state(shared, |state, _| {
             state.emit(json!({"type": "error", "code": code, "message": message}));
             if code == "resume_rejected" {
                 // Our old id expired (or the server restarted): join again as a new peer.
                 state.me = None;
                 state.token = None;
-                let join = Outgoing::Join {
-                    version: VERSION,
-                    room: &state.room,
-                    kind: "browser",
-                    resume: None,
-                };
-                state.send_signalling(&join);
+                state.send_join();
             }
         }),
         Incoming::Other => {}
@@ -501,8 +507,10 @@ fn open_peer(shared: &Shared, info: &PeerInfo, offer: bool) -> Result<(), String
     }
     let config = RtcConfiguration::new();
     config.set_ice_servers(
-        &js_sys::JSON::parse(&shared.borrow().ice_servers.to_string())
-            .unwrap_or(JsValue::UNDEFINED),
+        &js_sys::JSON::parse(
+            &serde_json::to_string(&shared.borrow().ice_servers).unwrap_or_default(),
+        )
+        .unwrap_or(JsValue::UNDEFINED),
     );
     let pc = RtcPeerConnection::new_with_configuration(&config)
         .map_err(|e| js_err("RTCPeerConnection", e))?;
@@ -650,15 +658,14 @@ fn on_remote_signal(shared: &Shared, from: u64, data: SignalData) {
                 }
             };
             if kind == RtcSdpType::Offer {
-                let kind_of_peer = "browser".to_owned();
-                if let Err(err) = open_peer(
-                    shared,
-                    &PeerInfo {
-                        id: from,
-                        kind: kind_of_peer,
-                    },
-                    false,
-                ) {
+                // Normally peer_joined announced it first; if the offer overtook it, the
+                // kind is learned from the room later.
+                let info = PeerInfo {
+                    id: from,
+                    kind: "unknown".into(),
+                    udp_addr: None,
+                };
+                if let Err(err) = open_peer(shared, &info, false) {
                     return report_error(shared, "webrtc", &err);
                 }
             }
@@ -750,10 +757,9 @@ fn on_channel_open(shared: &Shared, key: Key) {
     with_state(shared, |state, shared| {
         let at = now();
         let emulation = state.emulation.clone();
-        // No server sits between two browsers: the lower signalling id accepts, the other
-        // connects, so both ends agree without another round trip.
+        // No server sits between two peers: `we_accept` decides, the same on both ends.
         let role = match state.me {
-            Some(me) if me < key.id => match random_secret() {
+            Some(me) if we_accept(me, key.id) => match random_secret() {
                 Ok(secret) => Role::Accept { secret },
                 Err(err) => {
                     return state.emit(json!({"type": "error", "code": "link", "message": err}));
@@ -765,7 +771,7 @@ fn on_channel_open(shared: &Shared, key: Key) {
         let Some(peer) = state.peers.get_mut(&key) else {
             return;
         };
-        match Link::new(at, role, key.id.to_string().as_bytes(), emulation.as_ref()) {
+        match Link::new(at, role, &cookie_address(key.id), emulation.as_ref()) {
             Ok(link) => {
                 peer.link = Some(link);
                 state.emit(json!({"type": "link-open", "peer": label, "atMs": ms(at)}));

@@ -6,12 +6,12 @@
 //!   timer from `performance.now()` and the core's `poll_timeout`.
 //! - `link.rs`: one peer's protocol state (the core's endpoint, the optional link emulator,
 //!   the demo payload); plain Rust, tested natively.
-//! - `signalling.rs`: the JSON frames of `docs/signalling.md`.
+//! - The signalling frames and the demo's conventions come from `ackwire-room`, shared with
+//!   the native peer.
 //! - Free functions: the core's wire codec, for the front page.
 
 mod client;
 mod link;
-mod signalling;
 
 use ackwire_core::wire::PacketHeader;
 use wasm_bindgen::prelude::*;

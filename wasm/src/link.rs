@@ -13,14 +13,9 @@ use ackwire_core::{
     Accept, Acceptor, Connection, ConnectionConfig, ConnectionEvent, ConnectionState, Stats,
 };
 
-/// Channel of the demo position (newest wins) in the default [`ConnectionConfig`].
-const POSITION_CHANNEL: u8 = 0;
-/// Channel of chat messages (exactly once, in order) in the default [`ConnectionConfig`].
-const CHAT_CHANNEL: u8 = 1;
-/// A position: x and y as little-endian `f32`.
-const POSITION_LEN: usize = 8;
-/// Chat messages are short text, not files.
-pub(crate) const MAX_CHAT_BYTES: usize = 1000;
+use ackwire_room::demo::{
+    CHAT_CHANNEL, MAX_CHAT_BYTES, POSITION_CHANNEL, decode_position, encode_position,
+};
 
 /// Something the link learned that the page shows.
 #[derive(Debug, Clone, PartialEq)]
@@ -186,9 +181,7 @@ impl Link {
             if connection.state() == ConnectionState::Connected
                 && connection.buffered().unreliable_queued == 0
             {
-                let mut bytes = [0u8; POSITION_LEN];
-                bytes[..4].copy_from_slice(&position.0.to_le_bytes());
-                bytes[4..].copy_from_slice(&position.1.to_le_bytes());
+                let bytes = encode_position(position.0, position.1);
                 let _ = connection.send(POSITION_CHANNEL, &bytes);
             }
             while let Ok(Some(len)) = connection.poll_transmit(now, &mut self.buf) {
@@ -261,13 +254,6 @@ impl Link {
             connection.close();
         }
     }
-}
-
-fn decode_position(payload: &[u8]) -> Option<(f32, f32)> {
-    let bytes: &[u8; POSITION_LEN] = payload.try_into().ok()?;
-    let x = f32::from_le_bytes(bytes[..4].try_into().ok()?);
-    let y = f32::from_le_bytes(bytes[4..].try_into().ok()?);
-    (x.is_finite() && y.is_finite()).then_some((x, y))
 }
 
 #[cfg(test)]
@@ -424,13 +410,5 @@ mod tests {
             "the acceptor has no connection yet"
         );
         assert!(a.send_chat(&"x".repeat(MAX_CHAT_BYTES + 1)).is_err());
-    }
-
-    #[test]
-    fn malformed_position_payloads_are_ignored() {
-        assert_eq!(decode_position(&[0, 0, 0]), None);
-        let mut nan = [0u8; POSITION_LEN];
-        nan[..4].copy_from_slice(&f32::NAN.to_le_bytes());
-        assert_eq!(decode_position(&nan), None);
     }
 }

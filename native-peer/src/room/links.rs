@@ -25,16 +25,12 @@ use ackwire_core::{
 
 use crate::link::EmulationOptions;
 
-/// Channel of the demo position (newest wins) in the default [`ConnectionConfig`].
-pub const POSITION_CHANNEL: u8 = 0;
-/// Channel of chat messages (exactly once, in order) in the default [`ConnectionConfig`].
-pub const CHAT_CHANNEL: u8 = 1;
-/// Chat messages are short text, as in the browser.
-pub const MAX_CHAT_BYTES: usize = 1000;
+pub use ackwire_room::demo::{CHAT_CHANNEL, MAX_CHAT_BYTES, POSITION_CHANNEL};
+use ackwire_room::demo::{cookie_address as address, decode_position, encode_position, we_accept};
+
 /// A connector whose connection ended while the peer is still in the room tries again after
 /// this long (the acceptor side needs nothing: the peer reconnects to us).
 pub const RECONNECT_DELAY: Duration = Duration::from_secs(1);
-const POSITION_LEN: usize = 8;
 
 /// Something a link learned.
 #[derive(Debug, Clone, PartialEq)]
@@ -144,10 +140,6 @@ pub struct Links {
     closing: Vec<(u64, Connection)>,
 }
 
-fn address(peer: u64) -> Vec<u8> {
-    peer.to_string().into_bytes()
-}
-
 impl Links {
     /// Links for room member `me`, started at `now`. `secret`: 32 random bytes for the
     /// acceptor's cookie key. `emulation` applies to every link from its start.
@@ -207,7 +199,7 @@ impl Links {
                 })
             }
         };
-        let connects = peer < self.me;
+        let connects = !we_accept(self.me, peer);
         let connector = if connects {
             Some(Connection::connect(self.config.clone(), now)?)
         } else {
@@ -351,9 +343,7 @@ impl Links {
             // Refused after emulation: dropped exactly as off the wire.
             let _ = self.deliver(now, peer, &datagram);
         }
-        let mut bytes = [0u8; POSITION_LEN];
-        bytes[..4].copy_from_slice(&position.0.to_le_bytes());
-        bytes[4..].copy_from_slice(&position.1.to_le_bytes());
+        let bytes = encode_position(position.0, position.1);
         let peers: Vec<u64> = self.remotes.keys().copied().collect();
         for peer in peers {
             if let Some(connection) = self.connection_mut(peer) {
@@ -501,13 +491,6 @@ fn push_event(
         }
         _ => {}
     }
-}
-
-fn decode_position(payload: &[u8]) -> Option<(f32, f32)> {
-    let bytes: &[u8; POSITION_LEN] = payload.try_into().ok()?;
-    let x = f32::from_le_bytes(bytes[..4].try_into().ok()?);
-    let y = f32::from_le_bytes(bytes[4..].try_into().ok()?);
-    (x.is_finite() && y.is_finite()).then_some((x, y))
 }
 
 #[cfg(test)]

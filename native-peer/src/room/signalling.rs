@@ -10,13 +10,13 @@
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
 
-/// Signalling protocol version sent in every join.
-pub const VERSION: u32 = 1;
+pub use ackwire_room::signalling::{
+    IceServer, Incoming, Outgoing, PeerInfo, Resume, Sdp, SignalData, VERSION,
+};
+
 /// First reconnect delay; doubled after each failed attempt up to [`MAX_RECONNECT_DELAY`].
 const FIRST_RECONNECT_DELAY: Duration = Duration::from_millis(250);
 /// Longest wait between reconnect attempts.
@@ -24,169 +24,6 @@ const MAX_RECONNECT_DELAY: Duration = Duration::from_secs(4);
 /// Frames the driver may queue for the server before further ones are dropped (stats are
 /// resent every second anyway; a signal dropped here shows up as a link that never opens).
 const OUTBOX: usize = 256;
-
-/// Client → server frames.
-#[derive(Debug, Clone, Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum Outgoing {
-    /// Enter the room, or take back our id with `resume`.
-    Join {
-        /// Always [`VERSION`].
-        version: u32,
-        /// Room name.
-        room: String,
-        /// Always `native` here.
-        kind: &'static str,
-        /// Where other natives reach our UDP socket.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        udp_addr: Option<String>,
-        /// Our previous id and its token.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        resume: Option<Resume>,
-    },
-    /// Relay `data` (an SDP or an ICE candidate) to peer `to`.
-    Signal {
-        /// Recipient peer id.
-        to: u64,
-        /// Opaque payload: a [`SignalData`] as JSON.
-        data: Value,
-    },
-    /// Our links' statistics, for dashboards.
-    Stats {
-        /// One entry per link: `{peer, transport, stats}`.
-        links: Vec<Value>,
-    },
-}
-
-/// Proof of identity for taking back a peer id after the signalling link dropped.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Resume {
-    /// The id the welcome gave us.
-    pub peer_id: u64,
-    /// The welcome's secret token.
-    pub token: String,
-}
-
-/// A peer as the server describes it.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct PeerInfo {
-    /// Server-assigned id.
-    pub id: u64,
-    /// `browser` or `native`.
-    pub kind: String,
-    /// A native peer's UDP address.
-    #[serde(default)]
-    pub udp_addr: Option<String>,
-}
-
-/// An ICE server from the welcome, in the browser's `RTCIceServer` shape.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct IceServer {
-    /// STUN/TURN URLs (a single string is accepted too, as browsers do).
-    #[serde(deserialize_with = "one_or_many")]
-    pub urls: Vec<String>,
-    /// TURN user name.
-    #[serde(default)]
-    pub username: String,
-    /// TURN credential.
-    #[serde(default)]
-    pub credential: String,
-}
-
-fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Urls {
-        One(String),
-        Many(Vec<String>),
-    }
-    Ok(match Urls::deserialize(d)? {
-        Urls::One(url) => vec![url],
-        Urls::Many(urls) => urls,
-    })
-}
-
-/// Server → client frames the driver acts on; everything else is [`Incoming::Other`].
-#[derive(Debug, Clone, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum Incoming {
-    /// We are in the room.
-    Welcome {
-        /// Our id.
-        peer_id: u64,
-        /// Secret for resuming this id.
-        token: String,
-        /// True when an earlier id was taken back: links carry on, nobody is new.
-        resumed: bool,
-        /// Everyone already in the room.
-        peers: Vec<PeerInfo>,
-        /// STUN/TURN servers for WebRTC.
-        #[serde(default)]
-        ice_servers: Vec<IceServer>,
-    },
-    /// Someone entered the room.
-    PeerJoined {
-        /// Who.
-        peer: PeerInfo,
-    },
-    /// Someone left (`reason`: `left` or `lost`).
-    PeerLeft {
-        /// Who.
-        peer_id: u64,
-        /// Why.
-        reason: String,
-    },
-    /// A relayed signal.
-    Signal {
-        /// Sender's id, as the server knows it.
-        from: u64,
-        /// Opaque payload; see [`SignalData`].
-        data: Value,
-    },
-    /// The server refused something we sent.
-    Error {
-        /// Machine-readable code (`docs/signalling.md`, "Errors").
-        code: String,
-        /// Human-readable reason.
-        message: String,
-    },
-    /// Frames for dashboards and later additions.
-    #[serde(other)]
-    Other,
-}
-
-/// The relay payload between peers: a session description or one trickled ICE candidate,
-/// in the browser's JSON shape.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(untagged)]
-pub enum SignalData {
-    /// `{"sdp": {"type": "offer"|"answer", "sdp": "v=0..."}}`
-    Sdp {
-        /// The description.
-        sdp: Sdp,
-    },
-    /// `{"candidate": "candidate:...", "sdpMid": "0", "sdpMLineIndex": 0}`
-    Candidate {
-        /// The candidate attribute.
-        candidate: String,
-        /// Media section id.
-        #[serde(rename = "sdpMid", default)]
-        sdp_mid: Option<String>,
-        /// Media section index.
-        #[serde(rename = "sdpMLineIndex", default)]
-        sdp_m_line_index: Option<u16>,
-    },
-}
-
-/// A session description: `type` is `offer` or `answer`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
-pub struct Sdp {
-    /// `offer` or `answer`.
-    #[serde(rename = "type")]
-    pub kind: String,
-    /// The SDP text.
-    pub sdp: String,
-}
 
 /// What the signalling task tells the driver.
 #[derive(Debug, Clone)]

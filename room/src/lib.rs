@@ -1,0 +1,13 @@
+//! # ackwire-room
+//!
+//! The conventions every member of a room shares, whatever its driver: the browser's
+//! (`ackwire-wasm`) and the native peer's (`ackwire-peer`). Kept in one place so the two
+//! drivers cannot drift apart; both stay thin loops around the core.
+//!
+//! - [`signalling`]: the client side of the `/ws` JSON frames (`docs/signalling.md`).
+//! - [`demo`]: which core channel carries what in the demo, the position encoding, and the
+//!   rule that decides which of two peers accepts the core connection.
+#![forbid(unsafe_code)]
+
+pub mod demo;
+pub mod signalling;
