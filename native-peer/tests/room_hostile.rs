@@ -57,7 +57,7 @@ async fn garbage_signals_from_an_impostor_change_nothing_and_links_keep_flowing(
             &a.wait_for("stats", Duration::from_secs(3), |l| acked(l, b_id) > 0),
             b_id,
         );
-        a.wait_for("acks after the garbage", Duration::from_secs(5), |l| {
+        a.wait_for("acks after the garbage", Duration::from_secs(8), |l| {
             acked(l, b_id) >= before + 30
         });
         assert!(
