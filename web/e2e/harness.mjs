@@ -6,15 +6,19 @@ import { tmpdir } from 'node:os';
 import { after, before } from 'node:test';
 import { chromium } from 'playwright-core';
 
-const env = (name) => {
+/** An environment variable `cargo xtask test` sets; a clear error when run some other way. */
+export const requireEnv = (name) => {
   const value = process.env[name];
   if (!value) throw new Error(`${name} is not set: run the e2e suite through \`cargo xtask test\``);
   return value;
 };
 
-/** Starts the signal server on an ephemeral loopback port; resolves once it is listening. */
-export async function startServer() {
-  const child = spawn(env('ACKWIRE_SIGNAL_BIN'), ['--bind', '127.0.0.1:0', '--web-dir', env('ACKWIRE_WEB_DIR')], {
+/**
+ * Starts the signal server on 127.0.0.1:`port` (0: an ephemeral port); resolves once it is
+ * listening, with its URL, port and stop().
+ */
+export async function startServer(port = 0) {
+  const child = spawn(requireEnv('ACKWIRE_SIGNAL_BIN'), ['--bind', `127.0.0.1:${port}`, '--web-dir', requireEnv('ACKWIRE_WEB_DIR')], {
     env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? 'info', NO_COLOR: '1' },
     stdio: ['ignore', 'inherit', 'pipe'],
   });
@@ -31,6 +35,7 @@ export async function startServer() {
   });
   return {
     url,
+    port: Number(new URL(url).port),
     async stop() {
       if (child.exitCode !== null) return;
       const exited = new Promise((resolve) => child.once('exit', resolve));

@@ -7,8 +7,8 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { artifactsDir, launchBrowser, openPage, useServerAndBrowser } from './harness.mjs';
-import { joinNative, startServerAt } from './native.mjs';
+import { artifactsDir, launchBrowser, openPage, startServer, useServerAndBrowser } from './harness.mjs';
+import { joinNative } from './native.mjs';
 
 const env = useServerAndBrowser();
 
@@ -150,7 +150,7 @@ test('two natives and a browser: the natives link over UDP, each with the browse
 
 test('a native peer outlives a browser vanishing and a signalling restart; its links keep flowing', async () => {
   const room = 'sturdy';
-  const server = await startServerAt(0);
+  const server = await startServer(0);
   const browser = await launchBrowser();
   const local = { server, browser };
   const native = await joinNative(`${server.url}/room/${room}`);
@@ -181,7 +181,7 @@ test('a native peer outlives a browser vanishing and a signalling restart; its l
 
     // It comes back on the same port: the native joins again (the new server knows no one)
     // and a player arriving now links with it.
-    local.server = await startServerAt(server.port);
+    local.server = await startServer(server.port);
     const rejoined = await native.waitFor('a new welcome', (l) => l.type === 'welcome', 15000, down);
     assert.equal(rejoined.resumed, false);
     const late = await openPage(local, `/room/${room}`);

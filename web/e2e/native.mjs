@@ -1,13 +1,7 @@
 // e2e plumbing for native peers: runs `ackwire-peer join URL --json` (the binary from
-// ACKWIRE_PEER_BIN) and reads its one-JSON-object-per-line stdout; and a signal server on a
-// chosen port, so a test can restart it where the peers look for it.
+// ACKWIRE_PEER_BIN) and reads its one-JSON-object-per-line stdout.
 import { spawn } from 'node:child_process';
-
-const env = (name) => {
-  const value = process.env[name];
-  if (!value) throw new Error(`${name} is not set: run the e2e suite through \`cargo xtask test\``);
-  return value;
-};
+import { requireEnv as env } from './harness.mjs';
 
 /** Starts `ackwire-peer join url --json ...extra`; resolves once it has been welcomed. */
 export async function joinNative(url, extra = []) {
@@ -70,32 +64,4 @@ export async function joinNative(url, extra = []) {
   const welcome = await native.waitFor('welcome', (l) => l.type === 'welcome', 15000);
   native.id = welcome.peer_id;
   return native;
-}
-
-/** Starts the signal server on 127.0.0.1:`port` (0: any); resolves with its URL and stop(). */
-export async function startServerAt(port = 0) {
-  const child = spawn(env('ACKWIRE_SIGNAL_BIN'), ['--bind', `127.0.0.1:${port}`, '--web-dir', env('ACKWIRE_WEB_DIR')], {
-    env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? 'info', NO_COLOR: '1' },
-    stdio: ['ignore', 'inherit', 'pipe'],
-  });
-  let log = '';
-  const url = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not report its address:\n${log}`)), 15000);
-    child.stderr.on('data', (chunk) => {
-      log += chunk;
-      const m = /listening.*?(127\.0\.0\.1:\d+)/.exec(log);
-      if (m) { clearTimeout(timer); resolve(`http://${m[1]}`); }
-    });
-    child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`server exited (${code}):\n${log}`)); });
-  });
-  return {
-    url,
-    port: Number(new URL(url).port),
-    async stop() {
-      if (child.exitCode !== null) return;
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
-      await exited;
-    },
-  };
 }
