@@ -59,7 +59,10 @@ test('two players in a room connect, see each other move, and get a first ack qu
   assert.equal(rows[0].peer, String(bId));
   assert.equal(rows[0].cells[1], 'connected');
   const rtt = parseFloat(rows[0].cells[2]);
-  assert.ok(rtt >= 0 && rtt < 100, `RTT on loopback ${rtt} ms`);
+  // Loopback adds ~nothing, but the core's RTT includes the peer's wait for its next paced
+  // packet (up to 100 ms at the starting 10 Hz) and early samples weigh heavily in the
+  // average: what must hold is that a loopback link never looks congested (< 250 ms).
+  assert.ok(rtt > 0 && rtt < 250, `RTT on loopback ${rtt} ms`);
   // A reliable chat message arrives exactly once on the other page.
   const text = `hello from B ${Math.random().toString(36).slice(2)}`;
   await b.page.fill('#chat-input', text);
