@@ -133,7 +133,9 @@ function renderPeers(peers) {
     const s = peer.stats;
     const row = document.createElement('tr');
     row.dataset.peer = peer.id;
-    const cells = [`${peer.id} (${peer.kind})`, peer.state, fmt(s?.rtt_ms, ' ms'), fmt(s?.jitter_ms, ' ms'),
+    // RTT and jitter mean nothing until the first ack: show a dash, not 0.
+    const measured = s?.packets_acked > 0;
+    const cells = [`${peer.id} (${peer.kind})`, peer.state, measured ? fmt(s.rtt_ms, ' ms') : '—', measured ? fmt(s.jitter_ms, ' ms') : '—',
       fmt(s?.loss_percent, ' %'), s?.mode ?? '—', fmt(s?.send_rate_pps, ' Hz', 0), player(peer.id).ice];
     for (const text of cells) {
       const td = document.createElement('td');
