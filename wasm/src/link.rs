@@ -294,18 +294,20 @@ mod tests {
         }
     }
 
+    /// A pair run from time zero until `until`, with the events each side saw.
+    fn connected_pair(
+        emulation: Option<&Emulation>,
+        until: Duration,
+    ) -> (Link, Link, Vec<LinkEvent>, Vec<LinkEvent>) {
+        let (mut a, mut b) = pair(emulation);
+        let (mut ev_a, mut ev_b) = (Vec::new(), Vec::new());
+        exchange(&mut a, &mut b, Duration::ZERO, until, &mut ev_a, &mut ev_b);
+        (a, b, ev_a, ev_b)
+    }
+
     #[test]
     fn browsers_connect_and_exchange_positions_and_chat_exactly_once() {
-        let (mut a, mut b) = pair(None);
-        let (mut ev_a, mut ev_b) = (Vec::new(), Vec::new());
-        exchange(
-            &mut a,
-            &mut b,
-            Duration::ZERO,
-            Duration::from_secs(1),
-            &mut ev_a,
-            &mut ev_b,
-        );
+        let (mut a, mut b, mut ev_a, mut ev_b) = connected_pair(None, Duration::from_secs(1));
         assert!(ev_a.contains(&LinkEvent::Connected));
         assert!(ev_b.contains(&LinkEvent::Connected));
         a.send_chat("hello").unwrap();
@@ -345,16 +347,8 @@ mod tests {
             },
             seed: 11,
         };
-        let (mut a, mut b) = pair(Some(&lossy));
-        let (mut ev_a, mut ev_b) = (Vec::new(), Vec::new());
-        exchange(
-            &mut a,
-            &mut b,
-            Duration::ZERO,
-            Duration::from_secs(2),
-            &mut ev_a,
-            &mut ev_b,
-        );
+        let (mut a, mut b, mut ev_a, mut ev_b) =
+            connected_pair(Some(&lossy), Duration::from_secs(2));
         for i in 0..20 {
             a.send_chat(&format!("m{i}")).unwrap();
         }
@@ -381,16 +375,7 @@ mod tests {
 
     #[test]
     fn garbage_datagrams_are_refused_without_disturbing_the_link() {
-        let (mut a, mut b) = pair(None);
-        let (mut ev_a, mut ev_b) = (Vec::new(), Vec::new());
-        exchange(
-            &mut a,
-            &mut b,
-            Duration::ZERO,
-            Duration::from_secs(1),
-            &mut ev_a,
-            &mut ev_b,
-        );
+        let (_, mut b, _, _) = connected_pair(None, Duration::from_secs(1));
         let before = b.stats();
         let mut events = Vec::new();
         assert!(
