@@ -458,7 +458,7 @@ fn report_messages() {
     let stats = lossy.client.stats();
     println!(
         "  10% loss pair: {} messages sent, {} resent, {} packets lost",
-        stats.messages_sent, stats.messages_resent, stats.packets_lost
+        stats.messages_sent, stats.messages_resent, stats.counters.packets_lost
     );
 }
 

@@ -187,6 +187,14 @@ pub enum ConnectionEvent {
         /// Its bytes.
         bytes: Vec<u8>,
     },
+    /// The packet layer's congestion mode changed, and with it the send rate (30 or 10
+    /// packets/s by default). Worth a log line or a HUD icon; nothing to do about it.
+    ModeChanged {
+        /// The new mode.
+        mode: crate::congestion::Mode,
+        /// How long good conditions must now last before the next switch back to good.
+        recovery_time: Duration,
+    },
     /// The connection ended; this is the last event.
     Disconnected {
         /// Why.
@@ -620,7 +628,16 @@ impl Connection {
         while let Some(event) = self.endpoint.poll_event() {
             let sequence = match event {
                 Event::Acked { sequence, .. } | Event::Lost { sequence } => sequence,
-                _ => continue,
+                Event::ModeChanged {
+                    mode,
+                    recovery_time,
+                } => {
+                    self.events.push_back(ConnectionEvent::ModeChanged {
+                        mode,
+                        recovery_time,
+                    });
+                    continue;
+                }
             };
             let ring = self.records.len();
             let (tag, record) = &mut self.records[usize::from(sequence) % ring];

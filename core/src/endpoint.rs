@@ -17,7 +17,7 @@ use crate::loss::LossWindow;
 use crate::rtt::RttEstimator;
 use crate::sequence::distance;
 use crate::sequence_buffer::SequenceBuffer;
-use crate::stats::Stats;
+use crate::stats::{Counters, Stats};
 use crate::wire::{HeaderError, Packet, PacketHeader};
 
 /// Width of the ack bitfield: how many of the peer's packets each header acknowledges.
@@ -128,18 +128,6 @@ struct SentPacket {
     sent_at: Duration,
 }
 
-#[derive(Debug, Clone, Copy, Default)]
-struct Counters {
-    packets_sent: u64,
-    packets_received: u64,
-    packets_acked: u64,
-    packets_lost: u64,
-    bytes_sent: u64,
-    bytes_received: u64,
-    header_bytes_sent: u64,
-    last_header_len: u32,
-}
-
 /// One end of a link at the packet layer. See the [crate docs](crate) for a driving loop.
 #[derive(Debug)]
 pub struct Endpoint {
@@ -165,6 +153,8 @@ pub struct Endpoint {
     last_loss_at: Option<Duration>,
     events: VecDeque<Event>,
     counters: Counters,
+    /// Length of the last header sent.
+    last_header_len: u32,
 }
 
 impl Endpoint {
@@ -188,6 +178,7 @@ impl Endpoint {
             last_loss_at: None,
             events: VecDeque::with_capacity(EVENT_QUEUE_RESERVE),
             counters: Counters::default(),
+            last_header_len: 0,
         })
     }
 
@@ -368,7 +359,7 @@ impl Endpoint {
         self.counters.packets_sent += 1;
         self.counters.bytes_sent += len as u64;
         self.counters.header_bytes_sent += header_len as u64;
-        self.counters.last_header_len = header_len as u32;
+        self.last_header_len = header_len as u32;
 
         let interval = self.interval();
         self.next_send_at = if now.saturating_sub(self.next_send_at) >= interval {
@@ -415,7 +406,6 @@ impl Endpoint {
 
     /// A snapshot of everything measured so far.
     pub fn stats(&self) -> Stats {
-        let c = self.counters;
         let ms = |d: Duration| d.as_secs_f64() * 1000.0;
         Stats {
             rtt_ms: self.rtt.rtt().map_or(0.0, ms),
@@ -427,14 +417,8 @@ impl Endpoint {
                 Mode::Good => self.config.good_rate_pps,
                 Mode::Bad => self.config.bad_rate_pps,
             },
-            packets_sent: c.packets_sent,
-            packets_received: c.packets_received,
-            packets_acked: c.packets_acked,
-            packets_lost: c.packets_lost,
-            bytes_sent: c.bytes_sent,
-            bytes_received: c.bytes_received,
-            header_bytes_sent: c.header_bytes_sent,
-            last_header_len: c.last_header_len,
+            counters: self.counters,
+            last_header_len: self.last_header_len,
             messages_sent: 0,
             messages_resent: 0,
             messages_delivered: 0,

@@ -165,7 +165,7 @@
 //! // 4 s in bad mode at 10 pps, then good mode at 30 pps: every packet but the last acked.
 //! assert!(acked >= 65, "{acked}");
 //! assert_eq!(a.mode(), ackwire_core::Mode::Good);
-//! assert_eq!(a.stats().packets_lost, 0);
+//! assert_eq!(a.stats().counters.packets_lost, 0);
 //! assert_eq!(a.stats().last_header_len, 4);
 //! ```
 #![forbid(unsafe_code)]
@@ -198,7 +198,7 @@ pub use connection::{
 pub use endpoint::{Endpoint, Event, ReceiveError, Received, Transmit, TransmitError};
 pub use handshake::{Accept, Acceptor, HandshakeError};
 pub use listener::{Listener, ListenerError, ListenerSendError};
-pub use stats::Stats;
+pub use stats::{Counters, Stats};
 
 /// The crate version, shown by drivers (the browser page prints it to prove the core runs there).
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

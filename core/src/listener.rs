@@ -1,14 +1,21 @@
 //! Many peers on one socket: an [`Acceptor`] plus the connections it made, keyed by the
 //! peer's address bytes. A UDP server driver is then a loop of `receive` (sending back any
-//! challenge at once), `poll_transmit` until `None`, `poll_event`, and `poll_timeout`, with no
-//! protocol logic of its own.
+//! challenge at once), `poll_transmit` until `None`, `poll_event` until `None`, and a sleep
+//! until `poll_timeout`, with no protocol logic of its own.
 //!
 //! Datagrams from an address with a connection go to that connection; anything else goes to
 //! the acceptor, which answers connect requests without storing anything. Connections are
 //! dropped once closed and their last event has been taken.
+//!
+//! The listener is built to serve thousands of connections from one thread: every call costs
+//! O(log n) in the number of connections, never a scan. Each connection has one entry in a
+//! timer heap at its own `poll_timeout`, and only connections that are due (their timer
+//! expired, a datagram arrived, or the application touched them) are visited by
+//! `poll_transmit` and `poll_event`.
 
+use core::cmp::Reverse;
 use core::time::Duration;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 
 use thiserror::Error;
 
@@ -19,6 +26,7 @@ use crate::connection::{
 };
 use crate::endpoint::TransmitError;
 use crate::handshake::{Accept, Acceptor, HandshakeError};
+use crate::stats::Counters;
 
 /// Why [`Listener::receive`] refused a datagram. Nothing changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
@@ -30,6 +38,9 @@ pub enum ListenerError {
     /// Refused by the address's connection.
     #[error("connection: {0}")]
     Connection(#[from] ConnectionError),
+    /// From a new address while `max_connections` connections are open.
+    #[error("connection table full ({0} connections)")]
+    Full(usize),
 }
 
 /// Why [`Listener::send`] refused a message. Nothing was queued.
@@ -44,30 +55,82 @@ pub enum ListenerSendError {
     Send(#[from] SendError),
 }
 
+#[derive(Debug)]
+struct Slot {
+    address: Box<[u8]>,
+    connection: Connection,
+    /// Tells this occupant of the slot from earlier ones, so their timer entries are stale.
+    generation: u64,
+    /// Deadline of the live timer entry, if one is in the heap.
+    armed: Option<Duration>,
+    /// In `due` (visit in `poll_transmit`), in `eventful` (visit in `poll_event`).
+    in_due: bool,
+    in_eventful: bool,
+}
+
 /// An acceptor and its connections, for a driver serving many peers on one socket.
 #[derive(Debug)]
 pub struct Listener {
     acceptor: Acceptor,
-    connections: HashMap<Box<[u8]>, Connection>,
-    /// Addresses in acceptance order; `poll_transmit` and `poll_event` start after the one
-    /// served last, so no connection starves the others.
-    order: VecDeque<Box<[u8]>>,
+    max_connections: usize,
+    slots: Vec<Option<Slot>>,
+    free: Vec<usize>,
+    by_address: HashMap<Box<[u8]>, usize>,
+    /// `(deadline, slot, generation)`; an entry is live when the slot still holds that
+    /// generation armed at that deadline. Stale entries are skipped when they surface, which
+    /// is cheaper than removing them.
+    timers: BinaryHeap<Reverse<(Duration, usize, u64)>>,
+    next_generation: u64,
+    /// Slots `poll_transmit` must visit, in the order they became due; a slot leaves once it
+    /// has nothing more to send, so no connection starves the others.
+    due: VecDeque<usize>,
+    /// Slots that may have events.
+    eventful: VecDeque<usize>,
+    /// Counters of connections already dropped, so totals survive them.
+    retired: Counters,
+    now: Duration,
 }
 
 impl Listener {
     /// A listener whose connections use `config`, keyed with `secret` (32 random bytes from
-    /// the driver, new at each start).
+    /// the driver, new at each start). It accepts any number of connections until
+    /// [`with_max_connections`](Self::with_max_connections) bounds it.
     pub fn new(config: ConnectionConfig, secret: [u8; 32]) -> Result<Self, ConnectionConfigError> {
         Ok(Listener {
             acceptor: Acceptor::new(config, secret)?,
-            connections: HashMap::new(),
-            order: VecDeque::new(),
+            max_connections: usize::MAX,
+            slots: Vec::new(),
+            free: Vec::new(),
+            by_address: HashMap::new(),
+            timers: BinaryHeap::new(),
+            next_generation: 0,
+            due: VecDeque::new(),
+            eventful: VecDeque::new(),
+            retired: Counters::default(),
+            now: Duration::ZERO,
         })
+    }
+
+    /// Bounds the connection table: datagrams from new addresses are refused with
+    /// [`ListenerError::Full`] (no challenge is sent) while `max` connections are open.
+    pub fn with_max_connections(mut self, max: usize) -> Self {
+        self.max_connections = max;
+        self
     }
 
     /// The acceptor (for its config and replay-cache size).
     pub fn acceptor(&self) -> &Acceptor {
         &self.acceptor
+    }
+
+    /// Open connections (closing ones included until their last event is taken).
+    pub fn len(&self) -> usize {
+        self.by_address.len()
+    }
+
+    /// True when there is no connection.
+    pub fn is_empty(&self) -> bool {
+        self.by_address.is_empty()
     }
 
     /// Takes in one datagram from `from`. `Ok(Some(len))`: send `reply[..len]` back to `from`
@@ -79,16 +142,76 @@ impl Listener {
         datagram: &[u8],
         reply: &mut [u8],
     ) -> Result<Option<usize>, ListenerError> {
-        if let Some(connection) = self.connections.get_mut(from) {
-            connection.receive(now, datagram)?;
+        self.now = self.now.max(now);
+        if let Some(&index) = self.by_address.get(from) {
+            let slot = self.slots[index].as_mut().expect("mapped slot is live");
+            slot.connection.receive(now, datagram)?;
+            // Acks can move the connection's next deadline (its mode, its loss timer) and a
+            // control packet can make a reply due: visit it in the next `poll_transmit`.
+            self.mark(index);
             return Ok(None);
+        }
+        if self.by_address.len() >= self.max_connections {
+            return Err(ListenerError::Full(self.by_address.len()));
         }
         match self.acceptor.receive(now, from, datagram, reply)? {
             Accept::Reply { len } => Ok(Some(len)),
             Accept::Connection(connection) => {
-                self.connections.insert(from.into(), *connection);
-                self.order.push_back(from.into());
+                self.insert(from, *connection);
                 Ok(None)
+            }
+        }
+    }
+
+    fn insert(&mut self, address: &[u8], connection: Connection) {
+        self.next_generation += 1;
+        let slot = Slot {
+            address: address.into(),
+            connection,
+            generation: self.next_generation,
+            armed: None,
+            in_due: false,
+            in_eventful: false,
+        };
+        let index = match self.free.pop() {
+            Some(index) => {
+                self.slots[index] = Some(slot);
+                index
+            }
+            None => {
+                self.slots.push(Some(slot));
+                self.slots.len() - 1
+            }
+        };
+        self.by_address.insert(address.into(), index);
+        self.mark(index);
+    }
+
+    /// Queues `index` for a visit by `poll_transmit` and `poll_event`.
+    fn mark(&mut self, index: usize) {
+        let slot = self.slots[index].as_mut().expect("mark a live slot");
+        if !slot.in_due {
+            slot.in_due = true;
+            self.due.push_back(index);
+        }
+        if !slot.in_eventful {
+            slot.in_eventful = true;
+            self.eventful.push_back(index);
+        }
+    }
+
+    /// Moves every connection whose timer expired by `now` into the due queue.
+    fn expire_timers(&mut self, now: Duration) {
+        while let Some(&Reverse((deadline, index, generation))) = self.timers.peek() {
+            if deadline > now {
+                break;
+            }
+            self.timers.pop();
+            let live = matches!(&self.slots[index],
+                Some(s) if s.generation == generation && s.armed == Some(deadline));
+            if live {
+                self.slots[index].as_mut().expect("live").armed = None;
+                self.mark(index);
             }
         }
     }
@@ -99,12 +222,26 @@ impl Listener {
         now: Duration,
         buf: &mut [u8],
     ) -> Result<Option<(&[u8], usize)>, TransmitError> {
-        for _ in 0..self.order.len() {
-            let connection = self.connections.get_mut(&self.order[0]).expect("ordered");
-            if let Some(len) = connection.poll_transmit(now, buf)? {
-                return Ok(Some((&self.order[0], len)));
+        self.now = self.now.max(now);
+        self.expire_timers(self.now);
+        while let Some(&index) = self.due.front() {
+            let slot = self.slots[index].as_mut().expect("due slot is live");
+            if let Some(len) = slot.connection.poll_transmit(now, buf)? {
+                let slot = self.slots[index].as_ref().expect("due slot is live");
+                return Ok(Some((&slot.address, len)));
             }
-            self.order.rotate_left(1);
+            // Nothing more to send: re-arm its timer at its next deadline and move on.
+            self.due.pop_front();
+            slot.in_due = false;
+            let deadline = slot.connection.poll_timeout();
+            if let Some(at) = deadline.filter(|_| deadline != slot.armed) {
+                slot.armed = deadline;
+                self.timers.push(Reverse((at, index, slot.generation)));
+            }
+            if !slot.in_eventful {
+                slot.in_eventful = true;
+                self.eventful.push_back(index);
+            }
         }
         Ok(None)
     }
@@ -112,52 +249,111 @@ impl Listener {
     /// The next event from any connection, with the peer's address. A connection whose
     /// [`ConnectionEvent::Disconnected`] has been taken, and that has nothing left to send,
     /// is dropped.
-    pub fn poll_event(&mut self) -> Option<(Box<[u8]>, ConnectionEvent)> {
-        for _ in 0..self.order.len() {
-            let address = self.order.front().expect("non-empty").clone();
-            let connection = self.connections.get_mut(&address).expect("ordered");
-            if let Some(event) = connection.poll_event() {
-                return Some((address, event));
+    pub fn poll_event(&mut self) -> Option<(&[u8], ConnectionEvent)> {
+        while let Some(&index) = self.eventful.front() {
+            let slot = self.slots[index].as_mut().expect("eventful slot is live");
+            if let Some(event) = slot.connection.poll_event() {
+                let slot = self.slots[index].as_ref().expect("eventful slot is live");
+                return Some((&slot.address, event));
             }
-            if connection.state() == ConnectionState::Closed {
-                self.connections.remove(&address);
-                self.order.pop_front();
-            } else {
-                self.order.rotate_left(1);
+            self.eventful.pop_front();
+            slot.in_eventful = false;
+            if slot.connection.state() == ConnectionState::Closed && !slot.in_due {
+                self.remove(index);
             }
         }
         None
     }
 
-    /// Queues a message for the peer at `to`.
-    pub fn send(&mut self, to: &[u8], channel: u8, bytes: &[u8]) -> Result<(), ListenerSendError> {
-        let connection = self
-            .connections
-            .get_mut(to)
-            .ok_or(ListenerSendError::UnknownAddress)?;
-        Ok(connection.send(channel, bytes)?)
+    fn remove(&mut self, index: usize) {
+        let slot = self.slots[index].take().expect("remove a live slot");
+        self.by_address.remove(&slot.address);
+        self.retired += slot.connection.stats().counters;
+        self.free.push(index);
     }
 
-    /// When to call back at the latest (the earliest of the connections' timeouts).
-    pub fn poll_timeout(&self) -> Option<Duration> {
-        self.connections
-            .values()
-            .filter_map(Connection::poll_timeout)
-            .min()
+    /// Queues a message for the peer at `to`.
+    pub fn send(&mut self, to: &[u8], channel: u8, bytes: &[u8]) -> Result<(), ListenerSendError> {
+        let index = *self
+            .by_address
+            .get(to)
+            .ok_or(ListenerSendError::UnknownAddress)?;
+        let slot = self.slots[index].as_mut().expect("mapped slot is live");
+        Ok(slot.connection.send(channel, bytes)?)
+    }
+
+    /// Closes the connection with the peer at `address` (see [`Connection::close`]); its
+    /// disconnect packets come out of `poll_transmit`. False if there is none.
+    pub fn close(&mut self, address: &[u8]) -> bool {
+        let Some(&index) = self.by_address.get(address) else {
+            return false;
+        };
+        self.slots[index]
+            .as_mut()
+            .expect("mapped slot is live")
+            .connection
+            .close();
+        self.mark(index);
+        true
+    }
+
+    /// Closes every connection, as a server does when it shuts down: keep driving
+    /// `poll_transmit` until [`is_empty`](Self::is_empty) (after draining `poll_event`) so
+    /// the disconnect packets go out.
+    pub fn close_all(&mut self) {
+        for index in 0..self.slots.len() {
+            if let Some(slot) = &mut self.slots[index] {
+                slot.connection.close();
+                self.mark(index);
+            }
+        }
+    }
+
+    /// When to call back at the latest: now if a connection is waiting to be visited, else
+    /// the earliest connection deadline.
+    pub fn poll_timeout(&mut self) -> Option<Duration> {
+        if !self.due.is_empty() || !self.eventful.is_empty() {
+            return Some(self.now);
+        }
+        while let Some(&Reverse((deadline, index, generation))) = self.timers.peek() {
+            let live = matches!(&self.slots[index],
+                Some(s) if s.generation == generation && s.armed == Some(deadline));
+            if live {
+                return Some(deadline);
+            }
+            self.timers.pop();
+        }
+        None
     }
 
     /// The connection with the peer at `address`.
     pub fn connection(&self, address: &[u8]) -> Option<&Connection> {
-        self.connections.get(address)
+        let index = *self.by_address.get(address)?;
+        self.slots[index].as_ref().map(|s| &s.connection)
     }
 
-    /// The connection with the peer at `address`, mutably (to close it, for instance).
+    /// The connection with the peer at `address`, mutably (to close it, for instance). It is
+    /// visited by the next `poll_transmit` and `poll_event`, whatever was done to it.
     pub fn connection_mut(&mut self, address: &[u8]) -> Option<&mut Connection> {
-        self.connections.get_mut(address)
+        let index = *self.by_address.get(address)?;
+        self.mark(index);
+        self.slots[index].as_mut().map(|s| &mut s.connection)
     }
 
     /// Every connection with its peer's address, in no particular order.
     pub fn connections(&self) -> impl Iterator<Item = (&[u8], &Connection)> {
-        self.connections.iter().map(|(a, c)| (&**a, c))
+        self.slots
+            .iter()
+            .flatten()
+            .map(|s| (&*s.address, &s.connection))
+    }
+
+    /// Counters summed over every connection this listener has had, dropped ones included.
+    pub fn counters(&self) -> Counters {
+        let mut total = self.retired;
+        for (_, connection) in self.connections() {
+            total += connection.stats().counters;
+        }
+        total
     }
 }

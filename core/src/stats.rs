@@ -5,6 +5,38 @@ use serde::{Deserialize, Serialize};
 use crate::congestion::Mode;
 use crate::connection::ConnectionState;
 
+/// What a link has counted since it started. Unlike the gauges in [`Stats`], these only
+/// grow, so a driver serving many links sums them (`+=`) into one total.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counters {
+    /// Packets sent.
+    pub packets_sent: u64,
+    /// Packets received and accepted (duplicates, stale and malformed ones excluded).
+    pub packets_received: u64,
+    /// Sent packets the peer acknowledged.
+    pub packets_acked: u64,
+    /// Sent packets declared lost.
+    pub packets_lost: u64,
+    /// Datagram bytes sent, headers included.
+    pub bytes_sent: u64,
+    /// Datagram bytes of accepted packets received, headers included.
+    pub bytes_received: u64,
+    /// Header bytes among `bytes_sent`.
+    pub header_bytes_sent: u64,
+}
+
+impl core::ops::AddAssign for Counters {
+    fn add_assign(&mut self, other: Counters) {
+        self.packets_sent += other.packets_sent;
+        self.packets_received += other.packets_received;
+        self.packets_acked += other.packets_acked;
+        self.packets_lost += other.packets_lost;
+        self.bytes_sent += other.bytes_sent;
+        self.bytes_received += other.bytes_received;
+        self.header_bytes_sent += other.header_bytes_sent;
+    }
+}
+
 /// What an [`Endpoint`](crate::endpoint::Endpoint) has measured so far. Times are in
 /// milliseconds as `f64`, which JSON and JavaScript read without conversion.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -21,20 +53,10 @@ pub struct Stats {
     pub recovery_time_ms: f64,
     /// Packets per second the endpoint is pacing to now.
     pub send_rate_pps: f64,
-    /// Packets sent.
-    pub packets_sent: u64,
-    /// Packets received and accepted (duplicates, stale and malformed ones excluded).
-    pub packets_received: u64,
-    /// Sent packets the peer acknowledged.
-    pub packets_acked: u64,
-    /// Sent packets declared lost.
-    pub packets_lost: u64,
-    /// Datagram bytes sent, headers included.
-    pub bytes_sent: u64,
-    /// Datagram bytes of accepted packets received, headers included.
-    pub bytes_received: u64,
-    /// Header bytes among `bytes_sent`.
-    pub header_bytes_sent: u64,
+    /// Running totals (`packets_sent` to `header_bytes_sent`), flattened into the same JSON
+    /// object as the gauges.
+    #[serde(flatten)]
+    pub counters: Counters,
     /// Length of the last header sent (4 in steady state).
     pub last_header_len: u32,
     /// Messages accepted by `send` (zero for a bare endpoint; the fields below too).

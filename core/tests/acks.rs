@@ -142,7 +142,7 @@ fn a_tiny_transmit_buffer_is_an_error_and_sends_nothing() {
             available: 4
         })
     );
-    assert_eq!(a.stats().packets_sent, 0);
+    assert_eq!(a.stats().counters.packets_sent, 0);
     assert_eq!(a.next_sequence(), 0);
 }
 
@@ -269,7 +269,7 @@ fn unacked_packets_are_lost_exactly_at_the_loss_timeout_and_poll_timeout_says_wh
         a.handle_timeout(now);
         if now < 1000 * MS {
             assert_eq!(
-                a.stats().packets_lost,
+                a.stats().counters.packets_lost,
                 0,
                 "not lost before 1 s (at {now:?})"
             );

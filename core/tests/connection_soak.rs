@@ -184,6 +184,6 @@ fn ten_minutes_at_20_percent_loss_with_a_blackout_deliver_every_reliable_message
     assert!(stats.messages_resent > 1000, "{stats:?}");
     eprintln!(
         "soak: {} packets sent, {} messages resent, {} window-full refusals, peak {peak:?}",
-        stats.packets_sent, stats.messages_resent, client_app.window_full
+        stats.counters.packets_sent, stats.messages_resent, client_app.window_full
     );
 }

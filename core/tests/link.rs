@@ -48,8 +48,8 @@ fn measured_loss_tracks_injected_loss() {
         let mut pair = Pair::symmetric(Config::default(), link, 42);
         pair.run_until(120 * S);
         let stats = pair.a.stats();
-        let resolved = (stats.packets_acked + stats.packets_lost) as f64;
-        let measured = stats.packets_lost as f64 * 100.0 / resolved;
+        let resolved = (stats.counters.packets_acked + stats.counters.packets_lost) as f64;
+        let measured = stats.counters.packets_lost as f64 * 100.0 / resolved;
         // ~3000 packets: one binomial standard deviation is under 0.8 points at 20%.
         assert!(
             (measured - loss).abs() < 2.5,
@@ -108,7 +108,7 @@ fn an_ack_survives_losing_every_packet_for_under_a_second() {
     let mut pair = Pair::symmetric(Config::default(), delayed(10 * MS), 5);
     pair.run_until(10 * S);
     assert_eq!(pair.a.mode(), Mode::Good);
-    let lost_before = pair.a.stats().packets_lost;
+    let lost_before = pair.a.stats().counters.packets_lost;
     // The return path goes dark for 900 ms: none of b's acks reach a.
     pair.b_to_a
         .set_config(EmulatorConfig {
@@ -121,7 +121,7 @@ fn an_ack_survives_losing_every_packet_for_under_a_second() {
     pair.b_to_a.set_config(delayed(10 * MS)).unwrap();
     pair.run_for(2 * S);
     assert_eq!(
-        pair.a.stats().packets_lost,
+        pair.a.stats().counters.packets_lost,
         lost_before,
         "every packet sent during the blackout was acked by the redundant bitfield"
     );
@@ -138,7 +138,7 @@ fn a_blackout_longer_than_the_loss_timeout_declares_packets_lost() {
         })
         .unwrap();
     pair.run_for(3 * S);
-    assert!(pair.a.stats().packets_lost > 30);
+    assert!(pair.a.stats().counters.packets_lost > 30);
 }
 
 #[test]
@@ -226,7 +226,7 @@ fn asymmetric_and_clumped_rates_keep_every_received_packet_acked() {
     pair.b = ackwire_core::Endpoint::new(slow, Duration::ZERO).unwrap();
     pair.run_until(30 * S);
     let acked: std::collections::HashSet<u16> = pair.a_log.acked().collect();
-    assert_eq!(pair.a.stats().packets_lost, 0);
+    assert_eq!(pair.a.stats().counters.packets_lost, 0);
     // Everything b received more than a second before the end has been acked.
     let settled = pair.b_log.received.len() - 40;
     assert!(
@@ -253,9 +253,9 @@ fn sequences_and_acks_keep_working_across_the_wrap_from_65535_to_0() {
     // 30 pps for 40 minutes: 72,000 packets each way, past one full lap of sequences.
     pair.run_until(2400 * S);
     let stats = pair.a.stats();
-    assert!(stats.packets_sent > 70_000);
-    assert_eq!(stats.packets_lost, 0);
-    assert!(stats.packets_acked >= stats.packets_sent - 2);
+    assert!(stats.counters.packets_sent > 70_000);
+    assert_eq!(stats.counters.packets_lost, 0);
+    assert!(stats.counters.packets_acked >= stats.counters.packets_sent - 2);
     assert_eq!(stats.last_header_len, 4);
 }
 

@@ -54,6 +54,10 @@ impl World {
                             packet: "disconnect",
                             state: ConnectionState::Closed,
                         })) => {}
+                        // Data still in flight when the listener closed the connection.
+                        Err(ListenerError::Connection(ConnectionError::NotConnected(
+                            ConnectionState::Closing | ConnectionState::Closed,
+                        ))) => {}
                         Err(e) => panic!("{e}"),
                     }
                 }
@@ -153,4 +157,116 @@ fn a_data_packet_from_an_unknown_address_is_refused() {
         Err(ListenerError::Handshake(HandshakeError::UnknownConnection))
     );
     assert_eq!(world.listener.connections().count(), 1);
+}
+
+#[test]
+fn a_full_listener_refuses_new_peers_without_answering_and_keeps_its_own() {
+    let mut world = World::new(&[b"a"]);
+    world.listener = Listener::new(ConnectionConfig::default(), [5; 32])
+        .unwrap()
+        .with_max_connections(1);
+    world.run_for(Duration::from_secs(1));
+    assert_eq!(world.listener.len(), 1);
+    let mut stranger = Connection::connect(ConnectionConfig::default(), world.now).unwrap();
+    let mut buf = [0u8; 1200];
+    let len = stranger
+        .poll_transmit(world.now, &mut buf)
+        .unwrap()
+        .unwrap();
+    let mut reply = [0u8; 64];
+    assert_eq!(
+        world
+            .listener
+            .receive(world.now, b"b", &buf[..len], &mut reply),
+        Err(ListenerError::Full(1)),
+        "no challenge while full"
+    );
+    assert!(world.listener.connection(b"b").is_none());
+    // The connection it has is undisturbed.
+    world
+        .clients
+        .get_mut(&b"a"[..])
+        .unwrap()
+        .send(1, b"still here")
+        .unwrap();
+    world.run_for(Duration::from_secs(1));
+    assert_eq!(
+        messages_of(&world.server_events, b"a"),
+        [b"still here".to_vec()]
+    );
+}
+
+#[test]
+fn close_all_tells_every_peer_and_empties_the_listener() {
+    let addresses: [&[u8]; 3] = [b"a", b"b", b"c"];
+    let mut world = World::new(&addresses);
+    world.run_for(Duration::from_secs(1));
+    let before = world.listener.counters();
+    assert!(before.packets_sent > 0);
+    world.listener.close_all();
+    world.run_for(Duration::from_millis(50));
+    assert!(world.listener.is_empty());
+    for address in addresses {
+        assert!(world.client_events.iter().any(|(peer, e)| peer == address
+            && *e
+                == ConnectionEvent::Disconnected {
+                    reason: DisconnectReason::ClosedByPeer
+                }));
+        assert!(world.server_events.iter().any(|(peer, e)| peer == address
+            && *e
+                == ConnectionEvent::Disconnected {
+                    reason: DisconnectReason::Closed
+                }));
+    }
+    // The dropped connections' counters stay in the listener's totals.
+    let after = world.listener.counters();
+    assert!(
+        after.packets_sent >= before.packets_sent,
+        "{after:?} {before:?}"
+    );
+    assert_eq!(
+        world.listener.poll_timeout(),
+        None,
+        "nothing left to wake up for"
+    );
+}
+
+#[test]
+fn thousands_of_idle_connections_each_send_at_their_own_pace() {
+    let addresses: Vec<Vec<u8>> = (0..2000u32).map(|i| i.to_be_bytes().to_vec()).collect();
+    let refs: Vec<&[u8]> = addresses.iter().map(Vec::as_slice).collect();
+    let mut world = World::new(&refs);
+    // All 2000 connect within one cookie lifetime: the replay cache must remember them all
+    // (with the default 1024 the rest would be told `Busy` until cookies expire).
+    let config = ConnectionConfig {
+        replay_cache_len: 2000,
+        ..ConnectionConfig::default()
+    };
+    world.listener = Listener::new(config, [5; 32]).unwrap();
+    world.run_for(Duration::from_secs(2));
+    assert_eq!(world.listener.len(), 2000);
+    let sent_before: Vec<u64> = refs
+        .iter()
+        .map(|a| {
+            world
+                .listener
+                .connection(a)
+                .unwrap()
+                .stats()
+                .counters
+                .packets_sent
+        })
+        .collect();
+    world.run_for(Duration::from_secs(1));
+    // Bad mode paces at 10 packets/s: each connection sent its ~10, none was starved.
+    for (address, before) in refs.iter().zip(sent_before) {
+        let sent = world
+            .listener
+            .connection(address)
+            .unwrap()
+            .stats()
+            .counters
+            .packets_sent;
+        assert!((9..=11).contains(&(sent - before)), "{sent} - {before}");
+    }
 }

@@ -39,17 +39,19 @@ fn ten_minutes_of_a_hostile_link_keep_the_books_exact() {
         let dropped = emulator.stats().dropped;
         assert!(dropped > 100, "the link really was hostile: {dropped}");
         // Every sent packet is acked, lost, or still inside the last loss timeout.
-        let pending = stats.packets_sent - stats.packets_acked - stats.packets_lost;
+        let pending = stats.counters.packets_sent
+            - stats.counters.packets_acked
+            - stats.counters.packets_lost;
         assert!(pending <= 31, "{stats:?}");
         // A packet is declared lost only if it really did not arrive, give or take the rare
         // packet whose acks were all lost too.
-        let not_arrived = stats.packets_sent - receiver.received.len() as u64;
-        assert!(stats.packets_lost >= not_arrived.saturating_sub(pending));
+        let not_arrived = stats.counters.packets_sent - receiver.received.len() as u64;
+        assert!(stats.counters.packets_lost >= not_arrived.saturating_sub(pending));
         assert!(
-            stats.packets_lost <= not_arrived + 5,
+            stats.counters.packets_lost <= not_arrived + 5,
             "{stats:?} vs {not_arrived}"
         );
-        assert!(stats.header_bytes_sent <= stats.bytes_sent);
+        assert!(stats.counters.header_bytes_sent <= stats.counters.bytes_sent);
     }
     let acked: HashSet<u16> = pair.a_log.acked().collect();
     assert!(pair.a_log.lost().all(|s| !acked.contains(&s)));

@@ -5,10 +5,11 @@
 //!
 //! Each phase runs one server on its own thread (a current-thread tokio runtime, so it uses
 //! at most one core) and N client flows at 30 packets/s each on another thread:
-//! - raw: the server echoes every datagram (36 bytes, the size of an ackwire packet with the
-//!   demo payload) with the same batched non-blocking reads the driver uses;
-//! - ackwire: the server is `ackwire-peer listen` (the library's `peer::run`), the clients
-//!   are `connect` peers; both start in good mode so the offered load is the same 30/s.
+//! - raw: the server echoes every datagram (40 bytes, the size of an ackwire data packet with
+//!   the 32-byte demo message) with the same batched non-blocking reads the driver uses;
+//! - ackwire: the server is `ackwire-peer listen` (the library's `peer::run`: the core's
+//!   `Listener`, handshakes, one message echoed per packet), the clients are `connect` peers;
+//!   both start in good mode so the offered load is the same 30/s.
 //!
 //! The machine is shared, so wall time is noisy: the server's cost is measured as the CPU
 //! time of its thread (`/proc/thread-self/schedstat`), and throughput is stated per core as
@@ -22,15 +23,16 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use ackwire_core::{Config, Mode};
+use ackwire_core::{Config, ConnectionConfig, Mode};
 use ackwire_peer::link;
 use ackwire_peer::peer::{self, PeerOptions, Role};
 use ackwire_peer::report::Output;
 use tokio::net::UdpSocket;
 
 const RATE_PPS: f64 = 30.0;
-/// 4-byte steady-state header + the 32-byte demo payload.
-const DATAGRAM_LEN: usize = 36;
+/// 4-byte steady-state header + a sequenced frame (tag, 2-byte id, length) + the 32-byte demo
+/// message. The ackwire phase checks its own mean datagram size against it.
+const DATAGRAM_LEN: usize = 40;
 
 fn thread_cpu() -> Duration {
     let stat = std::fs::read_to_string("/proc/thread-self/schedstat").expect("schedstat");
@@ -49,10 +51,13 @@ fn runtime() -> tokio::runtime::Runtime {
         .expect("runtime")
 }
 
-fn config() -> Config {
-    Config {
-        initial_mode: Mode::Good,
-        ..Config::default()
+fn config() -> ConnectionConfig {
+    ConnectionConfig {
+        packet: Config {
+            initial_mode: Mode::Good,
+            ..Config::default()
+        },
+        ..ConnectionConfig::default()
     }
 }
 
@@ -72,6 +77,8 @@ struct Phase {
     client_received: u64,
     /// Client connections still in good mode at the end (ackwire phase only).
     clients_good: u64,
+    /// Mean size of the server's data packets (ackwire phase only).
+    server_packet_len: f64,
 }
 
 impl Phase {
@@ -150,10 +157,11 @@ async fn ackwire_flow(server: SocketAddr, run_for: Duration) -> (u64, u64, bool)
     };
     let summary = peer::run(socket, options, std::future::pending())
         .await
-        .expect("client runs");
+        .expect("client runs")
+        .summary;
     (
-        summary.totals.packets_sent,
-        summary.totals.packets_received,
+        summary.link.datagrams_out,
+        summary.link.datagrams_in,
         summary.mode == Mode::Good,
     )
 }
@@ -171,8 +179,11 @@ fn phase(kind: Kind, connections: usize, seconds: f64) -> Phase {
                 let socket = link::bind("127.0.0.1:0".parse().unwrap()).expect("bind");
                 addr_tx.send(socket.local_addr().unwrap()).unwrap();
                 let (cpu0, wall0) = (thread_cpu(), Instant::now());
-                let (received, sent) = match kind {
-                    Kind::Raw => raw_echo(socket, server_for).await,
+                let (received, sent, packet_len) = match kind {
+                    Kind::Raw => {
+                        let (received, sent) = raw_echo(socket, server_for).await;
+                        (received, sent, DATAGRAM_LEN as f64)
+                    }
                     Kind::Ackwire => {
                         let options = PeerOptions {
                             role: Role::Listen {
@@ -185,14 +196,20 @@ fn phase(kind: Kind, connections: usize, seconds: f64) -> Phase {
                         };
                         let s = peer::run(socket, options, std::future::pending())
                             .await
-                            .expect("server runs");
-                        (
-                            s.totals.packets_received + s.dropped.total(),
-                            s.totals.packets_sent,
-                        )
+                            .expect("server runs")
+                            .summary;
+                        let c = s.counters;
+                        let packet_len = c.bytes_sent as f64 / c.packets_sent.max(1) as f64;
+                        (s.link.datagrams_in, s.link.datagrams_out, packet_len)
                     }
                 };
-                (received, sent, thread_cpu() - cpu0, wall0.elapsed())
+                (
+                    received,
+                    sent,
+                    packet_len,
+                    thread_cpu() - cpu0,
+                    wall0.elapsed(),
+                )
             })
         })
         .expect("server thread");
@@ -229,8 +246,10 @@ fn phase(kind: Kind, connections: usize, seconds: f64) -> Phase {
         })
         .expect("client thread");
     let (client_sent, client_received, clients_good) = clients.join().unwrap();
-    let (server_received, server_sent, server_cpu, wall) = server.join().unwrap();
+    let (server_received, server_sent, server_packet_len, server_cpu, wall) =
+        server.join().unwrap();
     Phase {
+        server_packet_len,
         server_received,
         server_sent,
         server_cpu,
@@ -305,8 +324,10 @@ fn main() {
         );
     }
     println!(
-        "ackwire/raw per-core throughput: {:.1}% (goal >= 80%)",
-        100.0 * ratio
+        "ackwire/raw per-core throughput: {:.1}% (goal >= 80%); ackwire data packets averaged \
+         {:.1} bytes, raw echo datagrams {DATAGRAM_LEN}",
+        100.0 * ratio,
+        ackwire.server_packet_len,
     );
     println!(
         "one listen process, one core: served {connections} connections at 30 pps using \
@@ -330,6 +351,8 @@ fn main() {
         "ackwire_server_pps_per_connection": ackwire.server_rate_per_flow(connections),
         "raw_delivered": raw.delivered(),
         "connections_per_core": connections_per_core,
+        "ackwire_packet_len": ackwire.server_packet_len,
+        "raw_datagram_len": DATAGRAM_LEN,
     });
     println!("{json}");
 }

@@ -4,7 +4,7 @@ use std::io::IsTerminal;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use ackwire_core::Config;
+use ackwire_core::ConnectionConfig;
 use ackwire_core::emulator::EmulatorConfig;
 use clap::{Args, Parser, Subcommand};
 
@@ -159,7 +159,7 @@ impl Command {
         };
         let options = PeerOptions {
             role,
-            config: Config::default(),
+            config: ConnectionConfig::default(),
             emulation: common.emulation()?,
             duration: common
                 .duration

@@ -1,272 +1,207 @@
-//! The peer's connections: one core [`Endpoint`] per remote UDP address.
+//! The peer's side of the protocol: the core's [`Listener`] for `listen`, one core
+//! [`Connection`] for `connect`, the demo traffic between them, and counters of every
+//! datagram that reached no connection.
 //!
-//! Until the core's connection layer (handshake, connection ids, keep-alive, disconnect)
-//! lands, this module stands in for it with the least that works: peers are told apart by
-//! source address, a connection is created by the first datagram the core accepts, the table
-//! is bounded, and a connection that has not been heard from for [`IDLE_TIMEOUT`] is dropped.
-//! Swapping in the core's connection type means replacing [`Connection::endpoint`] and the
-//! accept path in [`Connections::on_datagram`]; the driver loop does not change.
+//! Nothing here knows about sockets or clocks: datagrams come in through
+//! [`Connections::on_datagram`], go out through the [`Link`] given to each call, and
+//! [`Connections::poll`] runs whatever is due.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use ackwire_core::{Config, Endpoint, Event, Mode, ReceiveError, Stats};
+use ackwire_core::control::ControlPacket;
+use ackwire_core::{
+    Connection, ConnectionConfig, ConnectionError, ConnectionEvent, ConnectionState, Counters,
+    DisconnectReason, HandshakeError, Listener, ListenerError, Mode, ReceiveError, Stats,
+};
+use ackwire_room::demo::POSITION_CHANNEL;
 use serde::Serialize;
 
-use crate::link::Link;
-
-/// A connection silent this long is dropped. Five missed seconds is far beyond the core's 1 s
-/// loss timeout, so only a peer that is gone (or a stray sender) hits it.
-pub const IDLE_TIMEOUT: Duration = Duration::from_secs(5);
+use crate::link::{self, Link};
 
 /// The design's MTU budget: larger datagrams are refused before reaching the core.
 pub const MAX_DATAGRAM: usize = 1200;
 
-/// Bytes of demo traffic a connecting peer puts in each packet.
+/// Bytes of each demo message a connecting peer sends.
 pub const DEMO_PAYLOAD_LEN: usize = 32;
 
-/// What this side writes into its packets.
-#[derive(Debug, Clone)]
-pub enum Traffic {
-    /// The connecting side's demo traffic: a running counter and a fixed label, standing in for
-    /// a game's state update.
-    Demo {
-        /// Packets written so far.
-        counter: u64,
-    },
-    /// The listening side plays back the latest payload received from its peer.
-    Echo {
-        /// The latest payload.
-        last: Vec<u8>,
-    },
+/// The connecting side's demo message: a running counter and a fixed label, standing in for
+/// a game's state update. One rides in every data packet.
+fn demo_message(counter: u64) -> [u8; DEMO_PAYLOAD_LEN] {
+    const LABEL: &[u8; DEMO_PAYLOAD_LEN - 8] = b"ackwire demo state ....!";
+    let mut message = [0u8; DEMO_PAYLOAD_LEN];
+    message[..8].copy_from_slice(&counter.to_be_bytes());
+    message[8..].copy_from_slice(LABEL);
+    message
 }
 
-impl Traffic {
-    fn write(&mut self, space: &mut [u8]) -> usize {
-        match self {
-            Traffic::Demo { counter } => {
-                const LABEL: &[u8; DEMO_PAYLOAD_LEN - 8] = b"ackwire demo state ....!";
-                let len = DEMO_PAYLOAD_LEN.min(space.len());
-                let mut payload = [0u8; DEMO_PAYLOAD_LEN];
-                payload[..8].copy_from_slice(&counter.to_be_bytes());
-                payload[8..].copy_from_slice(LABEL);
-                space[..len].copy_from_slice(&payload[..len]);
-                *counter += 1;
-                len
-            }
-            Traffic::Echo { last } => {
-                let len = last.len().min(space.len());
-                space[..len].copy_from_slice(&last[..len]);
-                len
-            }
-        }
-    }
-
-    fn on_payload(&mut self, payload: &[u8]) {
-        if let Traffic::Echo { last } = self {
-            last.clear();
-            last.extend_from_slice(payload);
-        }
-    }
-}
-
-/// One remote peer.
-#[derive(Debug)]
-pub struct Connection {
-    /// The remote address (the connection's identity until the core has connection ids).
-    pub addr: SocketAddr,
-    /// The protocol state.
-    pub endpoint: Endpoint,
-    traffic: Traffic,
-    last_heard: Duration,
-    /// Pinned connections (the one a `connect` peer opened) never idle out; they warn once
-    /// per silence instead, so a wrong address or a dead listener shows in the log.
-    pinned: bool,
-    warned_silent: bool,
-    /// Deadline of this connection's live timer entry.
-    scheduled: Duration,
-    generation: u64,
-}
-
-/// Datagrams that never reached a connection, by reason.
+/// Datagrams that reached no connection, or that a connection refused, by reason.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Dropped {
     /// Larger than [`MAX_DATAGRAM`].
     pub oversized: u64,
-    /// Not an ackwire packet: empty, truncated, wrong version or garbled header.
+    /// Not an ackwire packet: empty, truncated, another wire version, garbled header,
+    /// malformed control packet or message frames.
     pub malformed: u64,
-    /// A well-formed packet the connection's endpoint refused (duplicate, stale, or acking
-    /// packets never sent: a stray or forged sender).
+    /// A well-formed packet its connection refused: duplicate, stale, acking packets never
+    /// sent, or for another connection id (a stray or forged sender).
     pub rejected: u64,
-    /// From an address this peer does not talk to (a `connect` peer talks to one address).
+    /// From an address without a connection and not a handshake step (a `connect` peer: from
+    /// any address but its listener's).
     pub foreign: u64,
-    /// A new peer while the connection table was full.
+    /// A handshake step the listener refused: wrong protocol id, or a forged, expired or
+    /// replayed cookie, or too many handshakes at once.
+    pub handshake: u64,
+    /// From a new address while the connection table was full.
     pub table_full: u64,
+    /// Harmless repeats of a step already taken (the redundant copies of a disconnect, an
+    /// `accepted` the connector already had): not an attack, counted apart.
+    pub late: u64,
 }
 
 impl Dropped {
-    /// All dropped datagrams.
+    /// Everything refused except the harmless `late` repeats.
     pub fn total(&self) -> u64 {
-        self.oversized + self.malformed + self.rejected + self.foreign + self.table_full
+        self.oversized
+            + self.malformed
+            + self.rejected
+            + self.foreign
+            + self.handshake
+            + self.table_full
+    }
+
+    fn count_connection(&mut self, error: &ConnectionError) -> &'static str {
+        match error {
+            ConnectionError::Empty
+            | ConnectionError::Control(_)
+            | ConnectionError::Frame(_)
+            | ConnectionError::Packet(ReceiveError::Header(_)) => {
+                self.malformed += 1;
+                "malformed"
+            }
+            ConnectionError::Unexpected { .. } => {
+                self.late += 1;
+                "late"
+            }
+            _ => {
+                self.rejected += 1;
+                "rejected"
+            }
+        }
+    }
+
+    fn count_listener(&mut self, error: &ListenerError, datagram: &[u8]) -> &'static str {
+        match error {
+            ListenerError::Connection(e) => self.count_connection(e),
+            ListenerError::Full(_) => {
+                self.table_full += 1;
+                "table full"
+            }
+            ListenerError::Handshake(HandshakeError::Control(_))
+            | ListenerError::Handshake(HandshakeError::UnsupportedVersion(_)) => {
+                self.malformed += 1;
+                "malformed"
+            }
+            ListenerError::Handshake(HandshakeError::UnknownConnection) => {
+                // The copies of a disconnect that arrive after its connection is gone.
+                if matches!(
+                    ControlPacket::parse(datagram),
+                    Ok(ControlPacket::Disconnect { .. })
+                ) {
+                    self.late += 1;
+                    "late"
+                } else {
+                    self.foreign += 1;
+                    "foreign"
+                }
+            }
+            _ => {
+                self.handshake += 1;
+                "handshake"
+            }
+        }
     }
 }
 
-/// The core's counters summed over every connection this peer has had. (The core's `Stats`
-/// mixes counters with gauges; a separate counters struct there would replace this one.)
-#[derive(Debug, Clone, Copy, Default, Serialize)]
-pub struct Totals {
-    /// Packets sent.
-    pub packets_sent: u64,
-    /// Packets accepted.
-    pub packets_received: u64,
-    /// Packets acked by peers.
-    pub packets_acked: u64,
-    /// Packets declared lost.
-    pub packets_lost: u64,
-    /// Datagram bytes sent.
-    pub bytes_sent: u64,
-    /// Datagram bytes accepted.
-    pub bytes_received: u64,
-}
-
-impl Totals {
-    fn add(&mut self, stats: &Stats) {
-        self.packets_sent += stats.packets_sent;
-        self.packets_received += stats.packets_received;
-        self.packets_acked += stats.packets_acked;
-        self.packets_lost += stats.packets_lost;
-        self.bytes_sent += stats.bytes_sent;
-        self.bytes_received += stats.bytes_received;
-    }
-}
-
-/// Whether datagrams from unknown addresses may open connections.
+/// How a `connect` peer's connection ended, for the exit status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Admission {
-    /// Listen: any address may open a connection, up to this many at once.
-    Open {
-        /// Table bound.
-        max_connections: usize,
-    },
-    /// Connect: only the connections opened with [`Connections::open`].
-    Closed,
+pub enum Ending {
+    /// Still running, or ended on this side's request (Ctrl-C, `--duration`).
+    Clean,
+    /// The listener closed the connection.
+    ClosedByPeer,
+    /// The listener never completed the handshake.
+    Unreachable,
+    /// The listener fell silent for the idle timeout.
+    TimedOut,
 }
 
-/// All connections of one peer, with their timers.
+#[derive(Debug)]
+enum Side {
+    // Boxed: one of either exists per process, and the listener is the larger by far.
+    Listen(Box<Listener>),
+    Connect {
+        remote: SocketAddr,
+        connection: Box<Connection>,
+        demo_sent: u64,
+    },
+}
+
+/// All connections of one peer.
 #[derive(Debug)]
 pub struct Connections {
-    config: Config,
-    admission: Admission,
-    slots: Vec<Option<Connection>>,
-    free: Vec<usize>,
-    by_addr: HashMap<SocketAddr, usize>,
-    /// (deadline, slot, generation); entries whose generation or deadline no longer match the
-    /// slot are stale and skipped, which is cheaper than removing them.
-    timers: BinaryHeap<Reverse<(Duration, usize, u64)>>,
-    next_generation: u64,
+    side: Side,
     dropped: Dropped,
-    /// Stats of connections already closed.
-    retired: Totals,
+    /// Echoed messages the listener could not queue (a full channel queue).
+    echo_refused: u64,
+    ending: Ending,
+    closing: bool,
     buf: Vec<u8>,
+    reply: [u8; 64],
 }
 
 impl Connections {
-    /// An empty table whose endpoints use `config`.
-    pub fn new(config: Config, admission: Admission) -> Connections {
+    /// A listener keyed with `secret` (32 random bytes, new at each start) serving up to
+    /// `max_connections` peers.
+    pub fn listen(
+        config: ConnectionConfig,
+        secret: [u8; 32],
+        max_connections: usize,
+    ) -> Result<Connections, ackwire_core::ConnectionConfigError> {
+        let listener = Listener::new(config, secret)?.with_max_connections(max_connections);
+        Ok(Connections::new(Side::Listen(Box::new(listener))))
+    }
+
+    /// A connector to `remote`, starting its handshake at `now`.
+    pub fn connect(
+        config: ConnectionConfig,
+        now: Duration,
+        remote: SocketAddr,
+    ) -> Result<Connections, ackwire_core::ConnectionConfigError> {
+        let connection = Box::new(Connection::connect(config, now)?);
+        Ok(Connections::new(Side::Connect {
+            remote,
+            connection,
+            demo_sent: 0,
+        }))
+    }
+
+    fn new(side: Side) -> Connections {
         Connections {
-            config,
-            admission,
-            slots: Vec::new(),
-            free: Vec::new(),
-            by_addr: HashMap::new(),
-            timers: BinaryHeap::new(),
-            next_generation: 0,
+            side,
             dropped: Dropped::default(),
-            retired: Totals::default(),
+            echo_refused: 0,
+            ending: Ending::Clean,
+            closing: false,
             buf: vec![0; MAX_DATAGRAM],
+            reply: [0; 64],
         }
     }
 
-    /// Opens a pinned connection to `addr` that sends the demo traffic (the `connect` side).
-    pub fn open(
-        &mut self,
-        now: Duration,
-        addr: SocketAddr,
-        link: &mut Link,
-    ) -> Result<(), ackwire_core::ConfigError> {
-        let endpoint = Endpoint::new(self.config.clone(), now)?;
-        let slot = self.insert(addr, endpoint, Traffic::Demo { counter: 0 }, now, true);
-        self.transmit(slot, now, link);
-        Ok(())
-    }
-
-    fn insert(
-        &mut self,
-        addr: SocketAddr,
-        endpoint: Endpoint,
-        traffic: Traffic,
-        now: Duration,
-        pinned: bool,
-    ) -> usize {
-        self.next_generation += 1;
-        let connection = Connection {
-            addr,
-            endpoint,
-            traffic,
-            last_heard: now,
-            pinned,
-            warned_silent: false,
-            scheduled: Duration::MAX,
-            generation: self.next_generation,
-        };
-        let slot = match self.free.pop() {
-            Some(slot) => {
-                self.slots[slot] = Some(connection);
-                slot
-            }
-            None => {
-                self.slots.push(Some(connection));
-                self.slots.len() - 1
-            }
-        };
-        self.by_addr.insert(addr, slot);
-        slot
-    }
-
-    /// Live connections.
-    pub fn len(&self) -> usize {
-        self.by_addr.len()
-    }
-
-    /// True when there is no connection.
-    pub fn is_empty(&self) -> bool {
-        self.by_addr.is_empty()
-    }
-
-    /// The live connections.
-    pub fn iter(&self) -> impl Iterator<Item = &Connection> {
-        self.slots.iter().flatten()
-    }
-
-    /// Datagrams dropped so far.
-    pub fn dropped(&self) -> Dropped {
-        self.dropped
-    }
-
-    /// Counters summed over live and closed connections.
-    pub fn totals(&self) -> Totals {
-        let mut totals = self.retired;
-        for connection in self.iter() {
-            totals.add(&connection.endpoint.stats());
-        }
-        totals
-    }
-
-    /// Hands one incoming datagram to the connection it belongs to, creating one for a new
-    /// address (when admission is open) if the core accepts the datagram. Anything refused is
-    /// counted, logged at debug, and changes no connection.
+    /// Hands one incoming datagram to the listener or the connection. Anything refused is
+    /// counted, logged at debug, and changes no connection. A connect request is answered
+    /// at once with a challenge of the same size (never larger, so a spoofed source address
+    /// gains an attacker nothing).
     pub fn on_datagram(
         &mut self,
         now: Duration,
@@ -279,164 +214,231 @@ impl Connections {
             tracing::debug!(%from, len = datagram.len(), "oversized datagram dropped");
             return;
         }
-        if let Some(&slot) = self.by_addr.get(&from) {
-            let connection = self.slots[slot].as_mut().expect("mapped slot is live");
-            match connection.endpoint.receive(now, datagram) {
-                Ok(received) => {
-                    connection.traffic.on_payload(received.payload);
-                    connection.last_heard = now;
-                    if connection.warned_silent {
-                        connection.warned_silent = false;
-                        tracing::info!(addr = %from, "peer answering again");
+        if datagram.is_empty() {
+            self.dropped.malformed += 1;
+            tracing::debug!(%from, "empty datagram dropped");
+            return;
+        }
+        let refused = match &mut self.side {
+            Side::Listen(listener) => {
+                let address = link::address_bytes(from);
+                match listener.receive(now, &address, datagram, &mut self.reply) {
+                    Ok(Some(len)) => {
+                        link.send(now, from, &self.reply[..len]);
+                        return;
                     }
-                    drain_events(connection);
-                    // Acks can move the loss deadline or the mode, and with it the next send.
-                    self.reschedule(slot, now);
+                    Ok(None) => return,
+                    Err(e) => (self.dropped.count_listener(&e, datagram), e.to_string()),
                 }
-                Err(e) => self.refused(from, e),
             }
-            return;
-        }
-        let max_connections = match self.admission {
-            Admission::Open { max_connections } => max_connections,
-            Admission::Closed => {
-                self.dropped.foreign += 1;
-                tracing::debug!(%from, len = datagram.len(), "datagram from a foreign address dropped");
-                return;
+            Side::Connect {
+                remote, connection, ..
+            } => {
+                if from != *remote {
+                    self.dropped.foreign += 1;
+                    tracing::debug!(%from, len = datagram.len(), "datagram from a foreign address dropped");
+                    return;
+                }
+                match connection.receive(now, datagram) {
+                    Ok(()) => return,
+                    Err(e) => (self.dropped.count_connection(&e), e.to_string()),
+                }
             }
         };
-        if self.len() >= max_connections {
-            self.dropped.table_full += 1;
-            tracing::debug!(%from, "connection table full, datagram dropped");
-            return;
-        }
-        let mut endpoint = match Endpoint::new(self.config.clone(), now) {
-            Ok(endpoint) => endpoint,
-            Err(e) => unreachable!("config validated at startup: {e}"),
-        };
-        let payload = match endpoint.receive(now, datagram) {
-            Ok(received) => received.payload,
-            Err(e) => return self.refused(from, e),
-        };
-        let traffic = Traffic::Echo {
-            last: payload.to_vec(),
-        };
-        tracing::debug!(%from, "new connection");
-        let slot = self.insert(from, endpoint, traffic, now, false);
-        // The new endpoint's first packet is due now: answering at once starts the peer's RTT
-        // measurements a send interval earlier.
-        self.transmit(slot, now, link);
+        let (kind, error) = refused;
+        tracing::debug!(%from, kind, error, "datagram refused");
     }
 
-    fn refused(&mut self, from: SocketAddr, error: ReceiveError) {
-        match error {
-            ReceiveError::Header(_) => self.dropped.malformed += 1,
-            _ => self.dropped.rejected += 1,
-        }
-        tracing::debug!(%from, %error, "datagram refused");
-    }
-
-    /// Sends whatever the connection's endpoint has due, then re-arms its timer.
-    fn transmit(&mut self, slot: usize, now: Duration, link: &mut Link) {
-        let connection = self.slots[slot].as_mut().expect("transmit on a live slot");
-        loop {
-            let traffic = &mut connection.traffic;
-            let sent = connection
-                .endpoint
-                .poll_transmit_with(now, &mut self.buf, |_, space| traffic.write(space));
-            match sent {
-                Ok(Some(transmit)) => link.send(now, connection.addr, &self.buf[..transmit.len]),
-                Ok(None) => break,
-                Err(e) => unreachable!("buffer holds MAX_DATAGRAM and writers stay in bounds: {e}"),
+    /// Runs everything due at `now`: takes events (the listener queues its echoes), sends
+    /// every due packet through `link`, and takes the events that sending raised.
+    pub fn poll(&mut self, now: Duration, link: &mut Link) {
+        self.drain_events();
+        match &mut self.side {
+            Side::Listen(listener) => loop {
+                match listener.poll_transmit(now, &mut self.buf) {
+                    Ok(Some((to, len))) => match link::parse_address(to) {
+                        Some(to) => link.send(now, to, &self.buf[..len]),
+                        None => unreachable!("listener keys are address_bytes"),
+                    },
+                    Ok(None) => break,
+                    Err(e) => unreachable!("the buffer holds a full datagram: {e}"),
+                }
+            },
+            Side::Connect {
+                remote,
+                connection,
+                demo_sent,
+            } => {
+                // One state update waits in the queue at all times, so every data packet
+                // carries the latest one, at whatever rate the congestion mode allows.
+                if connection.state() == ConnectionState::Connected
+                    && connection.buffered().unreliable_queued == 0
+                    && connection
+                        .send(POSITION_CHANNEL, &demo_message(*demo_sent))
+                        .is_ok()
+                {
+                    *demo_sent += 1;
+                }
+                loop {
+                    match connection.poll_transmit(now, &mut self.buf) {
+                        Ok(Some(len)) => link.send(now, *remote, &self.buf[..len]),
+                        Ok(None) => break,
+                        Err(e) => unreachable!("the buffer holds a full datagram: {e}"),
+                    }
+                }
             }
         }
-        drain_events(connection);
-        self.reschedule(slot, now);
+        self.drain_events();
     }
 
-    fn reschedule(&mut self, slot: usize, now: Duration) {
-        let connection = self.slots[slot].as_mut().expect("reschedule a live slot");
-        let mut deadline = connection.endpoint.poll_timeout();
-        if !connection.warned_silent {
-            deadline = deadline.min(connection.last_heard + IDLE_TIMEOUT);
-        }
-        // Never schedule in the past: the endpoint has just been serviced at `now`, so a past
-        // deadline would only spin the loop.
-        let deadline = deadline.max(now + Duration::from_micros(100));
-        if deadline != connection.scheduled {
-            connection.scheduled = deadline;
-            self.timers
-                .push(Reverse((deadline, slot, connection.generation)));
+    fn drain_events(&mut self) {
+        match &mut self.side {
+            Side::Listen(listener) => {
+                while let Some((address, event)) = listener.poll_event() {
+                    let peer = link::parse_address(address);
+                    match event {
+                        ConnectionEvent::Message { channel, bytes } => {
+                            let address: [u8; link::ADDRESS_LEN] =
+                                address.try_into().expect("listener keys are address_bytes");
+                            // Echo: the listener plays every message back on its channel.
+                            if listener.send(&address, channel, &bytes).is_err() {
+                                self.echo_refused += 1;
+                            }
+                        }
+                        ConnectionEvent::Connected { connection_id } => {
+                            tracing::debug!(?peer, connection_id, "connection accepted");
+                        }
+                        ConnectionEvent::ModeChanged { mode, .. } => {
+                            tracing::debug!(?peer, ?mode, "mode changed");
+                        }
+                        ConnectionEvent::Disconnected { reason } => {
+                            tracing::debug!(?peer, ?reason, "connection ended");
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            Side::Connect {
+                remote, connection, ..
+            } => {
+                while let Some(event) = connection.poll_event() {
+                    match event {
+                        ConnectionEvent::Connected { connection_id } => {
+                            tracing::info!(%remote, connection_id = format_args!("{connection_id:016x}"), "connected");
+                        }
+                        ConnectionEvent::ModeChanged {
+                            mode,
+                            recovery_time,
+                        } => {
+                            tracing::info!(?mode, ?recovery_time, "mode changed");
+                        }
+                        ConnectionEvent::Disconnected { reason } => {
+                            self.ending = match reason {
+                                DisconnectReason::Closed => Ending::Clean,
+                                DisconnectReason::ClosedByPeer => Ending::ClosedByPeer,
+                                DisconnectReason::HandshakeTimedOut => Ending::Unreachable,
+                                _ => Ending::TimedOut,
+                            };
+                            match self.ending {
+                                Ending::Clean => tracing::info!("disconnected"),
+                                Ending::ClosedByPeer => {
+                                    tracing::info!(%remote, "the listener closed the connection")
+                                }
+                                Ending::Unreachable => tracing::error!(
+                                    %remote,
+                                    "no answer to the handshake: is a listener running there?"
+                                ),
+                                Ending::TimedOut => {
+                                    tracing::error!(%remote, "the listener went silent")
+                                }
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
         }
     }
 
-    /// When the earliest connection timer fires, if any.
+    /// When [`poll`](Self::poll) must run next, if ever.
     pub fn poll_timeout(&mut self) -> Option<Duration> {
-        while let Some(Reverse((deadline, slot, generation))) = self.timers.peek().copied() {
-            if self.is_live_timer(deadline, slot, generation) {
-                return Some(deadline);
-            }
-            self.timers.pop();
-        }
-        None
-    }
-
-    fn is_live_timer(&self, deadline: Duration, slot: usize, generation: u64) -> bool {
-        matches!(&self.slots[slot], Some(c) if c.generation == generation && c.scheduled == deadline)
-    }
-
-    /// Services every connection whose timer is due at `now`: sends due packets, processes
-    /// loss and mode deadlines, and closes idle connections.
-    pub fn handle_timeout(&mut self, now: Duration, link: &mut Link) {
-        while let Some(Reverse((deadline, slot, generation))) = self.timers.peek().copied() {
-            if deadline > now {
-                break;
-            }
-            self.timers.pop();
-            if !self.is_live_timer(deadline, slot, generation) {
-                continue;
-            }
-            let connection = self.slots[slot].as_mut().expect("live timer slot");
-            connection.scheduled = Duration::MAX;
-            let silent = now >= connection.last_heard + IDLE_TIMEOUT;
-            if silent && !connection.pinned {
-                self.close(slot);
-                continue;
-            }
-            if silent && !connection.warned_silent {
-                connection.warned_silent = true;
-                tracing::warn!(addr = %connection.addr, after = ?IDLE_TIMEOUT, "no answer from the peer");
-            }
-            self.transmit(slot, now, link);
+        match &mut self.side {
+            Side::Listen(listener) => listener.poll_timeout(),
+            Side::Connect { connection, .. } => connection.poll_timeout(),
         }
     }
 
-    fn close(&mut self, slot: usize) {
-        let connection = self.slots[slot].take().expect("close a live slot");
-        tracing::debug!(addr = %connection.addr, "connection idle, closed");
-        self.retired.add(&connection.endpoint.stats());
-        self.by_addr.remove(&connection.addr);
-        self.free.push(slot);
+    /// Closes every connection (Ctrl-C or the end of `--duration`): disconnect packets go out
+    /// with the next [`poll`](Self::poll).
+    pub fn close(&mut self) {
+        self.closing = true;
+        match &mut self.side {
+            Side::Listen(listener) => listener.close_all(),
+            Side::Connect { connection, .. } => connection.close(),
+        }
     }
-}
 
-fn drain_events(connection: &mut Connection) {
-    while let Some(event) = connection.endpoint.poll_event() {
-        if let Event::ModeChanged {
-            mode,
-            recovery_time,
-        } = event
-        {
-            let level_info = connection.pinned;
-            let mode = match mode {
-                Mode::Good => "good",
-                Mode::Bad => "bad",
-            };
-            if level_info {
-                tracing::info!(addr = %connection.addr, mode, ?recovery_time, "mode changed");
-            } else {
-                tracing::debug!(addr = %connection.addr, mode, ?recovery_time, "mode changed");
+    /// True once nothing is left to run: a `connect` peer's connection has ended, or a
+    /// closing listener has sent its last disconnect.
+    pub fn is_finished(&self) -> bool {
+        match &self.side {
+            Side::Listen(listener) => self.closing && listener.is_empty(),
+            Side::Connect { connection, .. } => connection.state() == ConnectionState::Closed,
+        }
+    }
+
+    /// How a `connect` peer's connection ended (always [`Ending::Clean`] for a listener).
+    pub fn ending(&self) -> Ending {
+        self.ending
+    }
+
+    /// Every open connection's stats; a connector's own, whatever its state, so the final
+    /// summary still shows what it measured last.
+    pub fn stats(&self) -> Vec<Stats> {
+        match &self.side {
+            Side::Listen(listener) => listener.connections().map(|(_, c)| c.stats()).collect(),
+            Side::Connect { connection, .. } => vec![connection.stats()],
+        }
+    }
+
+    /// Connections open now (handshakes under way included).
+    pub fn len(&self) -> usize {
+        match &self.side {
+            Side::Listen(listener) => listener.len(),
+            Side::Connect { connection, .. } => {
+                usize::from(connection.state() != ConnectionState::Closed)
             }
         }
+    }
+
+    /// True when no connection is open.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Counters summed over every connection this peer has had.
+    pub fn counters(&self) -> Counters {
+        match &self.side {
+            Side::Listen(listener) => listener.counters(),
+            Side::Connect { connection, .. } => connection.stats().counters,
+        }
+    }
+
+    /// The mode a `connect` peer's connection ended in, or is in.
+    pub fn mode(&self) -> Option<Mode> {
+        match &self.side {
+            Side::Listen(_) => None,
+            Side::Connect { connection, .. } => Some(connection.stats().mode),
+        }
+    }
+
+    /// Datagrams refused so far.
+    pub fn dropped(&self) -> Dropped {
+        self.dropped
+    }
+
+    /// Messages the listener could not echo because the connection's queue was full.
+    pub fn echo_refused(&self) -> u64 {
+        self.echo_refused
     }
 }

@@ -61,41 +61,69 @@ struct Emulation {
     pending: Option<(Duration, EmulatorConfig)>,
 }
 
+/// What the socket itself has done, below the protocol (handshakes, garbage and
+/// disconnects included).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct LinkCounters {
+    /// Datagrams read from the socket.
+    pub datagrams_in: u64,
+    /// Datagrams the socket took to send.
+    pub datagrams_out: u64,
+    /// Datagrams the socket refused to send (full send buffer or an OS error).
+    pub send_failures: u64,
+}
+
 /// One socket plus the optional emulation around it.
 #[derive(Debug)]
 pub struct Link {
     socket: UdpSocket,
     emulation: Option<Emulation>,
-    send_failures: u64,
+    counters: LinkCounters,
 }
 
-/// Address tag: family byte, 16 address bytes, 2 port bytes.
-const TAG_LEN: usize = 19;
+/// Length of [`address_bytes`]: family byte, 16 address bytes, 2 port bytes.
+pub const ADDRESS_LEN: usize = 19;
 
-fn tag(addr: SocketAddr, datagram: &[u8]) -> Vec<u8> {
-    let mut tagged = Vec::with_capacity(TAG_LEN + datagram.len());
+/// A socket address as fixed-size bytes: the key of its connection in the core's `Listener`
+/// (which binds its handshake cookies to them) and the tag of a datagram in the emulator.
+pub fn address_bytes(addr: SocketAddr) -> [u8; ADDRESS_LEN] {
     let (family, ip) = match addr.ip() {
         IpAddr::V4(v4) => (4, v4.to_ipv6_mapped()),
         IpAddr::V6(v6) => (6, v6),
     };
-    tagged.push(family);
-    tagged.extend_from_slice(&ip.octets());
-    tagged.extend_from_slice(&addr.port().to_be_bytes());
+    let mut bytes = [0u8; ADDRESS_LEN];
+    bytes[0] = family;
+    bytes[1..17].copy_from_slice(&ip.octets());
+    bytes[17..].copy_from_slice(&addr.port().to_be_bytes());
+    bytes
+}
+
+/// The socket address [`address_bytes`] made, or `None` for bytes it cannot have made.
+pub fn parse_address(bytes: &[u8]) -> Option<SocketAddr> {
+    let bytes: &[u8; ADDRESS_LEN] = bytes.try_into().ok()?;
+    let octets: [u8; 16] = bytes[1..17].try_into().expect("16 address bytes");
+    let v6 = Ipv6Addr::from(octets);
+    let ip = match (bytes[0], v6.to_ipv4_mapped()) {
+        (4, Some(v4)) => IpAddr::V4(v4),
+        (6, _) => IpAddr::V6(v6),
+        _ => return None,
+    };
+    Some(SocketAddr::new(
+        ip,
+        u16::from_be_bytes([bytes[17], bytes[18]]),
+    ))
+}
+
+fn tag(addr: SocketAddr, datagram: &[u8]) -> Vec<u8> {
+    let mut tagged = Vec::with_capacity(ADDRESS_LEN + datagram.len());
+    tagged.extend_from_slice(&address_bytes(addr));
     tagged.extend_from_slice(datagram);
     tagged
 }
 
 fn untag(tagged: &[u8]) -> (SocketAddr, &[u8]) {
-    let octets: [u8; 16] = tagged[1..17]
-        .try_into()
-        .expect("tag holds 16 address bytes");
-    let v6 = Ipv6Addr::from(octets);
-    let ip = match (tagged[0], v6.to_ipv4_mapped()) {
-        (4, Some(v4)) => IpAddr::V4(v4),
-        _ => IpAddr::V6(v6),
-    };
-    let port = u16::from_be_bytes([tagged[17], tagged[18]]);
-    (SocketAddr::new(ip, port), &tagged[TAG_LEN..])
+    let addr = parse_address(&tagged[..ADDRESS_LEN]).expect("tagged by `tag`");
+    (addr, &tagged[ADDRESS_LEN..])
 }
 
 impl Link {
@@ -128,7 +156,7 @@ impl Link {
         Ok(Link {
             socket,
             emulation,
-            send_failures: 0,
+            counters: LinkCounters::default(),
         })
     }
 
@@ -137,16 +165,16 @@ impl Link {
         self.socket.local_addr()
     }
 
-    /// Datagrams the socket refused to send (full send buffer or an OS error).
-    pub fn send_failures(&self) -> u64 {
-        self.send_failures
+    /// Datagrams through the socket so far.
+    pub fn counters(&self) -> LinkCounters {
+        self.counters
     }
 
     /// Sends one datagram to `to` (through the emulator when there is one).
     pub fn send(&mut self, now: Duration, to: SocketAddr, datagram: &[u8]) {
         match &mut self.emulation {
             Some(emulation) => emulation.outbound.send(now, &tag(to, datagram)),
-            None => send_now(&self.socket, &mut self.send_failures, to, datagram),
+            None => send_now(&self.socket, &mut self.counters, to, datagram),
         }
     }
 
@@ -173,10 +201,13 @@ impl Link {
     ) {
         for _ in 0..RECV_BATCH {
             match self.socket.try_recv_from(buf) {
-                Ok((len, from)) => match &mut self.emulation {
-                    Some(emulation) => emulation.inbound.send(now, &tag(from, &buf[..len])),
-                    None => deliver(self, from, &buf[..len]),
-                },
+                Ok((len, from)) => {
+                    self.counters.datagrams_in += 1;
+                    match &mut self.emulation {
+                        Some(emulation) => emulation.inbound.send(now, &tag(from, &buf[..len])),
+                        None => deliver(self, from, &buf[..len]),
+                    }
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 // Linux reports ICMP errors for earlier sends here; they concern one remote
                 // only, so the socket keeps serving the others.
@@ -206,7 +237,7 @@ impl Link {
         }
         while let Some(tagged) = emulation.outbound.poll_receive(now) {
             let (to, datagram) = untag(&tagged);
-            send_now(&self.socket, &mut self.send_failures, to, datagram);
+            send_now(&self.socket, &mut self.counters, to, datagram);
         }
         while let Some(emulation) = &mut self.emulation {
             let Some(tagged) = emulation.inbound.poll_receive(now) else {
@@ -233,10 +264,13 @@ impl Link {
 
 /// A full send buffer drops the datagram, as a congested router would: the core counts it as
 /// lost and its congestion avoidance reacts, which is what an unreliable link promises anyway.
-fn send_now(socket: &UdpSocket, failures: &mut u64, to: SocketAddr, datagram: &[u8]) {
-    if let Err(e) = socket.try_send_to(datagram, to) {
-        *failures += 1;
-        tracing::debug!(error = %e, %to, "send failed");
+fn send_now(socket: &UdpSocket, counters: &mut LinkCounters, to: SocketAddr, datagram: &[u8]) {
+    match socket.try_send_to(datagram, to) {
+        Ok(_) => counters.datagrams_out += 1,
+        Err(e) => {
+            counters.send_failures += 1;
+            tracing::debug!(error = %e, %to, "send failed");
+        }
     }
 }
 
@@ -250,6 +284,19 @@ mod tests {
             let addr: SocketAddr = addr.parse().unwrap();
             let tagged = tag(addr, b"payload");
             assert_eq!(untag(&tagged), (addr, &b"payload"[..]));
+            assert_eq!(parse_address(&address_bytes(addr)), Some(addr));
         }
+    }
+
+    #[test]
+    fn bytes_no_address_could_have_made_parse_to_none() {
+        assert_eq!(parse_address(b"short"), None);
+        let mut bytes = address_bytes("127.0.0.1:1".parse().unwrap());
+        bytes[0] = 5;
+        assert_eq!(parse_address(&bytes), None);
+        // Family 4 with an address that is not IPv4-mapped.
+        let mut bytes = address_bytes("[2001:db8::1]:1".parse().unwrap());
+        bytes[0] = 4;
+        assert_eq!(parse_address(&bytes), None);
     }
 }

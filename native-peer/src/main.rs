@@ -4,6 +4,7 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use ackwire_peer::cli::{Cli, Command};
+use ackwire_peer::connections::Ending;
 use ackwire_peer::{link, peer};
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
@@ -43,18 +44,15 @@ fn main() -> ExitCode {
         let socket = link::bind(bind).map_err(|e| {
             tracing::error!("cannot bind {bind}: {e}");
         })?;
-        let stop = async {
-            // If the handler cannot be installed, run until --duration instead.
-            if tokio::signal::ctrl_c().await.is_err() {
-                std::future::pending::<()>().await;
-            }
-            tracing::info!("interrupted, disconnecting");
-        };
-        peer::run(socket, options, stop)
+        peer::run(socket, options, peer::stop_signal())
             .await
             .map_err(|e| tracing::error!("{e}"))
     });
     match result {
+        // A connect peer whose listener never answered or went silent failed at its job.
+        Ok(outcome) if matches!(outcome.ending, Ending::Unreachable | Ending::TimedOut) => {
+            ExitCode::FAILURE
+        }
         Ok(_) => ExitCode::SUCCESS,
         Err(()) => ExitCode::FAILURE,
     }

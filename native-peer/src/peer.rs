@@ -1,18 +1,20 @@
 //! The driver loop: a thin loop around the core. Datagrams in go to
-//! [`Connections::on_datagram`] (which calls `Endpoint::receive`), due packets go out through
-//! `poll_transmit_with`, and the loop sleeps until the earliest `poll_timeout`, emulator
-//! release or report tick, or until the socket is readable.
+//! [`Connections::on_datagram`] (the core's `Listener::receive` or `Connection::receive`),
+//! [`Connections::poll`] sends what is due, and the loop sleeps until the earliest
+//! `poll_timeout`, emulator release or report tick, or until the socket is readable.
+//! Stopping (Ctrl-C, the end of `--duration`) closes every connection and keeps the loop
+//! running until the disconnect packets are out.
 
 use std::future::Future;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use ackwire_core::Config;
+use ackwire_core::ConnectionConfig;
 use thiserror::Error;
 use tokio::net::UdpSocket;
 use tokio::time::Instant;
 
-use crate::connections::{Admission, Connections, MAX_DATAGRAM};
+use crate::connections::{Connections, Ending, MAX_DATAGRAM};
 use crate::link::{EmulationOptions, Link};
 use crate::report::{Output, Report, Reporter};
 
@@ -20,6 +22,9 @@ use crate::report::{Output, Report, Reporter};
 const NEVER: Duration = Duration::from_secs(365 * 24 * 3600);
 /// Marks the timer as spent, so the next turn re-arms it even for the same deadline.
 const FIRED: Duration = Duration::MAX;
+/// Longest wait for the disconnect packets to leave (the emulator may hold them for its
+/// latency) once the peer is stopping.
+const CLOSE_GRACE: Duration = Duration::from_secs(2);
 
 /// What the peer does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,7 +47,7 @@ pub struct PeerOptions {
     /// Listen or connect.
     pub role: Role,
     /// The core's configuration for every connection.
-    pub config: Config,
+    pub config: ConnectionConfig,
     /// Link emulation, if any.
     pub emulation: Option<EmulationOptions>,
     /// Stop after this long; `None` runs until the stop future resolves.
@@ -57,7 +62,7 @@ pub struct PeerOptions {
 pub enum PeerError {
     /// The core refused the configuration.
     #[error("invalid protocol configuration: {0}")]
-    Config(#[from] ackwire_core::ConfigError),
+    Config(#[from] ackwire_core::ConnectionConfigError),
     /// The link emulator refused the impairment settings.
     #[error("invalid link emulation: {0}")]
     Emulation(#[from] ackwire_core::emulator::EmulatorError),
@@ -66,26 +71,37 @@ pub enum PeerError {
     Socket(#[from] std::io::Error),
 }
 
-/// Runs the peer on `socket` until `duration` elapses or `stop` resolves, then emits and
-/// returns the final summary.
+/// How the run ended: the final summary, and for a `connect` peer how its connection ended.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The last report (also written to the output).
+    pub summary: Report,
+    /// [`Ending::Clean`] unless the connection ended from the other side or never began.
+    pub ending: Ending,
+}
+
+/// Runs the peer on `socket` until `duration` elapses, `stop` resolves or (a `connect` peer)
+/// the connection ends; closes its connections cleanly, then emits and returns the summary.
 pub async fn run(
     socket: UdpSocket,
     options: PeerOptions,
     stop: impl Future<Output = ()>,
-) -> Result<Report, PeerError> {
+) -> Result<Outcome, PeerError> {
     options.config.validate()?;
     let mut link = Link::new(socket, options.emulation.clone())?;
     link.writable().await?;
-    let admission = match options.role {
-        Role::Listen { max_connections } => Admission::Open { max_connections },
-        Role::Connect { .. } => Admission::Closed,
-    };
-    let mut connections = Connections::new(options.config.clone(), admission);
     let start = Instant::now();
     let clock = || start.elapsed();
-    if let Role::Connect { remote } = options.role {
-        connections.open(clock(), remote, &mut link)?;
-    }
+    let mut connections = match options.role {
+        Role::Listen { max_connections } => {
+            let mut config = options.config.clone();
+            // A cookie is remembered as used for its lifetime; a full table's worth of peers
+            // may connect within one lifetime, so the replay cache must hold them all.
+            config.replay_cache_len = config.replay_cache_len.max(max_connections);
+            Connections::listen(config, rand::random(), max_connections)?
+        }
+        Role::Connect { remote } => Connections::connect(options.config.clone(), clock(), remote)?,
+    };
     tracing::info!(local = %link.local_addr()?, role = ?options.role, "peer running");
 
     let mut reporter = Reporter::default();
@@ -98,31 +114,53 @@ pub async fn run(
     let sleep = tokio::time::sleep_until(start + NEVER);
     tokio::pin!(sleep);
     let mut armed = NEVER;
+    // Set once stopping: the time by which the disconnects must be out.
+    let mut closing_until: Option<Duration> = None;
     loop {
         let now = clock();
-        connections.handle_timeout(now, &mut link);
+        link.poll_emulation(now, |link, from, datagram| {
+            connections.on_datagram(now, from, datagram, link)
+        });
+        connections.poll(now, &mut link);
         link.poll_emulation(now, |link, from, datagram| {
             connections.on_datagram(now, from, datagram, link)
         });
         if let (Some(at), Some(every)) = (next_report, interval) {
-            if now >= at {
-                let report = reporter.tick(now, &connections, link.send_failures());
+            if now >= at && closing_until.is_none() {
+                let report = reporter.tick(now, &connections, link.counters());
                 if options.output.emit(&report).is_err() {
                     // Nobody reads the reports any more (closed pipe): stop like Ctrl-C.
-                    break;
+                    closing_until = Some(now + CLOSE_GRACE);
+                    connections.close();
+                    continue;
                 }
                 // Skip ticks missed while the machine stalled rather than bursting them out.
                 next_report = Some((at + every).max(now));
             }
         }
-        if options.duration.is_some_and(|d| now >= d) {
-            break;
+        match closing_until {
+            // Stopping: done once the disconnects are out (the emulator holds nothing more).
+            Some(until)
+                if (connections.is_finished() && link.poll_timeout().is_none()) || now >= until =>
+            {
+                break;
+            }
+            Some(_) => {}
+            None if options.duration.is_some_and(|d| now >= d) => {
+                closing_until = Some(now + CLOSE_GRACE);
+                connections.close();
+                continue;
+            }
+            // The connection ended from the other side (or never began).
+            None if connections.is_finished() => break,
+            None => {}
         }
         let wake = [
             connections.poll_timeout(),
             link.poll_timeout(),
-            next_report,
-            options.duration,
+            next_report.filter(|_| closing_until.is_none()),
+            options.duration.filter(|_| closing_until.is_none()),
+            closing_until,
         ]
         .into_iter()
         .flatten()
@@ -134,7 +172,11 @@ pub async fn run(
         }
         tokio::select! {
             biased;
-            () = &mut stop => break,
+            () = &mut stop, if closing_until.is_none() => {
+                tracing::info!("stopping: disconnecting");
+                closing_until = Some(clock() + CLOSE_GRACE);
+                connections.close();
+            }
             ready = link.readable() => {
                 ready?;
                 let now = clock();
@@ -145,15 +187,43 @@ pub async fn run(
             () = &mut sleep => armed = FIRED,
         }
     }
-    let summary = reporter.summary(clock(), &connections, link.send_failures());
+    let summary = reporter.summary(clock(), &connections, link.counters());
     // The summary is the last word even when stdout is gone; nothing more can be done then.
     let _ = options.output.emit(&summary);
     tracing::info!(
-        sent = summary.totals.packets_sent,
-        acked = summary.totals.packets_acked,
-        lost = summary.totals.packets_lost,
+        sent = summary.counters.packets_sent,
+        acked = summary.counters.packets_acked,
+        lost = summary.counters.packets_lost,
         dropped = summary.dropped.total(),
         "peer stopped"
     );
-    Ok(summary)
+    Ok(Outcome {
+        summary,
+        ending: connections.ending(),
+    })
+}
+
+/// Resolves on Ctrl-C or SIGTERM (a supervisor's stop), so every subcommand ends cleanly:
+/// disconnects sent, room left, summary written.
+pub async fn stop_signal() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut term) => {
+                term.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = term => {}
+    }
 }

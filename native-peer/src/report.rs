@@ -4,10 +4,11 @@
 use std::io::{self, Write};
 use std::time::Duration;
 
-use ackwire_core::Mode;
+use ackwire_core::{Counters, Mode};
 use serde::Serialize;
 
-use crate::connections::{Connections, Dropped, Totals};
+use crate::connections::{Connections, Dropped};
+use crate::link::LinkCounters;
 
 /// One report. The first twelve fields are the stable JSON contract (`t_s` to
 /// `bytes_received`); the rest are extras.
@@ -26,19 +27,22 @@ pub struct Report {
     pub mode: Mode,
     /// Packets actually sent per second: over the last tick, or in the summary over the run.
     pub send_rate_hz: f64,
-    /// Counters summed over every connection (`packets_sent` to `bytes_received`).
+    /// Counters summed over every connection (`packets_sent` to `header_bytes_sent`).
     #[serde(flatten)]
-    pub totals: Totals,
+    pub counters: Counters,
     /// Recovery time `t` of the congestion avoidance (a listener: the longest).
     pub recovery_time_ms: f64,
     /// Live connections.
     pub connections: usize,
     /// Connections in bad mode.
     pub connections_bad: usize,
-    /// Datagrams that reached no connection, by reason.
+    /// Datagrams refused, by reason.
     pub dropped: Dropped,
-    /// Datagrams the socket failed to send.
-    pub send_failures: u64,
+    /// Messages a listener could not echo (the connection's queue was full).
+    pub echo_refused: u64,
+    /// Datagrams through the socket (`datagrams_in`, `datagrams_out`, `send_failures`).
+    #[serde(flatten)]
+    pub link: LinkCounters,
     /// True on the final summary line only.
     pub summary: bool,
 }
@@ -51,34 +55,34 @@ pub struct Reporter {
 
 impl Reporter {
     /// The report at `now`.
-    pub fn tick(&mut self, now: Duration, connections: &Connections, send_failures: u64) -> Report {
-        let totals = connections.totals();
+    pub fn tick(&mut self, now: Duration, connections: &Connections, link: LinkCounters) -> Report {
+        let counters = connections.counters();
         let send_rate_hz = match self.last {
             Some((then, sent)) if now > then => {
-                (totals.packets_sent - sent) as f64 / (now - then).as_secs_f64()
+                (counters.packets_sent.saturating_sub(sent)) as f64 / (now - then).as_secs_f64()
             }
             _ => 0.0,
         };
-        self.last = Some((now, totals.packets_sent));
-        let mut report = snapshot(now, connections, totals, send_failures);
+        self.last = Some((now, counters.packets_sent));
+        let mut report = snapshot(now, connections, counters, link);
         report.send_rate_hz = send_rate_hz;
         report
     }
 
     /// The final summary at `now`: rates and loss over the whole run.
-    pub fn summary(&self, now: Duration, connections: &Connections, send_failures: u64) -> Report {
-        let totals = connections.totals();
-        let mut report = snapshot(now, connections, totals, send_failures);
-        let resolved = totals.packets_acked + totals.packets_lost;
+    pub fn summary(&self, now: Duration, connections: &Connections, link: LinkCounters) -> Report {
+        let counters = connections.counters();
+        let mut report = snapshot(now, connections, counters, link);
+        let resolved = counters.packets_acked + counters.packets_lost;
         report.loss_pct = if resolved == 0 {
             0.0
         } else {
-            100.0 * totals.packets_lost as f64 / resolved as f64
+            100.0 * counters.packets_lost as f64 / resolved as f64
         };
         report.send_rate_hz = if now.is_zero() {
             0.0
         } else {
-            totals.packets_sent as f64 / now.as_secs_f64()
+            counters.packets_sent as f64 / now.as_secs_f64()
         };
         report.summary = true;
         report
@@ -88,14 +92,14 @@ impl Reporter {
 fn snapshot(
     now: Duration,
     connections: &Connections,
-    totals: Totals,
-    send_failures: u64,
+    counters: Counters,
+    link: LinkCounters,
 ) -> Report {
     let (mut rtt, mut jitter, mut loss, mut recovery, mut bad) = (0.0, 0.0, 0.0, 0.0f64, 0);
     let mut measured = 0;
-    for connection in connections.iter() {
-        let stats = connection.endpoint.stats();
-        if stats.packets_acked > 0 {
+    let all = connections.stats();
+    for stats in &all {
+        if stats.counters.packets_acked > 0 {
             rtt += stats.rtt_ms;
             jitter += stats.jitter_ms;
             measured += 1;
@@ -111,15 +115,16 @@ fn snapshot(
         t_s: now.as_secs_f64(),
         rtt_ms: mean(rtt, measured),
         jitter_ms: mean(jitter, measured),
-        loss_pct: mean(loss, connections.len()),
+        loss_pct: mean(loss, all.len()),
         mode: if bad > 0 { Mode::Bad } else { Mode::Good },
         send_rate_hz: 0.0,
-        totals,
+        counters,
         recovery_time_ms: recovery,
         connections: connections.len(),
         connections_bad: bad,
         dropped: connections.dropped(),
-        send_failures,
+        echo_refused: connections.echo_refused(),
+        link,
         summary: false,
     }
 }
@@ -184,10 +189,10 @@ fn human(r: &Report) -> String {
         r.jitter_ms,
         r.loss_pct,
         r.send_rate_hz,
-        r.totals.packets_sent,
-        r.totals.packets_received,
-        r.totals.packets_acked,
-        r.totals.packets_lost,
+        r.counters.packets_sent,
+        r.counters.packets_received,
+        r.counters.packets_acked,
+        r.counters.packets_lost,
         r.connections,
         r.dropped.total(),
     )

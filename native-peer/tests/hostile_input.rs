@@ -1,5 +1,6 @@
-//! Garbage aimed at a listening `ackwire-peer` is counted and changes nothing for a live
-//! connection; Ctrl-C ends the listener cleanly with a summary.
+//! Garbage and forged handshakes aimed at a listening `ackwire-peer` are counted by kind and
+//! change nothing for a live connection; a connect request is answered with a challenge no
+//! larger than itself (no amplification); Ctrl-C ends the listener cleanly with a summary.
 
 mod common;
 
@@ -7,6 +8,8 @@ use std::net::UdpSocket;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use ackwire_core::connection::DEFAULT_PROTOCOL_ID;
+use ackwire_core::control::{ControlPacket, Cookie};
 use common::{connect, listen, num};
 
 /// A tiny deterministic generator, so a failure replays exactly.
@@ -29,11 +32,19 @@ impl Rng {
 struct Sent {
     oversized: u64,
     malformed: u64,
-    rejected: u64,
+    foreign: u64,
+    handshake: u64,
+}
+
+fn control(packet: ControlPacket) -> Vec<u8> {
+    let mut buf = vec![0u8; 64];
+    let len = packet.emit(&mut buf).unwrap();
+    buf.truncate(len);
+    buf
 }
 
 fn garbage(rng: &mut Rng, sent: &mut Sent) -> Vec<u8> {
-    match rng.next() % 5 {
+    match rng.next() % 7 {
         0 => {
             sent.oversized += 1;
             let len = 1201 + (rng.next() % 800) as usize;
@@ -52,18 +63,42 @@ fn garbage(rng: &mut Rng, sent: &mut Sent) -> Vec<u8> {
             bytes
         }
         3 => {
-            // A valid prefix cut short.
-            sent.malformed += 1;
+            // A data packet's prefix cut short, from an address with no connection: the
+            // listener does not parse strangers' data packets, it has nothing to route them to.
+            sent.foreign += 1;
             vec![0x40, 0x00]
         }
-        _ => {
-            // Well-formed header (sequence, full ack, ack bits 0x00000001) acking packets the
-            // listener never sent to this address: a forged or stray packet.
-            sent.rejected += 1;
+        4 => {
+            // Well-formed header (sequence, full ack, ack bits 0x00000001) with a payload, from
+            // an address that never connected: a stray or forged data packet.
+            sent.foreign += 1;
             let mut bytes = vec![0x4F, 0x12, 0x34, 0xAB, 0xCD, 0x01, 0x00, 0x00, 0x00];
             let len = (rng.next() % 64) as usize;
             bytes.extend(rng.bytes(len));
             bytes
+        }
+        5 => {
+            // Another game (or release) knocking.
+            sent.handshake += 1;
+            control(ControlPacket::ConnectRequest {
+                protocol_id: rng.next() | 1,
+            })
+        }
+        _ => {
+            // A connect response with a cookie the listener never made.
+            sent.handshake += 1;
+            let mut nonce = [0u8; 8];
+            nonce.copy_from_slice(&rng.bytes(8));
+            let mut mac = [0u8; 16];
+            mac.copy_from_slice(&rng.bytes(16));
+            control(ControlPacket::ConnectResponse {
+                protocol_id: DEFAULT_PROTOCOL_ID,
+                cookie: Cookie {
+                    timestamp_ms: rng.next() % 10_000,
+                    nonce,
+                    mac,
+                },
+            })
         }
     }
 }
@@ -100,13 +135,20 @@ fn garbage_datagrams_are_counted_by_kind_and_leave_a_live_connection_untouched()
     let client_reports = client.finish();
     let listener_reports = listener.interrupt();
 
-    assert_eq!(answers, 0, "the listener never answers garbage");
+    assert_eq!(
+        answers, 0,
+        "the listener never answers garbage or forged handshakes"
+    );
     let summary = listener_reports.last().unwrap();
     let dropped = &summary["dropped"];
     assert_eq!(dropped["oversized"], sent.oversized, "{summary}");
     assert_eq!(dropped["malformed"], sent.malformed, "{summary}");
-    assert_eq!(dropped["rejected"], sent.rejected, "{summary}");
-    assert!(sent.oversized > 0 && sent.malformed > 0 && sent.rejected > 0);
+    assert_eq!(dropped["foreign"], sent.foreign, "{summary}");
+    assert_eq!(dropped["handshake"], sent.handshake, "{summary}");
+    assert_eq!(dropped["rejected"], 0, "{summary}");
+    // Only the client's two redundant disconnect copies, after the first closed it.
+    assert_eq!(dropped["late"], 2, "{summary}");
+    assert!(sent.oversized > 0 && sent.malformed > 0 && sent.foreign > 0 && sent.handshake > 0);
     for report in &listener_reports {
         assert!(
             num(report, "connections") <= 1.0,
@@ -121,6 +163,44 @@ fn garbage_datagrams_are_counted_by_kind_and_leave_a_live_connection_untouched()
     assert_eq!(last_tick["mode"], "good", "{last_tick}");
     assert!(num(last_tick, "send_rate_hz") >= 25.0, "{last_tick}");
     assert!(num(last_tick, "rtt_ms") < 60.0, "{last_tick}");
+}
+
+#[test]
+fn a_connect_request_gets_one_challenge_no_larger_than_itself_and_no_state() {
+    let listener = listen(&[]);
+    let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    let request = control(ControlPacket::ConnectRequest {
+        protocol_id: DEFAULT_PROTOCOL_ID,
+    });
+    let mut buf = [0u8; 2048];
+    for _ in 0..20 {
+        socket.send_to(&request, listener.addr).unwrap();
+        let (len, from) = socket.recv_from(&mut buf).expect("a challenge");
+        assert_eq!(from, listener.addr);
+        assert!(
+            len <= request.len(),
+            "challenge of {len} bytes for a request of {}: amplification",
+            request.len()
+        );
+        assert!(matches!(
+            ControlPacket::parse(&buf[..len]),
+            Ok(ControlPacket::Challenge { .. })
+        ));
+    }
+    let reports = listener.interrupt();
+    for report in &reports {
+        assert_eq!(
+            num(report, "connections"),
+            0.0,
+            "a request alone opened a connection"
+        );
+    }
+    let summary = reports.last().unwrap();
+    assert_eq!(summary["dropped"]["handshake"], 0, "{summary}");
+    assert_eq!(num(summary, "datagrams_out"), 20.0, "{summary}");
 }
 
 #[test]

@@ -116,3 +116,80 @@ fn latency_150_ms_turns_mode_bad_and_rate_10_hz_within_a_second_of_rtt_crossing_
         assert_eq!(r["mode"], "bad", "stays bad while the RTT is high: {r}");
     }
 }
+
+/// Reads `peer`'s reports until one satisfies `pred`, for at most `within`.
+fn wait_for(
+    peer: &common::Peer,
+    within: std::time::Duration,
+    pred: impl Fn(&serde_json::Value) -> bool,
+) -> Option<serde_json::Value> {
+    let end = std::time::Instant::now() + within;
+    while let Some(left) = end.checked_duration_since(std::time::Instant::now()) {
+        match peer.next_report(left) {
+            Some(report) if pred(&report) => return Some(report),
+            Some(_) => {}
+            None => return None,
+        }
+    }
+    None
+}
+
+#[test]
+fn ctrl_c_on_a_connect_peer_closes_its_connection_on_the_listener_at_once() {
+    use std::time::Duration;
+    let listener = listen(&["--duration", "20"]);
+    let client = connect(listener.addr, &[]);
+    wait_for(&listener, Duration::from_secs(5), |r| {
+        num(r, "connections") == 1.0
+    })
+    .expect("the listener accepts the connection");
+    client.signal_interrupt();
+    let reports = client.finish();
+    assert_eq!(reports.last().unwrap()["summary"], true);
+    // The disconnect arrives with the interrupt: the listener's next report (one second
+    // later at most) has no connection, where a silent peer would linger 10 s (idle timeout).
+    let report = wait_for(&listener, Duration::from_millis(2500), |r| {
+        num(r, "connections") == 0.0
+    });
+    let report = report.expect("the connection closed within two reports");
+    assert_eq!(report["dropped"]["late"], 2, "{report}");
+}
+
+#[test]
+fn ctrl_c_on_the_listener_ends_its_connect_peer_cleanly() {
+    use std::time::{Duration, Instant};
+    let listener = listen(&[]);
+    let client = connect(listener.addr, &[]);
+    wait_for(&client, Duration::from_secs(5), |r| {
+        num(r, "packets_acked") > 0.0
+    })
+    .expect("the client connects");
+    let interrupted = Instant::now();
+    listener.interrupt();
+    // The client was told, so it ends by itself, successfully, with its summary.
+    let reports = client.finish();
+    assert!(
+        interrupted.elapsed() < Duration::from_secs(3),
+        "{reports:?}"
+    );
+    assert!(num(reports.last().unwrap(), "packets_acked") > 0.0);
+}
+
+#[test]
+fn connecting_to_an_address_without_a_listener_fails_after_the_handshake_timeout() {
+    use std::time::{Duration, Instant};
+    // A socket that reads nothing: requests vanish as they would to a dead host.
+    let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let started = Instant::now();
+    let (status, lines) = connect(silent.local_addr().unwrap(), &[]).exit();
+    let took = started.elapsed();
+    assert!(!status.success(), "an unanswered handshake is a failure");
+    // The core's handshake timeout is 5 s.
+    assert!(
+        (Duration::from_millis(4500)..Duration::from_secs(9)).contains(&took),
+        "{took:?}"
+    );
+    let summary: serde_json::Value = serde_json::from_str(lines.last().unwrap()).unwrap();
+    assert_eq!(summary["summary"], true);
+    assert_eq!(num(&summary, "connections"), 0.0);
+}

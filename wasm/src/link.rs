@@ -222,7 +222,7 @@ impl Link {
                 _ => {}
             }
         }
-        if !self.acked_any && connection.stats().packets_acked > 0 {
+        if !self.acked_any && connection.stats().counters.packets_acked > 0 {
             self.acked_any = true;
             events.push(LinkEvent::FirstAck { at: now });
         }

@@ -221,8 +221,8 @@ impl Driver {
         (self.epoch << EPOCH_SHIFT) | id
     }
 
-    fn poll_timeout(&self) -> Duration {
-        let links = self.links.as_ref().and_then(Links::poll_timeout);
+    fn poll_timeout(&mut self) -> Duration {
+        let links = self.links.as_mut().and_then(Links::poll_timeout);
         links.map_or(self.next_stats, |t| t.min(self.next_stats))
     }
 
@@ -600,7 +600,7 @@ impl Driver {
             );
             if !self.json {
                 tracing::info!(peer = id_of(peer), epoch = epoch_of(peer), transport, rtt_ms = stats.rtt_ms, loss_pct = stats.loss_percent,
-                    mode = ?stats.mode, sent = stats.packets_sent, "link");
+                    mode = ?stats.mode, sent = stats.counters.packets_sent, "link");
             }
         }
         if !for_server.is_empty() {

@@ -412,7 +412,7 @@ impl Links {
             }
         }
         while let Some((addr, event)) = self.listener.poll_event() {
-            let Some(peer) = std::str::from_utf8(&addr).ok().and_then(|t| t.parse().ok()) else {
+            let Some(peer) = std::str::from_utf8(addr).ok().and_then(|t| t.parse().ok()) else {
                 continue;
             };
             // A link closed here (`close`) has told the driver already.
@@ -423,7 +423,7 @@ impl Links {
     }
 
     /// When [`poll`](Self::poll) must run next, if anything is pending.
-    pub fn poll_timeout(&self) -> Option<Duration> {
+    pub fn poll_timeout(&mut self) -> Option<Duration> {
         if !self.due.is_empty() {
             return Some(Duration::ZERO);
         }
@@ -587,7 +587,7 @@ mod tests {
             }]
         );
         assert_eq!(a.stats().len(), 1);
-        assert!(a.stats()[0].1.packets_acked > 0);
+        assert!(a.stats()[0].1.counters.packets_acked > 0);
     }
 
     #[test]

@@ -141,7 +141,7 @@ pub fn main(args: &JoinArgs) -> ExitCode {
         .and_then(|runtime| {
             runtime.block_on(async {
                 let stop = async {
-                    stop_signal().await;
+                    crate::peer::stop_signal().await;
                     tracing::info!("interrupted, leaving the room");
                 };
                 driver::run(args, stop).await
@@ -158,30 +158,6 @@ pub fn main(args: &JoinArgs) -> ExitCode {
                 _ => ExitCode::FAILURE,
             }
         }
-    }
-}
-
-/// Resolves on Ctrl-C or SIGTERM (a supervisor's stop), so both leave the room cleanly.
-async fn stop_signal() {
-    let ctrl_c = async {
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut term) => {
-                term.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {}
-        () = term => {}
     }
 }
 

@@ -90,6 +90,28 @@ impl Peer {
         reports
     }
 
+    /// The next JSON line, if one comes within `timeout`.
+    pub fn next_report(&self, timeout: Duration) -> Option<Value> {
+        let line = self.lines.recv_timeout(timeout).ok()?;
+        Some(serde_json::from_str(&line).expect("every stdout line is JSON"))
+    }
+
+    /// Waits for the peer to exit, whatever its status, and returns the status with its
+    /// stdout lines.
+    pub fn exit(mut self) -> (std::process::ExitStatus, Vec<String>) {
+        let status = self.child.wait().expect("wait for peer");
+        (status, self.lines.iter().collect())
+    }
+
+    /// Sends SIGINT (what Ctrl-C sends) and returns at once.
+    pub fn signal_interrupt(&self) {
+        let status = Command::new("kill")
+            .args(["-INT", &self.child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success());
+    }
+
     /// Sends SIGINT (what Ctrl-C sends), then [`finish`](Self::finish)es.
     pub fn interrupt(self) -> Vec<Value> {
         let status = Command::new("kill")
