@@ -275,6 +275,11 @@ pub struct Connection {
     channels: Channels,
     /// Reliable frames per sent packet, in a ring tagged by sequence (like the sent ring).
     records: Vec<PacketRecord>,
+    /// Records holding frames. While none does (unreliable traffic only) acks and losses
+    /// skip the ring: with thousands of connections each ring lookup is a cache miss.
+    records_live: usize,
+    /// Where a packet's reliable frames are gathered before they go into the ring.
+    record_scratch: Vec<(u8, u16)>,
     events: VecDeque<ConnectionEvent>,
 }
 
@@ -328,6 +333,8 @@ impl Connection {
             endpoint,
             channels,
             records,
+            records_live: 0,
+            record_scratch: Vec::new(),
             events: VecDeque::new(),
         })
     }
@@ -521,16 +528,26 @@ impl Connection {
                 (rtt * 3 / 2).max(self.config.min_resend_interval)
             });
         let channels = &mut self.channels;
-        let records = &mut self.records;
+        let scratch = &mut self.record_scratch;
+        let mut written_sequence = None;
         let transmit = self
             .endpoint
             .poll_transmit_with(now, buf, |sequence, space| {
-                let ring = records.len();
-                let (tag, record) = &mut records[usize::from(sequence) % ring];
-                *tag = Some(sequence);
-                record.clear();
-                channels.write(now, resend, space, record)
+                scratch.clear();
+                written_sequence = Some(sequence);
+                channels.write(now, resend, space, scratch)
             })?;
+        if let Some(sequence) = written_sequence.filter(|_| !self.record_scratch.is_empty()) {
+            let ring = self.records.len();
+            let (tag, record) = &mut self.records[usize::from(sequence) % ring];
+            // A record still here belongs to a packet 256 sequences back, which the packet
+            // layer has just resolved as lost (its ring slot is needed); it is replaced.
+            if tag.is_none() {
+                self.records_live += 1;
+            }
+            *tag = Some(sequence);
+            std::mem::swap(record, &mut self.record_scratch);
+        }
         self.drain_endpoint();
         Ok(transmit.map(|t| t.len))
     }
@@ -639,11 +656,15 @@ impl Connection {
                     continue;
                 }
             };
+            if self.records_live == 0 {
+                continue;
+            }
             let ring = self.records.len();
             let (tag, record) = &mut self.records[usize::from(sequence) % ring];
             if *tag != Some(sequence) {
                 continue;
             }
+            self.records_live -= 1;
             if matches!(event, Event::Acked { .. }) {
                 self.channels.on_acked(record);
             }

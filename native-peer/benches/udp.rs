@@ -6,7 +6,8 @@
 //! Each phase runs one server on its own thread (a current-thread tokio runtime, so it uses
 //! at most one core) and N client flows at 30 packets/s each on another thread:
 //! - raw: the server echoes every datagram (40 bytes, the size of an ackwire data packet with
-//!   the 32-byte demo message) with the same batched non-blocking reads the driver uses;
+//!   the 32-byte demo message) through the driver's own `Link`, reading the way the driver
+//!   does (batched non-blocking reads, a 1 ms read timer while datagrams keep coming);
 //! - ackwire: the server is `ackwire-peer listen` (the library's `peer::run`: the core's
 //!   `Listener`, handshakes, one message echoed per packet), the clients are `connect` peers;
 //!   both start in good mode so the offered load is the same 30/s.
@@ -44,6 +45,16 @@ fn thread_cpu() -> Duration {
     Duration::from_nanos(ns)
 }
 
+/// Times this thread gave up the CPU to wait (each one a wake-up later).
+fn thread_waits() -> u64 {
+    let status = std::fs::read_to_string("/proc/thread-self/status").expect("status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+        .and_then(|n| n.trim().parse().ok())
+        .expect("voluntary_ctxt_switches")
+}
+
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -79,6 +90,10 @@ struct Phase {
     clients_good: u64,
     /// Mean size of the server's data packets (ackwire phase only).
     server_packet_len: f64,
+    /// Times the server thread went to sleep and was woken.
+    server_wakeups: u64,
+    /// CPU time of the thread running every client.
+    client_cpu: Duration,
 }
 
 impl Phase {
@@ -103,27 +118,39 @@ impl Phase {
     }
 }
 
-/// The raw baseline: echo every datagram, reading in the same batches as the driver.
-async fn raw_echo(socket: UdpSocket, run_for: Duration) -> (u64, u64) {
-    let mut buf = [0u8; 2048];
-    let (mut received, mut sent) = (0, 0);
+/// The raw baseline: echo every datagram through the same `Link` the driver uses, with the
+/// same reading strategy (wake on readiness, then read on a `READ_COALESCE` timer while
+/// datagrams keep coming), so the two phases differ only by the protocol.
+async fn raw_echo(socket: std::net::UdpSocket, run_for: Duration) -> (u64, u64) {
+    let mut link = link::Link::new(socket, None).expect("link");
     let end = tokio::time::Instant::now() + run_for;
+    let mut buf = [0u8; 2048];
+    let mut read_again_at = None;
     loop {
-        tokio::select! {
-            ready = socket.readable() => ready.expect("readable"),
-            () = tokio::time::sleep_until(end) => return (received, sent),
-        }
-        for _ in 0..link::RECV_BATCH {
-            match socket.try_recv_from(&mut buf) {
-                Ok((len, from)) => {
-                    received += 1;
-                    if socket.try_send_to(&buf[..len], from).is_ok() {
-                        sent += 1;
-                    }
+        match read_again_at {
+            Some(at) => tokio::time::sleep_until(std::cmp::min(at, end)).await,
+            None => {
+                link.watch().expect("register the socket");
+                tokio::select! {
+                    ready = link.readable() => ready.expect("readable"),
+                    () = tokio::time::sleep_until(end) => {}
                 }
-                Err(_) => break,
             }
         }
+        let now = tokio::time::Instant::now();
+        if now >= end {
+            let c = link.counters();
+            return (c.datagrams_in, c.datagrams_out);
+        }
+        let read = link.read_ready(Duration::ZERO, &mut buf, |link, from, datagram| {
+            link.send(Duration::ZERO, from, datagram)
+        });
+        read_again_at = if read > 0 {
+            link.unwatch();
+            Some(now + peer::READ_COALESCE)
+        } else {
+            None
+        };
     }
 }
 
@@ -154,6 +181,7 @@ async fn ackwire_flow(server: SocketAddr, run_for: Duration) -> (u64, u64, bool)
         emulation: None,
         duration: Some(run_for),
         output: Output::Silent,
+        coalesce: None,
     };
     let summary = peer::run(socket, options, std::future::pending())
         .await
@@ -178,7 +206,7 @@ fn phase(kind: Kind, connections: usize, seconds: f64) -> Phase {
             runtime().block_on(async move {
                 let socket = link::bind("127.0.0.1:0".parse().unwrap()).expect("bind");
                 addr_tx.send(socket.local_addr().unwrap()).unwrap();
-                let (cpu0, wall0) = (thread_cpu(), Instant::now());
+                let (cpu0, wall0, waits0) = (thread_cpu(), Instant::now(), thread_waits());
                 let (received, sent, packet_len) = match kind {
                     Kind::Raw => {
                         let (received, sent) = raw_echo(socket, server_for).await;
@@ -193,6 +221,7 @@ fn phase(kind: Kind, connections: usize, seconds: f64) -> Phase {
                             emulation: None,
                             duration: Some(server_for),
                             output: Output::Silent,
+                            coalesce: Some(peer::READ_COALESCE),
                         };
                         let s = peer::run(socket, options, std::future::pending())
                             .await
@@ -203,13 +232,9 @@ fn phase(kind: Kind, connections: usize, seconds: f64) -> Phase {
                         (s.link.datagrams_in, s.link.datagrams_out, packet_len)
                     }
                 };
-                (
-                    received,
-                    sent,
-                    packet_len,
-                    thread_cpu() - cpu0,
-                    wall0.elapsed(),
-                )
+                let wakeups = thread_waits() - waits0;
+                let cpu = thread_cpu() - cpu0;
+                (received, sent, packet_len, wakeups, cpu, wall0.elapsed())
             })
         })
         .expect("server thread");
@@ -217,7 +242,8 @@ fn phase(kind: Kind, connections: usize, seconds: f64) -> Phase {
     let clients = thread::Builder::new()
         .name("clients".into())
         .spawn(move || {
-            runtime().block_on(async move {
+            let cpu0 = thread_cpu();
+            let totals = runtime().block_on(async move {
                 let mut tasks = tokio::task::JoinSet::new();
                 let start = tokio::time::Instant::now();
                 let interval = Duration::from_secs_f64(1.0 / RATE_PPS);
@@ -242,13 +268,16 @@ fn phase(kind: Kind, connections: usize, seconds: f64) -> Phase {
                     good += u64::from(g);
                 }
                 (sent, received, good)
-            })
+            });
+            (totals, thread_cpu() - cpu0)
         })
         .expect("client thread");
-    let (client_sent, client_received, clients_good) = clients.join().unwrap();
-    let (server_received, server_sent, server_packet_len, server_cpu, wall) =
+    let ((client_sent, client_received, clients_good), client_cpu) = clients.join().unwrap();
+    let (server_received, server_sent, server_packet_len, server_wakeups, server_cpu, wall) =
         server.join().unwrap();
     Phase {
+        client_cpu,
+        server_wakeups,
         server_packet_len,
         server_received,
         server_sent,
@@ -313,10 +342,11 @@ fn main() {
     let connections_per_core = connections as f64 / ackwire.cpu_share();
     for (name, p) in [("raw echo", &raw), ("ackwire ", &ackwire)] {
         println!(
-            "{name}: {:>9.0} datagrams per server CPU-second ({} datagrams, server CPU {:.3} s \
-             over {:.2} s = {:.1}% of a core), {:.2}% of datagrams arrived",
+            "{name}: {:>9.0} datagrams per server CPU-second ({} datagrams in {} wake-ups, \
+             server CPU {:.3} s over {:.2} s = {:.1}% of a core), {:.2}% of datagrams arrived",
             p.per_cpu_second(),
             p.server_datagrams(),
+            p.server_wakeups,
             p.server_cpu.as_secs_f64(),
             p.wall.as_secs_f64(),
             100.0 * p.cpu_share(),

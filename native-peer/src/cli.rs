@@ -157,7 +157,12 @@ impl Command {
             }
             Command::Join(_) => return Err(ArgError::NotAUdpPeer),
         };
+        let coalesce = match role {
+            Role::Listen { .. } => Some(crate::peer::READ_COALESCE),
+            Role::Connect { .. } => None,
+        };
         let options = PeerOptions {
+            coalesce,
             role,
             config: ConnectionConfig::default(),
             emulation: common.emulation()?,

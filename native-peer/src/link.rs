@@ -22,8 +22,8 @@ pub const RECV_BATCH: usize = 256;
 /// ~170 small datagrams. The kernel caps the request at `net.core.rmem_max`/`wmem_max`.
 pub const SOCKET_BUFFER_BYTES: usize = 4 << 20;
 
-/// Binds the peer's UDP socket at `addr` with [`SOCKET_BUFFER_BYTES`] buffers.
-pub fn bind(addr: SocketAddr) -> io::Result<UdpSocket> {
+/// Binds the peer's UDP socket at `addr` with [`SOCKET_BUFFER_BYTES`] buffers, non-blocking.
+pub fn bind(addr: SocketAddr) -> io::Result<std::net::UdpSocket> {
     let socket = socket2::Socket::new(
         socket2::Domain::for_address(addr),
         socket2::Type::DGRAM,
@@ -38,7 +38,7 @@ pub fn bind(addr: SocketAddr) -> io::Result<UdpSocket> {
     }
     socket.set_nonblocking(true)?;
     socket.bind(&addr.into())?;
-    UdpSocket::from_std(socket.into())
+    Ok(socket.into())
 }
 
 /// What the emulator does to this peer's link, and from when.
@@ -74,9 +74,16 @@ pub struct LinkCounters {
 }
 
 /// One socket plus the optional emulation around it.
+///
+/// The socket is read and written without blocking. To sleep until a datagram arrives, the
+/// driver [`watch`](Self::watch)es it (a duplicate registered with tokio's reactor) and
+/// awaits [`readable`](Self::readable); a driver that reads on a timer under load
+/// [`unwatch`](Self::unwatch)es it, because a registered socket wakes the thread for every
+/// datagram that arrives, wanted or not.
 #[derive(Debug)]
 pub struct Link {
-    socket: UdpSocket,
+    socket: std::net::UdpSocket,
+    watch: Option<UdpSocket>,
     emulation: Option<Emulation>,
     counters: LinkCounters,
 }
@@ -129,7 +136,7 @@ fn untag(tagged: &[u8]) -> (SocketAddr, &[u8]) {
 impl Link {
     /// A link over `socket`, emulated when `emulation` is given.
     pub fn new(
-        socket: UdpSocket,
+        socket: std::net::UdpSocket,
         emulation: Option<EmulationOptions>,
     ) -> Result<Link, ackwire_core::emulator::EmulatorError> {
         let emulation = match emulation {
@@ -155,6 +162,7 @@ impl Link {
         };
         Ok(Link {
             socket,
+            watch: None,
             emulation,
             counters: LinkCounters::default(),
         })
@@ -178,30 +186,51 @@ impl Link {
         }
     }
 
-    /// Resolves once the socket can send. Sends never wait (see `send_now`), so the driver
-    /// awaits this once at startup: tokio learns a new socket's write readiness only from
-    /// the first poll, and until then every `try_send_to` would report `WouldBlock`.
-    pub async fn writable(&self) -> io::Result<()> {
-        self.socket.writable().await
+    /// Registers the socket with tokio's reactor (if it is not) so that
+    /// [`readable`](Self::readable) can wait for it. Must be called within a tokio runtime.
+    pub fn watch(&mut self) -> io::Result<()> {
+        if self.watch.is_none() {
+            self.watch = Some(UdpSocket::from_std(self.socket.try_clone()?)?);
+        }
+        Ok(())
     }
 
-    /// Resolves once the socket has a datagram to read.
+    /// Takes the socket out of the reactor: datagrams no longer wake the thread.
+    pub fn unwatch(&mut self) {
+        self.watch = None;
+    }
+
+    /// Resolves once the socket has a datagram to read; never, unless [`watch`]ed.
+    ///
+    /// [`watch`]: Self::watch
     pub async fn readable(&self) -> io::Result<()> {
-        self.socket.readable().await
+        match &self.watch {
+            Some(watch) => watch.readable().await,
+            None => std::future::pending().await,
+        }
     }
 
     /// Reads up to [`RECV_BATCH`] waiting datagrams into `buf` without blocking and hands each
     /// one (or, when emulated, each one the inbound emulator releases later) to `deliver`.
     /// `buf` should be larger than the largest datagram accepted, so oversized ones show.
+    /// Returns how many datagrams it read.
     pub fn read_ready(
         &mut self,
         now: Duration,
         buf: &mut [u8],
         mut deliver: impl FnMut(&mut Link, SocketAddr, &[u8]),
-    ) {
+    ) -> usize {
+        let mut read = 0;
         for _ in 0..RECV_BATCH {
-            match self.socket.try_recv_from(buf) {
+            // Through the registered duplicate when there is one, so that tokio learns the
+            // socket ran dry (WouldBlock) and waits for the next datagram.
+            let received = match &self.watch {
+                Some(watch) => watch.try_recv_from(buf),
+                None => self.socket.recv_from(buf),
+            };
+            match received {
                 Ok((len, from)) => {
+                    read += 1;
                     self.counters.datagrams_in += 1;
                     match &mut self.emulation {
                         Some(emulation) => emulation.inbound.send(now, &tag(from, &buf[..len])),
@@ -214,6 +243,7 @@ impl Link {
                 Err(e) => tracing::debug!(error = %e, "recv error"),
             }
         }
+        read
     }
 
     /// Moves datagrams the emulator releases by `now` onto the wire and to `deliver`, and
@@ -264,8 +294,13 @@ impl Link {
 
 /// A full send buffer drops the datagram, as a congested router would: the core counts it as
 /// lost and its congestion avoidance reacts, which is what an unreliable link promises anyway.
-fn send_now(socket: &UdpSocket, counters: &mut LinkCounters, to: SocketAddr, datagram: &[u8]) {
-    match socket.try_send_to(datagram, to) {
+fn send_now(
+    socket: &std::net::UdpSocket,
+    counters: &mut LinkCounters,
+    to: SocketAddr,
+    datagram: &[u8],
+) {
+    match socket.send_to(datagram, to) {
         Ok(_) => counters.datagrams_out += 1,
         Err(e) => {
             counters.send_failures += 1;

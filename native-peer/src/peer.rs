@@ -11,7 +11,6 @@ use std::time::Duration;
 
 use ackwire_core::ConnectionConfig;
 use thiserror::Error;
-use tokio::net::UdpSocket;
 use tokio::time::Instant;
 
 use crate::connections::{Connections, Ending, MAX_DATAGRAM};
@@ -22,6 +21,12 @@ use crate::report::{Output, Report, Reporter};
 const NEVER: Duration = Duration::from_secs(365 * 24 * 3600);
 /// Marks the timer as spent, so the next turn re-arms it even for the same deadline.
 const FIRED: Duration = Duration::MAX;
+/// A listener under load reads its socket once per this span instead of waking for each
+/// datagram (interrupt coalescing, as network cards do): a wake-up costs more than the
+/// datagram it brings, while a 1 ms tick gathers the whole batch, at the price of at most
+/// ~1 ms (tokio's timer resolution: up to 2) of delay on a receive. Once a read finds the
+/// socket empty, the next datagram wakes the loop at once again.
+pub const READ_COALESCE: Duration = Duration::from_millis(1);
 /// Longest wait for the disconnect packets to leave (the emulator may hold them for its
 /// latency) once the peer is stopping.
 const CLOSE_GRACE: Duration = Duration::from_secs(2);
@@ -54,6 +59,9 @@ pub struct PeerOptions {
     pub duration: Option<Duration>,
     /// Where reports go.
     pub output: Output,
+    /// Read on a timer of this period while datagrams keep coming (see [`READ_COALESCE`]);
+    /// `None` wakes for every datagram.
+    pub coalesce: Option<Duration>,
 }
 
 /// Why the peer could not run.
@@ -83,13 +91,12 @@ pub struct Outcome {
 /// Runs the peer on `socket` until `duration` elapses, `stop` resolves or (a `connect` peer)
 /// the connection ends; closes its connections cleanly, then emits and returns the summary.
 pub async fn run(
-    socket: UdpSocket,
+    socket: std::net::UdpSocket,
     options: PeerOptions,
     stop: impl Future<Output = ()>,
 ) -> Result<Outcome, PeerError> {
     options.config.validate()?;
     let mut link = Link::new(socket, options.emulation.clone())?;
-    link.writable().await?;
     let start = Instant::now();
     let clock = || start.elapsed();
     let mut connections = match options.role {
@@ -116,8 +123,19 @@ pub async fn run(
     let mut armed = NEVER;
     // Set once stopping: the time by which the disconnects must be out.
     let mut closing_until: Option<Duration> = None;
+    // While set, the socket had datagrams at the last read: read it again at this time
+    // instead of waking on each new datagram.
+    let mut read_again_at: Option<Duration> = None;
     loop {
         let now = clock();
+        if let (Some(at), Some(period)) = (read_again_at, options.coalesce) {
+            if now >= at {
+                let read = link.read_ready(now, &mut buf, |link, from, datagram| {
+                    connections.on_datagram(now, from, datagram, link)
+                });
+                read_again_at = (read > 0).then(|| now + period);
+            }
+        }
         link.poll_emulation(now, |link, from, datagram| {
             connections.on_datagram(now, from, datagram, link)
         });
@@ -161,6 +179,7 @@ pub async fn run(
             next_report.filter(|_| closing_until.is_none()),
             options.duration.filter(|_| closing_until.is_none()),
             closing_until,
+            read_again_at,
         ]
         .into_iter()
         .flatten()
@@ -170,6 +189,9 @@ pub async fn run(
             sleep.as_mut().reset(start + wake);
             armed = wake;
         }
+        if read_again_at.is_none() {
+            link.watch()?;
+        }
         tokio::select! {
             biased;
             () = &mut stop, if closing_until.is_none() => {
@@ -177,12 +199,16 @@ pub async fn run(
                 closing_until = Some(clock() + CLOSE_GRACE);
                 connections.close();
             }
-            ready = link.readable() => {
+            ready = link.readable(), if read_again_at.is_none() => {
                 ready?;
                 let now = clock();
                 link.read_ready(now, &mut buf, |link, from, datagram| {
                     connections.on_datagram(now, from, datagram, link)
                 });
+                if let Some(period) = options.coalesce {
+                    link.unwatch();
+                    read_again_at = Some(now + period);
+                }
             }
             () = &mut sleep => armed = FIRED,
         }

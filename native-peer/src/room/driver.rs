@@ -136,9 +136,12 @@ pub async fn run(args: &JoinArgs, stop: impl Future<Output = ()>) -> Result<(), 
         }
         None => bound,
     };
-    let udp = Link::new(socket, None).map_err(|e| RoomError::Links(e.into()))?;
-    // Tokio learns a new socket's write readiness only from a first poll.
-    let _ = udp.writable().await;
+    let mut udp = Link::new(socket, None).map_err(|e| RoomError::Links(e.into()))?;
+    // A room's few links wake the loop per datagram; it never reads on a timer.
+    udp.watch().map_err(|source| RoomError::Bind {
+        addr: args.bind,
+        source,
+    })?;
     let (signalling, mut signalling_events, signalling_task) = signalling::spawn(JoinRequest {
         ws_url: url.ws_url.clone(),
         room: url.room.clone(),
