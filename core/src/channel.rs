@@ -309,6 +309,11 @@ impl Channels {
                 at += used;
                 queue.pop_front();
             }
+            if queue.is_empty() {
+                // Back to the start of its buffer, so an idle-then-busy queue keeps using the
+                // same (cached) memory instead of walking the ring.
+                queue.clear();
+            }
         }
         at
     }

@@ -49,6 +49,18 @@ pub struct Config {
     /// Loss percentage is measured over the last this many resolved (acked or lost) packets.
     /// Default 64 (about 2 s at 30 pps).
     pub loss_window_packets: u16,
+    /// Ack promptly: the pace allows one packet per send interval, and with this on the
+    /// interval's packet leaves as soon as a packet from the peer has arrived in it (so its
+    /// ack goes back at once) instead of at the interval's end. The rate is unchanged; RTT
+    /// samples no longer include the peer's wait for its next send slot, and a server sends
+    /// while the connection it just received on is still in cache. Default `true`; `false`
+    /// is the seed's strictly clocked schedule.
+    #[serde(default = "yes")]
+    pub prompt_ack: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl Default for Config {
@@ -68,6 +80,7 @@ impl Default for Config {
             rtt_smoothing: 0.1,
             sent_buffer_len: 256,
             loss_window_packets: 64,
+            prompt_ack: true,
         }
     }
 }

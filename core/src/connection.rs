@@ -595,7 +595,18 @@ impl Connection {
 
     /// The next event, oldest first. Drain after every `receive` and `poll_transmit`.
     pub fn poll_event(&mut self) -> Option<ConnectionEvent> {
-        self.events.pop_front()
+        let event = self.events.pop_front();
+        if event.is_none() {
+            // Drained: restart at the buffer's first slot, which stays in cache, rather than
+            // walking the whole ring (a cache miss every few events with many connections).
+            self.events.clear();
+        }
+        event
+    }
+
+    /// True when [`poll_event`](Self::poll_event) has something.
+    pub fn has_events(&self) -> bool {
+        !self.events.is_empty()
     }
 
     /// Closes the connection: [`ConnectionEvent::Disconnected`] with

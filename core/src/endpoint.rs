@@ -145,8 +145,12 @@ pub struct Endpoint {
     rtt: RttEstimator,
     loss: LossWindow,
     congestion: BinaryCongestion,
+    /// End of the current send interval: its packet goes out by then at the latest.
     next_send_at: Duration,
     last_send_at: Option<Duration>,
+    /// A packet arrived since the last send (with `prompt_ack`, the interval's packet may go
+    /// now).
+    ack_pending: bool,
     /// When an ack last arrived (the start until one does), and when a packet was last
     /// declared lost: together they tell a silent peer (see `is_silent`).
     last_ack_at: Duration,
@@ -178,6 +182,7 @@ impl Endpoint {
             received_bits: 0,
             next_send_at: now,
             last_send_at: None,
+            ack_pending: false,
             last_ack_at: now,
             last_loss_at: None,
             events: VecDeque::with_capacity(EVENT_QUEUE_RESERVE),
@@ -273,6 +278,7 @@ impl Endpoint {
         }
         self.counters.packets_received += 1;
         self.counters.bytes_received += datagram.len() as u64;
+        self.ack_pending = true;
 
         let mut bits = header.ack_bits;
         // Sequences older than the oldest unresolved one were acked or declared lost
@@ -336,7 +342,12 @@ impl Endpoint {
     {
         self.handle_timeout(now);
         let now = self.now;
-        if now < self.next_send_at {
+        let interval = self.interval();
+        // The current interval is (next_send_at - interval, next_send_at]: its one packet is
+        // due at the end, or earlier once there is an ack to send (see `Config::prompt_ack`).
+        let prompt = self.config.prompt_ack && self.ack_pending;
+        let opens_at = self.next_send_at.saturating_sub(interval);
+        if now < self.next_send_at && !(prompt && now >= opens_at) {
             return Ok(None);
         }
         if buf.len() < PacketHeader::MAX_LEN {
@@ -376,7 +387,7 @@ impl Endpoint {
         self.counters.header_bytes_sent += header_len as u64;
         self.last_header_len = header_len as u32;
 
-        let interval = self.interval();
+        self.ack_pending = false;
         self.next_send_at = if now.saturating_sub(self.next_send_at) >= interval {
             // The driver stalled: restart the pace rather than bursting to catch up.
             now + interval
@@ -416,7 +427,13 @@ impl Endpoint {
     /// Drain this after every `receive` and `poll_transmit`: events queue until taken (room
     /// for 128 is reserved up front, so a drained queue never allocates).
     pub fn poll_event(&mut self) -> Option<Event> {
-        self.events.pop_front()
+        let event = self.events.pop_front();
+        if event.is_none() {
+            // Drained: restart at the buffer's first slot, which stays in cache, rather than
+            // walking the whole ring (a cache miss every few events with many connections).
+            self.events.clear();
+        }
+        event
     }
 
     /// A snapshot of everything measured so far.

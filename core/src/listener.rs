@@ -13,7 +13,9 @@
 //! expired, a datagram arrived, or the application touched them) are visited by
 //! `poll_transmit` and `poll_event`.
 
+use core::borrow::Borrow;
 use core::cmp::Reverse;
+use core::hash::{Hash, Hasher};
 use core::time::Duration;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 
@@ -41,6 +43,57 @@ pub enum ListenerError {
     /// From a new address while `max_connections` connections are open.
     #[error("connection table full ({0} connections)")]
     Full(usize),
+    /// The address is longer than [`MAX_ADDRESS_LEN`] bytes.
+    #[error("address of {0} bytes; at most {MAX_ADDRESS_LEN} are supported")]
+    AddressTooLong(usize),
+}
+
+/// Longest address a listener keys connections by: enough for a socket address in bytes or
+/// as text (`[ffff:…:ffff]:65535` is 47 characters) or a signalling peer id.
+pub const MAX_ADDRESS_LEN: usize = 47;
+
+/// An address stored inline: the connection table then needs no second allocation per
+/// peer, and a lookup no second cache miss.
+#[derive(Debug, Clone, Copy)]
+struct Address {
+    len: u8,
+    bytes: [u8; MAX_ADDRESS_LEN],
+}
+
+impl Address {
+    fn new(address: &[u8]) -> Option<Address> {
+        let mut bytes = [0u8; MAX_ADDRESS_LEN];
+        bytes.get_mut(..address.len())?.copy_from_slice(address);
+        Some(Address {
+            len: address.len() as u8,
+            bytes,
+        })
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+}
+
+impl PartialEq for Address {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+impl Eq for Address {}
+
+// Hashes as the slice does, so the table can be searched with a `&[u8]` (`Borrow`).
+impl Hash for Address {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.as_slice().hash(state);
+    }
+}
+
+impl Borrow<[u8]> for Address {
+    fn borrow(&self) -> &[u8] {
+        self.as_slice()
+    }
 }
 
 /// Why [`Listener::send`] refused a message. Nothing was queued.
@@ -57,12 +110,10 @@ pub enum ListenerSendError {
 
 #[derive(Debug)]
 struct Slot {
-    address: Box<[u8]>,
+    address: Address,
     connection: Connection,
     /// Tells this occupant of the slot from earlier ones, so their timer entries are stale.
-    generation: u64,
-    /// Deadline of the live timer entry, if one is in the heap.
-    armed: Option<Duration>,
+    generation: u32,
     /// In `due` (visit in `poll_transmit`), in `eventful` (visit in `poll_event`).
     in_due: bool,
     in_eventful: bool,
@@ -75,12 +126,18 @@ pub struct Listener {
     max_connections: usize,
     slots: Vec<Option<Slot>>,
     free: Vec<usize>,
-    by_address: HashMap<Box<[u8]>, usize>,
+    by_address: HashMap<Address, usize>,
     /// `(deadline, slot, generation)`; an entry is live when the slot still holds that
     /// generation armed at that deadline. Stale entries are skipped when they surface, which
     /// is cheaper than removing them.
-    timers: BinaryHeap<Reverse<(Duration, usize, u64)>>,
-    next_generation: u64,
+    /// Entries are 16 bytes (deadline in nanoseconds, slot, generation) so that more of the
+    /// heap's levels stay in cache.
+    timers: BinaryHeap<Reverse<(u64, u32, u32)>>,
+    /// Per slot, the `(generation, deadline)` of its live timer entry (`NOT_ARMED` for
+    /// none). Kept apart from the slots so that skipping a stale entry reads this compact
+    /// array instead of the slot's cold connection state.
+    armed: Vec<(u32, u64)>,
+    next_generation: u32,
     /// Slots `poll_transmit` must visit, in the order they became due; a slot leaves once it
     /// has nothing more to send, so no connection starves the others.
     due: VecDeque<usize>,
@@ -89,6 +146,15 @@ pub struct Listener {
     /// Counters of connections already dropped, so totals survive them.
     retired: Counters,
     now: Duration,
+}
+
+/// `Listener::armed` deadline of a slot with no live timer entry.
+const NOT_ARMED: u64 = u64::MAX;
+
+/// A deadline as whole nanoseconds (584 years fit in a `u64`).
+fn nanos(at: Duration) -> u64 {
+    // Saturates one short of `NOT_ARMED`, 584 years out.
+    u64::try_from(at.as_nanos()).unwrap_or(u64::MAX - 1)
 }
 
 impl Listener {
@@ -103,6 +169,7 @@ impl Listener {
             free: Vec::new(),
             by_address: HashMap::new(),
             timers: BinaryHeap::new(),
+            armed: Vec::new(),
             next_generation: 0,
             due: VecDeque::new(),
             eventful: VecDeque::new(),
@@ -151,25 +218,27 @@ impl Listener {
             self.mark(index);
             return Ok(None);
         }
+        let address = Address::new(from).ok_or(ListenerError::AddressTooLong(from.len()))?;
         if self.by_address.len() >= self.max_connections {
             return Err(ListenerError::Full(self.by_address.len()));
         }
         match self.acceptor.receive(now, from, datagram, reply)? {
             Accept::Reply { len } => Ok(Some(len)),
             Accept::Connection(connection) => {
-                self.insert(from, *connection);
+                self.insert(address, *connection);
                 Ok(None)
             }
         }
     }
 
-    fn insert(&mut self, address: &[u8], connection: Connection) {
-        self.next_generation += 1;
+    fn insert(&mut self, address: Address, connection: Connection) {
+        // Wrapping is harmless: a stale entry would need the same slot and a generation
+        // 2^32 connections old.
+        self.next_generation = self.next_generation.wrapping_add(1);
         let slot = Slot {
-            address: address.into(),
+            address,
             connection,
             generation: self.next_generation,
-            armed: None,
             in_due: false,
             in_eventful: false,
         };
@@ -180,10 +249,12 @@ impl Listener {
             }
             None => {
                 self.slots.push(Some(slot));
+                self.armed.push((0, NOT_ARMED));
                 self.slots.len() - 1
             }
         };
-        self.by_address.insert(address.into(), index);
+        self.armed[index] = (self.next_generation, NOT_ARMED);
+        self.by_address.insert(address, index);
         self.mark(index);
     }
 
@@ -203,14 +274,13 @@ impl Listener {
     /// Moves every connection whose timer expired by `now` into the due queue.
     fn expire_timers(&mut self, now: Duration) {
         while let Some(&Reverse((deadline, index, generation))) = self.timers.peek() {
-            if deadline > now {
+            if deadline > nanos(now) {
                 break;
             }
             self.timers.pop();
-            let live = matches!(&self.slots[index],
-                Some(s) if s.generation == generation && s.armed == Some(deadline));
-            if live {
-                self.slots[index].as_mut().expect("live").armed = None;
+            let index = index as usize;
+            if self.armed[index] == (generation, deadline) {
+                self.armed[index].1 = NOT_ARMED;
                 self.mark(index);
             }
         }
@@ -228,17 +298,23 @@ impl Listener {
             let slot = self.slots[index].as_mut().expect("due slot is live");
             if let Some(len) = slot.connection.poll_transmit(now, buf)? {
                 let slot = self.slots[index].as_ref().expect("due slot is live");
-                return Ok(Some((&slot.address, len)));
+                return Ok(Some((slot.address.as_slice(), len)));
             }
             // Nothing more to send: re-arm its timer at its next deadline and move on.
             self.due.pop_front();
             slot.in_due = false;
             let deadline = slot.connection.poll_timeout();
-            if let Some(at) = deadline.filter(|_| deadline != slot.armed) {
-                slot.armed = deadline;
-                self.timers.push(Reverse((at, index, slot.generation)));
+            if let Some(at) = deadline.map(nanos) {
+                if self.armed[index] != (slot.generation, at) {
+                    self.armed[index] = (slot.generation, at);
+                    self.timers
+                        .push(Reverse((at, index as u32, slot.generation)));
+                }
             }
-            if !slot.in_eventful {
+            // A closed connection is visited once more so `poll_event` can drop it.
+            let visit =
+                slot.connection.has_events() || slot.connection.state() == ConnectionState::Closed;
+            if visit && !slot.in_eventful {
                 slot.in_eventful = true;
                 self.eventful.push_back(index);
             }
@@ -254,7 +330,7 @@ impl Listener {
             let slot = self.slots[index].as_mut().expect("eventful slot is live");
             if let Some(event) = slot.connection.poll_event() {
                 let slot = self.slots[index].as_ref().expect("eventful slot is live");
-                return Some((&slot.address, event));
+                return Some((slot.address.as_slice(), event));
             }
             self.eventful.pop_front();
             slot.in_eventful = false;
@@ -267,6 +343,7 @@ impl Listener {
 
     fn remove(&mut self, index: usize) {
         let slot = self.slots[index].take().expect("remove a live slot");
+        self.armed[index].1 = NOT_ARMED;
         self.by_address.remove(&slot.address);
         self.retired += slot.connection.stats().counters;
         self.free.push(index);
@@ -316,10 +393,8 @@ impl Listener {
             return Some(self.now);
         }
         while let Some(&Reverse((deadline, index, generation))) = self.timers.peek() {
-            let live = matches!(&self.slots[index],
-                Some(s) if s.generation == generation && s.armed == Some(deadline));
-            if live {
-                return Some(deadline);
+            if self.armed[index as usize] == (generation, deadline) {
+                return Some(Duration::from_nanos(deadline));
             }
             self.timers.pop();
         }
@@ -345,7 +420,7 @@ impl Listener {
         self.slots
             .iter()
             .flatten()
-            .map(|s| (&*s.address, &s.connection))
+            .map(|s| (s.address.as_slice(), &s.connection))
     }
 
     /// Counters summed over every connection this listener has had, dropped ones included.

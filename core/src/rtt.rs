@@ -9,6 +9,8 @@ pub struct RttEstimator {
     smoothing: f64,
     rtt: Option<f64>,
     jitter: f64,
+    /// `rtt` as a `Duration`, converted once per sample rather than at every read.
+    rtt_duration: Option<Duration>,
 }
 
 impl RttEstimator {
@@ -18,6 +20,7 @@ impl RttEstimator {
             smoothing,
             rtt: None,
             jitter: 0.0,
+            rtt_duration: None,
         }
     }
 
@@ -31,11 +34,12 @@ impl RttEstimator {
                 self.rtt = Some(rtt + (sample - rtt) * self.smoothing);
             }
         }
+        self.rtt_duration = self.rtt.map(Duration::from_secs_f64);
     }
 
     /// The smoothed RTT, or `None` before the first sample.
     pub fn rtt(&self) -> Option<Duration> {
-        self.rtt.map(Duration::from_secs_f64)
+        self.rtt_duration
     }
 
     /// Smoothed absolute deviation of samples from the average.
