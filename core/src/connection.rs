@@ -16,6 +16,7 @@
 
 use core::time::Duration;
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -259,7 +260,10 @@ type PacketRecord = (Option<u16>, Vec<(u8, u16)>);
 /// One connection, either role, as a sans-IO state machine. See the [crate docs](crate).
 #[derive(Debug)]
 pub struct Connection {
-    config: ConnectionConfig,
+    /// Shared with the acceptor and its other connections (see `Endpoint::config`).
+    config: Arc<ConnectionConfig>,
+    /// `config.packet`, shared likewise with every endpoint made for it.
+    packet: Arc<Config>,
     phase: Phase,
     /// Latest time seen.
     now: Duration,
@@ -273,7 +277,8 @@ pub struct Connection {
     last_received: Duration,
     endpoint: Endpoint,
     channels: Channels,
-    /// Reliable frames per sent packet, in a ring tagged by sequence (like the sent ring).
+    /// Reliable frames per sent packet, in a ring tagged by sequence (like the sent ring);
+    /// empty until the first reliable frame is sent.
     records: Vec<PacketRecord>,
     /// Records holding frames. While none does (unreliable traffic only) acks and losses
     /// skip the ring: with thousands of connections each ring lookup is a cache miss.
@@ -289,13 +294,19 @@ impl Connection {
         config: ConnectionConfig,
         now: Duration,
     ) -> Result<Connection, ConnectionConfigError> {
-        Connection::new(config, now, Phase::Requesting)
+        let packet = Arc::new(config.packet.clone());
+        Connection::new(Arc::new(config), packet, now, Phase::Requesting)
     }
 
     /// The acceptor side of a handshake just completed with cookie nonce `connection_id`.
-    pub(crate) fn accepted(config: ConnectionConfig, now: Duration, connection_id: u64) -> Self {
-        let mut connection =
-            Connection::new(config, now, Phase::Connected).expect("acceptor validated config");
+    pub(crate) fn accepted(
+        config: Arc<ConnectionConfig>,
+        packet: Arc<Config>,
+        now: Duration,
+        connection_id: u64,
+    ) -> Self {
+        let mut connection = Connection::new(config, packet, now, Phase::Connected)
+            .expect("acceptor validated config");
         connection.connection_id = Some(connection_id);
         connection.accepted_due = true;
         connection.is_acceptor = true;
@@ -306,22 +317,21 @@ impl Connection {
     }
 
     fn new(
-        config: ConnectionConfig,
+        config: Arc<ConnectionConfig>,
+        packet: Arc<Config>,
         now: Duration,
         phase: Phase,
     ) -> Result<Connection, ConnectionConfigError> {
         config.validate()?;
-        let endpoint = Endpoint::new(config.packet.clone(), now)?;
+        let endpoint = Endpoint::with_shared_config(packet.clone(), now)?;
         let channels = Channels::new(
             &config.channels,
             config.unreliable_queue_len,
             max_unreliable(config.max_datagram_size, PacketHeader::MAX_LEN),
         );
-        let records = (0..config.packet.sent_buffer_len)
-            .map(|_| (None, Vec::new()))
-            .collect();
         Ok(Connection {
             config,
+            packet,
             phase,
             now,
             started: now,
@@ -332,7 +342,7 @@ impl Connection {
             last_received: now,
             endpoint,
             channels,
-            records,
+            records: Vec::new(),
             records_live: 0,
             record_scratch: Vec::new(),
             events: VecDeque::new(),
@@ -422,7 +432,7 @@ impl Connection {
                 check_id(Some(u64::from_be_bytes(cookie.nonce)), connection_id)?;
                 self.now = self.now.max(now);
                 // A fresh packet layer: sequences, pacing and RTT start at the connection.
-                self.endpoint = Endpoint::new(self.config.packet.clone(), self.now)
+                self.endpoint = Endpoint::with_shared_config(self.packet.clone(), self.now)
                     .expect("config validated at construction");
                 self.phase = Phase::Connected;
                 self.connection_id = Some(connection_id);
@@ -538,6 +548,12 @@ impl Connection {
                 channels.write(now, resend, space, scratch)
             })?;
         if let Some(sequence) = written_sequence.filter(|_| !self.record_scratch.is_empty()) {
+            if self.records.is_empty() {
+                // Made on the first reliable frame: 8 KiB a connection that sends only
+                // unreliable messages never needs.
+                let ring = usize::from(self.packet.sent_buffer_len);
+                self.records = (0..ring).map(|_| (None, Vec::new())).collect();
+            }
             let ring = self.records.len();
             let (tag, record) = &mut self.records[usize::from(sequence) % ring];
             // A record still here belongs to a packet 256 sequences back, which the packet

@@ -11,6 +11,8 @@ use std::collections::VecDeque;
 
 use thiserror::Error;
 
+use std::sync::Arc;
+
 use crate::config::{Config, ConfigError};
 use crate::congestion::{BinaryCongestion, Mode};
 use crate::loss::LossWindow;
@@ -131,7 +133,9 @@ struct SentPacket {
 /// One end of a link at the packet layer. See the [crate docs](crate) for a driving loop.
 #[derive(Debug)]
 pub struct Endpoint {
-    config: Config,
+    /// Shared by every endpoint an acceptor makes: read on every packet, so one copy in
+    /// cache serves them all.
+    config: Arc<Config>,
     /// Latest time seen; earlier `now` values are treated as this.
     now: Duration,
     next_sequence: u16,
@@ -167,6 +171,14 @@ pub struct Endpoint {
 impl Endpoint {
     /// An endpoint starting at time `now`, or the reason `config` is refused.
     pub fn new(config: Config, now: Duration) -> Result<Endpoint, ConfigError> {
+        Endpoint::with_shared_config(Arc::new(config), now)
+    }
+
+    /// Like [`new`](Self::new), with a configuration shared with other endpoints.
+    pub(crate) fn with_shared_config(
+        config: Arc<Config>,
+        now: Duration,
+    ) -> Result<Endpoint, ConfigError> {
         config.validate()?;
         let config_rates = (config.good_rate_pps, config.bad_rate_pps);
         Ok(Endpoint {

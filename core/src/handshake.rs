@@ -18,6 +18,7 @@
 
 use core::time::Duration;
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
@@ -86,7 +87,9 @@ pub enum HandshakeError {
 /// handshake. One per listening socket (or one per WebRTC peer that should accept).
 #[derive(Debug)]
 pub struct Acceptor {
-    config: ConnectionConfig,
+    /// Handed (shared, not copied) to every connection accepted.
+    config: Arc<ConnectionConfig>,
+    packet: Arc<crate::config::Config>,
     key: HmacSha256,
     counter: u64,
     /// `(timestamp_ms, nonce)` of used cookies, oldest first, for the replay check.
@@ -105,7 +108,8 @@ impl Acceptor {
         let key = HmacSha256::new_from_slice(&secret).expect("HMAC takes any key length");
         Ok(Acceptor {
             used: VecDeque::with_capacity(config.replay_cache_len),
-            config,
+            packet: Arc::new(config.packet.clone()),
+            config: Arc::new(config),
             key,
             counter: 0,
             now: Duration::ZERO,
@@ -184,6 +188,7 @@ impl Acceptor {
                 let id = u64::from_be_bytes(cookie.nonce);
                 Ok(Accept::Connection(Box::new(Connection::accepted(
                     self.config.clone(),
+                    self.packet.clone(),
                     now,
                     id,
                 ))))
