@@ -155,6 +155,8 @@ pub struct Endpoint {
     /// A packet arrived since the last send (with `prompt_ack`, the interval's packet may go
     /// now).
     ack_pending: bool,
+    /// Time of the last loss and mode check (`handle_timeout` or `receive`).
+    handled_at: Option<Duration>,
     /// When an ack last arrived (the start until one does), and when a packet was last
     /// declared lost: together they tell a silent peer (see `is_silent`).
     last_ack_at: Duration,
@@ -195,6 +197,7 @@ impl Endpoint {
             next_send_at: now,
             last_send_at: None,
             ack_pending: false,
+            handled_at: None,
             last_ack_at: now,
             last_loss_at: None,
             events: VecDeque::with_capacity(EVENT_QUEUE_RESERVE),
@@ -322,6 +325,7 @@ impl Endpoint {
         }
         self.detect_losses(now);
         self.update_congestion(now);
+        self.handled_at = Some(now);
         Ok(Received {
             sequence,
             payload: &datagram[packet.header_len()..],
@@ -417,8 +421,14 @@ impl Endpoint {
     /// Advances time to `now`: declares overdue packets lost and updates the mode.
     pub fn handle_timeout(&mut self, now: Duration) {
         let now = self.clock(now);
+        // Deadlines depend only on time and on what was received: a second call at the same
+        // instant (drivers make several per turn) has nothing to do.
+        if self.handled_at == Some(now) {
+            return;
+        }
         self.detect_losses(now);
         self.update_congestion(now);
+        self.handled_at = Some(now);
     }
 
     /// When the driver must call back at the latest (send a packet, or a loss or mode

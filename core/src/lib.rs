@@ -197,7 +197,7 @@ pub use connection::{
 };
 pub use endpoint::{Endpoint, Event, ReceiveError, Received, Transmit, TransmitError};
 pub use handshake::{Accept, Acceptor, HandshakeError};
-pub use listener::{Listener, ListenerError, ListenerSendError, MAX_ADDRESS_LEN};
+pub use listener::{Listener, ListenerError, ListenerEvent, ListenerSendError, MAX_ADDRESS_LEN};
 pub use stats::{Counters, Stats};
 
 /// The crate version, shown by drivers (the browser page prints it to prove the core runs there).

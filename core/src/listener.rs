@@ -119,6 +119,18 @@ struct Slot {
     in_eventful: bool,
 }
 
+/// An event from one of a [`Listener`]'s connections.
+#[derive(Debug)]
+pub struct ListenerEvent<'a> {
+    /// The peer's address.
+    pub address: &'a [u8],
+    /// What happened.
+    pub event: ConnectionEvent,
+    /// The connection, to answer at once (e.g. `send` a reply) without a second lookup by
+    /// address; the listener visits it in the next `poll_transmit`.
+    pub connection: &'a mut Connection,
+}
+
 /// An acceptor and its connections, for a driver serving many peers on one socket.
 #[derive(Debug)]
 pub struct Listener {
@@ -322,15 +334,29 @@ impl Listener {
         Ok(None)
     }
 
-    /// The next event from any connection, with the peer's address. A connection whose
-    /// [`ConnectionEvent::Disconnected`] has been taken, and that has nothing left to send,
-    /// is dropped.
-    pub fn poll_event(&mut self) -> Option<(&[u8], ConnectionEvent)> {
+    /// The next event from any connection, with the peer's address and the connection
+    /// itself. A connection whose [`ConnectionEvent::Disconnected`] has been taken, and that
+    /// has nothing left to send, is dropped.
+    pub fn poll_event(&mut self) -> Option<ListenerEvent<'_>> {
         while let Some(&index) = self.eventful.front() {
             let slot = self.slots[index].as_mut().expect("eventful slot is live");
             if let Some(event) = slot.connection.poll_event() {
-                let slot = self.slots[index].as_ref().expect("eventful slot is live");
-                return Some((slot.address.as_slice(), event));
+                // Whatever the application does with the connection (answer, close) is sent
+                // by the next `poll_transmit`.
+                if !slot.in_due {
+                    slot.in_due = true;
+                    self.due.push_back(index);
+                }
+                let Slot {
+                    address,
+                    connection,
+                    ..
+                } = self.slots[index].as_mut().expect("eventful slot is live");
+                return Some(ListenerEvent {
+                    address: address.as_slice(),
+                    event,
+                    connection,
+                });
             }
             self.eventful.pop_front();
             slot.in_eventful = false;

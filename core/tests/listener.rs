@@ -71,8 +71,9 @@ impl World {
                     let _ = client.receive(now, &buf[..len]);
                 }
             }
-            while let Some((from, event)) = self.listener.poll_event() {
-                self.server_events.push((from.into(), event));
+            while let Some(polled) = self.listener.poll_event() {
+                self.server_events
+                    .push((polled.address.into(), polled.event));
             }
             self.now += STEP;
         }

@@ -343,13 +343,15 @@ fn main() {
     for (name, p) in [("raw echo", &raw), ("ackwire ", &ackwire)] {
         println!(
             "{name}: {:>9.0} datagrams per server CPU-second ({} datagrams in {} wake-ups, \
-             server CPU {:.3} s over {:.2} s = {:.1}% of a core), {:.2}% of datagrams arrived",
+             server CPU {:.3} s over {:.2} s = {:.1}% of a core; clients {:.1}%), {:.2}% of \
+             datagrams arrived",
             p.per_cpu_second(),
             p.server_datagrams(),
             p.server_wakeups,
             p.server_cpu.as_secs_f64(),
             p.wall.as_secs_f64(),
             100.0 * p.cpu_share(),
+            100.0 * p.client_cpu.as_secs_f64() / p.wall.as_secs_f64(),
             100.0 * p.delivered(),
         );
     }

@@ -294,25 +294,23 @@ impl Connections {
     fn drain_events(&mut self) {
         match &mut self.side {
             Side::Listen(listener) => {
-                while let Some((address, event)) = listener.poll_event() {
-                    let peer = link::parse_address(address);
-                    match event {
+                while let Some(polled) = listener.poll_event() {
+                    let peer = || link::parse_address(polled.address);
+                    match polled.event {
                         ConnectionEvent::Message { channel, bytes } => {
-                            let address: [u8; link::ADDRESS_LEN] =
-                                address.try_into().expect("listener keys are address_bytes");
                             // Echo: the listener plays every message back on its channel.
-                            if listener.send(&address, channel, &bytes).is_err() {
+                            if polled.connection.send(channel, &bytes).is_err() {
                                 self.echo_refused += 1;
                             }
                         }
                         ConnectionEvent::Connected { connection_id } => {
-                            tracing::debug!(?peer, connection_id, "connection accepted");
+                            tracing::debug!(peer = ?peer(), connection_id, "connection accepted");
                         }
                         ConnectionEvent::ModeChanged { mode, .. } => {
-                            tracing::debug!(?peer, ?mode, "mode changed");
+                            tracing::debug!(peer = ?peer(), ?mode, "mode changed");
                         }
                         ConnectionEvent::Disconnected { reason } => {
-                            tracing::debug!(?peer, ?reason, "connection ended");
+                            tracing::debug!(peer = ?peer(), ?reason, "connection ended");
                         }
                         _ => {}
                     }

@@ -411,8 +411,12 @@ impl Links {
                 remote.retry_at = Some(now + RECONNECT_DELAY);
             }
         }
-        while let Some((addr, event)) = self.listener.poll_event() {
-            let Some(peer) = std::str::from_utf8(addr).ok().and_then(|t| t.parse().ok()) else {
+        while let Some(polled) = self.listener.poll_event() {
+            let event = polled.event;
+            let Some(peer) = std::str::from_utf8(polled.address)
+                .ok()
+                .and_then(|t| t.parse().ok())
+            else {
                 continue;
             };
             // A link closed here (`close`) has told the driver already.
