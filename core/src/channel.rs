@@ -151,6 +151,9 @@ pub(crate) struct Channels {
     max_unreliable: usize,
     /// Channel the packer starts with; turns each packet for fairness.
     turn: usize,
+    /// No reliable message is queued or in flight on any channel: the packer skips the
+    /// reliable windows without reading them (a cache miss each, with many connections).
+    reliable_idle: bool,
     pub(crate) counters: MessageCounters,
 }
 
@@ -185,6 +188,7 @@ impl Channels {
             queue_len,
             max_unreliable,
             turn: 0,
+            reliable_idle: true,
             counters: MessageCounters::default(),
         }
     }
@@ -229,6 +233,7 @@ impl Channels {
                     });
                 }
                 window.push(bytes);
+                self.reliable_idle = false;
             }
         }
         self.counters.sent += 1;
@@ -251,14 +256,16 @@ impl Channels {
         let turn = self.turn;
         self.turn = (turn + 1) % count;
         let mut at = 0;
+        let mut in_flight = 0;
         for k in 0..count {
-            if buf.len() - at < MIN_FRAME {
+            if self.reliable_idle || buf.len() - at < MIN_FRAME {
                 break;
             }
             let index = (turn + k) % count;
             let SendSide::Reliable(window) = &mut self.channels[index].send else {
                 continue;
             };
+            in_flight += window.in_flight();
             for pending in window.pending_mut() {
                 let due = pending
                     .last_sent
@@ -285,6 +292,9 @@ impl Channels {
                     break;
                 }
             }
+        }
+        if !self.reliable_idle && in_flight == 0 && self.all_reliable_empty() {
+            self.reliable_idle = true;
         }
         for k in 0..count {
             let index = (turn + k) % count;
@@ -384,6 +394,13 @@ impl Channels {
                 window.ack(id);
             }
         }
+    }
+
+    fn all_reliable_empty(&self) -> bool {
+        self.channels.iter().all(|ch| match &ch.send {
+            SendSide::Reliable(window) => window.in_flight() == 0,
+            SendSide::Queue { .. } => true,
+        })
     }
 
     /// What the buffers hold now.

@@ -198,8 +198,8 @@ impl Connections {
         }
     }
 
-    /// Hands one incoming datagram to the listener or the connection. Anything refused is
-    /// counted, logged at debug, and changes no connection. A connect request is answered
+    /// Hands one incoming datagram to the listener or the connection, then runs whatever it
+    /// made due. Anything refused is counted, logged at debug, and changes no connection. A connect request is answered
     /// at once with a challenge of the same size (never larger, so a spoofed source address
     /// gains an attacker nothing).
     pub fn on_datagram(
@@ -227,7 +227,9 @@ impl Connections {
                         link.send(now, from, &self.reply[..len]);
                         return;
                     }
-                    Ok(None) => return,
+                    // Answer at once (the echo, a prompt ack), as a raw echo would: the
+                    // connection's state is still in cache, and the kernel's too.
+                    Ok(None) => return self.poll(now, link),
                     Err(e) => (self.dropped.count_listener(&e, datagram), e.to_string()),
                 }
             }
