@@ -271,3 +271,21 @@ fn thousands_of_idle_connections_each_send_at_their_own_pace() {
         assert!((9..=11).contains(&(sent - before)), "{sent} - {before}");
     }
 }
+
+#[test]
+fn an_address_longer_than_the_table_holds_is_refused_with_its_length() {
+    let mut world = World::new(&[]);
+    let long = [b'x'; ackwire_core::MAX_ADDRESS_LEN + 1];
+    let mut client = Connection::connect(ConnectionConfig::default(), world.now).unwrap();
+    let mut buf = [0u8; 1200];
+    let len = client.poll_transmit(world.now, &mut buf).unwrap().unwrap();
+    assert_eq!(
+        world
+            .listener
+            .receive(world.now, &long, &buf[..len], &mut [0u8; 64]),
+        Err(ListenerError::AddressTooLong(
+            ackwire_core::MAX_ADDRESS_LEN + 1
+        ))
+    );
+    assert!(world.listener.is_empty());
+}
