@@ -31,11 +31,13 @@
 //! **Roles.** One side connects ([`Connection::connect`]); the other accepts. A server with
 //! many peers on one socket uses a [`Listener`]: `receive(now, from, datagram, reply)` (send
 //! any challenge it writes straight back), `poll_transmit` until `None` (it names the peer),
-//! `poll_event`, `poll_timeout`; it routes by address and drops closed connections. A side
-//! with one peer (a WebRTC data channel) can use an [`Acceptor`] directly: datagrams go to
-//! [`Acceptor::receive`] until it hands out the `Connection`, then to that connection. Between two browsers (no server in the path) the
-//! roles must be decided deterministically, e.g. the peer with the lower signalling id
-//! accepts; both roles can live in one process.
+//! `poll_event` (each event comes with its connection, to answer at once), `poll_timeout`; it
+//! routes by address, drops closed connections, and costs O(log n) per call in the number
+//! of connections (a timer heap and queues of the connections that are due, never a scan).
+//! A side with one peer (a WebRTC data channel) can use an [`Acceptor`] directly: datagrams
+//! go to [`Acceptor::receive`] until it hands out the `Connection`, then to that connection.
+//! Between two browsers (no server in the path) the roles must be decided deterministically,
+//! e.g. the peer with the lower signalling id accepts; both roles can live in one process.
 //!
 //! **Addresses** are opaque bytes the driver chooses: a UDP socket address's text or
 //! bytes, or the remote's signalling peer id on a WebRTC data channel. The cookie is bound
@@ -57,7 +59,10 @@
 //!    sent-packet record lives in one, so nothing is allocated per packet.
 //! 4. [`endpoint`]: one side of a link. Sending assigns the next sequence and acks the received
 //!    set; receiving processes each ack bit exactly once ([`Event::Acked`]); a packet unacked
-//!    after the loss timeout (1 s) is [`Event::Lost`].
+//!    after the loss timeout (1 s) is [`Event::Lost`]. The pace is one packet per send
+//!    interval; with [`Config::prompt_ack`] (the default) the interval's packet leaves as soon
+//!    as a packet from the peer has arrived in it, so acks go back at once and RTT samples
+//!    carry no wait for the next send slot.
 //! 5. [`rtt`] and [`loss`]: smoothed RTT (10% EWMA) with jitter, and loss % over a window.
 //! 6. [`congestion`]: simple binary congestion avoidance: 30 pps in good mode, 10 pps in bad;
 //!    bad at once when RTT > 250 ms (or when the peer falls silent: packets lost and no ack

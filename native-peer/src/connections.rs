@@ -299,11 +299,11 @@ impl Connections {
                 while let Some(polled) = listener.poll_event() {
                     let peer = || link::parse_address(polled.address);
                     match polled.event {
-                        ConnectionEvent::Message { channel, bytes } => {
-                            // Echo: the listener plays every message back on its channel.
-                            if polled.connection.send(channel, &bytes).is_err() {
-                                self.echo_refused += 1;
-                            }
+                        // Echo: the listener plays every message back on its channel.
+                        ConnectionEvent::Message { channel, bytes }
+                            if polled.connection.send(channel, &bytes).is_err() =>
+                        {
+                            self.echo_refused += 1;
                         }
                         ConnectionEvent::Connected { connection_id } => {
                             tracing::debug!(peer = ?peer(), connection_id, "connection accepted");

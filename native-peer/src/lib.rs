@@ -1,23 +1,28 @@
 //! # ackwire-peer
 //!
-//! The native driver of the ackwire core over UDP: one tokio `UdpSocket` serves every
+//! The native driver of the ackwire core over UDP: one UDP socket serves every
 //! connection, and the loop around the core is short enough to read in one sitting.
 //!
-//! - [`peer`]: the loop: datagrams in, due packets out, sleep until the earliest timer.
-//! - [`connections`]: one core `Endpoint` per remote address (a stand-in for the core's
-//!   coming connection layer), bounded, with idle timeout and drop counters.
-//! - [`link`]: the socket, batched reads, and the optional link emulation around it.
+//! - [`peer`]: the loop: datagrams in, due packets out, sleep until the earliest timer;
+//!   Ctrl-C, SIGTERM and `--duration` close every connection cleanly.
+//! - [`connections`]: the core's `Listener` (`listen`) or one `Connection` (`connect`), the
+//!   demo messages and their echo, refused datagrams counted by kind.
+//! - [`link`]: the socket, batched reads, registration with the reactor only while waiting,
+//!   and the optional link emulation around it.
 //! - [`report`]: per-second stats as JSON, a plain line, or a live terminal line.
-//! - [`cli`]: the `listen` / `connect` command line.
+//! - [`cli`]: the `listen` / `connect` / `join` command line.
+//! - [`room`]: `join`: rooms through the signalling server, UDP to natives, WebRTC to browsers.
 //!
-//! ## Why a plain tokio `UdpSocket`
+//! ## Socket I/O
 //!
 //! Game traffic is tens of small datagrams per second per connection, each to a different
 //! peer, so segmentation offload (GSO/GRO, which batches datagrams to one destination) has
-//! nothing to merge. What does matter is not paying a task wake-up per datagram: after one
-//! readiness wake-up the loop reads up to [`link::RECV_BATCH`] datagrams with non-blocking
-//! `try_recv_from`, and sends with non-blocking `try_send_to`, so one task and one socket
-//! serve thousands of connections. `benches/udp.rs` measures the cost against a raw echo.
+//! nothing to merge. What matters is not paying a wake-up per datagram and not touching a
+//! connection's state twice: `listen` reads on readiness only when idle and otherwise on a
+//! 1 ms timer ([`peer::READ_COALESCE`]), up to [`link::RECV_BATCH`] datagrams per read, and
+//! answers each datagram at once, while its connection is in cache. One task and one socket
+//! serve thousands of connections; `benches/udp.rs` measures the cost against a raw echo
+//! doing the same I/O.
 #![forbid(unsafe_code)]
 
 pub mod cli;
