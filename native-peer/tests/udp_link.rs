@@ -2,8 +2,10 @@
 //!
 //! Timing facts these bounds rest on (core defaults, `core/src/config.rs`): a connection
 //! starts in bad mode at 10 packets/s and turns good (30/s) after 4 s of RTT <= 250 ms.
-//! An ack rides the peer's next scheduled packet, so an RTT sample is the path's round trip
-//! plus a hold of up to the peer's send interval (100 ms in bad mode, 33 ms in good).
+//! An ack leaves promptly (the core's `prompt_ack`: the peer's packet for the current send
+//! interval goes out as soon as ours arrives), so an RTT sample is the path's round trip plus
+//! scheduling noise, and only when the peer already sent in this interval the wait for its next
+//! one (at most 100 ms in bad mode, 33 ms in good).
 
 mod common;
 
@@ -25,7 +27,7 @@ const KEYS: [&str; 12] = [
 ];
 
 #[test]
-fn latency_100_ms_each_way_settles_rtt_between_200_and_300_ms_plus_slack() {
+fn latency_100_ms_each_way_settles_rtt_just_above_200_ms() {
     let listener = listen(&["--duration", "12"]);
     let reports = connect(
         listener.addr,
@@ -43,11 +45,11 @@ fn latency_100_ms_each_way_settles_rtt_between_200_and_300_ms_plus_slack() {
         "one report per second: {}",
         reports.len()
     );
-    // 200 ms of emulated path plus an ack hold of 0..100 ms (the listener stays at 10/s
-    // because its own RTT hovers at the threshold); 20 ms of slack for a loaded machine.
+    // 200 ms of emulated path; prompt acks add only scheduling noise (202-210 ms measured on
+    // an idle machine), with 40 ms of slack for a loaded one.
     for report in &reports[reports.len() - 4..] {
         let rtt = num(report, "rtt_ms");
-        assert!((199.0..=320.0).contains(&rtt), "rtt {rtt} in {report}");
+        assert!((199.0..=250.0).contains(&rtt), "rtt {rtt} in {report}");
     }
     let summary = reports.last().unwrap();
     assert_eq!(num(summary, "packets_lost"), 0.0, "{summary}");
