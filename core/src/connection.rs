@@ -323,7 +323,9 @@ impl Connection {
         phase: Phase,
     ) -> Result<Connection, ConnectionConfigError> {
         config.validate()?;
-        let endpoint = Endpoint::with_shared_config(packet.clone(), now)?;
+        let mut endpoint = Endpoint::with_shared_config(packet.clone(), now)?;
+        // Until a packet carries reliable frames (see `records_live`).
+        endpoint.set_packet_events(false);
         let channels = Channels::new(
             &config.channels,
             config.unreliable_queue_len,
@@ -434,6 +436,7 @@ impl Connection {
                 // A fresh packet layer: sequences, pacing and RTT start at the connection.
                 self.endpoint = Endpoint::with_shared_config(self.packet.clone(), self.now)
                     .expect("config validated at construction");
+                self.endpoint.set_packet_events(false);
                 self.phase = Phase::Connected;
                 self.connection_id = Some(connection_id);
                 self.last_received = self.now;
@@ -560,6 +563,9 @@ impl Connection {
             // layer has just resolved as lost (its ring slot is needed); it is replaced.
             if tag.is_none() {
                 self.records_live += 1;
+                if self.records_live == 1 {
+                    self.endpoint.set_packet_events(true);
+                }
             }
             *tag = Some(sequence);
             std::mem::swap(record, &mut self.record_scratch);
@@ -697,6 +703,10 @@ impl Connection {
             }
             *tag = None;
             record.clear();
+            if self.records_live == 0 {
+                // Nothing left to match acks against: spare the packet layer the events.
+                self.endpoint.set_packet_events(false);
+            }
         }
     }
 }

@@ -157,6 +157,9 @@ pub struct Endpoint {
     ack_pending: bool,
     /// Time of the last loss and mode check (`handle_timeout` or `receive`).
     handled_at: Option<Duration>,
+    /// Queue `Acked` and `Lost` events (a connection turns them off while no packet in flight
+    /// carries reliable frames: nothing would read them).
+    packet_events: bool,
     /// When an ack last arrived (the start until one does), and when a packet was last
     /// declared lost: together they tell a silent peer (see `is_silent`).
     last_ack_at: Duration,
@@ -198,6 +201,7 @@ impl Endpoint {
             last_send_at: None,
             ack_pending: false,
             handled_at: None,
+            packet_events: true,
             last_ack_at: now,
             last_loss_at: None,
             events: VecDeque::with_capacity(EVENT_QUEUE_RESERVE),
@@ -317,10 +321,12 @@ impl Endpoint {
                 self.loss.record(false);
                 self.last_ack_at = now;
                 self.counters.packets_acked += 1;
-                self.events.push_back(Event::Acked {
-                    sequence: acked,
-                    rtt,
-                });
+                if self.packet_events {
+                    self.events.push_back(Event::Acked {
+                        sequence: acked,
+                        rtt,
+                    });
+                }
             }
         }
         self.detect_losses(now);
@@ -444,6 +450,12 @@ impl Endpoint {
         at
     }
 
+    /// Turns `Acked` and `Lost` events on or off (on by default); counters and statistics
+    /// are kept either way.
+    pub(crate) fn set_packet_events(&mut self, on: bool) {
+        self.packet_events = on;
+    }
+
     /// The next thing that happened to sent packets or to the link, oldest first.
     ///
     /// Drain this after every `receive` and `poll_transmit`: events queue until taken (room
@@ -488,7 +500,9 @@ impl Endpoint {
             self.loss.record(true);
             self.last_loss_at = Some(self.now);
             self.counters.packets_lost += 1;
-            self.events.push_back(Event::Lost { sequence });
+            if self.packet_events {
+                self.events.push_back(Event::Lost { sequence });
+            }
         }
         self.oldest_unresolved = sequence.wrapping_add(1);
     }
