@@ -112,8 +112,6 @@ pub enum ListenerSendError {
 struct Slot {
     address: Address,
     connection: Connection,
-    /// Tells this occupant of the slot from earlier ones, so their timer entries are stale.
-    generation: u32,
     /// In `due` (visit in `poll_transmit`), in `eventful` (visit in `poll_event`).
     in_due: bool,
     in_eventful: bool,
@@ -145,7 +143,8 @@ pub struct Listener {
     /// Entries are 16 bytes (deadline in nanoseconds, slot, generation) so that more of the
     /// heap's levels stay in cache.
     timers: BinaryHeap<Reverse<(u64, u32, u32)>>,
-    /// Per slot, the `(generation, deadline)` of its live timer entry (`NOT_ARMED` for
+    /// Per slot, the generation of its occupant (telling it from earlier ones, whose timer
+    /// entries are then stale) and the deadline of its live timer entry (`NOT_ARMED` for
     /// none). Kept apart from the slots so that skipping a stale entry reads this compact
     /// array instead of the slot's cold connection state.
     armed: Vec<(u32, u64)>,
@@ -250,7 +249,6 @@ impl Listener {
         let slot = Slot {
             address,
             connection,
-            generation: self.next_generation,
             in_due: false,
             in_eventful: false,
         };
@@ -317,10 +315,10 @@ impl Listener {
             slot.in_due = false;
             let deadline = slot.connection.poll_timeout();
             if let Some(at) = deadline.map(nanos) {
-                if self.armed[index] != (slot.generation, at) {
-                    self.armed[index] = (slot.generation, at);
-                    self.timers
-                        .push(Reverse((at, index as u32, slot.generation)));
+                let (generation, armed) = self.armed[index];
+                if armed != at {
+                    self.armed[index].1 = at;
+                    self.timers.push(Reverse((at, index as u32, generation)));
                 }
             }
             // A closed connection is visited once more so `poll_event` can drop it.

@@ -12,7 +12,7 @@ use std::time::Duration;
 use ackwire_core::control::ControlPacket;
 use ackwire_core::{
     Connection, ConnectionConfig, ConnectionError, ConnectionEvent, ConnectionState, Counters,
-    DisconnectReason, HandshakeError, Listener, ListenerError, Mode, ReceiveError, Stats,
+    DisconnectReason, HandshakeError, Listener, ListenerError, ReceiveError, Stats,
 };
 use ackwire_room::demo::POSITION_CHANNEL;
 use serde::Serialize;
@@ -421,14 +421,6 @@ impl Connections {
         match &self.side {
             Side::Listen(listener) => listener.counters(),
             Side::Connect { connection, .. } => connection.stats().counters,
-        }
-    }
-
-    /// The mode a `connect` peer's connection ended in, or is in.
-    pub fn mode(&self) -> Option<Mode> {
-        match &self.side {
-            Side::Listen(_) => None,
-            Side::Connect { connection, .. } => Some(connection.stats().mode),
         }
     }
 
