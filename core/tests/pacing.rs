@@ -22,13 +22,19 @@ fn poll(endpoint: &mut Endpoint, now: Duration) -> Option<Vec<u8>> {
     Some(buf[..t.len].to_vec())
 }
 
-#[test]
-fn a_packet_arriving_mid_interval_is_answered_at_once() {
-    let mut a = Endpoint::new(config(true), Duration::ZERO).unwrap();
-    let mut b = Endpoint::new(config(true), Duration::ZERO).unwrap();
-    // Both send their first packet at 0; the next interval ends at 33.3 ms.
+/// Two endpoints that both sent their first packet at 0 (their next interval ends at
+/// 33.3 ms), and A's first packet, not yet delivered to B.
+fn started_pair(prompt_ack: bool) -> (Endpoint, Endpoint, Vec<u8>) {
+    let mut a = Endpoint::new(config(prompt_ack), Duration::ZERO).unwrap();
+    let mut b = Endpoint::new(config(prompt_ack), Duration::ZERO).unwrap();
     let first = poll(&mut a, Duration::ZERO).unwrap();
     poll(&mut b, Duration::ZERO).unwrap();
+    (a, b, first)
+}
+
+#[test]
+fn a_packet_arriving_mid_interval_is_answered_at_once() {
+    let (mut a, mut b, first) = started_pair(true);
     assert!(poll(&mut b, 10 * MS).is_none(), "nothing to ack yet: wait");
     b.receive(10 * MS, &first).unwrap();
     let answer = poll(&mut b, 10 * MS).expect("the ack leaves with the arrival");
@@ -70,10 +76,7 @@ fn prompt_acks_keep_the_rate_at_one_packet_per_interval() {
 
 #[test]
 fn without_prompt_acks_the_packet_waits_for_the_end_of_its_interval() {
-    let mut a = Endpoint::new(config(false), Duration::ZERO).unwrap();
-    let mut b = Endpoint::new(config(false), Duration::ZERO).unwrap();
-    let first = poll(&mut a, Duration::ZERO).unwrap();
-    poll(&mut b, Duration::ZERO).unwrap();
+    let (_a, mut b, first) = started_pair(false);
     b.receive(10 * MS, &first).unwrap();
     assert!(poll(&mut b, 10 * MS).is_none());
     assert!(poll(&mut b, 33 * MS).is_none());
