@@ -8,7 +8,6 @@
 //! packet's messages come back spread over the paced packet stream instead of in a burst.
 
 use core::time::Duration;
-use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -119,10 +118,67 @@ pub struct Buffered {
     pub receive_bytes: usize,
 }
 
+/// An unreliable channel's queued messages, back to back in one buffer as
+/// `sequence (2 bytes) | length (2 bytes) | bytes`: queueing a message copies it once and
+/// allocates nothing once the buffer has grown to the channel's usual backlog.
+#[derive(Debug, Default)]
+struct MessageQueue {
+    buf: Vec<u8>,
+    /// Where the oldest queued message starts.
+    start: usize,
+    count: usize,
+}
+
+/// Bytes of a queued message's sequence and length.
+const QUEUED_HEADER: usize = 4;
+
+impl MessageQueue {
+    fn len(&self) -> usize {
+        self.count
+    }
+
+    /// `bytes` must be at most `u16::MAX` long (unreliable messages fit one datagram).
+    fn push(&mut self, sequence: u16, bytes: &[u8]) {
+        let len = u16::try_from(bytes.len()).expect("an unreliable message fits a datagram");
+        self.buf.extend_from_slice(&sequence.to_be_bytes());
+        self.buf.extend_from_slice(&len.to_be_bytes());
+        self.buf.extend_from_slice(bytes);
+        self.count += 1;
+    }
+
+    fn front(&self) -> Option<(u16, &[u8])> {
+        if self.count == 0 {
+            return None;
+        }
+        let at = self.start;
+        let sequence = u16::from_be_bytes([self.buf[at], self.buf[at + 1]]);
+        let len = usize::from(u16::from_be_bytes([self.buf[at + 2], self.buf[at + 3]]));
+        let body = at + QUEUED_HEADER;
+        Some((sequence, &self.buf[body..body + len]))
+    }
+
+    fn pop_front(&mut self) {
+        let Some((_, bytes)) = self.front() else {
+            return;
+        };
+        self.start += QUEUED_HEADER + bytes.len();
+        self.count -= 1;
+        if self.count == 0 {
+            // Back to the start of the buffer, which stays in cache.
+            self.buf.clear();
+            self.start = 0;
+        } else if self.start >= 4096 && self.start * 2 >= self.buf.len() {
+            // A queue that never empties: drop the sent half now and then (amortised O(1)).
+            self.buf.drain(..self.start);
+            self.start = 0;
+        }
+    }
+}
+
 #[derive(Debug)]
 enum SendSide {
     Queue {
-        queue: VecDeque<(u16, Vec<u8>)>,
+        queue: MessageQueue,
         next_sequence: u16,
     },
     Reliable(SendWindow),
@@ -168,7 +224,7 @@ impl Channels {
                 kind,
                 send: match kind {
                     ChannelKind::Unreliable | ChannelKind::UnreliableSequenced => SendSide::Queue {
-                        queue: VecDeque::new(),
+                        queue: MessageQueue::default(),
                         next_sequence: 0,
                     },
                     _ => SendSide::Reliable(SendWindow::new()),
@@ -220,7 +276,7 @@ impl Channels {
                 if queue.len() >= queue_len {
                     return Err(SendError::QueueFull { channel });
                 }
-                queue.push_back((*next_sequence, bytes.to_vec()));
+                queue.push(*next_sequence, bytes);
                 *next_sequence = next_sequence.wrapping_add(1);
             }
             SendSide::Reliable(window) => {
@@ -306,9 +362,7 @@ impl Channels {
                 let frame = FrameRepr {
                     channel: index as u8,
                     kind: match kind {
-                        ChannelKind::UnreliableSequenced => FrameKind::Sequenced {
-                            sequence: *sequence,
-                        },
+                        ChannelKind::UnreliableSequenced => FrameKind::Sequenced { sequence },
                         _ => FrameKind::Unreliable,
                     },
                     payload: bytes,
@@ -318,11 +372,6 @@ impl Channels {
                 };
                 at += used;
                 queue.pop_front();
-            }
-            if queue.is_empty() {
-                // Back to the start of its buffer, so an idle-then-busy queue keeps using the
-                // same (cached) memory instead of walking the ring.
-                queue.clear();
             }
         }
         at
@@ -441,4 +490,51 @@ pub(crate) fn max_unreliable(datagram: usize, header: usize) -> usize {
     let max = space.saturating_sub(framing);
     debug_assert!(max == 0 || frame_len(&FrameKind::Sequenced { sequence: 0 }, max) <= space);
     max
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queued_messages_come_out_in_order_with_their_sequences_and_bytes() {
+        let mut queue = MessageQueue::default();
+        queue.push(7, b"first");
+        queue.push(8, b"");
+        queue.push(9, &[0xAB; 300]);
+        assert_eq!(queue.len(), 3);
+        assert_eq!(queue.front(), Some((7, &b"first"[..])));
+        queue.pop_front();
+        assert_eq!(queue.front(), Some((8, &b""[..])));
+        queue.pop_front();
+        assert_eq!(queue.front(), Some((9, &[0xAB; 300][..])));
+        queue.pop_front();
+        assert_eq!((queue.len(), queue.front()), (0, None));
+        queue.pop_front();
+        assert_eq!(queue.len(), 0, "popping an empty queue changes nothing");
+    }
+
+    #[test]
+    fn a_queue_that_never_empties_stays_bounded() {
+        let mut queue = MessageQueue::default();
+        let mut next_out = 0u16;
+        for sequence in 0..10_000u16 {
+            queue.push(sequence, &sequence.to_be_bytes().repeat(20));
+            if queue.len() > 3 {
+                let (front, bytes) = queue.front().unwrap();
+                assert_eq!(
+                    (front, bytes),
+                    (next_out, &next_out.to_be_bytes().repeat(20)[..])
+                );
+                queue.pop_front();
+                next_out += 1;
+            }
+        }
+        assert_eq!(queue.len(), 3);
+        assert!(
+            queue.buf.len() < 4096 * 2 + 200,
+            "{} bytes held",
+            queue.buf.len()
+        );
+    }
 }

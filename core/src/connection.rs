@@ -400,7 +400,7 @@ impl Connection {
         }
         let packet = Packet::new_checked(datagram).map_err(ReceiveError::from)?;
         self.channels.validate(packet.payload())?;
-        let received = self.endpoint.receive(now, datagram)?;
+        let received = self.endpoint.receive_checked(now, packet)?;
         self.now = self.now.max(now);
         self.last_received = self.now;
         let events = &mut self.events;

@@ -253,8 +253,18 @@ impl Endpoint {
         now: Duration,
         datagram: &'a [u8],
     ) -> Result<Received<'a>, ReceiveError> {
-        let packet = Packet::new_checked(datagram)?;
+        self.receive_checked(now, Packet::new_checked(datagram)?)
+    }
+
+    /// [`receive`](Self::receive) for a datagram whose header the caller already checked.
+    pub(crate) fn receive_checked<'a>(
+        &mut self,
+        now: Duration,
+        packet: Packet<&'a [u8]>,
+    ) -> Result<Received<'a>, ReceiveError> {
         let header = packet.header();
+        let header_len = packet.header_len();
+        let datagram = packet.into_inner();
         let sequence = header.sequence;
         // Validate everything before touching state.
         let mut newer_by = None;
@@ -334,7 +344,7 @@ impl Endpoint {
         self.handled_at = Some(now);
         Ok(Received {
             sequence,
-            payload: &datagram[packet.header_len()..],
+            payload: &datagram[header_len..],
         })
     }
 

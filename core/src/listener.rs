@@ -136,7 +136,10 @@ pub struct Listener {
     max_connections: usize,
     slots: Vec<Option<Slot>>,
     free: Vec<usize>,
-    by_address: HashMap<Address, usize>,
+    /// Hashed with foldhash, randomly seeded (per process and per table): SipHash cost more
+    /// than the rest of a datagram's lookup. Only peers that completed the cookie handshake
+    /// from an address get an entry, so collisions cannot be aimed at it by spoofing.
+    by_address: HashMap<Address, usize, foldhash::fast::RandomState>,
     /// `(deadline, slot, generation)`; an entry is live when the slot still holds that
     /// generation armed at that deadline. Stale entries are skipped when they surface, which
     /// is cheaper than removing them.
@@ -178,7 +181,7 @@ impl Listener {
             max_connections: usize::MAX,
             slots: Vec::new(),
             free: Vec::new(),
-            by_address: HashMap::new(),
+            by_address: HashMap::default(),
             timers: BinaryHeap::new(),
             armed: Vec::new(),
             next_generation: 0,
@@ -306,30 +309,42 @@ impl Listener {
         self.expire_timers(self.now);
         while let Some(&index) = self.due.front() {
             let slot = self.slots[index].as_mut().expect("due slot is live");
-            if let Some(len) = slot.connection.poll_transmit(now, buf)? {
+            let sent = slot.connection.poll_transmit(now, buf)?;
+            // Nothing more before its next deadline (the usual case once its one packet per
+            // interval is out): leave the due queue now rather than in a second call that
+            // would only find nothing to send.
+            let deadline = slot.connection.poll_timeout();
+            if sent.is_none() || deadline.is_none_or(|at| at > self.now) {
+                self.settle(index, deadline);
+            }
+            if let Some(len) = sent {
                 let slot = self.slots[index].as_ref().expect("due slot is live");
                 return Ok(Some((slot.address.as_slice(), len)));
             }
-            // Nothing more to send: re-arm its timer at its next deadline and move on.
-            self.due.pop_front();
-            slot.in_due = false;
-            let deadline = slot.connection.poll_timeout();
-            if let Some(at) = deadline.map(nanos) {
-                let (generation, armed) = self.armed[index];
-                if armed != at {
-                    self.armed[index].1 = at;
-                    self.timers.push(Reverse((at, index as u32, generation)));
-                }
-            }
-            // A closed connection is visited once more so `poll_event` can drop it.
-            let visit =
-                slot.connection.has_events() || slot.connection.state() == ConnectionState::Closed;
-            if visit && !slot.in_eventful {
-                slot.in_eventful = true;
-                self.eventful.push_back(index);
-            }
         }
         Ok(None)
+    }
+
+    /// Takes the connection at the front of the due queue out of it: re-arms its timer at
+    /// `deadline` (its `poll_timeout`) and queues it for `poll_event` if it has events (or is
+    /// closed, so `poll_event` can drop it).
+    fn settle(&mut self, index: usize, deadline: Option<Duration>) {
+        self.due.pop_front();
+        let slot = self.slots[index].as_mut().expect("due slot is live");
+        slot.in_due = false;
+        if let Some(at) = deadline.map(nanos) {
+            let (generation, armed) = self.armed[index];
+            if armed != at {
+                self.armed[index].1 = at;
+                self.timers.push(Reverse((at, index as u32, generation)));
+            }
+        }
+        let visit =
+            slot.connection.has_events() || slot.connection.state() == ConnectionState::Closed;
+        if visit && !slot.in_eventful {
+            slot.in_eventful = true;
+            self.eventful.push_back(index);
+        }
     }
 
     /// The next event from any connection, with the peer's address and the connection
