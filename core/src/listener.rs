@@ -7,17 +7,16 @@
 //! the acceptor, which answers connect requests without storing anything. Connections are
 //! dropped once closed and their last event has been taken.
 //!
-//! The listener is built to serve thousands of connections from one thread: every call costs
-//! O(log n) in the number of connections, never a scan. Each connection has one entry in a
-//! timer heap at its own `poll_timeout`, and only connections that are due (their timer
-//! expired, a datagram arrived, or the application touched them) are visited by
-//! `poll_transmit` and `poll_event`.
+//! The listener is built to serve thousands of connections from one thread: no call scans
+//! the connections. Each connection has one entry in a timing wheel (`timers`) at its own
+//! `poll_timeout` (arming is O(1); a deadline is honoured within a ~1 ms tick), and only
+//! connections that are due (their timer expired, a datagram arrived, or the application
+//! touched them) are visited by `poll_transmit` and `poll_event`.
 
 use core::borrow::Borrow;
-use core::cmp::Reverse;
 use core::hash::{Hash, Hasher};
 use core::time::Duration;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 
 use thiserror::Error;
 
@@ -29,6 +28,7 @@ use crate::connection::{
 use crate::endpoint::TransmitError;
 use crate::handshake::{Accept, Acceptor, HandshakeError};
 use crate::stats::Counters;
+use crate::timers::TimerWheel;
 
 /// Why [`Listener::receive`] refused a datagram. Nothing changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
@@ -140,12 +140,12 @@ pub struct Listener {
     /// than the rest of a datagram's lookup. Only peers that completed the cookie handshake
     /// from an address get an entry, so collisions cannot be aimed at it by spoofing.
     by_address: HashMap<Address, usize, foldhash::fast::RandomState>,
-    /// `(deadline, slot, generation)`; an entry is live when the slot still holds that
-    /// generation armed at that deadline. Stale entries are skipped when they surface, which
-    /// is cheaper than removing them.
-    /// Entries are 16 bytes (deadline in nanoseconds, slot, generation) so that more of the
-    /// heap's levels stay in cache.
-    timers: BinaryHeap<Reverse<(u64, u32, u32)>>,
+    /// `(deadline, slot, generation)` entries; an entry is live when the slot still holds
+    /// that generation armed at that deadline. Stale entries are skipped when they surface,
+    /// which is cheaper than removing them.
+    timers: TimerWheel,
+    /// Slots whose timers just fired (kept to reuse its buffer).
+    fired: Vec<usize>,
     /// Per slot, the generation of its occupant (telling it from earlier ones, whose timer
     /// entries are then stale) and the deadline of its live timer entry (`NOT_ARMED` for
     /// none). Kept apart from the slots so that skipping a stale entry reads this compact
@@ -182,7 +182,8 @@ impl Listener {
             slots: Vec::new(),
             free: Vec::new(),
             by_address: HashMap::default(),
-            timers: BinaryHeap::new(),
+            timers: TimerWheel::new(),
+            fired: Vec::new(),
             armed: Vec::new(),
             next_generation: 0,
             due: VecDeque::new(),
@@ -286,16 +287,17 @@ impl Listener {
 
     /// Moves every connection whose timer expired by `now` into the due queue.
     fn expire_timers(&mut self, now: Duration) {
-        while let Some(&Reverse((deadline, index, generation))) = self.timers.peek() {
-            if deadline > nanos(now) {
-                break;
-            }
-            self.timers.pop();
-            let index = index as usize;
-            if self.armed[index] == (generation, deadline) {
-                self.armed[index].1 = NOT_ARMED;
-                self.mark(index);
-            }
+        let (armed, fired) = (&mut self.armed, &mut self.fired);
+        self.timers
+            .expire(nanos(now), |(deadline, index, generation)| {
+                let index = index as usize;
+                if armed[index] == (generation, deadline) {
+                    armed[index].1 = NOT_ARMED;
+                    fired.push(index);
+                }
+            });
+        while let Some(index) = self.fired.pop() {
+            self.mark(index);
         }
     }
 
@@ -336,7 +338,7 @@ impl Listener {
             let (generation, armed) = self.armed[index];
             if armed != at {
                 self.armed[index].1 = at;
-                self.timers.push(Reverse((at, index as u32, generation)));
+                self.timers.arm((at, index as u32, generation));
             }
         }
         let visit =
@@ -426,18 +428,18 @@ impl Listener {
     }
 
     /// When to call back at the latest: now if a connection is waiting to be visited, else
-    /// the earliest connection deadline.
+    /// the earliest connection deadline, rounded up to the timer tick (about a millisecond:
+    /// deadlines are honoured within one tick, never early).
     pub fn poll_timeout(&mut self) -> Option<Duration> {
         if !self.due.is_empty() || !self.eventful.is_empty() {
             return Some(self.now);
         }
-        while let Some(&Reverse((deadline, index, generation))) = self.timers.peek() {
-            if self.armed[index as usize] == (generation, deadline) {
-                return Some(Duration::from_nanos(deadline));
-            }
-            self.timers.pop();
-        }
-        None
+        let armed = &self.armed;
+        self.timers
+            .next_deadline(|&(deadline, index, generation)| {
+                armed[index as usize] == (generation, deadline)
+            })
+            .map(Duration::from_nanos)
     }
 
     /// The connection with the peer at `address`.
