@@ -310,14 +310,16 @@ impl Channels {
             return 0;
         }
         let turn = self.turn;
-        self.turn = (turn + 1) % count;
+        // Channel indexes wrap by subtraction: a division per channel per packet is not free.
+        let wrap = |i: usize| if i >= count { i - count } else { i };
+        self.turn = wrap(turn + 1);
         let mut at = 0;
         let mut in_flight = 0;
         for k in 0..count {
             if self.reliable_idle || buf.len() - at < MIN_FRAME {
                 break;
             }
-            let index = (turn + k) % count;
+            let index = wrap(turn + k);
             let SendSide::Reliable(window) = &mut self.channels[index].send else {
                 continue;
             };
@@ -353,7 +355,7 @@ impl Channels {
             self.reliable_idle = true;
         }
         for k in 0..count {
-            let index = (turn + k) % count;
+            let index = wrap(turn + k);
             let kind = self.channels[index].kind;
             let SendSide::Queue { queue, .. } = &mut self.channels[index].send else {
                 continue;

@@ -675,6 +675,9 @@ impl Connection {
     }
 
     fn drain_endpoint(&mut self) {
+        if !self.endpoint.has_events() {
+            return;
+        }
         while let Some(event) = self.endpoint.poll_event() {
             let sequence = match event {
                 Event::Acked { sequence, .. } | Event::Lost { sequence } => sequence,

@@ -466,6 +466,11 @@ impl Endpoint {
         self.packet_events = on;
     }
 
+    /// True when [`poll_event`](Self::poll_event) has something.
+    pub(crate) fn has_events(&self) -> bool {
+        !self.events.is_empty()
+    }
+
     /// The next thing that happened to sent packets or to the link, oldest first.
     ///
     /// Drain this after every `receive` and `poll_transmit`: events queue until taken (room

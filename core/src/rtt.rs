@@ -34,7 +34,9 @@ impl RttEstimator {
                 self.rtt = Some(rtt + (sample - rtt) * self.smoothing);
             }
         }
-        self.rtt_duration = self.rtt.map(Duration::from_secs_f64);
+        // Whole nanoseconds (a sample is never negative or anywhere near 584 years), without
+        // `from_secs_f64`'s range checks on every packet.
+        self.rtt_duration = self.rtt.map(|rtt| Duration::from_nanos((rtt * 1e9) as u64));
     }
 
     /// The smoothed RTT, or `None` before the first sample.
