@@ -13,10 +13,11 @@
 //! connections that are due (their timer expired, a datagram arrived, or the application
 //! touched them) are visited by `poll_transmit` and `poll_event`.
 
-use core::borrow::Borrow;
-use core::hash::{Hash, Hasher};
+use core::hash::BuildHasher;
 use core::time::Duration;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use hashbrown::HashTable;
 
 use thiserror::Error;
 
@@ -75,27 +76,6 @@ impl Address {
     }
 }
 
-impl PartialEq for Address {
-    fn eq(&self, other: &Self) -> bool {
-        self.as_slice() == other.as_slice()
-    }
-}
-
-impl Eq for Address {}
-
-// Hashes as the slice does, so the table can be searched with a `&[u8]` (`Borrow`).
-impl Hash for Address {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        self.as_slice().hash(state);
-    }
-}
-
-impl Borrow<[u8]> for Address {
-    fn borrow(&self) -> &[u8] {
-        self.as_slice()
-    }
-}
-
 /// Why [`Listener::send`] refused a message. Nothing was queued.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
 #[non_exhaustive]
@@ -136,10 +116,14 @@ pub struct Listener {
     max_connections: usize,
     slots: Vec<Option<Slot>>,
     free: Vec<usize>,
-    /// Hashed with foldhash, randomly seeded (per process and per table): SipHash cost more
-    /// than the rest of a datagram's lookup. Only peers that completed the cookie handshake
-    /// from an address get an entry, so collisions cannot be aimed at it by spoofing.
-    by_address: HashMap<Address, usize, foldhash::fast::RandomState>,
+    /// Slot indexes by the hash of their address: 4 bytes an entry (the address itself is
+    /// compared in the slot, which a lookup visits anyway), so the table of thousands of
+    /// peers stays in cache.
+    by_address: HashTable<u32>,
+    /// foldhash, randomly seeded (per process and per table): SipHash cost more than the rest
+    /// of a datagram's lookup. Only peers that completed the cookie handshake from an address
+    /// get an entry, so collisions cannot be aimed at the table by spoofing.
+    hasher: foldhash::fast::RandomState,
     /// `(deadline, slot, generation)` entries; an entry is live when the slot still holds
     /// that generation armed at that deadline. Stale entries are skipped when they surface,
     /// which is cheaper than removing them.
@@ -162,6 +146,15 @@ pub struct Listener {
     now: Duration,
 }
 
+/// The address of the live slot `index` (every index in `by_address` is one).
+fn slot_address(slots: &[Option<Slot>], index: usize) -> &[u8] {
+    slots[index]
+        .as_ref()
+        .expect("indexed slot is live")
+        .address
+        .as_slice()
+}
+
 /// `Listener::armed` deadline of a slot with no live timer entry.
 const NOT_ARMED: u64 = u64::MAX;
 
@@ -181,7 +174,8 @@ impl Listener {
             max_connections: usize::MAX,
             slots: Vec::new(),
             free: Vec::new(),
-            by_address: HashMap::default(),
+            by_address: HashTable::new(),
+            hasher: foldhash::fast::RandomState::default(),
             timers: TimerWheel::new(),
             fired: Vec::new(),
             armed: Vec::new(),
@@ -225,7 +219,7 @@ impl Listener {
         reply: &mut [u8],
     ) -> Result<Option<usize>, ListenerError> {
         self.now = self.now.max(now);
-        if let Some(&index) = self.by_address.get(from) {
+        if let Some(index) = self.find(from) {
             let slot = self.slots[index].as_mut().expect("mapped slot is live");
             slot.connection.receive(now, datagram)?;
             // Acks can move the connection's next deadline (its mode, its loss timer) and a
@@ -244,6 +238,16 @@ impl Listener {
                 Ok(None)
             }
         }
+    }
+
+    /// The slot of the connection with `address`.
+    fn find(&self, address: &[u8]) -> Option<usize> {
+        let slots = &self.slots;
+        self.by_address
+            .find(self.hasher.hash_one(address), |&i| {
+                slot_address(slots, i as usize) == address
+            })
+            .map(|&i| i as usize)
     }
 
     fn insert(&mut self, address: Address, connection: Connection) {
@@ -268,7 +272,11 @@ impl Listener {
             }
         };
         self.armed[index] = (self.next_generation, NOT_ARMED);
-        self.by_address.insert(address, index);
+        let (slots, hasher) = (&self.slots, &self.hasher);
+        self.by_address
+            .insert_unique(hasher.hash_one(address.as_slice()), index as u32, |&i| {
+                hasher.hash_one(slot_address(slots, i as usize))
+            });
         self.mark(index);
     }
 
@@ -385,17 +393,17 @@ impl Listener {
     fn remove(&mut self, index: usize) {
         let slot = self.slots[index].take().expect("remove a live slot");
         self.armed[index].1 = NOT_ARMED;
-        self.by_address.remove(&slot.address);
+        let hash = self.hasher.hash_one(slot.address.as_slice());
+        if let Ok(entry) = self.by_address.find_entry(hash, |&i| i as usize == index) {
+            entry.remove();
+        }
         self.retired += slot.connection.stats().counters;
         self.free.push(index);
     }
 
     /// Queues a message for the peer at `to`.
     pub fn send(&mut self, to: &[u8], channel: u8, bytes: &[u8]) -> Result<(), ListenerSendError> {
-        let index = *self
-            .by_address
-            .get(to)
-            .ok_or(ListenerSendError::UnknownAddress)?;
+        let index = self.find(to).ok_or(ListenerSendError::UnknownAddress)?;
         let slot = self.slots[index].as_mut().expect("mapped slot is live");
         Ok(slot.connection.send(channel, bytes)?)
     }
@@ -403,7 +411,7 @@ impl Listener {
     /// Closes the connection with the peer at `address` (see [`Connection::close`]); its
     /// disconnect packets come out of `poll_transmit`. False if there is none.
     pub fn close(&mut self, address: &[u8]) -> bool {
-        let Some(&index) = self.by_address.get(address) else {
+        let Some(index) = self.find(address) else {
             return false;
         };
         self.slots[index]
@@ -444,14 +452,14 @@ impl Listener {
 
     /// The connection with the peer at `address`.
     pub fn connection(&self, address: &[u8]) -> Option<&Connection> {
-        let index = *self.by_address.get(address)?;
+        let index = self.find(address)?;
         self.slots[index].as_ref().map(|s| &s.connection)
     }
 
     /// The connection with the peer at `address`, mutably (to close it, for instance). It is
     /// visited by the next `poll_transmit` and `poll_event`, whatever was done to it.
     pub fn connection_mut(&mut self, address: &[u8]) -> Option<&mut Connection> {
-        let index = *self.by_address.get(address)?;
+        let index = self.find(address)?;
         self.mark(index);
         self.slots[index].as_mut().map(|s| &mut s.connection)
     }
