@@ -155,6 +155,12 @@ fn slot_address(slots: &[Option<Slot>], index: usize) -> &[u8] {
         .as_slice()
 }
 
+/// True when a timer entry is still its slot's live one: the same occupant (generation), armed
+/// at that deadline. Anything else is stale: re-armed since, or its connection gone.
+fn is_live(armed: &[(u32, u64)], &(deadline, index, generation): &crate::timers::Entry) -> bool {
+    armed[index as usize] == (generation, deadline)
+}
+
 /// `Listener::armed` deadline of a slot with no live timer entry.
 const NOT_ARMED: u64 = u64::MAX;
 
@@ -296,14 +302,13 @@ impl Listener {
     /// Moves every connection whose timer expired by `now` into the due queue.
     fn expire_timers(&mut self, now: Duration) {
         let (armed, fired) = (&mut self.armed, &mut self.fired);
-        self.timers
-            .expire(nanos(now), |(deadline, index, generation)| {
-                let index = index as usize;
-                if armed[index] == (generation, deadline) {
-                    armed[index].1 = NOT_ARMED;
-                    fired.push(index);
-                }
-            });
+        self.timers.expire(nanos(now), |entry| {
+            if is_live(armed, &entry) {
+                let index = entry.1 as usize;
+                armed[index].1 = NOT_ARMED;
+                fired.push(index);
+            }
+        });
         while let Some(index) = self.fired.pop() {
             self.mark(index);
         }
@@ -394,9 +399,10 @@ impl Listener {
         let slot = self.slots[index].take().expect("remove a live slot");
         self.armed[index].1 = NOT_ARMED;
         let hash = self.hasher.hash_one(slot.address.as_slice());
-        if let Ok(entry) = self.by_address.find_entry(hash, |&i| i as usize == index) {
-            entry.remove();
-        }
+        self.by_address
+            .find_entry(hash, |&i| i as usize == index)
+            .expect("every live slot is in the address table")
+            .remove();
         self.retired += slot.connection.stats().counters;
         self.free.push(index);
     }
@@ -444,9 +450,7 @@ impl Listener {
         }
         let armed = &self.armed;
         self.timers
-            .next_deadline(|&(deadline, index, generation)| {
-                armed[index as usize] == (generation, deadline)
-            })
+            .next_deadline(|entry| is_live(armed, entry))
             .map(Duration::from_nanos)
     }
 
