@@ -11,6 +11,7 @@ use core::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
+use crate::time::{NEVER, duration, nanos, set};
 
 /// The two sending modes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -22,40 +23,44 @@ pub enum Mode {
     Bad,
 }
 
-/// The binary mode state machine.
+/// The binary mode state machine. Times are kept in nanoseconds (see `crate::time`); the
+/// methods taking and returning [`Duration`]s are the public face of the `_nanos` ones the
+/// endpoint calls on every packet.
 #[derive(Debug, Clone)]
 pub struct BinaryCongestion {
     mode: Mode,
-    recovery_time: Duration,
-    /// In bad mode: since when conditions have been continuously good.
-    good_since: Option<Duration>,
+    recovery_time: u64,
+    /// In bad mode: since when conditions have been continuously good (`NEVER`: they are not).
+    good_since: u64,
     /// In good mode: when good mode began.
-    good_mode_since: Duration,
+    good_mode_since: u64,
     /// In good mode: when `t` was last halved (or good mode began).
-    last_halving: Duration,
-    min: Duration,
-    max: Duration,
-    quick_fallback_window: Duration,
-    halving_interval: Duration,
-    rtt_threshold: Duration,
-    loss_threshold_percent: Option<f64>,
+    last_halving: u64,
+    min: u64,
+    max: u64,
+    quick_fallback_window: u64,
+    halving_interval: u64,
+    rtt_threshold: u64,
+    /// Infinite when the loss trigger is off.
+    loss_threshold_percent: f64,
 }
 
 impl BinaryCongestion {
     /// A controller in `config.initial_mode` at time `now`.
     pub fn new(config: &Config, now: Duration) -> Self {
+        let now = nanos(now);
         BinaryCongestion {
             mode: config.initial_mode,
-            recovery_time: config.initial_recovery_time,
-            good_since: None,
+            recovery_time: nanos(config.initial_recovery_time),
+            good_since: NEVER,
             good_mode_since: now,
             last_halving: now,
-            min: config.min_recovery_time,
-            max: config.max_recovery_time,
-            quick_fallback_window: config.quick_fallback_window,
-            halving_interval: config.halving_interval,
-            rtt_threshold: config.rtt_threshold,
-            loss_threshold_percent: config.loss_threshold_percent,
+            min: nanos(config.min_recovery_time),
+            max: nanos(config.max_recovery_time),
+            quick_fallback_window: nanos(config.quick_fallback_window),
+            halving_interval: nanos(config.halving_interval),
+            rtt_threshold: nanos(config.rtt_threshold),
+            loss_threshold_percent: config.loss_threshold_percent.unwrap_or(f64::INFINITY),
         }
     }
 
@@ -66,40 +71,48 @@ impl BinaryCongestion {
 
     /// Current recovery time `t`.
     pub fn recovery_time(&self) -> Duration {
-        self.recovery_time
+        duration(self.recovery_time)
     }
 
     /// True when these measurements count as bad conditions (RTT strictly above the threshold,
     /// or loss strictly above the loss threshold when that trigger is on). No RTT yet is good.
     pub fn is_bad(&self, rtt: Option<Duration>, loss_percent: f64) -> bool {
+        self.is_bad_nanos(rtt.map(nanos), loss_percent)
+    }
+
+    pub(crate) fn is_bad_nanos(&self, rtt: Option<u64>, loss_percent: f64) -> bool {
         rtt.is_some_and(|rtt| rtt > self.rtt_threshold)
-            || self
-                .loss_threshold_percent
-                .is_some_and(|threshold| loss_percent > threshold)
+            || loss_percent > self.loss_threshold_percent
     }
 
     /// Advances to `now` with the current conditions; returns the new mode if it changed.
     pub fn update(&mut self, now: Duration, bad: bool) -> Option<Mode> {
+        self.update_nanos(nanos(now), bad)
+    }
+
+    pub(crate) fn update_nanos(&mut self, now: u64, bad: bool) -> Option<Mode> {
         match self.mode {
             Mode::Good => {
                 self.apply_halvings(now);
                 if bad {
                     if now.saturating_sub(self.good_mode_since) < self.quick_fallback_window {
-                        self.recovery_time = (self.recovery_time * 2).min(self.max);
+                        self.recovery_time = self.recovery_time.saturating_mul(2).min(self.max);
                     }
                     self.mode = Mode::Bad;
-                    self.good_since = None;
+                    self.good_since = NEVER;
                     return Some(Mode::Bad);
                 }
                 None
             }
             Mode::Bad => {
                 if bad {
-                    self.good_since = None;
+                    self.good_since = NEVER;
                     return None;
                 }
-                let since = *self.good_since.get_or_insert(now);
-                let at = since + self.recovery_time;
+                if self.good_since == NEVER {
+                    self.good_since = now;
+                }
+                let at = self.good_since.saturating_add(self.recovery_time);
                 if now >= at {
                     self.mode = Mode::Good;
                     self.good_mode_since = at;
@@ -112,8 +125,8 @@ impl BinaryCongestion {
         }
     }
 
-    fn apply_halvings(&mut self, now: Duration) {
-        while now >= self.last_halving + self.halving_interval {
+    fn apply_halvings(&mut self, now: u64) {
+        while now >= self.last_halving.saturating_add(self.halving_interval) {
             self.last_halving += self.halving_interval;
             self.recovery_time = (self.recovery_time / 2).max(self.min);
         }
@@ -122,12 +135,18 @@ impl BinaryCongestion {
     /// When the controller next changes on its own if conditions stay as they are (a return to
     /// good or a halving of `t`); the endpoint folds this into its `poll_timeout`.
     pub fn next_deadline(&self) -> Option<Duration> {
+        set(self.next_deadline_nanos()).map(duration)
+    }
+
+    /// [`next_deadline`](Self::next_deadline), `NEVER` for none.
+    pub(crate) fn next_deadline_nanos(&self) -> u64 {
         match self.mode {
             Mode::Good if self.recovery_time > self.min => {
-                Some(self.last_halving + self.halving_interval)
+                self.last_halving.saturating_add(self.halving_interval)
             }
-            Mode::Good => None,
-            Mode::Bad => self.good_since.map(|since| since + self.recovery_time),
+            Mode::Good => NEVER,
+            Mode::Bad if self.good_since == NEVER => NEVER,
+            Mode::Bad => self.good_since.saturating_add(self.recovery_time),
         }
     }
 }

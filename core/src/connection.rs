@@ -27,6 +27,7 @@ use crate::control::{ControlError, ControlPacket, Cookie, is_control};
 use crate::endpoint::{Endpoint, Event, ReceiveError, TransmitError};
 use crate::frame::{FrameError, MAX_CHANNELS};
 use crate::stats::Stats;
+use crate::time::{NEVER, duration, nanos, set};
 use crate::wire::{Packet, PacketHeader};
 
 /// The default protocol id: "ackwire" in ASCII followed by the protocol revision, 1.
@@ -266,15 +267,16 @@ pub struct Connection {
     packet: Arc<Config>,
     phase: Phase,
     /// Latest time seen.
-    now: Duration,
-    started: Duration,
-    next_handshake_at: Duration,
+    /// Times are nanoseconds (see `crate::time`).
+    now: u64,
+    started: u64,
+    next_handshake_at: u64,
     connection_id: Option<u64>,
     /// Made by an acceptor (answers repeated connect responses).
     is_acceptor: bool,
     /// Acceptor side: an `Accepted` packet goes out before the next data packet.
     accepted_due: bool,
-    last_received: Duration,
+    last_received: u64,
     endpoint: Endpoint,
     channels: Channels,
     /// Reliable frames per sent packet, in a ring tagged by sequence (like the sent ring);
@@ -323,6 +325,7 @@ impl Connection {
         phase: Phase,
     ) -> Result<Connection, ConnectionConfigError> {
         config.validate()?;
+        let now = nanos(now);
         let mut endpoint = Endpoint::with_shared_config(packet.clone(), now)?;
         // Until a packet carries reliable frames (see `records_live`).
         endpoint.set_packet_events(false);
@@ -400,6 +403,7 @@ impl Connection {
         }
         let packet = Packet::new_checked(datagram).map_err(ReceiveError::from)?;
         self.channels.validate(packet.payload())?;
+        let now = nanos(now);
         let received = self.endpoint.receive_checked(now, packet)?;
         self.now = self.now.max(now);
         self.last_received = self.now;
@@ -413,6 +417,7 @@ impl Connection {
     }
 
     fn on_control(&mut self, now: Duration, packet: ControlPacket) -> Result<(), ConnectionError> {
+        let now = nanos(now);
         let unexpected = ConnectionError::Unexpected {
             packet: packet.name(),
             state: self.state(),
@@ -484,7 +489,7 @@ impl Connection {
         now: Duration,
         buf: &mut [u8],
     ) -> Result<Option<usize>, TransmitError> {
-        self.handle_timeout(now);
+        self.handle_timeout_nanos(nanos(now));
         let now = self.now;
         let budget = buf.len().min(self.config.max_datagram_size);
         let buf = &mut buf[..budget];
@@ -516,7 +521,8 @@ impl Connection {
             })?;
         match self.phase {
             Phase::Requesting | Phase::Responding(_) => {
-                self.next_handshake_at = now + self.config.handshake_resend_interval;
+                self.next_handshake_at =
+                    now.saturating_add(nanos(self.config.handshake_resend_interval));
             }
             Phase::Closing { copies_left } if copies_left <= 1 => self.phase = Phase::Closed,
             Phase::Closing { copies_left } => {
@@ -529,27 +535,20 @@ impl Connection {
         Ok(Some(len))
     }
 
-    fn transmit_data(
-        &mut self,
-        now: Duration,
-        buf: &mut [u8],
-    ) -> Result<Option<usize>, TransmitError> {
-        let resend = self
-            .endpoint
-            .rtt()
-            .map_or(self.config.min_resend_interval, |rtt| {
-                (rtt * 3 / 2).max(self.config.min_resend_interval)
-            });
+    fn transmit_data(&mut self, now: u64, buf: &mut [u8]) -> Result<Option<usize>, TransmitError> {
+        let min_resend = nanos(self.config.min_resend_interval);
+        let resend = duration(self.endpoint.rtt_nanos().map_or(min_resend, |rtt| {
+            (rtt / 2).saturating_add(rtt).max(min_resend)
+        }));
+        let now_duration = duration(now);
         let channels = &mut self.channels;
         let scratch = &mut self.record_scratch;
         let mut written_sequence = None;
-        let transmit = self
-            .endpoint
-            .poll_transmit_with(now, buf, |sequence, space| {
-                scratch.clear();
-                written_sequence = Some(sequence);
-                channels.write(now, resend, space, scratch)
-            })?;
+        let transmit = self.endpoint.transmit_with(now, buf, |sequence, space| {
+            scratch.clear();
+            written_sequence = Some(sequence);
+            channels.write(now_duration, resend, space, scratch)
+        })?;
         if let Some(sequence) = written_sequence.filter(|_| !self.record_scratch.is_empty()) {
             if self.records.is_empty() {
                 // Made on the first reliable frame: 8 KiB a connection that sends only
@@ -577,19 +576,31 @@ impl Connection {
     /// Advances time: handshake and idle timeouts, packet loss and congestion deadlines.
     /// `poll_transmit` calls this itself.
     pub fn handle_timeout(&mut self, now: Duration) {
+        self.handle_timeout_nanos(nanos(now));
+    }
+
+    fn handle_timeout_nanos(&mut self, now: u64) {
         self.now = self.now.max(now);
         let now = self.now;
         match self.phase {
             Phase::Requesting | Phase::Responding(_)
-                if now >= self.started + self.config.handshake_timeout =>
+                if now
+                    >= self
+                        .started
+                        .saturating_add(nanos(self.config.handshake_timeout)) =>
             {
                 self.finish(DisconnectReason::HandshakeTimedOut);
             }
-            Phase::Connected if now >= self.last_received + self.config.idle_timeout => {
+            Phase::Connected
+                if now
+                    >= self
+                        .last_received
+                        .saturating_add(nanos(self.config.idle_timeout)) =>
+            {
                 self.finish(DisconnectReason::TimedOut);
             }
             Phase::Connected => {
-                self.endpoint.handle_timeout(now);
+                self.endpoint.handle_timeout_nanos(now);
                 self.drain_endpoint();
             }
             _ => {}
@@ -599,19 +610,23 @@ impl Connection {
     /// When to call back at the latest (`poll_transmit` or `handle_timeout`); `None` once
     /// closed.
     pub fn poll_timeout(&self) -> Option<Duration> {
+        set(self.poll_timeout_nanos()).map(duration)
+    }
+
+    /// [`poll_timeout`](Self::poll_timeout) in nanoseconds, `NEVER` for none.
+    pub(crate) fn poll_timeout_nanos(&self) -> u64 {
         match self.phase {
-            Phase::Requesting | Phase::Responding(_) => Some(
-                self.next_handshake_at
-                    .min(self.started + self.config.handshake_timeout),
+            Phase::Requesting | Phase::Responding(_) => self.next_handshake_at.min(
+                self.started
+                    .saturating_add(nanos(self.config.handshake_timeout)),
             ),
-            Phase::Connected if self.accepted_due => Some(self.now),
-            Phase::Connected => Some(
-                self.endpoint
-                    .poll_timeout()
-                    .min(self.last_received + self.config.idle_timeout),
+            Phase::Connected if self.accepted_due => self.now,
+            Phase::Connected => self.endpoint.poll_timeout_nanos().min(
+                self.last_received
+                    .saturating_add(nanos(self.config.idle_timeout)),
             ),
-            Phase::Closing { .. } => Some(self.now),
-            Phase::Closed => None,
+            Phase::Closing { .. } => self.now,
+            Phase::Closed => NEVER,
         }
     }
 

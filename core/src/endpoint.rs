@@ -20,6 +20,7 @@ use crate::rtt::RttEstimator;
 use crate::sequence::distance;
 use crate::sequence_buffer::SequenceBuffer;
 use crate::stats::{Counters, Stats};
+use crate::time::{NEVER, duration, nanos, set};
 use crate::wire::{HeaderError, Packet, PacketHeader};
 
 /// Width of the ack bitfield: how many of the peer's packets each header acknowledges.
@@ -125,10 +126,8 @@ pub enum TransmitError {
     },
 }
 
-#[derive(Debug, Clone, Copy)]
-struct SentPacket {
-    sent_at: Duration,
-}
+/// When a packet in flight was sent, in nanoseconds.
+type SentAt = u64;
 
 /// One end of a link at the packet layer. See the [crate docs](crate) for a driving loop.
 #[derive(Debug)]
@@ -136,12 +135,13 @@ pub struct Endpoint {
     /// Shared by every endpoint an acceptor makes: read on every packet, so one copy in
     /// cache serves them all.
     config: Arc<Config>,
-    /// Latest time seen; earlier `now` values are treated as this.
-    now: Duration,
+    /// Latest time seen; earlier `now` values are treated as this. Times here are
+    /// nanoseconds (see `crate::time`): this state is touched on every packet.
+    now: u64,
     next_sequence: u16,
     /// Loss-scan cursor: every sequence before it is acked or lost.
     oldest_unresolved: u16,
-    sent: SequenceBuffer<SentPacket>,
+    sent: SequenceBuffer<SentAt>,
     /// Newest sequence received from the peer.
     remote: Option<u16>,
     /// Bit n set: `remote - n` received.
@@ -150,47 +150,53 @@ pub struct Endpoint {
     loss: LossWindow,
     congestion: BinaryCongestion,
     /// End of the current send interval: its packet goes out by then at the latest.
-    next_send_at: Duration,
-    last_send_at: Option<Duration>,
+    next_send_at: u64,
+    /// `NEVER` until the first packet.
+    last_send_at: u64,
     /// A packet arrived since the last send (with `prompt_ack`, the interval's packet may go
     /// now).
     ack_pending: bool,
-    /// Time of the last loss and mode check (`handle_timeout` or `receive`).
-    handled_at: Option<Duration>,
+    /// Time of the last loss and mode check (`handle_timeout` or `receive`); `NEVER` before
+    /// the first.
+    handled_at: u64,
     /// Queue `Acked` and `Lost` events (a connection turns them off while no packet in flight
     /// carries reliable frames: nothing would read them).
     packet_events: bool,
     /// When an ack last arrived (the start until one does), and when a packet was last
     /// declared lost: together they tell a silent peer (see `is_silent`).
-    last_ack_at: Duration,
-    last_loss_at: Option<Duration>,
+    last_ack_at: u64,
+    /// `NEVER` until a packet is declared lost.
+    last_loss_at: u64,
     events: VecDeque<Event>,
     counters: Counters,
     /// Length of the last header sent.
     last_header_len: u32,
     /// Send intervals of the two modes, computed once from the configured rates.
-    good_interval: Duration,
-    bad_interval: Duration,
+    good_interval: u64,
+    bad_interval: u64,
+    /// `config.loss_timeout`, read on every packet.
+    loss_timeout: u64,
 }
 
 impl Endpoint {
     /// An endpoint starting at time `now`, or the reason `config` is refused.
     pub fn new(config: Config, now: Duration) -> Result<Endpoint, ConfigError> {
-        Endpoint::with_shared_config(Arc::new(config), now)
+        Endpoint::with_shared_config(Arc::new(config), nanos(now))
     }
 
     /// Like [`new`](Self::new), with a configuration shared with other endpoints.
     pub(crate) fn with_shared_config(
         config: Arc<Config>,
-        now: Duration,
+        now: u64,
     ) -> Result<Endpoint, ConfigError> {
         config.validate()?;
         let config_rates = (config.good_rate_pps, config.bad_rate_pps);
+        let loss_timeout = nanos(config.loss_timeout);
         Ok(Endpoint {
             sent: SequenceBuffer::new(usize::from(config.sent_buffer_len)),
             rtt: RttEstimator::new(config.rtt_smoothing),
             loss: LossWindow::new(usize::from(config.loss_window_packets)),
-            congestion: BinaryCongestion::new(&config, now),
+            congestion: BinaryCongestion::new(&config, duration(now)),
             config,
             now,
             next_sequence: 0,
@@ -198,17 +204,18 @@ impl Endpoint {
             remote: None,
             received_bits: 0,
             next_send_at: now,
-            last_send_at: None,
+            last_send_at: NEVER,
             ack_pending: false,
-            handled_at: None,
+            handled_at: NEVER,
             packet_events: true,
             last_ack_at: now,
-            last_loss_at: None,
+            last_loss_at: NEVER,
             events: VecDeque::with_capacity(EVENT_QUEUE_RESERVE),
             counters: Counters::default(),
             last_header_len: 0,
-            good_interval: Duration::from_secs_f64(1.0 / config_rates.0),
-            bad_interval: Duration::from_secs_f64(1.0 / config_rates.1),
+            good_interval: nanos(Duration::from_secs_f64(1.0 / config_rates.0)),
+            bad_interval: nanos(Duration::from_secs_f64(1.0 / config_rates.1)),
+            loss_timeout,
         })
     }
 
@@ -227,17 +234,22 @@ impl Endpoint {
         self.rtt.rtt()
     }
 
+    /// [`rtt`](Self::rtt) in nanoseconds.
+    pub(crate) fn rtt_nanos(&self) -> Option<u64> {
+        self.rtt.rtt_nanos()
+    }
+
     /// Sequence number the next packet will get.
     pub fn next_sequence(&self) -> u16 {
         self.next_sequence
     }
 
-    fn clock(&mut self, now: Duration) -> Duration {
+    fn clock(&mut self, now: u64) -> u64 {
         self.now = self.now.max(now);
         self.now
     }
 
-    fn interval(&self) -> Duration {
+    fn interval(&self) -> u64 {
         match self.congestion.mode() {
             Mode::Good => self.good_interval,
             Mode::Bad => self.bad_interval,
@@ -253,13 +265,13 @@ impl Endpoint {
         now: Duration,
         datagram: &'a [u8],
     ) -> Result<Received<'a>, ReceiveError> {
-        self.receive_checked(now, Packet::new_checked(datagram)?)
+        self.receive_checked(nanos(now), Packet::new_checked(datagram)?)
     }
 
     /// [`receive`](Self::receive) for a datagram whose header the caller already checked.
     pub(crate) fn receive_checked<'a>(
         &mut self,
-        now: Duration,
+        now: u64,
         packet: Packet<&'a [u8]>,
     ) -> Result<Received<'a>, ReceiveError> {
         let header = packet.header();
@@ -325,23 +337,23 @@ impl Endpoint {
             bits &= bits - 1;
             let acked = header.ack.wrapping_sub(n as u16);
             // Absent entries were acked or declared lost already: each ack counts once.
-            if let Some(packet) = self.sent.remove(acked) {
-                let rtt = now.saturating_sub(packet.sent_at);
-                self.rtt.on_sample(rtt);
+            if let Some(sent_at) = self.sent.remove(acked) {
+                let rtt = now.saturating_sub(sent_at);
+                self.rtt.on_sample_nanos(rtt);
                 self.loss.record(false);
                 self.last_ack_at = now;
                 self.counters.packets_acked += 1;
                 if self.packet_events {
                     self.events.push_back(Event::Acked {
                         sequence: acked,
-                        rtt,
+                        rtt: duration(rtt),
                     });
                 }
             }
         }
         self.detect_losses(now);
         self.update_congestion(now);
-        self.handled_at = Some(now);
+        self.handled_at = now;
         Ok(Received {
             sequence,
             payload: &datagram[header_len..],
@@ -372,7 +384,20 @@ impl Endpoint {
     where
         F: FnOnce(u16, &mut [u8]) -> usize,
     {
-        self.handle_timeout(now);
+        self.transmit_with(nanos(now), buf, payload)
+    }
+
+    /// [`poll_transmit_with`](Self::poll_transmit_with) at `now` in nanoseconds.
+    pub(crate) fn transmit_with<F>(
+        &mut self,
+        now: u64,
+        buf: &mut [u8],
+        payload: F,
+    ) -> Result<Option<Transmit>, TransmitError>
+    where
+        F: FnOnce(u16, &mut [u8]) -> usize,
+    {
+        self.handle_timeout_nanos(now);
         let now = self.now;
         let interval = self.interval();
         // The current interval is (next_send_at - interval, next_send_at]: its one packet is
@@ -411,7 +436,7 @@ impl Endpoint {
         while i32::from(distance(self.oldest_unresolved, sequence)) >= ring {
             self.resolve_oldest_as_lost();
         }
-        self.sent.insert(sequence, SentPacket { sent_at: now });
+        self.sent.insert(sequence, now);
         self.next_sequence = sequence.wrapping_add(1);
         let len = header_len + written;
         self.counters.packets_sent += 1;
@@ -422,11 +447,11 @@ impl Endpoint {
         self.ack_pending = false;
         self.next_send_at = if now.saturating_sub(self.next_send_at) >= interval {
             // The driver stalled: restart the pace rather than bursting to catch up.
-            now + interval
+            now.saturating_add(interval)
         } else {
-            self.next_send_at + interval
+            self.next_send_at.saturating_add(interval)
         };
-        self.last_send_at = Some(now);
+        self.last_send_at = now;
         Ok(Some(Transmit {
             sequence,
             len,
@@ -436,28 +461,34 @@ impl Endpoint {
 
     /// Advances time to `now`: declares overdue packets lost and updates the mode.
     pub fn handle_timeout(&mut self, now: Duration) {
+        self.handle_timeout_nanos(nanos(now));
+    }
+
+    pub(crate) fn handle_timeout_nanos(&mut self, now: u64) {
         let now = self.clock(now);
         // Deadlines depend only on time and on what was received: a second call at the same
         // instant (drivers make several per turn) has nothing to do.
-        if self.handled_at == Some(now) {
+        if self.handled_at == now {
             return;
         }
         self.detect_losses(now);
         self.update_congestion(now);
-        self.handled_at = Some(now);
+        self.handled_at = now;
     }
 
     /// When the driver must call back at the latest (send a packet, or a loss or mode
     /// deadline), as a time on the same clock as `now`.
     pub fn poll_timeout(&self) -> Duration {
+        duration(self.poll_timeout_nanos())
+    }
+
+    /// [`poll_timeout`](Self::poll_timeout) in nanoseconds.
+    pub(crate) fn poll_timeout_nanos(&self) -> u64 {
         let mut at = self.next_send_at;
-        if let Some(packet) = self.sent.get(self.oldest_unresolved) {
-            at = at.min(packet.sent_at + self.config.loss_timeout);
+        if let Some(&sent_at) = self.sent.get(self.oldest_unresolved) {
+            at = at.min(sent_at.saturating_add(self.loss_timeout));
         }
-        if let Some(deadline) = self.congestion.next_deadline() {
-            at = at.min(deadline);
-        }
-        at
+        at.min(self.congestion.next_deadline_nanos())
     }
 
     /// Turns `Acked` and `Lost` events on or off (on by default); counters and statistics
@@ -513,7 +544,7 @@ impl Endpoint {
         let sequence = self.oldest_unresolved;
         if self.sent.remove(sequence).is_some() {
             self.loss.record(true);
-            self.last_loss_at = Some(self.now);
+            self.last_loss_at = self.now;
             self.counters.packets_lost += 1;
             if self.packet_events {
                 self.events.push_back(Event::Lost { sequence });
@@ -522,10 +553,10 @@ impl Endpoint {
         self.oldest_unresolved = sequence.wrapping_add(1);
     }
 
-    fn detect_losses(&mut self, now: Duration) {
+    fn detect_losses(&mut self, now: u64) {
         while self.oldest_unresolved != self.next_sequence {
             match self.sent.get(self.oldest_unresolved) {
-                Some(packet) if now < packet.sent_at + self.config.loss_timeout => break,
+                Some(&sent_at) if now < sent_at.saturating_add(self.loss_timeout) => break,
                 _ => self.resolve_oldest_as_lost(),
             }
         }
@@ -535,18 +566,19 @@ impl Endpoint {
     /// and no ack has come for a whole loss timeout. RTT alone cannot see this (with no acks
     /// there are no samples), so silence counts as bad conditions: a dead or vanished peer is
     /// never sent to at the good rate.
-    fn is_silent(&self, now: Duration) -> bool {
-        self.last_loss_at
-            .is_some_and(|lost_at| lost_at >= self.last_ack_at)
-            && now >= self.last_ack_at + self.config.loss_timeout
+    fn is_silent(&self, now: u64) -> bool {
+        set(self.last_loss_at).is_some_and(|lost_at| lost_at >= self.last_ack_at)
+            && now >= self.last_ack_at.saturating_add(self.loss_timeout)
     }
 
-    fn update_congestion(&mut self, now: Duration) {
-        let bad =
-            self.congestion.is_bad(self.rtt.rtt(), self.loss.percent()) || self.is_silent(now);
-        if let Some(mode) = self.congestion.update(now, bad) {
-            if let Some(last) = self.last_send_at {
-                self.next_send_at = last + self.interval();
+    fn update_congestion(&mut self, now: u64) {
+        let bad = self
+            .congestion
+            .is_bad_nanos(self.rtt.rtt_nanos(), self.loss.percent())
+            || self.is_silent(now);
+        if let Some(mode) = self.congestion.update_nanos(now, bad) {
+            if let Some(last) = set(self.last_send_at) {
+                self.next_send_at = last.saturating_add(self.interval());
             }
             self.events.push_back(Event::ModeChanged {
                 mode,

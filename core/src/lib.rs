@@ -191,6 +191,7 @@ pub mod rtt;
 pub mod sequence;
 pub mod sequence_buffer;
 pub mod stats;
+mod time;
 mod timers;
 pub mod wire;
 

@@ -29,6 +29,7 @@ use crate::connection::{
 use crate::endpoint::TransmitError;
 use crate::handshake::{Accept, Acceptor, HandshakeError};
 use crate::stats::Counters;
+use crate::time::{NEVER, duration, nanos};
 use crate::timers::TimerWheel;
 
 /// Why [`Listener::receive`] refused a datagram. Nothing changed.
@@ -143,7 +144,8 @@ pub struct Listener {
     eventful: VecDeque<usize>,
     /// Counters of connections already dropped, so totals survive them.
     retired: Counters,
-    now: Duration,
+    /// Latest time seen, in nanoseconds.
+    now: u64,
 }
 
 /// The address of the live slot `index` (every index in `by_address` is one).
@@ -162,13 +164,7 @@ fn is_live(armed: &[(u32, u64)], &(deadline, index, generation): &crate::timers:
 }
 
 /// `Listener::armed` deadline of a slot with no live timer entry.
-const NOT_ARMED: u64 = u64::MAX;
-
-/// A deadline as whole nanoseconds (584 years fit in a `u64`).
-fn nanos(at: Duration) -> u64 {
-    // Saturates one short of `NOT_ARMED`, 584 years out.
-    u64::try_from(at.as_nanos()).unwrap_or(u64::MAX - 1)
-}
+const NOT_ARMED: u64 = NEVER;
 
 impl Listener {
     /// A listener whose connections use `config`, keyed with `secret` (32 random bytes from
@@ -189,7 +185,7 @@ impl Listener {
             due: VecDeque::new(),
             eventful: VecDeque::new(),
             retired: Counters::default(),
-            now: Duration::ZERO,
+            now: 0,
         })
     }
 
@@ -224,7 +220,7 @@ impl Listener {
         datagram: &[u8],
         reply: &mut [u8],
     ) -> Result<Option<usize>, ListenerError> {
-        self.now = self.now.max(now);
+        self.now = self.now.max(nanos(now));
         if let Some(index) = self.find(from) {
             let slot = self.slots[index].as_mut().expect("mapped slot is live");
             slot.connection.receive(now, datagram)?;
@@ -300,9 +296,9 @@ impl Listener {
     }
 
     /// Moves every connection whose timer expired by `now` into the due queue.
-    fn expire_timers(&mut self, now: Duration) {
+    fn expire_timers(&mut self, now: u64) {
         let (armed, fired) = (&mut self.armed, &mut self.fired);
-        self.timers.expire(nanos(now), |entry| {
+        self.timers.expire(now, |entry| {
             if is_live(armed, &entry) {
                 let index = entry.1 as usize;
                 armed[index].1 = NOT_ARMED;
@@ -320,7 +316,7 @@ impl Listener {
         now: Duration,
         buf: &mut [u8],
     ) -> Result<Option<(&[u8], usize)>, TransmitError> {
-        self.now = self.now.max(now);
+        self.now = self.now.max(nanos(now));
         self.expire_timers(self.now);
         while let Some(&index) = self.due.front() {
             let slot = self.slots[index].as_mut().expect("due slot is live");
@@ -328,8 +324,8 @@ impl Listener {
             // Nothing more before its next deadline (the usual case once its one packet per
             // interval is out): leave the due queue now rather than in a second call that
             // would only find nothing to send.
-            let deadline = slot.connection.poll_timeout();
-            if sent.is_none() || deadline.is_none_or(|at| at > self.now) {
+            let deadline = slot.connection.poll_timeout_nanos();
+            if sent.is_none() || deadline > self.now {
                 self.settle(index, deadline);
             }
             if let Some(len) = sent {
@@ -343,15 +339,15 @@ impl Listener {
     /// Takes the connection at the front of the due queue out of it: re-arms its timer at
     /// `deadline` (its `poll_timeout`) and queues it for `poll_event` if it has events (or is
     /// closed, so `poll_event` can drop it).
-    fn settle(&mut self, index: usize, deadline: Option<Duration>) {
+    fn settle(&mut self, index: usize, deadline: u64) {
         self.due.pop_front();
         let slot = self.slots[index].as_mut().expect("due slot is live");
         slot.in_due = false;
-        if let Some(at) = deadline.map(nanos) {
+        if deadline != NEVER {
             let (generation, armed) = self.armed[index];
-            if armed != at {
-                self.armed[index].1 = at;
-                self.timers.arm((at, index as u32, generation));
+            if armed != deadline {
+                self.armed[index].1 = deadline;
+                self.timers.arm((deadline, index as u32, generation));
             }
         }
         let visit =
@@ -446,12 +442,12 @@ impl Listener {
     /// deadlines are honoured within one tick, never early).
     pub fn poll_timeout(&mut self) -> Option<Duration> {
         if !self.due.is_empty() || !self.eventful.is_empty() {
-            return Some(self.now);
+            return Some(duration(self.now));
         }
         let armed = &self.armed;
         self.timers
             .next_deadline(|entry| is_live(armed, entry))
-            .map(Duration::from_nanos)
+            .map(duration)
     }
 
     /// The connection with the peer at `address`.

@@ -4,33 +4,55 @@
 /// Outcomes (acked or lost) of the last `len` resolved packets.
 #[derive(Debug, Clone)]
 pub struct LossWindow {
-    lost: Box<[bool]>,
-    next: usize,
-    filled: usize,
-    lost_count: usize,
+    /// One bit per outcome (set: lost), slot `next` being the oldest once full. The first 64
+    /// bits live inline, so the default window (64 packets) needs no allocation of its own:
+    /// one cache line fewer per ack for a server with thousands of connections.
+    inline: u64,
+    /// Bits 64 and up, for longer windows.
+    spill: Box<[u64]>,
+    len: u32,
+    next: u32,
+    filled: u32,
+    lost_count: u32,
 }
 
 impl LossWindow {
-    /// A window over the last `len` (at least 1) outcomes. Allocates once.
+    /// A window over the last `len` (at least 1, at most 2^32 - 1) outcomes. Allocates at
+    /// most once, here.
     pub fn new(len: usize) -> Self {
+        let len = len.clamp(1, u32::MAX as usize) as u32;
+        let words = (len as usize).div_ceil(64);
         LossWindow {
-            lost: vec![false; len.max(1)].into_boxed_slice(),
+            inline: 0,
+            spill: vec![0; words - 1].into_boxed_slice(),
+            len,
             next: 0,
             filled: 0,
             lost_count: 0,
         }
     }
 
+    fn word(&mut self, slot: u32) -> &mut u64 {
+        match slot / 64 {
+            0 => &mut self.inline,
+            n => &mut self.spill[n as usize - 1],
+        }
+    }
+
     /// Records one packet's outcome, pushing out the oldest once the window is full.
     pub fn record(&mut self, lost: bool) {
-        if self.filled == self.lost.len() {
-            self.lost_count -= usize::from(self.lost[self.next]);
+        let (slot, full) = (self.next, self.filled == self.len);
+        let bit = 1u64 << (slot % 64);
+        let word = self.word(slot);
+        let was_lost = *word & bit != 0;
+        *word = if lost { *word | bit } else { *word & !bit };
+        if full {
+            self.lost_count -= u32::from(was_lost);
         } else {
             self.filled += 1;
         }
-        self.lost[self.next] = lost;
-        self.lost_count += usize::from(lost);
-        self.next = (self.next + 1) % self.lost.len();
+        self.lost_count += u32::from(lost);
+        self.next = if slot + 1 == self.len { 0 } else { slot + 1 };
     }
 
     /// Lost share of the window in percent; 0 before any outcome.
@@ -58,5 +80,29 @@ mod tests {
             window.record(false);
         }
         assert_eq!(window.percent(), 0.0, "the old loss slid out of the window");
+    }
+
+    #[test]
+    fn windows_longer_than_the_inline_bits_count_every_slot() {
+        // 150 slots: the inline word and two spilled ones.
+        let mut window = LossWindow::new(150);
+        for k in 0..150 {
+            window.record(k % 3 == 0);
+        }
+        assert_eq!(
+            window.percent(),
+            50.0 * 100.0 / 150.0,
+            "every third of 150 lost"
+        );
+        // One more lap of all-acked outcomes pushes every loss out, slot by slot.
+        for k in 0..150 {
+            window.record(false);
+            let lost_left = (k + 1..150).filter(|j| j % 3 == 0).count();
+            assert_eq!(
+                window.percent(),
+                lost_left as f64 * 100.0 / 150.0,
+                "after {k}"
+            );
+        }
     }
 }

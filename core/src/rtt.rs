@@ -3,14 +3,17 @@
 
 use core::time::Duration;
 
+use crate::time::{NEVER, duration, nanos, set};
+
 /// Smoothed RTT and jitter, in seconds.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RttEstimator {
     smoothing: f64,
-    rtt: Option<f64>,
+    rtt: f64,
     jitter: f64,
-    /// `rtt` as a `Duration`, converted once per sample rather than at every read.
-    rtt_duration: Option<Duration>,
+    /// `rtt` in whole nanoseconds (`NEVER` before the first sample), converted once per
+    /// sample rather than at every read.
+    rtt_ns: u64,
 }
 
 impl RttEstimator {
@@ -18,30 +21,38 @@ impl RttEstimator {
     pub fn new(smoothing: f64) -> Self {
         RttEstimator {
             smoothing,
-            rtt: None,
+            rtt: 0.0,
             jitter: 0.0,
-            rtt_duration: None,
+            rtt_ns: NEVER,
         }
     }
 
     /// Adds one sample. The first sample is taken as is (no bias toward zero).
     pub fn on_sample(&mut self, sample: Duration) {
-        let sample = sample.as_secs_f64();
-        match self.rtt {
-            None => self.rtt = Some(sample),
-            Some(rtt) => {
-                self.jitter += ((sample - rtt).abs() - self.jitter) * self.smoothing;
-                self.rtt = Some(rtt + (sample - rtt) * self.smoothing);
-            }
+        self.on_sample_nanos(nanos(sample));
+    }
+
+    pub(crate) fn on_sample_nanos(&mut self, sample_ns: u64) {
+        let sample = sample_ns as f64 * 1e-9;
+        if self.rtt_ns == NEVER {
+            self.rtt = sample;
+        } else {
+            let rtt = self.rtt;
+            self.jitter += ((sample - rtt).abs() - self.jitter) * self.smoothing;
+            self.rtt = rtt + (sample - rtt) * self.smoothing;
         }
-        // Whole nanoseconds (a sample is never negative or anywhere near 584 years), without
-        // `from_secs_f64`'s range checks on every packet.
-        self.rtt_duration = self.rtt.map(|rtt| Duration::from_nanos((rtt * 1e9) as u64));
+        // Saturates short of `NEVER`, like every other time.
+        self.rtt_ns = ((self.rtt * 1e9) as u64).min(NEVER - 1);
     }
 
     /// The smoothed RTT, or `None` before the first sample.
     pub fn rtt(&self) -> Option<Duration> {
-        self.rtt_duration
+        self.rtt_nanos().map(duration)
+    }
+
+    /// Smoothed RTT in nanoseconds, once there is a sample.
+    pub(crate) fn rtt_nanos(&self) -> Option<u64> {
+        set(self.rtt_ns)
     }
 
     /// Smoothed absolute deviation of samples from the average.
