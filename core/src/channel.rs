@@ -210,6 +210,9 @@ pub(crate) struct Channels {
     /// No reliable message is queued or in flight on any channel: the packer skips the
     /// reliable windows without reading them (a cache miss each, with many connections).
     reliable_idle: bool,
+    /// Bit `i` set: unreliable channel `i` has queued messages. The packer visits only
+    /// those, without reading the other channels' state.
+    queued: u64,
     pub(crate) counters: MessageCounters,
 }
 
@@ -245,6 +248,7 @@ impl Channels {
             max_unreliable,
             turn: 0,
             reliable_idle: true,
+            queued: 0,
             counters: MessageCounters::default(),
         }
     }
@@ -278,6 +282,7 @@ impl Channels {
                 }
                 queue.push(*next_sequence, bytes);
                 *next_sequence = next_sequence.wrapping_add(1);
+                self.queued |= 1 << channel;
             }
             SendSide::Reliable(window) => {
                 let needed = fragments_needed(bytes.len());
@@ -355,7 +360,13 @@ impl Channels {
             self.reliable_idle = true;
         }
         for k in 0..count {
+            if self.queued == 0 {
+                break;
+            }
             let index = wrap(turn + k);
+            if self.queued & (1 << index) == 0 {
+                continue;
+            }
             let kind = self.channels[index].kind;
             let SendSide::Queue { queue, .. } = &mut self.channels[index].send else {
                 continue;
@@ -374,6 +385,9 @@ impl Channels {
                 };
                 at += used;
                 queue.pop_front();
+            }
+            if queue.len() == 0 {
+                self.queued &= !(1 << index);
             }
         }
         at

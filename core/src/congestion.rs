@@ -23,19 +23,17 @@ pub enum Mode {
     Bad,
 }
 
-/// The binary mode state machine. Times are kept in nanoseconds (see `crate::time`); the
-/// methods taking and returning [`Duration`]s are the public face of the `_nanos` ones the
-/// endpoint calls on every packet.
+/// The binary mode state machine: its [`ModeState`] and the [`Limits`] it runs under.
 #[derive(Debug, Clone)]
 pub struct BinaryCongestion {
-    mode: Mode,
-    recovery_time: u64,
-    /// In bad mode: since when conditions have been continuously good (`NEVER`: they are not).
-    good_since: u64,
-    /// In good mode: when good mode began.
-    good_mode_since: u64,
-    /// In good mode: when `t` was last halved (or good mode began).
-    last_halving: u64,
+    limits: Limits,
+    state: ModeState,
+}
+
+/// The configured thresholds and recovery-time bounds in nanoseconds, computed once. An
+/// endpoint reads them from its shared settings rather than keeping a copy per connection.
+#[derive(Debug, Clone)]
+pub(crate) struct Limits {
     min: u64,
     max: u64,
     quick_fallback_window: u64,
@@ -45,16 +43,9 @@ pub struct BinaryCongestion {
     loss_threshold_percent: f64,
 }
 
-impl BinaryCongestion {
-    /// A controller in `config.initial_mode` at time `now`.
-    pub fn new(config: &Config, now: Duration) -> Self {
-        let now = nanos(now);
-        BinaryCongestion {
-            mode: config.initial_mode,
-            recovery_time: nanos(config.initial_recovery_time),
-            good_since: NEVER,
-            good_mode_since: now,
-            last_halving: now,
+impl Limits {
+    pub(crate) fn new(config: &Config) -> Limits {
+        Limits {
             min: nanos(config.min_recovery_time),
             max: nanos(config.max_recovery_time),
             quick_fallback_window: nanos(config.quick_fallback_window),
@@ -64,39 +55,53 @@ impl BinaryCongestion {
         }
     }
 
-    /// Current mode.
-    pub fn mode(&self) -> Mode {
-        self.mode
-    }
-
-    /// Current recovery time `t`.
-    pub fn recovery_time(&self) -> Duration {
-        duration(self.recovery_time)
-    }
-
-    /// True when these measurements count as bad conditions (RTT strictly above the threshold,
-    /// or loss strictly above the loss threshold when that trigger is on). No RTT yet is good.
-    pub fn is_bad(&self, rtt: Option<Duration>, loss_percent: f64) -> bool {
-        self.is_bad_nanos(rtt.map(nanos), loss_percent)
-    }
-
-    pub(crate) fn is_bad_nanos(&self, rtt: Option<u64>, loss_percent: f64) -> bool {
+    /// True when these measurements count as bad conditions (see [`BinaryCongestion::is_bad`]).
+    pub(crate) fn is_bad(&self, rtt: Option<u64>, loss_percent: f64) -> bool {
         rtt.is_some_and(|rtt| rtt > self.rtt_threshold)
             || loss_percent > self.loss_threshold_percent
     }
+}
 
-    /// Advances to `now` with the current conditions; returns the new mode if it changed.
-    pub fn update(&mut self, now: Duration, bad: bool) -> Option<Mode> {
-        self.update_nanos(nanos(now), bad)
+/// The per-link part of the state machine, times in nanoseconds (see `crate::time`).
+#[derive(Debug, Clone)]
+pub(crate) struct ModeState {
+    mode: Mode,
+    recovery_time: u64,
+    /// In bad mode: since when conditions have been continuously good (`NEVER`: they are not).
+    good_since: u64,
+    /// In good mode: when good mode began.
+    good_mode_since: u64,
+    /// In good mode: when `t` was last halved (or good mode began).
+    last_halving: u64,
+}
+
+impl ModeState {
+    pub(crate) fn new(config: &Config, now: u64) -> ModeState {
+        ModeState {
+            mode: config.initial_mode,
+            recovery_time: nanos(config.initial_recovery_time),
+            good_since: NEVER,
+            good_mode_since: now,
+            last_halving: now,
+        }
     }
 
-    pub(crate) fn update_nanos(&mut self, now: u64, bad: bool) -> Option<Mode> {
+    pub(crate) fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    pub(crate) fn recovery_time(&self) -> Duration {
+        duration(self.recovery_time)
+    }
+
+    /// Advances to `now` with the current conditions; returns the new mode if it changed.
+    pub(crate) fn update(&mut self, limits: &Limits, now: u64, bad: bool) -> Option<Mode> {
         match self.mode {
             Mode::Good => {
-                self.apply_halvings(now);
+                self.apply_halvings(limits, now);
                 if bad {
-                    if now.saturating_sub(self.good_mode_since) < self.quick_fallback_window {
-                        self.recovery_time = self.recovery_time.saturating_mul(2).min(self.max);
+                    if now.saturating_sub(self.good_mode_since) < limits.quick_fallback_window {
+                        self.recovery_time = self.recovery_time.saturating_mul(2).min(limits.max);
                     }
                     self.mode = Mode::Bad;
                     self.good_since = NEVER;
@@ -117,7 +122,7 @@ impl BinaryCongestion {
                     self.mode = Mode::Good;
                     self.good_mode_since = at;
                     self.last_halving = at;
-                    self.apply_halvings(now);
+                    self.apply_halvings(limits, now);
                     return Some(Mode::Good);
                 }
                 None
@@ -125,29 +130,60 @@ impl BinaryCongestion {
         }
     }
 
-    fn apply_halvings(&mut self, now: u64) {
-        while now >= self.last_halving.saturating_add(self.halving_interval) {
-            self.last_halving += self.halving_interval;
-            self.recovery_time = (self.recovery_time / 2).max(self.min);
+    fn apply_halvings(&mut self, limits: &Limits, now: u64) {
+        while now >= self.last_halving.saturating_add(limits.halving_interval) {
+            self.last_halving += limits.halving_interval;
+            self.recovery_time = (self.recovery_time / 2).max(limits.min);
         }
     }
 
-    /// When the controller next changes on its own if conditions stay as they are (a return to
-    /// good or a halving of `t`); the endpoint folds this into its `poll_timeout`.
-    pub fn next_deadline(&self) -> Option<Duration> {
-        set(self.next_deadline_nanos()).map(duration)
-    }
-
-    /// [`next_deadline`](Self::next_deadline), `NEVER` for none.
-    pub(crate) fn next_deadline_nanos(&self) -> u64 {
+    /// When the state next changes on its own, `NEVER` for never.
+    pub(crate) fn next_deadline(&self, limits: &Limits) -> u64 {
         match self.mode {
-            Mode::Good if self.recovery_time > self.min => {
-                self.last_halving.saturating_add(self.halving_interval)
+            Mode::Good if self.recovery_time > limits.min => {
+                self.last_halving.saturating_add(limits.halving_interval)
             }
             Mode::Good => NEVER,
             Mode::Bad if self.good_since == NEVER => NEVER,
             Mode::Bad => self.good_since.saturating_add(self.recovery_time),
         }
+    }
+}
+
+impl BinaryCongestion {
+    /// A controller in `config.initial_mode` at time `now`.
+    pub fn new(config: &Config, now: Duration) -> Self {
+        BinaryCongestion {
+            limits: Limits::new(config),
+            state: ModeState::new(config, nanos(now)),
+        }
+    }
+
+    /// Current mode.
+    pub fn mode(&self) -> Mode {
+        self.state.mode()
+    }
+
+    /// Current recovery time `t`.
+    pub fn recovery_time(&self) -> Duration {
+        self.state.recovery_time()
+    }
+
+    /// True when these measurements count as bad conditions (RTT strictly above the threshold,
+    /// or loss strictly above the loss threshold when that trigger is on). No RTT yet is good.
+    pub fn is_bad(&self, rtt: Option<Duration>, loss_percent: f64) -> bool {
+        self.limits.is_bad(rtt.map(nanos), loss_percent)
+    }
+
+    /// Advances to `now` with the current conditions; returns the new mode if it changed.
+    pub fn update(&mut self, now: Duration, bad: bool) -> Option<Mode> {
+        self.state.update(&self.limits, nanos(now), bad)
+    }
+
+    /// When the controller next changes on its own if conditions stay as they are (a return to
+    /// good or a halving of `t`); the endpoint folds this into its `poll_timeout`.
+    pub fn next_deadline(&self) -> Option<Duration> {
+        set(self.state.next_deadline(&self.limits)).map(duration)
     }
 }
 

@@ -24,7 +24,7 @@ use thiserror::Error;
 use crate::channel::{Buffered, ChannelKind, Channels, SendError, max_unreliable};
 use crate::config::{Config, ConfigError};
 use crate::control::{ControlError, ControlPacket, Cookie, is_control};
-use crate::endpoint::{Endpoint, Event, ReceiveError, TransmitError};
+use crate::endpoint::{Endpoint, Event, ReceiveError, Settings, TransmitError};
 use crate::frame::{FrameError, MAX_CHANNELS};
 use crate::stats::Stats;
 use crate::time::{NEVER, duration, nanos, set};
@@ -259,35 +259,40 @@ enum Phase {
 type PacketRecord = (Option<u16>, Vec<(u8, u16)>);
 
 /// One connection, either role, as a sans-IO state machine. See the [crate docs](crate).
+///
+/// Laid out in order (`repr(C)`): what every data packet touches first, the handshake's
+/// state and the reliable-frame records last, so a server with thousands of connections
+/// reads as few cache lines per packet as it can.
 #[derive(Debug)]
+#[repr(C)]
 pub struct Connection {
     /// Shared with the acceptor and its other connections (see `Endpoint::config`).
     config: Arc<ConnectionConfig>,
-    /// `config.packet`, shared likewise with every endpoint made for it.
-    packet: Arc<Config>,
-    phase: Phase,
-    /// Latest time seen.
-    /// Times are nanoseconds (see `crate::time`).
+    /// Latest time seen. Times are nanoseconds (see `crate::time`).
     now: u64,
-    started: u64,
-    next_handshake_at: u64,
-    connection_id: Option<u64>,
-    /// Made by an acceptor (answers repeated connect responses).
-    is_acceptor: bool,
-    /// Acceptor side: an `Accepted` packet goes out before the next data packet.
-    accepted_due: bool,
     last_received: u64,
-    endpoint: Endpoint,
-    channels: Channels,
-    /// Reliable frames per sent packet, in a ring tagged by sequence (like the sent ring);
-    /// empty until the first reliable frame is sent.
-    records: Vec<PacketRecord>,
     /// Records holding frames. While none does (unreliable traffic only) acks and losses
     /// skip the ring: with thousands of connections each ring lookup is a cache miss.
     records_live: usize,
+    phase: Phase,
+    /// Acceptor side: an `Accepted` packet goes out before the next data packet.
+    accepted_due: bool,
+    /// Made by an acceptor (answers repeated connect responses).
+    is_acceptor: bool,
+    events: VecDeque<ConnectionEvent>,
     /// Where a packet's reliable frames are gathered before they go into the ring.
     record_scratch: Vec<(u8, u16)>,
-    events: VecDeque<ConnectionEvent>,
+    channels: Channels,
+    endpoint: Endpoint,
+    /// `config.packet` with its derived constants, shared likewise with every endpoint made
+    /// for it.
+    packet: Arc<Settings>,
+    started: u64,
+    next_handshake_at: u64,
+    connection_id: Option<u64>,
+    /// Reliable frames per sent packet, in a ring tagged by sequence (like the sent ring);
+    /// empty until the first reliable frame is sent.
+    records: Vec<PacketRecord>,
 }
 
 impl Connection {
@@ -296,14 +301,14 @@ impl Connection {
         config: ConnectionConfig,
         now: Duration,
     ) -> Result<Connection, ConnectionConfigError> {
-        let packet = Arc::new(config.packet.clone());
+        let packet = Arc::new(Settings::new(config.packet.clone())?);
         Connection::new(Arc::new(config), packet, now, Phase::Requesting)
     }
 
     /// The acceptor side of a handshake just completed with cookie nonce `connection_id`.
     pub(crate) fn accepted(
         config: Arc<ConnectionConfig>,
-        packet: Arc<Config>,
+        packet: Arc<Settings>,
         now: Duration,
         connection_id: u64,
     ) -> Self {
@@ -320,13 +325,13 @@ impl Connection {
 
     fn new(
         config: Arc<ConnectionConfig>,
-        packet: Arc<Config>,
+        packet: Arc<Settings>,
         now: Duration,
         phase: Phase,
     ) -> Result<Connection, ConnectionConfigError> {
         config.validate()?;
         let now = nanos(now);
-        let mut endpoint = Endpoint::with_shared_config(packet.clone(), now)?;
+        let mut endpoint = Endpoint::with_settings(packet.clone(), now);
         // Until a packet carries reliable frames (see `records_live`).
         endpoint.set_packet_events(false);
         let channels = Channels::new(
@@ -439,8 +444,7 @@ impl Connection {
                 check_id(Some(u64::from_be_bytes(cookie.nonce)), connection_id)?;
                 self.now = self.now.max(now);
                 // A fresh packet layer: sequences, pacing and RTT start at the connection.
-                self.endpoint = Endpoint::with_shared_config(self.packet.clone(), self.now)
-                    .expect("config validated at construction");
+                self.endpoint = Endpoint::with_settings(self.packet.clone(), self.now);
                 self.endpoint.set_packet_events(false);
                 self.phase = Phase::Connected;
                 self.connection_id = Some(connection_id);
@@ -553,7 +557,7 @@ impl Connection {
             if self.records.is_empty() {
                 // Made on the first reliable frame: 8 KiB a connection that sends only
                 // unreliable messages never needs.
-                let ring = usize::from(self.packet.sent_buffer_len);
+                let ring = usize::from(self.packet.config.sent_buffer_len);
                 self.records = (0..ring).map(|_| (None, Vec::new())).collect();
             }
             let ring = self.records.len();

@@ -14,7 +14,7 @@ use thiserror::Error;
 use std::sync::Arc;
 
 use crate::config::{Config, ConfigError};
-use crate::congestion::{BinaryCongestion, Mode};
+use crate::congestion::{Limits, Mode, ModeState};
 use crate::loss::LossWindow;
 use crate::rtt::RttEstimator;
 use crate::sequence::distance;
@@ -129,75 +129,98 @@ pub enum TransmitError {
 /// When a packet in flight was sent, in nanoseconds.
 type SentAt = u64;
 
-/// One end of a link at the packet layer. See the [crate docs](crate) for a driving loop.
+/// A packet-layer [`Config`] with the constants every packet reads, derived once and shared
+/// by every endpoint made from it (an acceptor's connections share one): per-connection
+/// state then holds none of them.
 #[derive(Debug)]
+pub(crate) struct Settings {
+    pub(crate) config: Config,
+    good_interval: u64,
+    bad_interval: u64,
+    loss_timeout: u64,
+    limits: Limits,
+}
+
+impl Settings {
+    /// `config`'s settings, or the reason it is refused.
+    pub(crate) fn new(config: Config) -> Result<Settings, ConfigError> {
+        config.validate()?;
+        Ok(Settings {
+            good_interval: nanos(Duration::from_secs_f64(1.0 / config.good_rate_pps)),
+            bad_interval: nanos(Duration::from_secs_f64(1.0 / config.bad_rate_pps)),
+            loss_timeout: nanos(config.loss_timeout),
+            limits: Limits::new(&config),
+            config,
+        })
+    }
+}
+
+/// One end of a link at the packet layer. See the [crate docs](crate) for a driving loop.
+///
+/// A server touches this on every packet of each of its thousands of connections, so it is
+/// kept small and laid out in order (`repr(C)`): what every packet reads first, the event
+/// queue (idle while nothing listens for packet events) last.
+#[derive(Debug)]
+#[repr(C)]
 pub struct Endpoint {
     /// Shared by every endpoint an acceptor makes: read on every packet, so one copy in
     /// cache serves them all.
-    config: Arc<Config>,
+    settings: Arc<Settings>,
     /// Latest time seen; earlier `now` values are treated as this. Times here are
-    /// nanoseconds (see `crate::time`): this state is touched on every packet.
+    /// nanoseconds (see `crate::time`).
     now: u64,
-    next_sequence: u16,
-    /// Loss-scan cursor: every sequence before it is acked or lost.
-    oldest_unresolved: u16,
-    sent: SequenceBuffer<SentAt>,
-    /// Newest sequence received from the peer.
-    remote: Option<u16>,
-    /// Bit n set: `remote - n` received.
-    received_bits: u32,
-    rtt: RttEstimator,
-    loss: LossWindow,
-    congestion: BinaryCongestion,
     /// End of the current send interval: its packet goes out by then at the latest.
     next_send_at: u64,
-    /// `NEVER` until the first packet.
-    last_send_at: u64,
-    /// A packet arrived since the last send (with `prompt_ack`, the interval's packet may go
-    /// now).
-    ack_pending: bool,
     /// Time of the last loss and mode check (`handle_timeout` or `receive`); `NEVER` before
     /// the first.
     handled_at: u64,
+    /// When an ack last arrived (the start until one does), and when a packet was last
+    /// declared lost (`NEVER` until one is): together they tell a silent peer (see
+    /// `is_silent`).
+    last_ack_at: u64,
+    last_loss_at: u64,
+    /// `NEVER` until the first packet.
+    last_send_at: u64,
+    sent: SequenceBuffer<SentAt>,
+    /// Bit n set: `remote - n` received.
+    received_bits: u32,
+    /// Newest sequence received from the peer.
+    remote: Option<u16>,
+    next_sequence: u16,
+    /// Loss-scan cursor: every sequence before it is acked or lost.
+    oldest_unresolved: u16,
+    /// A packet arrived since the last send (with `prompt_ack`, the interval's packet may go
+    /// now).
+    ack_pending: bool,
     /// Queue `Acked` and `Lost` events (a connection turns them off while no packet in flight
     /// carries reliable frames: nothing would read them).
     packet_events: bool,
-    /// When an ack last arrived (the start until one does), and when a packet was last
-    /// declared lost: together they tell a silent peer (see `is_silent`).
-    last_ack_at: u64,
-    /// `NEVER` until a packet is declared lost.
-    last_loss_at: u64,
-    events: VecDeque<Event>,
-    counters: Counters,
     /// Length of the last header sent.
     last_header_len: u32,
-    /// Send intervals of the two modes, computed once from the configured rates.
-    good_interval: u64,
-    bad_interval: u64,
-    /// `config.loss_timeout`, read on every packet.
-    loss_timeout: u64,
+    congestion: ModeState,
+    rtt: RttEstimator,
+    loss: LossWindow,
+    counters: Counters,
+    events: VecDeque<Event>,
 }
 
 impl Endpoint {
     /// An endpoint starting at time `now`, or the reason `config` is refused.
     pub fn new(config: Config, now: Duration) -> Result<Endpoint, ConfigError> {
-        Endpoint::with_shared_config(Arc::new(config), nanos(now))
+        Ok(Endpoint::with_settings(
+            Arc::new(Settings::new(config)?),
+            nanos(now),
+        ))
     }
 
     /// Like [`new`](Self::new), with a configuration shared with other endpoints.
-    pub(crate) fn with_shared_config(
-        config: Arc<Config>,
-        now: u64,
-    ) -> Result<Endpoint, ConfigError> {
-        config.validate()?;
-        let config_rates = (config.good_rate_pps, config.bad_rate_pps);
-        let loss_timeout = nanos(config.loss_timeout);
-        Ok(Endpoint {
+    pub(crate) fn with_settings(settings: Arc<Settings>, now: u64) -> Endpoint {
+        let config = &settings.config;
+        Endpoint {
             sent: SequenceBuffer::new(usize::from(config.sent_buffer_len)),
             rtt: RttEstimator::new(config.rtt_smoothing),
             loss: LossWindow::new(usize::from(config.loss_window_packets)),
-            congestion: BinaryCongestion::new(&config, duration(now)),
-            config,
+            congestion: ModeState::new(config, now),
             now,
             next_sequence: 0,
             oldest_unresolved: 0,
@@ -213,15 +236,13 @@ impl Endpoint {
             events: VecDeque::with_capacity(EVENT_QUEUE_RESERVE),
             counters: Counters::default(),
             last_header_len: 0,
-            good_interval: nanos(Duration::from_secs_f64(1.0 / config_rates.0)),
-            bad_interval: nanos(Duration::from_secs_f64(1.0 / config_rates.1)),
-            loss_timeout,
-        })
+            settings,
+        }
     }
 
     /// The configuration in force.
     pub fn config(&self) -> &Config {
-        &self.config
+        &self.settings.config
     }
 
     /// Current congestion mode.
@@ -251,8 +272,8 @@ impl Endpoint {
 
     fn interval(&self) -> u64 {
         match self.congestion.mode() {
-            Mode::Good => self.good_interval,
-            Mode::Bad => self.bad_interval,
+            Mode::Good => self.settings.good_interval,
+            Mode::Bad => self.settings.bad_interval,
         }
     }
 
@@ -402,7 +423,7 @@ impl Endpoint {
         let interval = self.interval();
         // The current interval is (next_send_at - interval, next_send_at]: its one packet is
         // due at the end, or earlier once there is an ack to send (see `Config::prompt_ack`).
-        let prompt = self.config.prompt_ack && self.ack_pending;
+        let prompt = self.settings.config.prompt_ack && self.ack_pending;
         let opens_at = self.next_send_at.saturating_sub(interval);
         if now < self.next_send_at && !(prompt && now >= opens_at) {
             return Ok(None);
@@ -432,7 +453,7 @@ impl Endpoint {
         }
 
         // Bound the sent queue: a packet whose ring slot is needed again is out of time.
-        let ring = i32::from(self.config.sent_buffer_len);
+        let ring = i32::from(self.settings.config.sent_buffer_len);
         while i32::from(distance(self.oldest_unresolved, sequence)) >= ring {
             self.resolve_oldest_as_lost();
         }
@@ -486,9 +507,9 @@ impl Endpoint {
     pub(crate) fn poll_timeout_nanos(&self) -> u64 {
         let mut at = self.next_send_at;
         if let Some(&sent_at) = self.sent.get(self.oldest_unresolved) {
-            at = at.min(sent_at.saturating_add(self.loss_timeout));
+            at = at.min(sent_at.saturating_add(self.settings.loss_timeout));
         }
-        at.min(self.congestion.next_deadline_nanos())
+        at.min(self.congestion.next_deadline(&self.settings.limits))
     }
 
     /// Turns `Acked` and `Lost` events on or off (on by default); counters and statistics
@@ -526,8 +547,8 @@ impl Endpoint {
             mode: self.congestion.mode(),
             recovery_time_ms: ms(self.congestion.recovery_time()),
             send_rate_pps: match self.congestion.mode() {
-                Mode::Good => self.config.good_rate_pps,
-                Mode::Bad => self.config.bad_rate_pps,
+                Mode::Good => self.settings.config.good_rate_pps,
+                Mode::Bad => self.settings.config.bad_rate_pps,
             },
             counters: self.counters,
             last_header_len: self.last_header_len,
@@ -556,7 +577,7 @@ impl Endpoint {
     fn detect_losses(&mut self, now: u64) {
         while self.oldest_unresolved != self.next_sequence {
             match self.sent.get(self.oldest_unresolved) {
-                Some(&sent_at) if now < sent_at.saturating_add(self.loss_timeout) => break,
+                Some(&sent_at) if now < sent_at.saturating_add(self.settings.loss_timeout) => break,
                 _ => self.resolve_oldest_as_lost(),
             }
         }
@@ -568,15 +589,13 @@ impl Endpoint {
     /// never sent to at the good rate.
     fn is_silent(&self, now: u64) -> bool {
         set(self.last_loss_at).is_some_and(|lost_at| lost_at >= self.last_ack_at)
-            && now >= self.last_ack_at.saturating_add(self.loss_timeout)
+            && now >= self.last_ack_at.saturating_add(self.settings.loss_timeout)
     }
 
     fn update_congestion(&mut self, now: u64) {
-        let bad = self
-            .congestion
-            .is_bad_nanos(self.rtt.rtt_nanos(), self.loss.percent())
-            || self.is_silent(now);
-        if let Some(mode) = self.congestion.update_nanos(now, bad) {
+        let limits = &self.settings.limits;
+        let bad = limits.is_bad(self.rtt.rtt_nanos(), self.loss.percent()) || self.is_silent(now);
+        if let Some(mode) = self.congestion.update(limits, now, bad) {
             if let Some(last) = set(self.last_send_at) {
                 self.next_send_at = last.saturating_add(self.interval());
             }

@@ -89,7 +89,7 @@ pub enum HandshakeError {
 pub struct Acceptor {
     /// Handed (shared, not copied) to every connection accepted.
     config: Arc<ConnectionConfig>,
-    packet: Arc<crate::config::Config>,
+    packet: Arc<crate::endpoint::Settings>,
     key: HmacSha256,
     counter: u64,
     /// `(timestamp_ms, nonce)` of used cookies, oldest first, for the replay check.
@@ -108,7 +108,10 @@ impl Acceptor {
         let key = HmacSha256::new_from_slice(&secret).expect("HMAC takes any key length");
         Ok(Acceptor {
             used: VecDeque::with_capacity(config.replay_cache_len),
-            packet: Arc::new(config.packet.clone()),
+            packet: Arc::new(
+                crate::endpoint::Settings::new(config.packet.clone())
+                    .expect("validated with the connection config"),
+            ),
             config: Arc::new(config),
             key,
             counter: 0,

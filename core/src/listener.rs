@@ -89,13 +89,17 @@ pub enum ListenerSendError {
     Send(#[from] SendError),
 }
 
+/// A connection with its peer's address. Cache-line aligned and laid out in order: a
+/// lookup compares the address, then the packet goes on into the connection's hot fields
+/// (see `Connection`), all in consecutive lines.
 #[derive(Debug)]
+#[repr(C, align(64))]
 struct Slot {
     address: Address,
-    connection: Connection,
     /// In `due` (visit in `poll_transmit`), in `eventful` (visit in `poll_event`).
     in_due: bool,
     in_eventful: bool,
+    connection: Connection,
 }
 
 /// An event from one of a [`Listener`]'s connections.
