@@ -146,6 +146,7 @@ impl MessageQueue {
         self.count += 1;
     }
 
+    #[inline]
     fn front(&self) -> Option<(u16, &[u8])> {
         if self.count == 0 {
             return None;

@@ -646,6 +646,7 @@ impl Connection {
     }
 
     /// True when [`poll_event`](Self::poll_event) has something.
+    #[inline]
     pub fn has_events(&self) -> bool {
         !self.events.is_empty()
     }
@@ -693,10 +694,17 @@ impl Connection {
         stats
     }
 
+    /// Takes the packet layer's events (usually none: acks are not reported while no packet
+    /// carries reliable frames, so the check is inlined and the work is not).
+    #[inline]
     fn drain_endpoint(&mut self) {
-        if !self.endpoint.has_events() {
-            return;
+        if self.endpoint.has_events() {
+            self.drain_endpoint_events();
         }
+    }
+
+    #[inline(never)]
+    fn drain_endpoint_events(&mut self) {
         while let Some(event) = self.endpoint.poll_event() {
             let sequence = match event {
                 Event::Acked { sequence, .. } | Event::Lost { sequence } => sequence,

@@ -1,4 +1,5 @@
-//! A fixed-size ring of per-sequence entries, indexed by `sequence % N` and tagged with the
+//! A fixed-size ring of per-sequence entries, indexed by `sequence % N` (`N` a power of two,
+//! so that is a mask, not a division, on every packet) and tagged with the
 //! sequence so a stale slot is never mistaken for a live one (the seed author's advice:
 //! lists are the wrong structure here). Allocates once, at construction.
 
@@ -8,17 +9,21 @@ use crate::sequence::distance;
 #[derive(Debug, Clone)]
 pub struct SequenceBuffer<T> {
     slots: Box<[Option<(u16, T)>]>,
+    /// `slots.len() - 1`.
+    mask: usize,
     newest: Option<u16>,
 }
 
 impl<T> SequenceBuffer<T> {
-    /// A buffer remembering up to `len` consecutive sequences. `len` is clamped to
-    /// `1..=32768` (beyond half the sequence space "older" and "newer" stop meaning anything).
+    /// A buffer remembering up to `len` consecutive sequences. `len` is rounded up to a power
+    /// of two and clamped to `1..=32768` (beyond half the sequence space "older" and "newer"
+    /// stop meaning anything).
     pub fn new(len: usize) -> Self {
-        let len = len.clamp(1, 32768);
+        let len = len.clamp(1, 32768).next_power_of_two();
         let slots = (0..len).map(|_| None).collect();
         SequenceBuffer {
             slots,
+            mask: len - 1,
             newest: None,
         }
     }
@@ -39,7 +44,7 @@ impl<T> SequenceBuffer<T> {
     }
 
     fn index(&self, sequence: u16) -> usize {
-        usize::from(sequence) % self.slots.len()
+        usize::from(sequence) & self.mask
     }
 
     /// Stores `value` for `sequence`, replacing whatever the slot held.
@@ -135,6 +140,14 @@ mod tests {
         // the slot of 4.
         assert!((0..=4).all(|seq| !buffer.contains(seq)));
         assert!((5..=7).chain([12]).all(|seq| buffer.contains(seq)));
+    }
+
+    #[test]
+    fn lengths_round_up_to_a_power_of_two() {
+        assert_eq!(SequenceBuffer::<()>::new(100).len(), 128);
+        assert_eq!(SequenceBuffer::<()>::new(256).len(), 256);
+        assert_eq!(SequenceBuffer::<()>::new(0).len(), 1);
+        assert_eq!(SequenceBuffer::<()>::new(1 << 20).len(), 32768);
     }
 
     #[test]
