@@ -215,6 +215,13 @@ impl Listener {
         self.by_address.is_empty()
     }
 
+    /// True when [`poll_event`](Self::poll_event) may have something: a connection is
+    /// waiting to be visited for its events. A driver can skip the call when false.
+    #[inline]
+    pub fn has_events(&self) -> bool {
+        !self.eventful.is_empty()
+    }
+
     /// Takes in one datagram from `from`. `Ok(Some(len))`: send `reply[..len]` back to `from`
     /// now (a challenge; 33 bytes of `reply` suffice). On error nothing changed.
     pub fn receive(

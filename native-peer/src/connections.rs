@@ -295,6 +295,7 @@ impl Connections {
 
     fn drain_events(&mut self) {
         match &mut self.side {
+            Side::Listen(listener) if !listener.has_events() => {}
             Side::Listen(listener) => {
                 while let Some(polled) = listener.poll_event() {
                     let peer = || link::parse_address(polled.address);
