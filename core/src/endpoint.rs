@@ -173,8 +173,8 @@ pub struct Endpoint {
     next_send_at: u64,
     /// Before this time nothing can be declared lost and the mode cannot change on its own
     /// (the earliest loss, mode and silence deadline, see `time_deadline`): `handle_timeout`
-    /// only moves the clock, as drivers call it several times per packet. 0 until the first
-    /// check, which starts the mode's clock.
+    /// only moves the clock, as drivers call it several times per packet. The start time
+    /// until the first check, which starts the mode's clock.
     check_at: u64,
     /// When an ack last arrived (the start until one does), and when a packet was last
     /// declared lost (`NEVER` until one is): together they tell a silent peer (see
@@ -231,7 +231,7 @@ impl Endpoint {
             next_send_at: now,
             last_send_at: NEVER,
             ack_pending: false,
-            check_at: 0,
+            check_at: now,
             packet_events: true,
             last_ack_at: now,
             last_loss_at: NEVER,
@@ -519,19 +519,15 @@ impl Endpoint {
         at
     }
 
-    /// When the driver must call back at the latest (send a packet, or a loss or mode
-    /// deadline), as a time on the same clock as `now`.
+    /// When the driver must call back at the latest (send a packet, or a loss, mode or
+    /// silence deadline), as a time on the same clock as `now`.
     pub fn poll_timeout(&self) -> Duration {
         duration(self.poll_timeout_nanos())
     }
 
     /// [`poll_timeout`](Self::poll_timeout) in nanoseconds.
     pub(crate) fn poll_timeout_nanos(&self) -> u64 {
-        let mut at = self.next_send_at;
-        if let Some(&sent_at) = self.sent.get(self.oldest_unresolved) {
-            at = at.min(sent_at.saturating_add(self.settings.loss_timeout));
-        }
-        at.min(self.congestion.next_deadline(&self.settings.limits))
+        self.next_send_at.min(self.check_at)
     }
 
     /// Turns `Acked` and `Lost` events on or off (on by default); counters and statistics
