@@ -255,9 +255,6 @@ enum Phase {
     Closed,
 }
 
-/// Event queues up to this capacity (a line or two) are not rewound when drained.
-const SMALL_EVENT_QUEUE: usize = 4;
-
 /// Reliable frames `(channel, id)` that rode in the packet with this sequence.
 type PacketRecord = (Option<u16>, Vec<(u8, u16)>);
 
@@ -640,10 +637,9 @@ impl Connection {
     /// The next event, oldest first. Drain after every `receive` and `poll_transmit`.
     pub fn poll_event(&mut self) -> Option<ConnectionEvent> {
         let event = self.events.pop_front();
-        if event.is_none() && self.events.capacity() > SMALL_EVENT_QUEUE {
-            // Drained after a burst: restart at the buffer's first slot, which stays in cache,
-            // rather than walking the whole ring (a cache miss every few events with many
-            // connections). A small ring is a line or two anyway: not worth the call.
+        if event.is_none() {
+            // Drained: restart at the buffer's first slot, which stays in cache, rather than
+            // walking the whole ring (a cache miss every few events with many connections).
             self.events.clear();
         }
         event

@@ -510,11 +510,9 @@ impl Endpoint {
         if let Some(&sent_at) = self.sent.get(self.oldest_unresolved) {
             at = at.min(sent_at.saturating_add(settings.loss_timeout));
         }
-        let silent_at = self.last_ack_at.saturating_add(settings.loss_timeout);
-        if set(self.last_loss_at).is_some_and(|lost_at| lost_at >= self.last_ack_at)
-            && silent_at > self.now
-        {
-            at = at.min(silent_at);
+        let silent_from = self.silent_from();
+        if silent_from > self.now {
+            at = at.min(silent_from);
         }
         at
     }
@@ -606,8 +604,18 @@ impl Endpoint {
     /// there are no samples), so silence counts as bad conditions: a dead or vanished peer is
     /// never sent to at the good rate.
     fn is_silent(&self, now: u64) -> bool {
-        set(self.last_loss_at).is_some_and(|lost_at| lost_at >= self.last_ack_at)
-            && now >= self.last_ack_at.saturating_add(self.settings.loss_timeout)
+        now >= self.silent_from()
+    }
+
+    /// From when the peer counts as silent as things stand (`NEVER` while no loss came after
+    /// the last ack).
+    fn silent_from(&self) -> u64 {
+        match set(self.last_loss_at) {
+            Some(lost_at) if lost_at >= self.last_ack_at => {
+                self.last_ack_at.saturating_add(self.settings.loss_timeout)
+            }
+            _ => NEVER,
+        }
     }
 
     fn update_congestion(&mut self, now: u64) {
