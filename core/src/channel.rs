@@ -158,11 +158,12 @@ impl MessageQueue {
         Some((sequence, &self.buf[body..body + len]))
     }
 
-    fn pop_front(&mut self) {
-        let Some((_, bytes)) = self.front() else {
+    /// Drops the front message, `len` bytes long (as [`front`](Self::front) gave it).
+    fn pop_front(&mut self, len: usize) {
+        if self.count == 0 {
             return;
-        };
-        self.start += QUEUED_HEADER + bytes.len();
+        }
+        self.start += QUEUED_HEADER + len;
         self.count -= 1;
         if self.count == 0 {
             // Back to the start of the buffer, which stays in cache.
@@ -197,6 +198,15 @@ struct Channel {
     kind: ChannelKind,
     send: SendSide,
     receive: ReceiveSide,
+}
+
+/// A payload whose frames [`Channels::validate`] accepted, for [`Channels::apply`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Checked<'a> {
+    /// The payload was this one frame.
+    One(FrameRepr<'a>),
+    /// Any other payload (none, or several frames), parsed again by `apply`.
+    Many(&'a [u8]),
 }
 
 /// All channels of one connection.
@@ -304,10 +314,11 @@ impl Channels {
 
     /// Fills `buf` with frames; returns the bytes written. Every reliable frame written is
     /// listed in `record` as `(channel, id)`, so the packet's ack can release them.
+    /// `clock` gives the time and the resend interval; it is called only when a reliable
+    /// message is queued or in flight (most packets carry unreliable messages only).
     pub(crate) fn write(
         &mut self,
-        now: Duration,
-        resend_interval: Duration,
+        clock: impl FnOnce() -> (Duration, Duration),
         buf: &mut [u8],
         record: &mut Vec<(u8, u16)>,
     ) -> usize {
@@ -315,6 +326,11 @@ impl Channels {
         if count == 0 {
             return 0;
         }
+        let (now, resend_interval) = if self.reliable_idle {
+            (Duration::ZERO, Duration::ZERO)
+        } else {
+            clock()
+        };
         let turn = self.turn;
         // Channel indexes wrap by subtraction: a division per channel per packet is not free.
         let wrap = |i: usize| if i >= count { i - count } else { i };
@@ -385,7 +401,8 @@ impl Channels {
                     break;
                 };
                 at += used;
-                queue.pop_front();
+                let len = bytes.len();
+                queue.pop_front(len);
             }
             if queue.len() == 0 {
                 self.queued &= !(1 << index);
@@ -394,58 +411,81 @@ impl Channels {
         at
     }
 
-    /// Checks every frame of `payload` against the channels, changing nothing.
-    pub(crate) fn validate(&self, payload: &[u8]) -> Result<(), FrameError> {
-        for frame in Frames::new(payload) {
-            let frame = frame?;
-            let ch = self
-                .channels
-                .get(usize::from(frame.channel))
-                .ok_or(FrameError::UnknownChannel(frame.channel))?;
-            if !ch.kind.accepts(&frame.kind) {
-                return Err(FrameError::WrongKind {
-                    channel: frame.channel,
-                    kind: frame.kind.name(),
-                });
-            }
-            if let ReceiveSide::Reliable(window) = &ch.receive {
-                window.check(frame.channel, &frame.kind)?;
-            }
+    /// Checks every frame of `payload` against the channels, changing nothing. Returns the
+    /// payload's frames for [`apply`](Self::apply): a single frame (the usual packet: one
+    /// state update) already parsed, so it is not parsed twice.
+    pub(crate) fn validate<'a>(&self, payload: &'a [u8]) -> Result<Checked<'a>, FrameError> {
+        if payload.is_empty() {
+            return Ok(Checked::Many(payload));
+        }
+        let (first, used) = FrameRepr::parse(payload)?;
+        self.check(&first)?;
+        if used == payload.len() {
+            return Ok(Checked::One(first));
+        }
+        for frame in Frames::new(&payload[used..]) {
+            self.check(&frame?)?;
+        }
+        Ok(Checked::Many(payload))
+    }
+
+    fn check(&self, frame: &FrameRepr<'_>) -> Result<(), FrameError> {
+        let ch = self
+            .channels
+            .get(usize::from(frame.channel))
+            .ok_or(FrameError::UnknownChannel(frame.channel))?;
+        if !ch.kind.accepts(&frame.kind) {
+            return Err(FrameError::WrongKind {
+                channel: frame.channel,
+                kind: frame.kind.name(),
+            });
+        }
+        if let ReceiveSide::Reliable(window) = &ch.receive {
+            window.check(frame.channel, &frame.kind)?;
         }
         Ok(())
     }
 
-    /// Takes in the frames of a payload that passed [`validate`](Self::validate); every
-    /// message now deliverable goes to `deliver` as `(channel, bytes)`.
-    pub(crate) fn apply(&mut self, payload: &[u8], deliver: &mut dyn FnMut(u8, Vec<u8>)) {
+    /// Takes in the frames [`validate`](Self::validate) passed; every message now deliverable
+    /// goes to `deliver` as `(channel, bytes)`.
+    pub(crate) fn apply(&mut self, checked: Checked<'_>, deliver: &mut dyn FnMut(u8, Vec<u8>)) {
+        match checked {
+            Checked::One(frame) => self.apply_frame(frame, deliver),
+            Checked::Many(payload) => {
+                for frame in Frames::new(payload).flatten() {
+                    self.apply_frame(frame, deliver);
+                }
+            }
+        }
+    }
+
+    fn apply_frame(&mut self, frame: FrameRepr<'_>, deliver: &mut dyn FnMut(u8, Vec<u8>)) {
         let counters = &mut self.counters;
-        for frame in Frames::new(payload).flatten() {
-            let channel = frame.channel;
-            let Some(ch) = self.channels.get_mut(usize::from(channel)) else {
-                continue;
-            };
-            match (&mut ch.receive, frame.kind) {
-                (ReceiveSide::Unreliable, _) => {
+        let channel = frame.channel;
+        let Some(ch) = self.channels.get_mut(usize::from(channel)) else {
+            return;
+        };
+        match (&mut ch.receive, frame.kind) {
+            (ReceiveSide::Unreliable, _) => {
+                counters.delivered += 1;
+                deliver(channel, frame.payload.to_vec());
+            }
+            (ReceiveSide::Sequenced { newest }, FrameKind::Sequenced { sequence }) => {
+                if newest.is_none_or(|n| more_recent(sequence, n)) {
+                    *newest = Some(sequence);
                     counters.delivered += 1;
                     deliver(channel, frame.payload.to_vec());
+                } else {
+                    counters.dropped_stale += 1;
                 }
-                (ReceiveSide::Sequenced { newest }, FrameKind::Sequenced { sequence }) => {
-                    if newest.is_none_or(|n| more_recent(sequence, n)) {
-                        *newest = Some(sequence);
-                        counters.delivered += 1;
-                        deliver(channel, frame.payload.to_vec());
-                    } else {
-                        counters.dropped_stale += 1;
-                    }
-                }
-                (ReceiveSide::Reliable(window), kind) => {
-                    window.insert(&kind, frame.payload, &mut |bytes| {
-                        counters.delivered += 1;
-                        deliver(channel, bytes);
-                    });
-                }
-                _ => {}
             }
+            (ReceiveSide::Reliable(window), kind) => {
+                window.insert(&kind, frame.payload, &mut |bytes| {
+                    counters.delivered += 1;
+                    deliver(channel, bytes);
+                });
+            }
+            _ => {}
         }
     }
 
@@ -521,13 +561,13 @@ mod tests {
         queue.push(9, &[0xAB; 300]);
         assert_eq!(queue.len(), 3);
         assert_eq!(queue.front(), Some((7, &b"first"[..])));
-        queue.pop_front();
+        queue.pop_front(5);
         assert_eq!(queue.front(), Some((8, &b""[..])));
-        queue.pop_front();
+        queue.pop_front(0);
         assert_eq!(queue.front(), Some((9, &[0xAB; 300][..])));
-        queue.pop_front();
+        queue.pop_front(300);
         assert_eq!((queue.len(), queue.front()), (0, None));
-        queue.pop_front();
+        queue.pop_front(0);
         assert_eq!(queue.len(), 0, "popping an empty queue changes nothing");
     }
 
@@ -543,7 +583,7 @@ mod tests {
                     (front, bytes),
                     (next_out, &next_out.to_be_bytes().repeat(20)[..])
                 );
-                queue.pop_front();
+                queue.pop_front(40);
                 next_out += 1;
             }
         }

@@ -407,16 +407,16 @@ impl Connection {
             return Err(ConnectionError::NotConnected(self.state()));
         }
         let packet = Packet::new_checked(datagram).map_err(ReceiveError::from)?;
-        self.channels.validate(packet.payload())?;
+        let frames = self.channels.validate(packet.payload())?;
         let now = nanos(now);
-        let received = self.endpoint.receive_checked(now, packet)?;
+        // The payload it hands back is the one `frames` was checked from.
+        self.endpoint.receive_checked(now, packet)?;
         self.now = self.now.max(now);
         self.last_received = self.now;
         let events = &mut self.events;
-        self.channels
-            .apply(received.payload, &mut |channel, bytes| {
-                events.push_back(ConnectionEvent::Message { channel, bytes });
-            });
+        self.channels.apply(frames, &mut |channel, bytes| {
+            events.push_back(ConnectionEvent::Message { channel, bytes });
+        });
         self.drain_endpoint();
         Ok(())
     }
@@ -540,18 +540,22 @@ impl Connection {
     }
 
     fn transmit_data(&mut self, now: u64, buf: &mut [u8]) -> Result<Option<usize>, TransmitError> {
-        let min_resend = nanos(self.config.min_resend_interval);
-        let resend = duration(self.endpoint.rtt_nanos().map_or(min_resend, |rtt| {
-            (rtt / 2).saturating_add(rtt).max(min_resend)
-        }));
-        let now_duration = duration(now);
+        let config = &self.config;
+        let rtt = self.endpoint.rtt_nanos();
+        let clock = || {
+            let min_resend = nanos(config.min_resend_interval);
+            let resend = rtt.map_or(min_resend, |rtt| {
+                (rtt / 2).saturating_add(rtt).max(min_resend)
+            });
+            (duration(now), duration(resend))
+        };
         let channels = &mut self.channels;
         let scratch = &mut self.record_scratch;
         let mut written_sequence = None;
         let transmit = self.endpoint.transmit_with(now, buf, |sequence, space| {
             scratch.clear();
             written_sequence = Some(sequence);
-            channels.write(now_duration, resend, space, scratch)
+            channels.write(clock, space, scratch)
         })?;
         if let Some(sequence) = written_sequence.filter(|_| !self.record_scratch.is_empty()) {
             if self.records.is_empty() {

@@ -316,8 +316,14 @@ impl Listener {
                 fired.push(index);
             }
         });
+        // Due only: whatever events the timer's work raises, `settle` queues the connection
+        // for `poll_event` after `poll_transmit` has run it.
         while let Some(index) = self.fired.pop() {
-            self.mark(index);
+            let slot = self.slots[index].as_mut().expect("armed slot is live");
+            if !slot.in_due {
+                slot.in_due = true;
+                self.due.push_back(index);
+            }
         }
     }
 

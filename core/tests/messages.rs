@@ -285,18 +285,22 @@ fn a_packet_with_an_impossible_frame_is_refused_whole_and_changes_nothing() {
     let now = pair.now;
     let server = pair.server.as_mut().unwrap();
     for (bad, error) in cases {
-        let before = (server.stats(), server.buffered());
-        let datagram = forged_data_packet(&[&good[..], bad].concat());
-        assert_eq!(
-            server.receive(now, &datagram),
-            Err(ConnectionError::Frame(error))
-        );
-        assert_eq!((server.stats(), server.buffered()), before);
-        assert_eq!(
-            server.poll_event(),
-            None,
-            "the good frame was not delivered"
-        );
+        // After a good frame, and alone (a one-frame payload is parsed once, on a path of
+        // its own).
+        for payload in [[&good[..], bad].concat(), bad.to_vec()] {
+            let before = (server.stats(), server.buffered());
+            let datagram = forged_data_packet(&payload);
+            assert_eq!(
+                server.receive(now, &datagram),
+                Err(ConnectionError::Frame(error))
+            );
+            assert_eq!((server.stats(), server.buffered()), before);
+            assert_eq!(
+                server.poll_event(),
+                None,
+                "the good frame was not delivered"
+            );
+        }
     }
     // The same packet without the bad frame is taken.
     server.receive(now, &forged_data_packet(&good)).unwrap();

@@ -31,6 +31,10 @@ use ackwire_peer::peer::{self, PeerOptions, Role};
 use ackwire_peer::report::Output;
 use tokio::net::UdpSocket;
 
+/// The `ackwire-peer` binary's allocator, so the listener measured here allocates as it does.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const RATE_PPS: f64 = 30.0;
 /// 4-byte steady-state header + a sequenced frame (tag, 2-byte id, length) + the 32-byte demo
 /// message. The ackwire phase checks its own mean datagram size against it.
