@@ -295,14 +295,20 @@ impl Listener {
 
     /// Queues `index` for a visit by `poll_transmit` and `poll_event`.
     fn mark(&mut self, index: usize) {
+        self.queue_due(index);
         let slot = self.slots[index].as_mut().expect("mark a live slot");
-        if !slot.in_due {
-            slot.in_due = true;
-            self.due.push_back(index);
-        }
         if !slot.in_eventful {
             slot.in_eventful = true;
             self.eventful.push_back(index);
+        }
+    }
+
+    /// Queues `index` for a visit by `poll_transmit` only.
+    fn queue_due(&mut self, index: usize) {
+        let slot = self.slots[index].as_mut().expect("queue a live slot");
+        if !slot.in_due {
+            slot.in_due = true;
+            self.due.push_back(index);
         }
     }
 
@@ -319,11 +325,7 @@ impl Listener {
         // Due only: whatever events the timer's work raises, `settle` queues the connection
         // for `poll_event` after `poll_transmit` has run it.
         while let Some(index) = self.fired.pop() {
-            let slot = self.slots[index].as_mut().expect("armed slot is live");
-            if !slot.in_due {
-                slot.in_due = true;
-                self.due.push_back(index);
-            }
+            self.queue_due(index);
         }
     }
 
