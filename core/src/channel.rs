@@ -119,46 +119,53 @@ pub struct Buffered {
 }
 
 /// An unreliable channel's queued messages, back to back in one buffer as
-/// `sequence (2 bytes) | length (2 bytes) | bytes`: queueing a message copies it once and
-/// allocates nothing once the buffer has grown to the channel's usual backlog.
+/// `length (2 bytes) | frame`, each frame already in its wire encoding (`FrameRepr::emit`,
+/// sequence assigned): queueing a message copies it once, packing it into a packet is one
+/// more copy, and nothing is allocated once the buffer has grown to the channel's usual
+/// backlog.
 #[derive(Debug, Default)]
 struct MessageQueue {
     buf: Vec<u8>,
-    /// Where the oldest queued message starts.
+    /// Where the oldest queued frame's length starts.
     start: usize,
     count: usize,
 }
 
-/// Bytes of a queued message's sequence and length.
-const QUEUED_HEADER: usize = 4;
+/// Bytes of a queued frame's length.
+const QUEUED_HEADER: usize = 2;
 
 impl MessageQueue {
     fn len(&self) -> usize {
         self.count
     }
 
-    /// `bytes` must be at most `u16::MAX` long (unreliable messages fit one datagram).
-    fn push(&mut self, sequence: u16, bytes: &[u8]) {
-        let len = u16::try_from(bytes.len()).expect("an unreliable message fits a datagram");
-        self.buf.extend_from_slice(&sequence.to_be_bytes());
-        self.buf.extend_from_slice(&len.to_be_bytes());
-        self.buf.extend_from_slice(bytes);
+    /// Queues `frame` encoded; it must encode to at most `u16::MAX` bytes (unreliable
+    /// messages fit one datagram).
+    fn push(&mut self, frame: &FrameRepr<'_>) {
+        let len = frame.encoded_len();
+        let at = self.buf.len();
+        let header = u16::try_from(len).expect("an unreliable message fits a datagram");
+        self.buf.resize(at + QUEUED_HEADER + len, 0);
+        self.buf[at..at + QUEUED_HEADER].copy_from_slice(&header.to_be_bytes());
+        frame
+            .emit(&mut self.buf[at + QUEUED_HEADER..])
+            .expect("sized by encoded_len");
         self.count += 1;
     }
 
+    /// The oldest queued frame, encoded.
     #[inline]
-    fn front(&self) -> Option<(u16, &[u8])> {
+    fn front(&self) -> Option<&[u8]> {
         if self.count == 0 {
             return None;
         }
         let at = self.start;
-        let sequence = u16::from_be_bytes([self.buf[at], self.buf[at + 1]]);
-        let len = usize::from(u16::from_be_bytes([self.buf[at + 2], self.buf[at + 3]]));
+        let len = usize::from(u16::from_be_bytes([self.buf[at], self.buf[at + 1]]));
         let body = at + QUEUED_HEADER;
-        Some((sequence, &self.buf[body..body + len]))
+        Some(&self.buf[body..body + len])
     }
 
-    /// Drops the front message, `len` bytes long (as [`front`](Self::front) gave it).
+    /// Drops the front frame, `len` bytes long (as [`front`](Self::front) gave it).
     fn pop_front(&mut self, len: usize) {
         if self.count == 0 {
             return;
@@ -291,7 +298,17 @@ impl Channels {
                 if queue.len() >= queue_len {
                     return Err(SendError::QueueFull { channel });
                 }
-                queue.push(*next_sequence, bytes);
+                let kind = match ch.kind {
+                    ChannelKind::UnreliableSequenced => FrameKind::Sequenced {
+                        sequence: *next_sequence,
+                    },
+                    _ => FrameKind::Unreliable,
+                };
+                queue.push(&FrameRepr {
+                    channel,
+                    kind,
+                    payload: bytes,
+                });
                 *next_sequence = next_sequence.wrapping_add(1);
                 self.queued |= 1 << channel;
             }
@@ -376,36 +393,27 @@ impl Channels {
         if !self.reliable_idle && in_flight == 0 && self.all_reliable_empty() {
             self.reliable_idle = true;
         }
-        for k in 0..count {
-            if self.queued == 0 {
-                break;
-            }
-            let index = wrap(turn + k);
-            if self.queued & (1 << index) == 0 {
-                continue;
-            }
-            let kind = self.channels[index].kind;
-            let SendSide::Queue { queue, .. } = &mut self.channels[index].send else {
-                continue;
-            };
-            while let Some((sequence, bytes)) = queue.front() {
-                let frame = FrameRepr {
-                    channel: index as u8,
-                    kind: match kind {
-                        ChannelKind::UnreliableSequenced => FrameKind::Sequenced { sequence },
-                        _ => FrameKind::Unreliable,
-                    },
-                    payload: bytes,
+        // Channels with queued frames, from `turn` on, then wrapping to those before it.
+        let from_turn = u64::MAX.checked_shl(turn as u32).unwrap_or(0);
+        for mut bits in [self.queued & from_turn, self.queued & !from_turn] {
+            while bits != 0 {
+                let index = bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let SendSide::Queue { queue, .. } = &mut self.channels[index].send else {
+                    continue;
                 };
-                let Ok(used) = frame.emit(&mut buf[at..]) else {
-                    break;
-                };
-                at += used;
-                let len = bytes.len();
-                queue.pop_front(len);
-            }
-            if queue.len() == 0 {
-                self.queued &= !(1 << index);
+                while let Some(frame) = queue.front() {
+                    let len = frame.len();
+                    let Some(space) = buf.get_mut(at..at + len) else {
+                        break;
+                    };
+                    space.copy_from_slice(frame);
+                    at += len;
+                    queue.pop_front(len);
+                }
+                if queue.len() == 0 {
+                    self.queued &= !(1 << index);
+                }
             }
         }
         at
@@ -555,17 +563,28 @@ mod tests {
 
     #[test]
     fn queued_messages_come_out_in_order_with_their_sequences_and_bytes() {
+        let frame = |sequence: u16, payload: &'static [u8]| FrameRepr {
+            channel: 2,
+            kind: FrameKind::Sequenced { sequence },
+            payload,
+        };
+        let encoded = |f: FrameRepr<'_>| {
+            let mut bytes = vec![0; f.encoded_len()];
+            f.emit(&mut bytes).unwrap();
+            bytes
+        };
         let mut queue = MessageQueue::default();
-        queue.push(7, b"first");
-        queue.push(8, b"");
-        queue.push(9, &[0xAB; 300]);
+        let frames = [frame(7, b"first"), frame(8, b""), frame(9, &[0xAB; 300])];
+        for f in &frames {
+            queue.push(f);
+        }
         assert_eq!(queue.len(), 3);
-        assert_eq!(queue.front(), Some((7, &b"first"[..])));
-        queue.pop_front(5);
-        assert_eq!(queue.front(), Some((8, &b""[..])));
-        queue.pop_front(0);
-        assert_eq!(queue.front(), Some((9, &[0xAB; 300][..])));
-        queue.pop_front(300);
+        for f in frames {
+            let front = queue.front().expect("queued").to_vec();
+            assert_eq!(front, encoded(f));
+            assert_eq!(FrameRepr::parse(&front), Ok((f, front.len())));
+            queue.pop_front(front.len());
+        }
         assert_eq!((queue.len(), queue.front()), (0, None));
         queue.pop_front(0);
         assert_eq!(queue.len(), 0, "popping an empty queue changes nothing");
@@ -576,14 +595,18 @@ mod tests {
         let mut queue = MessageQueue::default();
         let mut next_out = 0u16;
         for sequence in 0..10_000u16 {
-            queue.push(sequence, &sequence.to_be_bytes().repeat(20));
+            let payload = sequence.to_be_bytes().repeat(20);
+            queue.push(&FrameRepr {
+                channel: 0,
+                kind: FrameKind::Sequenced { sequence },
+                payload: &payload,
+            });
             if queue.len() > 3 {
-                let (front, bytes) = queue.front().unwrap();
-                assert_eq!(
-                    (front, bytes),
-                    (next_out, &next_out.to_be_bytes().repeat(20)[..])
-                );
-                queue.pop_front(40);
+                let front = queue.front().unwrap();
+                let (frame, len) = FrameRepr::parse(front).unwrap();
+                assert_eq!(frame.kind, FrameKind::Sequenced { sequence: next_out });
+                assert_eq!(frame.payload, &next_out.to_be_bytes().repeat(20)[..]);
+                queue.pop_front(len);
                 next_out += 1;
             }
         }

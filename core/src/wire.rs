@@ -110,35 +110,37 @@ impl PacketHeader {
     ///
     /// Fails with [`HeaderError::BufferTooSmall`] (writing nothing) if `buf` is too short.
     pub fn encode(&self, buf: &mut [u8]) -> Result<usize, HeaderError> {
-        let prefix = self.prefix();
-        let needed = len_for_prefix(prefix);
-        if buf.len() < needed {
-            return Err(HeaderError::BufferTooSmall {
-                needed,
-                available: buf.len(),
-            });
-        }
-        buf[0] = prefix;
-        buf[1..3].copy_from_slice(&self.sequence.to_be_bytes());
-        let mut at = 3;
-        match self.ack_delta() {
+        // Built in one pass on the stack, then copied: every packet sent encodes a header.
+        let mut bytes = [0u8; Self::MAX_LEN];
+        let mut prefix = WIRE_VERSION << VERSION_SHIFT;
+        bytes[1..3].copy_from_slice(&self.sequence.to_be_bytes());
+        let mut at = match self.ack_delta() {
             Some(delta) => {
-                buf[at] = delta;
-                at += 1;
+                prefix |= ACK_DELTA_BIT;
+                bytes[3] = delta;
+                4
             }
             None => {
-                buf[at..at + 2].copy_from_slice(&self.ack.to_be_bytes());
-                at += 2;
+                bytes[3..5].copy_from_slice(&self.ack.to_be_bytes());
+                5
             }
-        }
-        for byte in self.ack_bits.to_le_bytes() {
+        };
+        for (k, byte) in self.ack_bits.to_le_bytes().into_iter().enumerate() {
             if byte != 0xFF {
-                buf[at] = byte;
+                prefix |= 1 << k;
+                bytes[at] = byte;
                 at += 1;
             }
         }
-        debug_assert_eq!(at, needed);
-        Ok(needed)
+        bytes[0] = prefix;
+        debug_assert_eq!(at, len_for_prefix(prefix));
+        let available = buf.len();
+        let out = buf.get_mut(..at).ok_or(HeaderError::BufferTooSmall {
+            needed: at,
+            available,
+        })?;
+        out.copy_from_slice(&bytes[..at]);
+        Ok(at)
     }
 
     /// Parses a header from the start of `bytes`; returns it and the bytes it occupied (the
