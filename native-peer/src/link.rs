@@ -7,7 +7,7 @@
 //! out.
 
 use std::io;
-use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
 use ackwire_core::emulator::{EmulatorConfig, LinkEmulator};
@@ -88,49 +88,89 @@ pub struct Link {
     counters: LinkCounters,
 }
 
-/// Length of [`address_bytes`]: family byte, 16 address bytes, 2 port bytes.
+/// Longest [`address_bytes`]: family byte, 16 address bytes, 2 port bytes (IPv6).
 pub const ADDRESS_LEN: usize = 19;
+/// Length of an IPv4 [`address_bytes`]: family byte, 4 address bytes, 2 port bytes.
+const V4_ADDRESS_LEN: usize = 7;
 
-/// A socket address as fixed-size bytes: the key of its connection in the core's `Listener`
-/// (which binds its handshake cookies to them) and the tag of a datagram in the emulator.
-pub fn address_bytes(addr: SocketAddr) -> [u8; ADDRESS_LEN] {
-    let (family, ip) = match addr.ip() {
-        IpAddr::V4(v4) => (4, v4.to_ipv6_mapped()),
-        IpAddr::V6(v6) => (6, v6),
-    };
+/// A socket address as bytes: `4 | 4 address bytes | port` or `6 | 16 address bytes | port`
+/// (port big-endian), 7 or 19 bytes. The key of its connection in the core's `Listener` (which
+/// binds its handshake cookies to it) and the tag of a datagram in the emulator. IPv4 keys
+/// are short because every datagram is hashed and compared by its key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AddressBytes {
+    len: u8,
+    bytes: [u8; ADDRESS_LEN],
+}
+
+impl std::ops::Deref for AddressBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+}
+
+/// The bytes of `addr` (see [`AddressBytes`]).
+pub fn address_bytes(addr: SocketAddr) -> AddressBytes {
     let mut bytes = [0u8; ADDRESS_LEN];
-    bytes[0] = family;
-    bytes[1..17].copy_from_slice(&ip.octets());
-    bytes[17..].copy_from_slice(&addr.port().to_be_bytes());
-    bytes
+    let port = addr.port().to_be_bytes();
+    let len = match addr.ip() {
+        IpAddr::V4(v4) => {
+            bytes[0] = 4;
+            bytes[1..5].copy_from_slice(&v4.octets());
+            bytes[5..7].copy_from_slice(&port);
+            V4_ADDRESS_LEN
+        }
+        IpAddr::V6(v6) => {
+            bytes[0] = 6;
+            bytes[1..17].copy_from_slice(&v6.octets());
+            bytes[17..19].copy_from_slice(&port);
+            ADDRESS_LEN
+        }
+    };
+    AddressBytes {
+        len: len as u8,
+        bytes,
+    }
 }
 
 /// The socket address [`address_bytes`] made, or `None` for bytes it cannot have made.
 pub fn parse_address(bytes: &[u8]) -> Option<SocketAddr> {
-    let bytes: &[u8; ADDRESS_LEN] = bytes.try_into().ok()?;
-    let octets: [u8; 16] = bytes[1..17].try_into().expect("16 address bytes");
-    let v6 = Ipv6Addr::from(octets);
-    let ip = match (bytes[0], v6.to_ipv4_mapped()) {
-        (4, Some(v4)) => IpAddr::V4(v4),
-        (6, _) => IpAddr::V6(v6),
-        _ => return None,
-    };
-    Some(SocketAddr::new(
-        ip,
-        u16::from_be_bytes([bytes[17], bytes[18]]),
-    ))
+    let port = |at: usize| u16::from_be_bytes([bytes[at], bytes[at + 1]]);
+    match (bytes.first()?, bytes.len()) {
+        (4, V4_ADDRESS_LEN) => {
+            let octets: [u8; 4] = bytes[1..5].try_into().expect("4 address bytes");
+            Some(SocketAddr::new(Ipv4Addr::from(octets).into(), port(5)))
+        }
+        (6, ADDRESS_LEN) => {
+            let octets: [u8; 16] = bytes[1..17].try_into().expect("16 address bytes");
+            Some(SocketAddr::new(Ipv6Addr::from(octets).into(), port(17)))
+        }
+        _ => None,
+    }
+}
+
+/// The length of the address tag at the start of `tagged` (its family byte tells).
+fn tag_len(tagged: &[u8]) -> usize {
+    if tagged[0] == 4 {
+        V4_ADDRESS_LEN
+    } else {
+        ADDRESS_LEN
+    }
 }
 
 fn tag(addr: SocketAddr, datagram: &[u8]) -> Vec<u8> {
-    let mut tagged = Vec::with_capacity(ADDRESS_LEN + datagram.len());
-    tagged.extend_from_slice(&address_bytes(addr));
+    let address = address_bytes(addr);
+    let mut tagged = Vec::with_capacity(address.len() + datagram.len());
+    tagged.extend_from_slice(&address);
     tagged.extend_from_slice(datagram);
     tagged
 }
 
 fn untag(tagged: &[u8]) -> (SocketAddr, &[u8]) {
-    let addr = parse_address(&tagged[..ADDRESS_LEN]).expect("tagged by `tag`");
-    (addr, &tagged[ADDRESS_LEN..])
+    let len = tag_len(tagged);
+    let addr = parse_address(&tagged[..len]).expect("tagged by `tag`");
+    (addr, &tagged[len..])
 }
 
 impl Link {
@@ -326,12 +366,17 @@ mod tests {
     #[test]
     fn bytes_no_address_could_have_made_parse_to_none() {
         assert_eq!(parse_address(b"short"), None);
-        let mut bytes = address_bytes("127.0.0.1:1".parse().unwrap());
+        assert_eq!(parse_address(b""), None);
+        let mut bytes = address_bytes("127.0.0.1:1".parse().unwrap()).to_vec();
+        assert_eq!(bytes.len(), 7, "IPv4 keys are short");
         bytes[0] = 5;
         assert_eq!(parse_address(&bytes), None);
-        // Family 4 with an address that is not IPv4-mapped.
-        let mut bytes = address_bytes("[2001:db8::1]:1".parse().unwrap());
+        // A family byte that does not match the length.
+        let mut bytes = address_bytes("[2001:db8::1]:1".parse().unwrap()).to_vec();
         bytes[0] = 4;
+        assert_eq!(parse_address(&bytes), None);
+        let mut bytes = address_bytes("10.0.0.1:9".parse().unwrap()).to_vec();
+        bytes[0] = 6;
         assert_eq!(parse_address(&bytes), None);
     }
 }
