@@ -15,7 +15,6 @@
 
 use core::hash::BuildHasher;
 use core::time::Duration;
-use std::collections::VecDeque;
 
 use hashbrown::HashTable;
 
@@ -143,13 +142,48 @@ pub struct Listener {
     next_generation: u32,
     /// Slots `poll_transmit` must visit, in the order they became due; a slot leaves once it
     /// has nothing more to send, so no connection starves the others.
-    due: VecDeque<usize>,
+    due: VisitQueue,
     /// Slots that may have events.
-    eventful: VecDeque<usize>,
+    eventful: VisitQueue,
     /// Counters of connections already dropped, so totals survive them.
     retired: Counters,
     /// Latest time seen, in nanoseconds.
     now: u64,
+}
+
+/// A FIFO of slot indexes to visit. Every packet pushes and pops its connection, and the
+/// queues drain at every `poll_transmit`/`poll_event` round, so this is a vector read from
+/// a moving head and rewound once empty: cheaper than a ring's wrap-around arithmetic.
+#[derive(Debug, Default)]
+struct VisitQueue {
+    items: Vec<u32>,
+    head: usize,
+}
+
+impl VisitQueue {
+    fn push_back(&mut self, index: usize) {
+        self.items.push(index as u32);
+    }
+
+    fn front(&self) -> Option<usize> {
+        self.items.get(self.head).map(|&i| i as usize)
+    }
+
+    fn pop_front(&mut self) {
+        self.head += 1;
+        if self.head >= self.items.len() {
+            self.items.clear();
+            self.head = 0;
+        } else if self.head >= 1024 && self.head * 2 >= self.items.len() {
+            // Never drained (a driver that stops polling half way): drop the visited half.
+            self.items.drain(..self.head);
+            self.head = 0;
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.head >= self.items.len()
+    }
 }
 
 /// The address of the live slot `index` (every index in `by_address` is one).
@@ -186,8 +220,8 @@ impl Listener {
             fired: Vec::new(),
             armed: Vec::new(),
             next_generation: 0,
-            due: VecDeque::new(),
-            eventful: VecDeque::new(),
+            due: VisitQueue::default(),
+            eventful: VisitQueue::default(),
             retired: Counters::default(),
             now: 0,
         })
@@ -337,7 +371,7 @@ impl Listener {
     ) -> Result<Option<(&[u8], usize)>, TransmitError> {
         self.now = self.now.max(nanos(now));
         self.expire_timers(self.now);
-        while let Some(&index) = self.due.front() {
+        while let Some(index) = self.due.front() {
             let slot = self.slots[index].as_mut().expect("due slot is live");
             let sent = slot.connection.poll_transmit(now, buf)?;
             // Nothing more before its next deadline (the usual case once its one packet per
@@ -381,7 +415,7 @@ impl Listener {
     /// itself. A connection whose [`ConnectionEvent::Disconnected`] has been taken, and that
     /// has nothing left to send, is dropped.
     pub fn poll_event(&mut self) -> Option<ListenerEvent<'_>> {
-        while let Some(&index) = self.eventful.front() {
+        while let Some(index) = self.eventful.front() {
             let slot = self.slots[index].as_mut().expect("eventful slot is live");
             if let Some(event) = slot.connection.poll_event() {
                 // Whatever the application does with the connection (answer, close) is sent
@@ -498,5 +532,49 @@ impl Listener {
             total += connection.stats().counters;
         }
         total
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::VisitQueue;
+
+    #[test]
+    fn visit_queue_is_first_in_first_out_and_rewinds_when_drained() {
+        let mut queue = VisitQueue::default();
+        assert!(queue.is_empty());
+        for index in [3, 1, 2] {
+            queue.push_back(index);
+        }
+        let mut seen = Vec::new();
+        while let Some(index) = queue.front() {
+            seen.push(index);
+            queue.pop_front();
+        }
+        assert_eq!(seen, [3, 1, 2]);
+        assert!(queue.is_empty());
+        assert_eq!((queue.items.len(), queue.head), (0, 0), "drained: rewound");
+    }
+
+    #[test]
+    fn a_visit_queue_that_never_drains_stays_bounded() {
+        let mut queue = VisitQueue::default();
+        let mut next_out = 0;
+        for index in 0..100_000 {
+            queue.push_back(index);
+            if index % 2 == 1 || index > 50_000 {
+                assert_eq!(queue.front(), Some(next_out));
+                queue.pop_front();
+                next_out += 1;
+            }
+        }
+        assert!(!queue.is_empty());
+        assert!(queue.items.len() < 4 * 25_000, "{} held", queue.items.len());
+        while let Some(index) = queue.front() {
+            assert_eq!(index, next_out);
+            queue.pop_front();
+            next_out += 1;
+        }
+        assert_eq!(next_out, 100_000);
     }
 }
