@@ -110,29 +110,25 @@ impl PacketHeader {
     ///
     /// Fails with [`HeaderError::BufferTooSmall`] (writing nothing) if `buf` is too short.
     pub fn encode(&self, buf: &mut [u8]) -> Result<usize, HeaderError> {
-        // Built in one pass on the stack, then copied: every packet sent encodes a header.
+        // Built on the stack, then copied in one go: every packet sent encodes a header. The
+        // prefix (one definition, shared with `encoded_len`) says which fields follow.
+        let prefix = self.prefix();
         let mut bytes = [0u8; Self::MAX_LEN];
-        let mut prefix = WIRE_VERSION << VERSION_SHIFT;
+        bytes[0] = prefix;
         bytes[1..3].copy_from_slice(&self.sequence.to_be_bytes());
-        let mut at = match self.ack_delta() {
-            Some(delta) => {
-                prefix |= ACK_DELTA_BIT;
-                bytes[3] = delta;
-                4
-            }
-            None => {
-                bytes[3..5].copy_from_slice(&self.ack.to_be_bytes());
-                5
-            }
+        let mut at = if prefix & ACK_DELTA_BIT != 0 {
+            bytes[3] = self.sequence.wrapping_sub(self.ack) as u8;
+            4
+        } else {
+            bytes[3..5].copy_from_slice(&self.ack.to_be_bytes());
+            5
         };
         for (k, byte) in self.ack_bits.to_le_bytes().into_iter().enumerate() {
-            if byte != 0xFF {
-                prefix |= 1 << k;
+            if prefix & (1 << k) != 0 {
                 bytes[at] = byte;
                 at += 1;
             }
         }
-        bytes[0] = prefix;
         debug_assert_eq!(at, len_for_prefix(prefix));
         let available = buf.len();
         let out = buf.get_mut(..at).ok_or(HeaderError::BufferTooSmall {
