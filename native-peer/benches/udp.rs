@@ -50,6 +50,23 @@ fn thread_cpu() -> Duration {
     Duration::from_nanos(ns)
 }
 
+/// This thread's CPU time so far split into user and kernel time (`/proc/thread-self/stat`,
+/// in USER_HZ ticks, 100 a second on Linux whatever the kernel's tick): where the protocol's
+/// cost lands, against the kernel's cost of the datagrams themselves.
+fn thread_user_system() -> (Duration, Duration) {
+    let stat = std::fs::read_to_string("/proc/thread-self/stat").expect("stat");
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .expect("stat has a command name")
+        .1
+        .split_whitespace()
+        .collect();
+    let ticks = |i: usize| Duration::from_millis(10 * fields[i].parse::<u64>().expect("ticks"));
+    // utime and stime are fields 14 and 15 of stat, 12 and 13 after the name.
+    (ticks(11), ticks(12))
+}
+
 /// Times this thread gave up the CPU to wait (each one a wake-up later).
 fn thread_waits() -> u64 {
     let status = std::fs::read_to_string("/proc/thread-self/status").expect("status");
@@ -99,6 +116,12 @@ struct Phase {
     server_wakeups: u64,
     /// CPU time of the thread running every client.
     client_cpu: Duration,
+    /// Times the client thread went to sleep and was woken (each one partly paid for by the
+    /// server's kernel time, when its datagram is what wakes the clients).
+    client_wakeups: u64,
+    /// The server's CPU time in user space and in the kernel (10 ms resolution).
+    server_user: Duration,
+    server_system: Duration,
 }
 
 impl Phase {
@@ -241,6 +264,7 @@ fn phase(kind: Kind, connections: usize, seconds: f64) -> Phase {
                 let socket = link::bind("127.0.0.1:0".parse().unwrap()).expect("bind");
                 addr_tx.send(socket.local_addr().unwrap()).unwrap();
                 let (cpu0, wall0, waits0) = (thread_cpu(), Instant::now(), thread_waits());
+                let (user0, system0) = thread_user_system();
                 let (received, sent, packet_len) = match kind {
                     Kind::Raw => {
                         let (received, sent) = raw_echo(socket, server_for).await;
@@ -268,7 +292,17 @@ fn phase(kind: Kind, connections: usize, seconds: f64) -> Phase {
                 };
                 let wakeups = thread_waits() - waits0;
                 let cpu = thread_cpu() - cpu0;
-                (received, sent, packet_len, wakeups, cpu, wall0.elapsed())
+                let (user, system) = thread_user_system();
+                let split = (user - user0, system - system0);
+                (
+                    received,
+                    sent,
+                    packet_len,
+                    wakeups,
+                    cpu,
+                    wall0.elapsed(),
+                    split,
+                )
             })
         })
         .expect("server thread");
@@ -276,7 +310,7 @@ fn phase(kind: Kind, connections: usize, seconds: f64) -> Phase {
     let clients = thread::Builder::new()
         .name("clients".into())
         .spawn(move || {
-            let cpu0 = thread_cpu();
+            let (cpu0, waits0) = (thread_cpu(), thread_waits());
             let totals = runtime().block_on(async move {
                 let mut tasks = tokio::task::JoinSet::new();
                 let start = tokio::time::Instant::now();
@@ -303,14 +337,25 @@ fn phase(kind: Kind, connections: usize, seconds: f64) -> Phase {
                 }
                 (sent, received, good)
             });
-            (totals, thread_cpu() - cpu0)
+            (totals, thread_cpu() - cpu0, thread_waits() - waits0)
         })
         .expect("client thread");
-    let ((client_sent, client_received, clients_good), client_cpu) = clients.join().unwrap();
-    let (server_received, server_sent, server_packet_len, server_wakeups, server_cpu, wall) =
-        server.join().unwrap();
+    let ((client_sent, client_received, clients_good), client_cpu, client_wakeups) =
+        clients.join().unwrap();
+    let (
+        server_received,
+        server_sent,
+        server_packet_len,
+        server_wakeups,
+        server_cpu,
+        wall,
+        (server_user, server_system),
+    ) = server.join().unwrap();
     Phase {
+        server_user,
+        server_system,
         client_cpu,
+        client_wakeups,
         server_wakeups,
         server_packet_len,
         server_received,
@@ -378,15 +423,18 @@ fn main() {
     for (name, p) in [("raw echo", &raw), ("ackwire ", &ackwire)] {
         println!(
             "{name}: {:>9.0} datagrams per server CPU-second ({} datagrams in {} wake-ups, \
-             server CPU {:.3} s over {:.2} s = {:.1}% of a core; clients {:.1}%), {:.2}% of \
-             datagrams arrived",
+             server CPU {:.3} s (user {:.2} s, kernel {:.2} s) over {:.2} s = {:.1}% of a \
+             core; clients {:.1}%, {} wake-ups), {:.2}% of datagrams arrived",
             p.per_cpu_second(),
             p.server_datagrams(),
             p.server_wakeups,
             p.server_cpu.as_secs_f64(),
+            p.server_user.as_secs_f64(),
+            p.server_system.as_secs_f64(),
             p.wall.as_secs_f64(),
             100.0 * p.cpu_share(),
             100.0 * p.client_cpu.as_secs_f64() / p.wall.as_secs_f64(),
+            p.client_wakeups,
             100.0 * p.delivered(),
         );
     }

@@ -251,13 +251,17 @@ fn fuzz_smoke(tools: &Tools) -> Result<()> {
 }
 
 /// Every benchmark, each a ratio against a baseline measured in the same run where the
-/// goal is relative: the core against laminar (criterion), the native peer against a raw UDP
-/// echo, the signal server under load.
+/// goal is relative: the core against laminar (criterion), the listener at a few connections
+/// against many (what memory costs), the native peer against a raw UDP echo, the signal
+/// server under load.
 pub(crate) fn bench() -> Result<()> {
     let start = Instant::now();
     let stages = [
         stage("core: packets and messages vs laminar", || {
             run(cargo().args(["bench", "-p", "ackwire-core", "--bench", "packet_path"]))
+        }),
+        stage("core: listener cost per echo at 64 / 2,000 / 10,000 connections", || {
+            run(cargo().args(["bench", "-p", "ackwire-core", "--bench", "listener_scale"]))
         }),
         stage("native peer: UDP vs raw echo, connections/core", || {
             run(cargo().args(["bench", "-p", "ackwire-peer", "--bench", "udp"]))
