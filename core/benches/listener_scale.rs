@@ -160,7 +160,9 @@ impl Fleet {
         spent
     }
 
-    /// The listener's part of one batch, as `ackwire-peer listen` runs it.
+    /// The listener's part of one batch, as `ackwire-peer listen` runs it. Never inlined, so
+    /// a profiler can tell it from the clients' part.
+    #[inline(never)]
     fn serve(&mut self, at: &dyn Fn(usize) -> Duration, batch_end: Duration) {
         for k in 0..self.up.datagrams.len() {
             let (i, offset, len) = self.up.datagrams[k];
@@ -204,7 +206,28 @@ impl Fleet {
     }
 }
 
+/// `LISTENER_SCALE_PROFILE=CONNECTIONS,INTERVALS`: no criterion, just the fleet's setup and
+/// that many intervals, for a profiler (run it with 0 intervals too, and subtract, to leave
+/// the handshakes and warm-up out).
+fn profile(spec: &str) {
+    let (connections, intervals) = spec
+        .split_once(',')
+        .and_then(|(c, i)| Some((c.parse().ok()?, i.parse().ok()?)))
+        .expect("LISTENER_SCALE_PROFILE=CONNECTIONS,INTERVALS");
+    let mut fleet = Fleet::new(connections);
+    let before = fleet.echoed;
+    let spent: Duration = (0..intervals).map(|_| fleet.interval()).sum();
+    println!(
+        "{connections} connections, {intervals} intervals: {} messages echoed, {:.0} ns each",
+        fleet.echoed - before,
+        spent.as_nanos() as f64 / (fleet.echoed - before).max(1) as f64
+    );
+}
+
 fn bench(c: &mut Criterion) {
+    if let Ok(spec) = std::env::var("LISTENER_SCALE_PROFILE") {
+        return profile(&spec);
+    }
     let mut group = c.benchmark_group("listener_echo");
     group.sample_size(20);
     for connections in [64, 2_000, 10_000] {

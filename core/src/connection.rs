@@ -258,6 +258,47 @@ enum Phase {
 /// Reliable frames `(channel, id)` that rode in the packet with this sequence.
 type PacketRecord = (Option<u16>, Vec<(u8, u16)>);
 
+/// The connection's pending events, first in first out. The usual case is one event at a
+/// time (a packet's message, taken before the next packet arrives), which is kept inside the
+/// connection: a server with thousands of connections would otherwise miss in cache on a
+/// separately allocated queue on every message, once when queueing it and once when taking
+/// it. Only a second event waiting behind it goes to the heap.
+#[derive(Debug, Default)]
+struct EventQueue {
+    /// The oldest pending event, or none while `more` is empty too.
+    first: Option<ConnectionEvent>,
+    more: VecDeque<ConnectionEvent>,
+}
+
+impl EventQueue {
+    fn push_back(&mut self, event: ConnectionEvent) {
+        if self.first.is_none() && self.more.is_empty() {
+            self.first = Some(event);
+        } else {
+            self.more.push_back(event);
+        }
+    }
+
+    fn pop_front(&mut self) -> Option<ConnectionEvent> {
+        match self.first.take() {
+            Some(event) => Some(event),
+            None => {
+                let event = self.more.pop_front();
+                if event.is_none() {
+                    // Drained: restart at the buffer's first slot, which stays in cache,
+                    // rather than walking the whole ring.
+                    self.more.clear();
+                }
+                event
+            }
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.first.is_none() && self.more.is_empty()
+    }
+}
+
 /// One connection, either role, as a sans-IO state machine. See the [crate docs](crate).
 ///
 /// Laid out in order (`repr(C)`): what every data packet touches first, the handshake's
@@ -279,7 +320,7 @@ pub struct Connection {
     accepted_due: bool,
     /// Made by an acceptor (answers repeated connect responses).
     is_acceptor: bool,
-    events: VecDeque<ConnectionEvent>,
+    events: EventQueue,
     /// Where a packet's reliable frames are gathered before they go into the ring.
     record_scratch: Vec<(u8, u16)>,
     channels: Channels,
@@ -355,7 +396,7 @@ impl Connection {
             records: Vec::new(),
             records_live: 0,
             record_scratch: Vec::new(),
-            events: VecDeque::new(),
+            events: EventQueue::default(),
         })
     }
 
@@ -640,13 +681,7 @@ impl Connection {
 
     /// The next event, oldest first. Drain after every `receive` and `poll_transmit`.
     pub fn poll_event(&mut self) -> Option<ConnectionEvent> {
-        let event = self.events.pop_front();
-        if event.is_none() {
-            // Drained: restart at the buffer's first slot, which stays in cache, rather than
-            // walking the whole ring (a cache miss every few events with many connections).
-            self.events.clear();
-        }
-        event
+        self.events.pop_front()
     }
 
     /// True when [`poll_event`](Self::poll_event) has something.
@@ -742,5 +777,35 @@ impl Connection {
                 self.endpoint.set_packet_events(false);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ConnectionEvent, EventQueue};
+
+    fn connected(id: u64) -> ConnectionEvent {
+        ConnectionEvent::Connected { connection_id: id }
+    }
+
+    #[test]
+    fn events_come_out_in_the_order_they_went_in_however_pushes_and_pops_interleave() {
+        let mut queue = EventQueue::default();
+        let mut expected = std::collections::VecDeque::new();
+        // Pushes and pops in every mix of the inline slot and the overflow queue.
+        for (step, pushes) in [1, 3, 0, 2, 1, 0, 4, 1].into_iter().enumerate() {
+            for k in 0..pushes {
+                let id = (step * 10 + k) as u64;
+                queue.push_back(connected(id));
+                expected.push_back(connected(id));
+            }
+            assert_eq!(queue.pop_front(), expected.pop_front(), "step {step}");
+            assert_eq!(queue.is_empty(), expected.is_empty(), "step {step}");
+        }
+        while let Some(event) = expected.pop_front() {
+            assert_eq!(queue.pop_front(), Some(event));
+        }
+        assert_eq!(queue.pop_front(), None);
+        assert!(queue.is_empty());
     }
 }

@@ -260,9 +260,10 @@ pub(crate) fn bench() -> Result<()> {
         stage("core: packets and messages vs laminar", || {
             run(cargo().args(["bench", "-p", "ackwire-core", "--bench", "packet_path"]))
         }),
-        stage("core: listener cost per echo at 64 / 2,000 / 10,000 connections", || {
-            run(cargo().args(["bench", "-p", "ackwire-core", "--bench", "listener_scale"]))
-        }),
+        stage(
+            "core: listener cost per echo at 64 / 2,000 / 10,000 connections",
+            || run(cargo().args(["bench", "-p", "ackwire-core", "--bench", "listener_scale"])),
+        ),
         stage("native peer: UDP vs raw echo, connections/core", || {
             run(cargo().args(["bench", "-p", "ackwire-peer", "--bench", "udp"]))
         }),
