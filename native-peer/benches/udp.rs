@@ -20,18 +20,24 @@
 //! so the server pays for the load generator's cache footprint in user and kernel time. The
 //! ackwire clients hold 2,000 connections of state where the raw clients hold none, so that
 //! cost falls on the ackwire phase alone: on the 2-core development VM unpinned rounds
-//! swung between 51 % and 82 % (median 62 %), pinned ones between 73 % and 88 %.
+//! swung between 51 % and 82 % (median 62 %), pinned ones between 64 % and 91 % (the host's
+//! other tenants move the raw phase as much as the ackwire one, round to round).
 //! `--no-pin` leaves placement to the scheduler, to see that effect.
 //!
 //! The machine is shared, so wall time is noisy: the server's cost is measured as the CPU
-//! time of its thread (`/proc/thread-self/schedstat`), and throughput is stated per core as
-//! server datagrams (in + out) per CPU-second. The ratio ackwire / raw of the two phases at
+//! time of its thread (`/proc/self/task/TID/schedstat`), and throughput is stated per core as
+//! server datagrams (in + out) per CPU-second, over the steady state only: from one second
+//! after the clients start (every handshake done) to their end, read from outside both
+//! threads. Connection setup is a one-off cost, which a short run would otherwise spread
+//! over its packets (2,000 handshakes weigh about 10 % of the protocol's user time in a 5 s
+//! run); the core's `listener_scale` bench leaves it out the same way. The ratio ackwire / raw of the two phases at
 //! the same load is the figure of merit (goal >= 0.8); the connection count one core can
 //! serve is N divided by the server's CPU share at N connections (goal >= 2,000), and the
 //! clients' delivery ratio shows those N were actually served.
 
 use std::net::SocketAddr;
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -50,8 +56,60 @@ const RATE_PPS: f64 = 30.0;
 /// message. The ackwire phase checks its own mean datagram size against it.
 const DATAGRAM_LEN: usize = 40;
 
-fn thread_cpu() -> Duration {
-    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").expect("schedstat");
+/// A thread of this process, read from outside through `/proc/self/task/TID`.
+#[derive(Debug, Clone, Copy)]
+struct Task(u32);
+
+impl Task {
+    /// The calling thread.
+    fn current() -> Task {
+        let link = std::fs::read_link("/proc/thread-self").expect("/proc/thread-self");
+        let tid = link
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.parse().ok())
+            .expect("thread id");
+        Task(tid)
+    }
+
+    fn read(&self, file: &str) -> String {
+        std::fs::read_to_string(format!("/proc/self/task/{}/{file}", self.0)).expect(file)
+    }
+
+    /// CPU time, its user/kernel split and wake-ups so far.
+    fn sample(&self) -> TaskSample {
+        let (user, system) = user_system(&self.read("stat"));
+        TaskSample {
+            cpu: cpu(&self.read("schedstat")),
+            user,
+            system,
+            waits: waits(&self.read("status")),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct TaskSample {
+    cpu: Duration,
+    user: Duration,
+    system: Duration,
+    waits: u64,
+}
+
+impl std::ops::Sub for TaskSample {
+    type Output = TaskSample;
+    fn sub(self, earlier: TaskSample) -> TaskSample {
+        TaskSample {
+            cpu: self.cpu - earlier.cpu,
+            user: self.user - earlier.user,
+            system: self.system - earlier.system,
+            waits: self.waits - earlier.waits,
+        }
+    }
+}
+
+/// A thread's run time from its `schedstat`, to the nanosecond.
+fn cpu(stat: &str) -> Duration {
     let ns: u64 = stat
         .split_whitespace()
         .next()
@@ -60,11 +118,10 @@ fn thread_cpu() -> Duration {
     Duration::from_nanos(ns)
 }
 
-/// This thread's CPU time so far split into user and kernel time (`/proc/thread-self/stat`,
-/// in USER_HZ ticks, 100 a second on Linux whatever the kernel's tick): where the protocol's
-/// cost lands, against the kernel's cost of the datagrams themselves.
-fn thread_user_system() -> (Duration, Duration) {
-    let stat = std::fs::read_to_string("/proc/thread-self/stat").expect("stat");
+/// A thread's CPU time split into user and kernel time (from its `stat`, in USER_HZ ticks,
+/// 100 a second on Linux whatever the kernel's tick): where the protocol's cost lands,
+/// against the kernel's cost of the datagrams themselves.
+fn user_system(stat: &str) -> (Duration, Duration) {
     // Fields after the command name, which is in parentheses and may hold spaces.
     let fields: Vec<&str> = stat
         .rsplit_once(')')
@@ -77,9 +134,8 @@ fn thread_user_system() -> (Duration, Duration) {
     (ticks(11), ticks(12))
 }
 
-/// Times this thread gave up the CPU to wait (each one a wake-up later).
-fn thread_waits() -> u64 {
-    let status = std::fs::read_to_string("/proc/thread-self/status").expect("status");
+/// Times a thread gave up the CPU to wait (each one a wake-up later), from its `status`.
+fn waits(status: &str) -> u64 {
     status
         .lines()
         .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
@@ -151,49 +207,77 @@ enum Kind {
     Ackwire,
 }
 
+/// What one phase measured. Throughput and CPU figures cover the steady state only: the
+/// window from `WARM_UP` after the clients start to their end, so the handshakes and the
+/// first packets of 2,000 fresh connections (a one-off cost, measured apart by the core's
+/// `listener_scale` bench) do not weigh on a figure of packets per second.
 #[derive(Debug)]
 struct Phase {
+    /// Whole-run totals, for the delivery check.
     server_received: u64,
     server_sent: u64,
-    server_cpu: Duration,
-    wall: Duration,
     client_sent: u64,
     client_received: u64,
     /// Client connections still in good mode at the end (ackwire phase only).
     clients_good: u64,
     /// Mean size of the server's data packets (ackwire phase only).
     server_packet_len: f64,
-    /// Times the server thread went to sleep and was woken.
-    server_wakeups: u64,
-    /// CPU time of the thread running every client.
-    client_cpu: Duration,
-    /// Times the client thread went to sleep and was woken (each one partly paid for by the
-    /// server's kernel time, when its datagram is what wakes the clients).
-    client_wakeups: u64,
-    /// The server's CPU time in user space and in the kernel (10 ms resolution).
-    server_user: Duration,
-    server_system: Duration,
+    /// The steady-state window.
+    wall: Duration,
+    /// Datagrams the clients sent (the server's input) and received (its output) in it.
+    up: u64,
+    down: u64,
+    /// The server thread's and the client thread's CPU time and wake-ups in it.
+    server: TaskSample,
+    clients: TaskSample,
 }
 
 impl Phase {
     fn server_datagrams(&self) -> u64 {
-        self.server_received + self.server_sent
+        self.up + self.down
     }
     fn per_cpu_second(&self) -> f64 {
-        self.server_datagrams() as f64 / self.server_cpu.as_secs_f64()
+        self.server_datagrams() as f64 / self.server.cpu.as_secs_f64()
     }
     /// Packets per second each connection actually got from the server (the target is 30).
     fn server_rate_per_flow(&self, connections: usize) -> f64 {
-        self.server_sent as f64 / connections as f64 / self.wall.as_secs_f64()
+        self.down as f64 / connections as f64 / self.wall.as_secs_f64()
     }
     fn cpu_share(&self) -> f64 {
-        self.server_cpu.as_secs_f64() / self.wall.as_secs_f64()
+        self.server.cpu.as_secs_f64() / self.wall.as_secs_f64()
     }
-    /// The worse direction's share of datagrams that arrived.
+    /// The worse direction's share of datagrams that arrived, over the whole run.
     fn delivered(&self) -> f64 {
         let up = self.server_received as f64 / self.client_sent.max(1) as f64;
         let down = self.client_received as f64 / self.server_sent.max(1) as f64;
         up.min(down)
+    }
+}
+
+/// Time from the clients' start to the measured window: every handshake is done by then
+/// (they take a few round trips, well under 100 ms on loopback).
+const WARM_UP: Duration = Duration::from_secs(1);
+
+/// Datagrams every client flow of a phase has sent and received so far, read by the main
+/// thread at the window's edges (the flows all run on the client thread: relaxed is enough).
+#[derive(Debug, Default)]
+struct FlowCount {
+    sent: AtomicU64,
+    received: AtomicU64,
+}
+
+impl FlowCount {
+    fn sent(&self) {
+        self.sent.fetch_add(1, Ordering::Relaxed);
+    }
+    fn received(&self) {
+        self.received.fetch_add(1, Ordering::Relaxed);
+    }
+    fn read(&self) -> (u64, u64) {
+        (
+            self.sent.load(Ordering::Relaxed),
+            self.received.load(Ordering::Relaxed),
+        )
     }
 }
 
@@ -233,21 +317,20 @@ async fn raw_echo(socket: std::net::UdpSocket, run_for: Duration) -> (u64, u64) 
     }
 }
 
-async fn raw_flow(server: SocketAddr, run_for: Duration) -> (u64, u64, bool) {
+async fn raw_flow(server: SocketAddr, run_for: Duration, count: Arc<FlowCount>) {
     let socket = UdpSocket::bind("127.0.0.1:0").await.expect("bind");
     let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / RATE_PPS));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let end = tokio::time::Instant::now() + run_for;
     let payload = [7u8; DATAGRAM_LEN];
     let mut buf = [0u8; 2048];
-    let (mut sent, mut received) = (0, 0);
     loop {
         tokio::select! {
             now = tick.tick() => {
-                if now >= end { return (sent, received, false); }
-                if socket.send_to(&payload, server).await.is_ok() { sent += 1; }
+                if now >= end { return; }
+                if socket.send_to(&payload, server).await.is_ok() { count.sent(); }
             }
-            r = socket.recv_from(&mut buf) => if r.is_ok() { received += 1 },
+            r = socket.recv_from(&mut buf) => if r.is_ok() { count.received() },
         }
     }
 }
@@ -257,18 +340,18 @@ async fn raw_flow(server: SocketAddr, run_for: Duration) -> (u64, u64, bool) {
 /// one). A lean loop rather than `peer::run`, so that the client thread loads the machine
 /// about as much as the raw phase's clients do: the server shares the L3 cache and the
 /// memory bus with it, and a busier neighbour would slow the ackwire phase alone.
-async fn ackwire_flow(server: SocketAddr, run_for: Duration) -> (u64, u64, bool) {
+/// Returns whether the connection ended in good mode.
+async fn ackwire_flow(server: SocketAddr, run_for: Duration, count: Arc<FlowCount>) -> bool {
     let socket = UdpSocket::bind("127.0.0.1:0").await.expect("bind");
     // Tokio learns a new socket's write readiness from a first poll.
     socket.writable().await.expect("writable");
     let start = tokio::time::Instant::now();
     let mut connection = Connection::connect(config(), Duration::ZERO).expect("config");
     let (mut buf, mut out) = ([0u8; 2048], [0u8; 1200]);
-    let (mut sent, mut received) = (0, 0);
-    let mut transmit = |connection: &mut Connection, now: Duration| {
-        while let Ok(Some(len)) = connection.poll_transmit(now, &mut out) {
+    let transmit = |connection: &mut Connection, out: &mut [u8], now: Duration| {
+        while let Ok(Some(len)) = connection.poll_transmit(now, out) {
             if socket.try_send_to(&out[..len], server).is_ok() {
-                sent += 1;
+                count.sent();
             }
         }
     };
@@ -282,14 +365,14 @@ async fn ackwire_flow(server: SocketAddr, run_for: Duration) -> (u64, u64, bool)
         {
             let _ = connection.send(0, &[7u8; 32]);
         }
-        transmit(&mut connection, now);
+        transmit(&mut connection, &mut out, now);
         while connection.poll_event().is_some() {}
         let wake = connection.poll_timeout().unwrap_or(run_for).min(run_for);
         tokio::select! {
             ready = socket.readable() => {
                 ready.expect("readable");
                 while let Ok((len, _)) = socket.try_recv_from(&mut buf) {
-                    received += 1;
+                    count.received();
                     let _ = connection.receive(start.elapsed(), &buf[..len]);
                 }
             }
@@ -298,12 +381,16 @@ async fn ackwire_flow(server: SocketAddr, run_for: Duration) -> (u64, u64, bool)
     }
     let good = connection.stats().mode == Mode::Good;
     connection.close();
-    transmit(&mut connection, start.elapsed());
-    (sent, received, good)
+    transmit(&mut connection, &mut out, start.elapsed());
+    good
 }
 
 fn phase(kind: Kind, connections: usize, seconds: f64, placement: Placement) -> Phase {
     let clients_for = Duration::from_secs_f64(seconds);
+    assert!(
+        clients_for > WARM_UP,
+        "a phase lasts longer than its {WARM_UP:?} warm-up"
+    );
     // The server outlives the clients by the flows' start spread (one send interval) so it
     // sees all their traffic, and not much longer: its own sends after they stop are lost.
     let server_for = clients_for + Duration::from_millis(50);
@@ -314,10 +401,10 @@ fn phase(kind: Kind, connections: usize, seconds: f64, placement: Placement) -> 
             pin_to(placement.server);
             runtime().block_on(async move {
                 let socket = link::bind("127.0.0.1:0".parse().unwrap()).expect("bind");
-                addr_tx.send(socket.local_addr().unwrap()).unwrap();
-                let (cpu0, wall0, waits0) = (thread_cpu(), Instant::now(), thread_waits());
-                let (user0, system0) = thread_user_system();
-                let (received, sent, packet_len) = match kind {
+                addr_tx
+                    .send((socket.local_addr().unwrap(), Task::current()))
+                    .unwrap();
+                match kind {
                     Kind::Raw => {
                         let (received, sent) = raw_echo(socket, server_for).await;
                         (received, sent, DATAGRAM_LEN as f64)
@@ -341,83 +428,77 @@ fn phase(kind: Kind, connections: usize, seconds: f64, placement: Placement) -> 
                         let packet_len = c.bytes_sent as f64 / c.packets_sent.max(1) as f64;
                         (s.link.datagrams_in, s.link.datagrams_out, packet_len)
                     }
-                };
-                let wakeups = thread_waits() - waits0;
-                let cpu = thread_cpu() - cpu0;
-                let (user, system) = thread_user_system();
-                let split = (user - user0, system - system0);
-                (
-                    received,
-                    sent,
-                    packet_len,
-                    wakeups,
-                    cpu,
-                    wall0.elapsed(),
-                    split,
-                )
+                }
             })
         })
         .expect("server thread");
-    let addr = addr_rx.recv().unwrap();
+    let (addr, server_task) = addr_rx.recv().unwrap();
+    let count = Arc::new(FlowCount::default());
+    let (start_tx, start_rx) = mpsc::channel();
+    let flows_count = count.clone();
     let clients = thread::Builder::new()
         .name("clients".into())
         .spawn(move || {
             pin_to(placement.clients);
-            let (cpu0, waits0) = (thread_cpu(), thread_waits());
-            let totals = runtime().block_on(async move {
+            runtime().block_on(async move {
                 let mut tasks = tokio::task::JoinSet::new();
                 let start = tokio::time::Instant::now();
+                start_tx.send((start.into_std(), Task::current())).unwrap();
                 let interval = Duration::from_secs_f64(1.0 / RATE_PPS);
                 for i in 0..connections {
                     // Spread the flows' phases over one send interval, as independent players
                     // are; every flow stops at the same moment.
                     let offset = interval * i as u32 / connections as u32;
                     let run_for = clients_for - offset;
+                    let count = flows_count.clone();
                     tasks.spawn(async move {
                         tokio::time::sleep_until(start + offset).await;
                         match kind {
-                            Kind::Raw => raw_flow(addr, run_for).await,
-                            Kind::Ackwire => ackwire_flow(addr, run_for).await,
+                            Kind::Raw => {
+                                raw_flow(addr, run_for, count).await;
+                                false
+                            }
+                            Kind::Ackwire => ackwire_flow(addr, run_for, count).await,
                         }
                     });
                 }
-                let (mut sent, mut received, mut good) = (0, 0, 0);
+                let mut good = 0;
                 while let Some(done) = tasks.join_next().await {
-                    let (s, r, g) = done.expect("flow task");
-                    sent += s;
-                    received += r;
-                    good += u64::from(g);
+                    good += u64::from(done.expect("flow task"));
                 }
-                (sent, received, good)
-            });
-            (totals, thread_cpu() - cpu0, thread_waits() - waits0)
+                good
+            })
         })
         .expect("client thread");
-    let ((client_sent, client_received, clients_good), client_cpu, client_wakeups) =
-        clients.join().unwrap();
-    let (
-        server_received,
-        server_sent,
-        server_packet_len,
-        server_wakeups,
-        server_cpu,
-        wall,
-        (server_user, server_system),
-    ) = server.join().unwrap();
+    // The steady-state window, read from outside both threads.
+    let (start, clients_task) = start_rx.recv().unwrap();
+    let sample = || {
+        (
+            Instant::now(),
+            server_task.sample(),
+            clients_task.sample(),
+            count.read(),
+        )
+    };
+    thread::sleep((start + WARM_UP).saturating_duration_since(Instant::now()));
+    let first = sample();
+    thread::sleep((start + clients_for).saturating_duration_since(Instant::now()));
+    let last = sample();
+    let clients_good = clients.join().unwrap();
+    let (server_received, server_sent, server_packet_len) = server.join().unwrap();
+    let (client_sent, client_received) = count.read();
     Phase {
-        server_user,
-        server_system,
-        client_cpu,
-        client_wakeups,
-        server_wakeups,
-        server_packet_len,
         server_received,
         server_sent,
-        server_cpu,
-        wall,
         client_sent,
         client_received,
         clients_good,
+        server_packet_len,
+        wall: last.0 - first.0,
+        up: last.3.0 - first.3.0,
+        down: last.3.1 - first.3.1,
+        server: last.1 - first.1,
+        clients: last.2 - first.2,
     }
 }
 
@@ -479,19 +560,19 @@ fn main() {
     let connections_per_core = connections as f64 / ackwire.cpu_share();
     for (name, p) in [("raw echo", &raw), ("ackwire ", &ackwire)] {
         println!(
-            "{name}: {:>9.0} datagrams per server CPU-second ({} datagrams in {} wake-ups, \
-             server CPU {:.3} s (user {:.2} s, kernel {:.2} s) over {:.2} s = {:.1}% of a \
-             core; clients {:.1}%, {} wake-ups), {:.2}% of datagrams arrived",
+            "{name}: {:>9.0} datagrams per server CPU-second (steady state: {} datagrams in \
+             {} wake-ups, server CPU {:.3} s (user {:.2} s, kernel {:.2} s) over {:.2} s = \
+             {:.1}% of a core; clients {:.1}%, {} wake-ups), {:.2}% of datagrams arrived",
             p.per_cpu_second(),
             p.server_datagrams(),
-            p.server_wakeups,
-            p.server_cpu.as_secs_f64(),
-            p.server_user.as_secs_f64(),
-            p.server_system.as_secs_f64(),
+            p.server.waits,
+            p.server.cpu.as_secs_f64(),
+            p.server.user.as_secs_f64(),
+            p.server.system.as_secs_f64(),
             p.wall.as_secs_f64(),
             100.0 * p.cpu_share(),
-            100.0 * p.client_cpu.as_secs_f64() / p.wall.as_secs_f64(),
-            p.client_wakeups,
+            100.0 * p.clients.cpu.as_secs_f64() / p.wall.as_secs_f64(),
+            p.clients.waits,
             100.0 * p.delivered(),
         );
     }

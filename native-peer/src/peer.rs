@@ -173,8 +173,16 @@ pub async fn run(
             None if connections.is_finished() => break,
             None => {}
         }
+        // While datagrams keep coming, connection timers wait for the next read tick (at
+        // most `READ_COALESCE` late, the delay the core's timer wheel allows anyway): one
+        // wake-up then serves both, where a listener with thousands of connections, which
+        // always has some deadline within the next millisecond, would otherwise wake twice.
+        let timers = match (connections.poll_timeout(), read_again_at) {
+            (Some(timer), Some(read)) => Some(timer.max(read)),
+            (timer, _) => timer,
+        };
         let wake = [
-            connections.poll_timeout(),
+            timers,
             link.poll_timeout(),
             next_report.filter(|_| closing_until.is_none()),
             options.duration.filter(|_| closing_until.is_none()),
