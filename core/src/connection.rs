@@ -272,7 +272,7 @@ struct EventQueue {
 
 impl EventQueue {
     fn push_back(&mut self, event: ConnectionEvent) {
-        if self.first.is_none() && self.more.is_empty() {
+        if self.is_empty() {
             self.first = Some(event);
         } else {
             self.more.push_back(event);

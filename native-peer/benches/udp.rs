@@ -1,7 +1,8 @@
 //! UDP benchmark of the native driver on loopback, against a raw UDP echo in the same run.
 //!
 //! Run: `cargo bench -p ackwire-peer --bench udp` (add `-- --quick` for a shorter run, or
-//! `-- --connections N --seconds S`, `-- --no-pin`). Prints a human summary, then one JSON line.
+//! `-- --connections N --seconds S`, `-- --no-pin`). Prints a human summary, then one JSON
+//! line.
 //!
 //! Each phase runs one server on its own thread (a current-thread tokio runtime, so it uses
 //! at most one core) and N client flows at 30 packets/s each on another thread:
@@ -30,10 +31,11 @@
 //! after the clients start (every handshake done) to their end, read from outside both
 //! threads. Connection setup is a one-off cost, which a short run would otherwise spread
 //! over its packets (2,000 handshakes weigh about 10 % of the protocol's user time in a 5 s
-//! run); the core's `listener_scale` bench leaves it out the same way. The ratio ackwire / raw of the two phases at
-//! the same load is the figure of merit (goal >= 0.8); the connection count one core can
-//! serve is N divided by the server's CPU share at N connections (goal >= 2,000), and the
-//! clients' delivery ratio shows those N were actually served.
+//! run); the core's `listener_scale` bench leaves it out the same way. The ratio ackwire /
+//! raw of the two phases at the same load is the figure of merit (goal >= 0.8); the
+//! connection count one core can serve is N divided by the server's CPU share at N
+//! connections (goal >= 2,000), and the clients' delivery ratio shows those N were actually
+//! served.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -88,7 +90,7 @@ impl Task {
     }
 }
 
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 struct TaskSample {
     cpu: Duration,
     user: Duration,
@@ -143,33 +145,32 @@ fn waits(status: &str) -> u64 {
         .expect("voluntary_ctxt_switches")
 }
 
-/// Where the two threads run: the server on one core, the clients on another, or both
-/// wherever the scheduler likes (`--no-pin`, or fewer than two cores to choose from).
+/// Where the two threads run: the server on one core and the clients on another, or both
+/// wherever the scheduler likes (`None`: `--no-pin`, or fewer than two cores to choose from).
 #[derive(Debug, Clone, Copy)]
-struct Placement {
-    server: Option<core_affinity::CoreId>,
-    clients: Option<core_affinity::CoreId>,
-}
+struct Placement(Option<(core_affinity::CoreId, core_affinity::CoreId)>);
 
 impl Placement {
     fn new(pin: bool) -> Placement {
         let cores = core_affinity::get_core_ids().unwrap_or_default();
-        match cores.as_slice() {
-            [server, clients, ..] if pin => Placement {
-                server: Some(*server),
-                clients: Some(*clients),
-            },
-            _ => Placement {
-                server: None,
-                clients: None,
-            },
-        }
+        Placement(match cores.as_slice() {
+            [server, clients, ..] if pin => Some((*server, *clients)),
+            _ => None,
+        })
+    }
+
+    fn server(&self) -> Option<core_affinity::CoreId> {
+        self.0.map(|(server, _)| server)
+    }
+
+    fn clients(&self) -> Option<core_affinity::CoreId> {
+        self.0.map(|(_, clients)| clients)
     }
 
     fn describe(&self) -> String {
-        match (self.server, self.clients) {
-            (Some(s), Some(c)) => format!("server pinned to CPU {}, clients to CPU {}", s.id, c.id),
-            _ => "threads not pinned".into(),
+        match self.0 {
+            Some((s, c)) => format!("server pinned to CPU {}, clients to CPU {}", s.id, c.id),
+            None => "threads not pinned".into(),
         }
     }
 }
@@ -252,6 +253,15 @@ impl Phase {
         let down = self.client_received as f64 / self.server_sent.max(1) as f64;
         up.min(down)
     }
+}
+
+/// Both threads and the flows' counts at one edge of the steady-state window.
+struct Snapshot {
+    at: Instant,
+    server: TaskSample,
+    clients: TaskSample,
+    /// Datagrams the flows have sent and received.
+    flows: (u64, u64),
 }
 
 /// Time from the clients' start to the measured window: every handshake is done by then
@@ -398,7 +408,7 @@ fn phase(kind: Kind, connections: usize, seconds: f64, placement: Placement) -> 
     let server = thread::Builder::new()
         .name("server".into())
         .spawn(move || {
-            pin_to(placement.server);
+            pin_to(placement.server());
             runtime().block_on(async move {
                 let socket = link::bind("127.0.0.1:0".parse().unwrap()).expect("bind");
                 addr_tx
@@ -439,7 +449,7 @@ fn phase(kind: Kind, connections: usize, seconds: f64, placement: Placement) -> 
     let clients = thread::Builder::new()
         .name("clients".into())
         .spawn(move || {
-            pin_to(placement.clients);
+            pin_to(placement.clients());
             runtime().block_on(async move {
                 let mut tasks = tokio::task::JoinSet::new();
                 let start = tokio::time::Instant::now();
@@ -472,13 +482,11 @@ fn phase(kind: Kind, connections: usize, seconds: f64, placement: Placement) -> 
         .expect("client thread");
     // The steady-state window, read from outside both threads.
     let (start, clients_task) = start_rx.recv().unwrap();
-    let sample = || {
-        (
-            Instant::now(),
-            server_task.sample(),
-            clients_task.sample(),
-            count.read(),
-        )
+    let sample = || Snapshot {
+        at: Instant::now(),
+        server: server_task.sample(),
+        clients: clients_task.sample(),
+        flows: count.read(),
     };
     thread::sleep((start + WARM_UP).saturating_duration_since(Instant::now()));
     let first = sample();
@@ -494,11 +502,11 @@ fn phase(kind: Kind, connections: usize, seconds: f64, placement: Placement) -> 
         client_received,
         clients_good,
         server_packet_len,
-        wall: last.0 - first.0,
-        up: last.3.0 - first.3.0,
-        down: last.3.1 - first.3.1,
-        server: last.1 - first.1,
-        clients: last.2 - first.2,
+        wall: last.at - first.at,
+        up: last.flows.0 - first.flows.0,
+        down: last.flows.1 - first.flows.1,
+        server: last.server - first.server,
+        clients: last.clients - first.clients,
     }
 }
 
@@ -606,7 +614,7 @@ fn main() {
         "connections_per_core": connections_per_core,
         "ackwire_packet_len": ackwire.server_packet_len,
         "raw_datagram_len": DATAGRAM_LEN,
-        "pinned": placement.server.is_some(),
+        "pinned": placement.0.is_some(),
     });
     println!("{json}");
 }
