@@ -126,9 +126,10 @@ pub struct Buffered {
 #[derive(Debug, Default)]
 struct MessageQueue {
     buf: Vec<u8>,
-    /// Where the oldest queued frame's length starts.
-    start: usize,
-    count: usize,
+    /// Where the oldest queued frame's length starts. 32 bits suffice: a queue holds at most
+    /// `MAX_UNRELIABLE_QUEUE_LEN` datagram-sized frames (see `ConnectionConfig::validate`).
+    start: u32,
+    count: u32,
 }
 
 /// Bytes of a queued frame's length.
@@ -136,7 +137,7 @@ const QUEUED_HEADER: usize = 2;
 
 impl MessageQueue {
     fn len(&self) -> usize {
-        self.count
+        self.count as usize
     }
 
     /// Queues `frame` encoded; it must encode to at most `u16::MAX` bytes (unreliable
@@ -159,7 +160,7 @@ impl MessageQueue {
         if self.count == 0 {
             return None;
         }
-        let at = self.start;
+        let at = self.start as usize;
         let len = usize::from(u16::from_be_bytes([self.buf[at], self.buf[at + 1]]));
         let body = at + QUEUED_HEADER;
         Some(&self.buf[body..body + len])
@@ -170,15 +171,15 @@ impl MessageQueue {
         if self.count == 0 {
             return;
         }
-        self.start += QUEUED_HEADER + len;
+        self.start += (QUEUED_HEADER + len) as u32;
         self.count -= 1;
         if self.count == 0 {
             // Back to the start of the buffer, which stays in cache.
             self.buf.clear();
             self.start = 0;
-        } else if self.start >= 4096 && self.start * 2 >= self.buf.len() {
+        } else if self.start >= 4096 && self.start as usize * 2 >= self.buf.len() {
             // A queue that never empties: drop the sent half now and then (amortised O(1)).
-            self.buf.drain(..self.start);
+            self.buf.drain(..self.start as usize);
             self.start = 0;
         }
     }
@@ -200,11 +201,24 @@ enum ReceiveSide {
     Reliable(ReceiveWindow),
 }
 
+/// One channel's state, one cache line (its kind is told by the two sides): a message in
+/// and its echo out touch that line only, not two with a line boundary between them.
 #[derive(Debug)]
+#[repr(align(64))]
 struct Channel {
-    kind: ChannelKind,
     send: SendSide,
     receive: ReceiveSide,
+}
+
+impl Channel {
+    fn kind(&self) -> ChannelKind {
+        match &self.receive {
+            ReceiveSide::Unreliable => ChannelKind::Unreliable,
+            ReceiveSide::Sequenced { .. } => ChannelKind::UnreliableSequenced,
+            ReceiveSide::Reliable(window) if window.is_ordered() => ChannelKind::ReliableOrdered,
+            ReceiveSide::Reliable(_) => ChannelKind::ReliableUnordered,
+        }
+    }
 }
 
 /// A payload whose frames [`Channels::validate`] accepted, for [`Channels::apply`].
@@ -219,12 +233,14 @@ pub(crate) enum Checked<'a> {
 /// All channels of one connection.
 #[derive(Debug)]
 pub(crate) struct Channels {
-    channels: Vec<Channel>,
-    queue_len: usize,
+    channels: Box<[Channel]>,
+    /// Read on every message sent, like the fields below: kept narrow (bounded by
+    /// `ConnectionConfig::validate`) so the struct shares the connection's hot cache lines.
+    queue_len: u16,
     /// Largest unreliable message: one that fits an otherwise empty packet.
-    max_unreliable: usize,
+    max_unreliable: u16,
     /// Channel the packer starts with; turns each packet for fairness.
-    turn: usize,
+    turn: u8,
     /// No reliable message is queued or in flight on any channel: the packer skips the
     /// reliable windows without reading them (a cache miss each, with many connections).
     reliable_idle: bool,
@@ -242,7 +258,6 @@ impl Channels {
         let channels = kinds
             .iter()
             .map(|&kind| Channel {
-                kind,
                 send: match kind {
                     ChannelKind::Unreliable | ChannelKind::UnreliableSequenced => SendSide::Queue {
                         queue: MessageQueue::default(),
@@ -262,8 +277,9 @@ impl Channels {
             .collect();
         Channels {
             channels,
-            queue_len,
-            max_unreliable,
+            // Both bounded by `ConnectionConfig::validate` (32768, 65507).
+            queue_len: queue_len as u16,
+            max_unreliable: max_unreliable as u16,
             turn: 0,
             reliable_idle: true,
             queued: 0,
@@ -273,8 +289,8 @@ impl Channels {
 
     /// Queues `bytes` on `channel`, or says why not (changing nothing).
     pub(crate) fn send(&mut self, channel: u8, bytes: &[u8]) -> Result<(), SendError> {
-        let queue_len = self.queue_len;
-        let max_unreliable = self.max_unreliable;
+        let queue_len = self.queue_len as usize;
+        let max_unreliable = self.max_unreliable as usize;
         let ch = self
             .channels
             .get_mut(usize::from(channel))
@@ -290,6 +306,7 @@ impl Channels {
                 max,
             });
         }
+        let sequenced = matches!(ch.receive, ReceiveSide::Sequenced { .. });
         match &mut ch.send {
             SendSide::Queue {
                 queue,
@@ -298,11 +315,12 @@ impl Channels {
                 if queue.len() >= queue_len {
                     return Err(SendError::QueueFull { channel });
                 }
-                let kind = match ch.kind {
-                    ChannelKind::UnreliableSequenced => FrameKind::Sequenced {
+                let kind = if sequenced {
+                    FrameKind::Sequenced {
                         sequence: *next_sequence,
-                    },
-                    _ => FrameKind::Unreliable,
+                    }
+                } else {
+                    FrameKind::Unreliable
                 };
                 queue.push(&FrameRepr {
                     channel,
@@ -330,7 +348,9 @@ impl Channels {
     }
 
     /// Fills `buf` with frames; returns the bytes written. Every reliable frame written is
-    /// listed in `record` as `(channel, id)`, so the packet's ack can release them.
+    /// listed in `record` as `(channel, id)`, so the packet's ack can release them; `record`
+    /// is cleared first, and not touched at all while the channels are
+    /// [`reliable_idle`](Self::reliable_idle) (it is then left as it was).
     /// `clock` gives the time and the resend interval; it is called only when a reliable
     /// message is queued or in flight (most packets carry unreliable messages only).
     pub(crate) fn write(
@@ -346,12 +366,13 @@ impl Channels {
         let (now, resend_interval) = if self.reliable_idle {
             (Duration::ZERO, Duration::ZERO)
         } else {
+            record.clear();
             clock()
         };
-        let turn = self.turn;
+        let turn = self.turn as usize;
         // Channel indexes wrap by subtraction: a division per channel per packet is not free.
         let wrap = |i: usize| if i >= count { i - count } else { i };
-        self.turn = wrap(turn + 1);
+        self.turn = wrap(turn + 1) as u8;
         let mut at = 0;
         let mut in_flight = 0;
         for k in 0..count {
@@ -442,7 +463,7 @@ impl Channels {
             .channels
             .get(usize::from(frame.channel))
             .ok_or(FrameError::UnknownChannel(frame.channel))?;
-        if !ch.kind.accepts(&frame.kind) {
+        if !ch.kind().accepts(&frame.kind) {
             return Err(FrameError::WrongKind {
                 channel: frame.channel,
                 kind: frame.kind.name(),
@@ -510,6 +531,11 @@ impl Channels {
         }
     }
 
+    /// No reliable message is queued or in flight: `write` records no frames.
+    pub(crate) fn reliable_idle(&self) -> bool {
+        self.reliable_idle
+    }
+
     fn all_reliable_empty(&self) -> bool {
         self.channels.iter().all(|ch| match &ch.send {
             SendSide::Reliable(window) => window.in_flight() == 0,
@@ -541,7 +567,7 @@ impl Channels {
         self.channels
             .get(usize::from(channel))
             .map(|ch| match ch.send {
-                SendSide::Queue { .. } => self.max_unreliable,
+                SendSide::Queue { .. } => self.max_unreliable as usize,
                 SendSide::Reliable(_) => MAX_MESSAGE_SIZE,
             })
     }

@@ -49,7 +49,8 @@ pub struct ConnectionConfig {
     /// Largest datagram sent, headers included. Default 1200 bytes, the seeds' payload size
     /// that crosses the Internet without IP fragmentation.
     pub max_datagram_size: usize,
-    /// Unreliable messages each channel queues before [`SendError::QueueFull`]. Default 256.
+    /// Unreliable messages each channel queues before [`SendError::QueueFull`]. Default 256,
+    /// at most [`MAX_UNRELIABLE_QUEUE_LEN`].
     pub unreliable_queue_len: usize,
     /// A reliable message is sent again when unacked for `max(this, 1.5 × RTT)`. Default
     /// 100 ms (three packets at 30 pps).
@@ -93,6 +94,10 @@ impl Default for ConnectionConfig {
     }
 }
 
+/// Largest `unreliable_queue_len`: over 18 minutes of backlog at 30 packets/s, and a bound
+/// that keeps a full queue of the largest datagrams within 32-bit offsets.
+pub const MAX_UNRELIABLE_QUEUE_LEN: usize = 32768;
+
 /// Smallest `max_datagram_size`: a full-length reliable fragment must fit one packet.
 pub const MIN_DATAGRAM_SIZE: usize = PacketHeader::MAX_LEN + 6 + crate::frame::FRAGMENT_SIZE;
 
@@ -112,6 +117,9 @@ pub enum ConnectionConfigError {
     /// A timeout, interval or queue length is zero.
     #[error("{0} must be non-zero")]
     Zero(&'static str),
+    /// `unreliable_queue_len` exceeds [`MAX_UNRELIABLE_QUEUE_LEN`].
+    #[error("unreliable_queue_len {0} exceeds {MAX_UNRELIABLE_QUEUE_LEN}")]
+    QueueLen(usize),
 }
 
 impl ConnectionConfig {
@@ -123,6 +131,9 @@ impl ConnectionConfig {
         }
         if !(MIN_DATAGRAM_SIZE..=65507).contains(&self.max_datagram_size) {
             return Err(ConnectionConfigError::DatagramSize(self.max_datagram_size));
+        }
+        if self.unreliable_queue_len > MAX_UNRELIABLE_QUEUE_LEN {
+            return Err(ConnectionConfigError::QueueLen(self.unreliable_queue_len));
         }
         let zero = [
             (self.unreliable_queue_len == 0, "unreliable_queue_len"),
@@ -246,8 +257,8 @@ pub enum ConnectionError {
 enum Phase {
     /// Sending connect requests, waiting for a challenge.
     Requesting,
-    /// Sending the echoed cookie, waiting for `Accepted`.
-    Responding(Cookie),
+    /// Sending the echoed cookie (`Connection::cookie`), waiting for `Accepted`.
+    Responding,
     Connected,
     Closing {
         copies_left: u8,
@@ -265,72 +276,72 @@ type PacketRecord = (Option<u16>, Vec<(u8, u16)>);
 /// it. Only a second event waiting behind it goes to the heap.
 #[derive(Debug, Default)]
 struct EventQueue {
-    /// The oldest pending event, or none while `more` is empty too.
+    /// The oldest pending event; none only when the queue is empty.
     first: Option<ConnectionEvent>,
-    more: VecDeque<ConnectionEvent>,
+    /// The events behind `first`, allocated while there are any (a pointer, not a 32-byte
+    /// `VecDeque`, in the connection's hot lines).
+    #[allow(clippy::box_collection)]
+    more: Option<Box<VecDeque<ConnectionEvent>>>,
 }
 
 impl EventQueue {
     fn push_back(&mut self, event: ConnectionEvent) {
-        if self.is_empty() {
+        if self.first.is_none() {
             self.first = Some(event);
         } else {
-            self.more.push_back(event);
+            self.more.get_or_insert_default().push_back(event);
         }
     }
 
     fn pop_front(&mut self) -> Option<ConnectionEvent> {
-        match self.first.take() {
-            Some(event) => Some(event),
-            None => {
-                let event = self.more.pop_front();
-                if event.is_none() {
-                    // Drained: restart at the buffer's first slot, which stays in cache,
-                    // rather than walking the whole ring.
-                    self.more.clear();
-                }
-                event
+        let event = self.first.take()?;
+        if let Some(more) = &mut self.more {
+            self.first = more.pop_front();
+            if more.is_empty() {
+                self.more = None;
             }
         }
+        Some(event)
     }
 
     fn is_empty(&self) -> bool {
-        self.first.is_none() && self.more.is_empty()
+        self.first.is_none()
     }
 }
 
 /// One connection, either role, as a sans-IO state machine. See the [crate docs](crate).
 ///
-/// Laid out in order (`repr(C)`): what every data packet touches first, the handshake's
-/// state and the reliable-frame records last, so a server with thousands of connections
-/// reads as few cache lines per packet as it can.
+/// Laid out in order (`repr(C)`): what every data packet touches first (with the packet
+/// layer's hot fields right after), then the handshake's state and the reliable-frame
+/// records, so a server with thousands of connections reads as few cache lines per packet
+/// as it can.
 #[derive(Debug)]
 #[repr(C)]
 pub struct Connection {
     /// Shared with the acceptor and its other connections (see `Endpoint::config`).
     config: Arc<ConnectionConfig>,
-    /// Latest time seen. Times are nanoseconds (see `crate::time`).
-    now: u64,
+    /// When the last packet arrived. Times are nanoseconds (see `crate::time`); the latest
+    /// time seen is the endpoint's clock, in every phase.
     last_received: u64,
     /// Records holding frames. While none does (unreliable traffic only) acks and losses
     /// skip the ring: with thousands of connections each ring lookup is a cache miss.
-    records_live: usize,
+    records_live: u16,
     phase: Phase,
     /// Acceptor side: an `Accepted` packet goes out before the next data packet.
     accepted_due: bool,
     /// Made by an acceptor (answers repeated connect responses).
     is_acceptor: bool,
     events: EventQueue,
-    /// Where a packet's reliable frames are gathered before they go into the ring.
-    record_scratch: Vec<(u8, u16)>,
     channels: Channels,
     endpoint: Endpoint,
-    /// `config.packet` with its derived constants, shared likewise with every endpoint made
-    /// for it.
-    packet: Arc<Settings>,
     started: u64,
     next_handshake_at: u64,
     connection_id: Option<u64>,
+    /// The challenge's cookie, echoed while `Responding`.
+    cookie: Option<Cookie>,
+    /// Where a packet's reliable frames are gathered before they go into the ring; empty
+    /// between packets.
+    record_scratch: Vec<(u8, u16)>,
     /// Reliable frames per sent packet, in a ring tagged by sequence (like the sent ring);
     /// empty until the first reliable frame is sent.
     records: Vec<PacketRecord>,
@@ -372,7 +383,7 @@ impl Connection {
     ) -> Result<Connection, ConnectionConfigError> {
         config.validate()?;
         let now = nanos(now);
-        let mut endpoint = Endpoint::with_settings(packet.clone(), now);
+        let mut endpoint = Endpoint::with_settings(packet, now);
         // Until a packet carries reliable frames (see `records_live`).
         endpoint.set_packet_events(false);
         let channels = Channels::new(
@@ -382,9 +393,8 @@ impl Connection {
         );
         Ok(Connection {
             config,
-            packet,
             phase,
-            now,
+            cookie: None,
             started: now,
             next_handshake_at: now,
             connection_id: None,
@@ -408,7 +418,7 @@ impl Connection {
     /// Where the connection is in its life.
     pub fn state(&self) -> ConnectionState {
         match self.phase {
-            Phase::Requesting | Phase::Responding(_) => ConnectionState::Connecting,
+            Phase::Requesting | Phase::Responding => ConnectionState::Connecting,
             Phase::Connected => ConnectionState::Connected,
             Phase::Closing { .. } => ConnectionState::Closing,
             Phase::Closed => ConnectionState::Closed,
@@ -452,8 +462,7 @@ impl Connection {
         let now = nanos(now);
         // The payload it hands back is the one `frames` was checked from.
         self.endpoint.receive_checked(now, packet)?;
-        self.now = self.now.max(now);
-        self.last_received = self.now;
+        self.last_received = self.endpoint.now_nanos();
         let events = &mut self.events;
         self.channels.apply(frames, &mut |channel, bytes| {
             events.push_back(ConnectionEvent::Message { channel, bytes });
@@ -474,32 +483,32 @@ impl Connection {
             }
             _ => Ok(()),
         };
-        match (self.phase, packet) {
-            (Phase::Requesting, ControlPacket::Challenge { cookie }) => {
-                self.now = self.now.max(now);
-                self.phase = Phase::Responding(cookie);
-                self.next_handshake_at = self.now;
+        match (self.phase, self.cookie, packet) {
+            (Phase::Requesting, _, ControlPacket::Challenge { cookie }) => {
+                self.phase = Phase::Responding;
+                self.cookie = Some(cookie);
+                self.next_handshake_at = self.endpoint.clock(now);
                 Ok(())
             }
-            (Phase::Responding(cookie), ControlPacket::Accepted { connection_id }) => {
+            (Phase::Responding, Some(cookie), ControlPacket::Accepted { connection_id }) => {
                 check_id(Some(u64::from_be_bytes(cookie.nonce)), connection_id)?;
-                self.now = self.now.max(now);
+                let now = self.endpoint.clock(now);
                 // A fresh packet layer: sequences, pacing and RTT start at the connection.
-                self.endpoint = Endpoint::with_settings(self.packet.clone(), self.now);
+                self.endpoint = Endpoint::with_settings(self.endpoint.settings().clone(), now);
                 self.endpoint.set_packet_events(false);
                 self.phase = Phase::Connected;
                 self.connection_id = Some(connection_id);
-                self.last_received = self.now;
+                self.last_received = now;
                 self.events
                     .push_back(ConnectionEvent::Connected { connection_id });
                 Ok(())
             }
-            (Phase::Connected, ControlPacket::Accepted { connection_id }) => {
+            (Phase::Connected, _, ControlPacket::Accepted { connection_id }) => {
                 // A repeat of the accept we already took.
                 check_id(self.connection_id, connection_id)?;
                 Err(unexpected)
             }
-            (Phase::Connected, ControlPacket::ConnectResponse { cookie, .. })
+            (Phase::Connected, _, ControlPacket::ConnectResponse { cookie, .. })
                 if self.is_acceptor =>
             {
                 // The connector did not hear our `Accepted`: say it again.
@@ -509,14 +518,15 @@ impl Connection {
             }
             (
                 Phase::Connected | Phase::Closing { .. },
+                _,
                 ControlPacket::Disconnect { connection_id },
             ) => {
                 check_id(self.connection_id, connection_id)?;
-                self.now = self.now.max(now);
+                self.endpoint.clock(now);
                 self.finish(DisconnectReason::ClosedByPeer);
                 Ok(())
             }
-            (Phase::Responding(cookie), ControlPacket::Disconnect { connection_id }) => {
+            (Phase::Responding, Some(cookie), ControlPacket::Disconnect { connection_id }) => {
                 check_id(Some(u64::from_be_bytes(cookie.nonce)), connection_id)?;
                 self.finish(DisconnectReason::ClosedByPeer);
                 Ok(())
@@ -535,19 +545,23 @@ impl Connection {
         buf: &mut [u8],
     ) -> Result<Option<usize>, TransmitError> {
         self.handle_timeout_nanos(nanos(now));
-        let now = self.now;
+        let now = self.endpoint.now_nanos();
         let budget = buf.len().min(self.config.max_datagram_size);
         let buf = &mut buf[..budget];
         let control = match self.phase {
-            Phase::Requesting | Phase::Responding(_) if now < self.next_handshake_at => {
+            Phase::Requesting | Phase::Responding if now < self.next_handshake_at => {
                 return Ok(None);
             }
             Phase::Requesting => ControlPacket::ConnectRequest {
                 protocol_id: self.config.protocol_id,
             },
-            Phase::Responding(cookie) => ControlPacket::ConnectResponse {
-                protocol_id: self.config.protocol_id,
-                cookie,
+            // `Responding` is entered with its cookie; the field stays out of the hot lines.
+            Phase::Responding => match self.cookie {
+                Some(cookie) => ControlPacket::ConnectResponse {
+                    protocol_id: self.config.protocol_id,
+                    cookie,
+                },
+                None => return Ok(None),
             },
             Phase::Connected if self.accepted_due => ControlPacket::Accepted {
                 connection_id: self.connection_id.unwrap_or_default(),
@@ -565,7 +579,7 @@ impl Connection {
                 available: budget,
             })?;
         match self.phase {
-            Phase::Requesting | Phase::Responding(_) => {
+            Phase::Requesting | Phase::Responding => {
                 self.next_handshake_at =
                     now.saturating_add(nanos(self.config.handshake_resend_interval));
             }
@@ -594,15 +608,17 @@ impl Connection {
         let scratch = &mut self.record_scratch;
         let mut written_sequence = None;
         let transmit = self.endpoint.transmit_with(now, buf, |sequence, space| {
-            scratch.clear();
             written_sequence = Some(sequence);
             channels.write(clock, space, scratch)
         })?;
-        if let Some(sequence) = written_sequence.filter(|_| !self.record_scratch.is_empty()) {
+        // A packet with reliable frames leaves the channels busy, and only then is the
+        // scratch (in a cold line) worth reading.
+        let recorded = !self.channels.reliable_idle() && !self.record_scratch.is_empty();
+        if let Some(sequence) = written_sequence.filter(|_| recorded) {
             if self.records.is_empty() {
                 // Made on the first reliable frame: 8 KiB a connection that sends only
                 // unreliable messages never needs.
-                let ring = usize::from(self.packet.config.sent_buffer_len);
+                let ring = usize::from(self.endpoint.config().sent_buffer_len);
                 self.records = (0..ring).map(|_| (None, Vec::new())).collect();
             }
             let ring = self.records.len();
@@ -617,6 +633,7 @@ impl Connection {
             }
             *tag = Some(sequence);
             std::mem::swap(record, &mut self.record_scratch);
+            self.record_scratch.clear();
         }
         self.drain_endpoint();
         Ok(transmit.map(|t| t.len))
@@ -629,10 +646,9 @@ impl Connection {
     }
 
     fn handle_timeout_nanos(&mut self, now: u64) {
-        self.now = self.now.max(now);
-        let now = self.now;
+        let now = self.endpoint.clock(now);
         match self.phase {
-            Phase::Requesting | Phase::Responding(_)
+            Phase::Requesting | Phase::Responding
                 if now
                     >= self
                         .started
@@ -665,16 +681,16 @@ impl Connection {
     /// [`poll_timeout`](Self::poll_timeout) in nanoseconds, `NEVER` for none.
     pub(crate) fn poll_timeout_nanos(&self) -> u64 {
         match self.phase {
-            Phase::Requesting | Phase::Responding(_) => self.next_handshake_at.min(
+            Phase::Requesting | Phase::Responding => self.next_handshake_at.min(
                 self.started
                     .saturating_add(nanos(self.config.handshake_timeout)),
             ),
-            Phase::Connected if self.accepted_due => self.now,
+            Phase::Connected if self.accepted_due => self.endpoint.now_nanos(),
             Phase::Connected => self.endpoint.poll_timeout_nanos().min(
                 self.last_received
                     .saturating_add(nanos(self.config.idle_timeout)),
             ),
-            Phase::Closing { .. } => self.now,
+            Phase::Closing { .. } => self.endpoint.now_nanos(),
             Phase::Closed => NEVER,
         }
     }
@@ -703,7 +719,7 @@ impl Connection {
                     copies_left: self.config.disconnect_copies,
                 };
             }
-            Phase::Requesting | Phase::Responding(_) => self.finish(DisconnectReason::Closed),
+            Phase::Requesting | Phase::Responding => self.finish(DisconnectReason::Closed),
             Phase::Closing { .. } | Phase::Closed => {}
         }
     }
@@ -782,7 +798,10 @@ impl Connection {
 
 #[cfg(test)]
 mod tests {
-    use super::{ConnectionEvent, EventQueue};
+    use super::{
+        ConnectionConfig, ConnectionConfigError, ConnectionEvent, EventQueue,
+        MAX_UNRELIABLE_QUEUE_LEN,
+    };
 
     fn connected(id: u64) -> ConnectionEvent {
         ConnectionEvent::Connected { connection_id: id }
@@ -807,5 +826,37 @@ mod tests {
         }
         assert_eq!(queue.pop_front(), None);
         assert!(queue.is_empty());
+    }
+
+    #[test]
+    fn configs_out_of_bounds_are_refused_with_the_field_at_fault() {
+        assert_eq!(ConnectionConfig::default().validate(), Ok(()));
+        let refused = |edit: fn(&mut ConnectionConfig)| {
+            let mut config = ConnectionConfig::default();
+            edit(&mut config);
+            config.validate().unwrap_err()
+        };
+        assert_eq!(
+            refused(|c| c.unreliable_queue_len = MAX_UNRELIABLE_QUEUE_LEN + 1),
+            ConnectionConfigError::QueueLen(MAX_UNRELIABLE_QUEUE_LEN + 1)
+        );
+        assert_eq!(
+            refused(|c| c.unreliable_queue_len = 0),
+            ConnectionConfigError::Zero("unreliable_queue_len")
+        );
+        assert_eq!(
+            refused(|c| c.max_datagram_size = 65508),
+            ConnectionConfigError::DatagramSize(65508)
+        );
+        assert_eq!(
+            refused(|c| c.channels.clear()),
+            ConnectionConfigError::ChannelCount(0)
+        );
+        let largest = ConnectionConfig {
+            unreliable_queue_len: MAX_UNRELIABLE_QUEUE_LEN,
+            max_datagram_size: 65507,
+            ..ConnectionConfig::default()
+        };
+        assert_eq!(largest.validate(), Ok(()));
     }
 }

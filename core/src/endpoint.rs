@@ -197,6 +197,9 @@ pub struct Endpoint {
     /// Queue `Acked` and `Lost` events (a connection turns them off while no packet in flight
     /// carries reliable frames: nothing would read them).
     packet_events: bool,
+    /// `events` is not empty. Checked after every packet, so kept here, in the hot lines,
+    /// rather than read from the queue at the struct's cold end.
+    events_waiting: bool,
     /// Length of the last header sent.
     last_header_len: u32,
     congestion: ModeState,
@@ -233,6 +236,7 @@ impl Endpoint {
             ack_pending: false,
             check_at: now,
             packet_events: true,
+            events_waiting: false,
             last_ack_at: now,
             last_loss_at: NEVER,
             events: VecDeque::with_capacity(EVENT_QUEUE_RESERVE),
@@ -245,6 +249,11 @@ impl Endpoint {
     /// The configuration in force.
     pub fn config(&self) -> &Config {
         &self.settings.config
+    }
+
+    /// The shared settings, for a fresh endpoint on the same configuration.
+    pub(crate) fn settings(&self) -> &Arc<Settings> {
+        &self.settings
     }
 
     /// Current congestion mode.
@@ -267,8 +276,14 @@ impl Endpoint {
         self.next_sequence
     }
 
-    fn clock(&mut self, now: u64) -> u64 {
+    /// Moves the clock to `now` unless it is already later; returns the clock.
+    pub(crate) fn clock(&mut self, now: u64) -> u64 {
         self.now = self.now.max(now);
+        self.now
+    }
+
+    /// The latest time seen, in nanoseconds.
+    pub(crate) fn now_nanos(&self) -> u64 {
         self.now
     }
 
@@ -367,7 +382,7 @@ impl Endpoint {
                 self.last_ack_at = now;
                 self.counters.packets_acked += 1;
                 if self.packet_events {
-                    self.events.push_back(Event::Acked {
+                    self.push_event(Event::Acked {
                         sequence: acked,
                         rtt: duration(rtt),
                     });
@@ -536,7 +551,12 @@ impl Endpoint {
 
     /// True when [`poll_event`](Self::poll_event) has something.
     pub(crate) fn has_events(&self) -> bool {
-        !self.events.is_empty()
+        self.events_waiting
+    }
+
+    fn push_event(&mut self, event: Event) {
+        self.events.push_back(event);
+        self.events_waiting = true;
     }
 
     /// The next thing that happened to sent packets or to the link, oldest first.
@@ -545,6 +565,7 @@ impl Endpoint {
     /// for 128 is reserved up front, so a drained queue never allocates).
     pub fn poll_event(&mut self) -> Option<Event> {
         let event = self.events.pop_front();
+        self.events_waiting = !self.events.is_empty();
         if event.is_none() {
             // Drained: restart at the buffer's first slot, which stays in cache, rather than
             // walking the whole ring (a cache miss every few events with many connections).
@@ -584,7 +605,7 @@ impl Endpoint {
             self.last_loss_at = self.now;
             self.counters.packets_lost += 1;
             if self.packet_events {
-                self.events.push_back(Event::Lost { sequence });
+                self.push_event(Event::Lost { sequence });
             }
         }
         self.oldest_unresolved = sequence.wrapping_add(1);
@@ -625,7 +646,7 @@ impl Endpoint {
             if let Some(last) = set(self.last_send_at) {
                 self.next_send_at = last.saturating_add(self.interval());
             }
-            self.events.push_back(Event::ModeChanged {
+            self.push_event(Event::ModeChanged {
                 mode,
                 recovery_time: self.congestion.recovery_time(),
             });

@@ -10,17 +10,18 @@ pub struct LossWindow {
     inline: u64,
     /// Bits 64 and up, for longer windows.
     spill: Box<[u64]>,
-    len: u32,
-    next: u32,
-    filled: u32,
-    lost_count: u32,
+    /// 16 bits, like `Config::loss_window_packets`: the window then fills half a cache line.
+    len: u16,
+    next: u16,
+    filled: u16,
+    lost_count: u16,
 }
 
 impl LossWindow {
-    /// A window over the last `len` (at least 1, at most 2^32 - 1) outcomes. Allocates at
-    /// most once, here.
+    /// A window over the last `len` (at least 1, at most 65535) outcomes. Allocates at most
+    /// once, here.
     pub fn new(len: usize) -> Self {
-        let len = len.clamp(1, u32::MAX as usize) as u32;
+        let len = len.clamp(1, usize::from(u16::MAX)) as u16;
         let words = (len as usize).div_ceil(64);
         LossWindow {
             inline: 0,
@@ -32,7 +33,7 @@ impl LossWindow {
         }
     }
 
-    fn word(&mut self, slot: u32) -> &mut u64 {
+    fn word(&mut self, slot: u16) -> &mut u64 {
         match slot / 64 {
             0 => &mut self.inline,
             n => &mut self.spill[n as usize - 1],
@@ -47,11 +48,11 @@ impl LossWindow {
         let was_lost = *word & bit != 0;
         *word = if lost { *word | bit } else { *word & !bit };
         if full {
-            self.lost_count -= u32::from(was_lost);
+            self.lost_count -= u16::from(was_lost);
         } else {
             self.filled += 1;
         }
-        self.lost_count += u32::from(lost);
+        self.lost_count += u16::from(lost);
         self.next = if slot + 1 == self.len { 0 } else { slot + 1 };
     }
 

@@ -51,7 +51,8 @@ pub(crate) struct SendWindow {
     oldest: u16,
     /// Id the next message gets.
     next: u16,
-    bytes: usize,
+    /// At most `WINDOW` fragments' worth: 32 bits keep a channel within one cache line.
+    bytes: u32,
 }
 
 impl SendWindow {
@@ -78,7 +79,7 @@ impl SendWindow {
 
     /// Message bytes held.
     pub(crate) fn bytes(&self) -> usize {
-        self.bytes
+        self.bytes as usize
     }
 
     /// Queues `message`, split into fragments if longer than [`FRAGMENT_SIZE`]. The caller
@@ -98,7 +99,7 @@ impl SendWindow {
 
     fn push_one(&mut self, bytes: Vec<u8>, fragment: Option<(u8, u8)>) {
         let id = self.next;
-        self.bytes += bytes.len();
+        self.bytes += bytes.len() as u32;
         if self.slots.is_empty() {
             self.slots = (0..WINDOW).map(|_| None).collect();
         }
@@ -116,7 +117,7 @@ impl SendWindow {
         let index = slot(id);
         match self.slots.get(index) {
             Some(Some(pending)) if pending.id == id => {
-                self.bytes -= pending.bytes.len();
+                self.bytes -= pending.bytes.len() as u32;
                 self.slots[index] = None;
             }
             _ => return false,
@@ -162,10 +163,16 @@ pub(crate) struct ReceiveWindow {
     /// Lowest id not yet delivered.
     next: u16,
     ordered: bool,
-    bytes: usize,
+    /// At most `WINDOW` fragments' worth (see `SendWindow::bytes`).
+    bytes: u32,
 }
 
 impl ReceiveWindow {
+    /// True for an ordered channel's window.
+    pub(crate) fn is_ordered(&self) -> bool {
+        self.ordered
+    }
+
     pub(crate) fn new(ordered: bool) -> ReceiveWindow {
         ReceiveWindow {
             // Allocated on the first reliable frame (see `SendWindow::new`).
@@ -178,7 +185,7 @@ impl ReceiveWindow {
 
     /// Message bytes held waiting for earlier ids or missing fragments.
     pub(crate) fn bytes(&self) -> usize {
-        self.bytes
+        self.bytes as usize
     }
 
     /// Ids held (waiting, or delivered early on an unordered channel).
@@ -261,7 +268,7 @@ impl ReceiveWindow {
         if !matches!(self.check(0, kind), Ok(true)) {
             return;
         }
-        self.bytes += payload.len();
+        self.bytes += payload.len() as u32;
         if self.slots.is_empty() {
             self.slots = (0..WINDOW).map(|_| None).collect();
         }
@@ -327,7 +334,7 @@ impl ReceiveWindow {
             };
             let taken = core::mem::replace(&mut self.slots[slot(id)], replacement);
             if let Some((_, Held::Whole(bytes) | Held::Fragment { bytes, .. })) = taken {
-                self.bytes -= bytes.len();
+                self.bytes -= bytes.len() as u32;
                 if count == 1 {
                     message = bytes;
                 } else {

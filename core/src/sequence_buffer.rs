@@ -9,8 +9,6 @@ use crate::sequence::distance;
 #[derive(Debug, Clone)]
 pub struct SequenceBuffer<T> {
     slots: Box<[Option<(u16, T)>]>,
-    /// `slots.len() - 1`.
-    mask: usize,
     newest: Option<u16>,
 }
 
@@ -23,7 +21,6 @@ impl<T> SequenceBuffer<T> {
         let slots = (0..len).map(|_| None).collect();
         SequenceBuffer {
             slots,
-            mask: len - 1,
             newest: None,
         }
     }
@@ -44,7 +41,8 @@ impl<T> SequenceBuffer<T> {
     }
 
     fn index(&self, sequence: u16) -> usize {
-        usize::from(sequence) & self.mask
+        // The length is a power of two, and sits beside the pointer: no field of its own.
+        usize::from(sequence) & (self.slots.len() - 1)
     }
 
     /// Stores `value` for `sequence`, replacing whatever the slot held.
