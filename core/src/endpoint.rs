@@ -181,8 +181,11 @@ pub struct Endpoint {
     /// `is_silent`).
     last_ack_at: u64,
     last_loss_at: u64,
-    /// `NEVER` until the first packet.
+    /// `NEVER` until the first packet. Also the send time of the newest packet while it is
+    /// in flight (see `newest_in_flight`).
     last_send_at: u64,
+    /// Send times of the packets in flight (neither acked nor declared lost), except the
+    /// newest one's (see `newest_in_flight`).
     sent: SequenceBuffer<SentAt>,
     /// Bit n set: `remote - n` received.
     received_bits: u32,
@@ -197,6 +200,11 @@ pub struct Endpoint {
     /// Queue `Acked` and `Lost` events (a connection turns them off while no packet in flight
     /// carries reliable frames: nothing would read them).
     packet_events: bool,
+    /// The newest packet sent (`next_sequence - 1`) is in flight. Its time is `last_send_at`:
+    /// it goes into `sent` only if the next packet leaves before it is resolved. In the
+    /// steady state every packet is acked before the next one leaves, and the ring (4 KiB per
+    /// peer by default, a cache miss per touch on a server with thousands) is not touched.
+    newest_in_flight: bool,
     /// `events` is not empty. Checked after every packet, so kept here, in the hot lines,
     /// rather than read from the queue at the struct's cold end.
     events_waiting: bool,
@@ -236,6 +244,7 @@ impl Endpoint {
             ack_pending: false,
             check_at: now,
             packet_events: true,
+            newest_in_flight: false,
             events_waiting: false,
             last_ack_at: now,
             last_loss_at: NEVER,
@@ -375,7 +384,7 @@ impl Endpoint {
             bits &= bits - 1;
             let acked = header.ack.wrapping_sub(n as u16);
             // Absent entries were acked or declared lost already: each ack counts once.
-            if let Some(sent_at) = self.sent.remove(acked) {
+            if let Some(sent_at) = self.take_sent(acked) {
                 let rtt = now.saturating_sub(sent_at);
                 self.rtt.on_sample_nanos(rtt);
                 self.loss.record(false);
@@ -474,7 +483,7 @@ impl Endpoint {
         while i32::from(distance(self.oldest_unresolved, sequence)) >= ring {
             self.resolve_oldest_as_lost();
         }
-        self.sent.insert(sequence, now);
+        self.hold_newest(sequence, now);
         self.next_sequence = sequence.wrapping_add(1);
         // This packet's loss deadline, or the losses above, may come first now.
         self.check_at = self.time_deadline();
@@ -491,7 +500,6 @@ impl Endpoint {
         } else {
             self.next_send_at.saturating_add(interval)
         };
-        self.last_send_at = now;
         Ok(Some(Transmit {
             sequence,
             len,
@@ -522,7 +530,7 @@ impl Endpoint {
     fn time_deadline(&self) -> u64 {
         let settings = &self.settings;
         let mut at = self.congestion.next_deadline(&settings.limits);
-        if let Some(&sent_at) = self.sent.get(self.oldest_unresolved) {
+        if let Some(sent_at) = self.sent_at(self.oldest_unresolved) {
             at = at.min(sent_at.saturating_add(settings.loss_timeout));
         }
         let silent_from = self.silent_from();
@@ -598,9 +606,51 @@ impl Endpoint {
         }
     }
 
+    /// `sequence` leaves at `now`, which becomes `last_send_at`: the packet before it, if
+    /// still in flight, moves into the ring.
+    fn hold_newest(&mut self, sequence: u16, now: u64) {
+        let previous = sequence.wrapping_sub(1);
+        if self.newest_in_flight {
+            self.sent.insert(previous, self.last_send_at);
+        } else if usize::from(sequence) & (self.sent.len().min(1 << 14) - 1) == 0 {
+            // Now and then (once a lap of the ring, at least every 2^14 packets) the ring
+            // sees a sequence go by, so its newest never falls behind by half the sequence
+            // space, where "newer" would stop meaning anything. Its slots are all empty but
+            // for packets in flight, which this clears none of (see `SequenceBuffer::insert`).
+            self.sent.insert(previous, self.last_send_at);
+            self.sent.remove(previous);
+        }
+        self.newest_in_flight = true;
+        self.last_send_at = now;
+    }
+
+    /// When `sequence` was sent, if it is in flight.
+    fn sent_at(&self, sequence: u16) -> Option<SentAt> {
+        if sequence == self.next_sequence.wrapping_sub(1) {
+            self.newest_in_flight.then_some(self.last_send_at)
+        } else if sequence == self.next_sequence {
+            // Not sent yet (the loss scan's cursor when nothing is in flight).
+            None
+        } else {
+            self.sent.get(sequence).copied()
+        }
+    }
+
+    /// Like [`sent_at`](Self::sent_at), and `sequence` is no longer in flight.
+    fn take_sent(&mut self, sequence: u16) -> Option<SentAt> {
+        if sequence == self.next_sequence.wrapping_sub(1) {
+            let in_flight = std::mem::take(&mut self.newest_in_flight);
+            in_flight.then_some(self.last_send_at)
+        } else if sequence == self.next_sequence {
+            None
+        } else {
+            self.sent.remove(sequence)
+        }
+    }
+
     fn resolve_oldest_as_lost(&mut self) {
         let sequence = self.oldest_unresolved;
-        if self.sent.remove(sequence).is_some() {
+        if self.take_sent(sequence).is_some() {
             self.loss.record(true);
             self.last_loss_at = self.now;
             self.counters.packets_lost += 1;
@@ -613,8 +663,8 @@ impl Endpoint {
 
     fn detect_losses(&mut self, now: u64) {
         while self.oldest_unresolved != self.next_sequence {
-            match self.sent.get(self.oldest_unresolved) {
-                Some(&sent_at) if now < sent_at.saturating_add(self.settings.loss_timeout) => break,
+            match self.sent_at(self.oldest_unresolved) {
+                Some(sent_at) if now < sent_at.saturating_add(self.settings.loss_timeout) => break,
                 _ => self.resolve_oldest_as_lost(),
             }
         }

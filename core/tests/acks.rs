@@ -279,3 +279,107 @@ fn unacked_packets_are_lost_exactly_at_the_loss_timeout_and_poll_timeout_says_wh
     assert_eq!(now, 1000 * MS, "woken at the loss deadline of packet 0");
     assert_eq!(a.poll_event(), Some(Event::Lost { sequence: 0 }));
 }
+
+/// Over two wraps of the 16-bit sequence space, in stretches where every packet is acked
+/// before the next one leaves (the newest packet's time is then never stored in the sent
+/// ring, the first stretch longer than half the sequence space), stretches with loss and sparse replies (several in flight, acked out of the
+/// ring), and stretches of silence (lost by timeout or pushed out of the ring): every
+/// packet is resolved exactly once, acked only if it arrived, with the exact RTT.
+#[test]
+fn every_packet_is_acked_or_lost_exactly_once_across_sequence_wraps() {
+    for sent_buffer_len in [32, 256] {
+        let config = Config {
+            good_rate_pps: 1000.0,
+            // Silence turns the mode bad; the pace stays brisk anyway.
+            bad_rate_pps: 500.0,
+            sent_buffer_len,
+            ..good()
+        };
+        let loss_timeout = config.loss_timeout;
+        let mut a = Endpoint::new(config.clone(), Duration::ZERO).unwrap();
+        let mut b = Endpoint::new(config, Duration::ZERO).unwrap();
+        let mut in_flight = std::collections::HashMap::new();
+        let mut arrived = HashSet::new();
+        let (mut acked, mut lost, mut sent) = (0u64, 0u64, 0u64);
+        let mut random = 0x2545_f491_4f6c_dd1d_u64;
+        let mut roll = |percent: u64| {
+            random ^= random << 13;
+            random ^= random >> 7;
+            random ^= random << 17;
+            random % 100 < percent
+        };
+        let mut buf = [0u8; 64];
+        let mut step = 0;
+        while sent < 2 * 65536 + 5000 {
+            step += 1;
+            let now = Duration::from_millis(step);
+            // By turns: 20 % loss with a reply every third step, prompt replies without
+            // loss, silence, prompt again; the first prompt stretch is longer than half the
+            // sequence space.
+            let (loss, reply_every) = match (step.saturating_sub(40_000) / 3000) % 4 {
+                _ if step < 3000 => (20, 3),
+                _ if step < 40_000 => (0, 1),
+                0 | 3 => (0, 1),
+                1 => (20, 3),
+                _ => (100, u64::MAX),
+            };
+            if let Some(t) = a.poll_transmit(now, &mut buf).unwrap() {
+                sent += 1;
+                assert!(
+                    in_flight.insert(t.sequence, now).is_none(),
+                    "sequence {} in flight twice",
+                    t.sequence
+                );
+                if !roll(loss) {
+                    b.receive(now, &buf[..t.len]).unwrap();
+                    arrived.insert(t.sequence);
+                }
+            }
+            if step % reply_every == 0 {
+                b.handle_timeout(now);
+                if let Some(t) = b.poll_transmit(now, &mut buf).unwrap() {
+                    if !roll(loss) {
+                        a.receive(now, &buf[..t.len]).unwrap();
+                    }
+                }
+            }
+            while let Some(event) = a.poll_event() {
+                match event {
+                    Event::Acked { sequence, rtt } => {
+                        let sent_at = in_flight
+                            .remove(&sequence)
+                            .expect("acked once, when in flight");
+                        assert!(arrived.remove(&sequence), "acked {sequence} never arrived");
+                        assert_eq!(rtt, now - sent_at, "RTT of {sequence}");
+                        acked += 1;
+                    }
+                    Event::Lost { sequence } => {
+                        in_flight
+                            .remove(&sequence)
+                            .expect("lost once, when in flight");
+                        arrived.remove(&sequence);
+                        lost += 1;
+                    }
+                    _ => {}
+                }
+            }
+            if step % 100 == 0 {
+                let oldest = in_flight.values().min().copied().unwrap_or(now);
+                assert!(
+                    now - oldest <= loss_timeout + 2 * MS,
+                    "a packet sent at {oldest:?} still in flight at {now:?}"
+                );
+            }
+        }
+        let counters = a.stats().counters;
+        assert_eq!(
+            (counters.packets_acked, counters.packets_lost),
+            (acked, lost)
+        );
+        assert_eq!(acked + lost + in_flight.len() as u64, sent);
+        assert!(
+            acked > sent / 2 && lost > 1000,
+            "acked {acked}, lost {lost} of {sent}"
+        );
+    }
+}
