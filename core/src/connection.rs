@@ -337,8 +337,8 @@ pub struct Connection {
     started: u64,
     next_handshake_at: u64,
     connection_id: Option<u64>,
-    /// The challenge's cookie, echoed while `Responding`.
-    cookie: Option<Cookie>,
+    /// The challenge's cookie, echoed while `Responding` (zero before).
+    cookie: Cookie,
     /// Where a packet's reliable frames are gathered before they go into the ring; empty
     /// between packets.
     record_scratch: Vec<(u8, u16)>,
@@ -394,7 +394,11 @@ impl Connection {
         Ok(Connection {
             config,
             phase,
-            cookie: None,
+            cookie: Cookie {
+                timestamp_ms: 0,
+                nonce: [0; 8],
+                mac: [0; 16],
+            },
             started: now,
             next_handshake_at: now,
             connection_id: None,
@@ -483,15 +487,16 @@ impl Connection {
             }
             _ => Ok(()),
         };
-        match (self.phase, self.cookie, packet) {
-            (Phase::Requesting, _, ControlPacket::Challenge { cookie }) => {
+        let cookie_id = u64::from_be_bytes(self.cookie.nonce);
+        match (self.phase, packet) {
+            (Phase::Requesting, ControlPacket::Challenge { cookie }) => {
                 self.phase = Phase::Responding;
-                self.cookie = Some(cookie);
+                self.cookie = cookie;
                 self.next_handshake_at = self.endpoint.clock(now);
                 Ok(())
             }
-            (Phase::Responding, Some(cookie), ControlPacket::Accepted { connection_id }) => {
-                check_id(Some(u64::from_be_bytes(cookie.nonce)), connection_id)?;
+            (Phase::Responding, ControlPacket::Accepted { connection_id }) => {
+                check_id(Some(cookie_id), connection_id)?;
                 let now = self.endpoint.clock(now);
                 // A fresh packet layer: sequences, pacing and RTT start at the connection.
                 self.endpoint = Endpoint::with_settings(self.endpoint.settings().clone(), now);
@@ -503,12 +508,12 @@ impl Connection {
                     .push_back(ConnectionEvent::Connected { connection_id });
                 Ok(())
             }
-            (Phase::Connected, _, ControlPacket::Accepted { connection_id }) => {
+            (Phase::Connected, ControlPacket::Accepted { connection_id }) => {
                 // A repeat of the accept we already took.
                 check_id(self.connection_id, connection_id)?;
                 Err(unexpected)
             }
-            (Phase::Connected, _, ControlPacket::ConnectResponse { cookie, .. })
+            (Phase::Connected, ControlPacket::ConnectResponse { cookie, .. })
                 if self.is_acceptor =>
             {
                 // The connector did not hear our `Accepted`: say it again.
@@ -518,7 +523,6 @@ impl Connection {
             }
             (
                 Phase::Connected | Phase::Closing { .. },
-                _,
                 ControlPacket::Disconnect { connection_id },
             ) => {
                 check_id(self.connection_id, connection_id)?;
@@ -526,8 +530,8 @@ impl Connection {
                 self.finish(DisconnectReason::ClosedByPeer);
                 Ok(())
             }
-            (Phase::Responding, Some(cookie), ControlPacket::Disconnect { connection_id }) => {
-                check_id(Some(u64::from_be_bytes(cookie.nonce)), connection_id)?;
+            (Phase::Responding, ControlPacket::Disconnect { connection_id }) => {
+                check_id(Some(cookie_id), connection_id)?;
                 self.finish(DisconnectReason::ClosedByPeer);
                 Ok(())
             }
@@ -555,13 +559,9 @@ impl Connection {
             Phase::Requesting => ControlPacket::ConnectRequest {
                 protocol_id: self.config.protocol_id,
             },
-            // `Responding` is entered with its cookie; the field stays out of the hot lines.
-            Phase::Responding => match self.cookie {
-                Some(cookie) => ControlPacket::ConnectResponse {
-                    protocol_id: self.config.protocol_id,
-                    cookie,
-                },
-                None => return Ok(None),
+            Phase::Responding => ControlPacket::ConnectResponse {
+                protocol_id: self.config.protocol_id,
+                cookie: self.cookie,
             },
             Phase::Connected if self.accepted_due => ControlPacket::Accepted {
                 connection_id: self.connection_id.unwrap_or_default(),
