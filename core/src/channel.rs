@@ -53,7 +53,8 @@ impl ChannelKind {
     }
 }
 
-/// Why [`send`](crate::Connection::send) refused a message. Nothing was queued.
+/// Why [`send`](crate::Connection::send) or [`send_latest`](crate::Connection::send_latest)
+/// refused a message. Nothing was queued, and nothing queued before was touched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
 #[non_exhaustive]
 pub enum SendError {
@@ -91,6 +92,13 @@ pub enum SendError {
     /// The connection is closed or closing.
     #[error("connection is closed")]
     Closed,
+    /// [`send_latest`](crate::Connection::send_latest) on a reliable channel: a reliable
+    /// message is delivered whatever comes after it, so it is never replaced (use `send`).
+    #[error("channel {channel} is reliable: only unreliable messages can be replaced")]
+    Reliable {
+        /// The channel.
+        channel: u8,
+    },
 }
 
 /// Message counters, part of [`Stats`](crate::Stats).
@@ -152,6 +160,13 @@ impl MessageQueue {
             .emit(&mut self.buf[at + QUEUED_HEADER..])
             .expect("sized by encoded_len");
         self.count += 1;
+    }
+
+    /// Drops every queued frame, keeping the buffer's capacity.
+    fn clear(&mut self) {
+        self.buf.clear();
+        self.start = 0;
+        self.count = 0;
     }
 
     /// The oldest queued frame, encoded.
@@ -344,6 +359,52 @@ impl Channels {
             }
         }
         self.counters.sent += 1;
+        Ok(())
+    }
+
+    /// Replaces whatever `channel` (an unreliable one) has queued and not yet sent with
+    /// `bytes`, or says why not (changing nothing).
+    pub(crate) fn send_latest(&mut self, channel: u8, bytes: &[u8]) -> Result<(), SendError> {
+        let max = self.max_unreliable as usize;
+        let ch = self
+            .channels
+            .get_mut(usize::from(channel))
+            .ok_or(SendError::UnknownChannel(channel))?;
+        let sequenced = matches!(ch.receive, ReceiveSide::Sequenced { .. });
+        let SendSide::Queue {
+            queue,
+            next_sequence,
+        } = &mut ch.send
+        else {
+            return Err(SendError::Reliable { channel });
+        };
+        if bytes.len() > max {
+            return Err(SendError::TooLarge {
+                channel,
+                len: bytes.len(),
+                max,
+            });
+        }
+        // The queued frames hold the channel's newest sequences and never left, so the new
+        // message takes the oldest of them: the sequence advances once per message that goes
+        // out, however often this is called, and never by enough (half the 16-bit range) to
+        // look older than the last one delivered.
+        let replaced = queue.len();
+        let sequence = next_sequence.wrapping_sub(replaced as u16);
+        queue.clear();
+        queue.push(&FrameRepr {
+            channel,
+            kind: if sequenced {
+                FrameKind::Sequenced { sequence }
+            } else {
+                FrameKind::Unreliable
+            },
+            payload: bytes,
+        });
+        *next_sequence = sequence.wrapping_add(1);
+        self.queued |= 1 << channel;
+        // A replaced message never counts as sent.
+        self.counters.sent = self.counters.sent + 1 - replaced as u64;
         Ok(())
     }
 
@@ -614,6 +675,27 @@ mod tests {
         assert_eq!((queue.len(), queue.front()), (0, None));
         queue.pop_front(0);
         assert_eq!(queue.len(), 0, "popping an empty queue changes nothing");
+    }
+
+    #[test]
+    fn send_latest_reuses_the_queue_buffer_once_it_has_grown() {
+        let mut channels = Channels::new(&[ChannelKind::UnreliableSequenced], 256, 1100);
+        let buffer = |channels: &Channels| match &channels.channels[0].send {
+            SendSide::Queue { queue, .. } => (queue.buf.as_ptr(), queue.buf.capacity()),
+            SendSide::Reliable(_) => unreachable!(),
+        };
+        let mut record = Vec::new();
+        let mut packet = [0u8; 1200];
+        channels.send_latest(0, &[0; 64]).unwrap();
+        let grown = buffer(&channels);
+        for i in 0..1000u16 {
+            for _ in 0..3 {
+                channels.send_latest(0, &[i as u8; 64]).unwrap();
+            }
+            let len = channels.write(|| unreachable!(), &mut packet, &mut record);
+            assert_eq!(len, 4 + 64, "one frame a packet");
+            assert_eq!(buffer(&channels), grown, "reallocated at packet {i}");
+        }
     }
 
     #[test]

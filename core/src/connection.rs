@@ -449,6 +449,19 @@ impl Connection {
         self.channels.send(channel, bytes)
     }
 
+    /// Queues `bytes` on an unreliable or unreliable-sequenced `channel` in place of the
+    /// message (or messages) queued there and not yet sent, so the next packet carries this,
+    /// the newest value, and never a backlog: call it on every frame or tick with the latest
+    /// state (a position, an input) whatever the packet rate. A replaced message never
+    /// leaves and is not counted in [`Stats::messages_sent`]. Refused with
+    /// [`SendError::Reliable`] on a reliable channel; on error nothing changed.
+    pub fn send_latest(&mut self, channel: u8, bytes: &[u8]) -> Result<(), SendError> {
+        if matches!(self.phase, Phase::Closing { .. } | Phase::Closed) {
+            return Err(SendError::Closed);
+        }
+        self.channels.send_latest(channel, bytes)
+    }
+
     /// Takes in one datagram from the peer. On error nothing changed.
     pub fn receive(&mut self, now: Duration, datagram: &[u8]) -> Result<(), ConnectionError> {
         if datagram.is_empty() {

@@ -54,9 +54,17 @@ pub enum HandshakeError {
     /// The datagram is of another wire version (the top two bits of its first byte).
     #[error("unsupported wire version {0}")]
     UnsupportedVersion(u8),
-    /// A data packet (or a connection's control packet) from an address with no connection.
+    /// A data packet, or an accepted or challenge packet, from an address with no
+    /// connection: a stray or foreign sender.
     #[error("packet for an unknown connection")]
     UnknownConnection,
+    /// A disconnect from an address with no connection: usually one of the redundant copies
+    /// of a disconnect arriving after the first one closed the connection (harmless).
+    #[error("disconnect for connection {connection_id:#018x}, which is gone")]
+    LateDisconnect {
+        /// The connection id in the packet.
+        connection_id: u64,
+    },
     /// The peer speaks another protocol (or another incompatible release).
     #[error("protocol id {got:#018x}, expected {expected:#018x}")]
     WrongProtocolId {
@@ -195,6 +203,11 @@ impl Acceptor {
                     now,
                     id,
                 ))))
+            }
+            // Disconnects are sent several times and not acked, so copies outlive their
+            // connection; told apart here so a driver need not parse the datagram again.
+            ControlPacket::Disconnect { connection_id } => {
+                Err(HandshakeError::LateDisconnect { connection_id })
             }
             _ => Err(HandshakeError::UnknownConnection),
         }

@@ -76,7 +76,11 @@
 //!    `reliable`: 16-bit message ids kept until a packet carrying them is acked (never by
 //!    resending a packet), duplicate filtering, reordering and reassembly of messages up to
 //!    [`frame::MAX_MESSAGE_SIZE`] (256 KiB), with a 1024-id window per channel
-//!    ([`SendError::WindowFull`] is the backpressure signal).
+//!    ([`SendError::WindowFull`] is the backpressure signal). For state where only the
+//!    newest value matters (positions, inputs), [`Connection::send_latest`] replaces the
+//!    message an unreliable channel has not sent yet instead of queueing behind it: a driver
+//!    calls it every frame or tick and each packet carries the newest value, never a backlog
+//!    (reliable channels refuse it with [`SendError::Reliable`]).
 //! 10. [`control`] and [`handshake`]: connect request → stateless HMAC cookie challenge →
 //!     response → accepted; the [`Acceptor`] keeps nothing until a valid response, checks the
 //!     64-bit protocol id, and refuses forged, expired and replayed cookies.

@@ -59,7 +59,8 @@ pub struct Stats {
     pub counters: Counters,
     /// Length of the last header sent (4 in steady state).
     pub last_header_len: u32,
-    /// Messages accepted by `send` (zero for a bare endpoint; the fields below too).
+    /// Messages accepted by `send` and `send_latest`, less those `send_latest` replaced before
+    /// they were sent (zero for a bare endpoint; the fields below too).
     #[serde(default)]
     pub messages_sent: u64,
     /// Reliable frames sent again because no ack came within the resend interval.

@@ -242,7 +242,6 @@ fn packets_for_unknown_connections_are_refused() {
     let t = endpoint.poll_transmit(T0, &mut data).unwrap().unwrap();
     for datagram in [
         data[..t.len].to_vec(),
-        emit(ControlPacket::Disconnect { connection_id: 1 }),
         emit(ControlPacket::Accepted { connection_id: 1 }),
     ] {
         assert_eq!(
@@ -252,6 +251,18 @@ fn packets_for_unknown_connections_are_refused() {
             HandshakeError::UnknownConnection
         );
     }
+    // A disconnect is told apart: its copies outlive the connection they close.
+    assert_eq!(
+        acceptor
+            .receive(
+                T0,
+                CLIENT_ADDR,
+                &emit(ControlPacket::Disconnect { connection_id: 1 }),
+                &mut [0u8; 64]
+            )
+            .unwrap_err(),
+        HandshakeError::LateDisconnect { connection_id: 1 }
+    );
     assert!(matches!(
         acceptor.receive(T0, CLIENT_ADDR, &[0x61, 1, 2], &mut [0u8; 64]),
         Err(HandshakeError::Control(_))

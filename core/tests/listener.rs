@@ -289,3 +289,51 @@ fn an_address_longer_than_the_table_holds_is_refused_with_its_length() {
     );
     assert!(world.listener.is_empty());
 }
+
+#[test]
+fn a_disconnect_copy_after_its_connection_is_gone_is_refused_as_late_and_changes_nothing() {
+    let mut world = World::new(&[b"a", b"b"]);
+    world.run_for(Duration::from_secs(1));
+    let client = world.clients.get_mut(&b"a"[..]).unwrap();
+    let id = client.connection_id().unwrap();
+    client.close();
+    let mut buf = [0u8; 1200];
+    let mut copies = Vec::new();
+    while let Some(len) = client.poll_transmit(world.now, &mut buf).unwrap() {
+        copies.push(buf[..len].to_vec());
+    }
+    assert_eq!(copies.len(), 3, "one disconnect and its redundant copies");
+    // The first copy closes the connection; once its last event is taken (and the visit
+    // that event queued is done) it is dropped.
+    let (now, listener) = (world.now, &mut world.listener);
+    let first = listener.receive(now, b"a", &copies[0], &mut [0u8; 64]);
+    assert_eq!(first, Ok(None));
+    for _ in 0..2 {
+        while listener.poll_transmit(now, &mut buf).unwrap().is_some() {}
+        while listener.poll_event().is_some() {}
+    }
+    assert!(listener.connection(b"a").is_none());
+
+    let state = |listener: &mut Listener| {
+        (
+            listener.len(),
+            listener.counters(),
+            listener.poll_timeout(),
+            listener.acceptor().used_cookies(),
+            listener.connection(b"b").unwrap().stats(),
+        )
+    };
+    let before = state(listener);
+    for copy in &copies[1..] {
+        let mut reply = [0u8; 64];
+        assert_eq!(
+            listener.receive(now, b"a", copy, &mut reply),
+            Err(ListenerError::Handshake(HandshakeError::LateDisconnect {
+                connection_id: id
+            }))
+        );
+        assert_eq!(reply, [0u8; 64], "nothing to send back");
+    }
+    assert_eq!(state(listener), before);
+    assert!(listener.poll_event().is_none());
+}

@@ -5,8 +5,9 @@ mod pair;
 use std::time::Duration;
 
 use ackwire_core::emulator::EmulatorConfig;
-use ackwire_core::frame::{MAX_MESSAGE_SIZE, RELIABLE_WINDOW};
-use ackwire_core::{ChannelKind, ConnectionConfig, SendError};
+use ackwire_core::frame::{Frames, MAX_MESSAGE_SIZE, RELIABLE_WINDOW};
+use ackwire_core::wire::Packet;
+use ackwire_core::{ChannelKind, ConnectionConfig, ConnectionEvent, SendError};
 use pair::ConnPair;
 
 const MS: Duration = Duration::from_millis(1);
@@ -311,4 +312,166 @@ fn a_packet_with_an_impossible_frame_is_refused_whole_and_changes_nothing() {
             bytes: b"x".to_vec()
         })
     );
+}
+
+#[test]
+fn send_latest_gives_each_packet_only_the_newest_value_and_reliable_traffic_still_flows() {
+    let mut pair = ConnPair::new(all_kinds(), EmulatorConfig::default(), 13);
+    pair.connect();
+    let ConnPair {
+        now,
+        client,
+        server,
+        ..
+    } = &mut pair;
+    let server = server.as_mut().unwrap();
+    let mut buf = [0u8; 1200];
+    let mut latest = 0u32;
+    let mut reliable_sent = 0u32;
+    // Per latest-value channel (0 sequenced, 3 unreliable): the values the client's packets
+    // carried, and the values the server delivered.
+    let (mut carried, mut delivered) = ([vec![], vec![]], [vec![], vec![]]);
+    let mut reliable = Vec::new();
+    for step in 0..3000 {
+        // Many calls per packet: one a millisecond, packets at 10 to 30 a second.
+        latest += 1;
+        client.send_latest(0, &latest.to_be_bytes()).unwrap();
+        client.send_latest(3, &latest.to_be_bytes()).unwrap();
+        if step % 50 == 0 && step < 2000 {
+            client.send(1, &reliable_sent.to_be_bytes()).unwrap();
+            reliable_sent += 1;
+        }
+        while let Some(len) = client.poll_transmit(*now, &mut buf).unwrap() {
+            let packet = Packet::new_checked(&buf[..len]).unwrap();
+            for (k, channel) in [0u8, 3].into_iter().enumerate() {
+                let frames: Vec<_> = Frames::new(packet.payload())
+                    .map(Result::unwrap)
+                    .filter(|f| f.channel == channel)
+                    .collect();
+                assert!(frames.len() <= 1, "{} on channel {channel}", frames.len());
+                if let [frame] = frames[..] {
+                    assert_eq!(frame.payload, latest.to_be_bytes(), "not the newest");
+                    carried[k].push(latest);
+                }
+            }
+            server.receive(*now, &buf[..len]).unwrap();
+        }
+        while let Some(len) = server.poll_transmit(*now, &mut buf).unwrap() {
+            client.receive(*now, &buf[..len]).unwrap();
+        }
+        while let Some(event) = server.poll_event() {
+            if let ConnectionEvent::Message { channel, bytes } = event {
+                let value = u32::from_be_bytes(bytes.try_into().unwrap());
+                match channel {
+                    0 => delivered[0].push(value),
+                    3 => delivered[1].push(value),
+                    _ => reliable.push(value),
+                }
+            }
+        }
+        while client.poll_event().is_some() {}
+        assert!(
+            client.buffered().unreliable_queued <= 2,
+            "a backlog built up"
+        );
+        *now += MS;
+    }
+    for k in 0..2 {
+        assert_eq!(delivered[k], carried[k], "every packet's value, once");
+        assert!(carried[k].windows(2).all(|w| w[0] < w[1]));
+        assert!(
+            (30..=100).contains(&carried[k].len()),
+            "one per packet, not one per call: {}",
+            carried[k].len()
+        );
+    }
+    assert_eq!(reliable, (0..reliable_sent).collect::<Vec<_>>());
+    let stats = client.stats();
+    assert_eq!(
+        stats.messages_sent,
+        (carried[0].len() + carried[1].len() + client.buffered().unreliable_queued) as u64
+            + u64::from(reliable_sent),
+        "replaced messages are not counted as sent"
+    );
+    assert_eq!(server.stats().messages_dropped_stale, 0);
+}
+
+#[test]
+fn send_latest_replaces_a_backlog_queued_by_send() {
+    let mut pair = ConnPair::new(all_kinds(), EmulatorConfig::default(), 14);
+    pair.connect();
+    for i in 0u8..5 {
+        pair.client.send(0, &[i]).unwrap();
+        pair.client.send(3, &[i]).unwrap();
+    }
+    assert_eq!(pair.client.buffered().unreliable_queued, 10);
+    let sent_before = pair.client.stats().messages_sent;
+    pair.client.send_latest(0, b"newest").unwrap();
+    pair.client.send_latest(3, b"newest").unwrap();
+    assert_eq!(pair.client.buffered().unreliable_queued, 2);
+    assert_eq!(pair.client.stats().messages_sent, sent_before - 8);
+    pair.run_for(Duration::from_millis(200));
+    assert_eq!(
+        pair.server_side.messages(0).collect::<Vec<_>>(),
+        [b"newest"]
+    );
+    assert_eq!(
+        pair.server_side.messages(3).collect::<Vec<_>>(),
+        [b"newest"]
+    );
+}
+
+#[test]
+fn send_latest_called_more_than_half_the_sequence_range_between_packets_is_still_delivered() {
+    let mut pair = ConnPair::new(all_kinds(), EmulatorConfig::default(), 15);
+    pair.connect();
+    pair.client.send_latest(0, &0u32.to_be_bytes()).unwrap();
+    pair.run_for(Duration::from_millis(200));
+    // Replaced messages never left, so their sequences are reused: the next one sent still
+    // reads as newer than the last delivered.
+    for i in 1..=40_000u32 {
+        pair.client.send_latest(0, &i.to_be_bytes()).unwrap();
+    }
+    pair.run_for(Duration::from_millis(200));
+    let got: Vec<&[u8]> = pair.server_side.messages(0).collect();
+    assert_eq!(got, [&0u32.to_be_bytes()[..], &40_000u32.to_be_bytes()[..]]);
+    assert_eq!(pair.server().stats().messages_dropped_stale, 0);
+}
+
+#[test]
+fn send_latest_on_a_reliable_channel_is_refused_with_a_typed_error_and_changes_nothing() {
+    let mut pair = ConnPair::new(all_kinds(), EmulatorConfig::default(), 16);
+    pair.connect();
+    pair.client.send(0, b"queued").unwrap();
+    let before = (pair.client.stats(), pair.client.buffered());
+    for channel in [1, 2] {
+        assert_eq!(
+            pair.client.send_latest(channel, b"x"),
+            Err(SendError::Reliable { channel })
+        );
+    }
+    assert_eq!(
+        pair.client.send_latest(9, b"x"),
+        Err(SendError::UnknownChannel(9))
+    );
+    let max = pair.client.max_message_size(0).unwrap();
+    assert_eq!(
+        pair.client.send_latest(0, &vec![0u8; max + 1]),
+        Err(SendError::TooLarge {
+            channel: 0,
+            len: max + 1,
+            max
+        })
+    );
+    assert_eq!((pair.client.stats(), pair.client.buffered()), before);
+    pair.run_for(Duration::from_millis(200));
+    assert_eq!(
+        pair.server_side.messages(0).collect::<Vec<_>>(),
+        [b"queued"]
+    );
+    for channel in [1, 2] {
+        assert_eq!(pair.server_side.messages(channel).count(), 0);
+    }
+    pair.client.close();
+    assert_eq!(pair.client.send_latest(0, b"x"), Err(SendError::Closed));
 }

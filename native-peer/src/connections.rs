@@ -9,7 +9,6 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use ackwire_core::control::ControlPacket;
 use ackwire_core::{
     Connection, ConnectionConfig, ConnectionError, ConnectionEvent, ConnectionState, Counters,
     DisconnectReason, HandshakeError, Listener, ListenerError, ReceiveError, Stats,
@@ -90,7 +89,7 @@ impl Dropped {
         }
     }
 
-    fn count_listener(&mut self, error: &ListenerError, datagram: &[u8]) -> &'static str {
+    fn count_listener(&mut self, error: &ListenerError) -> &'static str {
         match error {
             ListenerError::Connection(e) => self.count_connection(e),
             ListenerError::Full(_) => {
@@ -102,18 +101,14 @@ impl Dropped {
                 self.malformed += 1;
                 "malformed"
             }
+            // The copies of a disconnect that arrive after its connection is gone.
+            ListenerError::Handshake(HandshakeError::LateDisconnect { .. }) => {
+                self.late += 1;
+                "late"
+            }
             ListenerError::Handshake(HandshakeError::UnknownConnection) => {
-                // The copies of a disconnect that arrive after its connection is gone.
-                if matches!(
-                    ControlPacket::parse(datagram),
-                    Ok(ControlPacket::Disconnect { .. })
-                ) {
-                    self.late += 1;
-                    "late"
-                } else {
-                    self.foreign += 1;
-                    "foreign"
-                }
+                self.foreign += 1;
+                "foreign"
             }
             _ => {
                 self.handshake += 1;
@@ -230,7 +225,7 @@ impl Connections {
                     // Answer at once (the echo, a prompt ack), as a raw echo would: the
                     // connection's state is still in cache, and the kernel's too.
                     Ok(None) => return self.poll(now, link),
-                    Err(e) => (self.dropped.count_listener(&e, datagram), e.to_string()),
+                    Err(e) => (self.dropped.count_listener(&e), e.to_string()),
                 }
             }
             Side::Connect {
@@ -271,12 +266,11 @@ impl Connections {
                 connection,
                 demo_sent,
             } => {
-                // One state update waits in the queue at all times, so every data packet
+                // The newest state update replaces any still queued, so every data packet
                 // carries the latest one, at whatever rate the congestion mode allows.
                 if connection.state() == ConnectionState::Connected
-                    && connection.buffered().unreliable_queued == 0
                     && connection
-                        .send(POSITION_CHANNEL, &demo_message(*demo_sent))
+                        .send_latest(POSITION_CHANNEL, &demo_message(*demo_sent))
                         .is_ok()
                 {
                     *demo_sent += 1;
