@@ -10,7 +10,7 @@ use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
-use ackwire_core::emulator::{EmulatorConfig, LinkEmulator};
+use ackwire_room::emulation::TwoWay;
 use tokio::net::UdpSocket;
 
 /// Datagrams read per readiness wake-up before the driver looks at its timers again: large
@@ -41,25 +41,9 @@ pub fn bind(addr: SocketAddr) -> io::Result<std::net::UdpSocket> {
     Ok(socket.into())
 }
 
-/// What the emulator does to this peer's link, and from when.
-#[derive(Debug, Clone, PartialEq)]
-pub struct EmulationOptions {
-    /// The impairment, applied to both directions.
-    pub config: EmulatorConfig,
-    /// Seed of the outbound emulator; the inbound one uses a seed derived from it.
-    pub seed: u64,
-    /// The link is perfect until this long after start, then impaired: lets a demo or a test
-    /// watch a good connection degrade.
-    pub impair_after: Duration,
-}
-
-#[derive(Debug)]
-struct Emulation {
-    outbound: LinkEmulator,
-    inbound: LinkEmulator,
-    /// The impairment still to apply, and when.
-    pending: Option<(Duration, EmulatorConfig)>,
-}
+/// What the emulator does to this peer's link, and from when: the room member's two-way
+/// emulator, here around the whole socket rather than one link.
+pub use ackwire_room::emulation::Emulation as EmulationOptions;
 
 /// What the socket itself has done, below the protocol (handshakes, garbage and
 /// disconnects included).
@@ -84,7 +68,7 @@ pub struct LinkCounters {
 pub struct Link {
     socket: std::net::UdpSocket,
     watch: Option<UdpSocket>,
-    emulation: Option<Emulation>,
+    emulation: Option<TwoWay>,
     counters: LinkCounters,
 }
 
@@ -179,27 +163,9 @@ impl Link {
         socket: std::net::UdpSocket,
         emulation: Option<EmulationOptions>,
     ) -> Result<Link, ackwire_core::emulator::EmulatorError> {
-        let emulation = match emulation {
-            None => None,
-            Some(options) => {
-                options.config.validate()?;
-                let (initial, pending) = if options.impair_after.is_zero() {
-                    (options.config, None)
-                } else {
-                    (
-                        EmulatorConfig::default(),
-                        Some((options.impair_after, options.config)),
-                    )
-                };
-                // Different seeds per direction so the two directions do not drop in lockstep.
-                let inbound_seed = options.seed ^ 0x5DEE_CE66_D1CE_5EED;
-                Some(Emulation {
-                    outbound: LinkEmulator::new(initial.clone(), options.seed)?,
-                    inbound: LinkEmulator::new(initial, inbound_seed)?,
-                    pending,
-                })
-            }
-        };
+        let emulation = emulation
+            .map(|options| TwoWay::new(&options, Duration::ZERO))
+            .transpose()?;
         Ok(Link {
             socket,
             watch: None,
@@ -221,7 +187,7 @@ impl Link {
     /// Sends one datagram to `to` (through the emulator when there is one).
     pub fn send(&mut self, now: Duration, to: SocketAddr, datagram: &[u8]) {
         match &mut self.emulation {
-            Some(emulation) => emulation.outbound.send(now, &tag(to, datagram)),
+            Some(emulation) => emulation.send(now, &tag(to, datagram)),
             None => send_now(&self.socket, &mut self.counters, to, datagram),
         }
     }
@@ -273,7 +239,7 @@ impl Link {
                     read += 1;
                     self.counters.datagrams_in += 1;
                     match &mut self.emulation {
-                        Some(emulation) => emulation.inbound.send(now, &tag(from, &buf[..len])),
+                        Some(emulation) => emulation.arrive(now, &tag(from, &buf[..len])),
                         None => deliver(self, from, &buf[..len]),
                     }
                 }
@@ -296,21 +262,12 @@ impl Link {
         let Some(emulation) = &mut self.emulation else {
             return;
         };
-        if let Some((at, config)) = &emulation.pending {
-            if now >= *at {
-                tracing::info!(?config, "link impairment starts");
-                // Validated in `new`, so these cannot fail.
-                let _ = emulation.outbound.set_config(config.clone());
-                let _ = emulation.inbound.set_config(config.clone());
-                emulation.pending = None;
-            }
-        }
-        while let Some(tagged) = emulation.outbound.poll_receive(now) {
+        while let Some(tagged) = emulation.poll_send(now) {
             let (to, datagram) = untag(&tagged);
             send_now(&self.socket, &mut self.counters, to, datagram);
         }
         while let Some(emulation) = &mut self.emulation {
-            let Some(tagged) = emulation.inbound.poll_receive(now) else {
+            let Some(tagged) = emulation.poll_arrive(now) else {
                 break;
             };
             let (from, datagram) = untag(&tagged);
@@ -320,15 +277,7 @@ impl Link {
 
     /// When the emulation next needs [`poll_emulation`](Self::poll_emulation), if ever.
     pub fn poll_timeout(&self) -> Option<Duration> {
-        let emulation = self.emulation.as_ref()?;
-        [
-            emulation.outbound.poll_timeout(),
-            emulation.inbound.poll_timeout(),
-            emulation.pending.as_ref().map(|(at, _)| *at),
-        ]
-        .into_iter()
-        .flatten()
-        .min()
+        self.emulation.as_ref()?.poll_timeout()
     }
 }
 

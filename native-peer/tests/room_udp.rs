@@ -13,7 +13,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use room_support::{
-    Peer, Proxy, Server, acked, blocking, dashboard_link, link_to, linked_pair, subscribe,
+    Peer, Proxy, Server, acked, blocking, dashboard_link, link_state, link_to, linked_pair,
+    signalling_down, subscribe,
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -21,24 +22,23 @@ async fn two_natives_in_a_room_link_over_udp_exchange_positions_and_a_greeting_o
     let server = Server::start("127.0.0.1:0".parse().unwrap()).await;
     let dashboard = subscribe(&server, "udp-pair").await;
     let url = server.room_url("udp-pair");
-    let (mut a, mut b) = blocking(move || {
+    let (mut a, mut b, a_id) = blocking(move || {
         let mut a = Peer::join(&url);
-        a.peer_id();
+        let a_id = a.peer_id();
         let b = Peer::join(&url);
-        (a, b)
+        (a, b, a_id)
     })
     .await;
     let (a, b, a_id, b_id) = blocking(move || {
         let b_id = b.peer_id();
-        let a_id = a.seen[0]["peer_id"].as_u64().unwrap();
         for (me, other) in [(&mut a, b_id), (&mut b, a_id)] {
             let link = me.wait_for("a UDP link", Duration::from_secs(10), |l| {
-                l["type"] == "link-connected" && l["peer"] == other && l["transport"] == "udp"
+                link_state(l, other, "connected") && l["transport"] == "udp"
             });
             // Measured 1-33 ms. The newcomer's first connect request beats `peer_joined` to
             // the other native, which replays it once it knows the address; without that the
             // core's 250 ms resend shows here.
-            let after = link["after_ms"].as_f64().unwrap();
+            let after = link["attempt_ms"].as_f64().unwrap();
             assert!(
                 after < 150.0,
                 "UDP link connected {after} ms after discovery"
@@ -69,11 +69,17 @@ async fn two_natives_in_a_room_link_over_udp_exchange_positions_and_a_greeting_o
             // The core's RTT includes the peer's wait for its next paced packet (up to 100 ms
             // at the 10 packets/s of the first seconds), so loopback reads tens of ms.
             assert!(rtt > 0.0 && rtt < 250.0, "loopback RTT {rtt} ms");
+            assert_eq!(link["state"], "connected");
             assert_eq!(link["stats"]["packets_lost"], 0);
-            let chats: Vec<&Value> = me.seen.iter().filter(|l| l["type"] == "chat").collect();
+            let chats: Vec<Value> = me
+                .seen
+                .iter()
+                .filter(|l| l["type"] == "chat")
+                .map(|l| json!({"peer": l["peer"], "text": l["text"]}))
+                .collect();
             assert_eq!(
                 chats,
-                [&json!({"type": "chat", "peer": other, "text": format!("hello from native peer {other}")})]
+                [json!({"peer": other, "text": format!("hello from native peer {other}")})]
             );
         }
         (a, b)
@@ -104,9 +110,7 @@ async fn a_native_link_keeps_flowing_through_a_signalling_restart_and_both_rejoi
     let (a, b) = blocking(move || {
         let (mut a, mut b) = (a, b);
         for (me, other) in [(&mut a, b_id), (&mut b, a_id)] {
-            me.wait_for("signalling-down", Duration::from_secs(5), |l| {
-                l["type"] == "signalling-down"
-            });
+            me.wait_for("signalling down", Duration::from_secs(5), signalling_down);
             let before = acked(
                 &me.wait_for("stats", Duration::from_secs(3), |l| acked(l, other) > 0),
                 other,
@@ -121,25 +125,30 @@ async fn a_native_link_keeps_flowing_through_a_signalling_restart_and_both_rejoi
     })
     .await;
     // The server comes back (it remembers nothing): both join again as new peers, and the
-    // link made under the old ids keeps flowing.
+    // link made under the old ids keeps flowing, renamed to the new ids: one link per pair.
     let server = Server::start(addr).await;
     let dashboard = subscribe(&server, "restart").await;
     let (a, b, a_new, b_new) = blocking(move || {
         let (mut a, mut b) = (a, b);
         let mut new_ids = Vec::new();
-        for (me, other) in [(&mut a, b_id), (&mut b, a_id)] {
+        for me in [&mut a, &mut b] {
             let welcome = me.wait_for("a new welcome", Duration::from_secs(15), |l| {
                 l["type"] == "welcome"
             });
             assert_eq!(welcome["resumed"], false);
             new_ids.push(welcome["peer_id"].as_u64().unwrap());
-            let before = acked(
-                &me.wait_for("stats", Duration::from_secs(3), |l| acked(l, other) > 0),
-                other,
-            );
-            me.wait_for("acks after the restart", Duration::from_secs(8), |l| {
+        }
+        for (me, other) in [(&mut a, new_ids[1]), (&mut b, new_ids[0])] {
+            let line = me.wait_for("the link under the new id", Duration::from_secs(8), |l| {
+                acked(l, other) > 0
+            });
+            let before = acked(&line, other);
+            let line = me.wait_for("acks after the restart", Duration::from_secs(8), |l| {
                 acked(l, other) >= before + 20
             });
+            let links = line["links"].as_array().unwrap();
+            assert_eq!(links.len(), 1, "one link per pair: {links:?}");
+            assert_eq!(links[0]["state"], "connected");
         }
         (a, b, new_ids[0], new_ids[1])
     })
@@ -170,11 +179,13 @@ async fn a_native_stopped_with_sigterm_says_goodbye_on_its_links_and_leaves_the_
         b.terminate();
         // The core's disconnect arrives over the link, and the room hears `left` (not `lost`
         // after the 15 s reconnect grace) well within the wait below.
-        a.wait_for("the disconnect", Duration::from_secs(3), |l| {
-            l["type"] == "link-ended" && l["peer"] == b_id && l["reason"] == "closed-by-peer"
+        // Whichever comes first ends the link: the peer's disconnect or the room's news.
+        a.wait_for("the link to end", Duration::from_secs(3), |l| {
+            (link_state(l, b_id, "lost") && l["reason"]["code"] == "peer_closed")
+                || link_state(l, b_id, "gone")
         });
         a.wait_for("b leaving", Duration::from_secs(3), |l| {
-            l["type"] == "peer-left" && l["peer"] == b_id && l["reason"] == "left"
+            l["type"] == "peer-left" && l["peer_id"] == b_id && l["reason"] == "left"
         });
         b.wait_for("its last line", Duration::from_secs(3), |l| {
             l["type"] == "left"
@@ -197,7 +208,7 @@ async fn a_signalling_blip_is_resumed_under_the_same_id_and_the_room_never_notic
         let mut b = Peer::join(&direct);
         let b_id = b.peer_id();
         a.wait_for("the UDP link", Duration::from_secs(10), |l| {
-            l["type"] == "link-connected" && l["peer"] == b_id
+            link_state(l, b_id, "connected")
         });
         (a, b, a_id, b_id)
     })
@@ -206,9 +217,7 @@ async fn a_signalling_blip_is_resumed_under_the_same_id_and_the_room_never_notic
     let dashboard = subscribe(&server, "blip").await;
     let (a, b) = blocking(move || {
         let (mut a, mut b) = (a, b);
-        a.wait_for("signalling down", Duration::from_secs(5), |l| {
-            l["type"] == "signalling-down"
-        });
+        a.wait_for("signalling down", Duration::from_secs(5), signalling_down);
         let welcome = a.wait_for("the resume", Duration::from_secs(5), |l| {
             l["type"] == "welcome"
         });
@@ -228,9 +237,9 @@ async fn a_signalling_blip_is_resumed_under_the_same_id_and_the_room_never_notic
             acked(l, a_id) >= before + 10
         });
         assert!(
-            b.seen
-                .iter()
-                .all(|l| l["type"] != "peer-left" && l["type"] != "link-ended"),
+            b.seen.iter().all(|l| l["type"] != "peer-left"
+                && !link_state(l, a_id, "lost")
+                && !link_state(l, a_id, "gone")),
             "B noticed the blip"
         );
         (a, b)

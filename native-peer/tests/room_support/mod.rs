@@ -198,10 +198,20 @@ pub fn linked_pair(url: &str) -> (Peer, Peer, u64, u64) {
     let b_id = b.peer_id();
     for (me, other) in [(&mut a, b_id), (&mut b, a_id)] {
         me.wait_for("the UDP link", Duration::from_secs(10), |l| {
-            l["type"] == "link-connected" && l["peer"] == other && l["transport"] == "udp"
+            link_state(l, other, "connected") && l["transport"] == "udp"
         });
     }
     (a, b, a_id, b_id)
+}
+
+/// Whether `line` reports the link to `peer` entering `state`.
+pub fn link_state(line: &Value, peer: u64, state: &str) -> bool {
+    line["type"] == "link" && line["peer"] == peer && line["state"] == state
+}
+
+/// Whether `line` says signalling dropped.
+pub fn signalling_down(line: &Value) -> bool {
+    line["type"] == "signalling" && line["state"] == "reconnecting"
 }
 
 pub fn last(lines: &[Value]) -> &[Value] {

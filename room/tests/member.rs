@@ -1,0 +1,350 @@
+//! The room member in virtual time: every link transition, recovery after outages and
+//! server restarts, ICE failure, and bad input, with members driven only by their own
+//! timeouts and by what arrives for them (`world/mod.rs`).
+
+mod world;
+
+use std::time::Duration;
+
+use ackwire_room::ChatError;
+use ackwire_room::member::{Event, Failure, LinkState, ReceiveError, Route, TransportKind};
+use ackwire_room::signalling::PeerKind;
+use world::World;
+
+const S: Duration = Duration::from_secs(1);
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// The states link `n → m` went through, deduplicated in order.
+fn states(w: &World, n: usize, m: usize) -> Vec<LinkState> {
+    let link = w.link(n, m).map(|l| l.link);
+    let mut seen: Vec<LinkState> = Vec::new();
+    for e in &w.nodes[n].events {
+        if let Event::Link(info) = e {
+            if Some(info.link) == link && seen.last() != Some(&info.state) {
+                seen.push(info.state);
+            }
+        }
+    }
+    seen
+}
+
+#[test]
+fn two_browsers_negotiate_connect_and_chat_exactly_once() {
+    let mut w = World::new();
+    let a = w.add(PeerKind::Browser, |_| {});
+    let b = w.add(PeerKind::Browser, |_| {});
+    w.run_until_true(2 * S, "link up", |w| w.fully_linked(&[a, b]));
+    assert_eq!(
+        states(&w, b, a),
+        [
+            LinkState::Negotiating,
+            LinkState::Open,
+            LinkState::Connected
+        ]
+    );
+    let link = w.link(a, b).unwrap();
+    assert_eq!(link.transport, TransportKind::WebRtc);
+    assert_eq!(link.candidate.as_deref(), Some("host"));
+    assert_eq!(w.offers_relayed, 2, "one offer, one answer");
+
+    let now = w.now;
+    assert_eq!(w.nodes[a].member.send_chat(now, "hello").unwrap(), 1);
+    w.nodes[b].member.set_position(0.25, 0.75);
+    w.run_for(2 * S);
+    assert_eq!(w.chats(b, "hello"), 1);
+    assert_eq!(w.link(a, b).unwrap().position, Some((0.25, 0.75)));
+}
+
+#[test]
+fn natives_link_over_udp_and_with_browsers_over_webrtc() {
+    let mut w = World::new();
+    let n1 = w.add(PeerKind::Native, |_| {});
+    let n2 = w.add(PeerKind::Native, |_| {});
+    let b = w.add(PeerKind::Browser, |_| {});
+    w.run_until_true(2 * S, "trio linked", |w| w.fully_linked(&[n1, n2, b]));
+    assert_eq!(w.link(n1, n2).unwrap().transport, TransportKind::Udp);
+    assert_eq!(w.link(n2, n1).unwrap().transport, TransportKind::Udp);
+    assert_eq!(w.link(n1, b).unwrap().transport, TransportKind::WebRtc);
+    assert_eq!(w.link(b, n2).unwrap().transport, TransportKind::WebRtc);
+    // No negotiation between the natives: 2 browser links × (offer + answer).
+    assert_eq!(w.offers_relayed, 4);
+}
+
+#[test]
+fn a_link_held_in_outage_past_the_idle_timeout_is_lost_then_recovers_and_carries_chat() {
+    for kinds in [
+        [PeerKind::Browser, PeerKind::Browser],
+        [PeerKind::Browser, PeerKind::Native],
+        [PeerKind::Native, PeerKind::Native],
+    ] {
+        let mut w = World::new();
+        let a = w.add(kinds[0], |_| {});
+        let b = w.add(kinds[1], |_| {});
+        w.run_until_true(2 * S, "link up", |w| w.fully_linked(&[a, b]));
+        let first = w.link(a, b).unwrap().link;
+
+        w.set_blackout(a, b, true);
+        w.run_for(12 * S);
+        for (n, m) in [(a, b), (b, a)] {
+            let link = w.link(n, m).unwrap();
+            assert!(
+                matches!(
+                    link.state,
+                    LinkState::Retrying | LinkState::Negotiating | LinkState::Open
+                ),
+                "{kinds:?} {n}→{m} while blacked out: {:?}",
+                link.state
+            );
+            assert!(
+                matches!(link.reason, Some(Failure::IdleTimeout(_))),
+                "{kinds:?}: {:?}",
+                link.reason
+            );
+        }
+
+        w.set_blackout(a, b, false);
+        w.run_until_true(20 * S, "recovered", |w| w.fully_linked(&[a, b]));
+        // The same link (same id, same peer), on a new session.
+        assert_eq!(w.link(a, b).unwrap().link, first);
+        assert_eq!(
+            w.link(a, b).unwrap().reason,
+            None,
+            "a connected link has no failure"
+        );
+        let now = w.now;
+        w.nodes[b].member.send_chat(now, "back").unwrap();
+        w.run_for(2 * S);
+        assert_eq!(w.chats(a, "back"), 1, "{kinds:?}");
+        let s = states(&w, a, b);
+        assert!(
+            s.contains(&LinkState::Lost) && s.ends_with(&[LinkState::Connected]),
+            "{s:?}"
+        );
+    }
+}
+
+#[test]
+fn ice_failure_is_reported_with_its_reason_and_retried_with_backoff() {
+    let mut w = World::new();
+    let a = w.add(PeerKind::Browser, |_| {});
+    let b = w.add(PeerKind::Browser, |_| {});
+    // Neither side's candidates ever reach the other: no path.
+    w.nodes[a].no_candidates = true;
+    w.nodes[b].no_candidates = true;
+    w.run_for(world::ICE_FAIL + 2 * S);
+    for (n, m) in [(a, b), (b, a)] {
+        let link = w.link(n, m).unwrap();
+        assert_eq!(link.reason, Some(Failure::IceFailed), "{n}→{m}");
+        assert!(link.reason.unwrap().to_string().contains("TURN server"));
+    }
+    // The failure reaches dashboards too.
+    let report = w.nodes[b].stats_sent.last().unwrap().to_string();
+    assert!(report.contains("ice_failed"), "{report}");
+    // Attempts keep coming, further and further apart.
+    w.run_for(60 * S);
+    let attempts = w.link(b, a).unwrap().attempts;
+    assert!(
+        (3..=12).contains(&attempts),
+        "{attempts} attempts in a minute"
+    );
+    // A path appears: the next attempt connects.
+    w.nodes[a].no_candidates = false;
+    w.nodes[b].no_candidates = false;
+    w.run_until_true(30 * S, "connected once a path exists", |w| {
+        w.fully_linked(&[a, b])
+    });
+}
+
+#[test]
+fn after_a_server_restart_every_pair_keeps_exactly_one_link_whether_ids_are_reused_or_not() {
+    for reuse in [true, false] {
+        let mut w = World::new();
+        let members: Vec<usize> = [
+            PeerKind::Browser,
+            PeerKind::Native,
+            PeerKind::Browser,
+            PeerKind::Native,
+        ]
+        .into_iter()
+        .map(|k| w.add(k, |_| {}))
+        .collect();
+        w.run_until_true(3 * S, "all linked", |w| w.fully_linked(&members));
+        let before: Vec<_> = members.iter().map(|&n| w.links(n)).collect();
+        let relayed = w.offers_relayed;
+
+        w.restart_ids_from = if reuse { 1 } else { 100 };
+        w.kill_server();
+        w.run_for(3 * S);
+        // Links do not pass through the server.
+        for &n in &members {
+            assert!(w.links(n).iter().all(|l| l.state == LinkState::Connected));
+        }
+        w.start_server();
+        w.run_until_true(10 * S, "one link per pair again", |w| {
+            w.fully_linked(&members)
+        });
+        // Still the links from before: renamed, not renegotiated.
+        for (i, &n) in members.iter().enumerate() {
+            let mut old: Vec<_> = before[i].iter().map(|l| l.link).collect();
+            let mut now: Vec<_> = w.links(n).iter().map(|l| l.link).collect();
+            old.sort();
+            now.sort();
+            assert_eq!(old, now, "reuse={reuse}: member {n}'s links");
+        }
+        assert_eq!(w.offers_relayed, relayed, "no renegotiation");
+        // Dashboards hear each member report each peer once, under the new ids.
+        w.run_for(2 * S);
+        for &n in &members {
+            let report = w.nodes[n]
+                .stats_sent
+                .last()
+                .unwrap()
+                .as_array()
+                .unwrap()
+                .clone();
+            let mut peers: Vec<u64> = report.iter().map(|l| l["peer"].as_u64().unwrap()).collect();
+            peers.sort();
+            let mut expected: Vec<u64> = members
+                .iter()
+                .filter(|&&m| m != n)
+                .map(|&m| w.nodes[m].member.peer_id().unwrap())
+                .collect();
+            expected.sort();
+            assert_eq!(peers, expected, "reuse={reuse}: member {n} reports");
+        }
+    }
+}
+
+#[test]
+fn a_peer_that_does_not_come_back_after_a_restart_is_dropped_after_the_grace() {
+    let mut w = World::new();
+    let a = w.add(PeerKind::Browser, |_| {});
+    let b = w.add(PeerKind::Browser, |_| {});
+    w.run_until_true(2 * S, "linked", |w| w.fully_linked(&[a, b]));
+    w.kill_server();
+    w.vanish(b);
+    w.start_server();
+    w.run_for(25 * S);
+    assert!(w.links(a).is_empty(), "{:?}", w.links(a));
+    assert!(
+        w.nodes[a]
+            .events
+            .iter()
+            .any(|e| matches!(e, Event::Link(l) if l.state == LinkState::Gone))
+    );
+}
+
+#[test]
+fn a_peer_that_leaves_takes_its_link_with_it() {
+    let mut w = World::new();
+    let a = w.add(PeerKind::Browser, |_| {});
+    let b = w.add(PeerKind::Native, |_| {});
+    let c = w.add(PeerKind::Native, |_| {});
+    w.run_until_true(2 * S, "linked", |w| w.fully_linked(&[a, b, c]));
+    w.vanish(b);
+    w.run_for(S);
+    assert_eq!(w.links(a).len(), 1);
+    assert_eq!(w.links(c).len(), 1);
+    let now = w.now;
+    w.nodes[c].member.close(now);
+    w.run_for(2 * S);
+    assert!(w.links(a).is_empty());
+    assert!(w.nodes[c].member.is_closed());
+    assert!(
+        w.nodes[a]
+            .events
+            .iter()
+            .any(|e| matches!(e, Event::PeerLeft { .. }))
+    );
+}
+
+#[test]
+fn signalling_drops_are_resumed_with_backoff_and_links_flow_meanwhile() {
+    let mut w = World::new();
+    let a = w.add(PeerKind::Browser, |_| {});
+    let b = w.add(PeerKind::Browser, |_| {});
+    w.run_until_true(2 * S, "linked", |w| w.fully_linked(&[a, b]));
+    let id = w.nodes[a].member.peer_id();
+    w.drop_socket(a);
+    w.run_for(ms(100));
+    assert!(w.connected(b, a));
+    w.run_until_true(2 * S, "resumed", |w| {
+        w.nodes[a]
+            .events
+            .iter()
+            .any(|e| matches!(e, Event::Welcome { resumed: true, .. }))
+    });
+    assert_eq!(w.nodes[a].member.peer_id(), id);
+    assert!(w.fully_linked(&[a, b]));
+}
+
+#[test]
+fn a_newcomer_whose_first_datagram_overtakes_its_join_connects_at_once() {
+    let mut w = World::new();
+    let a = w.add(PeerKind::Native, |_| {});
+    w.run_for(S);
+    let b = w.add(PeerKind::Native, |_| {});
+    w.run_until_true(S, "udp link", |w| w.fully_linked(&[a, b]));
+    // The connect request of b usually beats peer_joined to a: it was kept and replayed,
+    // so the link came up in a few hops, not after the core's resend interval.
+    let took = w.links(b)[0].stats.as_ref().unwrap().rtt_ms;
+    assert!(took < 50.0, "rtt {took}");
+}
+
+#[test]
+fn bad_frames_and_datagrams_are_refused_with_typed_errors_and_change_nothing() {
+    let mut w = World::new();
+    let a = w.add(PeerKind::Native, |_| {});
+    let b = w.add(PeerKind::Native, |_| {});
+    w.run_until_true(2 * S, "linked", |w| w.fully_linked(&[a, b]));
+    let now = w.now;
+    let before = w.links(a);
+    let m = &mut w.nodes[a].member;
+    assert!(m.handle_frame(now, "not json").is_err());
+    assert!(
+        m.handle_frame(now, r#"{"type":"signal","from":2,"data":{"x":1}}"#)
+            .is_err()
+    );
+    // Unknown frame types are for later versions: ignored.
+    assert!(
+        m.handle_frame(now, r#"{"type":"subscribed","rooms":[]}"#)
+            .is_ok()
+    );
+    let stranger = "127.0.0.9:9".parse().unwrap();
+    assert_eq!(
+        m.receive(now, Route::Udp(stranger), b"hi"),
+        Err(ReceiveError::UnknownAddress(stranger))
+    );
+    let peer = w.nodes[b].udp.unwrap();
+    let m = &mut w.nodes[a].member;
+    assert!(matches!(
+        m.receive(now, Route::Udp(peer), &[0xFF, 0]),
+        Err(ReceiveError::Refused(_))
+    ));
+    assert!(matches!(
+        m.send_chat(now, &"x".repeat(2000)),
+        Err(ChatError::TooLong(2000))
+    ));
+    let after = w.links(a);
+    assert_eq!(after[0].refused, before[0].refused + 1);
+    assert_eq!(after[0].state, before[0].state);
+    assert_eq!(
+        after[0].stats.as_ref().unwrap().counters.packets_received,
+        before[0].stats.as_ref().unwrap().counters.packets_received
+    );
+}
+
+#[test]
+fn chat_with_no_one_connected_says_so() {
+    let mut w = World::new();
+    let a = w.add(PeerKind::Browser, |_| {});
+    w.run_for(S);
+    let now = w.now;
+    assert!(matches!(
+        w.nodes[a].member.send_chat(now, "anyone?"),
+        Err(ChatError::NoOneConnected)
+    ));
+}

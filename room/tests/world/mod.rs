@@ -1,0 +1,754 @@
+//! A small world in virtual time for room members: a signalling server that can die and
+//! come back (with or without reusing ids), WebRTC peer connections that negotiate, run ICE
+//! and carry datagrams (or fail when candidates are lost), raw UDP between natives, and
+//! blackouts. Each member wakes only on its own `poll_timeout` or on something arriving for
+//! it, as a real driver does.
+#![allow(dead_code, unreachable_pub)]
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use ackwire_room::member::{
+    Command, Event, IceState, LinkInfo, LinkState, Member, MemberConfig, Output, Route,
+    TransportEvent, TransportId,
+};
+use ackwire_room::signalling::{
+    ClientFrame, LeaveReason, PeerId, PeerInfo, PeerKind, ServerFrame, SignalData,
+};
+
+/// One-way delay of every network hop (signalling and data).
+pub const HOP: Duration = Duration::from_millis(5);
+/// ICE checks succeed this long after both sides have each other's description and a candidate.
+pub const ICE_CONNECT: Duration = Duration::from_millis(40);
+/// ICE gives up this long after both descriptions are set with no usable candidate.
+pub const ICE_FAIL: Duration = Duration::from_secs(5);
+
+#[derive(Debug)]
+enum Action {
+    /// The server gets a frame from member `from` (on connection `conn`).
+    ToServer {
+        from: usize,
+        conn: u64,
+        frame: ClientFrame,
+    },
+    /// Member `to` gets a server frame (if still on connection `conn`).
+    ToMember {
+        to: usize,
+        conn: u64,
+        text: String,
+    },
+    SocketOpen {
+        to: usize,
+        conn: u64,
+    },
+    SocketClosed {
+        to: usize,
+        conn: u64,
+    },
+    Transport {
+        to: usize,
+        transport: TransportId,
+        event: TransportEvent,
+    },
+    Datagram {
+        to: usize,
+        route: Route,
+        bytes: Vec<u8>,
+    },
+    IceCheck {
+        pc: usize,
+    },
+}
+
+#[derive(Debug)]
+struct Pc {
+    owner: usize,
+    transport: TransportId,
+    remote: Option<usize>,
+    described: bool,
+    got_candidate: bool,
+    open: bool,
+    closed: bool,
+    failed: bool,
+    since: Option<Duration>,
+}
+
+#[derive(Debug, Clone)]
+struct ServerPeer {
+    member: usize,
+    conn: u64,
+    info: PeerInfo,
+    token: String,
+}
+
+/// The signalling server's memory: lost when it dies.
+#[derive(Debug, Default)]
+struct Server {
+    next_id: PeerId,
+    peers: Vec<ServerPeer>,
+}
+
+pub struct Node {
+    pub member: Member,
+    pub events: Vec<Event>,
+    /// The signalling connection the member has open (0: none).
+    conn: u64,
+    pub udp: Option<SocketAddr>,
+    /// Stats frames this member sent, newest last.
+    pub stats_sent: Vec<serde_json::Value>,
+    /// Candidates this member's peer connections never produce (ICE will fail).
+    pub no_candidates: bool,
+    pub kind: PeerKind,
+}
+
+pub struct World {
+    pub now: Duration,
+    queue: BTreeMap<(Duration, u64), Action>,
+    seq: u64,
+    pub nodes: Vec<Node>,
+    server: Option<Server>,
+    next_conn: u64,
+    /// Ids of a restarted server start here (1 reuses the old ones).
+    pub restart_ids_from: PeerId,
+    pcs: Vec<Pc>,
+    pc_by_transport: HashMap<(usize, TransportId), usize>,
+    /// Node pairs whose data is dropped (both directions).
+    blackout: BTreeSet<(usize, usize)>,
+    udp_owner: HashMap<SocketAddr, usize>,
+    /// Frames the server relayed (signals), for tests that count negotiations.
+    pub offers_relayed: usize,
+}
+
+impl World {
+    pub fn new() -> World {
+        World {
+            now: Duration::ZERO,
+            queue: BTreeMap::new(),
+            seq: 0,
+            nodes: Vec::new(),
+            server: Some(Server {
+                next_id: 1,
+                peers: Vec::new(),
+            }),
+            next_conn: 1,
+            restart_ids_from: 1,
+            pcs: Vec::new(),
+            pc_by_transport: HashMap::new(),
+            blackout: BTreeSet::new(),
+            udp_owner: HashMap::new(),
+            offers_relayed: 0,
+        }
+    }
+
+    /// Adds a member of `room`; it starts joining at once.
+    pub fn add(&mut self, kind: PeerKind, tweak: impl FnOnce(&mut MemberConfig)) -> usize {
+        let n = self.nodes.len();
+        let mut config = MemberConfig::new("lobby", kind, format!("inst{n}"));
+        config.secret = [n as u8 + 1; 32];
+        config.seed = 1000 + n as u64;
+        let udp = (kind == PeerKind::Native)
+            .then(|| SocketAddr::from(([127, 0, 0, 1], 40000 + n as u16)));
+        config.udp_addr = udp;
+        tweak(&mut config);
+        let udp = config.udp_addr;
+        if let Some(addr) = config.udp_addr {
+            self.udp_owner.insert(addr, n);
+        }
+        let member = Member::new(config, self.now).expect("valid member config");
+        self.nodes.push(Node {
+            member,
+            events: Vec::new(),
+            conn: 0,
+            udp,
+            stats_sent: Vec::new(),
+            no_candidates: false,
+            kind,
+        });
+        self.drain(n);
+        n
+    }
+
+    fn at(&mut self, delay: Duration, action: Action) {
+        self.seq += 1;
+        self.queue.insert((self.now + delay, self.seq), action);
+    }
+
+    /// Runs until `until` (absolute virtual time).
+    pub fn run_until(&mut self, until: Duration) {
+        loop {
+            let next_action = self.queue.keys().next().map(|k| k.0);
+            let next_timer = self
+                .nodes
+                .iter()
+                .filter_map(|n| n.member.poll_timeout())
+                .min();
+            let next = [next_action, next_timer].into_iter().flatten().min();
+            let Some(next) = next.filter(|&t| t <= until) else {
+                self.now = until;
+                return;
+            };
+            self.now = self.now.max(next);
+            while let Some(entry) = self.queue.first_entry() {
+                if entry.key().0 > self.now {
+                    break;
+                }
+                let action = entry.remove();
+                self.apply(action);
+            }
+            for n in 0..self.nodes.len() {
+                if self.nodes[n]
+                    .member
+                    .poll_timeout()
+                    .is_some_and(|t| t <= self.now)
+                {
+                    let now = self.now;
+                    self.nodes[n].member.handle_timeout(now);
+                    self.drain(n);
+                }
+            }
+        }
+    }
+
+    /// Runs for `d` more.
+    pub fn run_for(&mut self, d: Duration) {
+        let until = self.now + d;
+        self.run_until(until);
+    }
+
+    /// Runs until `pred` holds (checked after every step), or panics after `limit`.
+    pub fn run_until_true(
+        &mut self,
+        limit: Duration,
+        what: &str,
+        mut pred: impl FnMut(&World) -> bool,
+    ) {
+        let end = self.now + limit;
+        while !pred(self) {
+            assert!(
+                self.now < end,
+                "{what}: not within {limit:?} (at {:?})",
+                self.now
+            );
+            let step = self.now + Duration::from_millis(10);
+            self.run_until(step);
+        }
+    }
+
+    fn apply(&mut self, action: Action) {
+        let now = self.now;
+        match action {
+            Action::ToServer { from, conn, frame } => self.server_receive(from, conn, frame),
+            Action::ToMember { to, conn, text } => {
+                if self.nodes[to].conn == conn {
+                    self.nodes[to]
+                        .member
+                        .handle_frame(now, &text)
+                        .expect("server frames parse");
+                    self.drain(to);
+                }
+            }
+            Action::SocketOpen { to, conn } => {
+                if self.nodes[to].conn == conn {
+                    self.nodes[to].member.signalling_open(now);
+                    self.drain(to);
+                }
+            }
+            Action::SocketClosed { to, conn } => {
+                if self.nodes[to].conn == conn {
+                    self.nodes[to].conn = 0;
+                    self.nodes[to]
+                        .member
+                        .signalling_closed(now, "socket closed");
+                    self.drain(to);
+                }
+            }
+            Action::Transport {
+                to,
+                transport,
+                event,
+            } => {
+                self.nodes[to]
+                    .member
+                    .handle_transport(now, transport, event);
+                self.drain(to);
+            }
+            Action::Datagram { to, route, bytes } => {
+                let _ = self.nodes[to].member.receive(now, route, &bytes);
+                self.drain(to);
+            }
+            Action::IceCheck { pc } => self.ice_check(pc),
+        }
+    }
+
+    /// Handles everything member `n` asked for.
+    fn drain(&mut self, n: usize) {
+        while let Some(output) = self.nodes[n].member.poll_output() {
+            match output {
+                Output::OpenSignalling => {
+                    let conn = self.next_conn;
+                    self.next_conn += 1;
+                    self.nodes[n].conn = conn;
+                    if self.server.is_some() {
+                        self.at(HOP, Action::SocketOpen { to: n, conn });
+                    } else {
+                        self.at(HOP, Action::SocketClosed { to: n, conn });
+                    }
+                }
+                Output::Frame(frame) => {
+                    if let ClientFrame::Stats { links, .. } = &frame {
+                        self.nodes[n].stats_sent.push(links.clone());
+                    }
+                    let conn = self.nodes[n].conn;
+                    if conn != 0 {
+                        self.at(
+                            HOP,
+                            Action::ToServer {
+                                from: n,
+                                conn,
+                                frame,
+                            },
+                        );
+                    }
+                }
+                Output::Command(command) => self.command(n, command),
+                Output::Transmit { route, datagram } => self.transmit(n, route, datagram),
+                Output::Event(event) => self.nodes[n].events.push(event),
+            }
+        }
+    }
+
+    // ----- the signalling server -----
+
+    fn send_to_member(&mut self, to: usize, conn: u64, frame: &ServerFrame) {
+        let text = serde_json::to_string(frame).unwrap();
+        self.at(HOP, Action::ToMember { to, conn, text });
+    }
+
+    fn server_receive(&mut self, from: usize, conn: u64, frame: ClientFrame) {
+        let Some(server) = self.server.as_mut() else {
+            return;
+        };
+        let sender = server
+            .peers
+            .iter()
+            .position(|p| p.member == from && p.conn == conn);
+        match frame {
+            ClientFrame::Join {
+                kind,
+                udp_addr,
+                instance,
+                resume,
+                ..
+            } => {
+                let resumed = resume.as_ref().and_then(|r| {
+                    server
+                        .peers
+                        .iter()
+                        .position(|p| p.info.id == r.peer_id && p.token == r.token)
+                });
+                if let Some(i) = resumed {
+                    server.peers[i].conn = conn;
+                    let me = server.peers[i].clone();
+                    let peers = server
+                        .peers
+                        .iter()
+                        .filter(|p| p.info.id != me.info.id)
+                        .map(|p| p.info.clone())
+                        .collect();
+                    let welcome = welcome(me.info.id, &me.token, true, peers);
+                    self.send_to_member(from, conn, &welcome);
+                    return;
+                }
+                if resume.is_some() {
+                    let err = ServerFrame::Error {
+                        code: "resume_rejected".into(),
+                        message: "unknown id".into(),
+                    };
+                    self.send_to_member(from, conn, &err);
+                    return;
+                }
+                let id = server.next_id;
+                server.next_id += 1;
+                let info = PeerInfo {
+                    id,
+                    kind,
+                    udp_addr,
+                    instance,
+                };
+                // Tokens are secrets: never the same twice, even from a restarted server.
+                let token = format!("tok{conn}");
+                let peers: Vec<PeerInfo> = server.peers.iter().map(|p| p.info.clone()).collect();
+                let others: Vec<(usize, u64)> =
+                    server.peers.iter().map(|p| (p.member, p.conn)).collect();
+                server.peers.push(ServerPeer {
+                    member: from,
+                    conn,
+                    info: info.clone(),
+                    token: token.clone(),
+                });
+                let welcome = welcome(id, &token, false, peers);
+                self.send_to_member(from, conn, &welcome);
+                for (member, c) in others {
+                    let joined = ServerFrame::PeerJoined {
+                        room: "lobby".into(),
+                        peer: info.clone(),
+                    };
+                    self.send_to_member(member, c, &joined);
+                }
+            }
+            ClientFrame::Signal { to, data, .. } => {
+                let Some(sender) = sender else { return };
+                let from_id = server.peers[sender].info.id;
+                let Some(target) = server.peers.iter().find(|p| p.info.id == to).cloned() else {
+                    return;
+                };
+                if data.get("sdp").is_some() {
+                    self.offers_relayed += 1;
+                }
+                let frame = ServerFrame::Signal {
+                    from: from_id,
+                    data,
+                };
+                self.send_to_member(target.member, target.conn, &frame);
+            }
+            ClientFrame::Leave => {
+                let Some(sender) = sender else { return };
+                let gone = server.peers.remove(sender);
+                self.announce_left(gone.info.id, LeaveReason::Left);
+            }
+            _ => {}
+        }
+    }
+
+    fn announce_left(&mut self, id: PeerId, reason: LeaveReason) {
+        let Some(server) = &self.server else { return };
+        let others: Vec<(usize, u64)> = server.peers.iter().map(|p| (p.member, p.conn)).collect();
+        for (member, conn) in others {
+            let frame = ServerFrame::PeerLeft {
+                room: "lobby".into(),
+                peer_id: id,
+                reason,
+            };
+            self.send_to_member(member, conn, &frame);
+        }
+    }
+
+    /// The server dies: every socket closes, its memory is lost.
+    pub fn kill_server(&mut self) {
+        self.server = None;
+        for n in 0..self.nodes.len() {
+            let conn = self.nodes[n].conn;
+            if conn != 0 {
+                self.at(HOP, Action::SocketClosed { to: n, conn });
+            }
+        }
+    }
+
+    /// A new server process: it knows no one.
+    pub fn start_server(&mut self) {
+        self.server = Some(Server {
+            next_id: self.restart_ids_from,
+            peers: Vec::new(),
+        });
+    }
+
+    /// Member `n` vanishes without a word (its tab closed): the server notices and tells the
+    /// room it was lost.
+    pub fn vanish(&mut self, n: usize) {
+        self.nodes[n].conn = 0;
+        self.blackout_node(n);
+        if let Some(server) = &mut self.server {
+            if let Some(i) = server.peers.iter().position(|p| p.member == n) {
+                let gone = server.peers.remove(i);
+                self.announce_left(gone.info.id, LeaveReason::Lost);
+            }
+        }
+    }
+
+    /// Member `n` drops its signalling socket (the server keeps its id for resuming).
+    pub fn drop_socket(&mut self, n: usize) {
+        let conn = self.nodes[n].conn;
+        if conn != 0 {
+            self.at(Duration::ZERO, Action::SocketClosed { to: n, conn });
+        }
+    }
+
+    // ----- transports -----
+
+    pub fn set_blackout(&mut self, a: usize, b: usize, on: bool) {
+        let key = (a.min(b), a.max(b));
+        if on {
+            self.blackout.insert(key);
+        } else {
+            self.blackout.remove(&key);
+        }
+    }
+
+    fn blackout_node(&mut self, n: usize) {
+        for m in 0..self.nodes.len() {
+            if m != n {
+                self.set_blackout(n, m, true);
+            }
+        }
+    }
+
+    fn blocked(&self, a: usize, b: usize) -> bool {
+        self.blackout.contains(&(a.min(b), a.max(b)))
+    }
+
+    fn command(&mut self, n: usize, command: Command) {
+        match command {
+            Command::OpenPeerConnection {
+                transport, offer, ..
+            } => {
+                let pc = self.pcs.len();
+                self.pcs.push(Pc {
+                    owner: n,
+                    transport,
+                    remote: None,
+                    described: false,
+                    got_candidate: false,
+                    open: false,
+                    closed: false,
+                    failed: false,
+                    since: None,
+                });
+                self.pc_by_transport.insert((n, transport), pc);
+                if offer {
+                    self.local_description(pc, "offer");
+                }
+            }
+            Command::ApplyRemoteSignal { transport, data } => {
+                let Some(&pc) = self.pc_by_transport.get(&(n, transport)) else {
+                    return;
+                };
+                if self.pcs[pc].closed {
+                    return;
+                }
+                match data {
+                    SignalData::Sdp { sdp } => {
+                        let remote: usize = sdp.sdp.trim_start_matches("pc:").parse().unwrap();
+                        self.pcs[pc].remote = Some(remote);
+                        self.pcs[pc].described = true;
+                        self.pcs[pc].since = Some(self.now);
+                        self.at(
+                            Duration::ZERO,
+                            Action::Transport {
+                                to: n,
+                                transport,
+                                event: TransportEvent::RemoteDescriptionSet,
+                            },
+                        );
+                        if sdp.kind == "offer" {
+                            self.local_description(pc, "answer");
+                        }
+                        self.at(ICE_FAIL, Action::IceCheck { pc });
+                    }
+                    SignalData::Candidate { .. } => {
+                        assert!(self.pcs[pc].described, "candidate before the description");
+                        self.pcs[pc].got_candidate = true;
+                    }
+                }
+                self.at(ICE_CONNECT, Action::IceCheck { pc });
+            }
+            Command::ClosePeerConnection { transport } => {
+                let Some(&pc) = self.pc_by_transport.get(&(n, transport)) else {
+                    return;
+                };
+                let was_open = self.pcs[pc].open;
+                self.pcs[pc].closed = true;
+                self.pcs[pc].open = false;
+                if let Some(remote) = self.pcs[pc].remote {
+                    let r = &self.pcs[remote];
+                    // An SCTP abort travels the network like anything else.
+                    if was_open && r.open && r.remote == Some(pc) && !self.blocked(n, r.owner) {
+                        let (to, transport) = (r.owner, r.transport);
+                        self.at(
+                            HOP,
+                            Action::Transport {
+                                to,
+                                transport,
+                                event: TransportEvent::ChannelClosed,
+                            },
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    fn local_description(&mut self, pc: usize, kind: &str) {
+        let (owner, transport) = (self.pcs[pc].owner, self.pcs[pc].transport);
+        let sdp = SignalData::Sdp {
+            sdp: ackwire_room::signalling::Sdp {
+                kind: kind.into(),
+                sdp: format!("pc:{pc}"),
+            },
+        };
+        self.at(
+            Duration::ZERO,
+            Action::Transport {
+                to: owner,
+                transport,
+                event: TransportEvent::LocalSignal(sdp),
+            },
+        );
+        if !self.nodes[owner].no_candidates {
+            let candidate = SignalData::Candidate {
+                candidate: format!("candidate:{pc} 1 udp 1 127.0.0.1 5000 typ host"),
+                sdp_mid: Some("0".into()),
+                sdp_m_line_index: Some(0),
+            };
+            self.at(
+                Duration::from_millis(1),
+                Action::Transport {
+                    to: owner,
+                    transport,
+                    event: TransportEvent::LocalSignal(candidate),
+                },
+            );
+        }
+    }
+
+    fn ice_check(&mut self, pc: usize) {
+        let p = &self.pcs[pc];
+        if p.closed || p.open || p.failed {
+            return;
+        }
+        let Some(remote) = p.remote else { return };
+        let r = &self.pcs[remote];
+        let paired = r.remote == Some(pc) && !r.closed;
+        let usable = p.described && r.described && (p.got_candidate || r.got_candidate);
+        if paired && usable && !self.blocked(p.owner, r.owner) {
+            for x in [pc, remote] {
+                if self.pcs[x].open {
+                    continue;
+                }
+                self.pcs[x].open = true;
+                let (to, transport) = (self.pcs[x].owner, self.pcs[x].transport);
+                for event in [
+                    TransportEvent::Ice(IceState::Connected),
+                    TransportEvent::CandidateType("host".into()),
+                    TransportEvent::ChannelOpen,
+                ] {
+                    self.at(
+                        Duration::ZERO,
+                        Action::Transport {
+                            to,
+                            transport,
+                            event,
+                        },
+                    );
+                }
+            }
+        } else if p.since.is_some_and(|s| self.now >= s + ICE_FAIL) {
+            let (to, transport) = (p.owner, p.transport);
+            self.pcs[pc].failed = true;
+            self.at(
+                Duration::ZERO,
+                Action::Transport {
+                    to,
+                    transport,
+                    event: TransportEvent::Ice(IceState::Failed),
+                },
+            );
+        }
+    }
+
+    fn transmit(&mut self, n: usize, route: Route, bytes: Vec<u8>) {
+        match route {
+            Route::Udp(addr) => {
+                let Some(&to) = self.udp_owner.get(&addr) else {
+                    return;
+                };
+                if self.blocked(n, to) {
+                    return;
+                }
+                let from = self.nodes[n].udp.expect("a native sends UDP");
+                self.at(
+                    HOP,
+                    Action::Datagram {
+                        to,
+                        route: Route::Udp(from),
+                        bytes,
+                    },
+                );
+            }
+            Route::WebRtc(transport) => {
+                let Some(&pc) = self.pc_by_transport.get(&(n, transport)) else {
+                    return;
+                };
+                let p = &self.pcs[pc];
+                let Some(remote) = p.remote.filter(|_| p.open) else {
+                    return;
+                };
+                let r = &self.pcs[remote];
+                if !r.open || r.closed || self.blocked(n, r.owner) {
+                    return;
+                }
+                let (to, transport) = (r.owner, r.transport);
+                self.at(
+                    HOP,
+                    Action::Datagram {
+                        to,
+                        route: Route::WebRtc(transport),
+                        bytes,
+                    },
+                );
+            }
+        }
+    }
+
+    // ----- what the tests look at -----
+
+    pub fn links(&self, n: usize) -> Vec<LinkInfo> {
+        self.nodes[n].member.links(self.now)
+    }
+
+    /// The link of `n` to the member whose current id is that of `m`.
+    pub fn link(&self, n: usize, m: usize) -> Option<LinkInfo> {
+        let id = self.nodes[m].member.peer_id()?;
+        self.links(n).into_iter().find(|l| l.peer == Some(id))
+    }
+
+    pub fn connected(&self, n: usize, m: usize) -> bool {
+        self.link(n, m)
+            .is_some_and(|l| l.state == LinkState::Connected)
+    }
+
+    /// Every pair among `members` has exactly one link each way, connected, and nobody has
+    /// a link to itself or to anyone else.
+    pub fn fully_linked(&self, members: &[usize]) -> bool {
+        members.iter().all(|&n| {
+            let links = self.links(n);
+            let me = self.nodes[n].member.peer_id();
+            links.len() == members.len() - 1
+                && links.iter().all(|l| l.peer.is_some() && l.peer != me)
+                && members
+                    .iter()
+                    .filter(|&&m| m != n)
+                    .all(|&m| self.connected(n, m))
+        })
+    }
+
+    pub fn chats(&self, n: usize, text: &str) -> usize {
+        self.nodes[n]
+            .events
+            .iter()
+            .filter(|e| matches!(e, Event::Chat { text: t, .. } if t == text))
+            .count()
+    }
+}
+
+fn welcome(id: PeerId, token: &str, resumed: bool, peers: Vec<PeerInfo>) -> ServerFrame<'static> {
+    ServerFrame::Welcome {
+        version: 1,
+        room: "lobby".into(),
+        peer_id: id,
+        token: token.to_owned().into(),
+        resumed,
+        peers,
+        ice_servers: Vec::new(),
+    }
+}
