@@ -1,17 +1,13 @@
 //! Browser driver for ackwire: compiles the sans-IO core to WebAssembly and exposes it to
 //! the page through wasm-bindgen.
 //!
-//! - [`Client`] (`client.rs`): joins a room over the signalling WebSocket and runs one
-//!   RTCDataChannel (`ordered: false, maxRetransmits: 0`) per remote peer, driven by one
-//!   timer from `performance.now()` and the core's `poll_timeout`.
-//! - `link.rs`: one peer's protocol state (the core's endpoint, the optional link emulator,
-//!   the demo payload); plain Rust, tested natively.
-//! - The signalling frames and the demo's conventions come from `ackwire-room`, shared with
-//!   the native peer.
+//! - [`Client`] (`client.rs`): a thin adapter around the room member
+//!   (`ackwire_room::member`, shared with the native peer): the signalling WebSocket, one
+//!   RTCPeerConnection with one data channel (`ordered: false, maxRetransmits: 0`) per link
+//!   attempt, one timer from `performance.now()` and the member's `poll_timeout`.
 //! - Free functions: the core's wire codec, for the front page.
 
 mod client;
-mod link;
 
 use ackwire_core::wire::PacketHeader;
 use wasm_bindgen::prelude::*;
