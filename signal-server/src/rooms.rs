@@ -4,6 +4,7 @@
 //! `try_send`s into bounded per-connection queues, so a slow client can never stall the lock.
 
 use std::{
+    borrow::Cow,
     collections::{BTreeMap, HashMap},
     net::SocketAddr,
     sync::{
@@ -12,6 +13,9 @@ use std::{
     },
 };
 
+use ackwire_room::signalling::{
+    LeaveReason, PeerId, PeerInfo, PeerKind, Resume, RoomSnapshot, ServerFrame,
+};
 use axum::extract::ws::Utf8Bytes;
 use serde_json::Value;
 use tokio::sync::{Notify, mpsc};
@@ -20,7 +24,7 @@ use crate::{
     config::Config,
     error::SignalError,
     metrics::{CloseCause, Metrics},
-    protocol::{LeaveReason, PeerId, PeerInfo, PeerKind, Resume, RoomSnapshot, ServerMessage},
+    protocol::to_text,
 };
 
 /// Identifies one WebSocket connection (a peer keeps its id across connections; this does not).
@@ -265,13 +269,19 @@ impl Hub {
             id: self.next_peer.fetch_add(1, Ordering::Relaxed),
             kind: req.kind,
             udp_addr: req.udp_addr,
+            instance: None,
         };
+        let peer_id = info.id;
         let token = format!("{:032x}", rand::random::<u128>());
         let peers = room.peers.values().map(|p| p.info.clone()).collect();
+        let joined = to_text(&ServerFrame::PeerJoined {
+            room: Cow::Borrowed(&req.room),
+            peer: info.clone(),
+        });
         room.peers.insert(
-            info.id,
+            peer_id,
             PeerSlot {
-                info: info.clone(),
+                info,
                 token: token.clone(),
                 link: Some(link),
                 generation: 0,
@@ -279,14 +289,9 @@ impl Hub {
         );
         self.metrics.peers.inc();
         self.metrics.joins.inc();
-        let note = ServerMessage::PeerJoined {
-            room: &req.room,
-            peer: &info,
-        }
-        .to_text();
-        st.broadcast(&req.room, Some(info.id), &note);
+        st.broadcast(&req.room, Some(peer_id), &joined);
         Ok(Joined {
-            peer_id: info.id,
+            peer_id,
             token,
             resumed: false,
             peers,
@@ -309,7 +314,10 @@ impl Hub {
             .and_then(|s| s.link.as_ref())
             .filter(|_| to != from)
             .ok_or(SignalError::UnknownPeer(to))?;
-        link.send(&ServerMessage::Signal { from, data }.to_text());
+        link.send(&to_text(&ServerFrame::Signal {
+            from,
+            data: Cow::Borrowed(data),
+        }));
         self.metrics.signals_relayed.inc();
         Ok(())
     }
@@ -321,12 +329,11 @@ impl Hub {
         if st.subscribers.is_empty() {
             return;
         }
-        let text = ServerMessage::Stats {
-            room,
+        let text = to_text(&ServerFrame::Stats {
+            room: Cow::Borrowed(room),
             peer_id,
-            links,
-        }
-        .to_text();
+            links: Cow::Borrowed(links),
+        });
         st.notify_subscribers(room, &text);
     }
 
@@ -354,12 +361,11 @@ impl Hub {
             st.rooms.remove(room);
             metrics.rooms.dec();
         }
-        let note = ServerMessage::PeerLeft {
-            room,
+        let note = to_text(&ServerFrame::PeerLeft {
+            room: Cow::Borrowed(room),
             peer_id,
             reason,
-        }
-        .to_text();
+        });
         st.broadcast(room, None, &note);
     }
 

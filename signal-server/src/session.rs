@@ -2,10 +2,12 @@
 //! frames, pings, and enforces the per-connection limits.
 
 use std::{
+    borrow::Cow,
     sync::Arc,
     time::{Duration, Instant},
 };
 
+use ackwire_room::signalling::{ClientFrame, LeaveReason, PeerId, PeerKind, ServerFrame, VERSION};
 use axum::{
     extract::{
         State, WebSocketUpgrade,
@@ -19,9 +21,7 @@ use crate::{
     AppState,
     error::SignalError,
     metrics::CloseCause,
-    protocol::{
-        ClientMessage, LeaveReason, PROTOCOL_VERSION, PeerId, ServerMessage, validate_room_name,
-    },
+    protocol::{error_frame, to_text, validate_room_name},
     rooms::{ConnId, Hub, JoinRequest, Kick, Link},
 };
 
@@ -270,7 +270,7 @@ impl Session {
             };
             return self.refuse(err).await;
         }
-        let result = match serde_json::from_str::<ClientMessage>(text.as_str()) {
+        let result = match serde_json::from_str::<ClientFrame>(text.as_str()) {
             Ok(message) => self.dispatch(message).await,
             Err(err) => Err(SignalError::Malformed(err.to_string())),
         };
@@ -284,11 +284,11 @@ impl Session {
     async fn refuse(&mut self, err: SignalError) -> Result<(), CloseCause> {
         self.hub.metrics().error(&err);
         tracing::debug!(conn = self.conn, code = err.code(), %err, "refused");
-        self.reply(&ServerMessage::error(&err)).await
+        self.reply(&error_frame(&err)).await
     }
 
-    async fn reply(&mut self, message: &ServerMessage<'_>) -> Result<(), CloseCause> {
-        if self.write(Message::Text(message.to_text())).await {
+    async fn reply(&mut self, frame: &ServerFrame<'_>) -> Result<(), CloseCause> {
+        if self.write(Message::Text(to_text(frame))).await {
             Ok(())
         } else {
             Err(CloseCause::SlowReader)
@@ -303,23 +303,25 @@ impl Session {
         }
     }
 
-    async fn dispatch(&mut self, message: ClientMessage) -> Result<(), SignalError> {
-        match message {
-            ClientMessage::Join {
+    async fn dispatch(&mut self, frame: ClientFrame) -> Result<(), SignalError> {
+        match frame {
+            ClientFrame::Join {
                 version,
                 room,
                 kind,
                 udp_addr,
+                // Not used by the server yet.
+                instance: _,
                 resume,
             } => {
                 if let Some((room, _)) = &self.joined {
                     return Err(SignalError::AlreadyJoined(room.clone()));
                 }
-                if version != PROTOCOL_VERSION {
+                if version != VERSION {
                     return Err(SignalError::UnsupportedVersion(version));
                 }
                 validate_room_name(&room)?;
-                if udp_addr.is_some() && kind != crate::protocol::PeerKind::Native {
+                if udp_addr.is_some() && kind != PeerKind::Native {
                     return Err(SignalError::InvalidJoin(
                         "udp_addr is only for native peers",
                     ));
@@ -334,38 +336,38 @@ impl Session {
                 let hub = self.hub.clone();
                 let joined = hub.join(request, self.link.clone())?;
                 self.joined = Some((room.clone(), joined.peer_id));
-                let welcome = ServerMessage::Welcome {
-                    version: PROTOCOL_VERSION,
-                    room: &room,
+                let welcome = ServerFrame::Welcome {
+                    version: VERSION,
+                    room: Cow::Borrowed(&room),
                     peer_id: joined.peer_id,
-                    token: &joined.token,
+                    token: Cow::Borrowed(&joined.token),
                     resumed: joined.resumed,
                     peers: joined.peers,
-                    ice_servers: &hub.config().ice_servers.0,
+                    ice_servers: Cow::Borrowed(&hub.config().ice_servers.0),
                 };
                 // The client's failure to read shows up again at the next write or ping.
                 let _ = self.reply(&welcome).await;
                 Ok(())
             }
-            ClientMessage::Signal { to, from, data } => {
+            ClientFrame::Signal { to, from, data } => {
                 let (room, id) = self.own_id(from)?;
                 self.hub.relay(room, id, to, &data)
             }
-            ClientMessage::Stats { from, links } => {
+            ClientFrame::Stats { from, links } => {
                 let (room, id) = self.own_id(from)?;
                 self.hub.report_stats(room, id, &links);
                 Ok(())
             }
-            ClientMessage::Subscribe { room } => {
+            ClientFrame::Subscribe { room } => {
                 if let Some(room) = &room {
                     validate_room_name(room)?;
                 }
                 let rooms = self.hub.subscribe(room, self.link.clone());
                 self.subscribed = true;
-                let _ = self.reply(&ServerMessage::Subscribed { rooms }).await;
+                let _ = self.reply(&ServerFrame::Subscribed { rooms }).await;
                 Ok(())
             }
-            ClientMessage::Leave => {
+            ClientFrame::Leave => {
                 let (room, id) = self.joined.take().ok_or(SignalError::NotJoined)?;
                 self.hub.leave(&room, id, LeaveReason::Left);
                 Ok(())

@@ -4,16 +4,17 @@ mod common;
 
 use std::time::Duration;
 
+use ackwire_room::signalling::IceServer;
 use common::{Server, peer_id};
 use serde_json::json;
 
 #[tokio::test]
 async fn two_peers_see_each_other_and_relay_offer_answer_and_candidates() {
     let server = Server::start(|c| {
-        c.ice_servers.0 = vec![ackwire_signal::config::IceServer {
+        c.ice_servers.0 = vec![IceServer {
             urls: vec!["stun:127.0.0.1:3478".into()],
-            username: None,
-            credential: None,
+            username: String::new(),
+            credential: String::new(),
         }];
     })
     .await;
