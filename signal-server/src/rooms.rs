@@ -98,6 +98,15 @@ struct Room {
 }
 
 impl Room {
+    /// Whether `conn` holds `peer_id`'s link: a connection speaks for its peer only until
+    /// another one takes the peer over.
+    fn held_by(&self, peer_id: PeerId, conn: ConnId) -> bool {
+        self.peers
+            .get(&peer_id)
+            .and_then(|s| s.link.as_ref())
+            .is_some_and(|l| l.conn == conn)
+    }
+
     fn snapshot(&self, name: &str) -> RoomSnapshot {
         RoomSnapshot {
             room: name.to_owned(),
@@ -298,19 +307,25 @@ impl Hub {
         })
     }
 
-    /// Relay a signal to `to`, which must be an attached peer of the sender's own room.
+    /// Relay a signal from `from` on connection `conn` to `to`, which must be an attached
+    /// peer of the sender's own room.
     pub fn relay(
         &self,
         room: &str,
         from: PeerId,
+        conn: ConnId,
         to: PeerId,
         data: &Value,
     ) -> Result<(), SignalError> {
         let st = self.lock();
-        let link = st
+        let r = st
             .rooms
             .get(room)
-            .and_then(|r| r.peers.get(&to))
+            .filter(|r| r.held_by(from, conn))
+            .ok_or(SignalError::NotJoined)?;
+        let link = r
+            .peers
+            .get(&to)
             .and_then(|s| s.link.as_ref())
             .filter(|_| to != from)
             .ok_or(SignalError::UnknownPeer(to))?;
@@ -322,25 +337,38 @@ impl Hub {
         Ok(())
     }
 
-    /// Forward a stats report to the room's dashboard subscribers.
-    pub fn report_stats(&self, room: &str, peer_id: PeerId, links: &Value) {
-        self.metrics.stats_reports.inc();
+    /// Forward a stats report of `peer_id` on connection `conn` to the room's dashboard
+    /// subscribers.
+    pub fn report_stats(
+        &self,
+        room: &str,
+        peer_id: PeerId,
+        conn: ConnId,
+        links: &Value,
+    ) -> Result<(), SignalError> {
         let st = self.lock();
-        if st.subscribers.is_empty() {
-            return;
+        if !st.rooms.get(room).is_some_and(|r| r.held_by(peer_id, conn)) {
+            return Err(SignalError::NotJoined);
         }
-        let text = to_text(&ServerFrame::Stats {
-            room: Cow::Borrowed(room),
-            peer_id,
-            links: Cow::Borrowed(links),
-        });
-        st.notify_subscribers(room, &text);
+        self.metrics.stats_reports.inc();
+        if !st.subscribers.is_empty() {
+            let text = to_text(&ServerFrame::Stats {
+                room: Cow::Borrowed(room),
+                peer_id,
+                links: Cow::Borrowed(links),
+            });
+            st.notify_subscribers(room, &text);
+        }
+        Ok(())
     }
 
-    /// Remove a peer now and tell its room.
-    pub fn leave(&self, room: &str, peer_id: PeerId, reason: LeaveReason) {
+    /// Remove the peer on connection `conn` now and tell its room (nothing if another
+    /// connection took the peer over meanwhile).
+    pub fn leave(&self, room: &str, peer_id: PeerId, conn: ConnId, reason: LeaveReason) {
         let mut st = self.lock();
-        Self::remove_peer(&mut st, &self.metrics, room, peer_id, reason);
+        if st.rooms.get(room).is_some_and(|r| r.held_by(peer_id, conn)) {
+            Self::remove_peer(&mut st, &self.metrics, room, peer_id, reason);
+        }
     }
 
     fn remove_peer(
@@ -430,5 +458,62 @@ impl Hub {
         if self.lock().subscribers.remove(&conn).is_some() {
             self.metrics.subscribers.dec();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hub() -> Hub {
+        Hub::new(Arc::new(Config::default()), Arc::new(Metrics::default()))
+    }
+
+    fn link(hub: &Hub) -> (Link, mpsc::Receiver<Utf8Bytes>) {
+        Link::new(hub.next_conn_id(), 8, Arc::new(Kick::default()))
+    }
+
+    fn join(room: &str, resume: Option<Resume>) -> JoinRequest {
+        JoinRequest {
+            room: room.into(),
+            kind: PeerKind::Browser,
+            udp_addr: None,
+            resume,
+        }
+    }
+
+    #[test]
+    fn a_connection_whose_peer_was_resumed_elsewhere_no_longer_speaks_for_it() {
+        let hub = hub();
+        let (a, mut a_rx) = link(&hub);
+        let (old, _old_rx) = link(&hub);
+        let (new, _new_rx) = link(&hub);
+        let (a_conn, old_conn) = (a.conn, old.conn);
+        let ida = hub.join(join("r", None), a).unwrap().peer_id;
+        let b = hub.join(join("r", None), old).unwrap();
+        a_rx.try_recv().unwrap(); // b's peer_joined
+        let resume = Resume {
+            peer_id: b.peer_id,
+            token: b.token,
+        };
+        hub.join(join("r", Some(resume)), new).unwrap();
+
+        let data = Value::from("stale");
+        assert_eq!(
+            hub.relay("r", b.peer_id, old_conn, ida, &data),
+            Err(SignalError::NotJoined)
+        );
+        assert_eq!(
+            hub.report_stats("r", b.peer_id, old_conn, &data),
+            Err(SignalError::NotJoined)
+        );
+        hub.leave("r", b.peer_id, old_conn, LeaveReason::Left);
+        assert!(
+            a_rx.try_recv().is_err(),
+            "the room heard the stale connection"
+        );
+        assert!(hub.lock().rooms["r"].peers.contains_key(&b.peer_id));
+        // The holder itself still speaks for its peer.
+        assert_eq!(hub.relay("r", ida, a_conn, b.peer_id, &data), Ok(()));
     }
 }

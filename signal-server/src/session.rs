@@ -133,7 +133,7 @@ impl Session {
         }
         if let Some((room, peer)) = self.joined.take() {
             match end {
-                End::Clean => self.hub.leave(&room, peer, LeaveReason::Left),
+                End::Clean => self.hub.leave(&room, peer, self.conn, LeaveReason::Left),
                 End::Lost => self.hub.detach(&room, peer, self.conn),
                 End::Replaced => {}
             }
@@ -351,12 +351,11 @@ impl Session {
             }
             ClientFrame::Signal { to, from, data } => {
                 let (room, id) = self.own_id(from)?;
-                self.hub.relay(room, id, to, &data)
+                self.hub.relay(room, id, self.conn, to, &data)
             }
             ClientFrame::Stats { from, links } => {
                 let (room, id) = self.own_id(from)?;
-                self.hub.report_stats(room, id, &links);
-                Ok(())
+                self.hub.report_stats(room, id, self.conn, &links)
             }
             ClientFrame::Subscribe { room } => {
                 if let Some(room) = &room {
@@ -369,7 +368,7 @@ impl Session {
             }
             ClientFrame::Leave => {
                 let (room, id) = self.joined.take().ok_or(SignalError::NotJoined)?;
-                self.hub.leave(&room, id, LeaveReason::Left);
+                self.hub.leave(&room, id, self.conn, LeaveReason::Left);
                 Ok(())
             }
         }
