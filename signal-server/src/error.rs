@@ -24,6 +24,9 @@ pub enum SignalError {
     /// The room name is empty, too long or has characters outside `A-Z a-z 0-9 - _`.
     #[error("invalid room name {0:?}: use 1-64 of A-Z a-z 0-9 - _")]
     InvalidRoomName(String),
+    /// The join's instance id is empty, too long or has characters outside `A-Z a-z 0-9 - _`.
+    #[error("invalid instance {0:?}: use 1-64 of A-Z a-z 0-9 - _")]
+    InvalidInstance(String),
     /// The room already holds the maximum number of peers.
     #[error("room {0:?} is full")]
     RoomFull(String),
@@ -62,6 +65,7 @@ impl SignalError {
             Self::RateLimited => "rate_limited",
             Self::UnsupportedVersion(_) => "unsupported_version",
             Self::InvalidRoomName(_) => "invalid_room_name",
+            Self::InvalidInstance(_) => "invalid_instance",
             Self::RoomFull(_) => "room_full",
             Self::TooManyRooms => "too_many_rooms",
             Self::InvalidJoin(_) => "invalid_join",

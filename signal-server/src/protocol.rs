@@ -24,17 +24,31 @@ pub fn to_text(frame: &ServerFrame<'_>) -> Utf8Bytes {
         .into()
 }
 
-/// Room names: 1–64 ASCII letters, digits, `-` or `_` (safe in URLs, logs and metrics).
+/// 1–64 ASCII letters, digits, `-` or `_`: safe in URLs, logs and metrics.
+fn is_name(s: &str) -> bool {
+    (1..=64).contains(&s.len())
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// Room names: 1–64 of `A-Z a-z 0-9 - _`.
 pub fn validate_room_name(name: &str) -> Result<(), SignalError> {
-    let ok = (1..=64).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
-    if ok {
+    if is_name(name) {
         Ok(())
     } else {
         Err(SignalError::InvalidRoomName(
             name.chars().take(80).collect(),
+        ))
+    }
+}
+
+/// A join's program instance id: 1–64 of `A-Z a-z 0-9 - _`, like a room name.
+pub fn validate_instance(instance: &str) -> Result<(), SignalError> {
+    if is_name(instance) {
+        Ok(())
+    } else {
+        Err(SignalError::InvalidInstance(
+            instance.chars().take(80).collect(),
         ))
     }
 }

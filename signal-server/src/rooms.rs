@@ -99,7 +99,7 @@ struct Room {
 
 impl Room {
     /// Whether `conn` holds `peer_id`'s link: a connection speaks for its peer only until
-    /// another one takes the peer over.
+    /// another one takes the peer over (a resume) or replaces it (the same instance joining).
     fn held_by(&self, peer_id: PeerId, conn: ConnId) -> bool {
         self.peers
             .get(&peer_id)
@@ -174,7 +174,9 @@ pub struct JoinRequest {
     pub kind: PeerKind,
     /// Natives' UDP address.
     pub udp_addr: Option<SocketAddr>,
-    /// Earlier credentials, if resuming.
+    /// Validated program instance id; a new peer with it replaces the room's old one.
+    pub instance: Option<String>,
+    /// Earlier credentials, if resuming (the instance is then ignored).
     pub resume: Option<Resume>,
 }
 
@@ -240,7 +242,7 @@ impl Hub {
                 .filter(|s| tokens_match(&s.token, &resume.token))
                 .ok_or(SignalError::ResumeRejected(resume.peer_id))?;
             if let Some(old) = slot.link.replace(link) {
-                old.kick.kick(CloseCause::Replaced);
+                old.kick.kick(CloseCause::ReplacedByResume);
             }
             if req.udp_addr.is_some() {
                 slot.info.udp_addr = req.udp_addr;
@@ -271,14 +273,31 @@ impl Hub {
                 st.rooms.entry(req.room.clone()).or_default()
             }
         };
-        if room.peers.len() >= self.config.max_peers_per_room {
+        // The same program instance joining again (without its token, while its old entry
+        // waits out the reconnect grace, say) takes the old entry's place.
+        let replaced = req.instance.as_deref().and_then(|instance| {
+            room.peers
+                .values()
+                .find(|p| p.info.instance.as_deref() == Some(instance))
+                .map(|p| p.info.id)
+        });
+        if replaced.is_none() && room.peers.len() >= self.config.max_peers_per_room {
             return Err(SignalError::RoomFull(req.room));
+        }
+        // Nothing below can fail.
+        if let Some(old_id) = replaced
+            && let Some(old) = room.peers.remove(&old_id)
+        {
+            if let Some(link) = old.link {
+                link.kick.kick(CloseCause::ReplacedByInstance);
+            }
+            self.metrics.peers.dec();
         }
         let info = PeerInfo {
             id: self.next_peer.fetch_add(1, Ordering::Relaxed),
             kind: req.kind,
             udp_addr: req.udp_addr,
-            instance: None,
+            instance: req.instance,
         };
         let peer_id = info.id;
         let token = format!("{:032x}", rand::random::<u128>());
@@ -298,6 +317,14 @@ impl Hub {
         );
         self.metrics.peers.inc();
         self.metrics.joins.inc();
+        if let Some(old_id) = replaced {
+            let left = to_text(&ServerFrame::PeerLeft {
+                room: Cow::Borrowed(&req.room),
+                peer_id: old_id,
+                reason: LeaveReason::Replaced,
+            });
+            st.broadcast(&req.room, Some(peer_id), &left);
+        }
         st.broadcast(&req.room, Some(peer_id), &joined);
         Ok(Joined {
             peer_id,
@@ -363,7 +390,7 @@ impl Hub {
     }
 
     /// Remove the peer on connection `conn` now and tell its room (nothing if another
-    /// connection took the peer over meanwhile).
+    /// connection took the peer over or replaced it meanwhile).
     pub fn leave(&self, room: &str, peer_id: PeerId, conn: ConnId, reason: LeaveReason) {
         let mut st = self.lock();
         if st.rooms.get(room).is_some_and(|r| r.held_by(peer_id, conn)) {
@@ -478,6 +505,7 @@ mod tests {
             room: room.into(),
             kind: PeerKind::Browser,
             udp_addr: None,
+            instance: None,
             resume,
         }
     }
@@ -515,5 +543,41 @@ mod tests {
         assert!(hub.lock().rooms["r"].peers.contains_key(&b.peer_id));
         // The holder itself still speaks for its peer.
         assert_eq!(hub.relay("r", ida, a_conn, b.peer_id, &data), Ok(()));
+    }
+
+    #[test]
+    fn a_connection_whose_peer_was_replaced_by_its_instance_no_longer_speaks_for_it() {
+        let hub = hub();
+        let (a, mut a_rx) = link(&hub);
+        let (old, _old_rx) = link(&hub);
+        let (new, _new_rx) = link(&hub);
+        let (a_conn, old_conn, new_conn) = (a.conn, old.conn, new.conn);
+        let same = || JoinRequest {
+            instance: Some("prog-1".into()),
+            ..join("r", None)
+        };
+        let ida = hub.join(join("r", None), a).unwrap().peer_id;
+        let idold = hub.join(same(), old).unwrap().peer_id;
+        let idnew = hub.join(same(), new).unwrap().peer_id;
+        let frames: Vec<Value> = std::iter::from_fn(|| a_rx.try_recv().ok())
+            .map(|t| serde_json::from_str(t.as_str()).unwrap())
+            .collect();
+        let kinds: Vec<_> = frames.iter().map(|f| f["type"].as_str().unwrap()).collect();
+        assert_eq!(kinds, ["peer_joined", "peer_left", "peer_joined"]);
+        assert_eq!(frames[1]["reason"], "replaced");
+
+        assert_eq!(
+            hub.relay("r", idold, old_conn, ida, &Value::Null),
+            Err(SignalError::NotJoined)
+        );
+        hub.leave("r", idold, old_conn, LeaveReason::Left);
+        assert!(
+            a_rx.try_recv().is_err(),
+            "the room heard the replaced connection"
+        );
+        let st = hub.lock();
+        let ids: Vec<_> = st.rooms["r"].peers.keys().copied().collect();
+        assert_eq!(ids, [ida, idnew]);
+        assert!(st.rooms["r"].held_by(idnew, new_conn) && st.rooms["r"].held_by(ida, a_conn));
     }
 }

@@ -21,7 +21,7 @@ use crate::{
     AppState,
     error::SignalError,
     metrics::CloseCause,
-    protocol::{error_frame, to_text, validate_room_name},
+    protocol::{error_frame, to_text, validate_instance, validate_room_name},
     rooms::{ConnId, Hub, JoinRequest, Kick, Link},
 };
 
@@ -89,7 +89,8 @@ enum End {
     Clean,
     /// The link broke or a limit closed it: keep the peer for the reconnect grace.
     Lost,
-    /// The peer resumed elsewhere: the room must not hear anything.
+    /// The peer resumed elsewhere, or its instance joined again: the room must not hear
+    /// anything more from this connection.
     Replaced,
 }
 
@@ -216,14 +217,19 @@ impl Session {
 
     /// Close with a reason the client can read, and count it.
     async fn close(&mut self, cause: CloseCause) -> End {
-        if cause != CloseCause::Replaced {
+        let replaced = matches!(
+            cause,
+            CloseCause::ReplacedByResume | CloseCause::ReplacedByInstance
+        );
+        if !replaced {
             self.hub.metrics().close(cause);
         }
         let code = match cause {
             CloseCause::SlowReader | CloseCause::RateLimit => close_code::POLICY,
             CloseCause::TooLarge => close_code::SIZE,
             CloseCause::IdleTimeout | CloseCause::Shutdown => close_code::AWAY,
-            CloseCause::Replaced => 4000,
+            CloseCause::ReplacedByResume => 4000,
+            CloseCause::ReplacedByInstance => 4001,
         };
         let frame = CloseFrame {
             code,
@@ -235,10 +241,11 @@ impl Session {
             self.socket.send(Message::Close(Some(frame))),
         )
         .await;
-        match cause {
-            CloseCause::Replaced => End::Replaced,
+        if replaced {
+            End::Replaced
+        } else {
             // Shutting down is not the peer's choice; a restarted server has no rooms anyway.
-            _ => End::Lost,
+            End::Lost
         }
     }
 
@@ -310,8 +317,7 @@ impl Session {
                 room,
                 kind,
                 udp_addr,
-                // Not used by the server yet.
-                instance: _,
+                instance,
                 resume,
             } => {
                 if let Some((room, _)) = &self.joined {
@@ -321,6 +327,9 @@ impl Session {
                     return Err(SignalError::UnsupportedVersion(version));
                 }
                 validate_room_name(&room)?;
+                if let Some(instance) = &instance {
+                    validate_instance(instance)?;
+                }
                 if udp_addr.is_some() && kind != PeerKind::Native {
                     return Err(SignalError::InvalidJoin(
                         "udp_addr is only for native peers",
@@ -330,6 +339,7 @@ impl Session {
                     room,
                     kind,
                     udp_addr,
+                    instance,
                     resume,
                 };
                 let room = request.room.clone();
