@@ -7,7 +7,8 @@
 //!
 //! - [`member`]: the [`Member`](member::Member): links, their lifecycle and recovery, roles,
 //!   identities across server restarts, stats reports.
-//! - [`signalling`]: the `/ws` JSON frames (`docs/signalling.md`), shared with the server.
+//! - [`signalling`]: the `/ws` JSON frames in both directions (`docs/signalling.md`): the one
+//!   schema, shared with the signal server (`ackwire-signal`).
 //! - [`demo`]: which core channel carries what in the demo, the position encoding, and the
 //!   rule that decides which of two peers accepts the core connection.
 //! - [`emulation`]: the core's link emulator around one link, both directions.

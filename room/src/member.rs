@@ -827,7 +827,7 @@ impl Member {
                 token.into_owned(),
                 resumed,
                 peers,
-                ice_servers,
+                ice_servers.into_owned(),
             ),
             ServerFrame::PeerJoined { peer, .. } => {
                 self.event(Event::PeerJoined { peer: peer.clone() });
@@ -842,7 +842,7 @@ impl Member {
                 }
             }
             ServerFrame::Signal { from, data } => {
-                let data: SignalData = serde_json::from_value(data)
+                let data: SignalData = serde_json::from_value(data.into_owned())
                     .map_err(|error| FrameError::BadSignal { from, error })?;
                 self.on_signal(now, from, data);
             }

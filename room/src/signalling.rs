@@ -1,118 +1,75 @@
-//! The client side of the room's signalling frames: what a peer sends to `/ws` and what it
-//! understands back (schema and a worked exchange: `docs/signalling.md`). The server has its
-//! own, stricter types (`signal-server/src/protocol.rs`); the tests here hold both to the
-//! document's examples.
+//! The signalling schema: every JSON frame spoken on the server's `/ws`, in both directions.
+//! `docs/signalling.md` is its specification (fields, rules, errors and a worked exchange);
+//! this module is its one implementation, used by the room members (browser and native) and
+//! by the signal server (`ackwire-signal`) alike. The server checks more than the types
+//! say (room names, sizes, rates, `udp_addr` only for natives, the version, `from`); those
+//! rules live in the server.
+//!
+//! - A client sends [`ClientFrame`]s and reads [`ServerFrame`]s:
+//!   `serde_json::from_str::<ServerFrame>(text)` gives an owned frame
+//!   ([`ServerFrame<'static>`] is `DeserializeOwned`). A frame type this version does not
+//!   know parses as [`ServerFrame::Other`], which a client ignores; a known type with a
+//!   missing or ill-typed field is an error. Unknown fields are ignored everywhere.
+//! - The server reads [`ClientFrame`]s and writes [`ServerFrame`]s built from borrowed data
+//!   ([`Cow::Borrowed`]), so a fan-out frame is serialized once and a relayed SDP is never
+//!   cloned.
 
-use std::borrow::Cow;
-use std::net::SocketAddr;
+use std::{borrow::Cow, net::SocketAddr};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// Signalling protocol version sent in every join.
+/// The signalling protocol version: sent in every join, echoed in the welcome.
 pub const VERSION: u32 = 1;
 
-/// Server-assigned peer id.
+/// A peer's id in its room, assigned by the server. Ids are unique for one server's
+/// lifetime; after a server restart they are handed out afresh (see [`PeerInfo::instance`]).
 pub type PeerId = u64;
 
-/// What kind of program a peer is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// What kind of program a peer is; decides which transport the others open to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PeerKind {
-    /// A browser tab.
+    /// A browser tab: reachable through WebRTC only.
     Browser,
-    /// `ackwire-peer`.
+    /// `ackwire-peer`: WebRTC, and raw UDP at its `udp_addr` for other natives.
     Native,
 }
 
 impl PeerKind {
-    /// The wire name.
+    /// The name on the wire: `browser` or `native`.
     pub fn as_str(self) -> &'static str {
         match self {
-            PeerKind::Browser => "browser",
-            PeerKind::Native => "native",
+            Self::Browser => "browser",
+            Self::Native => "native",
         }
     }
-}
-
-/// Client → server frames.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum ClientFrame {
-    /// Enter the room, or take back our id with `resume`.
-    Join {
-        /// Always [`VERSION`].
-        version: u32,
-        /// Room name.
-        room: String,
-        /// Browser or native.
-        kind: PeerKind,
-        /// Where other natives reach our UDP socket.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        udp_addr: Option<SocketAddr>,
-        /// This program instance.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        instance: Option<String>,
-        /// Our previous id and its token.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        resume: Option<Resume>,
-    },
-    /// Relay `data` (an SDP or an ICE candidate) to peer `to`.
-    Signal {
-        /// Recipient peer id.
-        to: PeerId,
-        /// Sender.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        from: Option<PeerId>,
-        /// Opaque payload: a [`SignalData`] as JSON.
-        data: Value,
-    },
-    /// Our links' statistics, for dashboards.
-    Stats {
-        /// Sender.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        from: Option<PeerId>,
-        /// One entry per link.
-        links: Value,
-    },
-    /// Leave.
-    Leave,
 }
 
 /// Proof of identity for taking back a peer id after the signalling link dropped.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Resume {
-    /// The id the welcome gave us.
+    /// The id the welcome gave.
     pub peer_id: PeerId,
     /// The welcome's secret token.
     pub token: String,
 }
 
-/// A peer as the server describes it.
+/// A peer as the server describes it to the others.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PeerInfo {
     /// Server-assigned id.
     pub id: PeerId,
     /// Browser or native.
     pub kind: PeerKind,
-    /// A native peer's UDP address.
+    /// A native's UDP address, if it gave one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub udp_addr: Option<SocketAddr>,
-    /// The peer's program instance.
+    /// The program instance it joined with, if it gave one: stable across its reconnects
+    /// and across a server restart, when ids are reassigned, so a member can recognise a
+    /// peer it still has a live link with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instance: Option<String>,
-}
-
-/// Why a peer left.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LeaveReason {
-    /// Left.
-    Left,
-    /// Lost.
-    Lost,
-    /// Replaced.
-    Replaced,
 }
 
 /// An ICE server from the welcome, in the browser's `RTCIceServer` shape (so a browser can
@@ -143,36 +100,116 @@ fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D:
     })
 }
 
+/// Why a peer left its room.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LeaveReason {
+    /// It sent `leave` or closed its WebSocket cleanly.
+    Left,
+    /// Its link dropped (error, ping timeout, slow reader) and it did not resume in time.
+    Lost,
+    /// The same program instance joined the room again (without `resume`) under a new id,
+    /// announced next in a `peer_joined` with the same [`PeerInfo::instance`].
+    Replaced,
+}
+
+/// One room in a dashboard snapshot.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RoomSnapshot {
+    /// Room name.
+    pub room: String,
+    /// Its current peers (those inside their reconnect grace included).
+    pub peers: Vec<PeerInfo>,
+}
+
+/// Client → server frames.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ClientFrame {
+    /// Enter a room (created on first join), or take back an earlier id with `resume`.
+    Join {
+        /// Always [`VERSION`].
+        version: u32,
+        /// Room name: 1–64 of `A-Z a-z 0-9 - _`.
+        room: String,
+        /// Browser or native.
+        kind: PeerKind,
+        /// Natives only: where other natives reach their UDP socket.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        udp_addr: Option<SocketAddr>,
+        /// A random id of this program instance (one page load, one process), 1–64 of
+        /// `A-Z a-z 0-9 - _`, the same on every join it makes. A join without `resume`
+        /// replaces the room's peer with the same instance.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        instance: Option<String>,
+        /// Take back a peer id after a dropped link.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        resume: Option<Resume>,
+    },
+    /// Relay `data` (opaque to the server: a [`SignalData`] by convention) to a peer of the
+    /// same room.
+    Signal {
+        /// Recipient.
+        to: PeerId,
+        /// Optional; if present it must be the sender's own id.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        from: Option<PeerId>,
+        /// Opaque payload.
+        data: Value,
+    },
+    /// The sender's link statistics, forwarded to dashboards.
+    Stats {
+        /// Optional; if present it must be the sender's own id.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        from: Option<PeerId>,
+        /// Opaque: by convention `[{"peer": id, "stats": {..}}]`, one entry per link.
+        links: Value,
+    },
+    /// Receive membership and stats events of one room, or of every room when `room` is
+    /// absent.
+    Subscribe {
+        /// Room to watch; absent for all rooms.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        room: Option<String>,
+    },
+    /// Leave the room now (the room is told at once; the id cannot be resumed).
+    Leave,
+}
+
 /// Server → client frames.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+///
+/// The server builds them from borrowed data; a client gets owned ones
+/// (`ServerFrame<'static>`), whatever the lifetime of the text it parsed. Unknown frame
+/// types parse as [`ServerFrame::Other`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ServerFrame<'a> {
-    /// We are in the room.
+    /// Answer to a successful `join`.
     Welcome {
-        /// Version.
+        /// Protocol version spoken ([`VERSION`]).
         version: u32,
-        /// Room.
+        /// Room joined.
         room: Cow<'a, str>,
-        /// Our id.
+        /// Your id (kept on `resume`).
         peer_id: PeerId,
-        /// Secret for resuming this id.
+        /// Secret for `resume`; keep it private.
         token: Cow<'a, str>,
-        /// True when an earlier id was taken back: links carry on, nobody is new.
+        /// True when this join took back an earlier id: links carry on, nobody is new.
         resumed: bool,
-        /// Everyone already in the room.
+        /// The other peers in the room.
         peers: Vec<PeerInfo>,
-        /// STUN/TURN servers for WebRTC.
+        /// STUN/TURN servers for `RTCPeerConnection`.
         #[serde(default)]
-        ice_servers: Vec<IceServer>,
+        ice_servers: Cow<'a, [IceServer]>,
     },
-    /// Someone entered the room.
+    /// A peer entered the room.
     PeerJoined {
         /// Room.
         room: Cow<'a, str>,
         /// Who.
         peer: PeerInfo,
     },
-    /// Someone left.
+    /// A peer left the room.
     PeerLeft {
         /// Room.
         room: Cow<'a, str>,
@@ -183,20 +220,35 @@ pub enum ServerFrame<'a> {
     },
     /// A relayed signal.
     Signal {
-        /// Sender's id, as the server knows it.
+        /// Sender, as the server knows it (never the client's claim).
         from: PeerId,
-        /// Opaque payload; see [`SignalData`].
-        data: Value,
+        /// Payload, unchanged: a [`SignalData`] by convention.
+        data: Cow<'a, Value>,
     },
-    /// The server refused something we sent.
+    /// Answer to `subscribe`: the watched rooms as they are now.
+    Subscribed {
+        /// Rooms and their peers.
+        rooms: Vec<RoomSnapshot>,
+    },
+    /// A peer's stats report, for dashboards.
+    Stats {
+        /// Room.
+        room: Cow<'a, str>,
+        /// Reporter, as the server knows it.
+        peer_id: PeerId,
+        /// Payload, unchanged.
+        links: Cow<'a, Value>,
+    },
+    /// A request was refused.
     Error {
-        /// Machine-readable code (`docs/signalling.md`, "Errors").
+        /// Stable machine-readable code (`docs/signalling.md`, "Errors").
         code: Cow<'a, str>,
-        /// Human-readable reason.
+        /// Human-readable detail.
         message: String,
     },
-    /// Frames for dashboards and later additions.
-    #[serde(other)]
+    /// Any frame type this version does not know (a later server's addition): parsed so a
+    /// client can ignore it. Never sent; serializing it is an error.
+    #[serde(other, skip_serializing)]
     Other,
 }
 
@@ -231,4 +283,177 @@ pub struct Sdp {
     pub kind: String,
     /// The SDP text.
     pub sdp: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn welcome_from_the_signalling_doc_parses() {
+        let text = r#"{"type":"welcome","version":1,"room":"lobby","peer_id":2,"token":"04a7","resumed":false,"peers":[{"id":1,"kind":"browser"},{"id":3,"kind":"native","udp_addr":"127.0.0.1:40000"}],"ice_servers":[{"urls":"stun:stun.example.org:3478"}]}"#;
+        match serde_json::from_str::<ServerFrame>(text).unwrap() {
+            ServerFrame::Welcome {
+                peer_id,
+                peers,
+                ice_servers,
+                ..
+            } => {
+                assert_eq!(peer_id, 2);
+                assert_eq!(peers[0].id, 1);
+                assert_eq!(peers[0].kind, PeerKind::Browser);
+                assert_eq!(peers[1].udp_addr, Some("127.0.0.1:40000".parse().unwrap()));
+                assert_eq!(ice_servers[0].urls, ["stun:stun.example.org:3478"]);
+                // Handed to a browser's RTCPeerConnection unchanged in meaning.
+                assert_eq!(
+                    serde_json::to_string(&ice_servers).unwrap(),
+                    r#"[{"urls":["stun:stun.example.org:3478"]}]"#
+                );
+            }
+            other => panic!("not a welcome: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn relayed_candidates_and_unknown_frames_parse() {
+        let text = r#"{"type":"signal","from":1,"data":{"candidate":"candidate:1 1 udp 2122260223 127.0.0.1 50000 typ host","sdpMid":"0"}}"#;
+        let ServerFrame::Signal { from: 1, data } = serde_json::from_str(text).unwrap() else {
+            panic!("not a signal");
+        };
+        assert!(matches!(
+            serde_json::from_value::<SignalData>(data.into_owned()).unwrap(),
+            SignalData::Candidate { .. }
+        ));
+        // A later server's frame type: ignorable, whatever its fields.
+        let other = r#"{"type":"teleport","to":{"x":1},"when":[1,2]}"#;
+        assert_eq!(
+            serde_json::from_str::<ServerFrame>(other).unwrap(),
+            ServerFrame::Other
+        );
+        // A known type with a missing field is still an error.
+        assert!(serde_json::from_str::<ServerFrame>(r#"{"type":"signal","data":1}"#).is_err());
+        assert!(serde_json::to_string(&ServerFrame::Other).is_err());
+    }
+
+    #[test]
+    fn joins_serialize_as_documented() {
+        let join = ClientFrame::Join {
+            version: VERSION,
+            room: "lobby".into(),
+            kind: PeerKind::Browser,
+            udp_addr: None,
+            instance: None,
+            resume: None,
+        };
+        assert_eq!(
+            serde_json::to_string(&join).unwrap(),
+            r#"{"type":"join","version":1,"room":"lobby","kind":"browser"}"#
+        );
+        let native = ClientFrame::Join {
+            version: VERSION,
+            room: "lobby".into(),
+            kind: PeerKind::Native,
+            udp_addr: Some("127.0.0.1:40000".parse().unwrap()),
+            instance: None,
+            resume: Some(Resume {
+                peer_id: 7,
+                token: "t".into(),
+            }),
+        };
+        assert_eq!(
+            serde_json::to_string(&native).unwrap(),
+            r#"{"type":"join","version":1,"room":"lobby","kind":"native","udp_addr":"127.0.0.1:40000","resume":{"peer_id":7,"token":"t"}}"#
+        );
+        let with_instance = ClientFrame::Join {
+            version: VERSION,
+            room: "lobby".into(),
+            kind: PeerKind::Browser,
+            udp_addr: None,
+            instance: Some("k3J9-x_2".into()),
+            resume: None,
+        };
+        let text = serde_json::to_string(&with_instance).unwrap();
+        assert_eq!(
+            text,
+            r#"{"type":"join","version":1,"room":"lobby","kind":"browser","instance":"k3J9-x_2"}"#
+        );
+        assert_eq!(
+            serde_json::from_str::<ClientFrame>(&text).unwrap(),
+            with_instance
+        );
+    }
+
+    #[test]
+    fn peer_info_carries_the_instance_and_omits_it_when_absent() {
+        let peer = PeerInfo {
+            id: 4,
+            kind: PeerKind::Browser,
+            udp_addr: None,
+            instance: Some("tab-1".into()),
+        };
+        let frame = ServerFrame::PeerJoined {
+            room: "lobby".into(),
+            peer: peer.clone(),
+        };
+        let text = serde_json::to_string(&frame).unwrap();
+        assert_eq!(
+            text,
+            r#"{"type":"peer_joined","room":"lobby","peer":{"id":4,"kind":"browser","instance":"tab-1"}}"#
+        );
+        assert_eq!(serde_json::from_str::<ServerFrame>(&text).unwrap(), frame);
+        let bare = PeerInfo {
+            instance: None,
+            ..peer
+        };
+        assert_eq!(
+            serde_json::to_string(&bare).unwrap(),
+            r#"{"id":4,"kind":"browser"}"#
+        );
+    }
+
+    #[test]
+    fn server_frames_borrow_when_built_and_own_when_parsed() {
+        fn owned<T: serde::de::DeserializeOwned>(text: &str) -> T {
+            serde_json::from_str(text).unwrap()
+        }
+        let data = serde_json::json!({"sdp": {"type": "offer", "sdp": "v=0"}});
+        let built = ServerFrame::Signal {
+            from: 3,
+            data: Cow::Borrowed(&data),
+        };
+        let text = serde_json::to_string(&built).unwrap();
+        // Parsed from a short-lived String, kept as ServerFrame<'static>.
+        let parsed: ServerFrame<'static> = owned(&text.clone());
+        assert_eq!(parsed, built);
+        let ServerFrame::Signal { data: parsed, .. } = parsed else {
+            unreachable!()
+        };
+        assert!(matches!(parsed, Cow::Owned(_)));
+        assert_eq!(
+            serde_json::from_value::<SignalData>(parsed.into_owned()).unwrap(),
+            SignalData::Sdp {
+                sdp: Sdp {
+                    kind: "offer".into(),
+                    sdp: "v=0".into()
+                }
+            }
+        );
+    }
+
+    #[test]
+    fn leave_reasons_and_kinds_use_their_wire_names() {
+        for (reason, name) in [
+            (LeaveReason::Left, "\"left\""),
+            (LeaveReason::Lost, "\"lost\""),
+            (LeaveReason::Replaced, "\"replaced\""),
+        ] {
+            assert_eq!(serde_json::to_string(&reason).unwrap(), name);
+        }
+        for kind in [PeerKind::Browser, PeerKind::Native] {
+            assert_eq!(
+                serde_json::to_string(&kind).unwrap(),
+                format!("\"{}\"", kind.as_str())
+            );
+        }
+    }
 }

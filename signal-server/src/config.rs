@@ -2,21 +2,8 @@
 
 use std::{net::SocketAddr, path::PathBuf, time::Duration};
 
+use ackwire_room::signalling::IceServer;
 use clap::Parser;
-use serde::{Deserialize, Serialize};
-
-/// One STUN/TURN server, passed unchanged to the browser's `RTCPeerConnection` config.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct IceServer {
-    /// `stun:` / `turn:` URLs.
-    pub urls: Vec<String>,
-    /// TURN user name.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub username: Option<String>,
-    /// TURN credential.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub credential: Option<String>,
-}
 
 fn parse_ice_servers(s: &str) -> Result<IceServers, String> {
     serde_json::from_str(s)
@@ -115,8 +102,8 @@ mod tests {
             config.ice_servers.0,
             vec![IceServer {
                 urls: vec!["turn:127.0.0.1:3478".into()],
-                username: Some("u".into()),
-                credential: Some("c".into()),
+                username: "u".into(),
+                credential: "c".into(),
             }]
         );
     }

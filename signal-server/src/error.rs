@@ -1,6 +1,6 @@
 //! Every refusal the server can send, each with a stable code for the error frame and metrics.
 
-use crate::protocol::PeerId;
+use ackwire_room::signalling::{PeerId, VERSION};
 
 /// A request the server refused; sent to the client as `{"type":"error","code":..,"message":..}`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -19,11 +19,14 @@ pub enum SignalError {
     #[error("rate limit exceeded; message dropped")]
     RateLimited,
     /// The join carried a protocol version this server does not speak.
-    #[error("unsupported protocol version {0}; this server speaks {expected}", expected = crate::protocol::PROTOCOL_VERSION)]
+    #[error("unsupported protocol version {0}; this server speaks {expected}", expected = VERSION)]
     UnsupportedVersion(u32),
     /// The room name is empty, too long or has characters outside `A-Z a-z 0-9 - _`.
     #[error("invalid room name {0:?}: use 1-64 of A-Z a-z 0-9 - _")]
     InvalidRoomName(String),
+    /// The join's instance id is empty, too long or has characters outside `A-Z a-z 0-9 - _`.
+    #[error("invalid instance {0:?}: use 1-64 of A-Z a-z 0-9 - _")]
+    InvalidInstance(String),
     /// The room already holds the maximum number of peers.
     #[error("room {0:?} is full")]
     RoomFull(String),
@@ -62,6 +65,7 @@ impl SignalError {
             Self::RateLimited => "rate_limited",
             Self::UnsupportedVersion(_) => "unsupported_version",
             Self::InvalidRoomName(_) => "invalid_room_name",
+            Self::InvalidInstance(_) => "invalid_instance",
             Self::RoomFull(_) => "room_full",
             Self::TooManyRooms => "too_many_rooms",
             Self::InvalidJoin(_) => "invalid_join",

@@ -20,7 +20,9 @@ pub enum CloseCause {
     /// No frame (not even a pong) within the idle timeout.
     IdleTimeout,
     /// The same peer resumed on a newer connection.
-    Replaced,
+    ReplacedByResume,
+    /// The same program instance joined its room again, as a new peer.
+    ReplacedByInstance,
     /// The server is shutting down.
     Shutdown,
 }
@@ -33,7 +35,8 @@ impl CloseCause {
             Self::RateLimit => "rate_limit",
             Self::TooLarge => "message_too_large",
             Self::IdleTimeout => "idle_timeout",
-            Self::Replaced => "replaced_by_resume",
+            Self::ReplacedByResume => "replaced_by_resume",
+            Self::ReplacedByInstance => "replaced_by_instance",
             Self::Shutdown => "server_shutdown",
         }
     }

@@ -4,6 +4,7 @@
 //! `try_send`s into bounded per-connection queues, so a slow client can never stall the lock.
 
 use std::{
+    borrow::Cow,
     collections::{BTreeMap, HashMap},
     net::SocketAddr,
     sync::{
@@ -12,6 +13,9 @@ use std::{
     },
 };
 
+use ackwire_room::signalling::{
+    LeaveReason, PeerId, PeerInfo, PeerKind, Resume, RoomSnapshot, ServerFrame,
+};
 use axum::extract::ws::Utf8Bytes;
 use serde_json::Value;
 use tokio::sync::{Notify, mpsc};
@@ -20,7 +24,7 @@ use crate::{
     config::Config,
     error::SignalError,
     metrics::{CloseCause, Metrics},
-    protocol::{LeaveReason, PeerId, PeerInfo, PeerKind, Resume, RoomSnapshot, ServerMessage},
+    protocol::to_text,
 };
 
 /// Identifies one WebSocket connection (a peer keeps its id across connections; this does not).
@@ -94,6 +98,15 @@ struct Room {
 }
 
 impl Room {
+    /// Whether `conn` holds `peer_id`'s link: a connection speaks for its peer only until
+    /// another one takes the peer over (a resume) or replaces it (the same instance joining).
+    fn held_by(&self, peer_id: PeerId, conn: ConnId) -> bool {
+        self.peers
+            .get(&peer_id)
+            .and_then(|s| s.link.as_ref())
+            .is_some_and(|l| l.conn == conn)
+    }
+
     fn snapshot(&self, name: &str) -> RoomSnapshot {
         RoomSnapshot {
             room: name.to_owned(),
@@ -161,7 +174,9 @@ pub struct JoinRequest {
     pub kind: PeerKind,
     /// Natives' UDP address.
     pub udp_addr: Option<SocketAddr>,
-    /// Earlier credentials, if resuming.
+    /// Validated program instance id; a new peer with it replaces the room's old one.
+    pub instance: Option<String>,
+    /// Earlier credentials, if resuming (the instance is then ignored).
     pub resume: Option<Resume>,
 }
 
@@ -227,7 +242,7 @@ impl Hub {
                 .filter(|s| tokens_match(&s.token, &resume.token))
                 .ok_or(SignalError::ResumeRejected(resume.peer_id))?;
             if let Some(old) = slot.link.replace(link) {
-                old.kick.kick(CloseCause::Replaced);
+                old.kick.kick(CloseCause::ReplacedByResume);
             }
             if req.udp_addr.is_some() {
                 slot.info.udp_addr = req.udp_addr;
@@ -258,20 +273,43 @@ impl Hub {
                 st.rooms.entry(req.room.clone()).or_default()
             }
         };
-        if room.peers.len() >= self.config.max_peers_per_room {
+        // The same program instance joining again (without its token, while its old entry
+        // waits out the reconnect grace, say) takes the old entry's place.
+        let replaced = req.instance.as_deref().and_then(|instance| {
+            room.peers
+                .values()
+                .find(|p| p.info.instance.as_deref() == Some(instance))
+                .map(|p| p.info.id)
+        });
+        if replaced.is_none() && room.peers.len() >= self.config.max_peers_per_room {
             return Err(SignalError::RoomFull(req.room));
+        }
+        // Nothing below can fail.
+        if let Some(old_id) = replaced
+            && let Some(old) = room.peers.remove(&old_id)
+        {
+            if let Some(link) = old.link {
+                link.kick.kick(CloseCause::ReplacedByInstance);
+            }
+            self.metrics.peers.dec();
         }
         let info = PeerInfo {
             id: self.next_peer.fetch_add(1, Ordering::Relaxed),
             kind: req.kind,
             udp_addr: req.udp_addr,
+            instance: req.instance,
         };
+        let peer_id = info.id;
         let token = format!("{:032x}", rand::random::<u128>());
         let peers = room.peers.values().map(|p| p.info.clone()).collect();
+        let joined = to_text(&ServerFrame::PeerJoined {
+            room: Cow::Borrowed(&req.room),
+            peer: info.clone(),
+        });
         room.peers.insert(
-            info.id,
+            peer_id,
             PeerSlot {
-                info: info.clone(),
+                info,
                 token: token.clone(),
                 link: Some(link),
                 generation: 0,
@@ -279,61 +317,85 @@ impl Hub {
         );
         self.metrics.peers.inc();
         self.metrics.joins.inc();
-        let note = ServerMessage::PeerJoined {
-            room: &req.room,
-            peer: &info,
+        if let Some(old_id) = replaced {
+            let left = to_text(&ServerFrame::PeerLeft {
+                room: Cow::Borrowed(&req.room),
+                peer_id: old_id,
+                reason: LeaveReason::Replaced,
+            });
+            st.broadcast(&req.room, Some(peer_id), &left);
         }
-        .to_text();
-        st.broadcast(&req.room, Some(info.id), &note);
+        st.broadcast(&req.room, Some(peer_id), &joined);
         Ok(Joined {
-            peer_id: info.id,
+            peer_id,
             token,
             resumed: false,
             peers,
         })
     }
 
-    /// Relay a signal to `to`, which must be an attached peer of the sender's own room.
+    /// Relay a signal from `from` on connection `conn` to `to`, which must be an attached
+    /// peer of the sender's own room.
     pub fn relay(
         &self,
         room: &str,
         from: PeerId,
+        conn: ConnId,
         to: PeerId,
         data: &Value,
     ) -> Result<(), SignalError> {
         let st = self.lock();
-        let link = st
+        let r = st
             .rooms
             .get(room)
-            .and_then(|r| r.peers.get(&to))
+            .filter(|r| r.held_by(from, conn))
+            .ok_or(SignalError::NotJoined)?;
+        let link = r
+            .peers
+            .get(&to)
             .and_then(|s| s.link.as_ref())
             .filter(|_| to != from)
             .ok_or(SignalError::UnknownPeer(to))?;
-        link.send(&ServerMessage::Signal { from, data }.to_text());
+        link.send(&to_text(&ServerFrame::Signal {
+            from,
+            data: Cow::Borrowed(data),
+        }));
         self.metrics.signals_relayed.inc();
         Ok(())
     }
 
-    /// Forward a stats report to the room's dashboard subscribers.
-    pub fn report_stats(&self, room: &str, peer_id: PeerId, links: &Value) {
-        self.metrics.stats_reports.inc();
+    /// Forward a stats report of `peer_id` on connection `conn` to the room's dashboard
+    /// subscribers.
+    pub fn report_stats(
+        &self,
+        room: &str,
+        peer_id: PeerId,
+        conn: ConnId,
+        links: &Value,
+    ) -> Result<(), SignalError> {
         let st = self.lock();
-        if st.subscribers.is_empty() {
-            return;
+        if !st.rooms.get(room).is_some_and(|r| r.held_by(peer_id, conn)) {
+            return Err(SignalError::NotJoined);
         }
-        let text = ServerMessage::Stats {
-            room,
-            peer_id,
-            links,
+        self.metrics.stats_reports.inc();
+        if !st.subscribers.is_empty() {
+            let text = to_text(&ServerFrame::Stats {
+                room: Cow::Borrowed(room),
+                peer_id,
+                links: Cow::Borrowed(links),
+            });
+            st.notify_subscribers(room, &text);
         }
-        .to_text();
-        st.notify_subscribers(room, &text);
+        Ok(())
     }
 
-    /// Remove a peer now and tell its room.
-    pub fn leave(&self, room: &str, peer_id: PeerId, reason: LeaveReason) {
+    /// Remove the peer on connection `conn` now and tell its room (nothing if another
+    /// connection took the peer over or replaced it meanwhile).
+    pub fn leave(&self, room: &str, peer_id: PeerId, conn: ConnId, reason: LeaveReason) {
         let mut st = self.lock();
-        Self::remove_peer(&mut st, &self.metrics, room, peer_id, reason);
+        if st.rooms.get(room).is_some_and(|r| r.held_by(peer_id, conn)) {
+            Self::remove_peer(&mut st, &self.metrics, room, peer_id, reason);
+        }
     }
 
     fn remove_peer(
@@ -354,12 +416,11 @@ impl Hub {
             st.rooms.remove(room);
             metrics.rooms.dec();
         }
-        let note = ServerMessage::PeerLeft {
-            room,
+        let note = to_text(&ServerFrame::PeerLeft {
+            room: Cow::Borrowed(room),
             peer_id,
             reason,
-        }
-        .to_text();
+        });
         st.broadcast(room, None, &note);
     }
 
@@ -424,5 +485,99 @@ impl Hub {
         if self.lock().subscribers.remove(&conn).is_some() {
             self.metrics.subscribers.dec();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hub() -> Hub {
+        Hub::new(Arc::new(Config::default()), Arc::new(Metrics::default()))
+    }
+
+    fn link(hub: &Hub) -> (Link, mpsc::Receiver<Utf8Bytes>) {
+        Link::new(hub.next_conn_id(), 8, Arc::new(Kick::default()))
+    }
+
+    fn join(room: &str, resume: Option<Resume>) -> JoinRequest {
+        JoinRequest {
+            room: room.into(),
+            kind: PeerKind::Browser,
+            udp_addr: None,
+            instance: None,
+            resume,
+        }
+    }
+
+    #[test]
+    fn a_connection_whose_peer_was_resumed_elsewhere_no_longer_speaks_for_it() {
+        let hub = hub();
+        let (a, mut a_rx) = link(&hub);
+        let (old, _old_rx) = link(&hub);
+        let (new, _new_rx) = link(&hub);
+        let (a_conn, old_conn) = (a.conn, old.conn);
+        let ida = hub.join(join("r", None), a).unwrap().peer_id;
+        let b = hub.join(join("r", None), old).unwrap();
+        a_rx.try_recv().unwrap(); // b's peer_joined
+        let resume = Resume {
+            peer_id: b.peer_id,
+            token: b.token,
+        };
+        hub.join(join("r", Some(resume)), new).unwrap();
+
+        let data = Value::from("stale");
+        assert_eq!(
+            hub.relay("r", b.peer_id, old_conn, ida, &data),
+            Err(SignalError::NotJoined)
+        );
+        assert_eq!(
+            hub.report_stats("r", b.peer_id, old_conn, &data),
+            Err(SignalError::NotJoined)
+        );
+        hub.leave("r", b.peer_id, old_conn, LeaveReason::Left);
+        assert!(
+            a_rx.try_recv().is_err(),
+            "the room heard the stale connection"
+        );
+        assert!(hub.lock().rooms["r"].peers.contains_key(&b.peer_id));
+        // The holder itself still speaks for its peer.
+        assert_eq!(hub.relay("r", ida, a_conn, b.peer_id, &data), Ok(()));
+    }
+
+    #[test]
+    fn a_connection_whose_peer_was_replaced_by_its_instance_no_longer_speaks_for_it() {
+        let hub = hub();
+        let (a, mut a_rx) = link(&hub);
+        let (old, _old_rx) = link(&hub);
+        let (new, _new_rx) = link(&hub);
+        let (a_conn, old_conn, new_conn) = (a.conn, old.conn, new.conn);
+        let same = || JoinRequest {
+            instance: Some("prog-1".into()),
+            ..join("r", None)
+        };
+        let ida = hub.join(join("r", None), a).unwrap().peer_id;
+        let idold = hub.join(same(), old).unwrap().peer_id;
+        let idnew = hub.join(same(), new).unwrap().peer_id;
+        let frames: Vec<Value> = std::iter::from_fn(|| a_rx.try_recv().ok())
+            .map(|t| serde_json::from_str(t.as_str()).unwrap())
+            .collect();
+        let kinds: Vec<_> = frames.iter().map(|f| f["type"].as_str().unwrap()).collect();
+        assert_eq!(kinds, ["peer_joined", "peer_left", "peer_joined"]);
+        assert_eq!(frames[1]["reason"], "replaced");
+
+        assert_eq!(
+            hub.relay("r", idold, old_conn, ida, &Value::Null),
+            Err(SignalError::NotJoined)
+        );
+        hub.leave("r", idold, old_conn, LeaveReason::Left);
+        assert!(
+            a_rx.try_recv().is_err(),
+            "the room heard the replaced connection"
+        );
+        let st = hub.lock();
+        let ids: Vec<_> = st.rooms["r"].peers.keys().copied().collect();
+        assert_eq!(ids, [ida, idnew]);
+        assert!(st.rooms["r"].held_by(idnew, new_conn) && st.rooms["r"].held_by(ida, a_conn));
     }
 }

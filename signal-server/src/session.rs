@@ -2,10 +2,12 @@
 //! frames, pings, and enforces the per-connection limits.
 
 use std::{
+    borrow::Cow,
     sync::Arc,
     time::{Duration, Instant},
 };
 
+use ackwire_room::signalling::{ClientFrame, LeaveReason, PeerId, PeerKind, ServerFrame, VERSION};
 use axum::{
     extract::{
         State, WebSocketUpgrade,
@@ -19,9 +21,7 @@ use crate::{
     AppState,
     error::SignalError,
     metrics::CloseCause,
-    protocol::{
-        ClientMessage, LeaveReason, PROTOCOL_VERSION, PeerId, ServerMessage, validate_room_name,
-    },
+    protocol::{error_frame, to_text, validate_instance, validate_room_name},
     rooms::{ConnId, Hub, JoinRequest, Kick, Link},
 };
 
@@ -89,7 +89,8 @@ enum End {
     Clean,
     /// The link broke or a limit closed it: keep the peer for the reconnect grace.
     Lost,
-    /// The peer resumed elsewhere: the room must not hear anything.
+    /// The peer resumed elsewhere, or its instance joined again: the room must not hear
+    /// anything more from this connection.
     Replaced,
 }
 
@@ -133,7 +134,7 @@ impl Session {
         }
         if let Some((room, peer)) = self.joined.take() {
             match end {
-                End::Clean => self.hub.leave(&room, peer, LeaveReason::Left),
+                End::Clean => self.hub.leave(&room, peer, self.conn, LeaveReason::Left),
                 End::Lost => self.hub.detach(&room, peer, self.conn),
                 End::Replaced => {}
             }
@@ -216,14 +217,19 @@ impl Session {
 
     /// Close with a reason the client can read, and count it.
     async fn close(&mut self, cause: CloseCause) -> End {
-        if cause != CloseCause::Replaced {
+        let replaced = matches!(
+            cause,
+            CloseCause::ReplacedByResume | CloseCause::ReplacedByInstance
+        );
+        if !replaced {
             self.hub.metrics().close(cause);
         }
         let code = match cause {
             CloseCause::SlowReader | CloseCause::RateLimit => close_code::POLICY,
             CloseCause::TooLarge => close_code::SIZE,
             CloseCause::IdleTimeout | CloseCause::Shutdown => close_code::AWAY,
-            CloseCause::Replaced => 4000,
+            CloseCause::ReplacedByResume => 4000,
+            CloseCause::ReplacedByInstance => 4001,
         };
         let frame = CloseFrame {
             code,
@@ -235,10 +241,11 @@ impl Session {
             self.socket.send(Message::Close(Some(frame))),
         )
         .await;
-        match cause {
-            CloseCause::Replaced => End::Replaced,
+        if replaced {
+            End::Replaced
+        } else {
             // Shutting down is not the peer's choice; a restarted server has no rooms anyway.
-            _ => End::Lost,
+            End::Lost
         }
     }
 
@@ -270,7 +277,7 @@ impl Session {
             };
             return self.refuse(err).await;
         }
-        let result = match serde_json::from_str::<ClientMessage>(text.as_str()) {
+        let result = match serde_json::from_str::<ClientFrame>(text.as_str()) {
             Ok(message) => self.dispatch(message).await,
             Err(err) => Err(SignalError::Malformed(err.to_string())),
         };
@@ -284,11 +291,11 @@ impl Session {
     async fn refuse(&mut self, err: SignalError) -> Result<(), CloseCause> {
         self.hub.metrics().error(&err);
         tracing::debug!(conn = self.conn, code = err.code(), %err, "refused");
-        self.reply(&ServerMessage::error(&err)).await
+        self.reply(&error_frame(&err)).await
     }
 
-    async fn reply(&mut self, message: &ServerMessage<'_>) -> Result<(), CloseCause> {
-        if self.write(Message::Text(message.to_text())).await {
+    async fn reply(&mut self, frame: &ServerFrame<'_>) -> Result<(), CloseCause> {
+        if self.write(Message::Text(to_text(frame))).await {
             Ok(())
         } else {
             Err(CloseCause::SlowReader)
@@ -303,23 +310,27 @@ impl Session {
         }
     }
 
-    async fn dispatch(&mut self, message: ClientMessage) -> Result<(), SignalError> {
-        match message {
-            ClientMessage::Join {
+    async fn dispatch(&mut self, frame: ClientFrame) -> Result<(), SignalError> {
+        match frame {
+            ClientFrame::Join {
                 version,
                 room,
                 kind,
                 udp_addr,
+                instance,
                 resume,
             } => {
                 if let Some((room, _)) = &self.joined {
                     return Err(SignalError::AlreadyJoined(room.clone()));
                 }
-                if version != PROTOCOL_VERSION {
+                if version != VERSION {
                     return Err(SignalError::UnsupportedVersion(version));
                 }
                 validate_room_name(&room)?;
-                if udp_addr.is_some() && kind != crate::protocol::PeerKind::Native {
+                if let Some(instance) = &instance {
+                    validate_instance(instance)?;
+                }
+                if udp_addr.is_some() && kind != PeerKind::Native {
                     return Err(SignalError::InvalidJoin(
                         "udp_addr is only for native peers",
                     ));
@@ -328,46 +339,46 @@ impl Session {
                     room,
                     kind,
                     udp_addr,
+                    instance,
                     resume,
                 };
                 let room = request.room.clone();
                 let hub = self.hub.clone();
                 let joined = hub.join(request, self.link.clone())?;
                 self.joined = Some((room.clone(), joined.peer_id));
-                let welcome = ServerMessage::Welcome {
-                    version: PROTOCOL_VERSION,
-                    room: &room,
+                let welcome = ServerFrame::Welcome {
+                    version: VERSION,
+                    room: Cow::Borrowed(&room),
                     peer_id: joined.peer_id,
-                    token: &joined.token,
+                    token: Cow::Borrowed(&joined.token),
                     resumed: joined.resumed,
                     peers: joined.peers,
-                    ice_servers: &hub.config().ice_servers.0,
+                    ice_servers: Cow::Borrowed(&hub.config().ice_servers.0),
                 };
                 // The client's failure to read shows up again at the next write or ping.
                 let _ = self.reply(&welcome).await;
                 Ok(())
             }
-            ClientMessage::Signal { to, from, data } => {
+            ClientFrame::Signal { to, from, data } => {
                 let (room, id) = self.own_id(from)?;
-                self.hub.relay(room, id, to, &data)
+                self.hub.relay(room, id, self.conn, to, &data)
             }
-            ClientMessage::Stats { from, links } => {
+            ClientFrame::Stats { from, links } => {
                 let (room, id) = self.own_id(from)?;
-                self.hub.report_stats(room, id, &links);
-                Ok(())
+                self.hub.report_stats(room, id, self.conn, &links)
             }
-            ClientMessage::Subscribe { room } => {
+            ClientFrame::Subscribe { room } => {
                 if let Some(room) = &room {
                     validate_room_name(room)?;
                 }
                 let rooms = self.hub.subscribe(room, self.link.clone());
                 self.subscribed = true;
-                let _ = self.reply(&ServerMessage::Subscribed { rooms }).await;
+                let _ = self.reply(&ServerFrame::Subscribed { rooms }).await;
                 Ok(())
             }
-            ClientMessage::Leave => {
+            ClientFrame::Leave => {
                 let (room, id) = self.joined.take().ok_or(SignalError::NotJoined)?;
-                self.hub.leave(&room, id, LeaveReason::Left);
+                self.hub.leave(&room, id, self.conn, LeaveReason::Left);
                 Ok(())
             }
         }

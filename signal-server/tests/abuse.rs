@@ -307,3 +307,32 @@ async fn a_client_that_never_answers_pings_times_out_and_the_room_is_told() {
     );
     server.stop().await;
 }
+
+#[tokio::test]
+async fn invalid_instances_are_refused_and_change_nothing() {
+    let server = Server::start(|_| {}).await;
+    let (mut a, mut b, idb) = bystanders(&server, "calm").await;
+    let mut c = server.client().await;
+    let long = "i".repeat(65);
+    for instance in ["", "has space", "a/b", "émoji", long.as_str()] {
+        for room in ["calm", "fresh"] {
+            c.send(json!({"type": "join", "version": 1, "room": room, "kind": "browser", "instance": instance}))
+                .await;
+            assert_eq!(c.error_code().await, "invalid_instance", "for {instance:?}");
+        }
+    }
+    c.send(json!({"type": "join", "version": 1, "room": "calm", "kind": "browser", "instance": 7}))
+        .await;
+    assert_eq!(c.error_code().await, "malformed_message");
+    a.assert_quiet(Duration::from_millis(100)).await;
+    b.assert_quiet(Duration::from_millis(100)).await;
+    assert_eq!(server.metric("ackwire_signal_peers").await, 2.0);
+    assert_eq!(server.metric("ackwire_signal_rooms").await, 1.0);
+    still_relaying(&mut a, &mut b, idb).await;
+    assert_counted(&server, "invalid_instance", 10.0).await;
+    // The same connection can still join.
+    c.send(json!({"type": "join", "version": 1, "room": "calm", "kind": "browser", "instance": &long[..64]}))
+        .await;
+    assert_eq!(c.recv().await["type"], "welcome");
+    server.stop().await;
+}

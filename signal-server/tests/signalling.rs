@@ -4,16 +4,17 @@ mod common;
 
 use std::time::Duration;
 
+use ackwire_room::signalling::IceServer;
 use common::{Server, peer_id};
 use serde_json::json;
 
 #[tokio::test]
 async fn two_peers_see_each_other_and_relay_offer_answer_and_candidates() {
     let server = Server::start(|c| {
-        c.ice_servers.0 = vec![ackwire_signal::config::IceServer {
+        c.ice_servers.0 = vec![IceServer {
             urls: vec!["stun:127.0.0.1:3478".into()],
-            username: None,
-            credential: None,
+            username: String::new(),
+            credential: String::new(),
         }];
     })
     .await;
@@ -297,4 +298,157 @@ async fn shutdown_closes_websockets_with_going_away() {
     let frame = a.closed().await.expect("close frame");
     assert_eq!(frame.reason.as_str(), "server_shutdown");
     stopping.await.unwrap();
+}
+
+#[tokio::test]
+async fn the_instance_is_shown_in_welcome_peer_joined_and_dashboard_snapshots() {
+    let server = Server::start(|_| {}).await;
+    let mut a = server.client().await;
+    let wa = a
+        .join_with(json!({"type": "join", "version": 1, "room": "lobby", "kind": "browser", "instance": "tab-A1"}))
+        .await;
+    let ida = peer_id(&wa);
+    let mut dash = server.client().await;
+    dash.send(json!({"type": "subscribe", "room": "lobby"}))
+        .await;
+    assert_eq!(
+        dash.recv().await["rooms"][0]["peers"],
+        json!([{"id": ida, "kind": "browser", "instance": "tab-A1"}])
+    );
+
+    let mut n = server.client().await;
+    let wn = n
+        .join_with(
+            json!({"type": "join", "version": 1, "room": "lobby", "kind": "native",
+            "udp_addr": "127.0.0.1:40000", "instance": "proc_7"}),
+        )
+        .await;
+    assert_eq!(
+        wn["peers"],
+        json!([{"id": ida, "kind": "browser", "instance": "tab-A1"}])
+    );
+    let joined = json!({"type": "peer_joined", "room": "lobby", "peer":
+        {"id": peer_id(&wn), "kind": "native", "udp_addr": "127.0.0.1:40000", "instance": "proc_7"}});
+    assert_eq!(a.recv().await, joined);
+    assert_eq!(dash.recv().await, joined);
+    server.stop().await;
+}
+
+/// A join of `room` as a browser with `instance`, without resume.
+fn join_instance(room: &str, instance: &str) -> serde_json::Value {
+    json!({"type": "join", "version": 1, "room": room, "kind": "browser", "instance": instance})
+}
+
+#[tokio::test]
+async fn rejoining_with_the_instance_of_a_held_peer_replaces_it_in_a_full_room() {
+    let server = Server::start(|c| {
+        c.reconnect_grace = Duration::from_millis(400);
+        c.max_peers_per_room = 2;
+    })
+    .await;
+    let (mut a, wa) = server.peer("lobby").await;
+    let mut old = server.client().await;
+    let wold = old.join_with(join_instance("lobby", "prog-1")).await;
+    a.recv_type("peer_joined").await;
+    let mut dash = server.client().await;
+    dash.send(json!({"type": "subscribe", "room": "lobby"}))
+        .await;
+    dash.recv_type("subscribed").await;
+    drop(old); // a blip: the old entry is held for the reconnect grace
+    tokio::time::sleep(Duration::from_millis(100)).await;
+
+    // The same program joins afresh (no resume), in a room that is full with its old entry.
+    let mut new = server.client().await;
+    let wnew = new.join_with(join_instance("lobby", "prog-1")).await;
+    let (idold, idnew) = (peer_id(&wold), peer_id(&wnew));
+    assert_ne!(idnew, idold);
+    assert_eq!(wnew["resumed"], false);
+    assert_eq!(
+        wnew["peers"],
+        json!([{"id": peer_id(&wa), "kind": "browser"}])
+    );
+    for watcher in [&mut a, &mut dash] {
+        assert_eq!(
+            watcher.recv().await,
+            json!({"type": "peer_left", "room": "lobby", "peer_id": idold, "reason": "replaced"})
+        );
+        assert_eq!(
+            watcher.recv().await,
+            json!({"type": "peer_joined", "room": "lobby",
+                "peer": {"id": idnew, "kind": "browser", "instance": "prog-1"}})
+        );
+    }
+    assert_eq!(server.metric("ackwire_signal_peers").await, 2.0);
+    a.send(json!({"type": "signal", "to": idold, "data": 1}))
+        .await;
+    assert_eq!(a.error_code().await, "unknown_peer");
+    a.send(json!({"type": "signal", "to": idnew, "data": 2}))
+        .await;
+    assert_eq!(new.recv().await["data"], 2);
+    // The old entry's grace timer finds nothing left to evict.
+    a.assert_quiet(Duration::from_millis(600)).await;
+    assert_eq!(server.metric("ackwire_signal_peers").await, 2.0);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn rejoining_with_the_instance_of_a_connected_peer_closes_the_old_socket() {
+    let server = Server::start(|_| {}).await;
+    let (mut a, _) = server.peer("lobby").await;
+    let mut old = server.client().await;
+    let wold = old.join_with(join_instance("lobby", "prog-1")).await;
+    a.recv_type("peer_joined").await;
+    let mut new = server.client().await;
+    let wnew = new.join_with(join_instance("lobby", "prog-1")).await;
+    let frame = old.closed().await.expect("close frame");
+    assert_eq!(
+        (u16::from(frame.code), frame.reason.as_str()),
+        (4001, "replaced_by_instance")
+    );
+    let left = a.recv().await;
+    assert_eq!(
+        (left["peer_id"].as_u64(), left["reason"].as_str()),
+        (Some(peer_id(&wold)), Some("replaced"))
+    );
+    assert_eq!(a.recv().await["peer"]["id"], peer_id(&wnew));
+    // The old connection's end tells the room nothing more.
+    a.assert_quiet(Duration::from_millis(300)).await;
+    assert_eq!(server.metric("ackwire_signal_peers").await, 2.0);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn the_same_instance_in_another_room_replaces_nothing() {
+    let server = Server::start(|_| {}).await;
+    let mut red = server.client().await;
+    red.join_with(join_instance("red", "prog-1")).await;
+    let mut blue = server.client().await;
+    blue.join_with(join_instance("blue", "prog-1")).await;
+    red.assert_quiet(Duration::from_millis(200)).await;
+    assert_eq!(server.metric("ackwire_signal_peers").await, 2.0);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_resume_carrying_its_instance_takes_back_the_id_and_replaces_nothing() {
+    let server = Server::start(|c| c.reconnect_grace = Duration::from_secs(2)).await;
+    let (mut a, _) = server.peer("lobby").await;
+    let mut b = server.client().await;
+    let wb = b.join_with(join_instance("lobby", "prog-1")).await;
+    a.recv_type("peer_joined").await;
+    drop(b);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut b2 = server.client().await;
+    let w2 = b2
+        .join_with(
+            json!({"type": "join", "version": 1, "room": "lobby", "kind": "browser",
+            "instance": "prog-1", "resume": {"peer_id": peer_id(&wb), "token": wb["token"]}}),
+        )
+        .await;
+    assert_eq!(
+        (w2["peer_id"].as_u64(), w2["resumed"].as_bool()),
+        (Some(peer_id(&wb)), Some(true))
+    );
+    a.assert_quiet(Duration::from_millis(300)).await;
+    server.stop().await;
 }

@@ -27,8 +27,7 @@ use wasm_bindgen_futures::{JsFuture, spawn_local};
 use web_sys::{
     CloseEvent, MessageEvent, RtcConfiguration, RtcDataChannel, RtcDataChannelInit,
     RtcDataChannelState, RtcDataChannelType, RtcIceCandidateInit, RtcIceConnectionState,
-    RtcPeerConnection, RtcPeerConnectionIceEvent, RtcSdpType, RtcSessionDescriptionInit,
-    WebSocket,
+    RtcPeerConnection, RtcPeerConnectionIceEvent, RtcSdpType, RtcSessionDescriptionInit, WebSocket,
 };
 
 type Shared = Rc<RefCell<State>>;
@@ -165,8 +164,8 @@ impl Client {
         config.secret.copy_from_slice(&random[8..40]);
         config.seed = u64::from_le_bytes(random[40..48].try_into().unwrap_or_default());
         config.emulation = emulation;
-        let member = Member::new(config, now())
-            .map_err(|e| JsError::new(&format!("room member: {e}")))?;
+        let member =
+            Member::new(config, now()).map_err(|e| JsError::new(&format!("room member: {e}")))?;
         let shared = Rc::new(RefCell::new(State {
             ws_url,
             member,
@@ -456,8 +455,9 @@ async fn apply_signal(pc: &RtcPeerConnection, data: SignalData) -> Vec<Transport
             init.set_sdp_mid(sdp_mid.as_deref());
             init.set_sdp_m_line_index(sdp_m_line_index);
             // A candidate the browser cannot use (another address family) is not fatal.
-            let _ = JsFuture::from(pc.add_ice_candidate_with_opt_rtc_ice_candidate_init(Some(&init)))
-                .await;
+            let _ =
+                JsFuture::from(pc.add_ice_candidate_with_opt_rtc_ice_candidate_init(Some(&init)))
+                    .await;
             Vec::new()
         }
     }
@@ -479,7 +479,11 @@ async fn describe(pc: &RtcPeerConnection, kind: RtcSdpType) -> Result<SignalData
     JsFuture::from(pc.set_local_description(&desc))
         .await
         .map_err(|e| js_err("setLocalDescription", e))?;
-    let kind = if kind == RtcSdpType::Offer { "offer" } else { "answer" };
+    let kind = if kind == RtcSdpType::Offer {
+        "offer"
+    } else {
+        "answer"
+    };
     Ok(SignalData::Sdp {
         sdp: Sdp {
             kind: kind.into(),
@@ -601,7 +605,9 @@ async fn candidate_type(pc: &RtcPeerConnection) -> Option<String> {
             && get(&stats, "nominated")?.as_bool() == Some(true)
             && get(&stats, "state")?.as_string().as_deref() == Some("succeeded");
         if pair {
-            let local = lookup.call1(&report, &get(&stats, "localCandidateId")?).ok()?;
+            let local = lookup
+                .call1(&report, &get(&stats, "localCandidateId")?)
+                .ok()?;
             return get(&local, "candidateType")?.as_string();
         }
     }

@@ -408,7 +408,7 @@ impl World {
                 }
                 let frame = ServerFrame::Signal {
                     from: from_id,
-                    data,
+                    data: std::borrow::Cow::Owned(data),
                 };
                 self.send_to_member(target.member, target.conn, &frame);
             }
@@ -749,6 +749,6 @@ fn welcome(id: PeerId, token: &str, resumed: bool, peers: Vec<PeerInfo>) -> Serv
         token: token.to_owned().into(),
         resumed,
         peers,
-        ice_servers: Vec::new(),
+        ice_servers: Vec::new().into(),
     }
 }

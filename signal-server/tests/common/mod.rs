@@ -177,10 +177,15 @@ impl Client {
     }
 
     pub async fn join(&mut self, room: &str) -> Value {
-        self.send(json!({"type": "join", "version": 1, "room": room, "kind": "browser"}))
-            .await;
+        self.join_with(json!({"type": "join", "version": 1, "room": room, "kind": "browser"}))
+            .await
+    }
+
+    /// Send this join frame; returns the welcome.
+    pub async fn join_with(&mut self, join: Value) -> Value {
+        self.send(join.clone()).await;
         let v = self.recv().await;
-        assert_eq!(v["type"], "welcome", "join of {room} answered with {v}");
+        assert_eq!(v["type"], "welcome", "{join} answered with {v}");
         v
     }
 

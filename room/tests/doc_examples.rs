@@ -1,0 +1,179 @@
+//! `docs/signalling.md` is the schema's specification: every frame it shows must parse with
+//! the shared types and serialize back to the same JSON, and every frame type must be shown.
+
+use std::collections::BTreeSet;
+
+use ackwire_room::signalling::{ClientFrame, ServerFrame};
+use serde_json::Value;
+
+const DOC: &str = include_str!("../../docs/signalling.md");
+
+/// Which way an example frame travels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dir {
+    ToServer,
+    ToClient,
+}
+
+/// `text` without `//` and `/* */` comments (outside JSON strings).
+fn strip_comments(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    let (mut in_string, mut escaped) = (false, false);
+    while let Some(c) = chars.next() {
+        if in_string {
+            out.push(c);
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match (c, chars.peek()) {
+            ('"', _) => {
+                in_string = true;
+                out.push(c);
+            }
+            ('/', Some('/')) => {
+                for c in chars.by_ref() {
+                    if c == '\n' {
+                        out.push('\n');
+                        break;
+                    }
+                }
+            }
+            ('/', Some('*')) => {
+                chars.next();
+                let mut last = ' ';
+                for c in chars.by_ref() {
+                    if last == '*' && c == '/' {
+                        break;
+                    }
+                    last = c;
+                }
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// Every example frame in the document, with its direction and where it was found.
+fn examples() -> Vec<(Dir, Value, String)> {
+    let mut found = Vec::new();
+    let mut heading = "";
+    let mut lines = DOC.lines();
+    while let Some(line) = lines.next() {
+        if line.starts_with('#') {
+            heading = line;
+            continue;
+        }
+        let Some(lang) = line.strip_prefix("```") else {
+            continue;
+        };
+        let block: Vec<&str> = lines
+            .by_ref()
+            .take_while(|l| !l.starts_with("```"))
+            .collect();
+        if lang == "jsonc" {
+            let dir = if heading.contains("Client → server") {
+                Dir::ToServer
+            } else if heading.contains("Server → client") {
+                Dir::ToClient
+            } else {
+                panic!("jsonc block under {heading:?}: which direction?");
+            };
+            let text = strip_comments(&block.join("\n"));
+            for value in serde_json::Deserializer::from_str(&text).into_iter::<Value>() {
+                let value = value.unwrap_or_else(|e| panic!("under {heading:?}: {e}"));
+                found.push((dir, value, heading.to_owned()));
+            }
+        } else if heading.contains("Worked exchange") {
+            for line in block {
+                let json = |arrow| line.split_once(arrow).map(|(_, j)| j.trim());
+                let (dir, json) = match (json(" → "), json(" ← ")) {
+                    (Some(j), _) => (Dir::ToServer, j),
+                    (_, Some(j)) => (Dir::ToClient, j),
+                    _ => continue,
+                };
+                let value = serde_json::from_str(json)
+                    .unwrap_or_else(|e| panic!("worked exchange line {line:?}: {e}"));
+                found.push((dir, value, line.to_owned()));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn every_documented_frame_round_trips_through_the_shared_types() {
+    let mut client_types = BTreeSet::new();
+    let mut server_types = BTreeSet::new();
+    for (dir, value, at) in examples() {
+        let kind = value["type"].as_str().unwrap_or_default().to_owned();
+        let back = match dir {
+            Dir::ToServer => {
+                let frame: ClientFrame = serde_json::from_value(value.clone())
+                    .unwrap_or_else(|e| panic!("{value} ({at}): {e}"));
+                client_types.insert(kind);
+                serde_json::to_value(&frame).unwrap()
+            }
+            Dir::ToClient => {
+                let frame: ServerFrame<'static> = serde_json::from_value(value.clone())
+                    .unwrap_or_else(|e| panic!("{value} ({at}): {e}"));
+                assert_ne!(
+                    frame,
+                    ServerFrame::Other,
+                    "{value} ({at}) is not a known frame"
+                );
+                server_types.insert(kind);
+                serde_json::to_value(&frame).unwrap()
+            }
+        };
+        assert_eq!(back, value, "({at}) does not serialize back unchanged");
+    }
+    assert_eq!(
+        client_types,
+        BTreeSet::from(["join", "leave", "signal", "stats", "subscribe"].map(String::from)),
+        "every client frame type is documented"
+    );
+    assert_eq!(
+        server_types,
+        BTreeSet::from(
+            [
+                "error",
+                "peer_joined",
+                "peer_left",
+                "signal",
+                "stats",
+                "subscribed",
+                "welcome"
+            ]
+            .map(String::from)
+        ),
+        "every server frame type is documented"
+    );
+}
+
+#[test]
+fn the_documented_browser_join_serializes_byte_for_byte() {
+    let join = ClientFrame::Join {
+        version: ackwire_room::signalling::VERSION,
+        room: "lobby".into(),
+        kind: ackwire_room::signalling::PeerKind::Browser,
+        udp_addr: None,
+        instance: None,
+        resume: None,
+    };
+    let text = serde_json::to_string(&join).unwrap();
+    assert_eq!(
+        text,
+        r#"{"type":"join","version":1,"room":"lobby","kind":"browser"}"#
+    );
+    assert!(
+        DOC.contains(&format!("A → {text}")),
+        "the worked exchange shows this join"
+    );
+}
