@@ -608,6 +608,8 @@ pub struct Member {
     position: (f32, f32),
     next_stats: Option<Duration>,
     left: bool,
+    /// The demo's "pulled cable": every datagram in or out is dropped.
+    outage: bool,
     /// Core events of the link being polled, reused.
     scratch: Vec<CoreEvent>,
 }
@@ -650,6 +652,7 @@ impl Member {
             position: (0.5, 0.5),
             next_stats: None,
             left: false,
+            outage: false,
             scratch: Vec::new(),
         })
     }
@@ -672,6 +675,13 @@ impl Member {
     /// Our dot; every packet carries the newest.
     pub fn set_position(&mut self, x: f32, y: f32) {
         self.position = (x, y);
+    }
+
+    /// Pulls (or plugs back) this member's network cable, as far as its links go: while on,
+    /// every datagram in or out is dropped, so links go quiet, time out and recover when it
+    /// ends, exactly as through a real outage. Signalling is not affected. For demos and tests.
+    pub fn set_outage(&mut self, on: bool) {
+        self.outage = on;
     }
 
     /// Queues a chat message to every connected peer (reliable-ordered: each receives it
@@ -1365,6 +1375,9 @@ impl Member {
         route: Route,
         datagram: &[u8],
     ) -> Result<(), ReceiveError> {
+        if self.outage {
+            return Ok(());
+        }
         let found = self.links.iter().position(|l| match route {
             Route::Udp(addr) => l.udp == Some(addr),
             Route::WebRtc(t) => l.udp.is_none() && l.rtc.as_ref().is_some_and(|r| r.id == t),
@@ -1460,11 +1473,15 @@ impl Member {
             let Some(core) = link.core.as_mut() else {
                 continue;
             };
-            let out = &mut self.out;
+            let (out, outage) = (&mut self.out, self.outage);
             core.poll(
                 now,
                 position,
-                |datagram| out.push_back(Output::Transmit { route, datagram }),
+                |datagram| {
+                    if !outage {
+                        out.push_back(Output::Transmit { route, datagram });
+                    }
+                },
                 &mut self.scratch,
             );
             let events = std::mem::take(&mut self.scratch);

@@ -348,3 +348,26 @@ fn chat_with_no_one_connected_says_so() {
         Err(ChatError::NoOneConnected)
     ));
 }
+
+#[test]
+fn a_pulled_cable_loses_every_link_and_plugging_it_back_recovers_them() {
+    let mut w = World::new();
+    let a = w.add(PeerKind::Browser, |_| {});
+    let b = w.add(PeerKind::Native, |_| {});
+    let c = w.add(PeerKind::Browser, |_| {});
+    w.run_until_true(2 * S, "linked", |w| w.fully_linked(&[a, b, c]));
+    w.nodes[a].member.set_outage(true);
+    w.run_for(12 * S);
+    for m in [b, c] {
+        let link = w.link(m, a).unwrap();
+        assert_ne!(link.state, LinkState::Connected);
+        assert!(
+            matches!(link.reason, Some(Failure::IdleTimeout(_))),
+            "{:?}",
+            link.reason
+        );
+    }
+    assert!(w.connected(b, c), "the others' link is untouched");
+    w.nodes[a].member.set_outage(false);
+    w.run_until_true(20 * S, "recovered", |w| w.fully_linked(&[a, b, c]));
+}

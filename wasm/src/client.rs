@@ -202,6 +202,14 @@ impl Client {
             .map_err(|e| JsError::new(&e.to_string()))
     }
 
+    /// Pulls (`true`) or plugs back this player's network cable for its links (signalling
+    /// stays up): links go quiet, are lost after the core's idle timeout and recover once
+    /// plugged back. For demos and tests.
+    #[wasm_bindgen(js_name = setOutage)]
+    pub fn set_outage(&self, on: bool) {
+        self.shared.borrow_mut().member.set_outage(on);
+    }
+
     /// Our server-assigned peer id, once welcomed.
     #[wasm_bindgen(getter, js_name = peerId)]
     pub fn peer_id(&self) -> Option<f64> {
