@@ -37,6 +37,7 @@ function addLink(r, from, to, transport) {
   card.className = 'link';
   card.dataset.link = key;
   card.innerHTML = `<h2>${room ? '' : `${r} · `}peer ${from} → peer ${to} <small>${transport ?? ''}</small></h2>
+    <p class="state">link <b class="link-state">—</b> <span class="why"></span></p>
     <p class="latest">RTT <b class="rtt">—</b> · jitter <b class="jitter">—</b> · loss <b class="loss">—</b>
       · mode <b class="mode">—</b> · rate <b class="rate">—</b></p><div class="charts"></div>`;
   $('links').append(card);
@@ -57,7 +58,7 @@ function addLink(r, from, to, transport) {
   const mode = chart(modeBox, 'congestion mode', [
     { label: 'mode (1 = good, 0 = bad)', stroke: '#2a2', width: 2, fill: '#2a23', paths: uPlot.paths.stepped({ align: 1 }) },
   ], { y: { range: [-0.1, 1.1] } });
-  const entry = { card, charts: { rtt, loss, mode }, data: { t: [], rtt: [], hi: [], lo: [], loss: [], rate: [], mode: [] }, latest: undefined, room: r, from, to };
+  const entry = { card, charts: { rtt, loss, mode }, data: { t: [], rtt: [], hi: [], lo: [], loss: [], rate: [], mode: [] }, latest: undefined, state: undefined, seenAt: 0, room: r, from, to };
   links.set(key, entry);
   summary();
   return entry;
@@ -76,20 +77,28 @@ function dropLinks(predicate) {
 const removePeer = (r, peerId) => dropLinks((l) => l.room === r && (l.from === peerId || l.to === peerId));
 
 // A link nobody has reported for this long is gone (its reporter closed it or vanished).
-const STALE_S = 5;
+const STALE_S = 3;
 
 function pruneStale() {
   const now = Date.now() / 1000;
-  dropLinks((l) => now - (l.data.t[l.data.t.length - 1] ?? 0) > STALE_S);
+  dropLinks((l) => now - l.seenAt > STALE_S);
 }
 
 function onStats(r, from, reports) {
   const t = Date.now() / 1000;
   for (const report of reports ?? []) {
-    const s = report.stats;
-    if (!s || typeof report.peer !== 'number') continue;
+    // A peer never reports a link to itself; a report that says so is not charted.
+    if (typeof report.peer !== 'number' || report.peer === from) continue;
     const key = linkKey(r, from, report.peer);
     const link = links.get(key) ?? addLink(r, from, report.peer, report.transport);
+    link.seenAt = t;
+    // The link's state as its reporter's room member sees it, with the reason of a failure.
+    link.state = report.state;
+    link.card.dataset.state = report.state ?? '';
+    link.card.querySelector('.link-state').textContent = `${report.state ?? '—'}${report.ice ? ` · ${report.ice}` : ''}`;
+    link.card.querySelector('.why').textContent = report.state !== 'connected' ? report.reason?.message ?? '' : '';
+    const s = report.stats;
+    if (!s) continue;
     link.latest = s;
     const d = link.data;
     d.t.push(t); d.rtt.push(s.rtt_ms); d.hi.push(s.rtt_ms + s.jitter_ms); d.lo.push(Math.max(0, s.rtt_ms - s.jitter_ms));
@@ -116,7 +125,12 @@ function connect(attempt = 0) {
     const ev = JSON.parse(msg.data);
     window.ackwireDashboard.events.push(ev.type);
     switch (ev.type) {
-      case 'subscribed': setStatus('connected', 'live'); attempt = 0; break;
+      case 'subscribed':
+        // A (re)subscription starts a fresh picture: after a server restart the old peer ids
+        // mean nothing, and live links report again within a second.
+        if (attempt > 0) dropLinks(() => true);
+        setStatus('connected', 'live'); attempt = 0;
+        break;
       case 'stats': onStats(ev.room, ev.peer_id, ev.links); break;
       case 'peer_left': removePeer(ev.room, ev.peer_id); break;
       case 'error': setStatus('failed', `${ev.code}: ${ev.message}`); break;
@@ -125,7 +139,7 @@ function connect(attempt = 0) {
   };
   ws.onclose = () => {
     setStatus('reconnecting', 'reconnecting…');
-    setTimeout(() => connect(attempt + 1), Math.min(5000, 500 * 2 ** attempt));
+    setTimeout(() => connect(attempt + 1), Math.min(2000, 250 * 2 ** attempt));
   };
 }
 

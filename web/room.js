@@ -14,12 +14,19 @@ $('emulation').textContent = Object.entries(emulation).filter(([, v]) => v !== u
   .map(([k, v]) => `${k} ${v}`).join(', ') || 'real link (no emulation)';
 
 // State the page shows; window.ackwire exposes it to tests and curious developers.
-const players = new Map(); // peer id (or `id·epoch` for links from before a rejoin) -> { x, y, state, ice }
-let epoch = 0;
+// Links are the room member's (wasm driver): keyed by link id, which stays the same when the
+// signal server restarts and hands out new peer ids.
+const links = new Map(); // link id -> { link, peer, kind, state, reason, transport, candidate, x, y }
 const me = { id: undefined, x: Math.random(), y: Math.random(), vx: 0.0021, vy: 0.0013 };
 const metrics = { firstAckMs: undefined, linkOpenMs: undefined, connectedMs: undefined };
 const chat = []; // { from, text }
-window.ackwire = { players, me, metrics, chat, log: [] };
+window.ackwire = {
+  links, me, metrics, chat, log: [],
+  /** The links by the other peer's current id (links whose peer is not in the room are left out). */
+  get players() {
+    return new Map([...links.values()].filter((l) => l.peer != null).map((l) => [l.peer, l]));
+  },
+};
 
 function log(text) {
   window.ackwire.log.push(text);
@@ -29,51 +36,62 @@ function log(text) {
   while ($('log').children.length > 30) $('log').lastChild.remove();
 }
 
-function setStatus(state, reason) {
-  $('status').dataset.state = state;
-  $('status').textContent = reason ? `${state}: ${reason}` : state;
+// The badge says what the signalling socket does; links have their own summary next to it.
+const SIGNALLING = { connecting: 'connecting…', joining: 'joining…', joined: 'signalling connected', reconnecting: 'signalling lost, reconnecting', closed: 'left' };
+function setStatus(state, detail) {
+  $('status').dataset.state = state === 'joined' ? 'connected' : state;
+  $('status').textContent = SIGNALLING[state] ?? state;
+  $('status').title = detail ?? '';
 }
 
-function player(id) {
-  if (!players.has(id)) players.set(id, { x: undefined, y: undefined, state: 'connecting', ice: '—' });
-  return players.get(id);
+function linksStatus() {
+  const all = [...links.values()];
+  const connected = all.filter((l) => l.state === 'connected').length;
+  const failing = all.filter((l) => l.reason && l.state !== 'connected');
+  $('links-status').dataset.state = failing.length ? 'failing' : connected === all.length ? 'ok' : 'pending';
+  $('links-status').textContent = all.length === 0 ? 'no links yet'
+    : `links: ${connected} of ${all.length} connected${failing.length ? ` · ${failing[0].reason.message}` : ''}`;
 }
 
 function onEvent(ev) {
   switch (ev.type) {
-    case 'status': setStatus(ev.state, ev.reason); log(`signalling ${ev.state}${ev.reason ? ` (${ev.reason})` : ''}`); break;
+    case 'signalling':
+      setStatus(ev.state, ev.detail);
+      log(`signalling ${ev.state}${ev.detail ? ` (${ev.detail})` : ''}`);
+      break;
     case 'welcome':
-      if (!ev.resumed && me.id !== undefined) {
-        // The server gave us a new identity (it restarted): links from before keep flowing and
-        // are now named `id·epoch` by the driver, since the new server may reuse their ids.
-        for (const [id, p] of [...players]) {
-          if (typeof id === 'number') { players.delete(id); players.set(`${id}·${epoch}`, p); }
-        }
-        epoch += 1;
+      me.id = ev.peer_id; $('me').textContent = `peer ${ev.peer_id}`;
+      log(`welcomed as peer ${ev.peer_id}${ev.resumed ? ' (resumed)' : ''}`);
+      break;
+    case 'peer-joined': log(`peer ${ev.peer.id} (${ev.peer.kind}) joined`); break;
+    case 'peer-left': log(`peer ${ev.peer_id} left (${ev.reason})`); break;
+    case 'link': {
+      const known = links.get(ev.link);
+      if (ev.state === 'gone') {
+        links.delete(ev.link);
+      } else {
+        links.set(ev.link, { ...known, ...ev, x: ev.state === 'connected' ? known?.x : undefined });
       }
-      me.id = ev.peerId; $('me').textContent = `peer ${ev.peerId}`;
-      log(`welcomed as peer ${ev.peerId}${ev.resumed ? ' (resumed)' : ''}`);
+      const t = performance.now();
+      if (ev.state === 'open') metrics.linkOpenMs ??= t;
+      if (ev.state === 'connected') metrics.connectedMs ??= t;
+      if (known?.state !== ev.state) {
+        log(`link to peer ${ev.peer ?? '?'} (${ev.transport}): ${ev.state}${ev.reason && ev.state !== 'connected' ? ` — ${ev.reason.message}` : ''}`);
+      }
+      linksStatus();
       break;
-    case 'peer-joined': player(ev.peer); log(`peer ${ev.peer} (${ev.kind}) joined`); break;
-    case 'peer-left': players.delete(ev.peer); log(`peer ${ev.peer} left (${ev.reason})`); break;
-    case 'link-open':
-      player(ev.peer).state = 'handshake';
-      metrics.linkOpenMs ??= ev.atMs;
-      log(`data channel to peer ${ev.peer} open at ${ev.atMs.toFixed(0)} ms`);
-      break;
-    case 'link-connected':
-      player(ev.peer).state = 'connected';
-      metrics.connectedMs ??= ev.atMs;
-      log(`connected to peer ${ev.peer} at ${ev.atMs.toFixed(0)} ms`);
-      break;
-    case 'link-closed': players.delete(ev.peer); log(`link to peer ${ev.peer} closed (${ev.reason})`); break;
+    }
     case 'chat': addChat(`peer ${ev.peer}`, ev.text); break;
     case 'first-ack':
-      metrics.firstAckMs ??= ev.atMs;
-      log(`first packet acked by peer ${ev.peer} at ${ev.atMs.toFixed(0)} ms after opening the page`);
+      metrics.firstAckMs ??= ev.at;
+      log(`first packet acked by peer ${ev.peer} at ${ev.at.toFixed(0)} ms after opening the page`);
       break;
-    case 'position': Object.assign(player(ev.peer), { x: ev.x, y: ev.y }); break;
-    case 'error': log(`error ${ev.code}: ${ev.message}`); break;
+    case 'position': {
+      const l = links.get(ev.link);
+      if (l) Object.assign(l, { x: ev.x, y: ev.y });
+      break;
+    }
+    case 'server-error': case 'error': log(`error ${ev.code}: ${ev.message}`); break;
     default: break;
   }
 }
@@ -108,6 +126,7 @@ function move() {
 }
 
 const hue = (id) => (Number(id) * 137) % 360;
+const color = (link, light = 50) => `hsl(${hue(link)} 70% ${light}%)`;
 
 function draw() {
   const canvas = $('arena');
@@ -120,47 +139,37 @@ function draw() {
     ctx.fill();
     ctx.fillText(label, x * canvas.width + 12, y * canvas.height + 4);
   };
-  for (const [id, p] of players) if (p.x !== undefined) dot(p.x, p.y, `hsl(${hue(id)} 70% 50%)`, `peer ${id}`);
-  dot(me.x, me.y, `hsl(${hue(me.id ?? 0)} 90% 40%)`, 'you');
+  // Only connected links have a live dot: a lost link's last position is not where the player is.
+  for (const l of links.values()) if (l.state === 'connected' && l.x !== undefined) dot(l.x, l.y, color(l.link), `peer ${l.peer ?? '?'}`);
+  dot(me.x, me.y, '#222', 'you');
 }
 
 const fmt = (v, unit, digits = 1) => (v === undefined || v === null ? '—' : `${v.toFixed(digits)}${unit}`);
 
-function renderPeers(peers) {
+function renderPeers(rows) {
   const body = $('peers').querySelector('tbody');
   body.replaceChildren();
-  for (const peer of peers) {
-    const s = peer.stats;
+  for (const l of rows) {
+    const s = l.stats;
     const row = document.createElement('tr');
-    row.dataset.peer = peer.id;
+    row.dataset.peer = l.peer ?? '';
+    row.dataset.state = l.state;
     // RTT and jitter mean nothing until the first ack: show a dash, not 0.
     const measured = s?.packets_acked > 0;
-    const cells = [`${peer.id} (${peer.kind})`, peer.state, measured ? fmt(s.rtt_ms, ' ms') : '—', measured ? fmt(s.jitter_ms, ' ms') : '—',
-      fmt(s?.loss_percent, ' %'), s?.mode ?? '—', fmt(s?.send_rate_pps, ' Hz', 0), player(peer.id).ice];
+    const cells = [`${l.peer ?? '?'} (${l.kind})`, l.state, measured ? fmt(s.rtt_ms, ' ms') : '—', measured ? fmt(s.jitter_ms, ' ms') : '—',
+      fmt(s?.loss_percent, ' %'), s?.mode ?? '—', fmt(s?.send_rate_pps, ' pkt/s', 0), `${l.transport}${l.candidate ? ` · ${l.candidate}` : ''}`,
+      l.state === 'connected' ? '' : l.reason?.message ?? ''];
     for (const text of cells) {
       const td = document.createElement('td');
       td.textContent = text;
       row.append(td);
     }
+    // The colour key: the row's swatch is the dot's colour.
+    row.children[0].style.borderLeft = `6px solid ${color(l.link)}`;
     row.children[5].dataset.mode = s?.mode ?? '';
     body.append(row);
   }
-  $('no-peers').hidden = peers.length > 0;
-}
-
-// Which ICE candidate type carries each link (host, srflx, relay): from the browser's getStats.
-async function refreshIce(client, peers) {
-  for (const peer of peers) {
-    const pc = client.peerConnection(peer.id);
-    if (!pc) continue;
-    const report = await pc.getStats();
-    for (const s of report.values()) {
-      if (s.type === 'candidate-pair' && s.nominated && s.state === 'succeeded') {
-        const local = report.get(s.localCandidateId);
-        if (local) player(peer.id).ice = local.candidateType;
-      }
-    }
-  }
+  $('no-peers').hidden = rows.length > 0;
 }
 
 async function main() {
@@ -189,10 +198,15 @@ async function main() {
       requestAnimationFrame(frame);
     };
     requestAnimationFrame(frame);
+    $('outage').addEventListener('change', (e) => {
+      client.setOutage(e.target.checked);
+      log(e.target.checked ? 'cable pulled: links go quiet' : 'cable plugged back');
+    });
     setInterval(() => {
-      const peers = JSON.parse(client.peersJson());
-      renderPeers(peers);
-      refreshIce(client, peers).catch(() => {});
+      const rows = JSON.parse(client.linksJson());
+      for (const r of rows) Object.assign(links.get(r.link) ?? {}, { state: r.state, reason: r.reason, candidate: r.candidate, stats: r.stats });
+      renderPeers(rows);
+      linksStatus();
     }, 250);
   } catch (err) {
     setStatus('failed', String(err));

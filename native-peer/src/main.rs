@@ -19,9 +19,13 @@ fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
-        // rtc_dtls warns about every unknown TLS extension a browser offers: noise, not news.
+        // Known-harmless warnings of the WebRTC stack are noise, not news: rtc_dtls warns about
+        // every TLS extension a browser offers that it does not know ("Unsupported Extension
+        // Type"), and rtc_ice's agent about pinging before the first remote candidate arrived
+        // ("pingAllCandidates called with no candidate pairs"), which trickle ICE makes normal.
         .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,rtc_dtls=error".into()),
+            EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "info,rtc_dtls::handshake=error,rtc_ice::agent=error".into()),
         )
         .init();
     let cli = Cli::parse();

@@ -84,7 +84,7 @@ pub struct MemberConfig {
     /// The core connection of every link. Default: `ConnectionConfig::default()` (the demo's
     /// channels: 0 unreliable-sequenced positions, 1 reliable-ordered chat).
     pub connection: ConnectionConfig,
-    /// Retries of the signalling socket and of failed links. Default: 250 ms doubling to 8 s.
+    /// Retries of the signalling socket and of failed links. Default: 250 ms doubling to 2 s.
     pub backoff: Backoff,
     /// A link attempt that is not connected after this long is lost. Default: 20 s (longer
     /// than a browser's own ICE timeout, so ICE usually says why first).
@@ -1137,6 +1137,9 @@ impl Member {
         let link = &mut self.links[i];
         link.state = LinkState::Lost;
         link.reason = Some(failure);
+        // The path that failed is not the path of the next attempt.
+        link.ice = None;
+        link.candidate = None;
         let info = link.info(now);
         self.event(Event::Link(info));
         let link = &mut self.links[i];

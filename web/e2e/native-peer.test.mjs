@@ -17,9 +17,8 @@ const env = useServerAndBrowser();
 // acceptance wait the native's ICE agent waits a further second before nominating.
 const CONNECT_BOUND_MS = 1500;
 
-// The core's RTT includes the peer's wait for its next paced packet (up to 100 ms at the 10
-// packets/s of a link's first seconds, 33 ms at 30/s), so on loopback it reads tens of ms;
-// above 250 ms the core itself would call the link bad.
+// Loopback RTT reads tens of ms (the core's samples still include the peer's wait for its
+// next paced packet); above 250 ms the core itself would call the link bad.
 const RTT_BOUND_MS = 250;
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -43,12 +42,12 @@ async function dashboardLink(dash, room, from, to, timeout = 10000) {
   return handle.jsonValue();
 }
 
-/** Waits until the native's stats show its first-session link to `peer` acking more than `atLeast`. */
-const nativeAcks = (native, peer, atLeast, timeout = 5000, from = 0) => native.waitFor(
-  `acks from ${peer} above ${atLeast}`,
-  (l) => l.type === 'stats' && (native.link(l, peer, 0)?.stats.packets_acked ?? 0) > atLeast,
+/** Waits until the native's stats show its link `link` (a link id) acking more than `atLeast`. */
+const nativeAcks = (native, link, atLeast, timeout = 5000, from = 0) => native.waitFor(
+  `acks on link ${link} above ${atLeast}`,
+  (l) => l.type === 'stats' && (native.linkById(l, link)?.stats?.packets_acked ?? 0) > atLeast,
   timeout, from,
-).then((l) => native.link(l, peer, 0));
+).then((l) => native.linkById(l, link));
 
 test('a browser and a native peer connect over WebRTC both ways: positions, one reliable echo, both links charted', async () => {
   const room = 'mixed';
@@ -58,11 +57,11 @@ test('a browser and a native peer connect over WebRTC both ways: positions, one 
   try {
     // The native is the newcomer: it offers, the browser answers; the lower id accepts.
     await connectedTo(player, native.id);
-    const link = await native.waitFor('a WebRTC link', (l) => l.type === 'link-connected' && l.peer === browserId);
+    const link = await native.waitFor('a WebRTC link', (l) => native.linkState(l, browserId, 'connected'));
     assert.equal(link.transport, 'webrtc');
-    const open = native.lines.find((l) => l.type === 'channel-open' && l.peer === browserId);
-    console.log(`native → browser: data channel open ${open.after_ms} ms, core connected ${link.after_ms} ms after the native learned of the browser`);
-    assert.ok(link.after_ms < CONNECT_BOUND_MS, `native connected to the browser after ${link.after_ms} ms`);
+    const open = native.lines.find((l) => native.linkState(l, browserId, 'open'));
+    console.log(`native → browser: data channel open ${open.attempt_ms} ms, core connected ${link.attempt_ms} ms after the native started the link`);
+    assert.ok(link.attempt_ms < CONNECT_BOUND_MS, `native connected to the browser after ${link.attempt_ms} ms`);
 
     // The native's dot moves on the page, and the page's position reaches the native.
     const at = () => player.page.evaluate((id) => { const p = window.ackwire.players.get(id); return p?.x === undefined ? null : [p.x, p.y]; }, native.id);
@@ -116,15 +115,15 @@ test('two natives and a browser: the natives link over UDP, each with the browse
   const a = await joinNative(url);
   const b = await joinNative(url);
   try {
-    await a.waitFor('the UDP link', (l) => l.type === 'link-connected' && l.peer === b.id && l.transport === 'udp');
-    await b.waitFor('the UDP link', (l) => l.type === 'link-connected' && l.peer === a.id && l.transport === 'udp');
+    await a.waitFor('the UDP link', (l) => a.linkState(l, b.id, 'connected') && l.transport === 'udp');
+    await b.waitFor('the UDP link', (l) => b.linkState(l, a.id, 'connected') && l.transport === 'udp');
     // The browser is the newcomer now: it offers to both natives, which answer.
     const player = await openPage(env, `/room/${room}`);
     const browserId = await myId(player);
     await connectedTo(player, a.id);
     await connectedTo(player, b.id);
     for (const n of [a, b]) {
-      const l = await n.waitFor('the WebRTC link', (x) => x.type === 'link-connected' && x.peer === browserId);
+      const l = await n.waitFor('the WebRTC link', (x) => n.linkState(x, browserId, 'connected'));
       assert.equal(l.transport, 'webrtc');
     }
     const dash = await openPage(env, `/room/${room}/dashboard`, { width: 1400, height: 1200 });
@@ -163,20 +162,22 @@ test('a native peer outlives a browser vanishing and a signalling restart; its l
     await connectedTo(gone, native.id);
 
     // A player vanishes mid-session (its tab closes).
-    await native.waitFor('a link to the leaving player', (l) => l.type === 'link-connected' && l.peer === goneId);
+    await native.waitFor('a link to the leaving player', (l) => native.linkState(l, goneId, 'connected'));
+    const stayLink = (await native.waitFor('a link to the staying player', (l) => native.linkState(l, stayId, 'connected'))).link;
     const mark = native.lines.length;
     await gone.page.context().close();
-    await native.waitFor('the vanished player to go', (l) => (l.type === 'peer-left' || l.type === 'link-closed') && l.peer === goneId, 20000, mark);
-    const before = (await nativeAcks(native, stayId, 0)).stats.packets_acked;
-    await nativeAcks(native, stayId, before + 10, 5000, native.lines.length);
+    await native.waitFor('the vanished player to go', (l) => (l.type === 'peer-left' && l.peer_id === goneId)
+      || native.linkState(l, goneId, 'gone') || native.linkState(l, goneId, 'lost'), 20000, mark);
+    const before = (await nativeAcks(native, stayLink, 0)).stats.packets_acked;
+    await nativeAcks(native, stayLink, before + 10, 5000, native.lines.length);
     assert.equal(native.child.exitCode, null, 'the native is still running');
 
     // The signalling server goes away: links do not pass through it, so they keep flowing.
     await server.stop();
-    await native.waitFor('signalling down', (l) => l.type === 'signalling-down', 5000, mark);
+    await native.waitFor('signalling down', (l) => l.type === 'signalling' && l.state === 'reconnecting', 5000, mark);
     const down = native.lines.length;
-    const acked = (await nativeAcks(native, stayId, 0, 5000, down)).stats.packets_acked;
-    await nativeAcks(native, stayId, acked + 10, 5000, native.lines.length);
+    const acked = (await nativeAcks(native, stayLink, 0, 5000, down)).stats.packets_acked;
+    await nativeAcks(native, stayLink, acked + 10, 5000, native.lines.length);
     assert.equal(await stay.page.evaluate((id) => window.ackwire.players.get(id)?.state, native.id), 'connected');
 
     // It comes back on the same port: the native joins again (the new server knows no one)
@@ -187,11 +188,11 @@ test('a native peer outlives a browser vanishing and a signalling restart; its l
     const late = await openPage(local, `/room/${room}`);
     const lateId = await myId(late);
     await connectedTo(late, rejoined.peer_id, 15000);
-    await native.waitFor('a link to the late player', (l) => l.type === 'link-connected' && l.peer === lateId, 10000, down);
-    // And the first player's link never stopped.
-    await nativeAcks(native, stayId, acked + 30, 5000, native.lines.length);
-    // The staying browser rejoined the restarted server as a new peer (its old links keep
-    // their old names) and the newcomer links with it too.
+    await native.waitFor('a link to the late player', (l) => native.linkState(l, lateId, 'connected'), 10000, down);
+    // And the first player's link never stopped (the same link, renamed to the new ids).
+    await nativeAcks(native, stayLink, acked + 30, 5000, native.lines.length);
+    // The staying browser rejoined the restarted server as a new peer and the newcomer links
+    // with it too.
     const stayNewId = await stay.page.waitForFunction(
       () => window.ackwire.log.filter((l) => l.startsWith('welcomed as peer')).length >= 2 && window.ackwire.me.id,
       null, { timeout: 15000 },

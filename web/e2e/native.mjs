@@ -47,12 +47,12 @@ export async function joinNative(url, extra = []) {
         check();
       });
     },
-    /**
-     * The stats entry for the link to `peer` in a stats line. Peer ids restart with a
-     * restarted server, so the native tags each link with the server session (`epoch`, from
-     * 0) it was made in; give `epoch` to tell them apart.
-     */
-    link: (line, peer, epoch) => line.links?.find((l) => l.peer === peer && (epoch === undefined || l.epoch === epoch)),
+    /** The stats entry for the link to `peer` (its current id) in a stats line. */
+    link: (line, peer) => line.links?.find((l) => l.peer === peer),
+    /** The stats entry for the room member's link `id` (stable across server restarts). */
+    linkById: (line, id) => line.links?.find((l) => l.link === id),
+    /** Whether `line` reports the link to `peer` entering `state`. */
+    linkState: (line, peer, state) => line.type === 'link' && line.peer === peer && line.state === state,
     /** Stops the peer (Ctrl-C: it closes its links and leaves the room). */
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return;

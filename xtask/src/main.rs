@@ -20,6 +20,8 @@ commands:
   demo    setup, build the wasm bundle (release), start the signal server on 127.0.0.1:8080
   test    setup, then native tests, wasm tests in headless Chromium, browser e2e tests
   bench   run the benchmarks (criterion benches of the core)
+  e2e [NAME..]  setup, then only the browser e2e suite (files of web/e2e/ whose name
+          contains one of NAME; all without)
 
 environment:
   ACKWIRE_TOOLS       where tools are kept (default: $XDG_CACHE_HOME/ackwire or ~/.cache/ackwire)
@@ -35,6 +37,7 @@ fn main() -> ExitCode {
         Some("demo") => suite::demo(),
         Some("test") => suite::test(),
         Some("bench") => suite::bench(),
+        Some("e2e") => setup::run().and_then(|tools| suite::browser_e2e(&tools, &args[1..])),
         Some("-h" | "--help" | "help") => {
             print!("{USAGE}");
             Ok(())

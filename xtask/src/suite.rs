@@ -49,8 +49,14 @@ pub(crate) fn demo() -> Result<()> {
     // A native player in the lobby, so someone opening the URL alone sees another player and
     // live charts at once. It retries until the server is up.
     let lobby = format!("http://{bind}/room/lobby");
+    // Warnings only: its link changes would push the URLs below off the screen.
     let mut native = Command::new(&peer)
         .args(["join", &lobby])
+        .env(
+            "RUST_LOG",
+            std::env::var("RUST_LOG")
+                .unwrap_or_else(|_| "warn,rtc_dtls::handshake=error,rtc_ice::agent=error".into()),
+        )
         .stdout(std::process::Stdio::null())
         .spawn()
         .map_err(|e| format!("cannot start {}: {e}", peer.display()))?;
@@ -106,7 +112,7 @@ pub(crate) fn test() -> Result<()> {
             wasm_browser_tests(&tools)
         }),
         stage("browser e2e (playwright-core + chromium)", || {
-            browser_e2e(&tools)
+            browser_e2e(&tools, &[])
         }),
         stage("fuzz smoke (cargo fuzz, every target)", || {
             fuzz_smoke(&tools)
@@ -188,7 +194,8 @@ fn wasm_browser_tests(tools: &Tools) -> Result<()> {
 /// The e2e suite in `web/e2e/`: node's test runner drives Debian's Chromium through
 /// playwright-core against the real `ackwire-signal` binary, all inside a namespace where
 /// only loopback exists.
-fn browser_e2e(tools: &Tools) -> Result<()> {
+/// With `only`, just the files whose name contains one of those strings.
+pub(crate) fn browser_e2e(tools: &Tools, only: &[String]) -> Result<()> {
     bundle::build(tools)?;
     let server = build_signal_server(false)?;
     let peer = build_bin("ackwire-peer", "ackwire-peer", false)?;
@@ -197,6 +204,10 @@ fn browser_e2e(tools: &Tools) -> Result<()> {
         .map_err(|e| format!("cannot read {}: {e}", e2e.display()))?
         .filter_map(|entry| entry.ok().map(|e| e.path()))
         .filter(|p| p.to_string_lossy().ends_with(".test.mjs"))
+        .filter(|p| {
+            let name = p.file_name().unwrap_or_default().to_string_lossy();
+            only.is_empty() || only.iter().any(|o| name.contains(o.as_str()))
+        })
         .map(|p| p.to_string_lossy().into_owned())
         .collect();
     files.sort();

@@ -1,0 +1,138 @@
+// Links recover: a player whose cable is pulled for longer than the core's idle timeout
+// comes back on every link and chats again; a signal-server kill and restart leaves exactly
+// one link per pair on every page, in the native peer's output and on the dashboard.
+// Real Chromium, real ackwire-signal and ackwire-peer, loopback only.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { launchBrowser, openPage, startServer } from './harness.mjs';
+import { joinNative } from './native.mjs';
+
+const myId = (p, timeout = 10000) => p.page.waitForFunction(() => window.ackwire?.me.id, null, { timeout }).then((h) => h.jsonValue());
+const connectedTo = (p, id, timeout = 10000) => p.page.waitForFunction(
+  (peer) => window.ackwire.players.get(peer)?.state === 'connected', id, { timeout },
+);
+const chatsFrom = (p, id, text) => p.page.evaluate(
+  ([from, t]) => window.ackwire.chat.filter((m) => m.from === `peer ${from}` && m.text === t).length, [id, text],
+);
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** A server and a browser of this test's own, so a restart touches no other test. */
+async function world() {
+  const env = { server: await startServer(0), browser: await launchBrowser() };
+  return {
+    env,
+    async close() { await env.browser.close(); await env.server.stop(); },
+  };
+}
+
+test('a player whose cable is pulled past the idle timeout loses its links, gets them back and chats again', async () => {
+  const w = await world();
+  const room = 'outage';
+  const a = await openPage(w.env, `/room/${room}`);
+  const aId = await myId(a);
+  const b = await openPage(w.env, `/room/${room}`);
+  const bId = await myId(b);
+  const native = await joinNative(`${w.env.server.url}/room/${room}`);
+  try {
+    for (const [p, id] of [[a, bId], [a, native.id], [b, aId], [b, native.id]]) await connectedTo(p, id);
+    await a.page.evaluate(() => window.ackwire.client.setOutage(true));
+    // The core's idle timeout is 10 s: the others see the link lost, and say why.
+    const lost = await b.page.waitForFunction((id) => {
+      const l = window.ackwire.players.get(id);
+      return l && l.state !== 'connected' && l.reason && { state: l.state, reason: l.reason.code, why: l.reason.message };
+    }, aId, { timeout: 15000 }).then((h) => h.jsonValue());
+    console.log(`B's link to A after the cable pull: ${lost.state} (${lost.reason}: ${lost.why})`);
+    assert.ok(['idle_timeout', 'channel_closed'].includes(lost.reason), JSON.stringify(lost));
+    await native.waitFor('the native losing A', (l) => native.linkState(l, aId, 'lost'), 15000);
+    // The table (redrawn four times a second) shows the state and says why.
+    const row = await b.page.waitForFunction((id) => {
+      const r = document.querySelector(`#peers tbody tr[data-peer="${id}"]`);
+      const cells = r && [...r.children].map((td) => td.textContent);
+      return cells && cells[1] !== 'connected' && cells[8] !== '' && cells;
+    }, aId, { timeout: 2000 }).then((h) => h.jsonValue());
+    console.log(`B's table row for A: ${row.join(' | ')}`);
+    assert.ok(await b.page.evaluate((id) => window.ackwire.players.get(id)?.state !== 'connected', aId));
+
+    const plugged = Date.now();
+    await a.page.evaluate(() => window.ackwire.client.setOutage(false));
+    for (const [p, id] of [[a, bId], [a, native.id], [b, aId]]) await connectedTo(p, id, 20000);
+    await native.waitFor('the native linked with A again', (l) => native.linkState(l, aId, 'connected'), 20000, 0);
+    console.log(`all of A's links back ${Date.now() - plugged} ms after the cable went back in`);
+
+    const text = `back ${Math.random().toString(36).slice(2)}`;
+    await a.page.fill('#chat-input', text);
+    await a.page.click('#chat-form button');
+    await b.page.waitForFunction(([id, t]) => window.ackwire.chat.some((m) => m.from === `peer ${id}` && m.text === t), [aId, text], { timeout: 5000 });
+    await native.waitFor('the chat line', (l) => l.type === 'chat' && l.peer === aId && l.text === text, 5000);
+    await sleep(1500); // time for any duplicate to show up
+    assert.equal(await chatsFrom(b, aId, text), 1, 'delivered once to B');
+    assert.equal(native.lines.filter((l) => l.type === 'chat' && l.text === text).length, 1, 'delivered once to the native');
+    assert.deepEqual([...a.errors, ...b.errors], []);
+  } finally {
+    await native.stop();
+    await w.close();
+  }
+});
+
+test('after a signal-server restart every page, the native and the dashboard show exactly one link per pair within 5 s', async () => {
+  const w = await world();
+  const room = 'phoenix';
+  const a = await openPage(w.env, `/room/${room}`);
+  const b = await openPage(w.env, `/room/${room}`);
+  const native = await joinNative(`${w.env.server.url}/room/${room}`);
+  const dash = await openPage(w.env, `/room/${room}/dashboard`, { width: 1400, height: 900 });
+  try {
+    const [aId, bId] = [await myId(a), await myId(b)];
+    for (const [p, id] of [[a, bId], [a, native.id], [b, aId], [b, native.id]]) await connectedTo(p, id);
+    const linkIds = async (p) => p.page.evaluate(() => [...window.ackwire.links.keys()].sort());
+    const before = [await linkIds(a), await linkIds(b)];
+
+    const port = w.env.server.port;
+    await w.env.server.stop();
+    await sleep(1500);
+    const mark = native.lines.length;
+    w.env.server = await startServer(port);
+    const restarted = Date.now();
+
+    // Everyone joins the new server afresh (it remembers nothing) and gets a new id.
+    const welcomed = (p) => p.page.waitForFunction(
+      () => window.ackwire.log.filter((l) => l.startsWith('welcomed as peer')).length >= 2 && window.ackwire.me.id, null, { timeout: 10000 },
+    ).then((h) => h.jsonValue());
+    const [a2, b2] = [await welcomed(a), await welcomed(b)];
+    const n2 = (await native.waitFor('a new welcome', (l) => l.type === 'welcome', 10000, mark)).peer_id;
+    console.log(`ids before the restart: ${aId}, ${bId}, native ${native.id}; after: ${a2}, ${b2}, native ${n2}`);
+
+    // Every page: exactly the two others, connected, under their new ids; never itself.
+      const want = { [a2]: [b2, n2], [b2]: [a2, n2] };
+    for (const [p, me] of [[a, a2], [b, b2]]) {
+      await p.page.waitForFunction(([others]) => {
+        const ls = [...window.ackwire.links.values()];
+        return ls.length === 2 && ls.every((l) => l.state === 'connected') && others.every((o) => ls.some((l) => l.peer === o));
+      }, [want[me]], { timeout: 5000 });
+      // The table (redrawn four times a second) says the same: two rows, neither of them us.
+      const rows = await p.page.waitForFunction(([others]) => {
+        const peers = [...document.querySelectorAll('#peers tbody tr')].map((r) => r.dataset.peer).sort();
+        return JSON.stringify(peers) === JSON.stringify(others.map(String).sort()) && peers;
+      }, [want[me]], { timeout: 2000 }).then((h) => h.jsonValue());
+      assert.ok(!rows.includes(String(me)), `page ${me} lists itself: ${rows}`);
+    }
+    // The links are the same as before the restart, renamed, not renegotiated.
+    assert.deepEqual([await linkIds(a), await linkIds(b)], before);
+    const line = await native.waitFor('stats with both links under the new ids', (l) => l.type === 'stats'
+      && l.links.length === 2 && [a2, b2].every((id) => native.link(l, id)?.state === 'connected'), 5000, mark);
+    assert.equal(line.links.length, 2);
+
+    // The dashboard: the six directed links of the new ids, nothing else.
+    const expected = [[a2, b2], [a2, n2], [b2, a2], [b2, n2], [n2, a2], [n2, b2]].map(([f, t]) => `${room}/${f}→${t}`).sort();
+    await dash.page.waitForFunction((keys) => {
+      const shown = [...document.querySelectorAll('section.link')].map((c) => c.dataset.link).sort();
+      return JSON.stringify(shown) === JSON.stringify(keys);
+    }, expected, { timeout: 5000 });
+    console.log(`one link per pair everywhere ${Date.now() - restarted} ms after the server came back`);
+    assert.ok(Date.now() - restarted < 8000);
+    assert.deepEqual([...a.errors, ...b.errors, ...dash.errors], []);
+  } finally {
+    await native.stop();
+    await w.close();
+  }
+});
