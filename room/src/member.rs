@@ -614,6 +614,28 @@ pub struct Member {
     scratch: Vec<CoreEvent>,
 }
 
+/// Takes what `from` sent early (and is still fresh) out of `queue`, dropping what is stale.
+fn take_early<K: PartialEq, T>(
+    queue: &mut VecDeque<(Duration, K, T)>,
+    from: &K,
+    cutoff: Duration,
+) -> Vec<T> {
+    let mut kept = VecDeque::with_capacity(queue.len());
+    let mut taken = Vec::new();
+    for (at, key, item) in queue.drain(..) {
+        if at < cutoff {
+            continue;
+        }
+        if key == *from {
+            taken.push(item);
+        } else {
+            kept.push_back((at, key, item));
+        }
+    }
+    *queue = kept;
+    taken
+}
+
 fn valid_instance(instance: &str) -> bool {
     (1..=64).contains(&instance.len())
         && instance
@@ -1269,36 +1291,12 @@ impl Member {
     fn replay_early(&mut self, now: Duration, i: usize) {
         let cutoff = now.saturating_sub(EARLY_TTL);
         if let Some(peer) = self.links[i].peer {
-            let signals: Vec<SignalData> = {
-                let mut taken = Vec::new();
-                self.early_signals.retain(|(at, from, data)| {
-                    if *from == peer && *at >= cutoff {
-                        taken.push(data.clone());
-                        false
-                    } else {
-                        *at >= cutoff
-                    }
-                });
-                taken
-            };
-            for data in signals {
+            for data in take_early(&mut self.early_signals, &peer, cutoff) {
                 self.on_signal(now, peer, data);
             }
         }
         if let Some(addr) = self.links[i].udp {
-            let datagrams: Vec<Vec<u8>> = {
-                let mut taken = Vec::new();
-                self.early_datagrams.retain(|(at, from, datagram)| {
-                    if *from == addr && *at >= cutoff {
-                        taken.push(datagram.clone());
-                        false
-                    } else {
-                        *at >= cutoff
-                    }
-                });
-                taken
-            };
-            for datagram in datagrams {
+            for datagram in take_early(&mut self.early_datagrams, &addr, cutoff) {
                 // Refused ones are dropped, as they would have been on arrival.
                 let _ = self.receive(now, Route::Udp(addr), &datagram);
             }
