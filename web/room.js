@@ -10,8 +10,13 @@ const emulation = { latencyMs: num('latency'), jitterMs: num('jitter'), lossPct:
 const $ = (id) => document.getElementById(id);
 $('room-name').textContent = room;
 $('dashboard-link').href = `/room/${encodeURIComponent(room)}/dashboard`;
-$('emulation').textContent = Object.entries(emulation).filter(([, v]) => v !== undefined)
-  .map(([k, v]) => `${k} ${v}`).join(', ') || 'real link (no emulation)';
+// ?relay: ICE over TURN relays only (no TURN server configured: no path at all).
+const relayOnly = params.has('relay');
+// Say what the URL asked for in the words of its parameters.
+const asked = [['latency', 'ms'], ['jitter', 'ms'], ['loss', '%'], ['seed', '']]
+  .filter(([k]) => params.has(k)).map(([k, unit]) => `${k} ${params.get(k)}${unit ? ` ${unit}` : ''}`);
+if (relayOnly) asked.push('relay only');
+$('emulation').textContent = asked.length ? `emulated: ${asked.join(', ')}` : 'real link (no emulation)';
 
 // State the page shows; window.ackwire exposes it to tests and curious developers.
 // Links are the room member's (wasm driver): keyed by link id, which stays the same when the
@@ -176,7 +181,7 @@ async function main() {
   try {
     await init();
     const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
-    const client = new Client(`${scheme}://${location.host}/ws`, room, { ...emulation, onEvent });
+    const client = new Client(`${scheme}://${location.host}/ws`, room, { ...emulation, relayOnly, onEvent });
     window.ackwire.client = client;
     addEventListener('pagehide', () => client.close());
     $('chat-form').addEventListener('submit', (e) => {

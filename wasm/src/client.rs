@@ -27,7 +27,8 @@ use wasm_bindgen_futures::{JsFuture, spawn_local};
 use web_sys::{
     CloseEvent, MessageEvent, RtcConfiguration, RtcDataChannel, RtcDataChannelInit,
     RtcDataChannelState, RtcDataChannelType, RtcIceCandidateInit, RtcIceConnectionState,
-    RtcPeerConnection, RtcPeerConnectionIceEvent, RtcSdpType, RtcSessionDescriptionInit, WebSocket,
+    RtcIceTransportPolicy, RtcPeerConnection, RtcPeerConnectionIceEvent, RtcSdpType,
+    RtcSessionDescriptionInit, WebSocket,
 };
 
 type Shared = Rc<RefCell<State>>;
@@ -79,6 +80,8 @@ impl Socket {
 
 struct State {
     ws_url: String,
+    /// Only relayed (TURN) ICE candidates: the player's address is never exposed.
+    relay_only: bool,
     member: Member,
     socket: Option<Socket>,
     sockets_opened: u64,
@@ -123,7 +126,9 @@ impl Client {
     /// Joins `room` through the signalling server at `ws_url` (e.g. `ws://host/ws`).
     ///
     /// `options`: `{ latencyMs, jitterMs, lossPct, seed }` for the link emulator (all optional;
-    /// absent or zero means a real link), and `onEvent(event)`, called with the room member's
+    /// absent or zero means a real link), `relayOnly` (ICE uses TURN relays only, so peers
+    /// never learn this player's address; with no TURN server there is no path at all), and
+    /// `onEvent(event)`, called with the room member's
     /// events as plain objects (`type`: `signalling`, `welcome`, `peer-joined`, `peer-left`,
     /// `link`, `position`, `chat`, `first-ack`, `server-error`) and the driver's `error`.
     #[wasm_bindgen(constructor)]
@@ -166,8 +171,13 @@ impl Client {
         config.emulation = emulation;
         let member =
             Member::new(config, now()).map_err(|e| JsError::new(&format!("room member: {e}")))?;
+        let relay_only = Reflect::get(&options, &"relayOnly".into())
+            .ok()
+            .and_then(|v| v.as_bool())
+            .unwrap_or(false);
         let shared = Rc::new(RefCell::new(State {
             ws_url,
+            relay_only,
             member,
             socket: None,
             sockets_opened: 0,
@@ -386,7 +396,7 @@ fn run_command(state: &mut State, shared: &Shared, command: Command) {
             transport,
             offer,
             ice_servers,
-        } => match open_peer_connection(shared, transport, &ice_servers) {
+        } => match open_peer_connection(shared, transport, &ice_servers, state.relay_only) {
             Ok(pc) => {
                 let connection = pc.pc.clone();
                 state.pcs.insert(transport, pc);
@@ -506,8 +516,12 @@ fn open_peer_connection(
     shared: &Shared,
     transport: TransportId,
     ice_servers: &[IceServer],
+    relay_only: bool,
 ) -> Result<Pc, String> {
     let config = RtcConfiguration::new();
+    if relay_only {
+        config.set_ice_transport_policy(RtcIceTransportPolicy::Relay);
+    }
     config.set_ice_servers(
         &js_sys::JSON::parse(&serde_json::to_string(ice_servers).unwrap_or_default())
             .unwrap_or(JsValue::UNDEFINED),

@@ -136,3 +136,40 @@ test('after a signal-server restart every page, the native and the dashboard sho
     await w.close();
   }
 });
+
+test('a link with no network path fails with a reason the player understands, on the page and the dashboard', async () => {
+  const w = await world();
+  const room = 'nopath';
+  const dash = await openPage(w.env, `/room/${room}/dashboard`, { width: 1400, height: 900 });
+  // ?relay: ICE may use TURN relays only, and this server offers none: no candidate pair can work.
+  const a = await openPage(w.env, `/room/${room}?relay`);
+  const aId = await myId(a);
+  const b = await openPage(w.env, `/room/${room}`);
+  const bId = await myId(b);
+  try {
+    const started = Date.now();
+    // Within the browser's ICE timeout (or the member's 20 s attempt timeout, whichever says
+    // so first), both pages show the link failed and why.
+    for (const [p, other] of [[a, bId], [b, aId]]) {
+      const failed = await p.page.waitForFunction((id) => {
+        const l = window.ackwire.players.get(id);
+        return l && l.reason && l.state !== 'connected' && { state: l.state, code: l.reason.code, why: l.reason.message };
+      }, other, { timeout: 35000 }).then((h) => h.jsonValue());
+      console.log(`no path: ${failed.code} after ${Date.now() - started} ms: "${failed.why}"`);
+      assert.ok(['ice_failed', 'timeout'].includes(failed.code), JSON.stringify(failed));
+      assert.match(failed.why, /TURN server/);
+    }
+    // The header's link summary says so too, and the signalling badge still says connected.
+    assert.match(await b.page.textContent('#links-status'), /TURN server/);
+    assert.equal(await b.page.getAttribute('#status', 'data-state'), 'connected');
+    // The dashboard shows the failed link and its reason.
+    const card = await dash.page.waitForFunction((key) => {
+      const c = document.querySelector(`section.link[data-link="${key}"]`);
+      return c && c.dataset.state !== 'connected' && c.querySelector('.why').textContent.includes('TURN') && c.dataset.state;
+    }, `${room}/${bId}→${aId}`, { timeout: 5000 }).then((h) => h.jsonValue());
+    assert.notEqual(card, 'connected');
+    assert.deepEqual([...a.errors, ...b.errors, ...dash.errors], []);
+  } finally {
+    await w.close();
+  }
+});

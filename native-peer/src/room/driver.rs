@@ -371,6 +371,10 @@ impl Driver {
                     }
                 }
             }
+            // After a server restart our old id is unknown there: expected, the member joins afresh.
+            Event::ServerError { code, message } if code == "resume_rejected" => {
+                tracing::info!(%message, "the server forgot us; joining afresh");
+            }
             Event::ServerError { code, message } => {
                 tracing::warn!(%code, %message, "signalling error");
             }
