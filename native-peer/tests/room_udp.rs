@@ -248,3 +248,44 @@ async fn a_signalling_blip_is_resumed_under_the_same_id_and_the_room_never_notic
     drop((a, b));
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_native_link_lost_to_an_outage_past_the_idle_timeout_recovers_and_carries_chat_again() {
+    let server = Server::start("127.0.0.1:0".parse().unwrap()).await;
+    let url = server.room_url("outage");
+    blocking(move || {
+        let mut a = Peer::join(&url);
+        let a_id = a.peer_id();
+        // B pulls its cable 1 s in, for longer than the core's 10 s idle timeout.
+        let mut b = Peer::join_with(&url, &["--outage-at", "1", "--outage-for", "12"]);
+        let b_id = b.peer_id();
+        let greeting = format!("hello from native peer {b_id}");
+        a.wait_for("the UDP link", Duration::from_secs(10), |l| {
+            link_state(l, b_id, "connected")
+        });
+        let lost = a.wait_for("the link lost", Duration::from_secs(15), |l| {
+            link_state(l, b_id, "lost")
+        });
+        assert_eq!(lost["reason"]["code"], "idle_timeout", "{lost}");
+        b.wait_for("B's side lost too", Duration::from_secs(5), |l| {
+            link_state(l, a_id, "lost")
+        });
+        // Plugged back: the link comes back by itself, and B greets A again over it: the
+        // reliable channel carries chat once more, exactly once.
+        a.wait_for("the link back", Duration::from_secs(10), |l| {
+            link_state(l, b_id, "connected")
+        });
+        a.wait_for("a chat over the new link", Duration::from_secs(5), |l| {
+            l["type"] == "chat" && l["peer"] == b_id && l["text"] == greeting.as_str()
+        });
+        thread::sleep(Duration::from_millis(1500));
+        let greetings = a
+            .seen
+            .iter()
+            .filter(|l| l["type"] == "chat" && l["text"] == greeting.as_str())
+            .count();
+        assert_eq!(greetings, 2, "one greeting per connection");
+    })
+    .await;
+    server.stop().await;
+}

@@ -74,9 +74,19 @@ test('a player whose cable is pulled past the idle timeout loses its links, gets
   }
 });
 
-test('after a signal-server restart every page, the native and the dashboard show exactly one link per pair within 5 s', async () => {
+/**
+ * The restart scenario. `warmup` players join and leave first, so the ids before the restart
+ * are above those the new server hands out (none reused); with 0 the new server hands the same
+ * ids out again, to whoever rejoins first.
+ */
+async function restartScenario(warmup) {
   const w = await world();
   const room = 'phoenix';
+  for (let i = 0; i < warmup; i++) {
+    const p = await openPage(w.env, `/room/${room}`);
+    await myId(p);
+    await p.page.context().close();
+  }
   const a = await openPage(w.env, `/room/${room}`);
   const b = await openPage(w.env, `/room/${room}`);
   const native = await joinNative(`${w.env.server.url}/room/${room}`);
@@ -101,6 +111,7 @@ test('after a signal-server restart every page, the native and the dashboard sho
     const [a2, b2] = [await welcomed(a), await welcomed(b)];
     const n2 = (await native.waitFor('a new welcome', (l) => l.type === 'welcome', 10000, mark)).peer_id;
     console.log(`ids before the restart: ${aId}, ${bId}, native ${native.id}; after: ${a2}, ${b2}, native ${n2}`);
+    if (warmup > 0) assert.ok([a2, b2, n2].every((id) => ![aId, bId, native.id].includes(id)), 'no id reused');
 
     // Every page: exactly the two others, connected, under their new ids; never itself.
       const want = { [a2]: [b2, n2], [b2]: [a2, n2] };
@@ -135,7 +146,11 @@ test('after a signal-server restart every page, the native and the dashboard sho
     await native.stop();
     await w.close();
   }
-});
+}
+
+test('after a signal-server restart that hands the same ids out again, every page, the native and the dashboard show exactly one link per pair within 5 s', () => restartScenario(0));
+
+test('after a signal-server restart with all-new ids, every page, the native and the dashboard show exactly one link per pair within 5 s', () => restartScenario(3));
 
 test('a link with no network path fails with a reason the player understands, on the page and the dashboard', async () => {
   const w = await world();
@@ -146,6 +161,7 @@ test('a link with no network path fails with a reason the player understands, on
   const aId = await myId(a);
   const b = await openPage(w.env, `/room/${room}`);
   const bId = await myId(b);
+  const native = await joinNative(`${w.env.server.url}/room/${room}`);
   try {
     const started = Date.now();
     // Within the browser's ICE timeout (or the member's 20 s attempt timeout, whichever says
@@ -159,6 +175,11 @@ test('a link with no network path fails with a reason the player understands, on
       assert.ok(['ice_failed', 'timeout'].includes(failed.code), JSON.stringify(failed));
       assert.match(failed.why, /TURN server/);
     }
+    // The native peer, too, says why it cannot reach A, while its link with B works.
+    const lost = await native.waitFor('the link to A lost', (l) => native.linkState(l, aId, 'lost'), 35000);
+    assert.ok(['ice_failed', 'timeout'].includes(lost.reason.code), JSON.stringify(lost.reason));
+    assert.match(lost.reason.message, /TURN server/);
+    await connectedTo(b, native.id);
     // The header's link summary says so too, and the signalling badge still says connected.
     assert.match(await b.page.textContent('#links-status'), /TURN server/);
     assert.equal(await b.page.getAttribute('#status', 'data-state'), 'connected');
@@ -170,6 +191,7 @@ test('a link with no network path fails with a reason the player understands, on
     assert.notEqual(card, 'connected');
     assert.deepEqual([...a.errors, ...b.errors, ...dash.errors], []);
   } finally {
+    await native.stop();
     await w.close();
   }
 });

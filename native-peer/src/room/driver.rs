@@ -82,6 +82,22 @@ pub async fn run(args: &JoinArgs, stop: impl Future<Output = ()>) -> Result<(), 
             })
         })
         .transpose()?;
+    let seconds = |flag: &'static str, value: Option<f64>| {
+        value
+            .map(|secs| {
+                Duration::try_from_secs_f64(secs)
+                    .map_err(|_| crate::cli::ArgError::BadDuration { flag, value: secs })
+            })
+            .transpose()
+    };
+    // When the cable is pulled and plugged back (`--outage-at`, `--outage-for`).
+    let mut outage = match (
+        seconds("outage-at", args.outage_at)?,
+        seconds("outage-for", args.outage_for)?,
+    ) {
+        (Some(at), Some(length)) => vec![(at + length, false), (at, true)],
+        _ => Vec::new(),
+    };
     let socket = link::bind(args.bind).map_err(|source| RoomError::Bind {
         addr: args.bind,
         source,
@@ -149,7 +165,9 @@ pub async fn run(args: &JoinArgs, stop: impl Future<Output = ()>) -> Result<(), 
         let next = driver
             .member
             .poll_timeout()
-            .map_or(driver.next_stats, |t| t.min(driver.next_stats));
+            .into_iter()
+            .chain(outage.last().map(|(at, _)| *at))
+            .fold(driver.next_stats, Duration::min);
         let wake = start + next;
         let wake = deadline.map_or(wake, |d| wake.min(d));
         tokio::select! {
@@ -169,6 +187,14 @@ pub async fn run(args: &JoinArgs, stop: impl Future<Output = ()>) -> Result<(), 
             }
         }
         let now = driver.now();
+        while let Some(&(_, on)) = outage.last().filter(|(at, _)| *at <= now) {
+            outage.pop();
+            tracing::warn!(
+                on,
+                "outage: every datagram of every link is dropped while on"
+            );
+            driver.member.set_outage(on);
+        }
         if driver.member.poll_timeout().is_some_and(|t| t <= now) {
             driver.member.handle_timeout(now);
         }

@@ -45,6 +45,14 @@ pub struct JoinArgs {
     /// Public IP to put in WebRTC host candidates instead of the local one (1:1 NAT).
     #[arg(long, value_name = "IP")]
     pub public_ip: Option<IpAddr>,
+    /// Pull the cable this many seconds after start: every datagram of every link is dropped
+    /// (signalling stays up) for `--outage-for` seconds, so links are lost and recover, as in
+    /// the page's "pull the cable" switch.
+    #[arg(long, value_name = "SECS", requires = "outage_for")]
+    pub outage_at: Option<f64>,
+    /// How long the outage of `--outage-at` lasts.
+    #[arg(long, value_name = "SECS", requires = "outage_at")]
+    pub outage_for: Option<f64>,
     /// Reporting and emulation flags (emulation applies to each link, both directions).
     #[command(flatten)]
     pub common: CommonArgs,

@@ -103,8 +103,14 @@ pub struct Peer {
 
 impl Peer {
     pub fn join(url: &str) -> Peer {
+        Peer::join_with(url, &[])
+    }
+
+    /// `join` with extra flags.
+    pub fn join_with(url: &str, extra: &[&str]) -> Peer {
         let mut child = Command::new(env!("CARGO_BIN_EXE_ackwire-peer"))
             .args(["join", url, "--json"])
+            .args(extra)
             .env("RUST_LOG", "info")
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
