@@ -48,6 +48,7 @@ pub enum Command {
         common: CommonArgs,
     },
     /// Join a room through a signalling server: browsers over WebRTC, natives over UDP.
+    #[cfg(feature = "rooms")]
     Join(crate::room::JoinArgs),
 }
 
@@ -155,6 +156,7 @@ impl Command {
                 };
                 (bind.unwrap_or(any), Role::Connect { remote: *addr }, common)
             }
+            #[cfg(feature = "rooms")]
             Command::Join(_) => return Err(ArgError::NotAUdpPeer),
         };
         let coalesce = match role {

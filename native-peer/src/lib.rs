@@ -11,7 +11,9 @@
 //!   and the optional link emulation around it.
 //! - [`report`]: per-second stats as JSON, a plain line, or a live terminal line.
 //! - [`cli`]: the `listen` / `connect` / `join` command line.
-//! - [`room`]: `join`: rooms through the signalling server, UDP to natives, WebRTC to browsers.
+//! - `room` (feature `rooms`, on by default): `join`, the room member's native adapter: rooms
+//!   through the signalling server, UDP to natives, WebRTC to browsers. The only part that
+//!   uses the `webrtc` crate.
 //!
 //! ## Socket I/O
 //!
@@ -30,4 +32,5 @@ pub mod connections;
 pub mod link;
 pub mod peer;
 pub mod report;
+#[cfg(feature = "rooms")]
 pub mod room;

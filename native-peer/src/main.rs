@@ -3,7 +3,7 @@
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
-use ackwire_peer::cli::{Cli, Command};
+use ackwire_peer::cli::Cli;
 use ackwire_peer::connections::Ending;
 use ackwire_peer::{link, peer};
 use clap::Parser;
@@ -29,7 +29,8 @@ fn main() -> ExitCode {
         )
         .init();
     let cli = Cli::parse();
-    if let Command::Join(join) = &cli.command {
+    #[cfg(feature = "rooms")]
+    if let ackwire_peer::cli::Command::Join(join) = &cli.command {
         return ackwire_peer::room::main(join);
     }
     let (bind, options) = match cli.command.options() {
