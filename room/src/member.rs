@@ -45,7 +45,9 @@
 //! its own, and the server lists it with the peer. Links are keyed by the remote's instance:
 //! after a restart each member joins afresh, and when a peer shows up again under a new id
 //! with an instance we have a link to, that link is kept and renamed, never duplicated. A
-//! link whose peer does not come back within [`MemberConfig::orphan_grace`] is gone.
+//! link whose peer does not come back within [`MemberConfig::orphan_grace`] is gone. The
+//! same holds when the server replaces a peer's entry (`peer_left` with reason `replaced`: the
+//! program joined afresh under a new id): its link waits to be renamed.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -870,7 +872,15 @@ impl Member {
             } => {
                 self.event(Event::PeerLeft { peer_id, reason });
                 if let Some(i) = self.links.iter().position(|l| l.peer == Some(peer_id)) {
-                    self.remove_link(now, i);
+                    if reason == LeaveReason::Replaced {
+                        // The same program joined again under a new id (its `peer_joined` is
+                        // next): keep the link, to be renamed, like after a server restart.
+                        let link = &mut self.links[i];
+                        link.peer = None;
+                        link.orphaned_at = Some(now);
+                    } else {
+                        self.remove_link(now, i);
+                    }
                 }
             }
             ServerFrame::Signal { from, data } => {

@@ -375,3 +375,33 @@ fn a_pulled_cable_loses_every_link_and_plugging_it_back_recovers_them() {
     w.nodes[a].member.set_outage(false);
     w.run_until_true(20 * S, "recovered", |w| w.fully_linked(&[a, b, c]));
 }
+
+#[test]
+fn a_peer_that_rejoins_afresh_and_replaces_its_old_entry_keeps_its_link() {
+    let mut w = World::new();
+    let a = w.add(PeerKind::Browser, |_| {});
+    let b = w.add(PeerKind::Browser, |_| {});
+    w.run_until_true(2 * S, "linked", |w| w.fully_linked(&[a, b]));
+    let (link, old_id, relayed) = (
+        w.link(b, a).unwrap().link,
+        w.nodes[a].member.peer_id(),
+        w.offers_relayed,
+    );
+    // A's socket drops and the server no longer takes its token: A joins afresh with its
+    // instance, the server replaces the old entry, and B hears `replaced` then `peer_joined`.
+    w.forget_token(a);
+    w.drop_socket(a);
+    w.run_until_true(5 * S, "A under a new id", |w| {
+        w.nodes[a].member.peer_id() != old_id && w.fully_linked(&[a, b])
+    });
+    assert!(w.nodes[b].events.iter().any(|e| matches!(
+        e,
+        Event::PeerLeft {
+            reason: ackwire_room::signalling::LeaveReason::Replaced,
+            ..
+        }
+    )));
+    assert_eq!(w.link(b, a).unwrap().link, link, "the same link, renamed");
+    assert_eq!(w.links(b).len(), 1);
+    assert_eq!(w.offers_relayed, relayed, "no renegotiation");
+}

@@ -368,6 +368,14 @@ impl World {
                     self.send_to_member(from, conn, &err);
                     return;
                 }
+                // The same program joining afresh replaces its old entry (`docs/signalling.md`).
+                let replaced = instance.as_ref().and_then(|inst| {
+                    let i = server
+                        .peers
+                        .iter()
+                        .position(|p| p.info.instance.as_ref() == Some(inst))?;
+                    Some(server.peers.remove(i).info.id)
+                });
                 let id = server.next_id;
                 server.next_id += 1;
                 let info = PeerInfo {
@@ -389,6 +397,16 @@ impl World {
                 });
                 let welcome = welcome(id, &token, false, peers);
                 self.send_to_member(from, conn, &welcome);
+                if let Some(old) = replaced {
+                    for &(member, c) in &others {
+                        let left = ServerFrame::PeerLeft {
+                            room: "lobby".into(),
+                            peer_id: old,
+                            reason: LeaveReason::Replaced,
+                        };
+                        self.send_to_member(member, c, &left);
+                    }
+                }
                 for (member, c) in others {
                     let joined = ServerFrame::PeerJoined {
                         room: "lobby".into(),
@@ -462,6 +480,16 @@ impl World {
             if let Some(i) = server.peers.iter().position(|p| p.member == n) {
                 let gone = server.peers.remove(i);
                 self.announce_left(gone.info.id, LeaveReason::Lost);
+            }
+        }
+    }
+
+    /// The server forgets member `n`'s resume token (as after its grace ran out, while the
+    /// entry itself is still there): its next resume is rejected.
+    pub fn forget_token(&mut self, n: usize) {
+        if let Some(server) = &mut self.server {
+            for p in server.peers.iter_mut().filter(|p| p.member == n) {
+                p.token = "forgotten".into();
             }
         }
     }
