@@ -955,7 +955,7 @@ impl Member {
                 ) {
                     self.links[i].deadline = None;
                     self.links[i].state = LinkState::Lost;
-                    self.close_transport(i);
+                    self.close_transport(now, i);
                 }
             }
         }
@@ -1071,7 +1071,7 @@ impl Member {
             self.links[i].state = LinkState::Lost;
             return;
         };
-        self.close_transport(i);
+        self.close_transport(now, i);
         let link = &mut self.links[i];
         link.attempt_start = now;
         link.ice = None;
@@ -1086,27 +1086,7 @@ impl Member {
                 link.state = LinkState::Open;
                 link.deadline = Some(now + self.config.attempt_timeout);
             }
-            None => {
-                let transport = TransportId(self.next_transport);
-                self.next_transport += 1;
-                link.rtc = Some(Rtc {
-                    id: transport,
-                    offerer: we_initiate,
-                    offer_seen: we_initiate,
-                    described: false,
-                    pending: Vec::new(),
-                });
-                link.state = LinkState::Negotiating;
-                // The answering side waits for an offer as long as it takes; its clock starts
-                // with the offer.
-                link.deadline = we_initiate.then_some(now + self.config.attempt_timeout);
-                self.out
-                    .push_back(Output::Command(Command::OpenPeerConnection {
-                        transport,
-                        offer: we_initiate,
-                        ice_servers: self.ice_servers.clone(),
-                    }));
-            }
+            None => self.open_rtc(now, i, we_initiate),
         }
         let info = self.links[i].info(now);
         self.event(Event::Link(info));
@@ -1137,7 +1117,7 @@ impl Member {
     }
 
     /// Closes link `i`'s transport and protocol (the core still says goodbye).
-    fn close_transport(&mut self, i: usize) {
+    fn close_transport(&mut self, now: Duration, i: usize) {
         let link = &mut self.links[i];
         let route = link.route();
         let rtc = link.rtc.take();
@@ -1148,8 +1128,7 @@ impl Member {
                 self.closing.push(Closing {
                     route,
                     core: Some(core),
-                    // Set on the next drive.
-                    until: Duration::MAX,
+                    until: now + CLOSING_MAX,
                 });
                 return;
             }
@@ -1165,7 +1144,7 @@ impl Member {
     /// Link `i` failed: keep the reason, close what is left, and try again if the peer is
     /// still in the room.
     fn lose(&mut self, now: Duration, i: usize, failure: Failure) {
-        self.close_transport(i);
+        self.close_transport(now, i);
         let link = &mut self.links[i];
         link.state = LinkState::Lost;
         link.reason = Some(failure);
@@ -1196,7 +1175,7 @@ impl Member {
 
     /// The peer of link `i` left: say goodbye and forget the link.
     fn remove_link(&mut self, now: Duration, i: usize) {
-        self.close_transport(i);
+        self.close_transport(now, i);
         let mut link = self.links.remove(i);
         link.state = LinkState::Gone;
         let info = link.info(now);
@@ -1270,30 +1249,39 @@ impl Member {
         }
     }
 
-    /// A fresh answering peer connection for link `i`, replacing whatever it had.
-    fn start_answering(&mut self, now: Duration, i: usize) {
-        self.close_transport(i);
+    /// A new WebRTC attempt on link `i`: a peer connection of its own, offering or answering.
+    fn open_rtc(&mut self, now: Duration, i: usize, offerer: bool) {
         let transport = TransportId(self.next_transport);
         self.next_transport += 1;
         let link = &mut self.links[i];
-        link.retry_at = None;
         link.rtc = Some(Rtc {
             id: transport,
-            offerer: false,
-            offer_seen: false,
+            offerer,
+            offer_seen: offerer,
             described: false,
             pending: Vec::new(),
         });
         link.state = LinkState::Negotiating;
-        link.attempt_start = now;
-        link.ice = None;
-        link.candidate = None;
+        // The answering side waits for an offer as long as it takes; its clock starts with
+        // the offer.
+        link.deadline = offerer.then_some(now + self.config.attempt_timeout);
         self.out
             .push_back(Output::Command(Command::OpenPeerConnection {
                 transport,
-                offer: false,
+                offer: offerer,
                 ice_servers: self.ice_servers.clone(),
             }));
+    }
+
+    /// A fresh answering peer connection for link `i`, replacing whatever it had.
+    fn start_answering(&mut self, now: Duration, i: usize) {
+        self.close_transport(now, i);
+        let link = &mut self.links[i];
+        link.retry_at = None;
+        link.attempt_start = now;
+        link.ice = None;
+        link.candidate = None;
+        self.open_rtc(now, i, false);
         let info = self.links[i].info(now);
         self.event(Event::Link(info));
     }
@@ -1428,7 +1416,7 @@ impl Member {
         self.left = true;
         self.reconnect_at = None;
         while !self.links.is_empty() {
-            self.close_transport(0);
+            self.close_transport(now, 0);
             self.links.remove(0);
         }
         self.set_signalling(SignallingState::Closed, None);
@@ -1501,9 +1489,6 @@ impl Member {
             }
         }
         for closing in &mut self.closing {
-            if closing.until == Duration::MAX {
-                closing.until = now + CLOSING_MAX;
-            }
             if let Some(core) = closing.core.as_mut() {
                 let route = closing.route;
                 let out = &mut self.out;

@@ -228,8 +228,8 @@ impl Driver {
     /// Does everything the member asked for.
     fn flush(&mut self) {
         let now = self.now();
-        self.member
-            .set_position(demo_position(now).0, demo_position(now).1);
+        let (x, y) = demo_position(now);
+        self.member.set_position(x, y);
         while let Some(output) = self.member.poll_output() {
             match output {
                 Output::OpenSignalling => {
