@@ -14,12 +14,14 @@ async function main() {
   const status = document.getElementById('core-status');
   try {
     await init();
-    const bytes = encodeHeader(4660, 4656, 0xffff7ffb);
+    // docs/wire.md, second worked example: ack 4656 sent as its low byte, held 1 ms.
+    const bytes = encodeHeader(4660, 4656, false, 0xffff7ffb, 1.0);
     const decoded = decodeHeader(bytes);
+    const ack = decoded.ackFull ? `ack ${decoded.ack}` : `ack low byte 0x${decoded.ack.toString(16).toUpperCase()}`;
     show('core-version', coreVersion());
     show('header-bytes', hex(bytes));
     show('header-decoded',
-      `seq ${decoded.sequence}, ack ${decoded.ack}, bits 0x${decoded.ackBits.toString(16).toUpperCase()}, ${decoded.len} bytes`);
+      `seq ${decoded.sequence}, ${ack}, bits 0x${decoded.ackBits.toString(16).toUpperCase()}, held ${decoded.ackDelayMs} ms, ${decoded.len} bytes`);
     show('seq-distance', String(sequenceDistance(65535, 0)));
     status.textContent = 'core loaded';
     status.dataset.state = 'ready';

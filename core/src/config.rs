@@ -46,15 +46,18 @@ pub struct Config {
     /// declared lost early, so this bounds the sent queue. Default 256 (> 1 s at 30 pps, and the
     /// ring size the seed's author recommends).
     pub sent_buffer_len: u16,
-    /// Loss percentage is measured over the last this many resolved (acked or lost) packets.
-    /// Default 64 (about 2 s at 30 pps).
+    /// The windowed loss percentage (`Stats::loss_percent`, which the loss trigger reads) is
+    /// measured over the last this many resolved (acked or lost) packets. Default 64 (about
+    /// 2 s at 30 pps). `Stats::loss_cumulative_percent` covers every packet.
     pub loss_window_packets: u16,
     /// Ack promptly: the pace allows one packet per send interval, and with this on the
     /// interval's packet leaves as soon as a packet from the peer has arrived in it (so its
-    /// ack goes back at once) instead of at the interval's end. The rate is unchanged; RTT
-    /// samples no longer include the peer's wait for its next send slot, and a server sends
-    /// while the connection it just received on is still in cache. Default `true`; `false`
-    /// is the seed's strictly clocked schedule.
+    /// ack goes back at once) instead of at the interval's end. The rate is unchanged; the
+    /// peer learns of its packets sooner (resends and loss news come earlier), and a server
+    /// sends while the connection it just received on is still in cache. RTT is the path's
+    /// either way: every header says how long its ack was held (the ack delay), and the
+    /// sample leaves that out. Default `true`; `false` is the seed's strictly clocked
+    /// schedule.
     #[serde(default = "yes")]
     pub prompt_ack: bool,
 }

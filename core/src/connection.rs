@@ -11,7 +11,7 @@
 //!
 //! Keep-alive: once connected the packet layer sends a packet at its paced rate (30 or 10
 //! per second) whether or not there are messages, so an idle connection's packets are its
-//! keep-alives (a 4-byte header with acks, no payload). A connection that receives nothing
+//! keep-alives (a 5-byte header with acks, no payload). A connection that receives nothing
 //! for `idle_timeout` is closed with [`DisconnectReason::TimedOut`].
 
 use core::time::Duration;

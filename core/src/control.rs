@@ -1,16 +1,16 @@
 //! Connection control packets: the handshake and the disconnect (byte-exact spec in
 //! `docs/wire.md`, section "Control packets").
 //!
-//! A control packet is a whole datagram. Its first byte is `0x60 | type`: the same 2-bit wire
-//! version (01) as a data packet's prefix, with the bit a data header keeps reserved (bit 5)
+//! A control packet is a whole datagram. Its first byte is `0xA0 | type`: the same 2-bit wire
+//! version (10) as a data packet's prefix, with bit 5, which is clear in every data prefix,
 //! set. So one byte tells a control packet from a data packet, and both check the version.
 //!
 //! ```text
-//! 0x60 connect request   protocol id (8, BE), 24 zero bytes           33 bytes
-//! 0x61 challenge         cookie (32)                                  33 bytes
-//! 0x62 connect response  protocol id (8, BE), cookie (32)             41 bytes
-//! 0x63 accepted          connection id (8, BE)                         9 bytes
-//! 0x64 disconnect        connection id (8, BE)                         9 bytes
+//! 0xA0 connect request   protocol id (8, BE), 24 zero bytes           33 bytes
+//! 0xA1 challenge         cookie (32)                                  33 bytes
+//! 0xA2 connect response  protocol id (8, BE), cookie (32)             41 bytes
+//! 0xA3 accepted          connection id (8, BE)                         9 bytes
+//! 0xA4 disconnect        connection id (8, BE)                         9 bytes
 //!
 //! cookie = timestamp_ms (8, BE) | nonce (8) | mac (16)
 //! ```
@@ -20,10 +20,10 @@
 
 use thiserror::Error;
 
-use crate::wire::WIRE_VERSION;
+use crate::wire::{CONTROL_BIT, VERSION_SHIFT, WIRE_VERSION};
 
 /// First-byte bits shared by every control packet: the wire version plus bit 5.
-const CONTROL_BASE: u8 = WIRE_VERSION << 6 | 1 << 5;
+const CONTROL_BASE: u8 = WIRE_VERSION << VERSION_SHIFT | CONTROL_BIT;
 const TYPE_MASK: u8 = 0x1F;
 
 const REQUEST: u8 = 0;
@@ -276,15 +276,15 @@ mod tests {
     #[test]
     fn data_headers_are_never_taken_for_control_packets() {
         // Every valid data prefix has bit 5 clear.
-        assert!((0x40..0x60).all(|b: u8| !is_control(&[b])));
-        assert!(is_control(&[0x63]));
-        assert!(!is_control(&[0xE3]), "another wire version");
+        assert!((0x80..0xA0).all(|b: u8| !is_control(&[b])));
+        assert!(is_control(&[0xA3]));
+        assert!(!is_control(&[0x63]), "another wire version");
     }
 
     #[test]
     fn wrong_lengths_and_padding_are_typed_errors() {
         assert_eq!(
-            ControlPacket::parse(&[0x63, 0, 0]),
+            ControlPacket::parse(&[0xA3, 0, 0]),
             Err(ControlError::BadLength {
                 kind: 3,
                 expected: 9,
@@ -292,7 +292,7 @@ mod tests {
             })
         );
         assert_eq!(
-            ControlPacket::parse(&[0x7F]),
+            ControlPacket::parse(&[0xBF]),
             Err(ControlError::UnknownType(31))
         );
         let mut request = [0u8; 33];

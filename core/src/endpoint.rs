@@ -21,10 +21,13 @@ use crate::sequence::distance;
 use crate::sequence_buffer::SequenceBuffer;
 use crate::stats::{Counters, Stats};
 use crate::time::{NEVER, duration, nanos, set};
-use crate::wire::{HeaderError, Packet, PacketHeader};
+use crate::wire::{AckDelay, AckField, HeaderError, Packet, PacketHeader};
 
 /// Width of the ack bitfield: how many of the peer's packets each header acknowledges.
 const ACK_WINDOW: i32 = 32;
+/// A pending ack mark (see `Endpoint::ack_mark`) this far behind the next sequence is given
+/// up and set afresh: "at or after" stops meaning anything across half the sequence space.
+const ACK_MARK_MAX_AGE: i16 = 1024;
 /// Events are few per packet (acks come at most 32 at a time); reserving this many up front
 /// keeps the steady state free of allocation as long as the driver drains them.
 const EVENT_QUEUE_RESERVE: usize = 128;
@@ -37,7 +40,8 @@ pub enum Event {
     Acked {
         /// The acknowledged packet.
         sequence: u16,
-        /// Time from sending it to learning of its receipt.
+        /// Time from sending it to learning of its receipt, the peer's ack delay included
+        /// (the RTT estimate subtracts the delay the peer reports; this does not).
         rtt: Duration,
     },
     /// No ack for `sequence` within the loss timeout (or its sent-ring slot was needed):
@@ -102,6 +106,10 @@ pub enum ReceiveError {
         /// The impossible ack.
         ack: u16,
     },
+    /// A newest packet carries its ack as a low byte before any full ack arrived, so there
+    /// is nothing to resolve it against: the peer broke the encoding rule (or is not ours).
+    #[error("a 1-byte ack arrived before any ack it could be resolved against")]
+    UnresolvableAck,
 }
 
 /// Why [`Endpoint::poll_transmit`] could not write a packet. Nothing was sent.
@@ -191,6 +199,18 @@ pub struct Endpoint {
     received_bits: u32,
     /// Newest sequence received from the peer.
     remote: Option<u16>,
+    /// When `remote` arrived: the ack delay of a header is the time since.
+    remote_at: u64,
+    /// Newest ack (of our sequences) taken in from the peer: a 1-byte ack is resolved
+    /// against it.
+    peer_ack: Option<u16>,
+    /// An ack the peer is known to hold, because a packet of ours carrying it was acked: our
+    /// ack goes as its low byte while it is within 255 of this (see [`AckField`]).
+    ack_floor: Option<u16>,
+    /// `(sequence, ack)`: a packet of ours and the ack it carried, waiting for the peer to ack
+    /// it (or anything after it) to become `ack_floor`. One at a time, so no per-packet
+    /// record is kept.
+    ack_mark: Option<(u16, u16)>,
     next_sequence: u16,
     /// Loss-scan cursor: every sequence before it is acked or lost.
     oldest_unresolved: u16,
@@ -238,6 +258,10 @@ impl Endpoint {
             next_sequence: 0,
             oldest_unresolved: 0,
             remote: None,
+            remote_at: now,
+            peer_ack: None,
+            ack_floor: None,
+            ack_mark: None,
             received_bits: 0,
             next_send_at: now,
             last_send_at: NEVER,
@@ -340,11 +364,25 @@ impl Endpoint {
                 }
             }
         }
-        if header.ack_bits != 0 {
+        // The ack this header names, if it names one we can place. A low byte is resolved
+        // against the newest ack so far, which is sound for the newest packet only: its ack
+        // is at or after every earlier one, and within 255 of one we hold (the sender's rule).
+        // An older packet's low byte could be from before that: its acks are left to the
+        // newer packets, which repeat them in their bitfields.
+        let ack = match (header.ack_bits, header.ack) {
+            (0, _) => None,
+            (_, AckField::Full(ack)) => Some(ack),
+            (_, low) if newer_by.is_some() => match self.peer_ack {
+                Some(newest) => Some(low.resolve(newest)),
+                None => return Err(ReceiveError::UnresolvableAck),
+            },
+            _ => None,
+        };
+        if let Some(ack) = ack {
             let never_sent = self.counters.packets_sent == 0
-                || distance(self.next_sequence.wrapping_sub(1), header.ack) > 0;
+                || distance(self.next_sequence.wrapping_sub(1), ack) > 0;
             if never_sent {
-                return Err(ReceiveError::AckOfUnsent { ack: header.ack });
+                return Err(ReceiveError::AckOfUnsent { ack });
             }
         }
 
@@ -358,6 +396,7 @@ impl Endpoint {
                 };
                 self.received_bits |= 1;
                 self.remote = Some(sequence);
+                self.remote_at = now;
             }
             None => {
                 let behind = self.remote.map_or(0, |r| r.wrapping_sub(sequence));
@@ -368,12 +407,37 @@ impl Endpoint {
         self.counters.bytes_received += datagram.len() as u64;
         self.ack_pending = true;
 
-        let mut bits = header.ack_bits;
+        if let Some(ack) = ack {
+            self.take_ack(now, ack, header.ack_bits, header.ack_delay);
+        }
+        self.detect_losses(now);
+        self.update_congestion(now);
+        self.check_at = self.time_deadline();
+        Ok(Received {
+            sequence,
+            payload: &datagram[header_len..],
+        })
+    }
+
+    /// Takes in a validated ack of our packets: `ack` (resolved) and the bitfield below it,
+    /// held `delay` by the peer.
+    fn take_ack(&mut self, now: u64, ack: u16, ack_bits: u32, delay: AckDelay) {
+        if self.peer_ack.is_none_or(|newest| distance(newest, ack) > 0) {
+            self.peer_ack = Some(ack);
+        }
+        // The peer has a packet sent at or after the mark, so it holds at least the mark's ack.
+        if let Some((marked, carried)) = self.ack_mark {
+            if distance(marked, ack) >= 0 {
+                self.ack_floor = Some(carried);
+                self.ack_mark = None;
+            }
+        }
+        let mut bits = ack_bits;
         // Sequences older than the oldest unresolved one were acked or declared lost
         // already: skip their bits without touching the sent ring. In steady state that
         // leaves a bit or two of the 32, and a server with thousands of peers is spared a
         // cache miss per bit.
-        let pending = i32::from(distance(self.oldest_unresolved, header.ack));
+        let pending = i32::from(distance(self.oldest_unresolved, ack));
         bits &= match pending {
             ..0 => 0,
             0..=30 => (1u32 << (pending + 1)) - 1,
@@ -382,11 +446,19 @@ impl Endpoint {
         while bits != 0 {
             let n = bits.trailing_zeros();
             bits &= bits - 1;
-            let acked = header.ack.wrapping_sub(n as u16);
+            let acked = ack.wrapping_sub(n as u16);
             // Absent entries were acked or declared lost already: each ack counts once.
             if let Some(sent_at) = self.take_sent(acked) {
                 let rtt = now.saturating_sub(sent_at);
-                self.rtt.on_sample_nanos(rtt);
+                // Only the packet `ack` names has a known hold: the peer says how long it
+                // kept it, and the path's round trip is the rest. Never below zero, never
+                // above the measured time; a peer can shade a sample by at most the
+                // field's 127 ms. The others acked here waited an unknown while longer.
+                if n == 0 {
+                    if let Some(held) = delay.nanos() {
+                        self.rtt.on_sample_nanos(rtt.saturating_sub(held));
+                    }
+                }
                 self.loss.record(false);
                 self.last_ack_at = now;
                 self.counters.packets_acked += 1;
@@ -398,13 +470,6 @@ impl Endpoint {
                 }
             }
         }
-        self.detect_losses(now);
-        self.update_congestion(now);
-        self.check_at = self.time_deadline();
-        Ok(Received {
-            sequence,
-            payload: &datagram[header_len..],
-        })
     }
 
     /// Writes the next packet into `buf` if one is due at `now` (header only, empty payload).
@@ -461,10 +526,14 @@ impl Endpoint {
             });
         }
         let sequence = self.next_sequence;
-        let header = PacketHeader {
-            sequence,
-            ack: self.remote.unwrap_or(0),
-            ack_bits: self.received_bits,
+        let header = match self.remote {
+            Some(remote) => PacketHeader {
+                sequence,
+                ack: AckField::for_ack(remote, self.ack_floor),
+                ack_bits: self.received_bits,
+                ack_delay: AckDelay::from_nanos(now.saturating_sub(self.remote_at)),
+            },
+            None => PacketHeader::first(sequence),
         };
         let header_len = header
             .encode(buf)
@@ -485,6 +554,12 @@ impl Endpoint {
         }
         self.hold_newest(sequence, now);
         self.next_sequence = sequence.wrapping_add(1);
+        if let Some(remote) = self.remote {
+            let stale = |(marked, _): (u16, u16)| distance(marked, sequence) >= ACK_MARK_MAX_AGE;
+            if self.ack_mark.is_none_or(stale) {
+                self.ack_mark = Some((sequence, remote));
+            }
+        }
         // This packet's loss deadline, or the losses above, may come first now.
         self.check_at = self.time_deadline();
         let len = header_len + written;
@@ -589,6 +664,18 @@ impl Endpoint {
             rtt_ms: self.rtt.rtt().map_or(0.0, ms),
             jitter_ms: ms(self.rtt.jitter()),
             loss_percent: self.loss.percent(),
+            loss_window_packets: u32::from(self.settings.config.loss_window_packets),
+            loss_cumulative_percent: {
+                let Counters {
+                    packets_acked,
+                    packets_lost,
+                    ..
+                } = self.counters;
+                match packets_acked + packets_lost {
+                    0 => 0.0,
+                    resolved => packets_lost as f64 * 100.0 / resolved as f64,
+                }
+            },
             mode: self.congestion.mode(),
             recovery_time_ms: ms(self.congestion.recovery_time()),
             send_rate_pps: match self.congestion.mode() {

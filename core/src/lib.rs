@@ -50,20 +50,23 @@
 //!
 //! 1. [`sequence`]: 16-bit sequence numbers compared with RFC 1982 serial arithmetic; every
 //!    comparison in the crate goes through [`sequence::distance`].
-//! 2. [`wire`]: the packet header (`sequence`, `ack`, 32-bit `ack_bits` where bit `n` means
-//!    `ack - n` was received) in a compact form: a prefix byte elides all-ones bitfield bytes
-//!    and carries the ack as a 1-byte delta when it can, so a steady-state header is 4 bytes.
-//!    [`wire::Packet`] is the checked zero-copy view of a datagram, [`wire::PacketHeader`] the
-//!    plain struct. Byte-exact spec: `docs/wire.md`.
+//! 2. [`wire`]: the packet header (`sequence`, `ack`, the `ack delay`, 32-bit `ack_bits`
+//!    where bit `n` means `ack - n` was received) in a compact form: a prefix byte elides
+//!    all-ones bitfield bytes, and the ack travels as its low byte whenever the peer can
+//!    rebuild the rest ([`wire::AckField`]), so a steady-state header is 5 bytes in both
+//!    directions whatever the two rates. [`wire::Packet`] is the checked zero-copy view of a
+//!    datagram, [`wire::PacketHeader`] the plain struct. Byte-exact spec: `docs/wire.md`.
 //! 3. [`sequence_buffer`]: fixed rings indexed by `sequence % N`, tagged with the sequence; the
 //!    sent-packet record lives in one, so nothing is allocated per packet.
 //! 4. [`endpoint`]: one side of a link. Sending assigns the next sequence and acks the received
 //!    set; receiving processes each ack bit exactly once ([`Event::Acked`]); a packet unacked
 //!    after the loss timeout (1 s) is [`Event::Lost`]. The pace is one packet per send
 //!    interval; with [`Config::prompt_ack`] (the default) the interval's packet leaves as soon
-//!    as a packet from the peer has arrived in it, so acks go back at once and RTT samples
-//!    carry no wait for the next send slot.
-//! 5. [`rtt`] and [`loss`]: smoothed RTT (10% EWMA) with jitter, and loss % over a window.
+//!    as a packet from the peer has arrived in it, so acks go back at once.
+//! 5. [`rtt`] and [`loss`]: one RTT sample per header that newly acks the packet it names,
+//!    less the ack delay the peer reports (how long it held that packet), so RTT is the
+//!    path's round trip whatever the two sides' send slots; a 10% moving average with jitter.
+//!    Loss % over a 64-packet window (for the mode) and since the start (for people).
 //! 6. [`congestion`]: simple binary congestion avoidance: 30 pps in good mode, 10 pps in bad;
 //!    bad at once when RTT > 250 ms (or when the peer falls silent: packets lost and no ack
 //!    for a whole loss timeout), good again after `t` of good conditions, `t` doubled on a
@@ -175,7 +178,7 @@
 //! assert!(acked >= 65, "{acked}");
 //! assert_eq!(a.mode(), ackwire_core::Mode::Good);
 //! assert_eq!(a.stats().counters.packets_lost, 0);
-//! assert_eq!(a.stats().last_header_len, 4);
+//! assert_eq!(a.stats().last_header_len, 5);
 //! ```
 #![forbid(unsafe_code)]
 

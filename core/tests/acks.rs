@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use ackwire_core::wire::{HeaderError, PacketHeader};
+use ackwire_core::wire::{AckDelay, AckField, HeaderError, PacketHeader};
 use ackwire_core::{Config, Endpoint, Event, Mode, ReceiveError, TransmitError};
 use proptest::prelude::*;
 
@@ -45,7 +45,11 @@ fn bit_zero_acknowledges_the_ack_sequence_itself() {
     b.receive(MS, &first).unwrap();
     let reply = send(&mut b, MS);
     let (header, _) = PacketHeader::decode(&reply).unwrap();
-    assert_eq!((header.ack, header.ack_bits), (0, 1));
+    assert_eq!(
+        (header.ack, header.ack_bits),
+        (AckField::Full(0), 1),
+        "a's first ack goes in full: b holds no ack to resolve a low byte against"
+    );
     a.receive(2 * MS, &reply).unwrap();
     assert_eq!(
         a.poll_event(),
@@ -80,9 +84,9 @@ fn malformed_and_impossible_datagrams_are_refused_without_changing_state() {
     send(&mut a, Duration::ZERO);
     let before = a.stats();
     assert_eq!(
-        a.receive(MS, &[0x50, 0x00]),
+        a.receive(MS, &[0x90, 0x00]),
         Err(ReceiveError::Header(HeaderError::Truncated {
-            needed: 4,
+            needed: 5,
             available: 2
         }))
     );
@@ -90,8 +94,9 @@ fn malformed_and_impossible_datagrams_are_refused_without_changing_state() {
     let mut forged = [0u8; 16];
     let len = PacketHeader {
         sequence: 0,
-        ack: 5,
+        ack: AckField::Full(5),
         ack_bits: 1,
+        ack_delay: AckDelay(0),
     }
     .encode(&mut forged)
     .unwrap();
@@ -108,13 +113,7 @@ fn packets_32_behind_the_newest_are_stale() {
     let mut a = Endpoint::new(good(), Duration::ZERO).unwrap();
     let packet = |sequence: u16| {
         let mut buf = [0u8; 16];
-        let len = PacketHeader {
-            sequence,
-            ack: 0,
-            ack_bits: 0,
-        }
-        .encode(&mut buf)
-        .unwrap();
+        let len = PacketHeader::first(sequence).encode(&mut buf).unwrap();
         buf[..len].to_vec()
     };
     a.receive(MS, &packet(100)).unwrap();
@@ -382,4 +381,172 @@ fn every_packet_is_acked_or_lost_exactly_once_across_sequence_wraps() {
             "acked {acked}, lost {lost} of {sent}"
         );
     }
+}
+
+/// A data packet from the peer with the given header fields and an empty payload.
+fn packet(sequence: u16, ack: AckField, ack_bits: u32, ack_delay: u8) -> Vec<u8> {
+    let mut buf = [0u8; PacketHeader::MAX_LEN];
+    let len = PacketHeader {
+        sequence,
+        ack,
+        ack_bits,
+        ack_delay: AckDelay(ack_delay),
+    }
+    .encode(&mut buf)
+    .unwrap();
+    buf[..len].to_vec()
+}
+
+/// An endpoint that has sent `count` packets, one per millisecond from 0.
+fn sent(count: u16) -> Endpoint {
+    let config = Config {
+        good_rate_pps: 1000.0,
+        ..good()
+    };
+    let mut a = Endpoint::new(config, Duration::ZERO).unwrap();
+    for i in 0..count {
+        send(&mut a, u32::from(i) * MS);
+    }
+    a
+}
+
+#[test]
+fn a_low_byte_ack_before_any_full_one_is_refused_and_changes_nothing() {
+    let mut a = sent(3);
+    let before = a.stats();
+    assert_eq!(
+        a.receive(5 * MS, &packet(0, AckField::Low(1), 1, 0)),
+        Err(ReceiveError::UnresolvableAck)
+    );
+    assert_eq!(a.stats(), before);
+    // In full, the same ack is taken; then a low byte resolves against it.
+    a.receive(5 * MS, &packet(0, AckField::Full(1), 1, 0))
+        .unwrap();
+    a.receive(6 * MS, &packet(1, AckField::Low(2), 0b11, 0))
+        .unwrap();
+    let acked: Vec<u16> = std::iter::from_fn(|| a.poll_event())
+        .filter_map(|e| match e {
+            Event::Acked { sequence, .. } => Some(sequence),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(acked, [1, 2]);
+}
+
+#[test]
+fn a_reordered_packet_keeps_its_payload_but_not_its_low_byte_ack() {
+    let mut a = sent(4);
+    a.receive(5 * MS, &packet(0, AckField::Full(0), 1, 0))
+        .unwrap();
+    a.receive(5 * MS, &packet(2, AckField::Low(1), 0b11, 0))
+        .unwrap();
+    while a.poll_event().is_some() {}
+    // Packet 1 arrives late: its low byte could stand for an ack from before 1 (newer packets
+    // repeat what it acknowledges), so it is accepted for its payload and its acks ignored.
+    let late = packet(1, AckField::Low(3), 0b1111, 0);
+    let received = a.receive(6 * MS, &late).unwrap();
+    assert_eq!(received.sequence, 1);
+    assert_eq!(
+        a.poll_event(),
+        None,
+        "no ack taken from a reordered low byte"
+    );
+    assert_eq!(a.stats().counters.packets_acked, 2);
+    // A full ack in a reordered packet is unambiguous and taken.
+    let mut b = sent(4);
+    b.receive(5 * MS, &packet(0, AckField::Full(0), 1, 0))
+        .unwrap();
+    b.receive(5 * MS, &packet(2, AckField::Low(1), 0b11, 0))
+        .unwrap();
+    b.receive(6 * MS, &packet(1, AckField::Full(3), 0b1111, 0))
+        .unwrap();
+    assert_eq!(b.stats().counters.packets_acked, 4);
+}
+
+#[test]
+fn the_rtt_sample_is_the_round_trip_less_the_peers_hold() {
+    // Packet 0 left at 0 and its ack arrives at 30 ms, held 20 ms by the peer: 10 ms of path.
+    let mut a = sent(1);
+    a.receive(30 * MS, &packet(0, AckField::Full(0), 1, 40))
+        .unwrap();
+    assert_eq!(a.rtt(), Some(10 * MS));
+    assert_eq!(
+        a.poll_event(),
+        Some(Event::Acked {
+            sequence: 0,
+            rtt: 30 * MS
+        }),
+        "the event reports the raw time, hold included"
+    );
+}
+
+#[test]
+fn a_peer_claiming_a_hold_longer_than_the_round_trip_cannot_make_rtt_negative() {
+    let mut a = sent(1);
+    // 127 ms of claimed hold on a 30 ms round trip.
+    a.receive(30 * MS, &packet(0, AckField::Full(0), 1, 254))
+        .unwrap();
+    assert_eq!(a.rtt(), Some(Duration::ZERO));
+}
+
+#[test]
+fn a_saturated_ack_delay_gives_no_rtt_sample() {
+    let mut a = sent(1);
+    a.receive(300 * MS, &packet(0, AckField::Full(0), 1, 255))
+        .unwrap();
+    assert_eq!(a.rtt(), None, "held 127.25 ms or more: the hold is unknown");
+    assert_eq!(a.stats().counters.packets_acked, 1, "the ack itself counts");
+}
+
+#[test]
+fn only_the_packet_the_ack_names_gives_an_rtt_sample() {
+    // Packets 0..3 left at 0, 1, 2, 3 ms; one header at 50 ms acks all four, held 10 ms: only
+    // packet 3's sample (50 - 3 - 10 = 37 ms) is known; the others were held longer.
+    let mut a = sent(4);
+    a.receive(50 * MS, &packet(0, AckField::Full(3), 0b1111, 20))
+        .unwrap();
+    assert_eq!(a.rtt(), Some(37 * MS));
+    assert_eq!(a.stats().counters.packets_acked, 4);
+}
+
+#[test]
+fn each_side_sends_its_ack_as_a_low_byte_once_the_peer_holds_an_ack_of_it() {
+    // b sends three times as often as a, so the two sequence counters drift apart; the ack's
+    // low byte depends only on acks moving, and both directions settle at 5 bytes.
+    let mut a = Endpoint::new(good(), Duration::ZERO).unwrap();
+    let mut b = Endpoint::new(
+        Config {
+            good_rate_pps: 90.0,
+            bad_rate_pps: 90.0,
+            ..good()
+        },
+        Duration::ZERO,
+    )
+    .unwrap();
+    let mut buf = [0u8; 64];
+    let mut lens = (Vec::new(), Vec::new());
+    for ms in 0..20_000u32 {
+        let now = ms * MS;
+        if let Some(t) = a.poll_transmit(now, &mut buf).unwrap() {
+            lens.0.push(t.header_len);
+            b.receive(now, &buf[..t.len]).unwrap();
+        }
+        if let Some(t) = b.poll_transmit(now, &mut buf).unwrap() {
+            lens.1.push(t.header_len);
+            a.receive(now, &buf[..t.len]).unwrap();
+        }
+    }
+    assert!(b.next_sequence().wrapping_sub(a.next_sequence()) > 1000);
+    // Once 32 of the peer's packets have arrived (the bitfield filling), every header is 5
+    // bytes: a's after its first 32 packets, b's after three times as many of its own.
+    assert!(
+        lens.0[32..].iter().all(|&len| len == 5),
+        "{:?}",
+        &lens.0[..40]
+    );
+    assert!(
+        lens.1[32 * 3..].iter().all(|&len| len == 5),
+        "{:?}",
+        &lens.1[..100]
+    );
 }

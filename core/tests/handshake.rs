@@ -123,12 +123,12 @@ fn another_wire_version_is_refused() {
     let mut request = emit(ControlPacket::ConnectRequest {
         protocol_id: ConnectionConfig::default().protocol_id,
     });
-    request[0] = (request[0] & 0x3F) | 0x80;
+    request[0] = (request[0] & 0x3F) | 0x40;
     assert_eq!(
         acceptor
             .receive(T0, CLIENT_ADDR, &request, &mut [0u8; 64])
             .unwrap_err(),
-        HandshakeError::UnsupportedVersion(2)
+        HandshakeError::UnsupportedVersion(1)
     );
 }
 
@@ -264,7 +264,7 @@ fn packets_for_unknown_connections_are_refused() {
         HandshakeError::LateDisconnect { connection_id: 1 }
     );
     assert!(matches!(
-        acceptor.receive(T0, CLIENT_ADDR, &[0x61, 1, 2], &mut [0u8; 64]),
+        acceptor.receive(T0, CLIENT_ADDR, &[0xA1, 1, 2], &mut [0u8; 64]),
         Err(HandshakeError::Control(_))
     ));
 }

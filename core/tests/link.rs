@@ -20,18 +20,17 @@ fn delayed(latency: Duration) -> EmulatorConfig {
 
 #[test]
 fn measured_rtt_tracks_injected_delay() {
-    // Bound: an ack rides the peer's next packet, so a sample is the two one-way delays plus
-    // the wait for the peer's next send, between 0 and one send interval (33.3 ms at 30 pps).
+    // The peer's wait before acking rides in the header and is taken out: the smoothed RTT is
+    // the two one-way delays (tests/fidelity.rs checks the same with drivers' timing).
     for one_way in [10 * MS, 50 * MS, 100 * MS] {
         let mut pair = Pair::symmetric(Config::default(), delayed(one_way), 1);
         pair.run_until(20 * S);
         let stats = pair.a.stats();
         assert_eq!(stats.mode, Mode::Good);
-        let floor = (2 * one_way).as_secs_f64() * 1000.0;
-        let ceiling = floor + 1000.0 / 30.0 + 0.5;
+        let truth = (2 * one_way).as_secs_f64() * 1000.0;
         assert!(
-            (floor..=ceiling).contains(&stats.rtt_ms),
-            "one-way {one_way:?}: rtt {} outside [{floor}, {ceiling}]",
+            (stats.rtt_ms - truth).abs() <= (truth * 0.05).max(1.0),
+            "one-way {one_way:?}: rtt {} for a {truth} ms path",
             stats.rtt_ms
         );
     }
@@ -256,7 +255,7 @@ fn sequences_and_acks_keep_working_across_the_wrap_from_65535_to_0() {
     assert!(stats.counters.packets_sent > 70_000);
     assert_eq!(stats.counters.packets_lost, 0);
     assert!(stats.counters.packets_acked >= stats.counters.packets_sent - 2);
-    assert_eq!(stats.last_header_len, 4);
+    assert_eq!(stats.last_header_len, 5);
 }
 
 #[test]

@@ -237,11 +237,7 @@ fn message_ids_wrap_past_65535_without_loss_or_duplication() {
 /// A data packet from the client as the server would receive it: a header far ahead of
 /// anything sent so far (so the packet layer takes it) and the given payload.
 fn forged_data_packet(payload: &[u8]) -> Vec<u8> {
-    let header = ackwire_core::wire::PacketHeader {
-        sequence: 20_000,
-        ack: 0,
-        ack_bits: 0,
-    };
+    let header = ackwire_core::wire::PacketHeader::first(20_000);
     let mut datagram = vec![0u8; header.encoded_len()];
     header.encode(&mut datagram).unwrap();
     datagram.extend_from_slice(payload);

@@ -2,7 +2,7 @@
 
 use ackwire_core::control::{ControlPacket, Cookie};
 use ackwire_core::frame::{FrameKind, FrameRepr};
-use ackwire_core::wire::PacketHeader;
+use ackwire_core::wire::{AckDelay, AckField, PacketHeader};
 
 const SPEC: &str = include_str!("../../docs/wire.md");
 
@@ -41,11 +41,23 @@ fn examples() -> Vec<(Vec<u8>, PacketHeader)> {
     block("wire-example")
         .into_iter()
         .map(|(bytes, fields)| {
-            let bits = fields[2].trim_start_matches("0x");
+            let field = |name: &str| {
+                fields
+                    .iter()
+                    .find_map(|f| f.strip_prefix(name)?.strip_prefix('='))
+                    .unwrap_or_else(|| panic!("{name} missing"))
+            };
+            let ack = match field("ack").split_once(':') {
+                Some(("low", low)) => AckField::Low(u8::from_str_radix(low, 16).unwrap()),
+                Some(("full", full)) => AckField::Full(full.parse().unwrap()),
+                other => panic!("ack {other:?}"),
+            };
             let header = PacketHeader {
-                sequence: fields[0].parse().unwrap(),
-                ack: fields[1].parse().unwrap(),
-                ack_bits: u32::from_str_radix(bits, 16).unwrap(),
+                sequence: field("sequence").parse().unwrap(),
+                ack,
+                ack_bits: u32::from_str_radix(field("ack_bits").trim_start_matches("0x"), 16)
+                    .unwrap(),
+                ack_delay: AckDelay(field("ack_delay").parse().unwrap()),
             };
             (bytes, header)
         })
@@ -69,14 +81,49 @@ fn every_documented_example_decodes_and_encodes_byte_for_byte() {
 }
 
 #[test]
+fn every_documented_ack_resolution_holds() {
+    let lines: Vec<&str> = SPEC
+        .split("```ack-resolve-example\n")
+        .nth(1)
+        .expect("docs/wire.md has an ack-resolve-example block")
+        .split("```")
+        .next()
+        .unwrap()
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .collect();
+    assert_eq!(lines.len(), 4, "docs/wire.md lost an ack example");
+    for line in lines {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let [low, newest, "=>", ack] = fields[..] else {
+            panic!("`low newest => ack`, got {line:?}")
+        };
+        let low = u8::from_str_radix(low, 16).unwrap();
+        let (newest, ack): (u16, u16) = (newest.parse().unwrap(), ack.parse().unwrap());
+        assert_eq!(AckField::Low(low).resolve(newest), ack, "{line}");
+        // And a sender holding `newest` as the peer's known ack picks this very byte.
+        assert_eq!(
+            AckField::for_ack(ack, Some(newest)),
+            AckField::Low(low),
+            "{line}"
+        );
+    }
+}
+
+#[test]
 fn the_explained_example_means_what_the_table_says() {
     // The byte-by-byte walk-through in docs/wire.md.
-    let (header, len) = PacketHeader::decode(&[0x53, 0x12, 0x34, 0x04, 0xFB, 0x7F]).unwrap();
-    assert_eq!(len, 6);
+    let (header, len) = PacketHeader::decode(&[0x93, 0x12, 0x34, 0x30, 0x02, 0xFB, 0x7F]).unwrap();
+    assert_eq!(len, 7);
     assert_eq!(header.sequence, 4660);
-    assert_eq!(header.ack, 4656);
+    let ack = header.ack.resolve(4600);
+    assert_eq!(ack, 4656);
+    assert_eq!(
+        header.ack_delay.duration(),
+        Some(std::time::Duration::from_millis(1))
+    );
     let received = |seq: u16| {
-        let n = header.ack.wrapping_sub(seq);
+        let n = ack.wrapping_sub(seq);
         n < 32 && header.ack_bits & (1 << n) != 0
     };
     assert!(!received(4654));

@@ -9,7 +9,9 @@
 
 mod client;
 
-use ackwire_core::wire::PacketHeader;
+use std::time::Duration;
+
+use ackwire_core::wire::{AckDelay, AckField, PacketHeader};
 use wasm_bindgen::prelude::*;
 
 pub use client::Client;
@@ -26,13 +28,26 @@ pub fn sequence_distance(a: u16, b: u16) -> i16 {
     ackwire_core::sequence::distance(a, b)
 }
 
-/// Encodes a packet header with the core's wire codec and returns its bytes.
+/// Encodes a packet header with the core's wire codec and returns its bytes. `full_ack`
+/// sends the ack in full (2 bytes) rather than as its low byte; `ack_delay_ms` is how long the
+/// packet `ack` names was held (rounded to 0.5 ms, 127.25 ms and more saturate).
 #[wasm_bindgen(js_name = encodeHeader)]
-pub fn encode_header(sequence: u16, ack: u16, ack_bits: u32) -> Result<Vec<u8>, JsError> {
+pub fn encode_header(
+    sequence: u16,
+    ack: u16,
+    full_ack: bool,
+    ack_bits: u32,
+    ack_delay_ms: f64,
+) -> Result<Vec<u8>, JsError> {
     let header = PacketHeader {
         sequence,
-        ack,
+        ack: if full_ack {
+            AckField::Full(ack)
+        } else {
+            AckField::Low(ack as u8)
+        },
         ack_bits,
+        ack_delay: AckDelay::from_duration(Duration::from_secs_f64(ack_delay_ms.max(0.0) / 1e3)),
     };
     let mut buf = [0u8; PacketHeader::MAX_LEN];
     let len = header.encode(&mut buf)?;
@@ -44,10 +59,16 @@ pub fn encode_header(sequence: u16, ack: u16, ack_bits: u32) -> Result<Vec<u8>, 
 #[wasm_bindgen(js_name = decodeHeader)]
 pub fn decode_header(bytes: &[u8]) -> Result<DecodedHeader, JsError> {
     let (header, len) = PacketHeader::decode(bytes)?;
+    let (ack, ack_full) = match header.ack {
+        AckField::Full(ack) => (ack, true),
+        AckField::Low(low) => (u16::from(low), false),
+    };
     Ok(DecodedHeader {
         sequence: header.sequence,
-        ack: header.ack,
+        ack,
+        ack_full,
         ack_bits: header.ack_bits,
+        ack_delay_ms: header.ack_delay.duration().map(|d| d.as_secs_f64() * 1e3),
         len: len as u32,
     })
 }
@@ -58,11 +79,18 @@ pub fn decode_header(bytes: &[u8]) -> Result<DecodedHeader, JsError> {
 pub struct DecodedHeader {
     /// Sequence number of the packet.
     pub sequence: u16,
-    /// Most recent sequence received from the peer.
+    /// The ack as sent: all 16 bits when `ackFull`, else its low byte (the receiver resolves
+    /// the rest against the newest ack it holds).
     pub ack: u16,
+    /// The ack was sent in full.
+    #[wasm_bindgen(js_name = ackFull)]
+    pub ack_full: bool,
     /// Received set relative to `ack` (bit n = `ack - n`).
     #[wasm_bindgen(js_name = ackBits)]
     pub ack_bits: u32,
+    /// How long the sender held the packet `ack` names, in ms (`undefined` when saturated).
+    #[wasm_bindgen(js_name = ackDelayMs)]
+    pub ack_delay_ms: Option<f64>,
     /// Bytes the header occupied.
     pub len: u32,
 }

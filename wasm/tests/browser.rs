@@ -15,16 +15,22 @@ fn core_sequence_math_wraps_inside_the_browser() {
 /// The second worked example of docs/wire.md, encoded and decoded by the core in the browser.
 #[wasm_bindgen_test]
 fn header_codec_in_the_browser_matches_the_wire_spec_example() {
-    let bytes = ackwire_wasm::encode_header(4660, 4656, 0xFFFF_7FFB).expect("encodes");
-    assert_eq!(bytes, [0x53, 0x12, 0x34, 0x04, 0xFB, 0x7F]);
+    let bytes = ackwire_wasm::encode_header(4660, 4656, false, 0xFFFF_7FFB, 1.0).expect("encodes");
+    assert_eq!(bytes, [0x93, 0x12, 0x34, 0x30, 0x02, 0xFB, 0x7F]);
     let decoded = ackwire_wasm::decode_header(&bytes).expect("decodes");
     assert_eq!(
-        (decoded.sequence, decoded.ack, decoded.ack_bits, decoded.len),
-        (4660, 4656, 0xFFFF_7FFB, 6)
+        (
+            decoded.sequence,
+            decoded.ack,
+            decoded.ack_full,
+            decoded.ack_bits
+        ),
+        (4660, 0x30, false, 0xFFFF_7FFB)
     );
+    assert_eq!((decoded.ack_delay_ms, decoded.len), (Some(1.0), 7));
 }
 
 #[wasm_bindgen_test]
 fn truncated_header_is_rejected_in_the_browser() {
-    assert!(ackwire_wasm::decode_header(&[0x53, 0x12]).is_err());
+    assert!(ackwire_wasm::decode_header(&[0x93, 0x12]).is_err());
 }
