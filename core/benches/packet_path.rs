@@ -4,7 +4,7 @@
 //!
 //! Before criterion runs, the bench prints the figures the README quotes: the packets/s ratio
 //! (interleaved rounds, median of several), allocations per packet in steady state (counting
-//! allocator), and the steady-state header size. Then the message layer: reliable messages/s
+//! allocator), and header bytes per packet in both directions at equal and unequal rates. Then the message layer: reliable messages/s
 //! through a connected pair of `Connection`s (lossless and with 10% loss, 30 messages of 32
 //! bytes per round packed into one packet), against laminar delivering the same reliable
 //! messages over its own lossless in-memory pair.
@@ -260,7 +260,62 @@ fn report() {
     println!(
         "  allocations/packet, steady state: ackwire {ackwire_allocs:.3}, laminar {laminar_allocs:.2}"
     );
-    println!("  steady-state header: ackwire {header} bytes");
+    println!("  steady-state header in this loop: ackwire {header} bytes");
+    for (a_pps, b_pps) in [(30.0, 30.0), (10.0, 10.0), (30.0, 10.0)] {
+        let (a_to_b, b_to_a) = header_bytes_per_packet(a_pps, b_pps);
+        println!(
+            "  header bytes/packet, steady state, {a_pps}/{b_pps} pps: {a_to_b:.2} one way, {b_to_a:.2} the other"
+        );
+    }
+}
+
+/// Mean header bytes per packet in each direction between two endpoints pacing themselves at
+/// `a_pps` and `b_pps` over a 20 ms one-way path, from 10 s to 60 s (virtual time, 0.1 ms
+/// steps): the wire cost a deployment sees, at equal and unequal rates.
+fn header_bytes_per_packet(a_pps: f64, b_pps: f64) -> (f64, f64) {
+    let at = |pps: f64| Config {
+        good_rate_pps: pps,
+        bad_rate_pps: pps,
+        ..Config::default()
+    };
+    let mut a = Endpoint::new(at(a_pps), Duration::ZERO).unwrap();
+    let mut b = Endpoint::new(at(b_pps), Duration::ZERO).unwrap();
+    let link = || {
+        LinkEmulator::new(
+            EmulatorConfig {
+                latency: Duration::from_millis(20),
+                ..EmulatorConfig::default()
+            },
+            1,
+        )
+        .unwrap()
+    };
+    let (mut a_to_b, mut b_to_a) = (link(), link());
+    let mut buf = [0u8; 1200];
+    let mut totals = [(0usize, 0usize); 2];
+    let settle = Duration::from_secs(10);
+    let mut now = Duration::ZERO;
+    while now < Duration::from_secs(60) {
+        while let Some(datagram) = a_to_b.poll_receive(now) {
+            b.receive(now, &datagram).unwrap();
+        }
+        while let Some(datagram) = b_to_a.poll_receive(now) {
+            a.receive(now, &datagram).unwrap();
+        }
+        for (side, endpoint, link) in [(0, &mut a, &mut a_to_b), (1, &mut b, &mut b_to_a)] {
+            while let Some(t) = endpoint.poll_transmit(now, &mut buf).unwrap() {
+                link.send(now, &buf[..t.len]);
+                if now >= settle {
+                    totals[side].0 += t.header_len;
+                    totals[side].1 += 1;
+                }
+            }
+            while endpoint.poll_event().is_some() {}
+        }
+        now += Duration::from_micros(100);
+    }
+    let mean = |(bytes, packets): (usize, usize)| bytes as f64 / packets as f64;
+    (mean(totals[0]), mean(totals[1]))
 }
 
 /// Reliable messages queued per round (one packet each way per round): 30 × (32 + 4 bytes of

@@ -34,6 +34,32 @@ fn demo_message(counter: u64) -> [u8; DEMO_PAYLOAD_LEN] {
     message
 }
 
+/// Why a datagram was refused before it reached the core.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DatagramError {
+    /// Larger than [`MAX_DATAGRAM`]; `len` is the datagram's real length.
+    #[error("{len}-byte datagram exceeds the {max}-byte limit", max = MAX_DATAGRAM)]
+    Oversized {
+        /// The datagram's length in bytes.
+        len: usize,
+    },
+    /// No bytes at all.
+    #[error("empty datagram")]
+    Empty,
+}
+
+impl DatagramError {
+    /// Checks a datagram's size before the core parses it.
+    pub fn check(datagram: &[u8]) -> Result<(), DatagramError> {
+        match datagram.len() {
+            0 => Err(DatagramError::Empty),
+            len if len > MAX_DATAGRAM => Err(DatagramError::Oversized { len }),
+            _ => Ok(()),
+        }
+    }
+}
+
 /// Datagrams that reached no connection, or that a connection refused, by reason.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Dropped {
@@ -67,6 +93,19 @@ impl Dropped {
             + self.foreign
             + self.handshake
             + self.table_full
+    }
+
+    fn count_datagram(&mut self, error: &DatagramError) -> &'static str {
+        match error {
+            DatagramError::Oversized { .. } => {
+                self.oversized += 1;
+                "oversized"
+            }
+            DatagramError::Empty => {
+                self.malformed += 1;
+                "malformed"
+            }
+        }
     }
 
     fn count_connection(&mut self, error: &ConnectionError) -> &'static str {
@@ -194,9 +233,9 @@ impl Connections {
     }
 
     /// Hands one incoming datagram to the listener or the connection, then runs whatever it
-    /// made due. Anything refused is counted, logged at debug, and changes no connection. A connect request is answered
-    /// at once with a challenge of the same size (never larger, so a spoofed source address
-    /// gains an attacker nothing).
+    /// made due. Anything refused is counted, logged at debug with its length and reason, and
+    /// changes no connection. A connect request is answered at once with a challenge of the
+    /// same size (never larger, so a spoofed source address gains an attacker nothing).
     pub fn on_datagram(
         &mut self,
         now: Duration,
@@ -204,14 +243,9 @@ impl Connections {
         datagram: &[u8],
         link: &mut Link,
     ) {
-        if datagram.len() > MAX_DATAGRAM {
-            self.dropped.oversized += 1;
-            tracing::debug!(%from, len = datagram.len(), "oversized datagram dropped");
-            return;
-        }
-        if datagram.is_empty() {
-            self.dropped.malformed += 1;
-            tracing::debug!(%from, "empty datagram dropped");
+        if let Err(e) = DatagramError::check(datagram) {
+            let kind = self.dropped.count_datagram(&e);
+            tracing::debug!(%from, len = datagram.len(), kind, error = %e, "datagram refused");
             return;
         }
         let refused = match &mut self.side {
@@ -243,7 +277,7 @@ impl Connections {
             }
         };
         let (kind, error) = refused;
-        tracing::debug!(%from, kind, error, "datagram refused");
+        tracing::debug!(%from, len = datagram.len(), kind, error, "datagram refused");
     }
 
     /// Runs everything due at `now`: takes events (the listener queues its echoes), sends

@@ -17,6 +17,13 @@ use tokio::net::UdpSocket;
 /// enough to amortise the wake-up, small enough that a flood cannot starve the send pacing.
 pub const RECV_BATCH: usize = 256;
 
+/// Size of the buffer [`Link::read_ready`] reads into: the largest datagram UDP can carry
+/// (65,507 payload bytes over IPv4, 65,527 over IPv6, short of jumbograms). A smaller buffer
+/// would cut a larger datagram silently to its own size, and the peer would then report the
+/// cut length, not the datagram's; reading costs only the datagram's bytes whatever the
+/// buffer's size.
+pub const RECV_BUF_LEN: usize = 65_536;
+
 /// Requested socket buffer size. One socket carries every connection, and connections that
 /// send in step (a game's tick) arrive in bursts: the kernel's 208 KiB default holds only
 /// ~170 small datagrams. The kernel caps the request at `net.core.rmem_max`/`wmem_max`.
@@ -218,8 +225,9 @@ impl Link {
 
     /// Reads up to [`RECV_BATCH`] waiting datagrams into `buf` without blocking and hands each
     /// one (or, when emulated, each one the inbound emulator releases later) to `deliver`.
-    /// `buf` should be larger than the largest datagram accepted, so oversized ones show.
-    /// Returns how many datagrams it read.
+    /// A datagram larger than `buf` is cut to its size: with [`RECV_BUF_LEN`] bytes every
+    /// datagram is read whole, so an oversized one shows at its real length. Returns how many
+    /// datagrams it read.
     pub fn read_ready(
         &mut self,
         now: Duration,

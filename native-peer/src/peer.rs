@@ -13,8 +13,8 @@ use ackwire_core::ConnectionConfig;
 use thiserror::Error;
 use tokio::time::Instant;
 
-use crate::connections::{Connections, Ending, MAX_DATAGRAM};
-use crate::link::{EmulationOptions, Link};
+use crate::connections::{Connections, Ending};
+use crate::link::{EmulationOptions, Link, RECV_BUF_LEN};
 use crate::report::{Output, Report, Reporter};
 
 /// A wake-up time meaning "no timer".
@@ -114,8 +114,8 @@ pub async fn run(
     let mut reporter = Reporter::default();
     let interval = options.output.interval();
     let mut next_report = interval;
-    // One byte beyond the largest accepted datagram, so oversized ones are seen as such.
-    let mut buf = vec![0u8; MAX_DATAGRAM + 1];
+    // Room for any UDP datagram, so an oversized one is refused and logged at its real length.
+    let mut buf = vec![0u8; RECV_BUF_LEN];
     tokio::pin!(stop);
     // One timer, moved each turn: cheaper than a new timer-wheel entry per wake-up.
     let sleep = tokio::time::sleep_until(start + NEVER);

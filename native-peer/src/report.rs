@@ -48,22 +48,35 @@ pub struct Report {
 }
 
 /// Builds reports, remembering the previous tick to measure the send rate.
+///
+/// Made when the peer starts (at time zero, nothing sent yet): the first tick measures the
+/// packets sent since the start over the time since the start, every later tick those since
+/// the previous tick, so each tick's `send_rate_hz` times its interval is the packets it saw.
 #[derive(Debug, Default)]
 pub struct Reporter {
-    last: Option<(Duration, u64)>,
+    /// Time and packets sent at the previous tick; the start, `(0, 0)`, before the first.
+    last: (Duration, u64),
+}
+
+/// Packets per second: `packets` over `elapsed`, or 0 over no time at all.
+fn rate(packets: u64, elapsed: Duration) -> f64 {
+    if elapsed.is_zero() {
+        0.0
+    } else {
+        packets as f64 / elapsed.as_secs_f64()
+    }
 }
 
 impl Reporter {
     /// The report at `now`.
     pub fn tick(&mut self, now: Duration, connections: &Connections, link: LinkCounters) -> Report {
         let counters = connections.counters();
-        let send_rate_hz = match self.last {
-            Some((then, sent)) if now > then => {
-                (counters.packets_sent.saturating_sub(sent)) as f64 / (now - then).as_secs_f64()
-            }
-            _ => 0.0,
-        };
-        self.last = Some((now, counters.packets_sent));
+        let (then, sent) = self.last;
+        let send_rate_hz = rate(
+            counters.packets_sent.saturating_sub(sent),
+            now.saturating_sub(then),
+        );
+        self.last = (now, counters.packets_sent);
         let mut report = snapshot(now, connections, counters, link);
         report.send_rate_hz = send_rate_hz;
         report
@@ -79,11 +92,7 @@ impl Reporter {
         } else {
             100.0 * counters.packets_lost as f64 / resolved as f64
         };
-        report.send_rate_hz = if now.is_zero() {
-            0.0
-        } else {
-            counters.packets_sent as f64 / now.as_secs_f64()
-        };
+        report.send_rate_hz = rate(counters.packets_sent, now);
         report.summary = true;
         report
     }

@@ -55,24 +55,25 @@ fn garbage(rng: &mut Rng, sent: &mut Sent) -> Vec<u8> {
             Vec::new()
         }
         2 => {
-            // Random bytes behind a prefix of a foreign wire version or with the reserved bit.
+            // Random bytes behind the first byte of a foreign wire version (1 or 3), data or
+            // control.
             sent.malformed += 1;
             let len = 1 + (rng.next() % 1100) as usize;
             let mut bytes = rng.bytes(len);
-            bytes[0] = if rng.next() % 2 == 0 { 0x80 } else { 0x60 } | (bytes[0] & 0x1F);
+            bytes[0] = if rng.next() % 2 == 0 { 0x40 } else { 0xC0 } | (bytes[0] & 0x3F);
             bytes
         }
         3 => {
             // A data packet's prefix cut short, from an address with no connection: the
             // listener does not parse strangers' data packets, it has nothing to route them to.
             sent.foreign += 1;
-            vec![0x40, 0x00]
+            vec![0x90, 0x00]
         }
         4 => {
             // Well-formed header (sequence, full ack, ack bits 0x00000001) with a payload, from
             // an address that never connected: a stray or forged data packet.
             sent.foreign += 1;
-            let mut bytes = vec![0x4F, 0x12, 0x34, 0xAB, 0xCD, 0x01, 0x00, 0x00, 0x00];
+            let mut bytes = vec![0x8F, 0x12, 0x34, 0xAB, 0xCD, 0x00, 0x01, 0x00, 0x00, 0x00];
             let len = (rng.next() % 64) as usize;
             bytes.extend(rng.bytes(len));
             bytes
@@ -213,4 +214,79 @@ fn out_of_range_emulation_flags_are_refused_with_a_clear_error() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("loss_percent = 150"), "{stderr}");
     assert!(output.stdout.is_empty(), "no report from a refused run");
+}
+
+#[test]
+fn datagrams_larger_than_the_mtu_are_logged_at_their_real_length_and_change_nothing() {
+    use common::{DEBUG, connect_logging, listen_logging};
+    let wait = Duration::from_secs(10);
+    let listener = listen_logging(&[], DEBUG);
+    let client = connect_logging(listener.addr, &[], DEBUG);
+    let connected = client
+        .wait_for_report(wait, |r| num(r, "packets_acked") > 0.0)
+        .expect("the client connects");
+    assert_eq!(connected["dropped"]["oversized"], 0, "{connected}");
+
+    // Far beyond the 1,201 bytes a read cut to the MTU would show, the second close to the
+    // largest datagram UDP carries; sent to both ends of the live connection.
+    let attacker = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let from = attacker.local_addr().unwrap();
+    let lens = [4_000, 60_000];
+    for len in lens {
+        let datagram = vec![0x40; len];
+        for to in [listener.addr, client.addr] {
+            let sent = attacker.send_to(&datagram, to).unwrap();
+            assert_eq!(sent, len);
+        }
+    }
+    for (who, peer) in [("listener", &listener), ("client", &client)] {
+        for len in lens {
+            let line = peer
+                .wait_for_log(wait, |line| line.contains(&format!("from={from}")))
+                .unwrap_or_else(|| panic!("the {who} logs the {len}-byte datagram"));
+            // In arrival order, which loopback keeps.
+            assert!(line.contains(&format!("len={len} ")), "{who}: {line}");
+            assert!(line.contains(r#"kind="oversized""#), "{who}: {line}");
+            assert!(
+                line.contains(&format!("{len}-byte datagram exceeds the 1200-byte limit")),
+                "{who}: {line}"
+            );
+        }
+    }
+
+    // Both ends count the two and carry on: the client's connection keeps being acked.
+    let acked = num(&connected, "packets_acked");
+    let later = client
+        .wait_for_report(wait, |r| {
+            r["dropped"]["oversized"] == 2 && num(r, "packets_acked") >= acked + 10.0
+        })
+        .expect("the client counts both and its packets keep being acked");
+    assert_eq!(num(&later, "connections"), 1.0, "{later}");
+    let listening = listener
+        .wait_for_report(wait, |r| r["dropped"]["oversized"] == 2)
+        .expect("the listener counts both");
+    assert_eq!(num(&listening, "connections"), 1.0, "{listening}");
+
+    let client_reports = client.interrupt();
+    let listener_reports = listener.interrupt();
+    for (who, reports) in [("client", &client_reports), ("listener", &listener_reports)] {
+        let summary = reports.last().unwrap();
+        let dropped = &summary["dropped"];
+        assert_eq!(dropped["oversized"], 2, "{who}: {summary}");
+        for kind in [
+            "malformed",
+            "rejected",
+            "foreign",
+            "handshake",
+            "table_full",
+        ] {
+            assert_eq!(dropped[kind], 0, "{who}: {kind} in {summary}");
+        }
+        assert_eq!(num(summary, "packets_lost"), 0.0, "{who}: {summary}");
+        for report in reports.iter() {
+            assert!(num(report, "connections") <= 1.0, "{who}: {report}");
+        }
+    }
+    let summary = client_reports.last().unwrap();
+    assert!(num(summary, "packets_acked") >= num(summary, "packets_sent") - 3.0);
 }

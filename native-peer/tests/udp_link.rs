@@ -195,3 +195,51 @@ fn connecting_to_an_address_without_a_listener_fails_after_the_handshake_timeout
     assert_eq!(summary["summary"], true);
     assert_eq!(num(&summary, "connections"), 0.0);
 }
+
+/// Checks that every tick's `send_rate_hz` is the packets sent since the previous tick (the
+/// start, for the first) over the time since then, and the summary's those of the whole run.
+fn assert_send_rates_match_the_counters(who: &str, reports: &[serde_json::Value]) {
+    let (summary, ticks) = reports.split_last().expect("a summary");
+    let close = |rate: f64, expected: f64| (rate - expected).abs() <= 1e-9 * expected.max(1.0);
+    let (mut then, mut sent_then) = (0.0, 0.0);
+    for tick in ticks {
+        let (now, sent) = (num(tick, "t_s"), num(tick, "packets_sent"));
+        let expected = (sent - sent_then) / (now - then);
+        let rate = num(tick, "send_rate_hz");
+        assert!(
+            close(rate, expected),
+            "{who}: {rate} Hz where {} packets in {} s make {expected}: {tick}",
+            sent - sent_then,
+            now - then
+        );
+        (then, sent_then) = (now, sent);
+    }
+    let expected = num(summary, "packets_sent") / num(summary, "t_s");
+    let rate = num(summary, "send_rate_hz");
+    assert!(close(rate, expected), "{who}: {rate} Hz: {summary}");
+}
+
+#[test]
+fn the_first_tick_reports_the_send_rate_of_its_first_second_like_every_later_tick() {
+    use std::time::Duration;
+    let listener = listen(&[]);
+    let client = connect(listener.addr, &["--duration", "4"]);
+    // The listener's first tick comes one second after its start; the client connected within
+    // milliseconds of it, so the listener has been answering it (10 packets/s in bad mode).
+    let first = listener
+        .next_report(Duration::from_secs(5))
+        .expect("the listener's first tick");
+    assert_eq!(first["summary"], false, "{first}");
+    assert!(num(&first, "packets_sent") > 0.0, "{first}");
+    assert!(num(&first, "send_rate_hz") > 0.0, "{first}");
+    let client_reports = client.finish();
+    let mut listener_reports = vec![first];
+    listener_reports.extend(listener.interrupt());
+
+    assert!(client_reports.len() >= 4, "{client_reports:#?}");
+    let client_first = &client_reports[0];
+    assert!(num(client_first, "packets_sent") > 0.0, "{client_first}");
+    assert!(num(client_first, "send_rate_hz") > 0.0, "{client_first}");
+    assert_send_rates_match_the_counters("client", &client_reports);
+    assert_send_rates_match_the_counters("listener", &listener_reports);
+}

@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -17,17 +17,24 @@ pub struct Peer {
     /// The address it serves on (from its "peer running" log line).
     pub addr: SocketAddr,
     lines: mpsc::Receiver<String>,
+    logs: mpsc::Receiver<String>,
 }
 
-fn spawn(args: &[&str]) -> Peer {
+/// The log filter of peers spawned by [`listen`] and [`connect`].
+pub const INFO: &str = "info";
+/// A log filter that adds the peer's own debug lines (each refused datagram, for one).
+pub const DEBUG: &str = "info,ackwire_peer=debug";
+
+fn spawn(args: &[&str], log_filter: &str) -> Peer {
     let mut child = Command::new(env!("CARGO_BIN_EXE_ackwire-peer"))
         .args(args)
-        .env("RUST_LOG", "info")
+        .env("RUST_LOG", log_filter)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn ackwire-peer");
     let (addr_tx, addr_rx) = mpsc::channel();
+    let (log_tx, logs) = mpsc::channel();
     let stderr = BufReader::new(child.stderr.take().unwrap());
     thread::spawn(move || {
         // Keep draining so the peer never blocks on a full pipe.
@@ -41,6 +48,7 @@ fn spawn(args: &[&str]) -> Peer {
                 let _ = addr_tx.send(addr);
             }
             eprintln!("[peer {}] {line}", std::process::id());
+            let _ = log_tx.send(line);
         }
     });
     let (line_tx, lines) = mpsc::channel();
@@ -55,22 +63,37 @@ fn spawn(args: &[&str]) -> Peer {
         .expect("peer logs its address")
         .parse()
         .expect("a socket address");
-    Peer { child, addr, lines }
+    Peer {
+        child,
+        addr,
+        lines,
+        logs,
+    }
 }
 
 /// `ackwire-peer listen --bind 127.0.0.1:0 --json` plus `extra` flags.
 pub fn listen(extra: &[&str]) -> Peer {
+    listen_logging(extra, INFO)
+}
+
+/// [`listen`] with `RUST_LOG=log_filter`.
+pub fn listen_logging(extra: &[&str], log_filter: &str) -> Peer {
     let mut args = vec!["listen", "--bind", "127.0.0.1:0", "--json"];
     args.extend_from_slice(extra);
-    spawn(&args)
+    spawn(&args, log_filter)
 }
 
 /// `ackwire-peer connect ADDR --json` plus `extra` flags.
 pub fn connect(to: SocketAddr, extra: &[&str]) -> Peer {
+    connect_logging(to, extra, INFO)
+}
+
+/// [`connect`] with `RUST_LOG=log_filter`.
+pub fn connect_logging(to: SocketAddr, extra: &[&str], log_filter: &str) -> Peer {
     let to = to.to_string();
     let mut args = vec!["connect", to.as_str(), "--bind", "127.0.0.1:0", "--json"];
     args.extend_from_slice(extra);
-    spawn(&args)
+    spawn(&args, log_filter)
 }
 
 impl Peer {
@@ -94,6 +117,36 @@ impl Peer {
     pub fn next_report(&self, timeout: Duration) -> Option<Value> {
         let line = self.lines.recv_timeout(timeout).ok()?;
         Some(serde_json::from_str(&line).expect("every stdout line is JSON"))
+    }
+
+    /// Reads the peer's JSON lines until one satisfies `pred`, for at most `within`.
+    pub fn wait_for_report(
+        &self,
+        within: Duration,
+        pred: impl Fn(&Value) -> bool,
+    ) -> Option<Value> {
+        let end = Instant::now() + within;
+        while let Some(left) = end.checked_duration_since(Instant::now()) {
+            match self.next_report(left) {
+                Some(report) if pred(&report) => return Some(report),
+                Some(_) => {}
+                None => return None,
+            }
+        }
+        None
+    }
+
+    /// Reads the peer's log lines (stderr) until one satisfies `pred`, for at most `within`.
+    pub fn wait_for_log(&self, within: Duration, pred: impl Fn(&str) -> bool) -> Option<String> {
+        let end = Instant::now() + within;
+        while let Some(left) = end.checked_duration_since(Instant::now()) {
+            match self.logs.recv_timeout(left) {
+                Ok(line) if pred(&line) => return Some(line),
+                Ok(_) => {}
+                Err(_) => return None,
+            }
+        }
+        None
     }
 
     /// Waits for the peer to exit, whatever its status, and returns the status with its
