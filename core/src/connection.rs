@@ -11,8 +11,9 @@
 //!
 //! Keep-alive: once connected the packet layer sends a packet at its paced rate (30 or 10
 //! per second) whether or not there are messages, so an idle connection's packets are its
-//! keep-alives (a 5-byte header with acks, no payload). A connection that receives nothing
-//! for `idle_timeout` is closed with [`DisconnectReason::TimedOut`].
+//! keep-alives (a 5-byte header with acks, no payload). A connection that takes in no data
+//! packet for `idle_timeout` is closed with [`DisconnectReason::TimedOut`], sending no
+//! disconnect (the peer is presumed gone).
 
 use core::time::Duration;
 use std::collections::VecDeque;
@@ -59,8 +60,9 @@ pub struct ConnectionConfig {
     pub handshake_resend_interval: Duration,
     /// A connector gives up after this long without being accepted. Default 5 s.
     pub handshake_timeout: Duration,
-    /// A connection that receives nothing for this long is closed. Default 10 s (keep-alives
-    /// arrive 10 to 30 times a second; NATs keep a mapping for at least ~15 s of silence).
+    /// A connection that takes in no data packet for this long is closed (control packets do
+    /// not count). Default 10 s (keep-alives arrive 10 to 30 times a second; NATs keep a
+    /// mapping for at least ~15 s of silence).
     pub idle_timeout: Duration,
     /// An acceptor honours a cookie for this long after making it. Default 10 s.
     pub cookie_lifetime: Duration,
@@ -178,7 +180,7 @@ pub enum DisconnectReason {
     Closed,
     /// The peer sent a disconnect.
     ClosedByPeer,
-    /// Nothing arrived for `idle_timeout`.
+    /// No data packet was taken in for `idle_timeout`.
     TimedOut,
     /// The acceptor never completed the handshake within `handshake_timeout`.
     HandshakeTimedOut,
@@ -534,13 +536,18 @@ impl Connection {
                 self.accepted_due = true;
                 Ok(())
             }
-            (
-                Phase::Connected | Phase::Closing { .. },
-                ControlPacket::Disconnect { connection_id },
-            ) => {
+            (Phase::Connected, ControlPacket::Disconnect { connection_id }) => {
                 check_id(self.connection_id, connection_id)?;
                 self.endpoint.clock(now);
                 self.finish(DisconnectReason::ClosedByPeer);
+                Ok(())
+            }
+            (Phase::Closing { .. }, ControlPacket::Disconnect { connection_id }) => {
+                // Both sides closed at once: the application already heard `Closed`, its
+                // last event; the peer is gone, so the remaining copies are not sent.
+                check_id(self.connection_id, connection_id)?;
+                self.endpoint.clock(now);
+                self.phase = Phase::Closed;
                 Ok(())
             }
             (Phase::Responding, ControlPacket::Disconnect { connection_id }) => {
@@ -865,6 +872,10 @@ mod tests {
             refused(|c| c.channels.clear()),
             ConnectionConfigError::ChannelCount(0)
         );
+        assert!(matches!(
+            refused(|c| c.packet.good_rate_pps = 0.0),
+            ConnectionConfigError::Packet(crate::ConfigError::InvalidRate { .. })
+        ));
         let largest = ConnectionConfig {
             unreliable_queue_len: MAX_UNRELIABLE_QUEUE_LEN,
             max_datagram_size: 65507,

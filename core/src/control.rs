@@ -107,7 +107,9 @@ pub enum ControlPacket {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
 #[non_exhaustive]
 pub enum ControlError {
-    /// The first byte is not a control packet of this wire version.
+    /// The first byte is not a control packet of this wire version (0 for an empty
+    /// datagram). Only a direct [`ControlPacket::parse`] returns this: connections and
+    /// acceptors look at the first byte before parsing.
     #[error("not a control packet: first byte {0:#04x}")]
     NotControl(u8),
     /// A control packet type this version does not define.
@@ -126,7 +128,8 @@ pub enum ControlError {
     /// A connect request's padding is not all zeros.
     #[error("connect request padding is not zero")]
     BadPadding,
-    /// The output buffer is too small.
+    /// The output buffer is too small (emitting only; an acceptor's reply buffer under 33
+    /// bytes).
     #[error("buffer too small for control packet: need {needed} bytes, have {available}")]
     BufferTooSmall {
         /// Bytes needed.
@@ -304,6 +307,28 @@ mod tests {
             ControlPacket::parse(&request),
             Err(ControlError::BadPadding)
         );
+    }
+
+    #[test]
+    fn parsing_a_data_packet_or_nothing_as_a_control_packet_is_refused() {
+        assert_eq!(
+            ControlPacket::parse(&[0x90, 0, 1, 0, 0]),
+            Err(ControlError::NotControl(0x90))
+        );
+        assert_eq!(ControlPacket::parse(&[]), Err(ControlError::NotControl(0)));
+    }
+
+    #[test]
+    fn emitting_into_a_short_buffer_fails_and_writes_nothing() {
+        let mut buf = [0xAAu8; 8];
+        assert_eq!(
+            ControlPacket::Disconnect { connection_id: 1 }.emit(&mut buf),
+            Err(ControlError::BufferTooSmall {
+                needed: 9,
+                available: 8
+            })
+        );
+        assert_eq!(buf, [0xAA; 8]);
     }
 
     proptest! {

@@ -438,6 +438,24 @@ mod tests {
     }
 
     #[test]
+    fn emitting_into_a_short_buffer_fails_and_writes_nothing() {
+        let frame = FrameRepr {
+            channel: 1,
+            kind: FrameKind::Reliable { id: 7 },
+            payload: b"hello",
+        };
+        let mut buf = [0xAAu8; 8];
+        assert_eq!(
+            frame.emit(&mut buf),
+            Err(FrameError::BufferTooSmall {
+                needed: 9,
+                available: 8
+            })
+        );
+        assert_eq!(buf, [0xAA; 8]);
+    }
+
+    #[test]
     fn a_payload_cut_inside_a_frame_is_truncated() {
         let mut frames = Frames::new(&[0x00, 1, 0xAA, 0x80, 0x00, 0x05, 3, 1]);
         assert!(frames.next().unwrap().is_ok());

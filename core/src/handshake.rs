@@ -48,14 +48,15 @@ pub enum Accept {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
 #[non_exhaustive]
 pub enum HandshakeError {
-    /// A malformed control packet.
+    /// A malformed control packet (or a `reply` buffer under 33 bytes, too small for the
+    /// challenge).
     #[error("malformed control packet: {0}")]
     Control(#[from] ControlError),
     /// The datagram is of another wire version (the top two bits of its first byte).
     #[error("unsupported wire version {0}")]
     UnsupportedVersion(u8),
-    /// A data packet, or an accepted or challenge packet, from an address with no
-    /// connection: a stray or foreign sender.
+    /// A data packet, an accepted or challenge packet, or an empty datagram, from an address
+    /// with no connection: a stray or foreign sender.
     #[error("packet for an unknown connection")]
     UnknownConnection,
     /// A disconnect from an address with no connection: usually one of the redundant copies

@@ -409,3 +409,125 @@ fn a_disconnect_naming_another_connection_changes_nothing() {
     );
     assert_eq!(pair.client.state(), ConnectionState::Connected);
 }
+
+#[test]
+fn a_malformed_control_packet_to_a_connection_is_refused_with_its_control_error() {
+    use ackwire_core::control::ControlError;
+
+    let mut pair = ConnPair::new(ConnectionConfig::default(), EmulatorConfig::default(), 5);
+    pair.connect();
+    let mut request = emit(ControlPacket::ConnectRequest {
+        protocol_id: ConnectionConfig::default().protocol_id,
+    });
+    request[32] = 1;
+    let id = pair.client.connection_id().unwrap();
+    let mut long_disconnect = emit(ControlPacket::Disconnect { connection_id: id });
+    long_disconnect.push(0);
+    for (datagram, error) in [
+        (request, ControlError::BadPadding),
+        (vec![0xA5; 9], ControlError::UnknownType(5)),
+        (
+            long_disconnect,
+            ControlError::BadLength {
+                kind: 4,
+                expected: 9,
+                got: 10,
+            },
+        ),
+    ] {
+        assert_eq!(
+            pair.client.receive(pair.now, &datagram),
+            Err(ConnectionError::Control(error))
+        );
+    }
+    assert_eq!(pair.client.state(), ConnectionState::Connected);
+}
+
+#[test]
+fn a_timed_out_connection_closes_without_sending_disconnects() {
+    let mut pair = ConnPair::new(ConnectionConfig::default(), EmulatorConfig::default(), 6);
+    pair.connect();
+    pair.run_for(Duration::from_secs(1));
+    pair.set_link(EmulatorConfig {
+        loss_percent: 100.0,
+        ..EmulatorConfig::default()
+    });
+    pair.run_for(Duration::from_secs(11));
+    let (timed_out, event) = pair.client_side.events.last().unwrap().clone();
+    assert_eq!(
+        event,
+        ConnectionEvent::Disconnected {
+            reason: DisconnectReason::TimedOut
+        }
+    );
+    // Closed at once: the peer is presumed gone, so nothing more is sent to it.
+    let (last_sent, _) = *pair.client_side.datagrams_sent.last().unwrap();
+    assert!(last_sent < timed_out);
+    assert_eq!(pair.client.state(), ConnectionState::Closed);
+    assert_eq!(pair.client.poll_timeout(), None);
+    assert_eq!(
+        pair.client.poll_transmit(pair.now, &mut [0u8; 1200]),
+        Ok(None)
+    );
+}
+
+#[test]
+fn a_reply_buffer_too_small_for_the_challenge_is_refused_and_changes_nothing() {
+    use ackwire_core::control::ControlError;
+
+    let mut acceptor = Acceptor::new(ConnectionConfig::default(), SECRET).unwrap();
+    let request = emit(ControlPacket::ConnectRequest {
+        protocol_id: ConnectionConfig::default().protocol_id,
+    });
+    assert_eq!(
+        acceptor
+            .receive(T0, CLIENT_ADDR, &request, &mut [0u8; 32])
+            .unwrap_err(),
+        HandshakeError::Control(ControlError::BufferTooSmall {
+            needed: 33,
+            available: 32
+        })
+    );
+    // The next challenge is the one a fresh acceptor would make: no nonce was used up.
+    let (_, fresh) = challenged();
+    let mut reply = [0u8; 33];
+    let Ok(Accept::Reply { len }) = acceptor.receive(T0, CLIENT_ADDR, &request, &mut reply) else {
+        panic!("no challenge");
+    };
+    assert_eq!(
+        ControlPacket::parse(&reply[..len]),
+        Ok(ControlPacket::Challenge { cookie: fresh })
+    );
+}
+
+#[test]
+fn closing_while_the_peer_closes_too_reports_one_disconnect_and_stops_sending() {
+    let mut pair = ConnPair::new(ConnectionConfig::default(), EmulatorConfig::default(), 7);
+    pair.connect();
+    pair.run_for(Duration::from_secs(1));
+    let id = pair.client.connection_id().unwrap();
+    pair.client.close();
+    // The peer's own disconnect arrives while ours are still going out.
+    pair.client
+        .receive(
+            pair.now,
+            &emit(ControlPacket::Disconnect { connection_id: id }),
+        )
+        .unwrap();
+    let mut events = Vec::new();
+    while let Some(event) = pair.client.poll_event() {
+        events.push(event);
+    }
+    assert_eq!(
+        events,
+        [ConnectionEvent::Disconnected {
+            reason: DisconnectReason::Closed
+        }],
+        "Disconnected is the last event, reported once"
+    );
+    assert_eq!(pair.client.state(), ConnectionState::Closed);
+    assert_eq!(
+        pair.client.poll_transmit(pair.now, &mut [0u8; 1200]),
+        Ok(None)
+    );
+}

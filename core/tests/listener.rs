@@ -337,3 +337,40 @@ fn a_disconnect_copy_after_its_connection_is_gone_is_refused_as_late_and_changes
     assert_eq!(state(listener), before);
     assert!(listener.poll_event().is_none());
 }
+
+#[test]
+fn a_send_the_connection_refuses_comes_back_with_its_reason() {
+    let mut world = World::new(&[b"a"]);
+    world.run_for(Duration::from_secs(1));
+    assert_eq!(
+        world.listener.send(b"a", 9, b"no such channel"),
+        Err(ListenerSendError::Send(
+            ackwire_core::SendError::UnknownChannel(9)
+        ))
+    );
+}
+
+#[test]
+fn a_connect_request_from_an_address_with_a_connection_is_refused_by_that_connection() {
+    let mut world = World::new(&[b"a"]);
+    world.run_for(Duration::from_secs(1));
+    // The same peer restarted on the same address: its old connection answers, not the
+    // acceptor, until that connection ends.
+    let mut restarted = Connection::connect(ConnectionConfig::default(), world.now).unwrap();
+    let mut buf = [0u8; 1200];
+    let len = restarted
+        .poll_transmit(world.now, &mut buf)
+        .unwrap()
+        .unwrap();
+    let mut reply = [0u8; 64];
+    assert_eq!(
+        world
+            .listener
+            .receive(world.now, b"a", &buf[..len], &mut reply),
+        Err(ListenerError::Connection(ConnectionError::Unexpected {
+            packet: "connect request",
+            state: ConnectionState::Connected
+        }))
+    );
+    assert_eq!(reply, [0u8; 64], "no challenge");
+}

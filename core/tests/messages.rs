@@ -237,11 +237,173 @@ fn message_ids_wrap_past_65535_without_loss_or_duplication() {
 /// A data packet from the client as the server would receive it: a header far ahead of
 /// anything sent so far (so the packet layer takes it) and the given payload.
 fn forged_data_packet(payload: &[u8]) -> Vec<u8> {
-    let header = ackwire_core::wire::PacketHeader::first(20_000);
+    forged_at(20_000, payload)
+}
+
+/// Like [`forged_data_packet`], with packet sequence `sequence`.
+fn forged_at(sequence: u16, payload: &[u8]) -> Vec<u8> {
+    let header = ackwire_core::wire::PacketHeader::first(sequence);
     let mut datagram = vec![0u8; header.encoded_len()];
     header.encode(&mut datagram).unwrap();
     datagram.extend_from_slice(payload);
     datagram
+}
+
+/// The bytes of one frame.
+fn frame(channel: u8, kind: ackwire_core::frame::FrameKind, payload: &[u8]) -> Vec<u8> {
+    let frame = ackwire_core::frame::FrameRepr {
+        channel,
+        kind,
+        payload,
+    };
+    let mut bytes = vec![0u8; frame.encoded_len()];
+    frame.emit(&mut bytes).unwrap();
+    bytes
+}
+
+fn messages(connection: &mut ackwire_core::Connection) -> Vec<(u8, Vec<u8>)> {
+    std::iter::from_fn(|| connection.poll_event())
+        .filter_map(|event| match event {
+            ConnectionEvent::Message { channel, bytes } => Some((channel, bytes)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn the_first_sequenced_message_is_delivered_whatever_its_sequence_and_later_ones_only_if_newer() {
+    use ackwire_core::frame::FrameKind::Sequenced;
+
+    let mut pair = ConnPair::new(all_kinds(), EmulatorConfig::default(), 14);
+    pair.connect();
+    let now = pair.now;
+    let server = pair.server.as_mut().unwrap();
+    messages(server);
+    let first = forged_at(20_000, &frame(0, Sequenced { sequence: 40_000 }, b"a"));
+    server.receive(now, &first).unwrap();
+    assert_eq!(messages(server), [(0, b"a".to_vec())]);
+    let payload = [
+        frame(0, Sequenced { sequence: 39_999 }, b"older"),
+        frame(0, Sequenced { sequence: 40_000 }, b"same"),
+        frame(0, Sequenced { sequence: 40_001 }, b"newer"),
+    ]
+    .concat();
+    server.receive(now, &forged_at(20_001, &payload)).unwrap();
+    assert_eq!(messages(server), [(0, b"newer".to_vec())]);
+    assert_eq!(server.stats().messages_dropped_stale, 2);
+}
+
+#[test]
+fn reliable_ids_start_at_zero_and_an_id_behind_the_window_is_dropped_in_a_packet_still_taken() {
+    use ackwire_core::frame::FrameKind::Reliable;
+    use ackwire_core::{ConnectionError, ReceiveError};
+
+    let mut pair = ConnPair::new(all_kinds(), EmulatorConfig::default(), 15);
+    pair.connect();
+    let now = pair.now;
+    let server = pair.server.as_mut().unwrap();
+    messages(server);
+    // Id 40000 is behind the first awaited id, 0 (RFC 1982): a duplicate, not an error.
+    let behind = forged_at(20_000, &frame(1, Reliable { id: 40_000 }, b"lost"));
+    server.receive(now, &behind).unwrap();
+    assert_eq!(messages(server), []);
+    assert_eq!(
+        server.receive(now, &behind),
+        Err(ConnectionError::Packet(ReceiveError::Duplicate {
+            sequence: 20_000
+        })),
+        "the packet was taken in (and so is acked)"
+    );
+    let first = forged_at(20_001, &frame(1, Reliable { id: 0 }, b"first"));
+    server.receive(now, &first).unwrap();
+    assert_eq!(messages(server), [(1, b"first".to_vec())]);
+}
+
+#[test]
+fn a_data_packet_the_packet_layer_refuses_is_a_packet_error_and_changes_nothing() {
+    use ackwire_core::wire::HeaderError;
+    use ackwire_core::{ConnectionError, ReceiveError};
+
+    let mut pair = ConnPair::new(all_kinds(), EmulatorConfig::default(), 16);
+    pair.connect();
+    let now = pair.now;
+    let server = pair.server.as_mut().unwrap();
+    let datagram = forged_data_packet(&[0x03, 1, b'x']);
+    server.receive(now, &datagram).unwrap();
+    messages(server);
+    let before = (server.stats(), server.buffered());
+    assert_eq!(
+        server.receive(now, &datagram),
+        Err(ConnectionError::Packet(ReceiveError::Duplicate {
+            sequence: 20_000
+        }))
+    );
+    let mut other_version = forged_at(20_001, &[0x03, 1, b'x']);
+    other_version[0] = other_version[0] & 0x3F | 0x40;
+    assert_eq!(
+        server.receive(now, &other_version),
+        Err(ConnectionError::Packet(ReceiveError::Header(
+            HeaderError::UnsupportedVersion(1)
+        )))
+    );
+    assert_eq!((server.stats(), server.buffered()), before);
+    assert_eq!(messages(server), []);
+}
+
+#[test]
+fn a_full_unreliable_queue_refuses_with_queue_full_and_queues_nothing() {
+    let config = ConnectionConfig {
+        unreliable_queue_len: 3,
+        ..all_kinds()
+    };
+    let mut client = ackwire_core::Connection::connect(config, Duration::ZERO).unwrap();
+    for _ in 0..3 {
+        client.send(3, b"queued while connecting").unwrap();
+    }
+    assert_eq!(
+        client.send(3, b"one too many"),
+        Err(SendError::QueueFull { channel: 3 })
+    );
+    assert_eq!(client.buffered().unreliable_queued, 3);
+    assert_eq!(client.stats().messages_sent, 3);
+}
+
+#[test]
+fn an_unacked_reliable_message_rides_again_only_once_per_resend_interval() {
+    let config = ConnectionConfig {
+        packet: ackwire_core::Config {
+            initial_mode: ackwire_core::Mode::Good,
+            ..Default::default()
+        },
+        ..all_kinds()
+    };
+    let mut pair = ConnPair::new(config, EmulatorConfig::default(), 17);
+    pair.connect();
+    pair.run_for(Duration::from_millis(500));
+    pair.client.send(1, b"reliable").unwrap();
+    // Nothing reaches the server from here on: the message is never acked.
+    let start = pair.now;
+    let mut buf = [0u8; 1200];
+    let mut carried = Vec::new();
+    let mut packets = 0;
+    for ms in 0..400 {
+        let now = start + ms * MS;
+        while let Some(len) = pair.client.poll_transmit(now, &mut buf).unwrap() {
+            packets += 1;
+            let packet = Packet::new_checked(&buf[..len]).unwrap();
+            if Frames::new(packet.payload()).next().is_some() {
+                carried.push(ms);
+            }
+        }
+    }
+    // 30 packets/s: 12 packets, the message in the first and then every 100 ms (the resend
+    // interval's floor; the RTT here is near zero), not in every packet.
+    assert!((12..=13).contains(&packets), "{packets} packets");
+    assert_eq!(carried.len(), 4, "carried at {carried:?} ms");
+    assert!(
+        carried.windows(2).all(|w| w[1] - w[0] >= 100),
+        "{carried:?}"
+    );
 }
 
 #[test]

@@ -82,3 +82,21 @@ fn without_prompt_acks_the_packet_waits_for_the_end_of_its_interval() {
     assert!(poll(&mut b, 33 * MS).is_none());
     assert!(poll(&mut b, 34 * MS).is_some(), "due at 33.3 ms");
 }
+
+#[test]
+fn a_payload_writer_claiming_more_than_its_space_is_refused_and_nothing_is_sent() {
+    use ackwire_core::TransmitError;
+
+    let mut endpoint = Endpoint::new(config(true), Duration::ZERO).unwrap();
+    let mut buf = [0u8; 64];
+    assert_eq!(
+        endpoint.poll_transmit_with(Duration::ZERO, &mut buf, |_, space| space.len() + 1),
+        Err(TransmitError::PayloadOverflow {
+            written: 56,
+            available: 55
+        })
+    );
+    assert_eq!(endpoint.stats().counters.packets_sent, 0);
+    let t = endpoint.poll_transmit(Duration::ZERO, &mut buf).unwrap();
+    assert_eq!(t.map(|t| t.sequence), Some(0), "the packet is still due");
+}

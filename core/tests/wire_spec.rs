@@ -1,8 +1,11 @@
 //! Holds the codec to the worked examples in `docs/wire.md`, byte for byte.
 
+use std::time::Duration;
+
 use ackwire_core::control::{ControlPacket, Cookie};
-use ackwire_core::frame::{FrameKind, FrameRepr};
+use ackwire_core::frame::{FrameKind, FrameRepr, Frames};
 use ackwire_core::wire::{AckDelay, AckField, PacketHeader};
+use ackwire_core::{Accept, Acceptor, Connection, ConnectionConfig};
 
 const SPEC: &str = include_str!("../../docs/wire.md");
 
@@ -37,31 +40,50 @@ fn array<const N: usize>(hex: &str) -> [u8; N] {
     unhex(hex).try_into().unwrap()
 }
 
+/// A header from its `name=value` fields.
+fn header(fields: &[&str]) -> PacketHeader {
+    let field = |name: &str| {
+        fields
+            .iter()
+            .find_map(|f| f.strip_prefix(name)?.strip_prefix('='))
+            .unwrap_or_else(|| panic!("{name} missing"))
+    };
+    let ack = match field("ack").split_once(':') {
+        Some(("low", low)) => AckField::Low(u8::from_str_radix(low, 16).unwrap()),
+        Some(("full", full)) => AckField::Full(full.parse().unwrap()),
+        other => panic!("ack {other:?}"),
+    };
+    PacketHeader {
+        sequence: field("sequence").parse().unwrap(),
+        ack,
+        ack_bits: u32::from_str_radix(field("ack_bits").trim_start_matches("0x"), 16).unwrap(),
+        ack_delay: AckDelay(field("ack_delay").parse().unwrap()),
+    }
+}
+
 fn examples() -> Vec<(Vec<u8>, PacketHeader)> {
     block("wire-example")
         .into_iter()
-        .map(|(bytes, fields)| {
-            let field = |name: &str| {
-                fields
-                    .iter()
-                    .find_map(|f| f.strip_prefix(name)?.strip_prefix('='))
-                    .unwrap_or_else(|| panic!("{name} missing"))
-            };
-            let ack = match field("ack").split_once(':') {
-                Some(("low", low)) => AckField::Low(u8::from_str_radix(low, 16).unwrap()),
-                Some(("full", full)) => AckField::Full(full.parse().unwrap()),
-                other => panic!("ack {other:?}"),
-            };
-            let header = PacketHeader {
-                sequence: field("sequence").parse().unwrap(),
-                ack,
-                ack_bits: u32::from_str_radix(field("ack_bits").trim_start_matches("0x"), 16)
-                    .unwrap(),
-                ack_delay: AckDelay(field("ack_delay").parse().unwrap()),
-            };
-            (bytes, header)
-        })
+        .map(|(bytes, fields)| (bytes, header(&fields)))
         .collect()
+}
+
+/// A frame from `channel kind [id [index last]] payload-hex`; the payload is returned apart,
+/// as the frame borrows it.
+fn frame_fields(fields: &[&str]) -> (u8, FrameKind, Vec<u8>) {
+    let num = |i: usize| fields[i].parse::<u16>().unwrap();
+    let kind = match fields[1] {
+        "unreliable" => FrameKind::Unreliable,
+        "sequenced" => FrameKind::Sequenced { sequence: num(2) },
+        "reliable" => FrameKind::Reliable { id: num(2) },
+        "fragment" => FrameKind::Fragment {
+            id: num(2),
+            index: num(3) as u8,
+            last: num(4) as u8,
+        },
+        other => panic!("unknown kind {other}"),
+    };
+    (num(0) as u8, kind, unhex(fields.last().unwrap()))
 }
 
 #[test]
@@ -141,21 +163,9 @@ fn every_documented_message_frame_parses_and_emits_byte_for_byte() {
     let examples = block("frame-example");
     assert_eq!(examples.len(), 4, "docs/wire.md lost a frame example");
     for (bytes, fields) in examples {
-        let num = |i: usize| fields[i].parse::<u16>().unwrap();
-        let kind = match fields[1] {
-            "unreliable" => FrameKind::Unreliable,
-            "sequenced" => FrameKind::Sequenced { sequence: num(2) },
-            "reliable" => FrameKind::Reliable { id: num(2) },
-            "fragment" => FrameKind::Fragment {
-                id: num(2),
-                index: num(3) as u8,
-                last: num(4) as u8,
-            },
-            other => panic!("unknown kind {other}"),
-        };
-        let payload = unhex(fields.last().unwrap());
+        let (channel, kind, payload) = frame_fields(&fields);
         let frame = FrameRepr {
-            channel: num(0) as u8,
+            channel,
             kind,
             payload: &payload,
         };
@@ -168,6 +178,65 @@ fn every_documented_message_frame_parses_and_emits_byte_for_byte() {
         assert_eq!(frame.emit(&mut buf), Ok(bytes.len()));
         assert_eq!(buf, bytes, "emitting {frame:?}");
     }
+}
+
+#[test]
+fn every_documented_data_packet_decodes_and_encodes_byte_for_byte() {
+    let examples = block("packet-example");
+    assert_eq!(examples.len(), 2, "docs/wire.md lost a packet example");
+    for (bytes, fields) in examples {
+        let mut parts = fields.split(|f| *f == "|");
+        let header = header(parts.next().unwrap());
+        let frames: Vec<_> = parts.map(frame_fields).collect();
+        let (decoded, header_len) = PacketHeader::decode(&bytes).unwrap();
+        assert_eq!(decoded, header, "{bytes:02X?}");
+        let parsed: Vec<_> = Frames::new(&bytes[header_len..])
+            .map(|f| {
+                let f = f.unwrap();
+                (f.channel, f.kind, f.payload.to_vec())
+            })
+            .collect();
+        assert_eq!(parsed, frames, "{bytes:02X?}");
+        let mut encoded = vec![0u8; bytes.len()];
+        let mut at = header.encode(&mut encoded).unwrap();
+        for (channel, kind, payload) in &frames {
+            let frame = FrameRepr {
+                channel: *channel,
+                kind: *kind,
+                payload,
+            };
+            at += frame.emit(&mut encoded[at..]).unwrap();
+        }
+        assert_eq!(&encoded[..at], &bytes[..], "encoding {fields:?}");
+    }
+}
+
+#[test]
+fn the_first_documented_data_packet_is_what_a_connector_sends_first() {
+    let config = ConnectionConfig::default();
+    let mut acceptor = Acceptor::new(config.clone(), [3; 32]).unwrap();
+    let mut client = Connection::connect(config, Duration::ZERO).unwrap();
+    client.send(1, b"hello").unwrap();
+    let (mut buf, mut reply) = ([0u8; 1200], [0u8; 64]);
+    let now = Duration::ZERO;
+    let mut server = None;
+    while server.is_none() {
+        let len = client.poll_transmit(now, &mut buf).unwrap().unwrap();
+        match acceptor.receive(now, b"connector", &buf[..len], &mut reply) {
+            Ok(Accept::Reply { len }) => client.receive(now, &reply[..len]).unwrap(),
+            Ok(Accept::Connection(connection)) => server = Some(connection),
+            other => panic!("{other:?}"),
+        }
+    }
+    let accepted = server
+        .unwrap()
+        .poll_transmit(now, &mut buf)
+        .unwrap()
+        .unwrap();
+    client.receive(now, &buf[..accepted]).unwrap();
+    let len = client.poll_transmit(now, &mut buf).unwrap().unwrap();
+    let (documented, _) = &block("packet-example")[0];
+    assert_eq!(&buf[..len], &documented[..]);
 }
 
 #[test]

@@ -34,3 +34,4 @@ pub mod peer;
 pub mod report;
 #[cfg(feature = "rooms")]
 pub mod room;
+pub mod timer;

@@ -260,12 +260,13 @@ impl Link {
         read
     }
 
-    /// Moves datagrams the emulator releases by `now` onto the wire and to `deliver`, and
-    /// applies a pending impairment once its time has come.
+    /// Moves datagrams the emulator releases by `now` onto the wire and to `deliver` (with
+    /// the time each was due, at most `now`), and applies a pending impairment once its time
+    /// has come.
     pub fn poll_emulation(
         &mut self,
         now: Duration,
-        mut deliver: impl FnMut(&mut Link, SocketAddr, &[u8]),
+        mut deliver: impl FnMut(&mut Link, Duration, SocketAddr, &[u8]),
     ) {
         let Some(emulation) = &mut self.emulation else {
             return;
@@ -275,11 +276,11 @@ impl Link {
             send_now(&self.socket, &mut self.counters, to, datagram);
         }
         while let Some(emulation) = &mut self.emulation {
-            let Some(tagged) = emulation.poll_arrive(now) else {
+            let Some((due, tagged)) = emulation.poll_arrive(now) else {
                 break;
             };
             let (from, datagram) = untag(&tagged);
-            deliver(self, from, datagram);
+            deliver(self, due, from, datagram);
         }
     }
 

@@ -16,11 +16,10 @@ use tokio::time::Instant;
 use crate::connections::{Connections, Ending};
 use crate::link::{EmulationOptions, Link, RECV_BUF_LEN};
 use crate::report::{Output, Report, Reporter};
+use crate::timer::Timer;
 
 /// A wake-up time meaning "no timer".
 const NEVER: Duration = Duration::from_secs(365 * 24 * 3600);
-/// Marks the timer as spent, so the next turn re-arms it even for the same deadline.
-const FIRED: Duration = Duration::MAX;
 /// A listener under load reads its socket once per this span instead of waking for each
 /// datagram (interrupt coalescing, as network cards do): a wake-up costs more than the
 /// datagram it brings, while a 1 ms tick gathers the whole batch, at the price of at most
@@ -117,10 +116,8 @@ pub async fn run(
     // Room for any UDP datagram, so an oversized one is refused and logged at its real length.
     let mut buf = vec![0u8; RECV_BUF_LEN];
     tokio::pin!(stop);
-    // One timer, moved each turn: cheaper than a new timer-wheel entry per wake-up.
-    let sleep = tokio::time::sleep_until(start + NEVER);
-    tokio::pin!(sleep);
-    let mut armed = NEVER;
+    // One timer, moved each turn; precise, so an emulated delay is the delay asked for.
+    let mut timer = Timer::new();
     // Set once stopping: the time by which the disconnects must be out.
     let mut closing_until: Option<Duration> = None;
     // While set, the socket had datagrams at the last read: read it again at this time
@@ -136,12 +133,14 @@ pub async fn run(
                 read_again_at = (read > 0).then(|| now + period);
             }
         }
-        link.poll_emulation(now, |link, from, datagram| {
-            connections.on_datagram(now, from, datagram, link)
+        // An emulated arrival is handed over at the time it was due, even when the wake-up
+        // came a little later: the core then counts the lateness as its own hold.
+        link.poll_emulation(now, |link, due, from, datagram| {
+            connections.on_datagram(due, from, datagram, link)
         });
         connections.poll(now, &mut link);
-        link.poll_emulation(now, |link, from, datagram| {
-            connections.on_datagram(now, from, datagram, link)
+        link.poll_emulation(now, |link, due, from, datagram| {
+            connections.on_datagram(due, from, datagram, link)
         });
         if let (Some(at), Some(every)) = (next_report, interval) {
             if now >= at && closing_until.is_none() {
@@ -193,10 +192,8 @@ pub async fn run(
         .flatten()
         .min()
         .unwrap_or(NEVER);
-        if wake != armed {
-            sleep.as_mut().reset(start + wake);
-            armed = wake;
-        }
+        // Precise only for an emulator release: its lateness would be added to the path.
+        timer.reset(start + wake, link.poll_timeout() == Some(wake));
         if read_again_at.is_none() {
             link.watch()?;
         }
@@ -218,7 +215,7 @@ pub async fn run(
                     read_again_at = Some(now + period);
                 }
             }
-            () = &mut sleep => armed = FIRED,
+            () = timer.wait() => {}
         }
     }
     let summary = reporter.summary(clock(), &connections, link.counters());

@@ -20,8 +20,8 @@ pub struct Report {
     pub rtt_ms: f64,
     /// Smoothed RTT deviation (a listener: the mean over its connections).
     pub jitter_ms: f64,
-    /// In a tick, the core's loss over its recent-packet window (a listener: mean over
-    /// connections); in the summary, lost / (acked + lost) over the whole run.
+    /// The core's loss over its recent-packet window, `loss_window_packets` resolved packets
+    /// (a listener: the mean over its connections): what the congestion mode reacts to.
     pub loss_pct: f64,
     /// The congestion mode; a listener reports `bad` if any connection is in bad mode.
     pub mode: Mode,
@@ -32,6 +32,11 @@ pub struct Report {
     pub counters: Counters,
     /// Recovery time `t` of the congestion avoidance (a listener: the longest).
     pub recovery_time_ms: f64,
+    /// How many resolved packets `loss_pct` covers per connection.
+    pub loss_window_packets: u32,
+    /// Lost share of every packet resolved (acked or declared lost) since the start, over
+    /// every connection: the steady figure.
+    pub loss_cumulative_pct: f64,
     /// Live connections.
     pub connections: usize,
     /// Connections in bad mode.
@@ -82,16 +87,10 @@ impl Reporter {
         report
     }
 
-    /// The final summary at `now`: rates and loss over the whole run.
+    /// The final summary at `now`: the send rate over the whole run.
     pub fn summary(&self, now: Duration, connections: &Connections, link: LinkCounters) -> Report {
         let counters = connections.counters();
         let mut report = snapshot(now, connections, counters, link);
-        let resolved = counters.packets_acked + counters.packets_lost;
-        report.loss_pct = if resolved == 0 {
-            0.0
-        } else {
-            100.0 * counters.packets_lost as f64 / resolved as f64
-        };
         report.send_rate_hz = rate(counters.packets_sent, now);
         report.summary = true;
         report
@@ -120,6 +119,7 @@ fn snapshot(
         }
     }
     let mean = |sum: f64, n: usize| if n == 0 { 0.0 } else { sum / n as f64 };
+    let resolved = counters.packets_acked + counters.packets_lost;
     Report {
         t_s: now.as_secs_f64(),
         rtt_ms: mean(rtt, measured),
@@ -129,6 +129,12 @@ fn snapshot(
         send_rate_hz: 0.0,
         counters,
         recovery_time_ms: recovery,
+        loss_window_packets: connections.loss_window_packets().into(),
+        loss_cumulative_pct: if resolved == 0 {
+            0.0
+        } else {
+            100.0 * counters.packets_lost as f64 / resolved as f64
+        },
         connections: connections.len(),
         connections_bad: bad,
         dropped: connections.dropped(),
@@ -190,13 +196,14 @@ fn human(r: &Report) -> String {
         Mode::Bad => "bad ",
     };
     format!(
-        "{}{:7.1}s  rtt {:6.1} ms  jitter {:5.1} ms  loss {:5.1}%  mode {mode}  rate {:5.1} Hz  \
+        "{}{:7.1}s  rtt {:6.1} ms  jitter {:5.1} ms  loss {:5.1}% (all {:4.1}%)  mode {mode}  rate {:5.1} Hz  \
          sent {}  recv {}  acked {}  lost {}  conns {}  dropped {}",
         if r.summary { "summary " } else { "" },
         r.t_s,
         r.rtt_ms,
         r.jitter_ms,
         r.loss_pct,
+        r.loss_cumulative_pct,
         r.send_rate_hz,
         r.counters.packets_sent,
         r.counters.packets_received,

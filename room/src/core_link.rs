@@ -177,9 +177,10 @@ impl CoreLink {
         mut send: impl FnMut(Vec<u8>),
         events: &mut Vec<CoreEvent>,
     ) {
-        while let Some(datagram) = self.emulator.as_mut().and_then(|e| e.poll_arrive(now)) {
-            // Refused after emulation: dropped exactly as off the wire.
-            let _ = self.deliver(now, &datagram, events);
+        while let Some((due, datagram)) = self.emulator.as_mut().and_then(|e| e.poll_arrive(now)) {
+            // Refused after emulation: dropped exactly as off the wire. Handed over at the
+            // time it was due, so a late wake-up counts as our hold, not as path.
+            let _ = self.deliver(due, &datagram, events);
         }
         let mut out = std::mem::take(&mut self.out);
         if let Side::Connection(connection) = &mut self.side {

@@ -86,10 +86,15 @@ impl TwoWay {
         self.outbound.poll_receive(now)
     }
 
-    /// The next datagram the inbound emulator delivers to us at `now`.
-    pub fn poll_arrive(&mut self, now: Duration) -> Option<Vec<u8>> {
+    /// The next datagram the inbound emulator delivers to us by `now`, with the time it was
+    /// due: a driver that woke late hands it to the core at that time, so the lateness counts
+    /// as the core's own hold (reported as ack delay) rather than as path.
+    pub fn poll_arrive(&mut self, now: Duration) -> Option<(Duration, Vec<u8>)> {
         self.impair_if_due(now);
-        self.inbound.poll_receive(now)
+        let due = self.inbound.poll_timeout()?;
+        self.inbound
+            .poll_receive(now)
+            .map(|datagram| (due, datagram))
     }
 
     /// When either direction has a datagram due, or the impairment starts.
@@ -128,9 +133,10 @@ mod tests {
         let t = Duration::from_secs(3);
         two.arrive(t, b"b");
         assert_eq!(two.poll_arrive(t), None);
+        // Polled late, it still says when it was due.
         assert_eq!(
-            two.poll_arrive(t + Duration::from_millis(50)).as_deref(),
-            Some(&b"b"[..])
+            two.poll_arrive(t + Duration::from_millis(60)),
+            Some((t + Duration::from_millis(50), b"b".to_vec()))
         );
     }
 

@@ -24,6 +24,7 @@ use super::signalling::{Socket, SocketEvent};
 use super::webrtc::{IceOptions, Session, WebRtcEvent};
 use super::{JoinArgs, RoomError, parse_room_url};
 use crate::link::{self, Link};
+use crate::timer::Timer;
 
 /// The JSON stats line (and the terminal view) comes this often.
 pub const STATS_PERIOD: Duration = Duration::from_secs(1);
@@ -72,6 +73,8 @@ struct Driver {
 pub async fn run(args: &JoinArgs, stop: impl Future<Output = ()>) -> Result<(), RoomError> {
     let url = parse_room_url(&args.url)?;
     let emulation = args.common.emulation()?;
+    // The member's emulated links release datagrams on its timer: only then meet it exactly.
+    let precise = emulation.is_some();
     let duration = args
         .common
         .duration
@@ -160,6 +163,8 @@ pub async fn run(args: &JoinArgs, stop: impl Future<Output = ()>) -> Result<(), 
     let deadline = duration.map(|d| start + d);
     tokio::pin!(stop);
     let mut buf = vec![0u8; RECV_BUF];
+    // Precise, so an emulated delay is the delay asked for (see `crate::timer`).
+    let mut timer = Timer::new();
     loop {
         driver.flush();
         let next = driver
@@ -170,9 +175,10 @@ pub async fn run(args: &JoinArgs, stop: impl Future<Output = ()>) -> Result<(), 
             .fold(driver.next_stats, Duration::min);
         let wake = start + next;
         let wake = deadline.map_or(wake, |d| wake.min(d));
+        timer.reset(wake, precise);
         tokio::select! {
             () = &mut stop => break,
-            () = tokio::time::sleep_until(wake) => {
+            () = timer.wait() => {
                 if deadline.is_some_and(|d| Instant::now() >= d) {
                     break;
                 }
