@@ -39,6 +39,7 @@ function addLink(r, from, to, transport) {
   card.innerHTML = `<h2>${room ? '' : `${r} · `}peer ${from} → peer ${to} <small>${transport ?? ''}</small></h2>
     <p class="state">link <b class="link-state">—</b> <span class="why"></span></p>
     <p class="latest">RTT <b class="rtt">—</b> · jitter <b class="jitter">—</b> · loss <b class="loss">—</b>
+      <small class="loss-window">(last 64 packets)</small> · <b class="loss-all">—</b> <small>since start</small>
       · mode <b class="mode">—</b> · rate <b class="rate">—</b></p><div class="charts"></div>`;
   $('links').append(card);
   const charts = card.querySelector('.charts');
@@ -52,13 +53,14 @@ function addLink(r, from, to, transport) {
     { label: 'RTT − jitter', stroke: '#2a7de155' },
   ], {}, [{ series: [2, 3], fill: '#2a7de122' }]);
   const loss = chart(lossBox, 'loss % · send rate (Hz)', [
-    { label: 'loss %', stroke: '#d33', width: 2, scale: '%' },
+    { label: 'loss %, last 64 packets', stroke: '#d33', width: 2, scale: '%' },
+    { label: 'loss %, since start', stroke: '#822', width: 1, dash: [4, 3], scale: '%' },
     { label: 'send rate', stroke: '#888', scale: 'Hz' },
   ], { '%': { range: [0, 100] }, Hz: { range: [0, 40] } });
   const mode = chart(modeBox, 'congestion mode', [
     { label: 'mode (1 = good, 0 = bad)', stroke: '#2a2', width: 2, fill: '#2a23', paths: uPlot.paths.stepped({ align: 1 }) },
   ], { y: { range: [-0.1, 1.1] } });
-  const entry = { card, charts: { rtt, loss, mode }, data: { t: [], rtt: [], hi: [], lo: [], loss: [], rate: [], mode: [] }, latest: undefined, state: undefined, seenAt: 0, room: r, from, to };
+  const entry = { card, charts: { rtt, loss, mode }, data: { t: [], rtt: [], hi: [], lo: [], loss: [], lossAll: [], rate: [], mode: [] }, latest: undefined, state: undefined, seenAt: 0, room: r, from, to };
   links.set(key, entry);
   summary();
   return entry;
@@ -102,15 +104,17 @@ function onStats(r, from, reports) {
     link.latest = s;
     const d = link.data;
     d.t.push(t); d.rtt.push(s.rtt_ms); d.hi.push(s.rtt_ms + s.jitter_ms); d.lo.push(Math.max(0, s.rtt_ms - s.jitter_ms));
-    d.loss.push(s.loss_percent); d.rate.push(s.send_rate_pps); d.mode.push(s.mode === 'good' ? 1 : 0);
+    d.loss.push(s.loss_percent); d.lossAll.push(s.loss_cumulative_percent ?? null); d.rate.push(s.send_rate_pps); d.mode.push(s.mode === 'good' ? 1 : 0);
     while (d.t.length && d.t[0] < t - WINDOW_S) for (const series of Object.values(d)) series.shift();
     link.charts.rtt.setData([d.t, d.rtt, d.hi, d.lo]);
-    link.charts.loss.setData([d.t, d.loss, d.rate]);
+    link.charts.loss.setData([d.t, d.loss, d.lossAll, d.rate]);
     link.charts.mode.setData([d.t, d.mode]);
     const q = (cls) => link.card.querySelector(`.${cls}`);
     q('rtt').textContent = `${s.rtt_ms.toFixed(1)} ms`;
     q('jitter').textContent = `${s.jitter_ms.toFixed(1)} ms`;
     q('loss').textContent = `${s.loss_percent.toFixed(1)} %`;
+    q('loss-window').textContent = `(last ${s.loss_window_packets ?? 64} packets)`;
+    q('loss-all').textContent = `${(s.loss_cumulative_percent ?? 0).toFixed(1)} %`;
     q('mode').textContent = s.mode;
     q('mode').dataset.mode = s.mode;
     q('rate').textContent = `${s.send_rate_pps.toFixed(0)} Hz`;

@@ -162,7 +162,7 @@ function renderPeers(rows) {
     // RTT and jitter mean nothing until the first ack: show a dash, not 0.
     const measured = s?.packets_acked > 0;
     const cells = [`${l.peer ?? '?'} (${l.kind})`, l.state, measured ? fmt(s.rtt_ms, ' ms') : '—', measured ? fmt(s.jitter_ms, ' ms') : '—',
-      fmt(s?.loss_percent, ' %'), s?.mode ?? '—', fmt(s?.send_rate_pps, ' pkt/s', 0), `${l.transport}${l.candidate ? ` · ${l.candidate}` : ''}`,
+      s ? `${fmt(s.loss_percent, ' %')} · ${fmt(s.loss_cumulative_percent, ' %')}` : '—', s?.mode ?? '—', fmt(s?.send_rate_pps, ' pkt/s', 0), `${l.transport}${l.candidate ? ` · ${l.candidate}` : ''}`,
       l.state === 'connected' ? '' : l.reason?.message ?? ''];
     for (const text of cells) {
       const td = document.createElement('td');

@@ -19,6 +19,7 @@ const shown = (dash, room, from, to) => dash.page.evaluate((key) => {
   const latest = window.ackwireDashboard.links.get(key)?.latest;
   return {
     rtt: parseFloat(text('rtt')), loss: parseFloat(text('loss')), mode: text('mode'),
+    lossAll: parseFloat(text('loss-all')), lossWindow: text('loss-window'),
     canvases: card.querySelectorAll('canvas').length,
     resolved: latest ? latest.packets_acked + latest.packets_lost : 0,
   };
@@ -47,6 +48,9 @@ test('a lossy player shows its loss on the room dashboard; closing it removes it
   for (const [from, to] of [[aId, bId], [bId, aId]]) {
     const s = await waitShown(dash, 'lossy', from, to, (v) => v.resolved >= 80, 20000);
     assert.ok(s.loss >= 2 && s.loss <= 25, `link ${from}→${to} shows ${s.loss}% loss`);
+    // Beside it, the steadier figure over every packet since the start, the window named.
+    assert.ok(s.lossAll >= 2 && s.lossAll <= 25, `link ${from}→${to} shows ${s.lossAll}% since start`);
+    assert.equal(s.lossWindow, '(last 64 packets)');
     assert.equal(s.canvases, 3, 'RTT, loss/rate and mode charts');
   }
   await dash.page.screenshot({ path: join(artifactsDir(), 'dashboard.png'), fullPage: true });

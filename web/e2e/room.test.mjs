@@ -58,11 +58,21 @@ test('two players in a room connect, see each other move, and get a first ack qu
   assert.equal(rows.length, 1);
   assert.equal(rows[0].peer, String(bId));
   assert.equal(rows[0].cells[1], 'connected');
-  const rtt = parseFloat(rows[0].cells[2]);
-  // Loopback adds ~nothing, but the core's RTT includes the peer's wait for its next paced
-  // packet (up to 100 ms at the starting 10 Hz) and early samples weigh heavily in the
-  // average: what must hold is that a loopback link never looks congested (< 250 ms).
-  assert.ok(rtt > 0 && rtt < 250, `RTT on loopback ${rtt} ms`);
+  assert.ok(parseFloat(rows[0].cells[2]) >= 0, `RTT shown: ${rows[0].cells[2]}`);
+  // A clean loopback path is about a millisecond each way through Chromium's DTLS/SCTP, and
+  // that is what both pages must read: each header says how long its ack waited for the
+  // peer's next paced packet (up to 100 ms at the starting 10 Hz), and the RTT leaves it out.
+  // Read once 60 packets have been acked, the 10 % average long settled.
+  const settledRtt = (page, id) => page.waitForFunction((peer) => {
+    const s = window.ackwire.players.get(peer)?.stats;
+    return s && s.packets_acked >= 60 && { rtt: s.rtt_ms, jitter: s.jitter_ms };
+  }, id, { timeout: 10000 }).then((h) => h.jsonValue());
+  const aId = await a.page.evaluate(() => window.ackwire.me.id);
+  const [onA, onB] = [await settledRtt(a.page, bId), await settledRtt(b.page, aId)];
+  console.log(`clean loopback RTT read by the pages: ${onA.rtt.toFixed(2)} ms (jitter ${onA.jitter.toFixed(2)}) and ${onB.rtt.toFixed(2)} ms (jitter ${onB.jitter.toFixed(2)})`);
+  // 2.6-2.7 ms on an idle machine; the bound leaves room for a loaded one and still fails the
+  // 30-100 ms a held ack would add.
+  for (const { rtt } of [onA, onB]) assert.ok(rtt > 0 && rtt <= 8, `RTT on clean loopback ${rtt} ms`);
   // A reliable chat message arrives exactly once on the other page.
   const text = `hello from B ${Math.random().toString(36).slice(2)}`;
   await b.page.fill('#chat-input', text);
