@@ -17,9 +17,10 @@ const env = useServerAndBrowser();
 // acceptance wait the native's ICE agent waits a further second before nominating.
 const CONNECT_BOUND_MS = 1500;
 
-// Loopback RTT reads tens of ms (the core's samples still include the peer's wait for its
-// next paced packet); above 250 ms the core itself would call the link bad.
-const RTT_BOUND_MS = 250;
+// A loopback path is a few ms even through WebRTC (each header's ack delay takes the peer's
+// wait for its next paced packet out of the sample); the bound leaves room for a loaded
+// machine and still fails a held ack (33-100 ms).
+const RTT_BOUND_MS = 25;
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const myId = (p) => p.page.waitForFunction(() => window.ackwire?.me.id, null, { timeout: 10000 }).then((h) => h.jsonValue());
@@ -136,6 +137,7 @@ test('two natives and a browser: the natives link over UDP, each with the browse
       const shown = await dashboardLink(dash, room, from, to);
       assert.equal(shown.transport, transport, `${from}→${to}`);
       assert.ok(shown.rtt > 0 && shown.rtt < RTT_BOUND_MS, `${from}→${to} RTT ${shown.rtt} ms`);
+      console.log(`dashboard ${transport} ${from}→${to}: RTT ${shown.rtt.toFixed(2)} ms after ${shown.acked} acked packets`);
     }
     await dash.page.screenshot({ path: join(artifactsDir(), 'native-trio.png'), fullPage: true });
     assert.deepEqual([...player.errors, ...dash.errors], []);
