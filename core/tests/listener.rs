@@ -168,17 +168,12 @@ fn a_full_listener_refuses_new_peers_without_answering_and_keeps_its_own() {
         .with_max_connections(1);
     world.run_for(Duration::from_secs(1));
     assert_eq!(world.listener.len(), 1);
-    let mut stranger = Connection::connect(ConnectionConfig::default(), world.now).unwrap();
-    let mut buf = [0u8; 1200];
-    let len = stranger
-        .poll_transmit(world.now, &mut buf)
-        .unwrap()
-        .unwrap();
+    let request = first_connect_request(world.now);
     let mut reply = [0u8; 64];
     assert_eq!(
         world
             .listener
-            .receive(world.now, b"b", &buf[..len], &mut reply),
+            .receive(world.now, b"b", &request, &mut reply),
         Err(ListenerError::Full(1)),
         "no challenge while full"
     );
@@ -356,21 +351,24 @@ fn a_connect_request_from_an_address_with_a_connection_is_refused_by_that_connec
     world.run_for(Duration::from_secs(1));
     // The same peer restarted on the same address: its old connection answers, not the
     // acceptor, until that connection ends.
-    let mut restarted = Connection::connect(ConnectionConfig::default(), world.now).unwrap();
-    let mut buf = [0u8; 1200];
-    let len = restarted
-        .poll_transmit(world.now, &mut buf)
-        .unwrap()
-        .unwrap();
+    let request = first_connect_request(world.now);
     let mut reply = [0u8; 64];
     assert_eq!(
         world
             .listener
-            .receive(world.now, b"a", &buf[..len], &mut reply),
+            .receive(world.now, b"a", &request, &mut reply),
         Err(ListenerError::Connection(ConnectionError::Unexpected {
             packet: "connect request",
             state: ConnectionState::Connected
         }))
     );
     assert_eq!(reply, [0u8; 64], "no challenge");
+}
+
+/// The first datagram a fresh connector sends at `now`: its connect request.
+fn first_connect_request(now: Duration) -> Vec<u8> {
+    let mut connector = Connection::connect(ConnectionConfig::default(), now).unwrap();
+    let mut buf = [0u8; 1200];
+    let len = connector.poll_transmit(now, &mut buf).unwrap().unwrap();
+    buf[..len].to_vec()
 }
