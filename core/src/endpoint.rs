@@ -665,17 +665,7 @@ impl Endpoint {
             jitter_ms: ms(self.rtt.jitter()),
             loss_percent: self.loss.percent(),
             loss_window_packets: u32::from(self.settings.config.loss_window_packets),
-            loss_cumulative_percent: {
-                let Counters {
-                    packets_acked,
-                    packets_lost,
-                    ..
-                } = self.counters;
-                match packets_acked + packets_lost {
-                    0 => 0.0,
-                    resolved => packets_lost as f64 * 100.0 / resolved as f64,
-                }
-            },
+            loss_cumulative_percent: self.counters.loss_percent(),
             mode: self.congestion.mode(),
             recovery_time_ms: ms(self.congestion.recovery_time()),
             send_rate_pps: match self.congestion.mode() {

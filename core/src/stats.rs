@@ -25,6 +25,17 @@ pub struct Counters {
     pub header_bytes_sent: u64,
 }
 
+impl Counters {
+    /// Lost share, in percent, of the packets resolved (acked or declared lost) so far; 0
+    /// before any.
+    pub fn loss_percent(&self) -> f64 {
+        match self.packets_acked + self.packets_lost {
+            0 => 0.0,
+            resolved => self.packets_lost as f64 * 100.0 / resolved as f64,
+        }
+    }
+}
+
 impl core::ops::AddAssign for Counters {
     fn add_assign(&mut self, other: Counters) {
         self.packets_sent += other.packets_sent;

@@ -109,11 +109,7 @@ fn the_mode_decision_is_exact_at_the_rtt_threshold() {
         // True RTT 230 ms, under the 250 ms threshold: conditions are good from the start,
         // so good mode comes exactly the initial recovery time (4 s) after the start, and
         // stays.
-        let mut under = Driven::new(
-            [config.clone(), config.clone()],
-            [delayed(115 * MS), delayed(115 * MS)],
-            seed,
-        );
+        let mut under = Driven::symmetric(config.clone(), delayed(115 * MS), seed);
         under.run_until(60 * S);
         for side in 0..2 {
             let due = under.sides[side].offset + config.initial_recovery_time;
@@ -125,11 +121,7 @@ fn the_mode_decision_is_exact_at_the_rtt_threshold() {
             );
         }
         // True RTT 260 ms: never good.
-        let mut over = Driven::new(
-            [config.clone(), config.clone()],
-            [delayed(130 * MS), delayed(130 * MS)],
-            seed,
-        );
+        let mut over = Driven::symmetric(config.clone(), delayed(130 * MS), seed);
         over.run_until(60 * S);
         for side in 0..2 {
             assert_eq!(
@@ -150,7 +142,7 @@ fn cumulative_loss_is_the_injected_rate_over_2000_packets() {
             loss_percent: loss,
             ..EmulatorConfig::default()
         };
-        let mut run = Driven::new([at_rate(30.0), at_rate(30.0)], [link.clone(), link], seed);
+        let mut run = Driven::symmetric(at_rate(30.0), link, seed);
         // 2,000 packets at 30 pps, plus the last ones' loss timeout.
         run.run_until(2000 * S / 30 + 2 * S);
         for side in 0..2 {

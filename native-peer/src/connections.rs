@@ -192,8 +192,6 @@ pub struct Connections {
     closing: bool,
     buf: Vec<u8>,
     reply: [u8; 64],
-    /// Resolved packets the core's windowed loss covers (`Config::loss_window_packets`).
-    loss_window_packets: u16,
 }
 
 impl Connections {
@@ -204,9 +202,8 @@ impl Connections {
         secret: [u8; 32],
         max_connections: usize,
     ) -> Result<Connections, ackwire_core::ConnectionConfigError> {
-        let window = config.packet.loss_window_packets;
         let listener = Listener::new(config, secret)?.with_max_connections(max_connections);
-        Ok(Connections::new(Side::Listen(Box::new(listener)), window))
+        Ok(Connections::new(Side::Listen(Box::new(listener))))
     }
 
     /// A connector to `remote`, starting its handshake at `now`.
@@ -215,21 +212,16 @@ impl Connections {
         now: Duration,
         remote: SocketAddr,
     ) -> Result<Connections, ackwire_core::ConnectionConfigError> {
-        let window = config.packet.loss_window_packets;
         let connection = Box::new(Connection::connect(config, now)?);
-        Ok(Connections::new(
-            Side::Connect {
-                remote,
-                connection,
-                demo_sent: 0,
-            },
-            window,
-        ))
+        Ok(Connections::new(Side::Connect {
+            remote,
+            connection,
+            demo_sent: 0,
+        }))
     }
 
-    fn new(side: Side, loss_window_packets: u16) -> Connections {
+    fn new(side: Side) -> Connections {
         Connections {
-            loss_window_packets,
             side,
             dropped: Dropped::default(),
             echo_refused: 0,
@@ -463,7 +455,11 @@ impl Connections {
 
     /// Resolved packets the core's windowed loss covers per connection.
     pub fn loss_window_packets(&self) -> u16 {
-        self.loss_window_packets
+        let config = match &self.side {
+            Side::Listen(listener) => listener.acceptor().config(),
+            Side::Connect { connection, .. } => connection.config(),
+        };
+        config.packet.loss_window_packets
     }
 
     /// Datagrams refused so far.

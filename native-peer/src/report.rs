@@ -119,7 +119,6 @@ fn snapshot(
         }
     }
     let mean = |sum: f64, n: usize| if n == 0 { 0.0 } else { sum / n as f64 };
-    let resolved = counters.packets_acked + counters.packets_lost;
     Report {
         t_s: now.as_secs_f64(),
         rtt_ms: mean(rtt, measured),
@@ -130,11 +129,7 @@ fn snapshot(
         counters,
         recovery_time_ms: recovery,
         loss_window_packets: connections.loss_window_packets().into(),
-        loss_cumulative_pct: if resolved == 0 {
-            0.0
-        } else {
-            100.0 * counters.packets_lost as f64 / resolved as f64
-        },
+        loss_cumulative_pct: counters.loss_percent(),
         connections: connections.len(),
         connections_bad: bad,
         dropped: connections.dropped(),

@@ -113,6 +113,11 @@ impl Driven {
         }
     }
 
+    /// Both sides on `config`, over links of the same conditions.
+    pub fn symmetric(config: Config, link: EmulatorConfig, seed: u64) -> Driven {
+        Driven::new([config.clone(), config], [link.clone(), link], seed)
+    }
+
     /// Records both sides' stats every `period` (shared clock) from now on.
     pub fn sample_every(&mut self, period: Duration) {
         self.sample_every = Some(period);
