@@ -171,6 +171,10 @@ pub enum ClientFrame {
         /// Room to watch; absent for all rooms.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         room: Option<String>,
+        /// The server's admin token, needed to watch every room (unless the upgrade carried
+        /// it as `Authorization: Bearer`, or the server listens on loopback without one).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        token: Option<String>,
     },
     /// Leave the room now (the room is told at once; the id cannot be resumed).
     Leave,

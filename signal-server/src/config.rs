@@ -71,6 +71,32 @@ pub struct Config {
     /// How long a peer whose link dropped keeps its id for a `resume`, in ms. Default 15000.
     #[arg(long = "reconnect-grace-ms", env = "ACKWIRE_RECONNECT_GRACE_MS", default_value = "15000", value_parser = parse_duration_ms)]
     pub reconnect_grace: Duration,
+    /// Open connections allowed from one IP address; the next upgrade is refused with HTTP
+    /// 429. Default 32. (Behind a reverse proxy every client has the proxy's address: raise
+    /// it there, and let the proxy limit per client.)
+    #[arg(long, env = "ACKWIRE_MAX_CONNECTIONS_PER_IP", default_value_t = 32)]
+    pub max_connections_per_ip: usize,
+    /// Rooms one IP address may create per minute (a burst of as many, refilled evenly); a
+    /// join that would create one more gets `room_creation_limited`. Default 30.
+    #[arg(long, env = "ACKWIRE_ROOMS_PER_IP_PER_MIN", default_value_t = 30)]
+    pub rooms_per_ip_per_min: u32,
+    /// Origins (`scheme://host[:port]`, comma-separated) whose pages may open `/ws`, besides
+    /// the server's own origin and clients that send no `Origin` (natives). `*` allows every
+    /// origin. Others are refused with HTTP 403. Default: none besides those.
+    #[arg(long, env = "ACKWIRE_ALLOWED_ORIGINS", value_delimiter = ',')]
+    pub allowed_origins: Vec<String>,
+    /// Secret that subscribing to every room (the all-rooms dashboard, `/dashboard#token=T`)
+    /// requires, in the subscribe frame or as `Authorization: Bearer T` on the upgrade. Without
+    /// one, the all-rooms subscription works only while the server listens on a loopback
+    /// address. Prefer the environment variable: flags show in `ps`. Default: none.
+    #[arg(long, env = "ACKWIRE_ADMIN_TOKEN", hide_env_values = true)]
+    pub admin_token: Option<String>,
+    /// PEM certificate chain: serve HTTPS and WSS (needs `--tls-key`). Default: plain HTTP.
+    #[arg(long, env = "ACKWIRE_TLS_CERT", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key of `--tls-cert`.
+    #[arg(long, env = "ACKWIRE_TLS_KEY", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
 }
 
 impl Default for Config {

@@ -54,6 +54,19 @@ pub enum SignalError {
     /// A resume named an unknown or expired peer, another room, or a wrong token.
     #[error("cannot resume peer {0}: unknown, expired or wrong token")]
     ResumeRejected(PeerId),
+    /// The join would create a room, and the client's address created its share of rooms in
+    /// the last minute.
+    #[error(
+        "too many rooms created from your address; join an existing room or try again in a minute"
+    )]
+    RoomCreationLimited,
+    /// The signal's target stopped reading its socket: the signal was dropped and the target
+    /// is being disconnected.
+    #[error("peer {0} is not reading; the signal was dropped")]
+    PeerNotReading(PeerId),
+    /// Watching every room needs the server's admin token, or a server listening on loopback.
+    #[error("watching every room needs the server's admin token; watch one room instead")]
+    AdminTokenRequired,
 }
 
 impl SignalError {
@@ -74,6 +87,9 @@ impl SignalError {
             Self::UnknownPeer(_) => "unknown_peer",
             Self::PeerIdMismatch { .. } => "peer_id_mismatch",
             Self::ResumeRejected(_) => "resume_rejected",
+            Self::RoomCreationLimited => "room_creation_limited",
+            Self::PeerNotReading(_) => "peer_not_reading",
+            Self::AdminTokenRequired => "admin_token_required",
         }
     }
 }

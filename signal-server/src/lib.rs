@@ -3,6 +3,7 @@
 //!
 //! The binary is a thin wrapper around [`serve`]; tests call it on a `127.0.0.1:0` listener.
 
+pub mod admission;
 pub mod config;
 pub mod error;
 pub mod metrics;
@@ -11,9 +12,9 @@ pub mod protocol;
 pub mod rooms;
 pub mod session;
 
-use std::{future::Future, sync::Arc, time::Duration};
+use std::{future::Future, net::SocketAddr, sync::Arc, time::Duration};
 
-use axum::{Router, http::header, response::IntoResponse, routing::get};
+use axum::{Router, http::header, response::IntoResponse, routing::get, serve::ListenerExt};
 use tokio::{net::TcpListener, sync::watch};
 
 pub use config::Config;
@@ -25,20 +26,25 @@ use crate::{metrics::Metrics, pages::Assets, rooms::Hub};
 #[derive(Debug, Clone)]
 pub struct AppState {
     hub: Arc<Hub>,
+    /// The server listens on a loopback address (see [`Config::admin_token`]).
+    loopback: bool,
     assets: Arc<Assets>,
     /// Flips to `true` when the server shuts down; sessions then close with "going away".
     shutdown: watch::Receiver<bool>,
 }
 
-/// The router: pages, assets, `/ws`, `/healthz`, `/metrics`.
-pub fn app(config: Config, shutdown: watch::Receiver<bool>) -> Router {
+/// The router: pages, assets, `/ws`, `/healthz`, `/metrics`. `local` is the address the
+/// server listens on (a loopback one opens the all-rooms dashboard without a token).
+pub fn app(config: Config, local: SocketAddr, shutdown: watch::Receiver<bool>) -> Router {
     let assets = match &config.web_dir {
         Some(dir) => Assets::Disk(dir.clone()),
         None => Assets::Embedded,
     };
     let metrics = Arc::new(Metrics::default());
+    let config = Arc::new(config);
     let state = AppState {
-        hub: Arc::new(Hub::new(Arc::new(config), metrics)),
+        hub: Arc::new(Hub::new(config, metrics)),
+        loopback: local.ip().is_loopback(),
         assets: Arc::new(assets),
         shutdown,
     };
@@ -63,7 +69,14 @@ async fn metrics_text(
             header::CONTENT_TYPE,
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
         )],
-        app.hub.metrics().render(),
+        {
+            let metrics = app.hub.metrics();
+            let tracked = app.hub.admission().clients();
+            metrics
+                .clients_tracked
+                .set(i64::try_from(tracked).unwrap_or(i64::MAX));
+            metrics.render()
+        },
     )
 }
 
@@ -75,16 +88,28 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let (stop_tx, stop_rx) = watch::channel(false);
-    let router = app(config, stop_rx);
-    axum::serve(listener, router)
-        .with_graceful_shutdown(async move {
-            shutdown.await;
-            tracing::info!("shutting down");
-            let _ = stop_tx.send(true);
-            // Give sessions a moment to send their close frames.
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        })
-        .await
+    let local = listener.local_addr()?;
+    let router = app(config, local, stop_rx);
+    // Signalling is many small frames sent back to back (a welcome, then `peer_joined`; an
+    // offer, then its candidates): with Nagle's algorithm each waits for the previous one's
+    // delayed ACK, ~40 ms.
+    let listener = listener.tap_io(|tcp| {
+        if let Err(err) = tcp.set_nodelay(true) {
+            tracing::debug!(%err, "TCP_NODELAY not set");
+        }
+    });
+    axum::serve(
+        listener,
+        router.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(async move {
+        shutdown.await;
+        tracing::info!("shutting down");
+        let _ = stop_tx.send(true);
+        // Give sessions a moment to send their close frames.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    })
+    .await
 }
 
 /// Resolves on Ctrl-C or SIGTERM.

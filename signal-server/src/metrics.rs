@@ -6,7 +6,7 @@ use prometheus_client::{
     registry::Registry,
 };
 
-use crate::error::SignalError;
+use crate::{admission::Refusal, error::SignalError};
 
 /// Why the server closed a connection itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -42,6 +42,22 @@ impl CloseCause {
     }
 }
 
+/// Why a frame for a client was dropped instead of delivered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DropReason {
+    /// The target's outbound queue was full: it stopped reading and is being closed.
+    QueueFull,
+}
+
+impl DropReason {
+    /// Label value in `/metrics`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::QueueFull => "queue_full",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct CodeLabel {
     code: &'static str,
@@ -72,8 +88,12 @@ pub struct Metrics {
     pub signals_relayed: Counter,
     /// Stats reports accepted.
     pub stats_reports: Counter,
+    /// Addresses the per-address limits remember now.
+    pub clients_tracked: Gauge,
     errors: Family<CodeLabel, Counter>,
     closes: Family<ReasonLabel, Counter>,
+    dropped: Family<ReasonLabel, Counter>,
+    refused: Family<ReasonLabel, Counter>,
 }
 
 impl Default for Metrics {
@@ -88,8 +108,11 @@ impl Default for Metrics {
             resumes: Counter::default(),
             signals_relayed: Counter::default(),
             stats_reports: Counter::default(),
+            clients_tracked: Gauge::default(),
             errors: Family::default(),
             closes: Family::default(),
+            dropped: Family::default(),
+            refused: Family::default(),
         };
         let r = &mut m.registry;
         r.register("rooms", "Rooms that exist now", m.rooms.clone());
@@ -116,7 +139,22 @@ impl Default for Metrics {
             "Stats reports received",
             m.stats_reports.clone(),
         );
+        r.register(
+            "clients_tracked",
+            "Client addresses the per-address limits remember",
+            m.clients_tracked.clone(),
+        );
         r.register("errors", "Error frames sent, by code", m.errors.clone());
+        r.register(
+            "signals_dropped",
+            "Signals not delivered, by reason",
+            m.dropped.clone(),
+        );
+        r.register(
+            "upgrades_refused",
+            "WebSocket upgrades refused before they happened, by reason",
+            m.refused.clone(),
+        );
         r.register(
             "server_closes",
             "Connections closed by the server, by reason",
@@ -139,6 +177,24 @@ impl Metrics {
         self.closes
             .get_or_create(&ReasonLabel {
                 reason: cause.as_str(),
+            })
+            .inc();
+    }
+
+    /// Count one signal that was not delivered.
+    pub fn signal_dropped(&self, reason: DropReason) {
+        self.dropped
+            .get_or_create(&ReasonLabel {
+                reason: reason.as_str(),
+            })
+            .inc();
+    }
+
+    /// Count one upgrade refused with an HTTP status.
+    pub fn upgrade_refused(&self, reason: Refusal) {
+        self.refused
+            .get_or_create(&ReasonLabel {
+                reason: reason.as_str(),
             })
             .inc();
     }

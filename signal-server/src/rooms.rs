@@ -6,7 +6,7 @@
 use std::{
     borrow::Cow,
     collections::{BTreeMap, HashMap},
-    net::SocketAddr,
+    net::{IpAddr, SocketAddr},
     sync::{
         Arc, Mutex, MutexGuard,
         atomic::{AtomicU64, Ordering},
@@ -21,9 +21,10 @@ use serde_json::Value;
 use tokio::sync::{Notify, mpsc};
 
 use crate::{
+    admission::Admission,
     config::Config,
     error::SignalError,
-    metrics::{CloseCause, Metrics},
+    metrics::{CloseCause, DropReason, Metrics},
     protocol::to_text,
 };
 
@@ -74,10 +75,16 @@ impl Link {
         (Link { conn, tx, kick }, rx)
     }
 
-    /// Queue a frame; a full queue means the client stopped reading, so it is closed.
-    fn send(&self, text: &Utf8Bytes) {
-        if let Err(mpsc::error::TrySendError::Full(_)) = self.tx.try_send(text.clone()) {
-            self.kick.kick(CloseCause::SlowReader);
+    /// Queue a frame; false if it was dropped. A full queue means the client stopped
+    /// reading, so it is closed at once (its task stops waiting on the socket).
+    fn send(&self, text: &Utf8Bytes) -> bool {
+        match self.tx.try_send(text.clone()) {
+            Ok(()) => true,
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                self.kick.kick(CloseCause::SlowReader);
+                false
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => false,
         }
     }
 }
@@ -107,11 +114,20 @@ impl Room {
             .is_some_and(|l| l.conn == conn)
     }
 
+    /// The room as a dashboard sees it: no peer's address.
     fn snapshot(&self, name: &str) -> RoomSnapshot {
         RoomSnapshot {
             room: name.to_owned(),
-            peers: self.peers.values().map(|p| p.info.clone()).collect(),
+            peers: self.peers.values().map(|p| watched(&p.info)).collect(),
         }
+    }
+}
+
+/// A peer as dashboards see it: a native's UDP address is for its room's members alone.
+fn watched(info: &PeerInfo) -> PeerInfo {
+    PeerInfo {
+        udp_addr: None,
+        ..info.clone()
     }
 }
 
@@ -129,8 +145,16 @@ struct State {
 }
 
 impl State {
-    /// Send `text` to every attached peer of `room` except `except`, and to its subscribers.
-    fn broadcast(&self, room: &str, except: Option<PeerId>, text: &Utf8Bytes) {
+    /// Send `text` to every attached peer of `room` except `except`, and `watched` (or
+    /// `text`) to its subscribers. A reader whose queue is full is being closed; the others
+    /// are not held up by it.
+    fn broadcast(
+        &self,
+        room: &str,
+        except: Option<PeerId>,
+        text: &Utf8Bytes,
+        watched: Option<&Utf8Bytes>,
+    ) {
         if let Some(r) = self.rooms.get(room) {
             for (id, slot) in &r.peers {
                 if Some(*id) != except
@@ -140,7 +164,7 @@ impl State {
                 }
             }
         }
-        self.notify_subscribers(room, text);
+        self.notify_subscribers(room, watched.unwrap_or(text));
     }
 
     fn notify_subscribers(&self, room: &str, text: &Utf8Bytes) {
@@ -174,6 +198,9 @@ pub struct JoinRequest {
     pub kind: PeerKind,
     /// Natives' UDP address.
     pub udp_addr: Option<SocketAddr>,
+    /// The address the connection is counted under ([`Permit::client`](crate::admission::Permit::client)): a join that creates
+    /// a room spends one of its room creations.
+    pub client: IpAddr,
     /// Validated program instance id; a new peer with it replaces the room's old one.
     pub instance: Option<String>,
     /// Earlier credentials, if resuming (the instance is then ignored).
@@ -185,13 +212,19 @@ pub struct JoinRequest {
 pub struct Hub {
     config: Arc<Config>,
     metrics: Arc<Metrics>,
+    admission: Arc<Admission>,
     state: Mutex<State>,
     next_peer: AtomicU64,
     next_conn: AtomicU64,
 }
 
+/// A fresh 128-bit resume token, as 32 hex digits.
+fn new_token() -> String {
+    format!("{:032x}", rand::random::<u128>())
+}
+
 /// Comparison time independent of where the strings differ, so tokens cannot be guessed byte by byte.
-fn tokens_match(a: &str, b: &str) -> bool {
+pub(crate) fn tokens_match(a: &str, b: &str) -> bool {
     a.len() == b.len()
         && a.bytes()
             .zip(b.bytes())
@@ -203,6 +236,7 @@ impl Hub {
     /// An empty hub.
     pub fn new(config: Arc<Config>, metrics: Arc<Metrics>) -> Self {
         Hub {
+            admission: Arc::new(Admission::new(config.clone())),
             config,
             metrics,
             state: Mutex::default(),
@@ -219,6 +253,11 @@ impl Hub {
     /// The metrics it updates.
     pub fn metrics(&self) -> &Metrics {
         &self.metrics
+    }
+
+    /// Per-address limits.
+    pub fn admission(&self) -> &Arc<Admission> {
+        &self.admission
     }
 
     /// A fresh connection id.
@@ -247,6 +286,9 @@ impl Hub {
             if req.udp_addr.is_some() {
                 slot.info.udp_addr = req.udp_addr;
             }
+            // Every welcome carries a new token and the one just used is dead: a token that
+            // leaked is worth at most one takeover, which its owner notices at once.
+            slot.token = new_token();
             let (peer_id, token) = (resume.peer_id, slot.token.clone());
             let peers = st.rooms[&req.room]
                 .peers
@@ -268,6 +310,9 @@ impl Hub {
         let room = match st.rooms.get_mut(&req.room) {
             Some(room) => room,
             None if room_count >= self.config.max_rooms => return Err(SignalError::TooManyRooms),
+            None if !self.admission.create_room(req.client) => {
+                return Err(SignalError::RoomCreationLimited);
+            }
             None => {
                 self.metrics.rooms.inc();
                 st.rooms.entry(req.room.clone()).or_default()
@@ -300,11 +345,17 @@ impl Hub {
             instance: req.instance,
         };
         let peer_id = info.id;
-        let token = format!("{:032x}", rand::random::<u128>());
+        let token = new_token();
         let peers = room.peers.values().map(|p| p.info.clone()).collect();
         let joined = to_text(&ServerFrame::PeerJoined {
             room: Cow::Borrowed(&req.room),
             peer: info.clone(),
+        });
+        let joined_watched = info.udp_addr.is_some().then(|| {
+            to_text(&ServerFrame::PeerJoined {
+                room: Cow::Borrowed(&req.room),
+                peer: watched(&info),
+            })
         });
         room.peers.insert(
             peer_id,
@@ -323,9 +374,9 @@ impl Hub {
                 peer_id: old_id,
                 reason: LeaveReason::Replaced,
             });
-            st.broadcast(&req.room, Some(peer_id), &left);
+            st.broadcast(&req.room, Some(peer_id), &left, None);
         }
-        st.broadcast(&req.room, Some(peer_id), &joined);
+        st.broadcast(&req.room, Some(peer_id), &joined, joined_watched.as_ref());
         Ok(Joined {
             peer_id,
             token,
@@ -356,10 +407,16 @@ impl Hub {
             .and_then(|s| s.link.as_ref())
             .filter(|_| to != from)
             .ok_or(SignalError::UnknownPeer(to))?;
-        link.send(&to_text(&ServerFrame::Signal {
+        let delivered = link.send(&to_text(&ServerFrame::Signal {
             from,
             data: Cow::Borrowed(data),
         }));
+        if !delivered {
+            // The target stopped reading and is being closed; the sender learns its signal
+            // went nowhere rather than waiting for an answer.
+            self.metrics.signal_dropped(DropReason::QueueFull);
+            return Err(SignalError::PeerNotReading(to));
+        }
         self.metrics.signals_relayed.inc();
         Ok(())
     }
@@ -421,7 +478,7 @@ impl Hub {
             peer_id,
             reason,
         });
-        st.broadcast(room, None, &note);
+        st.broadcast(room, None, &note, None);
     }
 
     /// The peer's link dropped: keep its slot for the reconnect grace, then evict it unless
@@ -493,8 +550,13 @@ mod tests {
     use super::*;
 
     fn hub() -> Hub {
-        Hub::new(Arc::new(Config::default()), Arc::new(Metrics::default()))
+        let hub = Hub::new(Arc::new(Config::default()), Arc::new(Metrics::default()));
+        // Every test client comes from loopback and stays connected.
+        std::mem::forget(hub.admission().admit(LOOPBACK).unwrap());
+        hub
     }
+
+    const LOOPBACK: IpAddr = IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
 
     fn link(hub: &Hub) -> (Link, mpsc::Receiver<Utf8Bytes>) {
         Link::new(hub.next_conn_id(), 8, Arc::new(Kick::default()))
@@ -505,6 +567,7 @@ mod tests {
             room: room.into(),
             kind: PeerKind::Browser,
             udp_addr: None,
+            client: LOOPBACK,
             instance: None,
             resume,
         }

@@ -3,6 +3,7 @@
 
 use std::{
     borrow::Cow,
+    net::SocketAddr,
     sync::Arc,
     time::{Duration, Instant},
 };
@@ -10,27 +11,103 @@ use std::{
 use ackwire_room::signalling::{ClientFrame, LeaveReason, PeerId, PeerKind, ServerFrame, VERSION};
 use axum::{
     extract::{
-        State, WebSocketUpgrade,
+        ConnectInfo, Query, State, WebSocketUpgrade,
+        rejection::QueryRejection,
         ws::{CloseFrame, Message, Utf8Bytes, WebSocket, close_code},
     },
-    response::Response,
+    http::{HeaderMap, StatusCode, header},
+    response::{IntoResponse, Response},
 };
+use serde::Deserialize;
 use tokio::sync::{mpsc, watch};
 
 use crate::{
     AppState,
+    admission::{Permit, Refusal},
     error::SignalError,
     metrics::CloseCause,
     protocol::{error_frame, to_text, validate_instance, validate_room_name},
-    rooms::{ConnId, Hub, JoinRequest, Kick, Link},
+    rooms::{ConnId, Hub, JoinRequest, Kick, Link, tokens_match},
 };
+
+/// How long a closing connection waits for the client's close reply, reading what it sends.
+const CLOSE_DRAIN: Duration = Duration::from_secs(1);
 
 /// Initial read buffer of the WebSocket layer. Tungstenite allocates 128 KiB by default
 /// up front; signalling frames are small, and the buffer grows when one is not.
 const READ_BUFFER_BYTES: usize = 2048;
 
-/// `GET /ws`: upgrade with buffers sized for many mostly idle connections.
-pub async fn upgrade(ws: WebSocketUpgrade, State(app): State<AppState>) -> Response {
+/// A join given in the `/ws` URL (`/ws?version=1&room=lobby&kind=browser`), so the welcome is
+/// the first frame and joining costs no extra round trip. Resumes stay in a `join` frame:
+/// a token does not belong in a URL, which proxies log.
+#[derive(Debug, Deserialize)]
+pub struct UrlJoin {
+    version: Option<u32>,
+    room: Option<String>,
+    kind: Option<PeerKind>,
+    udp_addr: Option<SocketAddr>,
+    instance: Option<String>,
+}
+
+impl UrlJoin {
+    /// The join frame the URL stands for; `None` when it names no room.
+    fn frame(self) -> Option<Result<ClientFrame, SignalError>> {
+        let room = self.room?;
+        let (Some(version), Some(kind)) = (self.version, self.kind) else {
+            return Some(Err(SignalError::Malformed(
+                "a join in the URL needs version, room and kind".into(),
+            )));
+        };
+        Some(Ok(ClientFrame::Join {
+            version,
+            room,
+            kind,
+            udp_addr: self.udp_addr,
+            instance: self.instance,
+            resume: None,
+        }))
+    }
+}
+
+/// `GET /ws`: check the page's origin and the client's address, then upgrade with buffers
+/// sized for many mostly idle connections. Refusals are plain HTTP (403, 429), before any
+/// WebSocket exists.
+pub async fn upgrade(
+    ws: WebSocketUpgrade,
+    State(app): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    join: Result<Query<UrlJoin>, QueryRejection>,
+) -> Response {
+    let admission = app.hub.admission();
+    if !admission.origin_allowed(&headers) {
+        app.hub.metrics().upgrade_refused(Refusal::Origin);
+        return (
+            StatusCode::FORBIDDEN,
+            "this origin may not open the signalling socket (see --allowed-origins)",
+        )
+            .into_response();
+    }
+    let permit = match admission.admit(peer.ip()) {
+        Ok(permit) => permit,
+        Err(refusal) => {
+            app.hub.metrics().upgrade_refused(refusal);
+            return (
+                StatusCode::TOO_MANY_REQUESTS,
+                "too many connections from your address",
+            )
+                .into_response();
+        }
+    };
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(|t| t.trim().to_owned());
+    let first = match join {
+        Ok(Query(join)) => join.frame(),
+        Err(rejection) => Some(Err(SignalError::Malformed(rejection.body_text()))),
+    };
     let hard_cap = app.hub.config().hard_message_cap();
     ws.read_buffer_size(READ_BUFFER_BYTES)
         // Write each frame straight through; queuing is done (bounded) in front of the socket.
@@ -41,9 +118,12 @@ pub async fn upgrade(ws: WebSocketUpgrade, State(app): State<AppState>) -> Respo
         .on_upgrade(move |socket| async move {
             let metrics = app.hub.metrics();
             metrics.connections.inc();
-            Session::new(app.hub.clone(), socket)
-                .run(app.shutdown)
-                .await;
+            let session = Session {
+                bearer,
+                loopback: app.loopback,
+                ..Session::new(app.hub.clone(), socket, permit)
+            };
+            session.run(first, app.shutdown).await;
             app.hub.metrics().connections.dec();
         })
 }
@@ -105,10 +185,16 @@ struct Session {
     subscribed: bool,
     rate: RateLimit,
     last_heard: Instant,
+    /// This connection's place in its address's count.
+    permit: Permit,
+    /// `Authorization: Bearer` of the upgrade, for the all-rooms subscription.
+    bearer: Option<String>,
+    /// The server listens on loopback: the all-rooms subscription needs no token.
+    loopback: bool,
 }
 
 impl Session {
-    fn new(hub: Arc<Hub>, socket: WebSocket) -> Self {
+    fn new(hub: Arc<Hub>, socket: WebSocket, permit: Permit) -> Self {
         let conn = hub.next_conn_id();
         let kick = Arc::new(Kick::default());
         let (link, rx) = Link::new(conn, hub.config().outbound_queue, kick.clone());
@@ -124,11 +210,32 @@ impl Session {
             subscribed: false,
             rate,
             last_heard: Instant::now(),
+            permit,
+            bearer: None,
+            loopback: false,
         }
     }
 
-    async fn run(mut self, mut shutdown: watch::Receiver<bool>) {
-        let end = self.serve(&mut shutdown).await;
+    /// Serve the connection; `first` is the join its URL carried, answered before anything
+    /// is read.
+    async fn run(
+        mut self,
+        first: Option<Result<ClientFrame, SignalError>>,
+        mut shutdown: watch::Receiver<bool>,
+    ) {
+        let refused = match first {
+            Some(Ok(join)) => self.dispatch(join).await.err(),
+            Some(Err(err)) => Some(err),
+            None => None,
+        };
+        let closing = match refused {
+            Some(err) => self.refuse(err).await.err(),
+            None => None,
+        };
+        let end = match closing {
+            Some(cause) => self.close(cause).await,
+            None => self.serve(&mut shutdown).await,
+        };
         if self.subscribed {
             self.hub.unsubscribe(self.conn);
         }
@@ -188,31 +295,35 @@ impl Session {
                     None => return End::Lost,
                 },
                 Some(text) = self.rx.recv() => {
-                    if !self.write(Message::Text(text)).await {
-                        self.hub.metrics().close(CloseCause::SlowReader);
-                        return End::Lost;
+                    if let Err(cause) = self.write(Message::Text(text)).await {
+                        return self.close(cause).await;
                     }
                 }
                 _ = ping.tick() => {
                     if self.last_heard.elapsed() >= config.idle_timeout {
                         return self.close(CloseCause::IdleTimeout).await;
                     }
-                    if !self.write(Message::Ping(Default::default())).await {
-                        self.hub.metrics().close(CloseCause::SlowReader);
-                        return End::Lost;
+                    if let Err(cause) = self.write(Message::Ping(Default::default())).await {
+                        return self.close(cause).await;
                     }
                 }
             }
         }
     }
 
-    /// Write one frame; false if the client did not take it within the write timeout.
-    async fn write(&mut self, message: Message) -> bool {
+    /// Write one frame. Fails with [`CloseCause::SlowReader`] if the client did not take it
+    /// within the write timeout, or with the kick's cause if the connection is told to close
+    /// meanwhile: a client whose queue filled up is closed then, not a write timeout later.
+    async fn write(&mut self, message: Message) -> Result<(), CloseCause> {
         let timeout = self.hub.config().write_timeout;
-        matches!(
-            tokio::time::timeout(timeout, self.socket.send(message)).await,
-            Ok(Ok(()))
-        )
+        let kick = self.kick.clone();
+        tokio::select! {
+            written = tokio::time::timeout(timeout, self.socket.send(message)) => match written {
+                Ok(Ok(())) => Ok(()),
+                _ => Err(CloseCause::SlowReader),
+            },
+            cause = kick.kicked() => Err(cause),
+        }
     }
 
     /// Close with a reason the client can read, and count it.
@@ -241,6 +352,17 @@ impl Session {
             self.socket.send(Message::Close(Some(frame))),
         )
         .await;
+        // Read (and drop) what the client still sends until its close reply: a socket closed
+        // with unread input is reset by the kernel, and a client may then never see the close
+        // frame and its reason.
+        let drain = async {
+            while let Some(Ok(message)) = self.socket.recv().await {
+                if matches!(message, Message::Close(_)) {
+                    break;
+                }
+            }
+        };
+        let _ = tokio::time::timeout(CLOSE_DRAIN, drain).await;
         if replaced {
             End::Replaced
         } else {
@@ -295,11 +417,7 @@ impl Session {
     }
 
     async fn reply(&mut self, frame: &ServerFrame<'_>) -> Result<(), CloseCause> {
-        if self.write(Message::Text(to_text(frame))).await {
-            Ok(())
-        } else {
-            Err(CloseCause::SlowReader)
-        }
+        self.write(Message::Text(to_text(frame))).await
     }
 
     fn own_id(&self, claimed: Option<PeerId>) -> Result<(&str, PeerId), SignalError> {
@@ -339,6 +457,7 @@ impl Session {
                     room,
                     kind,
                     udp_addr,
+                    client: self.permit.client(),
                     instance,
                     resume,
                 };
@@ -367,9 +486,10 @@ impl Session {
                 let (room, id) = self.own_id(from)?;
                 self.hub.report_stats(room, id, self.conn, &links)
             }
-            ClientFrame::Subscribe { room } => {
-                if let Some(room) = &room {
-                    validate_room_name(room)?;
+            ClientFrame::Subscribe { room, token } => {
+                match &room {
+                    Some(room) => validate_room_name(room)?,
+                    None => self.may_watch_all(token.as_deref().or(self.bearer.as_deref()))?,
                 }
                 let rooms = self.hub.subscribe(room, self.link.clone());
                 self.subscribed = true;
@@ -381,6 +501,22 @@ impl Session {
                 self.hub.leave(&room, id, self.conn, LeaveReason::Left);
                 Ok(())
             }
+        }
+    }
+}
+
+impl Session {
+    /// Every room's peers and stats are the operator's: they need the admin token, or, with
+    /// none configured, a server that only local clients can reach.
+    fn may_watch_all(&self, token: Option<&str>) -> Result<(), SignalError> {
+        let allowed = match &self.hub.config().admin_token {
+            Some(admin) => token.is_some_and(|t| tokens_match(t, admin)),
+            None => self.loopback,
+        };
+        if allowed {
+            Ok(())
+        } else {
+            Err(SignalError::AdminTokenRequired)
         }
     }
 }
