@@ -8,7 +8,7 @@ use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio::{net::TcpStream, sync::oneshot, task::JoinHandle};
 use tokio_tungstenite::{
-    MaybeTlsStream, WebSocketStream, connect_async,
+    MaybeTlsStream, WebSocketStream, connect_async_with_config,
     tungstenite::{Message, protocol::CloseFrame},
 };
 
@@ -102,7 +102,10 @@ pub struct Client {
 
 impl Client {
     pub async fn connect(addr: SocketAddr) -> Client {
-        let (ws, _) = connect_async(format!("ws://{addr}/ws")).await.unwrap();
+        // Without Nagle's algorithm, as browsers open their sockets.
+        let (ws, _) = connect_async_with_config(format!("ws://{addr}/ws"), None, true)
+            .await
+            .unwrap();
         Client { ws }
     }
 
@@ -210,4 +213,51 @@ pub enum Event {
 
 pub fn peer_id(welcome: &Value) -> u64 {
     welcome["peer_id"].as_u64().unwrap()
+}
+
+/// How a WebSocket upgrade went: a client, or the HTTP status it was refused with.
+pub async fn upgrade(
+    addr: SocketAddr,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> Result<Client, u16> {
+    use tokio_tungstenite::tungstenite::{
+        Error,
+        client::IntoClientRequest,
+        http::{HeaderName, HeaderValue},
+    };
+    let mut request = format!("ws://{addr}{path}").into_client_request().unwrap();
+    for (name, value) in headers {
+        request.headers_mut().insert(
+            HeaderName::from_bytes(name.as_bytes()).unwrap(),
+            HeaderValue::from_str(value).unwrap(),
+        );
+    }
+    match connect_async_with_config(request, None, true).await {
+        Ok((ws, _)) => Ok(Client { ws }),
+        Err(Error::Http(response)) => Err(response.status().as_u16()),
+        Err(other) => panic!("upgrade failed without an HTTP status: {other}"),
+    }
+}
+
+impl Client {
+    /// Wait for the server's close frame, then for the connection's end; panics unless the
+    /// frame came and the end was orderly (no reset). Returns the frame.
+    pub async fn closed_cleanly(&mut self) -> CloseFrame {
+        let frame = loop {
+            match tokio::time::timeout(WAIT, self.ws.next()).await {
+                Err(_) => panic!("server did not close the connection"),
+                Ok(Some(Ok(Message::Close(Some(frame))))) => break frame,
+                Ok(Some(Ok(Message::Close(None)))) => panic!("close frame without a code"),
+                Ok(Some(Ok(_))) => {}
+                Ok(Some(Err(err))) => panic!("connection failed before a close frame: {err}"),
+                Ok(None) => panic!("connection ended without a close frame"),
+            }
+        };
+        match tokio::time::timeout(WAIT, self.ws.next()).await {
+            Err(_) => panic!("server did not shut the socket after its close frame"),
+            Ok(None) => frame,
+            Ok(Some(other)) => panic!("after the close frame: {other:?}"),
+        }
+    }
 }
