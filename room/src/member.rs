@@ -63,7 +63,7 @@ use crate::demo::{MAX_CHAT_BYTES, cookie_address, we_accept};
 use crate::emulation::Emulation;
 use crate::signalling::{
     ClientFrame, IceServer, LeaveReason, PeerId, PeerInfo, PeerKind, Resume, ServerFrame,
-    SignalData, VERSION,
+    SignalData, UrlJoin, VERSION,
 };
 
 /// How a member behaves; every field has a documented default except who and where it is.
@@ -374,9 +374,13 @@ pub enum TransportEvent {
 /// What the driver must do, or tell the application.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Output {
-    /// Open the signalling WebSocket; then call [`Member::signalling_open`] or
-    /// [`Member::signalling_closed`].
-    OpenSignalling,
+    /// Open the signalling WebSocket, with `join`'s query on the URL when there is one
+    /// (`ws://host/ws?version=1&room=..`: the server's first frame is then the welcome); then
+    /// call [`Member::signalling_open`] or [`Member::signalling_closed`].
+    OpenSignalling {
+        /// The join the URL carries; `None` when the member resumes, which takes a frame.
+        join: Option<UrlJoin>,
+    },
     /// Send this frame on the signalling socket (drop it if the socket is not open).
     Frame(ClientFrame),
     /// Run this on a transport.
@@ -596,6 +600,8 @@ pub struct Member {
     out: VecDeque<Output>,
     signalling: SignallingState,
     socket_open: bool,
+    /// The open (or opening) socket's URL carried the join.
+    joined_in_url: bool,
     signalling_attempts: u32,
     reconnect_at: Option<Duration>,
     me: Option<PeerId>,
@@ -662,6 +668,7 @@ impl Member {
             out: VecDeque::new(),
             signalling: SignallingState::Connecting,
             socket_open: false,
+            joined_in_url: false,
             signalling_attempts: 0,
             reconnect_at: Some(now),
             me: None,
@@ -782,7 +789,16 @@ impl Member {
         if self.reconnect_at.is_some_and(|at| now >= at) {
             self.reconnect_at = None;
             self.set_signalling(SignallingState::Connecting, None);
-            self.out.push_back(Output::OpenSignalling);
+            // A fresh join rides the URL; a resume carries a token, which stays out of URLs.
+            let join = self.resume().is_none().then(|| UrlJoin {
+                version: VERSION,
+                room: self.config.room.clone(),
+                kind: self.config.kind,
+                udp_addr: self.config.udp_addr,
+                instance: Some(self.config.instance.clone()),
+            });
+            self.joined_in_url = join.is_some();
+            self.out.push_back(Output::OpenSignalling { join });
         }
         for i in 0..self.links.len() {
             let link = &self.links[i];
@@ -812,12 +828,15 @@ impl Member {
 
     // ----- signalling -----
 
-    /// The signalling socket opened: the member joins (taking back its id if it has one).
+    /// The signalling socket opened: the member joins (taking back its id if it has one),
+    /// unless the socket's URL already carried the join.
     pub fn signalling_open(&mut self, now: Duration) {
         let _ = now;
         self.socket_open = true;
         self.set_signalling(SignallingState::Joining, None);
-        self.send_join();
+        if !self.joined_in_url {
+            self.send_join();
+        }
     }
 
     /// The signalling socket closed or could not open. Links keep flowing; the member asks
@@ -905,14 +924,19 @@ impl Member {
         Ok(())
     }
 
-    fn send_join(&mut self) {
-        let resume = match (self.me, &self.token) {
+    /// What a join takes back: our id and its token, once welcomed.
+    fn resume(&self) -> Option<Resume> {
+        match (self.me, &self.token) {
             (Some(peer_id), Some(token)) => Some(Resume {
                 peer_id,
                 token: token.clone(),
             }),
             _ => None,
-        };
+        }
+    }
+
+    fn send_join(&mut self) {
+        let resume = self.resume();
         self.out.push_back(Output::Frame(ClientFrame::Join {
             version: VERSION,
             room: self.config.room.clone(),

@@ -55,6 +55,72 @@ pub struct Resume {
     pub token: String,
 }
 
+/// A join carried in the `/ws` URL's query (`?version=1&room=lobby&kind=browser`), so the
+/// server's first frame is the welcome and joining costs no extra round trip. It stands for
+/// the `join` frame with the same fields; a resume is always a frame, since a token does not
+/// belong in a URL (proxies log them).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UrlJoin {
+    /// Must be [`VERSION`].
+    pub version: u32,
+    /// Room to enter (created on first join).
+    pub room: String,
+    /// Browser or native.
+    pub kind: PeerKind,
+    /// A native's UDP address for the other natives.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub udp_addr: Option<SocketAddr>,
+    /// This program instance's id (see [`PeerInfo::instance`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance: Option<String>,
+}
+
+impl UrlJoin {
+    /// The query string, without the `?`: every value percent-encoded where it is not an
+    /// unreserved URL character (an IPv6 `udp_addr`'s brackets and colons, say).
+    pub fn query(&self) -> String {
+        let mut pairs = vec![
+            ("version", self.version.to_string()),
+            ("room", self.room.clone()),
+            ("kind", self.kind.as_str().to_owned()),
+        ];
+        if let Some(addr) = self.udp_addr {
+            pairs.push(("udp_addr", addr.to_string()));
+        }
+        if let Some(instance) = &self.instance {
+            pairs.push(("instance", instance.clone()));
+        }
+        let encode = |value: &str| {
+            value
+                .bytes()
+                .map(|b| match b {
+                    b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                        char::from(b).to_string()
+                    }
+                    _ => format!("%{b:02X}"),
+                })
+                .collect::<String>()
+        };
+        pairs
+            .iter()
+            .map(|(k, v)| format!("{k}={}", encode(v)))
+            .collect::<Vec<_>>()
+            .join("&")
+    }
+
+    /// The `join` frame this stands for.
+    pub fn into_frame(self) -> ClientFrame {
+        ClientFrame::Join {
+            version: self.version,
+            room: self.room,
+            kind: self.kind,
+            udp_addr: self.udp_addr,
+            instance: self.instance,
+            resume: None,
+        }
+    }
+}
+
 /// A peer as the server describes it to the others.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PeerInfo {
@@ -292,6 +358,28 @@ pub struct Sdp {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_url_join_percent_encodes_what_is_not_unreserved() {
+        let join = UrlJoin {
+            version: VERSION,
+            room: "lobby".into(),
+            kind: PeerKind::Native,
+            udp_addr: Some("[2001:db8::1]:40000".parse().unwrap()),
+            instance: Some("p-1".into()),
+        };
+        assert_eq!(
+            join.query(),
+            "version=1&room=lobby&kind=native&udp_addr=%5B2001%3Adb8%3A%3A1%5D%3A40000&instance=p-1"
+        );
+        let browser = UrlJoin {
+            kind: PeerKind::Browser,
+            udp_addr: None,
+            instance: None,
+            ..join
+        };
+        assert_eq!(browser.query(), "version=1&room=lobby&kind=browser");
+    }
 
     #[test]
     fn welcome_from_the_signalling_doc_parses() {

@@ -262,11 +262,14 @@ fn a_peer_that_leaves_takes_its_link_with_it() {
 }
 
 #[test]
-fn signalling_drops_are_resumed_with_backoff_and_links_flow_meanwhile() {
+fn signalling_drops_are_resumed_with_backoff_and_links_flow_meanwhile_and_only_fresh_joins_ride_the_url()
+ {
     let mut w = World::new();
     let a = w.add(PeerKind::Browser, |_| {});
     let b = w.add(PeerKind::Browser, |_| {});
     w.run_until_true(2 * S, "linked", |w| w.fully_linked(&[a, b]));
+    // A first join rides the socket's URL (the welcome is the first frame).
+    assert_eq!(w.nodes[a].url_joins, 1);
     let id = w.nodes[a].member.peer_id();
     w.drop_socket(a);
     w.run_for(ms(100));
@@ -279,6 +282,8 @@ fn signalling_drops_are_resumed_with_backoff_and_links_flow_meanwhile() {
     });
     assert_eq!(w.nodes[a].member.peer_id(), id);
     assert!(w.fully_linked(&[a, b]));
+    // The resume carried its token in a frame, never in a URL.
+    assert_eq!(w.nodes[a].url_joins, 1);
 }
 
 #[test]

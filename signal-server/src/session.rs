@@ -8,17 +8,18 @@ use std::{
     time::{Duration, Instant},
 };
 
-use ackwire_room::signalling::{ClientFrame, LeaveReason, PeerId, PeerKind, ServerFrame, VERSION};
+use ackwire_room::signalling::{
+    ClientFrame, LeaveReason, PeerId, PeerKind, ServerFrame, UrlJoin, VERSION,
+};
 use axum::{
     extract::{
-        ConnectInfo, Query, State, WebSocketUpgrade,
+        ConnectInfo, Query, RawQuery, State, WebSocketUpgrade,
         rejection::QueryRejection,
         ws::{CloseFrame, Message, Utf8Bytes, WebSocket, close_code},
     },
     http::{HeaderMap, StatusCode, header},
     response::{IntoResponse, Response},
 };
-use serde::Deserialize;
 use tokio::sync::{mpsc, watch};
 
 use crate::{
@@ -37,38 +38,6 @@ const CLOSE_DRAIN: Duration = Duration::from_secs(1);
 /// up front; signalling frames are small, and the buffer grows when one is not.
 const READ_BUFFER_BYTES: usize = 2048;
 
-/// A join given in the `/ws` URL (`/ws?version=1&room=lobby&kind=browser`), so the welcome is
-/// the first frame and joining costs no extra round trip. Resumes stay in a `join` frame:
-/// a token does not belong in a URL, which proxies log.
-#[derive(Debug, Deserialize)]
-pub struct UrlJoin {
-    version: Option<u32>,
-    room: Option<String>,
-    kind: Option<PeerKind>,
-    udp_addr: Option<SocketAddr>,
-    instance: Option<String>,
-}
-
-impl UrlJoin {
-    /// The join frame the URL stands for; `None` when it names no room.
-    fn frame(self) -> Option<Result<ClientFrame, SignalError>> {
-        let room = self.room?;
-        let (Some(version), Some(kind)) = (self.version, self.kind) else {
-            return Some(Err(SignalError::Malformed(
-                "a join in the URL needs version, room and kind".into(),
-            )));
-        };
-        Some(Ok(ClientFrame::Join {
-            version,
-            room,
-            kind,
-            udp_addr: self.udp_addr,
-            instance: self.instance,
-            resume: None,
-        }))
-    }
-}
-
 /// `GET /ws`: check the page's origin and the client's address, then upgrade with buffers
 /// sized for many mostly idle connections. Refusals are plain HTTP (403, 429), before any
 /// WebSocket exists.
@@ -77,6 +46,7 @@ pub async fn upgrade(
     State(app): State<AppState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
+    RawQuery(query): RawQuery,
     join: Result<Query<UrlJoin>, QueryRejection>,
 ) -> Response {
     let admission = app.hub.admission();
@@ -104,9 +74,14 @@ pub async fn upgrade(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(|t| t.trim().to_owned());
-    let first = match join {
-        Ok(Query(join)) => join.frame(),
-        Err(rejection) => Some(Err(SignalError::Malformed(rejection.body_text()))),
+    // A join in the URL makes the welcome the first frame: no round trip for a `join` frame.
+    let first = match (query.is_some_and(|q| !q.is_empty()), join) {
+        (false, _) => None,
+        (true, Ok(Query(join))) => Some(Ok(join.into_frame())),
+        (true, Err(rejection)) => Some(Err(SignalError::Malformed(format!(
+            "join in the URL: {}",
+            rejection.body_text()
+        )))),
     };
     let hard_cap = app.hub.config().hard_message_cap();
     ws.read_buffer_size(READ_BUFFER_BYTES)

@@ -7,6 +7,7 @@ mod common;
 
 use std::{net::SocketAddr, time::Duration};
 
+use ackwire_room::signalling::{PeerKind, UrlJoin};
 use common::{Client, Server, WAIT, peer_id, upgrade};
 use serde_json::json;
 use tokio::time::Instant;
@@ -236,20 +237,24 @@ async fn every_welcome_carries_a_new_token_and_a_used_one_is_dead() {
 async fn a_join_in_the_url_is_answered_by_the_first_frame() {
     let server = Server::start(|_| {}).await;
     let (mut a, _) = server.peer("lobby").await;
-    let mut b = upgrade(
-        server.addr,
-        "/ws?version=1&room=lobby&kind=native&udp_addr=127.0.0.1%3A40000&instance=p-1",
-        &[],
-    )
-    .await
-    .unwrap();
+    // The query the room members build: an IPv6 address's brackets and colons encoded.
+    let join = UrlJoin {
+        version: 1,
+        room: "lobby".into(),
+        kind: PeerKind::Native,
+        udp_addr: Some("[::1]:40000".parse().unwrap()),
+        instance: Some("p-1".into()),
+    };
+    let mut b = upgrade(server.addr, &format!("/ws?{}", join.query()), &[])
+        .await
+        .unwrap();
     let welcome = b.recv().await;
     assert_eq!(
         (welcome["type"].as_str(), welcome["room"].as_str()),
         (Some("welcome"), Some("lobby"))
     );
     let joined = a.recv_type("peer_joined").await;
-    assert_eq!(joined["peer"]["udp_addr"], "127.0.0.1:40000");
+    assert_eq!(joined["peer"]["udp_addr"], "[::1]:40000");
     assert_eq!(joined["peer"]["instance"], "p-1");
     // It is a join like any other: signals flow, and a second join is refused.
     a.send(json!({"type": "signal", "to": peer_id(&welcome), "data": "hi"}))

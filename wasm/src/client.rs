@@ -265,12 +265,16 @@ impl Client {
 fn flush(state: &mut State, shared: &Shared) {
     while let Some(output) = state.member.poll_output() {
         match output {
-            Output::OpenSignalling => {
+            Output::OpenSignalling { join } => {
                 if let Some(old) = state.socket.take() {
                     old.shut_down();
                 }
                 state.sockets_opened += 1;
-                match open_socket(shared, &state.ws_url, state.sockets_opened) {
+                let url = match join {
+                    Some(join) => format!("{}?{}", state.ws_url, join.query()),
+                    None => state.ws_url.clone(),
+                };
+                match open_socket(shared, &url, state.sockets_opened) {
                     Ok(socket) => state.socket = Some(socket),
                     Err(err) => {
                         let at = now();

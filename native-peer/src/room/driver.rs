@@ -238,11 +238,14 @@ impl Driver {
         self.member.set_position(x, y);
         while let Some(output) = self.member.poll_output() {
             match output {
-                Output::OpenSignalling => {
+                Output::OpenSignalling { join } => {
                     self.sockets_opened += 1;
                     let number = self.sockets_opened;
-                    let socket =
-                        Socket::open(self.ws_url.clone(), number, self.socket_events.clone());
+                    let url = match join {
+                        Some(join) => format!("{}?{}", self.ws_url, join.query()),
+                        None => self.ws_url.clone(),
+                    };
+                    let socket = Socket::open(url, number, self.socket_events.clone());
                     self.socket = Some((number, socket));
                 }
                 Output::Frame(frame) => {

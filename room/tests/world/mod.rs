@@ -97,6 +97,8 @@ pub struct Node {
     pub udp: Option<SocketAddr>,
     /// Stats frames this member sent, newest last.
     pub stats_sent: Vec<serde_json::Value>,
+    /// Sockets it opened with the join in the URL.
+    pub url_joins: u32,
     /// Candidates this member's peer connections never produce (ICE will fail).
     pub no_candidates: bool,
     pub kind: PeerKind,
@@ -162,6 +164,7 @@ impl World {
             conn: 0,
             udp,
             stats_sent: Vec::new(),
+            url_joins: 0,
             no_candidates: false,
             kind,
         });
@@ -285,12 +288,25 @@ impl World {
     fn drain(&mut self, n: usize) {
         while let Some(output) = self.nodes[n].member.poll_output() {
             match output {
-                Output::OpenSignalling => {
+                Output::OpenSignalling { join } => {
                     let conn = self.next_conn;
                     self.next_conn += 1;
                     self.nodes[n].conn = conn;
                     if self.server.is_some() {
                         self.at(HOP, Action::SocketOpen { to: n, conn });
+                        // The server reads a join in the URL as it accepts the socket.
+                        if let Some(join) = join {
+                            self.nodes[n].url_joins += 1;
+                            let frame = join.into_frame();
+                            self.at(
+                                HOP,
+                                Action::ToServer {
+                                    from: n,
+                                    conn,
+                                    frame,
+                                },
+                            );
+                        }
                     } else {
                         self.at(HOP, Action::SocketClosed { to: n, conn });
                     }
