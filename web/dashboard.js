@@ -124,7 +124,11 @@ function onStats(r, from, reports) {
 function connect(attempt = 0) {
   const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
   const ws = new WebSocket(`${scheme}://${location.host}/ws`);
-  ws.onopen = () => ws.send(JSON.stringify(room ? { type: 'subscribe', room } : { type: 'subscribe' }));
+  // Watching every room needs the server's admin token, given as `/dashboard#token=T`: a
+  // fragment never leaves the browser except in this frame (no logs, no Referer).
+  const token = new URLSearchParams(location.hash.slice(1)).get('token');
+  const subscribe = room ? { type: 'subscribe', room } : { type: 'subscribe', ...(token ? { token } : {}) };
+  ws.onopen = () => ws.send(JSON.stringify(subscribe));
   ws.onmessage = (msg) => {
     const ev = JSON.parse(msg.data);
     window.ackwireDashboard.events.push(ev.type);
@@ -137,7 +141,11 @@ function connect(attempt = 0) {
         break;
       case 'stats': onStats(ev.room, ev.peer_id, ev.links); break;
       case 'peer_left': removePeer(ev.room, ev.peer_id); break;
-      case 'error': setStatus('failed', `${ev.code}: ${ev.message}`); break;
+      case 'error':
+        setStatus('failed', ev.code === 'admin_token_required'
+          ? 'watching every room needs the admin token: open /dashboard#token=<token>, or a room\'s own dashboard (/room/<name>/dashboard)'
+          : `${ev.code}: ${ev.message}`);
+        break;
       default: break;
     }
   };

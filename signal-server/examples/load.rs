@@ -1,5 +1,6 @@
 //! Load test: N idle WebSocket clients in rooms of 8 plus M signal relays per second, all
-//! on 127.0.0.1. Reports connections held, relay latency p50/p99 and the server's RSS.
+//! on 127.0.0.1. Reports connections held, relay latency p50/p99, join latency (connect →
+//! welcome, p50/p99, with the join in the URL and with a join frame) and the server's RSS.
 //!
 //! ```text
 //! cargo run --release -p ackwire-signal --example load -- --clients 10000 --relays-per-sec 1000 --duration-secs 20
@@ -7,7 +8,9 @@
 //!
 //! By default it starts the server in a child process (this same executable with `--serve`),
 //! so the RSS figure is the server's alone. `--connect 127.0.0.1:PORT --server-pid PID` uses a
-//! running server instead. The last line of output is one JSON object with the figures.
+//! running server instead (start it with `--max-connections-per-ip` and
+//! `--rooms-per-ip-per-min` above the client count: every client comes from 127.0.0.1). The
+//! last line of output is one JSON object with the figures.
 
 use std::{
     io::BufRead,
@@ -56,6 +59,8 @@ type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
 /// Peers per room; the server's default cap is 16.
 const ROOM_SIZE: usize = 8;
+/// Joins timed one after another, per kind of join.
+const JOIN_PROBES: usize = 200;
 /// Each sender stays well under the server's default 20 messages/s.
 const PER_SENDER_RATE: u32 = 10;
 
@@ -83,9 +88,12 @@ fn run_server() -> anyhow::Result<()> {
     tokio::runtime::Runtime::new()?.block_on(async {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         println!("LISTENING {}", listener.local_addr()?);
+        // Every client comes from 127.0.0.1: lift the per-address limits.
         let config = ackwire_signal::Config {
             bind: listener.local_addr()?,
             max_rooms: usize::MAX,
+            max_connections_per_ip: usize::MAX,
+            rooms_per_ip_per_min: u32::MAX,
             ..ackwire_signal::Config::default()
         };
         ackwire_signal::serve(listener, config, ackwire_signal::shutdown_signal()).await?;
@@ -161,16 +169,24 @@ struct Shared {
     latencies_us: Mutex<Vec<u64>>,
 }
 
-async fn connect_one(addr: SocketAddr, room: usize) -> anyhow::Result<(Ws, u64)> {
+/// Connect and join `room`: with the join in the URL (the welcome is the first frame), or
+/// with a join frame after the upgrade.
+async fn connect_one(addr: SocketAddr, room: &str, in_url: bool) -> anyhow::Result<(Ws, u64)> {
     // Small client buffers so the load generator itself fits in memory at 10k clients.
     let config = WebSocketConfig::default()
         .read_buffer_size(4096)
         .write_buffer_size(0);
-    let (mut ws, _) =
-        connect_async_with_config(format!("ws://{addr}/ws"), Some(config), false).await?;
-    let join =
-        json!({"type": "join", "version": 1, "room": format!("load-{room}"), "kind": "browser"});
-    ws.send(Message::text(join.to_string())).await?;
+    let url = if in_url {
+        format!("ws://{addr}/ws?version=1&room={room}&kind=browser")
+    } else {
+        format!("ws://{addr}/ws")
+    };
+    // No Nagle, as browsers open their sockets.
+    let (mut ws, _) = connect_async_with_config(url, Some(config), true).await?;
+    if !in_url {
+        let join = json!({"type": "join", "version": 1, "room": room, "kind": "browser"});
+        ws.send(Message::text(join.to_string())).await?;
+    }
     while let Some(msg) = ws.next().await {
         if let Message::Text(t) = msg? {
             let v: Value = serde_json::from_str(t.as_str())?;
@@ -181,6 +197,22 @@ async fn connect_one(addr: SocketAddr, room: usize) -> anyhow::Result<(Ws, u64)>
         }
     }
     bail!("closed before welcome")
+}
+
+/// Connect → welcome of `n` joins one after another, each into a fresh room and closed
+/// after, in microseconds, sorted.
+async fn join_latencies(addr: SocketAddr, n: usize, in_url: bool) -> anyhow::Result<Vec<u64>> {
+    let mut took = Vec::with_capacity(n);
+    for i in 0..n {
+        let room = format!("probe-{}-{i}", if in_url { "url" } else { "frame" });
+        let start = Instant::now();
+        let (mut ws, _) = connect_one(addr, &room, in_url).await?;
+        took.push(start.elapsed().as_micros() as u64);
+        ws.close(None).await?;
+        while let Some(Ok(_)) = ws.next().await {}
+    }
+    took.sort_unstable();
+    Ok(took)
 }
 
 /// Read until the connection ends, timing any relayed signal that carries a send time.
@@ -274,7 +306,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
         let gate = gate.clone();
         connecting.spawn(async move {
             let _permit = gate.acquire_owned().await?;
-            let (ws, id) = connect_one(addr, i / ROOM_SIZE).await?;
+            let room = format!("load-{}", i / ROOM_SIZE);
+            let (ws, id) = connect_one(addr, &room, true).await?;
             anyhow::Ok((i, ws, id))
         });
     }
@@ -304,6 +337,13 @@ async fn run(args: Args) -> anyhow::Result<()> {
     // Settle, then measure the idle footprint before any relay traffic.
     tokio::time::sleep(Duration::from_secs(1)).await;
     let rss_idle = pid.and_then(rss_kb);
+
+    // Joins while the server holds every idle client, one at a time: the latency a player
+    // sees, not a queue of them. The frame joins show what the URL join saves.
+    let url_joins = join_latencies(addr, JOIN_PROBES, true).await?;
+    let frame_joins = join_latencies(addr, JOIN_PROBES, false).await?;
+    let join = (percentile(&url_joins, 0.50), percentile(&url_joins, 0.99));
+    let join_frame = (percentile(&frame_joins, 0.50), percentile(&frame_joins, 0.99));
 
     let until = Instant::now() + Duration::from_secs(args.duration_secs);
     let mut tasks = JoinSet::new();
@@ -359,6 +399,10 @@ async fn run(args: Args) -> anyhow::Result<()> {
         args.duration_secs, args.relays_per_sec
     );
     println!("  relay latency  p50 {p50:.3} ms, p99 {p99:.3} ms");
+    println!(
+        "  join latency   connect → welcome p50 {:.3} ms, p99 {:.3} ms (join in the URL); p50 {:.3} ms, p99 {:.3} ms (join frame); {JOIN_PROBES} each",
+        join.0, join.1, join_frame.0, join_frame.1
+    );
     match (rss_base, rss_idle, rss_end) {
         (Some(b), Some(i), Some(e)) => println!(
             "  server RSS     {:.1} MB empty, {:.1} MB with all clients idle, {:.1} MB at the end; {:.1} KB per idle connection",
@@ -381,6 +425,10 @@ async fn run(args: Args) -> anyhow::Result<()> {
         "relays_received": received,
         "relay_latency_p50_ms": p50,
         "relay_latency_p99_ms": p99,
+        "join_p50_ms": join.0,
+        "join_p99_ms": join.1,
+        "join_frame_p50_ms": join_frame.0,
+        "join_frame_p99_ms": join_frame.1,
         "server_rss_empty_kb": rss_base,
         "server_rss_idle_kb": rss_idle,
         "server_rss_end_kb": rss_end,
