@@ -4,7 +4,9 @@
 //!
 //! Before criterion runs, the bench prints the figures the README quotes: the packets/s ratio
 //! (interleaved rounds, median of several), allocations per packet in steady state (counting
-//! allocator), and header bytes per packet in both directions at equal and unequal rates. Then the message layer: reliable messages/s
+//! allocator), header bytes per packet in both directions at equal and unequal rates, and the
+//! cost of packet protection: the same loop with both endpoints protected (ChaCha20-Poly1305,
+//! sealed and opened in place), as a ratio to the unprotected loop in the same run. Then the message layer: reliable messages/s
 //! through a connected pair of `Connection`s (lossless and with 10% loss, 30 messages of 32
 //! bytes per round packed into one packet), against laminar delivering the same reliable
 //! messages over its own lossless in-memory pair.
@@ -19,6 +21,7 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use ackwire_core::emulator::{EmulatorConfig, LinkEmulator};
+use ackwire_core::protection::PacketKeys;
 use ackwire_core::{
     Accept, Acceptor, Config, Connection, ConnectionConfig, ConnectionEvent, Endpoint, Mode,
 };
@@ -40,6 +43,9 @@ struct AckwirePair {
     buf: [u8; 1200],
 }
 
+const A_TO_B: ([u8; 32], [u8; 12]) = ([1; 32], [2; 12]);
+const B_TO_A: ([u8; 32], [u8; 12]) = ([3; 32], [4; 12]);
+
 impl AckwirePair {
     fn new() -> Self {
         let config = Config {
@@ -54,6 +60,18 @@ impl AckwirePair {
         }
     }
 
+    /// The same pair with packet protection (ChaCha20-Poly1305) in both directions.
+    fn protected() -> Self {
+        let mut pair = AckwirePair::new();
+        pair.a
+            .protect(PacketKeys::chacha20_poly1305(A_TO_B, B_TO_A))
+            .unwrap();
+        pair.b
+            .protect(PacketKeys::chacha20_poly1305(B_TO_A, A_TO_B))
+            .unwrap();
+        pair
+    }
+
     fn send(from: &mut Endpoint, to: &mut Endpoint, now: Duration, buf: &mut [u8]) -> usize {
         let t = from
             .poll_transmit_with(now, buf, |_, space| {
@@ -62,8 +80,13 @@ impl AckwirePair {
             })
             .unwrap()
             .expect("a packet is due every round");
-        let received = to.receive(now, &buf[..t.len]).unwrap();
-        black_box(received.payload);
+        // A protected endpoint opens the payload in place, where it lies.
+        let received = if to.is_protected() {
+            to.receive_in_place(now, &mut buf[..t.len])
+        } else {
+            to.receive(now, &buf[..t.len])
+        };
+        black_box(received.unwrap().payload);
         t.header_len
     }
 
@@ -261,12 +284,52 @@ fn report() {
         "  allocations/packet, steady state: ackwire {ackwire_allocs:.3}, laminar {laminar_allocs:.2}"
     );
     println!("  steady-state header in this loop: ackwire {header} bytes");
+    report_protection();
     for (a_pps, b_pps) in [(30.0, 30.0), (10.0, 10.0), (30.0, 10.0)] {
         let (a_to_b, b_to_a) = header_bytes_per_packet(a_pps, b_pps);
         println!(
             "  header bytes/packet, steady state, {a_pps}/{b_pps} pps: {a_to_b:.2} one way, {b_to_a:.2} the other"
         );
     }
+}
+
+/// Packets/s of the same send + receive + ack loop with and without packet protection,
+/// interleaved in one run; the ratio is what protection costs the core per packet.
+fn report_protection() {
+    let mut plain = AckwirePair::new();
+    let mut protected = AckwirePair::protected();
+    let protected_allocs = allocations_per_packet(
+        || {
+            protected.round();
+        },
+        10_000,
+        100_000,
+    );
+    let mut ratios = Vec::new();
+    let (mut ours, mut sealed) = (0.0, 0.0);
+    for _ in 0..7 {
+        ours = packets_per_second(
+            || {
+                plain.round();
+            },
+            50_000,
+        );
+        sealed = packets_per_second(
+            || {
+                protected.round();
+            },
+            50_000,
+        );
+        ratios.push(sealed / ours);
+    }
+    ratios.sort_by(f64::total_cmp);
+    println!("  protected (ChaCha20-Poly1305, 32-byte payload + 16-byte tag):");
+    println!("    unprotected: {ours:>12.0} packets/s (last round)");
+    println!("    protected  : {sealed:>12.0} packets/s (last round)");
+    println!(
+        "    protected / unprotected: {:.2} (median of 7 interleaved rounds); allocations/packet {protected_allocs:.3}",
+        ratios[3]
+    );
 }
 
 /// Mean header bytes per packet in each direction between two endpoints pacing themselves at
@@ -526,6 +589,8 @@ fn bench(c: &mut Criterion) {
     group.bench_function("ackwire", |b| b.iter(|| ackwire.round()));
     let mut laminar = LaminarPair::new();
     group.bench_function("laminar", |b| b.iter(|| laminar.round()));
+    let mut protected = AckwirePair::protected();
+    group.bench_function("ackwire_protected", |b| b.iter(|| protected.round()));
     group.finish();
 
     let mut group = c.benchmark_group("reliable_messages");

@@ -269,6 +269,11 @@ pub(crate) struct Channels {
 const MIN_FRAME: usize = 5;
 
 impl Channels {
+    /// Sets the largest unreliable message (a protected connection keeps room for the tag).
+    pub(crate) fn set_max_unreliable(&mut self, max_unreliable: usize) {
+        self.max_unreliable = max_unreliable as u16;
+    }
+
     pub(crate) fn new(kinds: &[ChannelKind], queue_len: usize, max_unreliable: usize) -> Self {
         let channels = kinds
             .iter()

@@ -27,6 +27,7 @@ use crate::config::{Config, ConfigError};
 use crate::control::{ControlError, ControlPacket, Cookie, is_control};
 use crate::endpoint::{Endpoint, Event, ReceiveError, Settings, TransmitError};
 use crate::frame::{FrameError, MAX_CHANNELS};
+use crate::protection::{PacketKeys, ProtectError, TAG_LEN};
 use crate::stats::Stats;
 use crate::time::{NEVER, duration, nanos, set};
 use crate::wire::{Packet, PacketHeader};
@@ -184,6 +185,9 @@ pub enum DisconnectReason {
     TimedOut,
     /// The acceptor never completed the handshake within `handshake_timeout`.
     HandshakeTimedOut,
+    /// A packet key reached its limit (see [`KeyLimit`](crate::KeyLimit)): this side stopped
+    /// rather than seal another packet or open one more forgery. Disconnects are sent.
+    KeyExhausted,
 }
 
 /// Something the application should know about.
@@ -347,6 +351,9 @@ pub struct Connection {
     /// Reliable frames per sent packet, in a ring tagged by sequence (like the sent ring);
     /// empty until the first reliable frame is sent.
     records: Vec<PacketRecord>,
+    /// A protected connection given a datagram by [`receive`](Connection::receive) opens
+    /// it here (it decrypts in place); empty until then.
+    scratch: Vec<u8>,
 }
 
 impl Connection {
@@ -412,6 +419,7 @@ impl Connection {
             records: Vec::new(),
             records_live: 0,
             record_scratch: Vec::new(),
+            scratch: Vec::new(),
             events: EventQueue::default(),
         })
     }
@@ -419,6 +427,33 @@ impl Connection {
     /// The configuration in force.
     pub fn config(&self) -> &ConnectionConfig {
         &self.config
+    }
+
+    /// Protects every data packet of this connection with `keys` (see
+    /// [`crate::protection`]): payloads sealed under `keys.local`, the peer's opened under
+    /// `keys.remote`, 16 bytes of tag per packet, so unreliable messages get 16 bytes less
+    /// room. Call it right after [`connect`](Self::connect), or on the connection an
+    /// acceptor hands out (or give the acceptor a [`KeySource`](crate::protection::KeySource)):
+    /// it is refused once a message was queued or a data packet sent or received. The peer
+    /// must protect its side with the same two keys, roles swapped. Control packets
+    /// (handshake, disconnect) are not protected (see `docs/wire.md`).
+    pub fn protect(&mut self, keys: PacketKeys) -> Result<(), ProtectError> {
+        let datagram = self.config.max_datagram_size;
+        if datagram < MIN_DATAGRAM_SIZE + TAG_LEN {
+            return Err(ProtectError::DatagramSize(datagram));
+        }
+        if self.channels.counters.sent > 0 {
+            return Err(ProtectError::TrafficStarted);
+        }
+        self.endpoint.protect(keys)?;
+        self.channels
+            .set_max_unreliable(max_unreliable(datagram, PacketHeader::MAX_LEN + TAG_LEN));
+        Ok(())
+    }
+
+    /// True when data packets are protected ([`protect`](Self::protect)).
+    pub fn is_protected(&self) -> bool {
+        self.endpoint.is_protected()
     }
 
     /// Where the connection is in its life.
@@ -464,7 +499,9 @@ impl Connection {
         self.channels.send_latest(channel, bytes)
     }
 
-    /// Takes in one datagram from the peer. On error nothing changed.
+    /// Takes in one datagram from the peer. On error nothing changed (on a protected
+    /// connection, but for the count of packets that failed to open; see
+    /// [`receive_in_place`](Self::receive_in_place)).
     pub fn receive(&mut self, now: Duration, datagram: &[u8]) -> Result<(), ConnectionError> {
         if datagram.is_empty() {
             return Err(ConnectionError::Empty);
@@ -477,10 +514,68 @@ impl Connection {
             return Err(ConnectionError::NotConnected(self.state()));
         }
         let packet = Packet::new_checked(datagram).map_err(ReceiveError::from)?;
+        if self.endpoint.is_protected() {
+            // Opened in a copy: the caller's bytes are not ours to decrypt in place.
+            let mut scratch = std::mem::take(&mut self.scratch);
+            scratch.clear();
+            scratch.extend_from_slice(datagram);
+            let taken = self.receive_protected(now, packet.header_len(), &mut scratch);
+            self.scratch = scratch;
+            return taken;
+        }
+        self.take_in(nanos(now), packet, None)
+    }
+
+    /// Like [`receive`](Self::receive), and a protected connection decrypts the datagram in
+    /// `datagram` itself (no copy): the way drivers that own their receive buffer take
+    /// datagrams in. Its bytes are unspecified afterwards. A data packet that fails to
+    /// open ([`ReceiveError::Unauthenticated`]) changes nothing but
+    /// [`Counters::packets_unauthenticated`](crate::Counters::packets_unauthenticated), unless
+    /// that reaches the key's integrity limit, which closes the connection
+    /// ([`DisconnectReason::KeyExhausted`]).
+    pub fn receive_in_place(
+        &mut self,
+        now: Duration,
+        datagram: &mut [u8],
+    ) -> Result<(), ConnectionError> {
+        let data = !datagram.is_empty() && !is_control(datagram);
+        if data && self.phase == Phase::Connected && self.endpoint.is_protected() {
+            let header_len = Packet::new_checked(&*datagram)
+                .map_err(ReceiveError::from)?
+                .header_len();
+            return self.receive_protected(now, header_len, datagram);
+        }
+        self.receive(now, datagram)
+    }
+
+    fn receive_protected(
+        &mut self,
+        now: Duration,
+        header_len: usize,
+        datagram: &mut [u8],
+    ) -> Result<(), ConnectionError> {
+        match self.endpoint.open(header_len, datagram) {
+            Ok((number, packet)) => self.take_in(nanos(now), packet, Some(number)),
+            Err(e) => {
+                if self.endpoint.key_exhausted().is_some() {
+                    self.endpoint.clock(nanos(now));
+                    self.close_because(DisconnectReason::KeyExhausted);
+                }
+                Err(e.into())
+            }
+        }
+    }
+
+    /// Takes in a data packet whose header is checked (and, protected, opened).
+    fn take_in(
+        &mut self,
+        now: u64,
+        packet: Packet<&[u8]>,
+        packet_number: Option<u64>,
+    ) -> Result<(), ConnectionError> {
         let frames = self.channels.validate(packet.payload())?;
-        let now = nanos(now);
         // The payload it hands back is the one `frames` was checked from.
-        self.endpoint.receive_checked(now, packet)?;
+        self.endpoint.receive_checked(now, packet, packet_number)?;
         self.last_received = self.endpoint.now_nanos();
         let events = &mut self.events;
         self.channels.apply(frames, &mut |channel, bytes| {
@@ -513,8 +608,11 @@ impl Connection {
             (Phase::Responding, ControlPacket::Accepted { connection_id }) => {
                 check_id(Some(cookie_id), connection_id)?;
                 let now = self.endpoint.clock(now);
-                // A fresh packet layer: sequences, pacing and RTT start at the connection.
+                // A fresh packet layer: sequences, pacing and RTT start at the connection
+                // (its keys, if any, move over: nothing was sealed with them yet).
+                let protection = self.endpoint.take_protection();
                 self.endpoint = Endpoint::with_settings(self.endpoint.settings().clone(), now);
+                self.endpoint.restore_protection(protection);
                 self.endpoint.set_packet_events(false);
                 self.phase = Phase::Connected;
                 self.connection_id = Some(connection_id);
@@ -586,7 +684,16 @@ impl Connection {
             Phase::Connected if self.accepted_due => ControlPacket::Accepted {
                 connection_id: self.connection_id.unwrap_or_default(),
             },
-            Phase::Connected => return self.transmit_data(now, buf),
+            Phase::Connected => match self.transmit_data(now, buf) {
+                Err(TransmitError::KeyExhausted(_)) => {
+                    // Never seal past the key's limit: stop, and say so with disconnects.
+                    self.close_because(DisconnectReason::KeyExhausted);
+                    ControlPacket::Disconnect {
+                        connection_id: self.connection_id.unwrap_or_default(),
+                    }
+                }
+                sent => return sent,
+            },
             Phase::Closing { .. } => ControlPacket::Disconnect {
                 connection_id: self.connection_id.unwrap_or_default(),
             },
@@ -730,16 +837,19 @@ impl Connection {
     /// [`DisconnectReason::Closed`] now, then `disconnect_copies` disconnect packets from
     /// `poll_transmit` if the peer was connected. Unsent and unacked messages are dropped.
     pub fn close(&mut self) {
+        self.close_because(DisconnectReason::Closed);
+    }
+
+    fn close_because(&mut self, reason: DisconnectReason) {
         match self.phase {
             Phase::Connected => {
-                self.events.push_back(ConnectionEvent::Disconnected {
-                    reason: DisconnectReason::Closed,
-                });
+                self.events
+                    .push_back(ConnectionEvent::Disconnected { reason });
                 self.phase = Phase::Closing {
                     copies_left: self.config.disconnect_copies,
                 };
             }
-            Phase::Requesting | Phase::Responding => self.finish(DisconnectReason::Closed),
+            Phase::Requesting | Phase::Responding => self.finish(reason),
             Phase::Closing { .. } | Phase::Closed => {}
         }
     }

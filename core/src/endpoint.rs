@@ -16,6 +16,7 @@ use std::sync::Arc;
 use crate::config::{Config, ConfigError};
 use crate::congestion::{Limits, Mode, ModeState};
 use crate::loss::LossWindow;
+use crate::protection::{KeyLimit, PacketKeys, ProtectError, Protection, TAG_LEN};
 use crate::rtt::RttEstimator;
 use crate::sequence::distance;
 use crate::sequence_buffer::SequenceBuffer;
@@ -64,9 +65,10 @@ pub enum Event {
 pub struct Transmit {
     /// Sequence number given to the packet.
     pub sequence: u16,
-    /// Datagram length, header included.
+    /// Datagram length, header (and on a protected endpoint the tag) included.
     pub len: usize,
-    /// Header length; the payload is `buf[header_len..len]`.
+    /// Header length; the payload is `buf[header_len..len]` (less the last
+    /// [`TAG_LEN`] bytes, the tag, on a protected endpoint).
     pub header_len: usize,
 }
 
@@ -110,6 +112,21 @@ pub enum ReceiveError {
     /// is nothing to resolve it against: the peer broke the encoding rule (or is not ours).
     #[error("a 1-byte ack arrived before any ack it could be resolved against")]
     UnresolvableAck,
+    /// Protected endpoint: the packet failed to open (forged, corrupted, or sealed under
+    /// another key). Counted in [`Counters::packets_unauthenticated`]; nothing else changed.
+    #[error("packet {sequence} failed authentication")]
+    Unauthenticated {
+        /// The sequence the header claims.
+        sequence: u16,
+    },
+    /// Protected endpoint: a key reached its limit, so nothing more is opened or sealed
+    /// (see [`KeyLimit`]).
+    #[error("packet keys exhausted: {0}")]
+    KeyExhausted(KeyLimit),
+    /// Protected endpoint: datagrams are decrypted in place, so they must come through
+    /// [`Endpoint::receive_in_place`].
+    #[error("a protected endpoint takes datagrams through receive_in_place")]
+    InPlaceRequired,
 }
 
 /// Why [`Endpoint::poll_transmit`] could not write a packet. Nothing was sent.
@@ -132,6 +149,10 @@ pub enum TransmitError {
         /// Bytes available after the header.
         available: usize,
     },
+    /// Protected endpoint: the next packet number would pass the sending key's limit, so
+    /// the packet is not sealed (a nonce is never reused). Nothing was written.
+    #[error("packet keys exhausted: {0}")]
+    KeyExhausted(KeyLimit),
 }
 
 /// When a packet in flight was sent, in nanoseconds.
@@ -234,6 +255,10 @@ pub struct Endpoint {
     rtt: RttEstimator,
     loss: LossWindow,
     counters: Counters,
+    /// Keys and packet numbers when the creator protected this endpoint
+    /// ([`protect`](Self::protect)); behind a pointer, as most endpoints (every browser's)
+    /// have none.
+    protection: Option<Box<Protection>>,
     events: VecDeque<Event>,
 }
 
@@ -275,8 +300,44 @@ impl Endpoint {
             events: VecDeque::with_capacity(EVENT_QUEUE_RESERVE),
             counters: Counters::default(),
             last_header_len: 0,
+            protection: None,
             settings,
         }
+    }
+
+    /// Protects every data packet from now on with `keys` (see [`crate::protection`]):
+    /// each payload sealed under `keys.local`, each received one opened under
+    /// `keys.remote`, 16 bytes of tag per packet. Refused once a packet has been sent or
+    /// received, or if already protected.
+    pub fn protect(&mut self, keys: PacketKeys) -> Result<(), ProtectError> {
+        if self.protection.is_some() {
+            return Err(ProtectError::AlreadyProtected);
+        }
+        if self.counters.packets_sent > 0 || self.remote.is_some() {
+            return Err(ProtectError::TrafficStarted);
+        }
+        self.protection = Some(Box::new(Protection::new(keys)));
+        Ok(())
+    }
+
+    /// True when data packets are sealed and opened ([`protect`](Self::protect)).
+    pub fn is_protected(&self) -> bool {
+        self.protection.is_some()
+    }
+
+    /// The key limit reached, if any: a protected endpoint then neither sends nor takes in
+    /// data packets.
+    pub fn key_exhausted(&self) -> Option<KeyLimit> {
+        self.protection.as_ref().and_then(|p| p.exhausted())
+    }
+
+    /// Takes the protection out (a connection moving it to a fresh endpoint).
+    pub(crate) fn take_protection(&mut self) -> Option<Box<Protection>> {
+        self.protection.take()
+    }
+
+    pub(crate) fn restore_protection(&mut self, protection: Option<Box<Protection>>) {
+        self.protection = protection;
     }
 
     /// The configuration in force.
@@ -336,14 +397,80 @@ impl Endpoint {
         now: Duration,
         datagram: &'a [u8],
     ) -> Result<Received<'a>, ReceiveError> {
-        self.receive_checked(nanos(now), Packet::new_checked(datagram)?)
+        let packet = Packet::new_checked(datagram)?;
+        if self.protection.is_some() {
+            return Err(ReceiveError::InPlaceRequired);
+        }
+        self.receive_checked(nanos(now), packet, None)
+    }
+
+    /// Like [`receive`](Self::receive), for every endpoint, protected or not: a protected
+    /// endpoint opens the payload in place (the returned payload is the plaintext, inside
+    /// `datagram`). A datagram that fails to open changes nothing but
+    /// [`Counters::packets_unauthenticated`].
+    pub fn receive_in_place<'a>(
+        &mut self,
+        now: Duration,
+        datagram: &'a mut [u8],
+    ) -> Result<Received<'a>, ReceiveError> {
+        if self.protection.is_none() {
+            return self.receive(now, datagram);
+        }
+        let header_len = Packet::new_checked(&*datagram)?.header_len();
+        let (packet_number, plaintext) = self.open(header_len, datagram)?;
+        self.receive_checked(nanos(now), plaintext, Some(packet_number))
+    }
+
+    /// Opens a protected data packet whose header (of `header_len` bytes) is checked: its
+    /// packet number, and the packet without its tag, the payload decrypted. Changes
+    /// nothing but the failure counter.
+    pub(crate) fn open<'a>(
+        &mut self,
+        header_len: usize,
+        datagram: &'a mut [u8],
+    ) -> Result<(u64, Packet<&'a [u8]>), ReceiveError> {
+        let protection = self
+            .protection
+            .as_mut()
+            .expect("open is for protected endpoints");
+        if let Some(limit) = protection.exhausted() {
+            return Err(ReceiveError::KeyExhausted(limit));
+        }
+        let Some(sealed_len) = datagram
+            .len()
+            .checked_sub(TAG_LEN)
+            .filter(|&l| l >= header_len)
+        else {
+            return Err(ReceiveError::Header(HeaderError::Truncated {
+                needed: header_len + TAG_LEN,
+                available: datagram.len(),
+            }));
+        };
+        let (sealed, tag) = datagram.split_at_mut(sealed_len);
+        let tag: &[u8; TAG_LEN] = (&*tag).try_into().expect("split at the tag");
+        let (header, payload) = sealed.split_at_mut(header_len);
+        let sequence = u16::from_be_bytes([header[1], header[2]]);
+        let packet_number = crate::protection::packet_number(protection.largest_received, sequence);
+        if protection
+            .keys
+            .remote
+            .open(packet_number, header, payload, tag)
+            .is_err()
+        {
+            protection.open_failures += 1;
+            self.counters.packets_unauthenticated += 1;
+            return Err(ReceiveError::Unauthenticated { sequence });
+        }
+        Ok((packet_number, Packet::from_checked(&datagram[..sealed_len])))
     }
 
     /// [`receive`](Self::receive) for a datagram whose header the caller already checked.
+    /// `packet_number` is the packet's, opened, on a protected endpoint.
     pub(crate) fn receive_checked<'a>(
         &mut self,
         now: u64,
         packet: Packet<&'a [u8]>,
+        packet_number: Option<u64>,
     ) -> Result<Received<'a>, ReceiveError> {
         let header = packet.header();
         let header_len = packet.header_len();
@@ -397,6 +524,11 @@ impl Endpoint {
                 self.received_bits |= 1;
                 self.remote = Some(sequence);
                 self.remote_at = now;
+                if let (Some(protection), Some(number)) = (&mut self.protection, packet_number) {
+                    // The newest packet yet: its number is the largest opened, whose low
+                    // bits `remote` holds.
+                    protection.largest_received = Some(number);
+                }
             }
             None => {
                 let behind = self.remote.map_or(0, |r| r.wrapping_sub(sequence));
@@ -519,9 +651,16 @@ impl Endpoint {
         if now < self.next_send_at && !(prompt && now >= opens_at) {
             return Ok(None);
         }
-        if buf.len() < PacketHeader::MAX_LEN {
+        let tag_len = match &self.protection {
+            None => 0,
+            Some(protection) => match protection.exhausted() {
+                Some(limit) => return Err(TransmitError::KeyExhausted(limit)),
+                None => TAG_LEN,
+            },
+        };
+        if buf.len() < PacketHeader::MAX_LEN + tag_len {
             return Err(TransmitError::BufferTooSmall {
-                needed: PacketHeader::MAX_LEN,
+                needed: PacketHeader::MAX_LEN + tag_len,
                 available: buf.len(),
             });
         }
@@ -538,13 +677,25 @@ impl Endpoint {
         let header_len = header
             .encode(buf)
             .expect("buffer holds PacketHeader::MAX_LEN");
-        let space = buf.len() - header_len;
-        let written = payload(sequence, &mut buf[header_len..]);
+        let space = buf.len() - header_len - tag_len;
+        let written = payload(sequence, &mut buf[header_len..header_len + space]);
         if written > space {
             return Err(TransmitError::PayloadOverflow {
                 written,
                 available: space,
             });
+        }
+        if let Some(protection) = &mut self.protection {
+            let number = protection.next_packet_number;
+            debug_assert_eq!(
+                number as u16, sequence,
+                "the sequence is the number's low bits"
+            );
+            let (header, rest) = buf.split_at_mut(header_len);
+            let (payload, tag) = rest.split_at_mut(written);
+            let tag: &mut [u8; TAG_LEN] = (&mut tag[..TAG_LEN]).try_into().expect("room kept");
+            protection.keys.local.seal(number, header, payload, tag);
+            protection.next_packet_number = number + 1;
         }
 
         // Bound the sent queue: a packet whose ring slot is needed again is out of time.
@@ -562,7 +713,7 @@ impl Endpoint {
         }
         // This packet's loss deadline, or the losses above, may come first now.
         self.check_at = self.time_deadline();
-        let len = header_len + written;
+        let len = header_len + written + tag_len;
         self.counters.packets_sent += 1;
         self.counters.bytes_sent += len as u64;
         self.counters.header_bytes_sent += header_len as u64;

@@ -26,6 +26,7 @@ use thiserror::Error;
 
 use crate::connection::{Connection, ConnectionConfig, ConnectionConfigError};
 use crate::control::{ControlError, ControlPacket, Cookie, is_control};
+use crate::protection::{KeySource, ProtectError};
 use crate::wire::WIRE_VERSION;
 
 type HmacSha256 = Hmac<Sha256>;
@@ -104,6 +105,8 @@ pub struct Acceptor {
     /// `(timestamp_ms, nonce)` of used cookies, oldest first, for the replay check.
     used: VecDeque<(u64, [u8; 8])>,
     now: Duration,
+    /// Protects each connection accepted, when set ([`with_keys`](Self::with_keys)).
+    keys: Option<Box<dyn KeySource>>,
 }
 
 impl Acceptor {
@@ -125,7 +128,27 @@ impl Acceptor {
             key,
             counter: 0,
             now: Duration::ZERO,
+            keys: None,
         })
+    }
+
+    /// Protects every connection this acceptor hands out with the keys `source` gives
+    /// for it (see [`Connection::protect`]). Refused when `max_datagram_size` has no room
+    /// for the tag.
+    pub fn with_keys(mut self, source: impl KeySource + 'static) -> Result<Self, ProtectError> {
+        self.set_keys(Box::new(source))?;
+        Ok(self)
+    }
+
+    /// Like [`with_keys`](Self::with_keys), on an acceptor in place: connections accepted
+    /// from now on are protected.
+    pub fn set_keys(&mut self, source: Box<dyn KeySource>) -> Result<(), ProtectError> {
+        let datagram = self.config.max_datagram_size;
+        if datagram < crate::connection::MIN_DATAGRAM_SIZE + crate::protection::TAG_LEN {
+            return Err(ProtectError::DatagramSize(datagram));
+        }
+        self.keys = Some(source);
+        Ok(())
     }
 
     /// The configuration new connections get.
@@ -198,12 +221,14 @@ impl Acceptor {
                 self.used.push_back((cookie.timestamp_ms, cookie.nonce));
                 self.now = now;
                 let id = u64::from_be_bytes(cookie.nonce);
-                Ok(Accept::Connection(Box::new(Connection::accepted(
-                    self.config.clone(),
-                    self.packet.clone(),
-                    now,
-                    id,
-                ))))
+                let mut connection =
+                    Connection::accepted(self.config.clone(), self.packet.clone(), now, id);
+                if let Some(source) = &mut self.keys {
+                    connection
+                        .protect(source.keys(id, from))
+                        .expect("a fresh connection, and the datagram size checked");
+                }
+                Ok(Accept::Connection(Box::new(connection)))
             }
             // Disconnects are sent several times and not acked, so copies outlive their
             // connection; told apart here so a driver need not parse the datagram again.

@@ -186,6 +186,12 @@ impl VisitQueue {
     }
 }
 
+/// A datagram for [`Listener::receive`] or [`Listener::receive_in_place`].
+enum Datagram<'a> {
+    Shared(&'a [u8]),
+    Mut(&'a mut [u8]),
+}
+
 /// The address of the live slot `index` (every index in `by_address` is one).
 fn slot_address(slots: &[Option<Slot>], index: usize) -> &[u8] {
     slots[index]
@@ -234,6 +240,26 @@ impl Listener {
         self
     }
 
+    /// Protects every connection accepted from now on with the keys `source` gives for it
+    /// (see [`Acceptor::with_keys`]). Feed datagrams through
+    /// [`receive_in_place`](Self::receive_in_place) to open them without a copy.
+    pub fn with_keys(
+        mut self,
+        source: impl crate::protection::KeySource + 'static,
+    ) -> Result<Self, crate::protection::ProtectError> {
+        self.set_keys(Box::new(source))?;
+        Ok(self)
+    }
+
+    /// Like [`with_keys`](Self::with_keys), on a listener in place: connections accepted
+    /// from now on are protected.
+    pub fn set_keys(
+        &mut self,
+        source: Box<dyn crate::protection::KeySource>,
+    ) -> Result<(), crate::protection::ProtectError> {
+        self.acceptor.set_keys(source)
+    }
+
     /// The acceptor (for its config and replay-cache size).
     pub fn acceptor(&self) -> &Acceptor {
         &self.acceptor
@@ -265,10 +291,43 @@ impl Listener {
         datagram: &[u8],
         reply: &mut [u8],
     ) -> Result<Option<usize>, ListenerError> {
+        self.receive_from(now, from, Datagram::Shared(datagram), reply)
+    }
+
+    /// Like [`receive`](Self::receive); a protected connection decrypts `datagram` in place
+    /// ([`Connection::receive_in_place`]) rather than in a copy.
+    pub fn receive_in_place(
+        &mut self,
+        now: Duration,
+        from: &[u8],
+        datagram: &mut [u8],
+        reply: &mut [u8],
+    ) -> Result<Option<usize>, ListenerError> {
+        self.receive_from(now, from, Datagram::Mut(datagram), reply)
+    }
+
+    fn receive_from(
+        &mut self,
+        now: Duration,
+        from: &[u8],
+        datagram: Datagram<'_>,
+        reply: &mut [u8],
+    ) -> Result<Option<usize>, ListenerError> {
         self.now = self.now.max(nanos(now));
         if let Some(index) = self.find(from) {
             let slot = self.slots[index].as_mut().expect("mapped slot is live");
-            slot.connection.receive(now, datagram)?;
+            let taken = match datagram {
+                Datagram::Shared(datagram) => slot.connection.receive(now, datagram),
+                Datagram::Mut(datagram) => slot.connection.receive_in_place(now, datagram),
+            };
+            if let Err(e) = taken {
+                // A refused datagram changes nothing, unless it was the forgery that used
+                // up the key's integrity limit: the connection then closes and must send.
+                if slot.connection.state() != ConnectionState::Connected {
+                    self.mark(index);
+                }
+                return Err(e.into());
+            }
             // Acks can move the connection's next deadline (its mode, its loss timer) and a
             // control packet can make a reply due: visit it in the next `poll_transmit`.
             self.mark(index);
@@ -278,6 +337,10 @@ impl Listener {
         if self.by_address.len() >= self.max_connections {
             return Err(ListenerError::Full(self.by_address.len()));
         }
+        let datagram = match datagram {
+            Datagram::Shared(datagram) => datagram,
+            Datagram::Mut(datagram) => &*datagram,
+        };
         match self.acceptor.receive(now, from, datagram, reply)? {
             Accept::Reply { len } => Ok(Some(len)),
             Accept::Connection(connection) => {

@@ -23,6 +23,10 @@ pub struct Counters {
     pub bytes_received: u64,
     /// Header bytes among `bytes_sent`.
     pub header_bytes_sent: u64,
+    /// Data packets of a protected link that failed to open (forged, corrupted, or under
+    /// another key): dropped, and nothing else changed. Always 0 on an unprotected link.
+    #[serde(default)]
+    pub packets_unauthenticated: u64,
 }
 
 impl Counters {
@@ -45,6 +49,7 @@ impl core::ops::AddAssign for Counters {
         self.bytes_sent += other.bytes_sent;
         self.bytes_received += other.bytes_received;
         self.header_bytes_sent += other.header_bytes_sent;
+        self.packets_unauthenticated += other.packets_unauthenticated;
     }
 }
 
@@ -73,7 +78,7 @@ pub struct Stats {
     pub recovery_time_ms: f64,
     /// Packets per second the endpoint is pacing to now.
     pub send_rate_pps: f64,
-    /// Running totals (`packets_sent` to `header_bytes_sent`), flattened into the same JSON
+    /// Running totals (`packets_sent` to `packets_unauthenticated`), flattened into the same JSON
     /// object as the gauges.
     #[serde(flatten)]
     pub counters: Counters,

@@ -271,6 +271,12 @@ impl<T: AsRef<[u8]>> Packet<T> {
         Ok(Packet { buffer })
     }
 
+    /// `buffer` whose header was already checked (a protected packet without its tag).
+    pub(crate) fn from_checked(buffer: T) -> Packet<T> {
+        debug_assert!(check(buffer.as_ref()).is_ok());
+        Packet { buffer }
+    }
+
     fn bytes(&self) -> &[u8] {
         self.buffer.as_ref()
     }

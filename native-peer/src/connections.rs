@@ -220,6 +220,22 @@ impl Connections {
         }))
     }
 
+    /// Protects the connections of this peer with keys from the caller (packet
+    /// protection's stage 1; `docs/wire.md`): on a `listen` peer every connection accepted
+    /// from now on gets its keys from `listen`, on a `connect` peer the connection gets
+    /// `connect`. Call it before the first datagram. Not wired to the command line: the keys
+    /// will come from a key exchange.
+    pub fn protect(
+        &mut self,
+        listen: impl FnOnce() -> Box<dyn ackwire_core::KeySource>,
+        connect: impl FnOnce() -> ackwire_core::PacketKeys,
+    ) -> Result<(), ackwire_core::ProtectError> {
+        match &mut self.side {
+            Side::Listen(listener) => listener.set_keys(listen()),
+            Side::Connect { connection, .. } => connection.protect(connect()),
+        }
+    }
+
     fn new(side: Side) -> Connections {
         Connections {
             side,

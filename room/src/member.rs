@@ -397,6 +397,9 @@ pub enum Output {
 }
 
 /// What the application hears.
+// A link's snapshot is the big variant and the common one; events are few (a handful per
+// second), so boxing it would buy nothing but an allocation each.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "kebab-case")]
 pub enum Event {

@@ -1,0 +1,361 @@
+//! Packet protection: per-packet AEAD over data packets, keyed by the connection's creator.
+//!
+//! A protected data packet is `header ‖ sealed payload ‖ tag`: the payload is encrypted in
+//! place, the 16-byte tag authenticates the payload and the header bytes exactly as sent
+//! (the associated data), and the nonce comes from the packet's 64-bit **packet number**,
+//! which is not sent: the sender counts every packet it seals from 0, the 16-bit wire
+//! sequence is its low bits, and the receiver rebuilds the rest from the largest packet
+//! number it has opened ([`packet_number`], as QUIC does, RFC 9000 §A.3). So the only
+//! per-packet cost on the wire is the tag.
+//!
+//! The core never sees a cipher: it calls a [`PacketKey`] per direction ([`PacketKeys`]),
+//! in the driver's own buffer, with no allocation. With the `aead` feature the core ships
+//! one, [`ChaCha20Poly1305Key`] (RustCrypto's `chacha20poly1305`); without it (the wasm
+//! build, whose links ride DTLS) no AEAD code is compiled in. Stage 1 takes keys from the
+//! caller ([`Connection::protect`](crate::Connection::protect),
+//! [`Acceptor::with_keys`](crate::Acceptor::with_keys)); a key exchange that derives them
+//! comes next. Byte-exact spec, limits and worked examples: `docs/wire.md`, "Packet
+//! protection".
+
+use core::fmt;
+
+use thiserror::Error;
+
+/// Bytes of the authentication tag after every protected payload: the whole per-packet
+/// overhead of protection.
+pub const TAG_LEN: usize = 16;
+
+/// Largest packet number a sender may seal with (2^62 - 1, as in QUIC): well inside the
+/// 64 bits of the nonce, and far enough from `u64::MAX` that reconstruction never
+/// overflows. At 30 packets/s it is never reached; a key's own
+/// [`confidentiality_limit`](PacketKey::confidentiality_limit) may come first.
+pub const MAX_PACKET_NUMBER: u64 = (1 << 62) - 1;
+
+/// The payload or its header did not authenticate under the key: forged, corrupted, or
+/// sealed under another key or packet number. Nothing was decrypted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+#[error("packet failed authentication")]
+pub struct OpenError;
+
+/// One direction's packet key: an AEAD with a 16-byte tag, its key and IV, used for every
+/// data packet in that direction. The core calls [`seal`](Self::seal) once per packet it
+/// sends and [`open`](Self::open) once per data packet it receives, with the packet number
+/// as the nonce's only varying input: an implementation builds the nonce from it (the
+/// construction in `docs/wire.md`) and must never be handed the same number twice by a
+/// sender, which the core guarantees.
+pub trait PacketKey: Send + Sync + fmt::Debug {
+    /// Encrypts `payload` in place and writes the tag authenticating `header` and the
+    /// payload to `tag`.
+    fn seal(
+        &mut self,
+        packet_number: u64,
+        header: &[u8],
+        payload: &mut [u8],
+        tag: &mut [u8; TAG_LEN],
+    );
+
+    /// Checks `tag` against `header` and `payload`, then decrypts `payload` in place. On
+    /// error `payload` must be left as it was.
+    fn open(
+        &mut self,
+        packet_number: u64,
+        header: &[u8],
+        payload: &mut [u8],
+        tag: &[u8; TAG_LEN],
+    ) -> Result<(), OpenError>;
+
+    /// Packets this key may seal (its confidentiality limit; RFC 9001 §6.6). The sender
+    /// stops before it (see [`KeyLimit`]).
+    fn confidentiality_limit(&self) -> u64;
+
+    /// Packets that may fail to open under this key before the connection must stop (its
+    /// integrity limit; RFC 9001 §6.6).
+    fn integrity_limit(&self) -> u64;
+}
+
+/// A connection's two keys: `local` seals what this side sends, `remote` opens what the
+/// peer sends. The peer holds the same two with the roles swapped. Keys must be fresh for
+/// each connection: both sides number packets from 0, so a key (with its IV) used by two
+/// connections would seal two packets under one nonce.
+#[derive(Debug)]
+pub struct PacketKeys {
+    /// Seals this side's packets.
+    pub local: Box<dyn PacketKey>,
+    /// Opens the peer's packets.
+    pub remote: Box<dyn PacketKey>,
+}
+
+#[cfg(feature = "aead")]
+impl PacketKeys {
+    /// ChaCha20-Poly1305 in both directions, from each direction's 32-byte key and 12-byte
+    /// IV.
+    pub fn chacha20_poly1305(local: ([u8; 32], [u8; 12]), remote: ([u8; 32], [u8; 12])) -> Self {
+        PacketKeys {
+            local: Box::new(ChaCha20Poly1305Key::new(local.0, local.1)),
+            remote: Box::new(ChaCha20Poly1305Key::new(remote.0, remote.1)),
+        }
+    }
+}
+
+/// Where an [`Acceptor`](crate::Acceptor) (or a [`Listener`](crate::Listener)) gets the keys
+/// of each connection it accepts, once the handshake completes: `connection_id` is the new
+/// connection's id (the cookie's nonce, which the connector learns from `accepted`) and
+/// `address` the peer's. The keys must be fresh for every connection (see
+/// [`PacketKeys`]). Stage 1 of packet protection takes keys from the application; a key
+/// exchange in the handshake will derive them.
+pub trait KeySource: Send + Sync + fmt::Debug {
+    /// The keys of the connection just accepted.
+    fn keys(&mut self, connection_id: u64, address: &[u8]) -> PacketKeys;
+}
+
+/// Why keys were refused by [`Endpoint::protect`](crate::Endpoint::protect) or
+/// [`Connection::protect`](crate::Connection::protect). Nothing changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum ProtectError {
+    /// Already protected (replacing keys is a key update, which this version does not do).
+    #[error("already protected")]
+    AlreadyProtected,
+    /// Data packets were sent or received, or messages queued, before: protection starts
+    /// with the first data packet or not at all.
+    #[error("traffic started before protection")]
+    TrafficStarted,
+    /// `max_datagram_size` cannot hold a full reliable fragment and the tag.
+    #[error("max_datagram_size {0} cannot hold a full fragment and the {TAG_LEN}-byte tag")]
+    DatagramSize(usize),
+}
+
+/// Which key limit stopped a connection ([`DisconnectReason::KeyExhausted`]).
+///
+/// [`DisconnectReason::KeyExhausted`]: crate::DisconnectReason::KeyExhausted
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum KeyLimit {
+    /// The next packet number would pass the local key's confidentiality limit or
+    /// [`MAX_PACKET_NUMBER`]: sealing it would risk the key, or reuse a nonce.
+    #[error("the sending key has sealed as many packets as it may")]
+    Confidentiality,
+    /// As many packets failed to open as the remote key's integrity limit allows.
+    #[error("as many packets failed authentication as the receiving key allows")]
+    Integrity,
+}
+
+/// The 64-bit packet number of a packet whose wire sequence is `sequence`, given the
+/// largest packet number opened so far (`None` before the first): of the numbers whose low
+/// 16 bits are `sequence`, the one closest to `largest + 1` (0 before the first), ties to
+/// the higher (RFC 9000 §A.3 with a 16-bit truncated number).
+pub fn packet_number(largest: Option<u64>, sequence: u16) -> u64 {
+    const WINDOW: u64 = 1 << 16;
+    const HALF: u64 = WINDOW / 2;
+    let expected = largest.map_or(0, |largest| largest + 1);
+    let candidate = (expected & !(WINDOW - 1)) | u64::from(sequence);
+    if candidate + HALF <= expected && candidate < (1 << 62) - WINDOW {
+        candidate + WINDOW
+    } else if candidate > expected + HALF && candidate >= WINDOW {
+        candidate - WINDOW
+    } else {
+        candidate
+    }
+}
+
+/// The 12-byte AEAD nonce for `packet_number`: the IV XOR the packet number, big-endian and
+/// left-padded with zeros to 12 bytes (as QUIC and TLS 1.3 build theirs). Public for
+/// implementations of [`PacketKey`] and for the spec's worked examples.
+pub fn nonce(iv: &[u8; 12], packet_number: u64) -> [u8; 12] {
+    let mut nonce = *iv;
+    for (n, p) in nonce[4..].iter_mut().zip(packet_number.to_be_bytes()) {
+        *n ^= p;
+    }
+    nonce
+}
+
+/// ChaCha20-Poly1305 (RFC 8439) from RustCrypto's `chacha20poly1305`, as a [`PacketKey`].
+#[cfg(feature = "aead")]
+pub struct ChaCha20Poly1305Key {
+    cipher: chacha20poly1305::ChaCha20Poly1305,
+    iv: [u8; 12],
+}
+
+#[cfg(feature = "aead")]
+impl ChaCha20Poly1305Key {
+    /// RFC 9001 §6.6: more than 2^62 packets, so [`MAX_PACKET_NUMBER`] comes first.
+    pub const CONFIDENTIALITY_LIMIT: u64 = 1 << 62;
+    /// RFC 9001 §6.6: 2^36 packets that fail to open.
+    pub const INTEGRITY_LIMIT: u64 = 1 << 36;
+
+    /// The key for one direction: a 32-byte key and a 12-byte IV.
+    pub fn new(key: [u8; 32], iv: [u8; 12]) -> Self {
+        use chacha20poly1305::KeyInit;
+        ChaCha20Poly1305Key {
+            cipher: chacha20poly1305::ChaCha20Poly1305::new(&key.into()),
+            iv,
+        }
+    }
+}
+
+#[cfg(feature = "aead")]
+impl fmt::Debug for ChaCha20Poly1305Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Never the key; the IV alone is no secret but is of no use in a log either.
+        f.write_str("ChaCha20Poly1305Key { .. }")
+    }
+}
+
+#[cfg(feature = "aead")]
+impl PacketKey for ChaCha20Poly1305Key {
+    fn seal(
+        &mut self,
+        packet_number: u64,
+        header: &[u8],
+        payload: &mut [u8],
+        tag: &mut [u8; TAG_LEN],
+    ) {
+        use chacha20poly1305::AeadInOut;
+        let nonce = nonce(&self.iv, packet_number);
+        let sealed = self
+            .cipher
+            .encrypt_inout_detached(&nonce.into(), header, payload.into())
+            .expect("a datagram is far under ChaCha20-Poly1305's 256 GiB message limit");
+        tag.copy_from_slice(&sealed);
+    }
+
+    fn open(
+        &mut self,
+        packet_number: u64,
+        header: &[u8],
+        payload: &mut [u8],
+        tag: &[u8; TAG_LEN],
+    ) -> Result<(), OpenError> {
+        use chacha20poly1305::AeadInOut;
+        let nonce = nonce(&self.iv, packet_number);
+        self.cipher
+            .decrypt_inout_detached(&nonce.into(), header, payload.into(), &(*tag).into())
+            .map_err(|_| OpenError)
+    }
+
+    fn confidentiality_limit(&self) -> u64 {
+        Self::CONFIDENTIALITY_LIMIT
+    }
+
+    fn integrity_limit(&self) -> u64 {
+        Self::INTEGRITY_LIMIT
+    }
+}
+
+/// A protected endpoint's keys and packet numbers (see `Endpoint::protection`).
+#[derive(Debug)]
+pub(crate) struct Protection {
+    pub(crate) keys: PacketKeys,
+    /// The number the next packet sealed gets: how many were sealed so far.
+    pub(crate) next_packet_number: u64,
+    /// Largest packet number opened and taken in; moves only when a packet is taken in.
+    pub(crate) largest_received: Option<u64>,
+    /// The smaller of the local key's confidentiality limit and `MAX_PACKET_NUMBER + 1`:
+    /// packet numbers from here on are never sealed.
+    pub(crate) seal_limit: u64,
+    /// The remote key's integrity limit.
+    pub(crate) open_failure_limit: u64,
+    /// Datagrams that failed to open under the remote key.
+    pub(crate) open_failures: u64,
+}
+
+impl Protection {
+    pub(crate) fn new(keys: PacketKeys) -> Protection {
+        Protection {
+            seal_limit: keys
+                .local
+                .confidentiality_limit()
+                .min(MAX_PACKET_NUMBER + 1),
+            open_failure_limit: keys.remote.integrity_limit(),
+            keys,
+            next_packet_number: 0,
+            largest_received: None,
+            open_failures: 0,
+        }
+    }
+
+    /// The limit reached, if any: nothing more may be sealed or opened.
+    pub(crate) fn exhausted(&self) -> Option<KeyLimit> {
+        if self.next_packet_number >= self.seal_limit {
+            Some(KeyLimit::Confidentiality)
+        } else if self.open_failures >= self.open_failure_limit {
+            Some(KeyLimit::Integrity)
+        } else {
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packet_numbers_are_rebuilt_as_rfc_9000_appendix_a3_shows() {
+        // RFC 9000 §A.3's example with a 16-bit truncated number: largest 0xa82f30ea,
+        // received 0x9b32 => 0xa82f9b32.
+        assert_eq!(packet_number(Some(0xa82f_30ea), 0x9b32), 0xa82f_9b32);
+        assert_eq!(packet_number(None, 0), 0);
+        assert_eq!(packet_number(None, 40_000), 40_000);
+        assert_eq!(packet_number(Some(65_535), 0), 65_536);
+        assert_eq!(packet_number(Some(65_536), 65_535), 65_535);
+    }
+
+    /// RFC 8439 §2.8.2's AEAD test vector, with its nonce as the IV and packet number 0
+    /// (so the nonce is the IV) and its associated data in place of a header.
+    #[cfg(feature = "aead")]
+    #[test]
+    fn chacha20_poly1305_seals_rfc_8439s_test_vector() {
+        let unhex = |hex: &str| -> Vec<u8> {
+            let hex: String = hex.split_whitespace().collect();
+            (0..hex.len())
+                .step_by(2)
+                .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+                .collect()
+        };
+        let key: [u8; 32] = core::array::from_fn(|i| 0x80 + i as u8);
+        let iv = [
+            0x07, 0, 0, 0, 0x40, 0x41, 0x42, 0x43, 0x44, 0x45, 0x46, 0x47,
+        ];
+        let aad = unhex("50 51 52 53 c0 c1 c2 c3 c4 c5 c6 c7");
+        let plaintext: &[u8] = b"Ladies and Gentlemen of the class of '99: If I could offer \
+            you only one tip for the future, sunscreen would be it.";
+        let ciphertext = unhex(
+            "d3 1a 8d 34 64 8e 60 db 7b 86 af bc 53 ef 7e c2 a4 ad ed 51 29 6e 08 fe a9 e2 b5 a7
+             36 ee 62 d6 3d be a4 5e 8c a9 67 12 82 fa fb 69 da 92 72 8b 1a 71 de 0a 9e 06 0b 29
+             05 d6 a5 b6 7e cd 3b 36 92 dd bd 7f 2d 77 8b 8c 98 03 ae e3 28 09 1b 58 fa b3 24 e4
+             fa d6 75 94 55 85 80 8b 48 31 d7 bc 3f f4 de f0 8e 4b 7a 9d e5 76 d2 65 86 ce c6 4b
+             61 16",
+        );
+        let tag: [u8; 16] = unhex("1a e1 0b 59 4f 09 e2 6a 7e 90 2e cb d0 60 06 91")
+            .try_into()
+            .unwrap();
+        let mut key = ChaCha20Poly1305Key::new(key, iv);
+        let mut buf = plaintext.to_vec();
+        let mut sealed_tag = [0u8; TAG_LEN];
+        key.seal(0, &aad, &mut buf, &mut sealed_tag);
+        assert_eq!(buf, ciphertext);
+        assert_eq!(sealed_tag, tag);
+        key.open(0, &aad, &mut buf, &tag).unwrap();
+        assert_eq!(buf, plaintext);
+        // Under any other packet number the nonce differs, and nothing opens.
+        let mut buf = ciphertext.clone();
+        assert_eq!(key.open(1, &aad, &mut buf, &tag), Err(OpenError));
+        assert_eq!(
+            buf, ciphertext,
+            "a failed open leaves the payload as it was"
+        );
+    }
+
+    #[test]
+    fn the_nonce_is_the_iv_xor_the_left_padded_packet_number() {
+        let iv = [0xFF; 12];
+        let nonce = nonce(&iv, 0x0102_0304_0506_0708);
+        assert_eq!(
+            nonce,
+            [
+                0xFF, 0xFF, 0xFF, 0xFF, 0xFE, 0xFD, 0xFC, 0xFB, 0xFA, 0xF9, 0xF8, 0xF7
+            ]
+        );
+    }
+}
