@@ -343,7 +343,10 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let url_joins = join_latencies(addr, JOIN_PROBES, true).await?;
     let frame_joins = join_latencies(addr, JOIN_PROBES, false).await?;
     let join = (percentile(&url_joins, 0.50), percentile(&url_joins, 0.99));
-    let join_frame = (percentile(&frame_joins, 0.50), percentile(&frame_joins, 0.99));
+    let join_frame = (
+        percentile(&frame_joins, 0.50),
+        percentile(&frame_joins, 0.99),
+    );
 
     let until = Instant::now() + Duration::from_secs(args.duration_secs);
     let mut tasks = JoinSet::new();

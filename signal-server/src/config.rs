@@ -31,6 +31,8 @@ pub struct Config {
     /// Directory with the pages (`index.html`, `room.html`, `dashboard.html`), scripts and the
     /// wasm bundle under `pkg/`. Default: none, which serves the copy of `web/` embedded at
     /// build time (release builds; debug builds read the repository's `web/` at run time).
+    /// Scripts, styles and the bundle are also served under `/v/{version}/`, immutable;
+    /// changes on disk are picked up at the next page load.
     #[arg(long, env = "ACKWIRE_WEB_DIR")]
     pub web_dir: Option<PathBuf>,
     /// STUN/TURN servers handed to peers in the welcome, as a JSON array of
@@ -91,10 +93,11 @@ pub struct Config {
     /// address. Prefer the environment variable: flags show in `ps`. Default: none.
     #[arg(long, env = "ACKWIRE_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
-    /// PEM certificate chain: serve HTTPS and WSS (needs `--tls-key`). Default: plain HTTP.
+    /// PEM certificate chain, the server's certificate first: serve HTTPS and WSS (needs
+    /// `--tls-key`). Read once at startup. Default: plain HTTP.
     #[arg(long, env = "ACKWIRE_TLS_CERT", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
-    /// PEM private key of `--tls-cert`.
+    /// PEM private key of `--tls-cert` (PKCS#8, RSA or EC).
     #[arg(long, env = "ACKWIRE_TLS_KEY", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
 }

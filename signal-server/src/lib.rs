@@ -11,6 +11,7 @@ pub mod pages;
 pub mod protocol;
 pub mod rooms;
 pub mod session;
+pub mod tls;
 
 use std::{future::Future, net::SocketAddr, sync::Arc, time::Duration};
 
@@ -20,7 +21,11 @@ use tokio::{net::TcpListener, sync::watch};
 pub use config::Config;
 pub use error::SignalError;
 
-use crate::{metrics::Metrics, pages::Assets, rooms::Hub};
+use crate::{
+    metrics::Metrics,
+    pages::{Assets, Source},
+    rooms::Hub,
+};
 
 /// Shared by every request handler.
 #[derive(Debug, Clone)]
@@ -36,10 +41,10 @@ pub struct AppState {
 /// The router: pages, assets, `/ws`, `/healthz`, `/metrics`. `local` is the address the
 /// server listens on (a loopback one opens the all-rooms dashboard without a token).
 pub fn app(config: Config, local: SocketAddr, shutdown: watch::Receiver<bool>) -> Router {
-    let assets = match &config.web_dir {
-        Some(dir) => Assets::Disk(dir.clone()),
-        None => Assets::Embedded,
-    };
+    let assets = Assets::new(match &config.web_dir {
+        Some(dir) => Source::Disk(dir.clone()),
+        None => Source::Embedded,
+    });
     let metrics = Arc::new(Metrics::default());
     let config = Arc::new(config);
     let state = AppState {
@@ -48,16 +53,21 @@ pub fn app(config: Config, local: SocketAddr, shutdown: watch::Receiver<bool>) -
         assets: Arc::new(assets),
         shutdown,
     };
-    Router::new()
+    // Pages and assets are compressed; the upgrade and the small endpoints are left alone.
+    let pages = Router::new()
         .route("/", get(pages::index))
         .route("/new", get(pages::new_room))
         .route("/room/{name}", get(pages::room))
         .route("/room/{name}/dashboard", get(pages::room_dashboard))
         .route("/dashboard", get(pages::dashboard))
+        .route("/v/{version}/{*path}", get(pages::versioned))
+        .fallback(pages::asset)
+        .layer(pages::compression());
+    Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route("/metrics", get(metrics_text))
         .route("/ws", get(session::upgrade))
-        .fallback(pages::asset)
+        .merge(pages)
         .with_state(state)
 }
 
@@ -81,14 +91,23 @@ async fn metrics_text(
 }
 
 /// Serve on `listener` until `shutdown` resolves, then close every WebSocket with
-/// "going away" and return.
+/// "going away" and return. With [`Config::tls_cert`] and [`Config::tls_key`], HTTPS and WSS
+/// (see [`tls`]); a certificate or key that cannot be used is an error before anything is
+/// served, naming the file.
 pub async fn serve(
     listener: TcpListener,
     config: Config,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    let tls = tls::acceptor(&config)?;
     let (stop_tx, stop_rx) = watch::channel(false);
     let local = listener.local_addr()?;
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let web = match &config.web_dir {
+        Some(dir) => dir.display().to_string(),
+        None => "(embedded)".to_owned(),
+    };
+    tracing::info!(addr = %local, url = %format!("{scheme}://{local}/"), web_dir = %web, "listening");
     let router = app(config, local, stop_rx);
     // Signalling is many small frames sent back to back (a welcome, then `peer_joined`; an
     // offer, then its candidates): with Nagle's algorithm each waits for the previous one's
@@ -98,18 +117,30 @@ pub async fn serve(
             tracing::debug!(%err, "TCP_NODELAY not set");
         }
     });
-    axum::serve(
-        listener,
-        router.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(async move {
+    let make_service = router.into_make_service_with_connect_info::<SocketAddr>();
+    let stop = async move {
         shutdown.await;
         tracing::info!("shutting down");
         let _ = stop_tx.send(true);
         // Give sessions a moment to send their close frames.
         tokio::time::sleep(Duration::from_millis(100)).await;
-    })
-    .await
+    };
+    match tls {
+        None => {
+            axum::serve(listener, make_service)
+                .with_graceful_shutdown(stop)
+                .await
+        }
+        Some(acceptor) => {
+            // Handshakes run on tasks of their own (see `tls::TlsListener`). The no-op tap is
+            // what gives the handlers `ConnectInfo<SocketAddr>`: axum provides it for tapped
+            // listeners of any kind.
+            let listener = tls::TlsListener::new(listener, acceptor)?.tap_io(|_| {});
+            axum::serve(listener, make_service)
+                .with_graceful_shutdown(stop)
+                .await
+        }
+    }
 }
 
 /// Resolves on Ctrl-C or SIGTERM.

@@ -1,9 +1,11 @@
 //! `ackwire-signal`: see the library crate and `docs/signalling.md`.
 
+use std::process::ExitCode;
+
 use clap::Parser;
 
 #[tokio::main]
-async fn main() -> std::io::Result<()> {
+async fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(
@@ -11,11 +13,20 @@ async fn main() -> std::io::Result<()> {
         )
         .init();
     let config = ackwire_signal::Config::parse();
-    let listener = tokio::net::TcpListener::bind(config.bind).await?;
-    let web = match &config.web_dir {
-        Some(dir) => dir.display().to_string(),
-        None => "(embedded)".to_owned(),
+    let bind = config.bind;
+    let listener = match tokio::net::TcpListener::bind(bind).await {
+        Ok(listener) => listener,
+        Err(err) => {
+            eprintln!("ackwire-signal: cannot listen on {bind}: {err}");
+            return ExitCode::FAILURE;
+        }
     };
-    tracing::info!(addr = %listener.local_addr()?, web_dir = %web, "listening");
-    ackwire_signal::serve(listener, config, ackwire_signal::shutdown_signal()).await
+    // `serve` logs "listening" once the TLS files (if any) are loaded.
+    match ackwire_signal::serve(listener, config, ackwire_signal::shutdown_signal()).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("ackwire-signal: {err}");
+            ExitCode::FAILURE
+        }
+    }
 }

@@ -297,31 +297,7 @@ async fn frames_sent_back_to_back_are_not_held_back() {
     let (mut a, wa) = server.peer("lobby").await;
     let (mut b, wb) = server.peer("lobby").await;
     a.recv_type("peer_joined").await;
-    // An offer, then two candidates, as a negotiation sends them.
-    let sdp = "v=0 ".repeat(400);
-    for round in 0..20 {
-        a.send(json!({"type": "signal", "to": peer_id(&wb), "data": sdp}))
-            .await;
-        for i in 1..3 {
-            a.send(json!({"type": "signal", "to": peer_id(&wb), "data": i}))
-                .await;
-        }
-        let first = b.recv().await;
-        let start = Instant::now();
-        assert_eq!(first["data"], sdp);
-        assert_eq!(b.recv().await["data"], 1);
-        assert_eq!(b.recv().await["data"], 2);
-        // Nagle's algorithm would hold the later ones for the delayed ACK (~40 ms).
-        let spread = start.elapsed();
-        assert!(
-            spread < Duration::from_millis(20),
-            "round {round}: {spread:?}"
-        );
-        // The answer, as a negotiation goes: both sockets carry data both ways.
-        b.send(json!({"type": "signal", "to": peer_id(&wa), "data": "answer"}))
-            .await;
-        assert_eq!(a.recv().await["data"], "answer");
-    }
+    common::assert_signals_not_held_back(&mut a, &mut b, peer_id(&wa), peer_id(&wb)).await;
     server.stop().await;
 }
 

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { artifactsDir, openPage, useServerAndBrowser } from './harness.mjs';
+import { artifactsDir, openPage, startServer, useServerAndBrowser } from './harness.mjs';
 
 const env = useServerAndBrowser();
 
@@ -83,4 +83,27 @@ test('150 ms of emulated latency keeps the link in bad mode while a clean link t
   const later = await shown(dash, 'slow', slowId, otherId);
   assert.equal(later.mode, 'bad', `link with RTT ${later.rtt} ms`);
   for (const p of [slow, other, clean1, clean2, dash]) await p.page.context().close();
+});
+
+test('with an admin token set, the all-rooms dashboard says how to get in and goes live with #token=', async () => {
+  const server = await startServer(0, { args: ['--admin-token', 'e2e-admin-secret'] });
+  const guarded = { browser: env.browser, server };
+  try {
+    const player = await openPage(guarded, '/room/guarded');
+    await peerId(player);
+    const stranger = await openPage(guarded, '/dashboard');
+    await stranger.page.waitForFunction(() => document.getElementById('status').dataset.state === 'failed', null, { timeout: 5000 });
+    const said = await stranger.page.textContent('#status');
+    assert.match(said, /admin token/);
+    assert.match(said, /#token=/);
+    const admin = await openPage(guarded, '/dashboard#token=e2e-admin-secret');
+    await admin.page.waitForFunction(() => document.getElementById('status').dataset.state === 'connected', null, { timeout: 5000 });
+    // A room's own dashboard needs no token.
+    const room = await openPage(guarded, '/room/guarded/dashboard');
+    await room.page.waitForFunction(() => document.getElementById('status').dataset.state === 'connected', null, { timeout: 5000 });
+    assert.deepEqual([...player.errors, ...stranger.errors, ...admin.errors, ...room.errors], []);
+    for (const p of [player, stranger, admin, room]) await p.page.context().close();
+  } finally {
+    await server.stop();
+  }
 });

@@ -14,11 +14,12 @@ export const requireEnv = (name) => {
 };
 
 /**
- * Starts the signal server on 127.0.0.1:`port` (0: an ephemeral port); resolves once it is
- * listening, with its URL, port and stop().
+ * Starts the signal server on 127.0.0.1:`port` (0: an ephemeral port), with `args` besides;
+ * resolves once it is listening, with its URL (https with `--tls-cert`), port and stop().
  */
-export async function startServer(port = 0) {
-  const child = spawn(requireEnv('ACKWIRE_SIGNAL_BIN'), ['--bind', `127.0.0.1:${port}`, '--web-dir', requireEnv('ACKWIRE_WEB_DIR')], {
+export async function startServer(port = 0, { args = [] } = {}) {
+  const scheme = args.includes('--tls-cert') ? 'https' : 'http';
+  const child = spawn(requireEnv('ACKWIRE_SIGNAL_BIN'), ['--bind', `127.0.0.1:${port}`, '--web-dir', requireEnv('ACKWIRE_WEB_DIR'), ...args], {
     env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? 'info', NO_COLOR: '1' },
     stdio: ['ignore', 'inherit', 'pipe'],
   });
@@ -29,7 +30,7 @@ export async function startServer(port = 0) {
       log += chunk;
       process.stderr.write(chunk);
       const m = /listening.*?(127\.0\.0\.1:\d+)/.exec(log);
-      if (m) { clearTimeout(timer); resolve(`http://${m[1]}`); }
+      if (m) { clearTimeout(timer); resolve(`${scheme}://${m[1]}`); }
     });
     child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`server exited (${code}):\n${log}`)); });
   });
@@ -45,8 +46,8 @@ export async function startServer(port = 0) {
   };
 }
 
-/** Launches headless Debian Chromium with the flags these machines need. */
-export function launchBrowser() {
+/** Launches headless Debian Chromium with the flags these machines need, and `extraArgs`. */
+export function launchBrowser(extraArgs = []) {
   return chromium.launch({
     executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
     headless: true,
@@ -58,6 +59,7 @@ export function launchBrowser() {
       // WebRTC on loopback (see ../shared/toolchain.md): gather host candidates on lo.
       '--allow-loopback-in-peer-connection', '--use-fake-ui-for-media-stream',
       '--disable-features=WebRtcHideLocalIpsWithMdns',
+      ...extraArgs,
     ],
   });
 }

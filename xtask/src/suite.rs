@@ -216,6 +216,20 @@ pub(crate) fn browser_e2e(tools: &Tools, only: &[String]) -> Result<()> {
     }
     let artifacts = paths::root().join("target/e2e-artifacts");
     std::fs::create_dir_all(&artifacts).map_err(|e| e.to_string())?;
+    // A fresh self-signed certificate for the tests that serve over TLS (`wss.test.mjs`).
+    let tls = paths::root().join("target/e2e-tls");
+    run(cargo()
+        .args([
+            "run",
+            "--quiet",
+            "-p",
+            "ackwire-signal",
+            "--example",
+            "self_signed_cert",
+            "--",
+        ])
+        .arg(&tls)
+        .args(["127.0.0.1", "localhost"]))?;
     let mut args = vec!["--test", "--test-reporter=spec"];
     args.extend(files.iter().map(String::as_str));
     let mut cmd = in_loopback_namespace("node", &args);
@@ -224,6 +238,8 @@ pub(crate) fn browser_e2e(tools: &Tools, only: &[String]) -> Result<()> {
         .env("ACKWIRE_PEER_BIN", &peer)
         .env("ACKWIRE_WEB_DIR", paths::web_dir())
         .env("ACKWIRE_ARTIFACTS", &artifacts)
+        .env("ACKWIRE_E2E_TLS_CERT", tls.join("cert.pem"))
+        .env("ACKWIRE_E2E_TLS_KEY", tls.join("key.pem"))
         .env("CHROMIUM", "/usr/bin/chromium");
     println!(
         "   e2e artifacts (screenshots) go to {}",

@@ -261,3 +261,125 @@ impl Client {
         }
     }
 }
+
+/// An HTTP/1.1 response read whole: status, headers (names lower-case), body (de-chunked).
+#[derive(Debug)]
+pub struct HttpResponse {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl HttpResponse {
+    /// Every value of header `name`, joined with ", "; `None` when absent.
+    pub fn header(&self, name: &str) -> Option<String> {
+        let values: Vec<&str> = self
+            .headers
+            .iter()
+            .filter(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+            .collect();
+        (!values.is_empty()).then(|| values.join(", "))
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+/// `GET path` with extra request headers over a plain TCP connection to `addr`.
+pub async fn http_get_with(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> HttpResponse {
+    http_exchange(TcpStream::connect(addr).await.unwrap(), path, headers).await
+}
+
+/// `GET path` with extra request headers over `stream` (plain TCP or TLS), `Connection:
+/// close`; reads the response to the end of the connection.
+pub async fn http_exchange<S>(mut stream: S, path: &str, headers: &[(&str, &str)]) -> HttpResponse
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut request = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n");
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut raw = Vec::new();
+    // A TLS peer may end without close_notify once the response is complete.
+    match tokio::time::timeout(WAIT, stream.read_to_end(&mut raw)).await {
+        Ok(Ok(_)) => {}
+        Ok(Err(err)) if err.kind() == std::io::ErrorKind::UnexpectedEof => {}
+        Ok(Err(err)) => panic!("reading the response to {path}: {err}"),
+        Err(_) => panic!("no complete response to {path}"),
+    }
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("end of the response head");
+    let head = String::from_utf8_lossy(&raw[..split]).into_owned();
+    let mut lines = head.split("\r\n");
+    let status = lines.next().unwrap()[9..12].parse().unwrap();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    let mut body = raw[split + 4..].to_vec();
+    let chunked = headers
+        .iter()
+        .any(|(n, v)| n == "transfer-encoding" && v.eq_ignore_ascii_case("chunked"));
+    if chunked {
+        let mut out = Vec::new();
+        let mut rest = &body[..];
+        loop {
+            let line_end = rest
+                .windows(2)
+                .position(|w| w == b"\r\n")
+                .expect("chunk size");
+            let size_text = String::from_utf8_lossy(&rest[..line_end]).into_owned();
+            let size = usize::from_str_radix(size_text.split(';').next().unwrap().trim(), 16)
+                .expect("hex chunk size");
+            rest = &rest[line_end + 2..];
+            if size == 0 {
+                break;
+            }
+            out.extend_from_slice(&rest[..size]);
+            rest = &rest[size + 2..];
+        }
+        body = out;
+    }
+    HttpResponse {
+        status,
+        headers,
+        body,
+    }
+}
+
+/// An offer then two candidates from `a` to `b`, as a negotiation sends them, each round
+/// answered by `b`: the three reach `b` within 20 ms of each other, every round. With Nagle's
+/// algorithm on the server's sockets the later ones wait for the delayed ACK (~40 ms) once
+/// both sockets carry data both ways.
+pub async fn assert_signals_not_held_back(a: &mut Client, b: &mut Client, ida: u64, idb: u64) {
+    let sdp = "v=0 ".repeat(400);
+    for round in 0..20 {
+        a.send(json!({"type": "signal", "to": idb, "data": sdp}))
+            .await;
+        for i in 1..3 {
+            a.send(json!({"type": "signal", "to": idb, "data": i}))
+                .await;
+        }
+        let first = b.recv().await;
+        let start = tokio::time::Instant::now();
+        assert_eq!(first["data"], sdp);
+        assert_eq!(b.recv().await["data"], 1);
+        assert_eq!(b.recv().await["data"], 2);
+        let spread = start.elapsed();
+        assert!(
+            spread < Duration::from_millis(20),
+            "round {round}: {spread:?}"
+        );
+        b.send(json!({"type": "signal", "to": ida, "data": "answer"}))
+            .await;
+        assert_eq!(a.recv().await["data"], "answer");
+    }
+}

@@ -1,0 +1,270 @@
+//! HTTPS and WSS straight from the server (`--tls-cert`, `--tls-key`): rustls with the ring
+//! provider, the one the rest of the tree already uses.
+//!
+//! Each TLS handshake runs on a task of its own, bounded by [`HANDSHAKE_TIMEOUT`], so a client
+//! that stalls in its handshake holds up nobody else's; [`TlsListener`] hands the finished
+//! connections to `axum::serve`, which then treats them as it treats plain TCP ones (graceful
+//! shutdown, upgrades, `ConnectInfo`).
+
+use std::{
+    io,
+    net::SocketAddr,
+    path::{Path, PathBuf},
+    pin::Pin,
+    sync::Arc,
+    task::{Context, Poll},
+    time::Duration,
+};
+
+use axum::serve::Listener;
+use rustls::{
+    ServerConfig,
+    pki_types::{CertificateDer, PrivateKeyDer, pem::PemObject},
+};
+use tokio::{
+    io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf},
+    net::TcpStream,
+    sync::mpsc,
+};
+use tokio_rustls::{TlsAcceptor, server::TlsStream};
+
+use crate::Config;
+
+/// Longest a client may take to complete its TLS handshake before it is disconnected.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Finished handshakes waiting for `axum::serve` to take them.
+const ACCEPTED_QUEUE: usize = 64;
+
+/// Longest a dropped connection's `close_notify` may take to go out (see [`TlsConnection`]).
+const CLOSE_NOTIFY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The TLS acceptor for `config`'s certificate and key, or `None` when neither is set.
+/// Every error names the file (and its flag) and what was wrong with it.
+pub fn acceptor(config: &Config) -> io::Result<Option<TlsAcceptor>> {
+    match (&config.tls_cert, &config.tls_key) {
+        (None, None) => Ok(None),
+        (Some(cert), Some(key)) => server_config(cert, key).map(|c| Some(TlsAcceptor::from(c))),
+        (Some(_), None) => Err(invalid(
+            "--tls-cert needs --tls-key (its private key)".into(),
+        )),
+        (None, Some(_)) => Err(invalid(
+            "--tls-key needs --tls-cert (its certificate)".into(),
+        )),
+    }
+}
+
+fn invalid(message: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, message)
+}
+
+fn file_error(flag: &str, path: &Path, what: impl std::fmt::Display) -> io::Error {
+    invalid(format!("{flag} {}: {what}", path.display()))
+}
+
+fn pem_error(flag: &str, path: &Path, err: rustls::pki_types::pem::Error) -> io::Error {
+    use rustls::pki_types::pem::Error;
+    match err {
+        Error::Io(err) => file_error(flag, path, format!("cannot read: {err}")),
+        other => file_error(flag, path, format!("not valid PEM: {other}")),
+    }
+}
+
+fn server_config(cert_path: &PathBuf, key_path: &PathBuf) -> io::Result<Arc<ServerConfig>> {
+    let certs = CertificateDer::pem_file_iter(cert_path)
+        .map_err(|e| pem_error("--tls-cert", cert_path, e))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| pem_error("--tls-cert", cert_path, e))?;
+    if certs.is_empty() {
+        return Err(file_error(
+            "--tls-cert",
+            cert_path,
+            "no certificate found (expected PEM \"BEGIN CERTIFICATE\" blocks, the server's first)",
+        ));
+    }
+    let key = PrivateKeyDer::from_pem_file(key_path).map_err(|e| match e {
+        rustls::pki_types::pem::Error::NoItemsFound => file_error(
+            "--tls-key",
+            key_path,
+            "no private key found (expected a PEM \"BEGIN PRIVATE KEY\", \"BEGIN RSA PRIVATE KEY\" or \"BEGIN EC PRIVATE KEY\" block)",
+        ),
+        other => pem_error("--tls-key", key_path, other),
+    })?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| invalid(format!("TLS setup: {e}")))?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map_err(|e| {
+            file_error(
+                "--tls-key",
+                key_path,
+                format!(
+                    "cannot be used with the certificate in {}: {e}",
+                    cert_path.display()
+                ),
+            )
+        })?;
+    // HTTP/1.1 only: the server speaks no HTTP/2, and WebSockets upgrade over HTTP/1.1.
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
+}
+
+/// TLS connections, handshaken: a task accepts TCP connections from the inner listener and
+/// starts each handshake on a task of its own; finished ones queue here for `accept`.
+/// Dropping the listener (the server stopped accepting) stops that task, the inner listener
+/// and the handshakes still running.
+#[derive(Debug)]
+pub struct TlsListener {
+    accepted: mpsc::Receiver<(TlsConnection, SocketAddr)>,
+    local: SocketAddr,
+}
+
+impl TlsListener {
+    /// Starts accepting from `inner` (must be called within a tokio runtime).
+    pub fn new<L>(inner: L, acceptor: TlsAcceptor) -> io::Result<TlsListener>
+    where
+        L: Listener<Io = TcpStream, Addr = SocketAddr>,
+    {
+        let local = inner.local_addr()?;
+        let (tx, accepted) = mpsc::channel(ACCEPTED_QUEUE);
+        tokio::spawn(accept_loop(inner, acceptor, tx));
+        Ok(TlsListener { accepted, local })
+    }
+}
+
+async fn accept_loop<L>(
+    mut inner: L,
+    acceptor: TlsAcceptor,
+    tx: mpsc::Sender<(TlsConnection, SocketAddr)>,
+) where
+    L: Listener<Io = TcpStream, Addr = SocketAddr>,
+{
+    loop {
+        let (tcp, remote) = tokio::select! {
+            conn = inner.accept() => conn,
+            () = tx.closed() => return,
+        };
+        let acceptor = acceptor.clone();
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            let handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp));
+            let tls = tokio::select! {
+                done = handshake => match done {
+                    Ok(Ok(tls)) => tls,
+                    Ok(Err(err)) => {
+                        tracing::debug!(%remote, %err, "TLS handshake failed");
+                        return;
+                    }
+                    Err(_) => {
+                        tracing::debug!(%remote, "TLS handshake timed out");
+                        return;
+                    }
+                },
+                () = tx.closed() => return,
+            };
+            let conn = TlsConnection {
+                stream: Some(tls),
+                shut_down: false,
+            };
+            let _ = tx.send((conn, remote)).await;
+        });
+    }
+}
+
+impl Listener for TlsListener {
+    type Io = TlsConnection;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        match self.accepted.recv().await {
+            Some(conn) => conn,
+            // The accepting task ended, which it does only once this listener is dropped.
+            None => std::future::pending().await,
+        }
+    }
+
+    fn local_addr(&self) -> io::Result<SocketAddr> {
+        Ok(self.local)
+    }
+}
+
+/// A server-side TLS connection that ends in order even when dropped without a shutdown:
+/// a WebSocket session drops its socket after the closing handshake, which over plain TCP is
+/// an orderly end (FIN), but over TLS would cut the stream without `close_notify` (clients
+/// report a truncated connection). Dropped unshut, it sends `close_notify` and the FIN from a
+/// task of its own, for at most [`CLOSE_NOTIFY_TIMEOUT`].
+#[derive(Debug)]
+pub struct TlsConnection {
+    /// Always `Some` until dropped.
+    stream: Option<TlsStream<TcpStream>>,
+    shut_down: bool,
+}
+
+impl TlsConnection {
+    fn stream(&mut self) -> Pin<&mut TlsStream<TcpStream>> {
+        Pin::new(self.stream.as_mut().expect("present until dropped"))
+    }
+}
+
+impl AsyncRead for TlsConnection {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        self.get_mut().stream().poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for TlsConnection {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        self.get_mut().stream().poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        self.get_mut().stream().poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream
+            .as_ref()
+            .is_some_and(AsyncWrite::is_write_vectored)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.get_mut().stream().poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        // Attempted once is enough: a failed shutdown is not retried at drop.
+        this.shut_down = true;
+        this.stream().poll_shutdown(cx)
+    }
+}
+
+impl Drop for TlsConnection {
+    fn drop(&mut self) {
+        let Some(mut stream) = self.stream.take() else {
+            return;
+        };
+        if self.shut_down {
+            return;
+        }
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let _ = tokio::time::timeout(CLOSE_NOTIFY_TIMEOUT, stream.shutdown()).await;
+            });
+        }
+    }
+}

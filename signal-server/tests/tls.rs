@@ -1,0 +1,280 @@
+//! HTTPS and WSS from the server itself (`--tls-cert`, `--tls-key`), with a self-signed
+//! certificate made by each test; real TLS clients over 127.0.0.1.
+
+mod common;
+
+use std::{
+    net::SocketAddr,
+    path::{Path, PathBuf},
+    process::Stdio,
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use common::{Client, Server, WAIT, http_exchange, peer_id};
+use rustls::{ClientConfig, RootCertStore, pki_types::ServerName};
+use serde_json::json;
+use tokio::{io::AsyncReadExt, net::TcpStream};
+use tokio_rustls::TlsConnector;
+use tokio_tungstenite::{Connector, connect_async_tls_with_config};
+
+/// A self-signed certificate for 127.0.0.1 and localhost, written as PEM files.
+struct Cert {
+    _dir: tempfile::TempDir,
+    cert: PathBuf,
+    key: PathBuf,
+    /// A client configuration that trusts this certificate and nothing else.
+    client: Arc<ClientConfig>,
+}
+
+fn self_signed() -> Cert {
+    let made =
+        rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])
+            .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cert = dir.path().join("cert.pem");
+    let key = dir.path().join("key.pem");
+    std::fs::write(&cert, made.cert.pem()).unwrap();
+    std::fs::write(&key, made.signing_key.serialize_pem()).unwrap();
+    let mut roots = RootCertStore::empty();
+    roots.add(made.cert.der().clone()).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let client = ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Cert {
+        _dir: dir,
+        cert,
+        key,
+        client: Arc::new(client),
+    }
+}
+
+async fn tls_server(cert: &Cert) -> Server {
+    let (c, k) = (cert.cert.clone(), cert.key.clone());
+    Server::start(move |config| {
+        config.tls_cert = Some(c);
+        config.tls_key = Some(k);
+    })
+    .await
+}
+
+/// A `wss://` client (Nagle off, as browsers open their sockets).
+async fn wss(addr: SocketAddr, cert: &Cert) -> Client {
+    let (ws, _) = connect_async_tls_with_config(
+        format!("wss://{addr}/ws"),
+        None,
+        true,
+        Some(Connector::Rustls(Arc::clone(&cert.client))),
+    )
+    .await
+    .unwrap();
+    Client { ws }
+}
+
+async fn https_get(addr: SocketAddr, cert: &Cert, path: &str) -> common::HttpResponse {
+    let tcp = TcpStream::connect(addr).await.unwrap();
+    let name = ServerName::IpAddress(addr.ip().into());
+    let tls = TlsConnector::from(Arc::clone(&cert.client))
+        .connect(name, tcp)
+        .await
+        .unwrap();
+    http_exchange(tls, path, &[]).await
+}
+
+#[tokio::test]
+async fn a_wss_client_joins_a_room_and_https_serves_the_pages() {
+    let cert = self_signed();
+    let server = tls_server(&cert).await;
+    let mut a = wss(server.addr, &cert).await;
+    let welcome = a
+        .join_with(json!({"type": "join", "version": 1, "room": "lobby", "kind": "browser"}))
+        .await;
+    assert_eq!(welcome["type"], "welcome");
+    // A second peer, to see frames relayed over TLS both ways.
+    let mut b = wss(server.addr, &cert).await;
+    let wb = b.join("lobby").await;
+    assert_eq!(
+        a.recv_type("peer_joined").await["peer"]["id"],
+        wb["peer_id"]
+    );
+    b.send(json!({"type": "signal", "to": peer_id(&welcome), "data": "offer"}))
+        .await;
+    assert_eq!(a.recv_type("signal").await["data"], "offer");
+
+    let page = https_get(server.addr, &cert, "/").await;
+    assert_eq!(page.status, 200);
+    assert!(page.text().contains("<html"), "{}", page.text());
+    let health = https_get(server.addr, &cert, "/healthz").await;
+    assert_eq!((health.status, health.text().as_str()), (200, "ok"));
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn plain_http_to_the_tls_port_gets_no_page() {
+    let cert = self_signed();
+    let server = tls_server(&cert).await;
+    let mut tcp = TcpStream::connect(server.addr).await.unwrap();
+    tokio::io::AsyncWriteExt::write_all(&mut tcp, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut buf = Vec::new();
+    let _ = tokio::time::timeout(WAIT, tcp.read_to_end(&mut buf))
+        .await
+        .expect("the server drops a connection that is not TLS");
+    assert!(!String::from_utf8_lossy(&buf).contains("<html"));
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_stalled_tls_handshake_does_not_hold_up_other_clients() {
+    let cert = self_signed();
+    let server = tls_server(&cert).await;
+    // Connected, then silent: its handshake never starts. And one that stops half-way
+    // through a ClientHello.
+    let silent = TcpStream::connect(server.addr).await.unwrap();
+    let mut partial = TcpStream::connect(server.addr).await.unwrap();
+    tokio::io::AsyncWriteExt::write_all(&mut partial, &[0x16, 0x03, 0x01, 0x02, 0x00, 0x01])
+        .await
+        .unwrap();
+    let start = Instant::now();
+    for _ in 0..3 {
+        let mut c = wss(server.addr, &cert).await;
+        assert_eq!(c.join("lobby").await["type"], "welcome");
+    }
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "three joins behind two stalled handshakes took {:?}",
+        start.elapsed()
+    );
+    drop((silent, partial));
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn wss_frames_sent_back_to_back_are_not_held_back() {
+    let cert = self_signed();
+    let (c, k) = (cert.cert.clone(), cert.key.clone());
+    let server = Server::start(move |config| {
+        config.tls_cert = Some(c);
+        config.tls_key = Some(k);
+        config.rate_per_sec = 10_000;
+        config.rate_burst = 10_000;
+    })
+    .await;
+    let mut a = wss(server.addr, &cert).await;
+    let wa = a.join("lobby").await;
+    let mut b = wss(server.addr, &cert).await;
+    let wb = b.join("lobby").await;
+    a.recv_type("peer_joined").await;
+    // Without TCP_NODELAY on the server's side of the TLS connection too.
+    common::assert_signals_not_held_back(&mut a, &mut b, peer_id(&wa), peer_id(&wb)).await;
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn shutdown_closes_wss_sessions_with_going_away() {
+    let cert = self_signed();
+    let server = tls_server(&cert).await;
+    let mut a = wss(server.addr, &cert).await;
+    a.join("lobby").await;
+    let stopping = tokio::spawn(server.stop());
+    let frame = a.closed_cleanly().await;
+    assert_eq!(frame.reason.as_str(), "server_shutdown");
+    stopping.await.unwrap();
+}
+
+/// `serve` with these TLS files: the error it stops with at once.
+async fn startup_error(cert: &Path, key: &Path) -> String {
+    let config = ackwire_signal::Config {
+        bind: "127.0.0.1:0".parse().unwrap(),
+        tls_cert: Some(cert.to_owned()),
+        tls_key: Some(key.to_owned()),
+        ..Default::default()
+    };
+    let listener = tokio::net::TcpListener::bind(config.bind).await.unwrap();
+    let served = ackwire_signal::serve(listener, config, std::future::pending());
+    match tokio::time::timeout(WAIT, served).await {
+        Ok(Err(err)) => err.to_string(),
+        Ok(Ok(())) => panic!("served and stopped without an error"),
+        Err(_) => panic!("still serving with cert {cert:?} and key {key:?}"),
+    }
+}
+
+#[tokio::test]
+async fn missing_or_garbled_tls_files_are_startup_errors_naming_the_file() {
+    let cert = self_signed();
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing-key.pem");
+    let garbled = dir.path().join("garbled.pem");
+    std::fs::write(&garbled, "this is not a key\n").unwrap();
+    let bad_base64 = dir.path().join("bad-base64.pem");
+    std::fs::write(
+        &bad_base64,
+        "-----BEGIN PRIVATE KEY-----\n!!!!\n-----END PRIVATE KEY-----\n",
+    )
+    .unwrap();
+    let other_key = dir.path().join("other-key.pem");
+    std::fs::write(
+        &other_key,
+        rcgen::KeyPair::generate().unwrap().serialize_pem(),
+    )
+    .unwrap();
+    for (cert_file, key_file, flag, says) in [
+        (&cert.cert, &missing, "--tls-key", "cannot read"),
+        (&cert.cert, &garbled, "--tls-key", "no private key found"),
+        (&cert.cert, &bad_base64, "--tls-key", "not valid PEM"),
+        (
+            &cert.cert,
+            &other_key,
+            "--tls-key",
+            "cannot be used with the certificate",
+        ),
+        (&missing, &cert.key, "--tls-cert", "cannot read"),
+        (&garbled, &cert.key, "--tls-cert", "no certificate found"),
+        // A key where the certificate should be.
+        (&cert.key, &cert.key, "--tls-cert", "no certificate found"),
+    ] {
+        let err = startup_error(cert_file, key_file).await;
+        let named = if flag == "--tls-key" {
+            key_file
+        } else {
+            cert_file
+        };
+        assert!(
+            err.contains(&format!("{flag} {}", named.display())) && err.contains(says),
+            "{flag} {named:?}: {err}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_binary_stops_at_startup_with_a_message_naming_a_garbled_key() {
+    let cert = self_signed();
+    let dir = tempfile::tempdir().unwrap();
+    let garbled = dir.path().join("garbled-key.pem");
+    std::fs::write(&garbled, "-----BEGIN PRIVATE KEY-----\nnot base64 at all\n").unwrap();
+    let run = tokio::process::Command::new(env!("CARGO_BIN_EXE_ackwire-signal"))
+        .args(["--bind", "127.0.0.1:0", "--tls-cert"])
+        .arg(&cert.cert)
+        .arg("--tls-key")
+        .arg(&garbled)
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(WAIT, run)
+        .await
+        .expect("the binary exits")
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!("--tls-key {}", garbled.display())),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(!stderr.contains("listening"), "{stderr}");
+}
