@@ -294,7 +294,7 @@ pub(crate) fn bench() -> Result<()> {
         stage("native peer: UDP vs raw echo, connections/core", || {
             run(cargo().args(["bench", "-p", "ackwire-peer", "--bench", "udp"]))
         }),
-        stage("signal server: 10k idle clients, 1k relays/s", || {
+        stage("signal server: 10k idle clients, 1k relays/s, join latency", || {
             run(cargo()
                 .args([
                     "run",
