@@ -294,26 +294,29 @@ pub(crate) fn bench() -> Result<()> {
         stage("native peer: UDP vs raw echo, connections/core", || {
             run(cargo().args(["bench", "-p", "ackwire-peer", "--bench", "udp"]))
         }),
-        stage("signal server: 10k idle clients, 1k relays/s, join latency", || {
-            run(cargo()
-                .args([
-                    "run",
-                    "--release",
-                    "-p",
-                    "ackwire-signal",
-                    "--example",
-                    "load",
-                    "--",
-                ])
-                .args([
-                    "--clients",
-                    "10000",
-                    "--relays-per-sec",
-                    "1000",
-                    "--duration-secs",
-                    "20",
-                ]))
-        }),
+        stage(
+            "signal server: 10k idle clients, 1k relays/s, join latency",
+            || {
+                run(cargo()
+                    .args([
+                        "run",
+                        "--release",
+                        "-p",
+                        "ackwire-signal",
+                        "--example",
+                        "load",
+                        "--",
+                    ])
+                    .args([
+                        "--clients",
+                        "10000",
+                        "--relays-per-sec",
+                        "1000",
+                        "--duration-secs",
+                        "20",
+                    ]))
+            },
+        ),
     ];
     summarize("bench", &stages, start)
 }
