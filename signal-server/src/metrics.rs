@@ -68,6 +68,10 @@ struct ReasonLabel {
     reason: &'static str,
 }
 
+fn count(family: &Family<ReasonLabel, Counter>, reason: &'static str) {
+    family.get_or_create(&ReasonLabel { reason }).inc();
+}
+
 /// All server metrics; cheap atomic updates, rendered on scrape.
 #[derive(Debug)]
 pub struct Metrics {
@@ -174,29 +178,17 @@ impl Metrics {
 
     /// Count one connection the server closed.
     pub fn close(&self, cause: CloseCause) {
-        self.closes
-            .get_or_create(&ReasonLabel {
-                reason: cause.as_str(),
-            })
-            .inc();
+        count(&self.closes, cause.as_str());
     }
 
     /// Count one signal that was not delivered.
     pub fn signal_dropped(&self, reason: DropReason) {
-        self.dropped
-            .get_or_create(&ReasonLabel {
-                reason: reason.as_str(),
-            })
-            .inc();
+        count(&self.dropped, reason.as_str());
     }
 
     /// Count one upgrade refused with an HTTP status.
     pub fn upgrade_refused(&self, reason: Refusal) {
-        self.refused
-            .get_or_create(&ReasonLabel {
-                reason: reason.as_str(),
-            })
-            .inc();
+        count(&self.refused, reason.as_str());
     }
 
     /// The Prometheus text exposition.

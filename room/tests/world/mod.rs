@@ -297,15 +297,7 @@ impl World {
                         // The server reads a join in the URL as it accepts the socket.
                         if let Some(join) = join {
                             self.nodes[n].url_joins += 1;
-                            let frame = join.into_frame();
-                            self.at(
-                                HOP,
-                                Action::ToServer {
-                                    from: n,
-                                    conn,
-                                    frame,
-                                },
-                            );
+                            self.to_server(n, conn, join.into_frame());
                         }
                     } else {
                         self.at(HOP, Action::SocketClosed { to: n, conn });
@@ -317,14 +309,7 @@ impl World {
                     }
                     let conn = self.nodes[n].conn;
                     if conn != 0 {
-                        self.at(
-                            HOP,
-                            Action::ToServer {
-                                from: n,
-                                conn,
-                                frame,
-                            },
-                        );
+                        self.to_server(n, conn, frame);
                     }
                 }
                 Output::Command(command) => self.command(n, command),
@@ -335,6 +320,11 @@ impl World {
     }
 
     // ----- the signalling server -----
+
+    /// `frame` from member `from` on its connection `conn` reaches the server a hop later.
+    fn to_server(&mut self, from: usize, conn: u64, frame: ClientFrame) {
+        self.at(HOP, Action::ToServer { from, conn, frame });
+    }
 
     fn send_to_member(&mut self, to: usize, conn: u64, frame: &ServerFrame) {
         let text = serde_json::to_string(frame).unwrap();
