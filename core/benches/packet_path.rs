@@ -5,9 +5,12 @@
 //! Before criterion runs, the bench prints the figures the README quotes: the packets/s ratio
 //! (interleaved rounds, median of several), allocations per packet in steady state (counting
 //! allocator), header bytes per packet in both directions at equal and unequal rates, and the
-//! cost of packet protection: the same loop with both endpoints protected (ChaCha20-Poly1305,
-//! sealed and opened in place), as a ratio to the unprotected loop in the same run. Then the message layer: reliable messages/s
-//! through a connected pair of `Connection`s (lossless and with 10% loss, 30 messages of 32
+//! cost of packet protection: the same loop with both endpoints protected (AES-256-GCM,
+//! sealed and opened in place), as a ratio to the unprotected loop in the same run, and the
+//! AEADs it was chosen among (RustCrypto's ChaCha20-Poly1305 and AES-256-GCM, ring's
+//! ChaCha20-Poly1305 and AES-256-GCM): nanoseconds per seal + open of a 32-byte and a
+//! 1,200-byte payload, interleaved, also as criterion's `aead_seal_open` group. Then the
+//! message layer: reliable messages/s through a connected pair of `Connection`s (lossless and with 10% loss, 30 messages of 32
 //! bytes per round packed into one packet), against laminar delivering the same reliable
 //! messages over its own lossless in-memory pair.
 
@@ -21,7 +24,7 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use ackwire_core::emulator::{EmulatorConfig, LinkEmulator};
-use ackwire_core::protection::PacketKeys;
+use ackwire_core::protection::{PacketKeys, nonce};
 use ackwire_core::{
     Accept, Acceptor, Config, Connection, ConnectionConfig, ConnectionEvent, Endpoint, Mode,
 };
@@ -60,14 +63,14 @@ impl AckwirePair {
         }
     }
 
-    /// The same pair with packet protection (ChaCha20-Poly1305) in both directions.
+    /// The same pair with packet protection (AES-256-GCM, ring) in both directions.
     fn protected() -> Self {
         let mut pair = AckwirePair::new();
         pair.a
-            .protect(PacketKeys::chacha20_poly1305(A_TO_B, B_TO_A))
+            .protect(PacketKeys::aes_256_gcm(A_TO_B, B_TO_A))
             .unwrap();
         pair.b
-            .protect(PacketKeys::chacha20_poly1305(B_TO_A, A_TO_B))
+            .protect(PacketKeys::aes_256_gcm(B_TO_A, A_TO_B))
             .unwrap();
         pair
     }
@@ -285,6 +288,7 @@ fn report() {
     );
     println!("  steady-state header in this loop: ackwire {header} bytes");
     report_protection();
+    report_aeads();
     for (a_pps, b_pps) in [(30.0, 30.0), (10.0, 10.0), (30.0, 10.0)] {
         let (a_to_b, b_to_a) = header_bytes_per_packet(a_pps, b_pps);
         println!(
@@ -323,13 +327,141 @@ fn report_protection() {
         ratios.push(sealed / ours);
     }
     ratios.sort_by(f64::total_cmp);
-    println!("  protected (ChaCha20-Poly1305, 32-byte payload + 16-byte tag):");
+    println!("  protected (AES-256-GCM, 32-byte payload + 16-byte tag):");
     println!("    unprotected: {ours:>12.0} packets/s (last round)");
     println!("    protected  : {sealed:>12.0} packets/s (last round)");
     println!(
         "    protected / unprotected: {:.2} (median of 7 interleaved rounds); allocations/packet {protected_allocs:.3}",
         ratios[3]
     );
+}
+
+/// One AEAD candidate for packet protection, as the bench drives it: seal `payload` in place
+/// under `packet_number` with `header` as associated data, then open it back.
+trait SealOpen {
+    fn seal_open(&mut self, packet_number: u64, header: &[u8], payload: &mut [u8]);
+}
+
+const BENCH_KEY: [u8; 32] = [0x42; 32];
+const BENCH_IV: [u8; 12] = [0xA5; 12];
+
+/// RustCrypto `chacha20poly1305`, whose backends (AVX2 here) are picked at run time. Under
+/// `RUSTFLAGS='--cfg chacha20_backend="soft" --cfg poly1305_backend="soft"'` the same code
+/// runs the portable backends.
+struct RustCryptoChaCha(chacha20poly1305::ChaCha20Poly1305);
+
+impl SealOpen for RustCryptoChaCha {
+    fn seal_open(&mut self, packet_number: u64, header: &[u8], payload: &mut [u8]) {
+        use chacha20poly1305::AeadInOut;
+        let nonce = nonce(&BENCH_IV, packet_number).into();
+        let tag = self
+            .0
+            .encrypt_inout_detached(&nonce, header, payload.into())
+            .unwrap();
+        self.0
+            .decrypt_inout_detached(&nonce, header, payload.into(), &tag)
+            .unwrap();
+    }
+}
+
+/// RustCrypto `aes-gcm` (AES-NI and CLMUL, picked at run time).
+struct RustCryptoAesGcm(aes_gcm::Aes256Gcm);
+
+impl SealOpen for RustCryptoAesGcm {
+    fn seal_open(&mut self, packet_number: u64, header: &[u8], payload: &mut [u8]) {
+        use aes_gcm::AeadInOut;
+        let nonce = nonce(&BENCH_IV, packet_number).into();
+        let tag = self
+            .0
+            .encrypt_inout_detached(&nonce, header, payload.into())
+            .unwrap();
+        self.0
+            .decrypt_inout_detached(&nonce, header, payload.into(), &tag)
+            .unwrap();
+    }
+}
+
+/// `ring`'s `LessSafeKey` (BoringSSL's assembly, picked at run time).
+struct Ring(ring::aead::LessSafeKey);
+
+impl SealOpen for Ring {
+    fn seal_open(&mut self, packet_number: u64, header: &[u8], payload: &mut [u8]) {
+        use ring::aead::{Aad, Nonce};
+        let n = || Nonce::assume_unique_for_key(nonce(&BENCH_IV, packet_number));
+        let tag = self
+            .0
+            .seal_in_place_separate_tag(n(), Aad::from(header), payload)
+            .unwrap();
+        self.0
+            .open_in_place_separate_tag(n(), Aad::from(header), tag, payload, 0..)
+            .unwrap();
+    }
+}
+
+/// The AEADs packet protection was chosen among, by name.
+fn aead_candidates() -> Vec<(&'static str, Box<dyn SealOpen>)> {
+    use aes_gcm::KeyInit as _;
+    let ring_key = |algorithm| {
+        ring::aead::LessSafeKey::new(ring::aead::UnboundKey::new(algorithm, &BENCH_KEY).unwrap())
+    };
+    vec![
+        (
+            "rustcrypto_chacha20poly1305",
+            Box::new(RustCryptoChaCha(chacha20poly1305::ChaCha20Poly1305::new(
+                &BENCH_KEY.into(),
+            ))),
+        ),
+        (
+            "rustcrypto_aes256gcm",
+            Box::new(RustCryptoAesGcm(aes_gcm::Aes256Gcm::new(&BENCH_KEY.into()))),
+        ),
+        (
+            "ring_chacha20poly1305",
+            Box::new(Ring(ring_key(&ring::aead::CHACHA20_POLY1305))),
+        ),
+        (
+            "ring_aes256gcm",
+            Box::new(Ring(ring_key(&ring::aead::AES_256_GCM))),
+        ),
+    ]
+}
+
+/// Nanoseconds per seal + open of each candidate AEAD, at 32 and 1,200 bytes of payload
+/// with a 5-byte header, interleaved in one run (median of 7 rounds), each also as a ratio
+/// to the first (RustCrypto's ChaCha20-Poly1305).
+fn report_aeads() {
+    let header = [0x90, 0x12, 0x34, 0x30, 0x04];
+    let mut candidates = aead_candidates();
+    println!("  seal + open per packet (5-byte header; median of 7 interleaved rounds):");
+    for size in [32usize, 1200] {
+        let mut payload = vec![7u8; size];
+        let mut samples = vec![Vec::new(); candidates.len()];
+        let rounds = if size > 100 { 20_000 } else { 100_000 };
+        let mut packet_number = 0u64;
+        for _ in 0..7 {
+            for (i, (_, aead)) in candidates.iter_mut().enumerate() {
+                let start = Instant::now();
+                for _ in 0..rounds {
+                    aead.seal_open(packet_number, &header, black_box(&mut payload));
+                    packet_number += 1;
+                }
+                samples[i].push(start.elapsed().as_nanos() as f64 / rounds as f64);
+            }
+        }
+        let medians: Vec<f64> = samples
+            .iter_mut()
+            .map(|s| {
+                s.sort_by(f64::total_cmp);
+                s[3]
+            })
+            .collect();
+        for ((name, _), ns) in candidates.iter().zip(&medians) {
+            println!(
+                "    {size:>5} B  {name:<28} {ns:>8.0} ns  ({:.2}x the first)",
+                ns / medians[0]
+            );
+        }
+    }
 }
 
 /// Mean header bytes per packet in each direction between two endpoints pacing themselves at
@@ -601,6 +733,23 @@ fn bench(c: &mut Criterion) {
     group.bench_function("ackwire_10pct_loss", |b| b.iter(|| lossy.round()));
     let mut laminar = LaminarPair::new();
     group.bench_function("laminar_lossless", |b| b.iter(|| laminar.message_round()));
+    group.finish();
+
+    let mut group = c.benchmark_group("aead_seal_open");
+    for size in [32usize, 1200] {
+        group.throughput(Throughput::Elements(1));
+        for (name, mut aead) in aead_candidates() {
+            let mut payload = vec![7u8; size];
+            let header = [0x90, 0x12, 0x34, 0x30, 0x04];
+            let mut packet_number = 0u64;
+            group.bench_function(format!("{name}/{size}"), |b| {
+                b.iter(|| {
+                    aead.seal_open(packet_number, &header, black_box(&mut payload));
+                    packet_number += 1;
+                })
+            });
+        }
+    }
     group.finish();
 }
 

@@ -95,7 +95,7 @@
 //!     per packet; a packet that fails to open changes nothing but a counter. Keys come from
 //!     the connection's creator ([`Connection::protect`], [`Acceptor::with_keys`]); the
 //!     cipher ([`protection::PacketKey`]) is outside the core's hot path, and the
-//!     ChaCha20-Poly1305 one is behind the `aead` feature (off for the wasm build).
+//!     AES-256-GCM one (ring) is behind the `aead` feature (off for the wasm build).
 //! 12. [`emulator`]: a seeded link emulator (latency, jitter, uniform and Gilbert–Elliott
 //!     loss, duplication, reordering, rate limit) to put around any link, deterministic per seed.
 //!

@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use ackwire_core::protection::{
-    ChaCha20Poly1305Key, KeySource, OpenError, PacketKey, PacketKeys, TAG_LEN, packet_number,
+    Aes256GcmKey, KeySource, OpenError, PacketKey, PacketKeys, TAG_LEN, packet_number,
 };
 use ackwire_core::{
     Accept, Acceptor, Config, Connection, ConnectionConfig, ConnectionError, ConnectionEvent,
@@ -20,11 +20,11 @@ const SERVER_TO_CLIENT: ([u8; 32], [u8; 12]) = ([0x33; 32], [0x44; 12]);
 const ADDRESS: &[u8] = b"10.0.0.2:5000";
 
 fn client_keys() -> PacketKeys {
-    PacketKeys::chacha20_poly1305(CLIENT_TO_SERVER, SERVER_TO_CLIENT)
+    PacketKeys::aes_256_gcm(CLIENT_TO_SERVER, SERVER_TO_CLIENT)
 }
 
 fn server_keys() -> PacketKeys {
-    PacketKeys::chacha20_poly1305(SERVER_TO_CLIENT, CLIENT_TO_SERVER)
+    PacketKeys::aes_256_gcm(SERVER_TO_CLIENT, CLIENT_TO_SERVER)
 }
 
 /// The acceptor's keys: the same fixed pair for every connection (one connection per test).
@@ -278,10 +278,10 @@ fn a_replayed_packet_is_refused_however_late_it_comes() {
     ));
 }
 
-/// A ChaCha20-Poly1305 key with small limits, to reach them in a test.
+/// An AES-256-GCM key with small limits, to reach them in a test.
 #[derive(Debug)]
 struct Limited {
-    key: ChaCha20Poly1305Key,
+    key: Aes256GcmKey,
     confidentiality: u64,
     integrity: u64,
     sealed: Vec<u64>,
@@ -290,7 +290,7 @@ struct Limited {
 impl Limited {
     fn boxed(key: ([u8; 32], [u8; 12]), confidentiality: u64, integrity: u64) -> Box<Limited> {
         Box::new(Limited {
-            key: ChaCha20Poly1305Key::new(key.0, key.1),
+            key: Aes256GcmKey::new(key.0, key.1),
             confidentiality,
             integrity,
             sealed: Vec::new(),
@@ -366,10 +366,7 @@ fn events(connection: &mut Connection) -> Vec<ConnectionEvent> {
 fn the_sender_stops_with_a_typed_reason_before_its_key_limit_and_never_reuses_a_nonce() {
     let client = PacketKeys {
         local: Limited::boxed(CLIENT_TO_SERVER, 5, u64::MAX),
-        remote: Box::new(ChaCha20Poly1305Key::new(
-            SERVER_TO_CLIENT.0,
-            SERVER_TO_CLIENT.1,
-        )),
+        remote: Box::new(Aes256GcmKey::new(SERVER_TO_CLIENT.0, SERVER_TO_CLIENT.1)),
     };
     let (mut client, mut server) = connected(client, server_keys());
     let mut buf = [0u8; 1200];
@@ -400,10 +397,7 @@ fn the_sender_stops_with_a_typed_reason_before_its_key_limit_and_never_reuses_a_
 #[test]
 fn forgeries_up_to_the_integrity_limit_close_the_connection_with_a_typed_reason() {
     let server = PacketKeys {
-        local: Box::new(ChaCha20Poly1305Key::new(
-            SERVER_TO_CLIENT.0,
-            SERVER_TO_CLIENT.1,
-        )),
+        local: Box::new(Aes256GcmKey::new(SERVER_TO_CLIENT.0, SERVER_TO_CLIENT.1)),
         remote: Limited::boxed(CLIENT_TO_SERVER, u64::MAX, 3),
     };
     let (mut client, mut server) = connected(client_keys(), server);

@@ -290,8 +290,8 @@ fn the_documented_default_protocol_id_is_the_one_in_the_code() {
 }
 
 /// The key and IV of the protected examples in `docs/wire.md`: `00 01 .. 1F` and `A0 A1 .. AB`.
-fn spec_key() -> ackwire_core::protection::ChaCha20Poly1305Key {
-    ackwire_core::protection::ChaCha20Poly1305Key::new(
+fn spec_key() -> ackwire_core::protection::Aes256GcmKey {
+    ackwire_core::protection::Aes256GcmKey::new(
         core::array::from_fn(|i| i as u8),
         core::array::from_fn(|i| 0xA0 + i as u8),
     )
@@ -382,7 +382,7 @@ fn a_protected_connector_sends_the_documented_first_packet_sealed() {
     let mut acceptor = Acceptor::new(config.clone(), [1; 32]).unwrap();
     let mut client = Connection::connect(config, Duration::ZERO).unwrap();
     client
-        .protect(PacketKeys::chacha20_poly1305(key, ([0; 32], [0; 12])))
+        .protect(PacketKeys::aes_256_gcm(key, ([0; 32], [0; 12])))
         .unwrap();
     client.send(1, b"hello").unwrap();
     let (mut buf, mut reply) = ([0u8; 1200], [0u8; 64]);

@@ -252,11 +252,12 @@ impl Connections {
     /// made due. Anything refused is counted, logged at debug with its length and reason, and
     /// changes no connection. A connect request is answered at once with a challenge of the
     /// same size (never larger, so a spoofed source address gains an attacker nothing).
+    /// A protected connection opens `datagram` in place (its bytes are unspecified after).
     pub fn on_datagram(
         &mut self,
         now: Duration,
         from: SocketAddr,
-        datagram: &[u8],
+        datagram: &mut [u8],
         link: &mut Link,
     ) {
         if let Err(e) = DatagramError::check(datagram) {
@@ -267,7 +268,7 @@ impl Connections {
         let refused = match &mut self.side {
             Side::Listen(listener) => {
                 let address = link::address_bytes(from);
-                match listener.receive(now, &address, datagram, &mut self.reply) {
+                match listener.receive_in_place(now, &address, datagram, &mut self.reply) {
                     Ok(Some(len)) => {
                         link.send(now, from, &self.reply[..len]);
                         return;
@@ -286,7 +287,7 @@ impl Connections {
                     tracing::debug!(%from, len = datagram.len(), "datagram from a foreign address dropped");
                     return;
                 }
-                match connection.receive(now, datagram) {
+                match connection.receive_in_place(now, datagram) {
                     Ok(()) => return,
                     Err(e) => (self.dropped.count_connection(&e), e.to_string()),
                 }

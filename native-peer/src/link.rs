@@ -158,10 +158,10 @@ fn tag(addr: SocketAddr, datagram: &[u8]) -> Vec<u8> {
     tagged
 }
 
-fn untag(tagged: &[u8]) -> (SocketAddr, &[u8]) {
+fn untag(tagged: &mut [u8]) -> (SocketAddr, &mut [u8]) {
     let len = tag_len(tagged);
     let addr = parse_address(&tagged[..len]).expect("tagged by `tag`");
-    (addr, &tagged[len..])
+    (addr, &mut tagged[len..])
 }
 
 impl Link {
@@ -224,7 +224,9 @@ impl Link {
     }
 
     /// Reads up to [`RECV_BATCH`] waiting datagrams into `buf` without blocking and hands each
-    /// one (or, when emulated, each one the inbound emulator releases later) to `deliver`.
+    /// one (or, when emulated, each one the inbound emulator releases later) to `deliver`,
+    /// mutable where it lies, so that a protected datagram is opened in place (the core's
+    /// `receive_in_place`) with no copy.
     /// A datagram larger than `buf` is cut to its size: with [`RECV_BUF_LEN`] bytes every
     /// datagram is read whole, so an oversized one shows at its real length. Returns how many
     /// datagrams it read.
@@ -232,7 +234,7 @@ impl Link {
         &mut self,
         now: Duration,
         buf: &mut [u8],
-        mut deliver: impl FnMut(&mut Link, SocketAddr, &[u8]),
+        mut deliver: impl FnMut(&mut Link, SocketAddr, &mut [u8]),
     ) -> usize {
         let mut read = 0;
         for _ in 0..RECV_BATCH {
@@ -248,7 +250,7 @@ impl Link {
                     self.counters.datagrams_in += 1;
                     match &mut self.emulation {
                         Some(emulation) => emulation.arrive(now, &tag(from, &buf[..len])),
-                        None => deliver(self, from, &buf[..len]),
+                        None => deliver(self, from, &mut buf[..len]),
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
@@ -266,20 +268,20 @@ impl Link {
     pub fn poll_emulation(
         &mut self,
         now: Duration,
-        mut deliver: impl FnMut(&mut Link, Duration, SocketAddr, &[u8]),
+        mut deliver: impl FnMut(&mut Link, Duration, SocketAddr, &mut [u8]),
     ) {
         let Some(emulation) = &mut self.emulation else {
             return;
         };
-        while let Some(tagged) = emulation.poll_send(now) {
-            let (to, datagram) = untag(&tagged);
+        while let Some(mut tagged) = emulation.poll_send(now) {
+            let (to, datagram) = untag(&mut tagged);
             send_now(&self.socket, &mut self.counters, to, datagram);
         }
         while let Some(emulation) = &mut self.emulation {
-            let Some((due, tagged)) = emulation.poll_arrive(now) else {
+            let Some((due, mut tagged)) = emulation.poll_arrive(now) else {
                 break;
             };
-            let (from, datagram) = untag(&tagged);
+            let (from, datagram) = untag(&mut tagged);
             deliver(self, due, from, datagram);
         }
     }
@@ -315,8 +317,8 @@ mod tests {
     fn address_tags_round_trip_for_both_families() {
         for addr in ["127.0.0.1:40000", "[::1]:9", "[::ffff:127.0.0.1]:1"] {
             let addr: SocketAddr = addr.parse().unwrap();
-            let tagged = tag(addr, b"payload");
-            assert_eq!(untag(&tagged), (addr, &b"payload"[..]));
+            let mut tagged = tag(addr, b"payload");
+            assert_eq!(untag(&mut tagged), (addr, &mut b"payload".to_vec()[..]));
             assert_eq!(parse_address(&address_bytes(addr)), Some(addr));
         }
     }

@@ -1,5 +1,5 @@
 //! The driver loop: a thin loop around the core. Datagrams in go to
-//! [`Connections::on_datagram`] (the core's `Listener::receive` or `Connection::receive`),
+//! [`Connections::on_datagram`] (the core's `Listener::receive_in_place` or `Connection::receive_in_place`),
 //! [`Connections::poll`] sends what is due, and the loop sleeps until the earliest
 //! `poll_timeout`, emulator release or report tick, or until the socket is readable.
 //! Stopping (Ctrl-C, the end of `--duration`) closes every connection and keeps the loop

@@ -20,7 +20,7 @@ struct Fixed;
 
 impl KeySource for Fixed {
     fn keys(&mut self, _connection_id: u64, _address: &[u8]) -> PacketKeys {
-        PacketKeys::chacha20_poly1305(TO_CONNECTOR, TO_LISTENER)
+        PacketKeys::aes_256_gcm(TO_CONNECTOR, TO_LISTENER)
     }
 }
 
@@ -46,7 +46,7 @@ fn run(protected: bool, run: Duration) -> (u64, u64, Vec<Vec<u8>>) {
         client
             .protect(
                 || unreachable!(),
-                || PacketKeys::chacha20_poly1305(TO_LISTENER, TO_CONNECTOR),
+                || PacketKeys::aes_256_gcm(TO_LISTENER, TO_CONNECTOR),
             )
             .unwrap();
     }
