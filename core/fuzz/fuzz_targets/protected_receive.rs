@@ -20,7 +20,7 @@ fn connected() -> (Connection, Connection) {
     let mut acceptor = Acceptor::new(config.clone(), [3; 32]).unwrap();
     let mut client = Connection::connect(config, Duration::ZERO).unwrap();
     client
-        .protect(PacketKeys::chacha20_poly1305(TO_SERVER, TO_CLIENT))
+        .protect(PacketKeys::aes_256_gcm(TO_SERVER, TO_CLIENT))
         .unwrap();
     let (mut buf, mut reply) = ([0u8; 1200], [0u8; 64]);
     for _ in 0..2 {
@@ -30,7 +30,7 @@ fn connected() -> (Connection, Connection) {
             Ok(Accept::Connection(server)) => {
                 let mut server = *server;
                 server
-                    .protect(PacketKeys::chacha20_poly1305(TO_CLIENT, TO_SERVER))
+                    .protect(PacketKeys::aes_256_gcm(TO_CLIENT, TO_SERVER))
                     .unwrap();
                 let len = server.poll_transmit(Duration::ZERO, &mut buf).unwrap().unwrap();
                 client.receive(Duration::ZERO, &buf[..len]).unwrap();
