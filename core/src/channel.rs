@@ -262,6 +262,11 @@ pub(crate) struct Channels {
     /// Bit `i` set: unreliable channel `i` has queued messages. The packer visits only
     /// those, without reading the other channels' state.
     queued: u64,
+    /// A reliable window may hold storage: a reliable message was sent or received since
+    /// [`release_reliable_storage`](Self::release_reliable_storage) last freed them all.
+    reliable_storage: bool,
+    /// A reliable frame arrived since [`take_reliable_arrived`](Self::take_reliable_arrived).
+    reliable_arrived: bool,
     pub(crate) counters: MessageCounters,
 }
 
@@ -303,6 +308,8 @@ impl Channels {
             turn: 0,
             reliable_idle: true,
             queued: 0,
+            reliable_storage: false,
+            reliable_arrived: false,
             counters: MessageCounters::default(),
         }
     }
@@ -361,6 +368,7 @@ impl Channels {
                 }
                 window.push(bytes);
                 self.reliable_idle = false;
+                self.reliable_storage = true;
             }
         }
         self.counters.sent += 1;
@@ -575,6 +583,8 @@ impl Channels {
                 }
             }
             (ReceiveSide::Reliable(window), kind) => {
+                self.reliable_storage = true;
+                self.reliable_arrived = true;
                 window.insert(&kind, frame.payload, &mut |bytes| {
                     counters.delivered += 1;
                     deliver(channel, bytes);
@@ -600,6 +610,33 @@ impl Channels {
     /// No reliable message is queued or in flight: `write` records no frames.
     pub(crate) fn reliable_idle(&self) -> bool {
         self.reliable_idle
+    }
+
+    /// A reliable window may hold storage (see [`release_reliable_storage`](Self::release_reliable_storage)).
+    pub(crate) fn holds_reliable_storage(&self) -> bool {
+        self.reliable_storage
+    }
+
+    /// True when a reliable frame arrived since the last call.
+    pub(crate) fn take_reliable_arrived(&mut self) -> bool {
+        core::mem::take(&mut self.reliable_arrived)
+    }
+
+    /// Frees the ring of every reliable window that holds nothing (the connection calls this
+    /// once its reliable traffic has been quiet for a while, not per packet). Returns true
+    /// when no window holds storage any more.
+    pub(crate) fn release_reliable_storage(&mut self) -> bool {
+        let mut released = true;
+        for ch in self.channels.iter_mut() {
+            if let SendSide::Reliable(window) = &mut ch.send {
+                released &= window.release_if_empty();
+            }
+            if let ReceiveSide::Reliable(window) = &mut ch.receive {
+                released &= window.release_if_empty();
+            }
+        }
+        self.reliable_storage = !released;
+        released
     }
 
     fn all_reliable_empty(&self) -> bool {

@@ -28,6 +28,7 @@ use crate::control::{ControlError, ControlPacket, Cookie, is_control};
 use crate::endpoint::{Endpoint, Event, ReceiveError, Settings, TransmitError};
 use crate::frame::{FrameError, MAX_CHANNELS};
 use crate::protection::{PacketKeys, ProtectError, TAG_LEN};
+use crate::reliable::RELEASE_AFTER;
 use crate::stats::Stats;
 use crate::time::{NEVER, duration, nanos, set};
 use crate::wire::{Packet, PacketHeader};
@@ -275,6 +276,10 @@ enum Phase {
 /// Reliable frames `(channel, id)` that rode in the packet with this sequence.
 type PacketRecord = (Option<u16>, Vec<(u8, u16)>);
 
+/// Slots the records ring starts with (see `Connection::record_slot`): a packet with reliable
+/// frames every few packets, resolved within a round trip, fits without growing.
+const MIN_RECORDS: usize = 16;
+
 /// The connection's pending events, first in first out. The usual case is one event at a
 /// time (a packet's message, taken before the next packet arrives), which is kept inside the
 /// connection: a server with thousands of connections would otherwise miss in cache on a
@@ -348,12 +353,18 @@ pub struct Connection {
     /// Where a packet's reliable frames are gathered before they go into the ring; empty
     /// between packets.
     record_scratch: Vec<(u8, u16)>,
-    /// Reliable frames per sent packet, in a ring tagged by sequence (like the sent ring);
-    /// empty until the first reliable frame is sent.
+    /// Reliable frames per sent packet, in a ring tagged by sequence (like the sent ring):
+    /// empty until the first reliable frame is sent, then grown as needed
+    /// ([`record_slot`](Self::record_slot)), and freed with the reliable windows' rings once
+    /// reliable traffic is quiet ([`release_when_quiet`](Self::release_when_quiet)).
     records: Vec<PacketRecord>,
     /// A protected connection given a datagram by [`receive`](Connection::receive) opens
     /// it here (it decrypts in place); empty until then.
     scratch: Vec<u8>,
+    /// When reliable traffic was last seen (a reliable message queued or in flight at a
+    /// packet sent, or a reliable frame received): the storage it grew is freed
+    /// [`RELEASE_AFTER`] after this (see [`release_when_quiet`](Self::release_when_quiet)).
+    reliable_seen_at: u64,
 }
 
 impl Connection {
@@ -420,6 +431,7 @@ impl Connection {
             records_live: 0,
             record_scratch: Vec::new(),
             scratch: Vec::new(),
+            reliable_seen_at: now,
             events: EventQueue::default(),
         })
     }
@@ -742,15 +754,9 @@ impl Connection {
         // scratch (in a cold line) worth reading.
         let recorded = !self.channels.reliable_idle() && !self.record_scratch.is_empty();
         if let Some(sequence) = written_sequence.filter(|_| recorded) {
-            if self.records.is_empty() {
-                // Made on the first reliable frame: 8 KiB a connection that sends only
-                // unreliable messages never needs.
-                let ring = usize::from(self.endpoint.config().sent_buffer_len);
-                self.records = (0..ring).map(|_| (None, Vec::new())).collect();
-            }
-            let ring = self.records.len();
-            let (tag, record) = &mut self.records[usize::from(sequence) % ring];
-            // A record still here belongs to a packet 256 sequences back, which the packet
+            let slot = self.record_slot(sequence);
+            let (tag, record) = &mut self.records[slot];
+            // A record still here belongs to a packet a whole sent ring back, which the packet
             // layer has just resolved as lost (its ring slot is needed); it is replaced.
             if tag.is_none() {
                 self.records_live += 1;
@@ -763,7 +769,88 @@ impl Connection {
             self.record_scratch.clear();
         }
         self.drain_endpoint();
+        if self.channels.holds_reliable_storage() {
+            self.release_when_quiet(now);
+        }
         Ok(transmit.map(|t| t.len))
+    }
+
+    /// The records ring's slot for a packet with reliable frames, `sequence`: the ring is
+    /// made on the first such packet with [`MIN_RECORDS`] slots and doubles (up to the packet
+    /// layer's sent ring, where a slot is only ever reused once the packet that held it is
+    /// resolved) while the unresolved packets it holds would meet in a slot. At a chat rate
+    /// those are the packets of the last round trip or so, a few dozen at most.
+    fn record_slot(&mut self, sequence: u16) -> usize {
+        let max = usize::from(self.endpoint.config().sent_buffer_len);
+        if self.records.is_empty() {
+            self.records = (0..MIN_RECORDS.min(max))
+                .map(|_| (None, Vec::new()))
+                .collect();
+        }
+        loop {
+            let ring = self.records.len();
+            let slot = usize::from(sequence) % ring;
+            match self.records[slot].0 {
+                Some(tag) if tag != sequence && ring < max => self.grow_records(max),
+                _ => return slot,
+            }
+        }
+    }
+
+    /// Doubles the records ring (at most `max` slots; doubling again while two live records
+    /// would meet in a slot), moving every live record to its slot in the new ring.
+    #[cold]
+    fn grow_records(&mut self, max: usize) {
+        let live: Vec<u16> = self.records.iter().filter_map(|(tag, _)| *tag).collect();
+        let mut ring = self.records.len();
+        loop {
+            ring = (ring * 2).min(max);
+            let mut taken = vec![false; ring];
+            let fits = live
+                .iter()
+                .all(|&tag| !std::mem::replace(&mut taken[usize::from(tag) % ring], true));
+            if fits || ring == max {
+                break;
+            }
+        }
+        let mut grown: Vec<PacketRecord> = (0..ring).map(|_| (None, Vec::new())).collect();
+        for (tag, record) in &mut self.records {
+            if let Some(tag) = *tag {
+                let slot = &mut grown[usize::from(tag) % ring];
+                debug_assert!(slot.0.is_none(), "two unresolved packets a sent ring apart");
+                *slot = (Some(tag), std::mem::take(record));
+            }
+        }
+        self.records = grown;
+    }
+
+    /// Frees the reliable windows' rings and the packet records once reliable traffic has
+    /// been quiet for [`RELEASE_AFTER`]: nothing queued or in flight at any packet sent and
+    /// no reliable frame received in that time, and nothing held. Checked at packets sent
+    /// while storage is held, so it costs a flag test per packet otherwise, and frees at most
+    /// once per quiet period (what still holds something, e.g. a receive window with a
+    /// message waiting for an earlier one, is tried again a period later). Only empty rings
+    /// are freed: nothing a user sent reliably is dropped.
+    #[inline(never)]
+    fn release_when_quiet(&mut self, now: u64) {
+        let arrived = self.channels.take_reliable_arrived();
+        if !self.channels.reliable_idle() || arrived {
+            self.reliable_seen_at = now;
+            return;
+        }
+        if now < self.reliable_seen_at.saturating_add(nanos(RELEASE_AFTER)) {
+            return;
+        }
+        self.reliable_seen_at = now;
+        if self.records_live != 0 {
+            // A packet with reliable frames not yet acked or lost (its records would be
+            // lost with the ring): a period later.
+            return;
+        }
+        self.records = Vec::new();
+        self.record_scratch = Vec::new();
+        // A window still holding something keeps the flag set: tried again a period later.
+        self.channels.release_reliable_storage();
     }
 
     /// Advances time: handshake and idle timeouts, packet loss and congestion deadlines.

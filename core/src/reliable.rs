@@ -2,12 +2,20 @@
 //! messages awaiting an ack, and the receiver's window that drops duplicates, reorders and
 //! reassembles fragments.
 //!
-//! Message ids are 16-bit and compared with RFC 1982 arithmetic. Both windows are fixed rings
-//! of [`RELIABLE_WINDOW`] slots indexed by `id % 1024` and tagged with the id (1024 divides
-//! 65536, so the ring stays aligned across the wrap). A sender never has more than the window
-//! in flight past its oldest unacked id; every id below that id was acked, so the receiver
-//! has taken it, and an honest sender's id is therefore always below the receiver's
-//! next-awaited id plus the window. Anything further is refused as a protocol error.
+//! Message ids are 16-bit and compared with RFC 1982 arithmetic. A sender never has more than
+//! [`RELIABLE_WINDOW`] ids in flight past its oldest unacked id; every id below that id was
+//! acked, so the receiver has taken it, and an honest sender's id is therefore always below
+//! the receiver's next-awaited id plus the window. Anything further is refused as a protocol
+//! error.
+//!
+//! Both windows are rings indexed by `id % len` and tagged with the id, sized by what they
+//! hold rather than by the window: empty (no heap) until the first message, then
+//! [`MIN_SLOTS`] slots, doubling whenever the ids held span more than the ring (up to the
+//! whole window; every power of two up to 1024 divides 65536, so the ring stays aligned
+//! across the wrap). A ring gives its storage back only when it holds nothing and the
+//! connection's reliable traffic has been quiet for [`RELEASE_AFTER`] (see
+//! `Connection::release_when_quiet`): never per packet, and never at a steady chat rate,
+//! so a chatty connection allocates nothing per packet once its rings have grown.
 
 use core::time::Duration;
 
@@ -16,8 +24,38 @@ use crate::sequence::distance;
 
 const WINDOW: usize = RELIABLE_WINDOW as usize;
 
-fn slot(id: u16) -> usize {
-    usize::from(id) % WINDOW
+/// Slots a ring starts with on its first message: a chat message or two in flight (a send
+/// slot is 48 bytes, a receive slot 40, so 8 of each are under 1 KiB together).
+pub(crate) const MIN_SLOTS: usize = 8;
+
+/// How long a connection's reliable traffic must have been quiet (nothing queued or in
+/// flight, nothing arriving) before its empty rings and packet records are freed: twice the
+/// ~1 s in which a packet is acked or declared lost, and longer than the gap between chat
+/// messages at any rate worth keeping storage for (a message every 3rd packet at 5 packets/s
+/// is one every 0.6 s), so a steady chat never frees and reallocates.
+pub(crate) const RELEASE_AFTER: Duration = Duration::from_secs(2);
+
+/// The slot of `id` in a ring of `len` slots (a power of two, not zero).
+fn index(len: usize, id: u16) -> usize {
+    usize::from(id) & (len - 1)
+}
+
+/// Ring length for `span` consecutive ids: a power of two, at least [`MIN_SLOTS`], at most
+/// the window.
+fn ring_len(span: usize) -> usize {
+    span.max(MIN_SLOTS).next_power_of_two().min(WINDOW)
+}
+
+/// Moves every entry of `slots` into a new ring of `len` slots (ids held span at most `len`,
+/// so no two entries meet in one slot).
+fn resize<T>(slots: &mut Box<[Option<T>]>, len: usize, id: impl Fn(&T) -> u16) {
+    let mut grown: Box<[Option<T>]> = (0..len).map(|_| None).collect();
+    for entry in slots.iter_mut().filter_map(Option::take) {
+        let at = index(len, id(&entry));
+        debug_assert!(grown[at].is_none(), "two held ids in one slot");
+        grown[at] = Some(entry);
+    }
+    *slots = grown;
 }
 
 /// A reliable message (or fragment) waiting for an ack.
@@ -59,7 +97,7 @@ impl SendWindow {
     pub(crate) fn new() -> SendWindow {
         SendWindow {
             // Allocated on the first message: most connections of a busy server never send a
-            // reliable one on most channels, and 1024 empty slots are ~40 KiB.
+            // reliable one on most channels (see the module docs).
             slots: Box::new([]),
             oldest: 0,
             next: 0,
@@ -87,6 +125,10 @@ impl SendWindow {
     pub(crate) fn push(&mut self, message: &[u8]) {
         let count = fragments_needed(message.len());
         debug_assert!(count <= self.free());
+        let span = self.in_flight() + count;
+        if span > self.slots.len() {
+            resize(&mut self.slots, ring_len(span), |pending| pending.id);
+        }
         if count == 1 {
             self.push_one(message.to_vec(), None);
             return;
@@ -100,10 +142,8 @@ impl SendWindow {
     fn push_one(&mut self, bytes: Vec<u8>, fragment: Option<(u8, u8)>) {
         let id = self.next;
         self.bytes += bytes.len() as u32;
-        if self.slots.is_empty() {
-            self.slots = (0..WINDOW).map(|_| None).collect();
-        }
-        self.slots[slot(id)] = Some(Pending {
+        let at = index(self.slots.len(), id);
+        self.slots[at] = Some(Pending {
             id,
             bytes,
             fragment,
@@ -114,24 +154,46 @@ impl SendWindow {
 
     /// The peer has this id: forget it. Returns false when it was already forgotten.
     pub(crate) fn ack(&mut self, id: u16) -> bool {
-        let index = slot(id);
-        match self.slots.get(index) {
-            Some(Some(pending)) if pending.id == id => {
+        let len = self.slots.len();
+        if len == 0 {
+            return false;
+        }
+        let at = index(len, id);
+        match &self.slots[at] {
+            Some(pending) if pending.id == id => {
                 self.bytes -= pending.bytes.len() as u32;
-                self.slots[index] = None;
+                self.slots[at] = None;
             }
             _ => return false,
         }
-        while self.oldest != self.next && self.slots[slot(self.oldest)].is_none() {
+        while self.oldest != self.next && self.slots[index(len, self.oldest)].is_none() {
             self.oldest = self.oldest.wrapping_add(1);
         }
         true
     }
 
+    /// Slots allocated (0 until the first message, and again once released).
+    #[cfg(test)]
+    pub(crate) fn capacity(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Frees the ring if nothing is in flight. Returns true when it holds no storage.
+    pub(crate) fn release_if_empty(&mut self) -> bool {
+        if self.in_flight() == 0 {
+            self.slots = Box::new([]);
+        }
+        self.slots.is_empty()
+    }
+
     /// Messages in flight, oldest first (mutable, so the packer can stamp `last_sent`).
     pub(crate) fn pending_mut(&mut self) -> impl Iterator<Item = &mut Pending> {
         let (oldest, count) = (self.oldest, self.in_flight());
-        let (tail, head) = self.slots.split_at_mut(slot(oldest));
+        let start = match self.slots.len() {
+            0 => 0,
+            len => index(len, oldest),
+        };
+        let (tail, head) = self.slots.split_at_mut(start);
         head.iter_mut()
             .chain(tail.iter_mut())
             .take(count)
@@ -175,7 +237,7 @@ impl ReceiveWindow {
 
     pub(crate) fn new(ordered: bool) -> ReceiveWindow {
         ReceiveWindow {
-            // Allocated on the first reliable frame (see `SendWindow::new`).
+            // Allocated on the first reliable frame (see the module docs).
             slots: Box::new([]),
             next: 0,
             ordered,
@@ -193,9 +255,31 @@ impl ReceiveWindow {
         self.slots.iter().filter(|s| s.is_some()).count()
     }
 
+    /// Slots allocated (0 until the first frame, and again once released).
+    #[cfg(test)]
+    pub(crate) fn capacity(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Frees the ring if it holds nothing. Returns true when it holds no storage.
+    pub(crate) fn release_if_empty(&mut self) -> bool {
+        if self.held() == 0 {
+            self.slots = Box::new([]);
+        }
+        self.slots.is_empty()
+    }
+
+    /// The slot of `id` (the ring is not empty).
+    fn slot(&self, id: u16) -> usize {
+        index(self.slots.len(), id)
+    }
+
     fn get(&self, id: u16) -> Option<&Held> {
-        match self.slots.get(slot(id)) {
-            Some(Some((tag, held))) if *tag == id => Some(held),
+        if self.slots.is_empty() {
+            return None;
+        }
+        match &self.slots[self.slot(id)] {
+            Some((tag, held)) if *tag == id => Some(held),
             _ => None,
         }
     }
@@ -269,10 +353,13 @@ impl ReceiveWindow {
             return;
         }
         self.bytes += payload.len() as u32;
-        if self.slots.is_empty() {
-            self.slots = (0..WINDOW).map(|_| None).collect();
+        // `check` passed: `next <= id < next + WINDOW`, and every held id is in that range.
+        let span = usize::from(id.wrapping_sub(self.next)) + 1;
+        if span > self.slots.len() {
+            resize(&mut self.slots, ring_len(span), |(tag, _)| *tag);
         }
-        self.slots[slot(id)] = Some((id, held));
+        let at = self.slot(id);
+        self.slots[at] = Some((id, held));
         if !self.ordered {
             self.deliver_early(id, deliver);
         }
@@ -296,7 +383,8 @@ impl ReceiveWindow {
         loop {
             match self.get(self.next) {
                 Some(Held::Delivered) => {
-                    self.slots[slot(self.next)] = None;
+                    let at = self.slot(self.next);
+                    self.slots[at] = None;
                     self.next = self.next.wrapping_add(1);
                 }
                 Some(_) if self.ordered => match self.take_message(self.next) {
@@ -332,7 +420,8 @@ impl ReceiveWindow {
             } else {
                 Some((id, Held::Delivered))
             };
-            let taken = core::mem::replace(&mut self.slots[slot(id)], replacement);
+            let at = self.slot(id);
+            let taken = core::mem::replace(&mut self.slots[at], replacement);
             if let Some((_, Held::Whole(bytes) | Held::Fragment { bytes, .. })) = taken {
                 self.bytes -= bytes.len() as u32;
                 if count == 1 {
@@ -437,5 +526,89 @@ mod tests {
         assert_eq!(window.in_flight(), 2);
         assert_eq!(window.free(), WINDOW - 2);
         assert_eq!(window.bytes(), FRAGMENT_SIZE + 1);
+    }
+
+    #[test]
+    fn the_send_ring_grows_by_powers_of_two_to_the_window_and_keeps_every_message() {
+        let mut window = SendWindow::new();
+        assert_eq!(window.capacity(), 0, "no storage before the first message");
+        window.push(b"first");
+        assert_eq!(window.capacity(), MIN_SLOTS);
+        assert!(window.ack(0) && window.release_if_empty());
+        // Ids 1..=1024: a full window, across the growth steps 8, 16, ..., 1024.
+        let mut seen = vec![MIN_SLOTS];
+        for id in 1..=WINDOW as u16 {
+            window.push(&id.to_le_bytes());
+            if seen.last() != Some(&window.capacity()) {
+                seen.push(window.capacity());
+            }
+        }
+        assert_eq!(seen, [8, 16, 32, 64, 128, 256, 512, 1024]);
+        assert_eq!((window.in_flight(), window.free()), (WINDOW, 0));
+        let ids: Vec<u16> = window.pending_mut().map(|p| p.id).collect();
+        assert_eq!(ids, (1..=WINDOW as u16).collect::<Vec<_>>());
+        assert!(window.pending_mut().all(|p| p.bytes == p.id.to_le_bytes()));
+        assert!(
+            !window.release_if_empty(),
+            "nothing in flight is ever dropped"
+        );
+        for id in (1..=WINDOW as u16).rev() {
+            assert!(window.ack(id));
+        }
+        assert_eq!(window.in_flight(), 0);
+        assert!(window.release_if_empty());
+        assert_eq!((window.capacity(), window.bytes()), (0, 0));
+        // Ids carry on from where they were after the storage went.
+        window.push(b"again");
+        assert_eq!(window.pending_mut().next().map(|p| p.id), Some(1025));
+    }
+
+    #[test]
+    fn the_receive_ring_grows_to_the_farthest_held_id_and_is_freed_only_when_empty() {
+        let mut window = ReceiveWindow::new(true);
+        assert_eq!(window.capacity(), 0);
+        // The last id of the window arrives first: the ring grows at once to hold it.
+        assert!(collect(&mut window, FrameKind::Reliable { id: 1023 }, b"z").is_empty());
+        assert_eq!(window.capacity(), WINDOW);
+        assert!(
+            !window.release_if_empty(),
+            "a held message keeps its storage"
+        );
+        let mut delivered = Vec::new();
+        for id in 0..1023 {
+            delivered.extend(collect(&mut window, FrameKind::Reliable { id }, b"a"));
+        }
+        assert_eq!(delivered.len(), 1024);
+        assert_eq!(delivered.last().map(Vec::as_slice), Some(&b"z"[..]));
+        assert!(window.release_if_empty());
+        assert_eq!(window.capacity(), 0);
+        // A resend of a delivered id is still a duplicate, and the next id is delivered.
+        assert_eq!(
+            window.check(0, &FrameKind::Reliable { id: 1000 }),
+            Ok(false)
+        );
+        assert_eq!(
+            collect(&mut window, FrameKind::Reliable { id: 1024 }, b"n"),
+            [b"n"]
+        );
+        assert_eq!(window.capacity(), MIN_SLOTS);
+    }
+
+    #[test]
+    fn an_unordered_ring_keeps_early_deliveries_across_growth() {
+        let mut window = ReceiveWindow::new(false);
+        assert_eq!(
+            collect(&mut window, FrameKind::Reliable { id: 3 }, b"d"),
+            [b"d"]
+        );
+        assert_eq!(window.capacity(), MIN_SLOTS);
+        assert_eq!(
+            collect(&mut window, FrameKind::Reliable { id: 40 }, b"e"),
+            [b"e"]
+        );
+        assert_eq!(window.capacity(), 64);
+        assert_eq!(window.check(0, &FrameKind::Reliable { id: 3 }), Ok(false));
+        assert_eq!(window.check(0, &FrameKind::Reliable { id: 40 }), Ok(false));
+        assert!(!window.release_if_empty());
     }
 }
