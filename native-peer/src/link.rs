@@ -5,24 +5,55 @@
 //! emulator per direction carries the datagrams of all connections. It moves bare byte strings,
 //! so each datagram is tagged with its remote address on the way in and untagged on the way
 //! out.
+//!
+//! The socket is read and written in batches ([`batch`]): a read takes up to [`IO_BATCH`]
+//! datagrams per system call, and [`Link::send`] queues a datagram that [`Link::flush`] (or
+//! a full queue) sends with the rest of its batch in one call. The answers to a read batch
+//! are made while each connection is in cache, as it is read, and leave together at the
+//! batch's end.
+
+mod batch;
+
+pub use batch::IO_BATCH;
 
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
 use ackwire_room::emulation::TwoWay;
+use tokio::io::Interest;
 use tokio::net::UdpSocket;
+
+use batch::{Arrival, Queued};
 
 /// Datagrams read per readiness wake-up before the driver looks at its timers again: large
 /// enough to amortise the wake-up, small enough that a flood cannot starve the send pacing.
 pub const RECV_BATCH: usize = 256;
 
-/// Size of the buffer [`Link::read_ready`] reads into: the largest datagram UDP can carry
-/// (65,507 payload bytes over IPv4, 65,527 over IPv6, short of jumbograms). A smaller buffer
-/// would cut a larger datagram silently to its own size, and the peer would then report the
-/// cut length, not the datagram's; reading costs only the datagram's bytes whatever the
-/// buffer's size.
+/// Size of each slot of [`RecvBuffers`]: the largest datagram UDP can carry (65,507 payload
+/// bytes over IPv4, 65,527 over IPv6, short of jumbograms). A smaller slot would cut a larger
+/// datagram silently to its own size, and the peer would then report the cut length, not the
+/// datagram's; reading costs only the datagram's bytes whatever the slot's size.
 pub const RECV_BUF_LEN: usize = 65_536;
+
+/// What [`Link::read_ready`] reads into: [`IO_BATCH`] slots of [`RECV_BUF_LEN`] bytes, one
+/// per datagram of a batched read. 2 MiB of address space, of which only the pages datagrams
+/// are written to become resident (a small datagram touches one page of its slot).
+#[derive(Debug)]
+pub struct RecvBuffers(Box<[u8]>);
+
+impl RecvBuffers {
+    /// Zeroed slots (fresh pages from the OS, made resident as datagrams arrive).
+    pub fn new() -> RecvBuffers {
+        RecvBuffers(vec![0; IO_BATCH * RECV_BUF_LEN].into_boxed_slice())
+    }
+}
+
+impl Default for RecvBuffers {
+    fn default() -> Self {
+        RecvBuffers::new()
+    }
+}
 
 /// Requested socket buffer size. One socket carries every connection, and connections that
 /// send in step (a game's tick) arrive in bursts: the kernel's 208 KiB default holds only
@@ -71,12 +102,20 @@ pub struct LinkCounters {
 /// awaits [`readable`](Self::readable); a driver that reads on a timer under load
 /// [`unwatch`](Self::unwatch)es it, because a registered socket wakes the thread for every
 /// datagram that arrives, wanted or not.
+///
+/// Sending queues: the driver calls [`flush`](Self::flush) before it waits (reads and
+/// emulator releases flush by themselves, and a full batch goes at once).
 #[derive(Debug)]
 pub struct Link {
     socket: std::net::UdpSocket,
     watch: Option<UdpSocket>,
     emulation: Option<TwoWay>,
     counters: LinkCounters,
+    /// Datagrams [`send`](Self::send) queued for the next [`flush`](Self::flush), at most
+    /// [`IO_BATCH`]; their bytes lie one after another in `outbox_bytes`. Both keep their
+    /// capacity, so queueing allocates nothing once the first batch has been sent.
+    outbox: Vec<Queued>,
+    outbox_bytes: Vec<u8>,
 }
 
 /// Longest [`address_bytes`]: family byte, 16 address bytes, 2 port bytes (IPv6).
@@ -178,6 +217,8 @@ impl Link {
             watch: None,
             emulation,
             counters: LinkCounters::default(),
+            outbox: Vec::new(),
+            outbox_bytes: Vec::new(),
         })
     }
 
@@ -191,12 +232,58 @@ impl Link {
         self.counters
     }
 
-    /// Sends one datagram to `to` (through the emulator when there is one).
+    /// Sends one datagram to `to` (through the emulator when there is one): queued, and on
+    /// the wire at the next [`flush`](Self::flush) or once the queue holds a whole batch.
     pub fn send(&mut self, now: Duration, to: SocketAddr, datagram: &[u8]) {
         match &mut self.emulation {
             Some(emulation) => emulation.send(now, &tag(to, datagram)),
-            None => send_now(&self.socket, &mut self.counters, to, datagram),
+            None => self.queue(to, datagram),
         }
+    }
+
+    fn queue(&mut self, to: SocketAddr, datagram: &[u8]) {
+        let start = self.outbox_bytes.len();
+        self.outbox_bytes.extend_from_slice(datagram);
+        self.outbox.push(Queued {
+            to,
+            start,
+            end: self.outbox_bytes.len(),
+        });
+        if self.outbox.len() == IO_BATCH {
+            self.flush();
+        }
+    }
+
+    /// Sends every queued datagram, a batch per system call. A datagram the socket refuses
+    /// is dropped and counted (a full send buffer drops the rest of the batch, as a
+    /// congested router would: the core counts them lost and its congestion avoidance
+    /// reacts, which is what an unreliable link promises anyway).
+    pub fn flush(&mut self) {
+        let mut at = 0;
+        while at < self.outbox.len() {
+            let rest = &self.outbox[at..];
+            match batch::send(&self.socket, rest, &self.outbox_bytes) {
+                Ok(sent) if sent > 0 => {
+                    self.counters.datagrams_out += sent as u64;
+                    at += sent;
+                }
+                Ok(_) => unreachable!("sendmmsg sends at least one datagram or fails"),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.counters.send_failures += rest.len() as u64;
+                    tracing::debug!(dropped = rest.len(), "send buffer full");
+                    break;
+                }
+                // Concerns one remote only (unreachable, refused by a firewall): the others
+                // in the batch still go.
+                Err(e) => {
+                    self.counters.send_failures += 1;
+                    tracing::debug!(error = %e, to = %rest[0].to, "send failed");
+                    at += 1;
+                }
+            }
+        }
+        self.outbox.clear();
+        self.outbox_bytes.clear();
     }
 
     /// Registers the socket with tokio's reactor (if it is not) so that
@@ -223,42 +310,62 @@ impl Link {
         }
     }
 
-    /// Reads up to [`RECV_BATCH`] waiting datagrams into `buf` without blocking and hands each
-    /// one (or, when emulated, each one the inbound emulator releases later) to `deliver`,
-    /// mutable where it lies, so that a protected datagram is opened in place (the core's
-    /// `receive_in_place`) with no copy.
-    /// A datagram larger than `buf` is cut to its size: with [`RECV_BUF_LEN`] bytes every
-    /// datagram is read whole, so an oversized one shows at its real length. Returns how many
-    /// datagrams it read.
+    /// Reads up to [`RECV_BATCH`] waiting datagrams into `bufs` without blocking, a batch
+    /// per system call, and hands each one (or, when emulated, each one the inbound
+    /// emulator releases later) to `deliver`, mutable where it lies, so that a protected
+    /// datagram is opened in place (the core's `receive_in_place`) with no copy. Every
+    /// datagram is read whole, so an oversized one shows at its real length. What `deliver`
+    /// sends is flushed before this returns. Returns how many datagrams it read.
     pub fn read_ready(
         &mut self,
         now: Duration,
-        buf: &mut [u8],
+        bufs: &mut RecvBuffers,
         mut deliver: impl FnMut(&mut Link, SocketAddr, &mut [u8]),
     ) -> usize {
-        let mut read = 0;
-        for _ in 0..RECV_BATCH {
+        let mut receiver = batch::Receiver::new();
+        let mut arrived = [Arrival::default(); IO_BATCH];
+        let (mut read, mut errors) = (0, 0);
+        while read < RECV_BATCH {
+            let mut recv = || receiver.recv(&self.socket, &mut bufs.0, RECV_BUF_LEN, &mut arrived);
             // Through the registered duplicate when there is one, so that tokio learns the
             // socket ran dry (WouldBlock) and waits for the next datagram.
             let received = match &self.watch {
-                Some(watch) => watch.try_recv_from(buf),
-                None => self.socket.recv_from(buf),
+                Some(watch) => watch.try_io(Interest::READABLE, recv),
+                None => recv(),
             };
-            match received {
-                Ok((len, from)) => {
-                    read += 1;
-                    self.counters.datagrams_in += 1;
-                    match &mut self.emulation {
-                        Some(emulation) => emulation.arrive(now, &tag(from, &buf[..len])),
-                        None => deliver(self, from, &mut buf[..len]),
-                    }
-                }
+            let count = match received {
+                Ok(count) => count,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 // Linux reports ICMP errors for earlier sends here; they concern one remote
                 // only, so the socket keeps serving the others.
-                Err(e) => tracing::debug!(error = %e, "recv error"),
+                Err(e) => {
+                    tracing::debug!(error = %e, "recv error");
+                    errors += 1;
+                    if errors == IO_BATCH {
+                        break;
+                    }
+                    continue;
+                }
+            };
+            read += count;
+            self.counters.datagrams_in += count as u64;
+            let slots = bufs.0.chunks_exact_mut(RECV_BUF_LEN);
+            for (slot, arrival) in slots.zip(&arrived[..count]) {
+                // UDP datagrams always have a source; `None` only for a family we do not use.
+                let Some(from) = arrival.from else { continue };
+                let datagram = &mut slot[..arrival.len];
+                match &mut self.emulation {
+                    Some(emulation) => emulation.arrive(now, &tag(from, datagram)),
+                    None => deliver(self, from, datagram),
+                }
+            }
+            // A short batch drained the socket. Unless tokio is watching it (then it must
+            // see WouldBlock to wait again), the call that would say so is saved.
+            if count < IO_BATCH && self.watch.is_none() {
+                break;
             }
         }
+        self.flush();
         read
     }
 
@@ -270,13 +377,15 @@ impl Link {
         now: Duration,
         mut deliver: impl FnMut(&mut Link, Duration, SocketAddr, &mut [u8]),
     ) {
-        let Some(emulation) = &mut self.emulation else {
+        if self.emulation.is_none() {
             return;
-        };
-        while let Some(mut tagged) = emulation.poll_send(now) {
-            let (to, datagram) = untag(&mut tagged);
-            send_now(&self.socket, &mut self.counters, to, datagram);
         }
+        while let Some(mut tagged) = self.emulation.as_mut().and_then(|e| e.poll_send(now)) {
+            let (to, datagram) = untag(&mut tagged);
+            // Not `send`: that would put it back into the emulator.
+            self.queue(to, datagram);
+        }
+        self.flush();
         while let Some(emulation) = &mut self.emulation {
             let Some((due, mut tagged)) = emulation.poll_arrive(now) else {
                 break;
@@ -289,23 +398,6 @@ impl Link {
     /// When the emulation next needs [`poll_emulation`](Self::poll_emulation), if ever.
     pub fn poll_timeout(&self) -> Option<Duration> {
         self.emulation.as_ref()?.poll_timeout()
-    }
-}
-
-/// A full send buffer drops the datagram, as a congested router would: the core counts it as
-/// lost and its congestion avoidance reacts, which is what an unreliable link promises anyway.
-fn send_now(
-    socket: &std::net::UdpSocket,
-    counters: &mut LinkCounters,
-    to: SocketAddr,
-    datagram: &[u8],
-) {
-    match socket.send_to(datagram, to) {
-        Ok(_) => counters.datagrams_out += 1,
-        Err(e) => {
-            counters.send_failures += 1;
-            tracing::debug!(error = %e, %to, "send failed");
-        }
     }
 }
 
@@ -338,5 +430,97 @@ mod tests {
         let mut bytes = address_bytes("10.0.0.1:9".parse().unwrap()).to_vec();
         bytes[0] = 6;
         assert_eq!(parse_address(&bytes), None);
+    }
+
+    fn loopback_link() -> Link {
+        Link::new(bind("127.0.0.1:0".parse().unwrap()).unwrap(), None).unwrap()
+    }
+
+    fn client() -> std::net::UdpSocket {
+        let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        // Loopback delivers at once; the timeout only turns a missing answer into a failure.
+        socket
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        socket
+    }
+
+    #[test]
+    fn a_burst_from_many_peers_is_read_whole_in_batches_and_every_answer_reaches_its_sender() {
+        let mut link = loopback_link();
+        let server = link.local_addr().unwrap();
+        // More peers than one batch holds, each with a datagram of its own size and bytes,
+        // and one far larger than any the protocol sends: read whole, at its real length.
+        let clients: Vec<_> = (0..3 * IO_BATCH + 5).map(|_| client()).collect();
+        let payload = |i: usize| vec![i as u8; if i == 7 { 60_000 } else { 20 + i }];
+        for (i, client) in clients.iter().enumerate() {
+            client.send_to(&payload(i), server).unwrap();
+        }
+        let mut seen = Vec::new();
+        let mut bufs = RecvBuffers::new();
+        let read = link.read_ready(Duration::ZERO, &mut bufs, |link, from, datagram| {
+            seen.push((from, datagram.to_vec()));
+            // Answer with the datagram's length, queued until the read's batch is done.
+            link.send(Duration::ZERO, from, &(datagram.len() as u32).to_be_bytes());
+        });
+        assert_eq!(read, clients.len());
+        assert_eq!(seen.len(), clients.len());
+        for (i, client) in clients.iter().enumerate() {
+            let from = client.local_addr().unwrap();
+            assert!(
+                seen.contains(&(from, payload(i))),
+                "datagram {i} read as sent"
+            );
+            let mut answer = [0u8; 8];
+            let (len, answered_by) = client.recv_from(&mut answer).unwrap();
+            assert_eq!(answered_by, server);
+            assert_eq!(answer[..len], (payload(i).len() as u32).to_be_bytes());
+        }
+        let counters = link.counters();
+        assert_eq!(counters.datagrams_in, clients.len() as u64);
+        assert_eq!(counters.datagrams_out, clients.len() as u64);
+        assert_eq!(counters.send_failures, 0);
+    }
+
+    #[test]
+    fn a_datagram_the_socket_refuses_is_counted_and_the_rest_of_its_batch_still_goes() {
+        let mut link = loopback_link();
+        let (first, last) = (client(), client());
+        link.send(Duration::ZERO, first.local_addr().unwrap(), b"one");
+        // An IPv4 socket cannot send to an IPv6 address: refused for this datagram alone.
+        link.send(
+            Duration::ZERO,
+            "[2001:db8::1]:9".parse().unwrap(),
+            b"refused",
+        );
+        link.send(Duration::ZERO, last.local_addr().unwrap(), b"two");
+        assert_eq!(link.counters().datagrams_out, 0, "queued until the flush");
+        link.flush();
+        let mut buf = [0u8; 16];
+        let len = first.recv(&mut buf).unwrap();
+        assert_eq!(&buf[..len], b"one");
+        let len = last.recv(&mut buf).unwrap();
+        assert_eq!(&buf[..len], b"two");
+        let counters = link.counters();
+        assert_eq!((counters.datagrams_out, counters.send_failures), (2, 1));
+        // Nothing is sent twice: the queue is empty after a flush.
+        link.flush();
+        assert_eq!(link.counters().datagrams_out, 2);
+    }
+
+    #[test]
+    fn a_full_batch_goes_without_waiting_for_the_flush() {
+        let mut link = loopback_link();
+        let peer = client();
+        let to = peer.local_addr().unwrap();
+        for i in 0..IO_BATCH {
+            link.send(Duration::ZERO, to, &[i as u8]);
+        }
+        assert_eq!(link.counters().datagrams_out, IO_BATCH as u64);
+        let mut buf = [0u8; 4];
+        for i in 0..IO_BATCH {
+            assert_eq!(peer.recv(&mut buf).unwrap(), 1);
+            assert_eq!(buf[0], i as u8, "in the order sent");
+        }
     }
 }

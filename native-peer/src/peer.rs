@@ -14,7 +14,7 @@ use thiserror::Error;
 use tokio::time::Instant;
 
 use crate::connections::{Connections, Ending};
-use crate::link::{EmulationOptions, Link, RECV_BUF_LEN};
+use crate::link::{EmulationOptions, Link, RecvBuffers};
 use crate::report::{Output, Report, Reporter};
 use crate::timer::Timer;
 
@@ -113,8 +113,9 @@ pub async fn run(
     let mut reporter = Reporter::default();
     let interval = options.output.interval();
     let mut next_report = interval;
-    // Room for any UDP datagram, so an oversized one is refused and logged at its real length.
-    let mut buf = vec![0u8; RECV_BUF_LEN];
+    // Room for a batch of any UDP datagrams, so an oversized one is refused and logged at
+    // its real length.
+    let mut buf = RecvBuffers::new();
     tokio::pin!(stop);
     // One timer, moved each turn; precise, so an emulated delay is the delay asked for.
     let mut timer = Timer::new();
@@ -194,6 +195,8 @@ pub async fn run(
         .unwrap_or(NEVER);
         // Precise only for an emulator release: its lateness would be added to the path.
         timer.reset(start + wake, link.poll_timeout() == Some(wake));
+        // What this turn queued leaves now, in as few system calls as it fills batches.
+        link.flush();
         if read_again_at.is_none() {
             link.watch()?;
         }
@@ -218,6 +221,8 @@ pub async fn run(
             () = timer.wait() => {}
         }
     }
+    // The last turn's packets (the disconnects among them) broke out before its flush.
+    link.flush();
     let summary = reporter.summary(clock(), &connections, link.counters());
     // The summary is the last word even when stdout is gone; nothing more can be done then.
     let _ = options.output.emit(&summary);

@@ -52,16 +52,19 @@ fn run(protected: bool, run: Duration) -> (u64, u64, Vec<Vec<u8>>) {
     }
     let mut seen = Vec::new();
     let mut buf = vec![0u8; link::RECV_BUF_LEN];
+    let mut bufs = link::RecvBuffers::new();
     while start.elapsed() < run {
         let now = start.elapsed();
-        server_link.read_ready(now, &mut buf, |link, from, datagram| {
+        server_link.read_ready(now, &mut bufs, |link, from, datagram| {
             server.on_datagram(now, from, datagram, link)
         });
-        client_link.read_ready(now, &mut buf, |link, from, datagram| {
+        client_link.read_ready(now, &mut bufs, |link, from, datagram| {
             client.on_datagram(now, from, datagram, link)
         });
         server.poll(now, &mut server_link);
         client.poll(now, &mut client_link);
+        server_link.flush();
+        client_link.flush();
         // The relay: the connector's datagrams to the listener, the listener's back.
         while let Ok((len, from)) = relay.recv_from(&mut buf) {
             seen.push(buf[..len].to_vec());

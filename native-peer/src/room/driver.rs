@@ -23,16 +23,13 @@ use tokio::time::Instant;
 use super::signalling::{Socket, SocketEvent};
 use super::webrtc::{IceOptions, Session, WebRtcEvent};
 use super::{JoinArgs, RoomError, parse_room_url};
-use crate::link::{self, Link};
+use crate::link::{self, Link, RecvBuffers};
 use crate::timer::Timer;
 
 /// The JSON stats line (and the terminal view) comes this often.
 pub const STATS_PERIOD: Duration = Duration::from_secs(1);
 /// One lap of the demo dot.
 const LAP: Duration = Duration::from_secs(8);
-/// Largest datagram read from the UDP socket (bigger than any the core sends, so an
-/// oversized one shows up as refused rather than silently cut).
-const RECV_BUF: usize = 2048;
 /// Leaving: the links' goodbyes get this long to go out.
 const LEAVE_GRACE: Duration = Duration::from_millis(500);
 
@@ -162,7 +159,7 @@ pub async fn run(args: &JoinArgs, stop: impl Future<Output = ()>) -> Result<(), 
     };
     let deadline = duration.map(|d| start + d);
     tokio::pin!(stop);
-    let mut buf = vec![0u8; RECV_BUF];
+    let mut buf = RecvBuffers::new();
     // Precise, so an emulated delay is the delay asked for (see `crate::timer`).
     let mut timer = Timer::new();
     loop {
@@ -269,6 +266,7 @@ impl Driver {
                 Output::Event(event) => self.on_event(now, event),
             }
         }
+        self.udp.flush();
     }
 
     fn command(&mut self, command: Command) {
@@ -329,7 +327,7 @@ impl Driver {
         }
     }
 
-    fn read_udp(&mut self, buf: &mut [u8]) {
+    fn read_udp(&mut self, buf: &mut RecvBuffers) {
         let now = self.now();
         let mut arrived = Vec::new();
         self.udp.read_ready(now, buf, |_, from, datagram| {
