@@ -45,7 +45,7 @@ fn main() {
             started.elapsed().as_secs_f64()
         );
     }
-    println!("goal: chat <= 16 KiB; what the chat leaves behind once quiet <= 4 KiB");
+    println!("goal: chat <= 16 KiB; idle once the chat stops <= 4 KiB");
 }
 
 fn kib(bytes: f64) -> String {

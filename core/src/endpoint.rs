@@ -29,9 +29,11 @@ const ACK_WINDOW: i32 = 32;
 /// A pending ack mark (see `Endpoint::ack_mark`) this far behind the next sequence is given
 /// up and set afresh: "at or after" stops meaning anything across half the sequence space.
 const ACK_MARK_MAX_AGE: i16 = 1024;
-/// Events are few per packet (acks come at most 32 at a time); reserving this many up front
-/// keeps the steady state free of allocation as long as the driver drains them.
-const EVENT_QUEUE_RESERVE: usize = 128;
+
+/// Slots the sent ring starts with: the packets of one loss timeout (1 s) at good mode's 30
+/// packets/s fit, so at the default rates it rarely grows (16 bytes a slot; the ring grows by
+/// doubling, up to `sent_buffer_len`, when more are in flight).
+const SENT_RING_START: usize = 32;
 
 /// Something that happened to a packet this endpoint sent, or to the link.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -275,7 +277,8 @@ impl Endpoint {
     pub(crate) fn with_settings(settings: Arc<Settings>, now: u64) -> Endpoint {
         let config = &settings.config;
         Endpoint {
-            sent: SequenceBuffer::new(usize::from(config.sent_buffer_len)),
+            // Sized by what is in flight, up to `sent_buffer_len` (see `transmit`).
+            sent: SequenceBuffer::new(usize::from(config.sent_buffer_len).min(SENT_RING_START)),
             rtt: RttEstimator::new(config.rtt_smoothing),
             loss: LossWindow::new(usize::from(config.loss_window_packets)),
             congestion: ModeState::new(config, now),
@@ -297,7 +300,11 @@ impl Endpoint {
             events_waiting: false,
             last_ack_at: now,
             last_loss_at: NEVER,
-            events: VecDeque::with_capacity(EVENT_QUEUE_RESERVE),
+            // Grown on demand and kept: events are few per packet (acks come at most 32 at a
+            // time) and drained after each call, so the queue settles at a few slots within
+            // its first packets and allocates nothing after; a reserve up front would cost
+            // every connection of a busy server kilobytes it never uses.
+            events: VecDeque::new(),
             counters: Counters::default(),
             last_header_len: 0,
             protection: None,
@@ -698,10 +705,23 @@ impl Endpoint {
             protection.next_packet_number = number + 1;
         }
 
-        // Bound the sent queue: a packet whose ring slot is needed again is out of time.
-        let ring = i32::from(self.settings.config.sent_buffer_len);
-        while i32::from(distance(self.oldest_unresolved, sequence)) >= ring {
-            self.resolve_oldest_as_lost();
+        // Bound the sent queue: the ring grows while the packets in flight span more than it
+        // holds, up to `sent_buffer_len`; past that, a packet whose slot is needed again is
+        // out of time.
+        let max = i32::from(self.settings.config.sent_buffer_len);
+        loop {
+            let (span, ring) = (
+                i32::from(distance(self.oldest_unresolved, sequence)),
+                self.sent.len() as i32,
+            );
+            if span < ring.min(max) {
+                break;
+            }
+            if ring < max {
+                self.sent.grow();
+            } else {
+                self.resolve_oldest_as_lost();
+            }
         }
         self.hold_newest(sequence, now);
         self.next_sequence = sequence.wrapping_add(1);
@@ -795,8 +815,8 @@ impl Endpoint {
 
     /// The next thing that happened to sent packets or to the link, oldest first.
     ///
-    /// Drain this after every `receive` and `poll_transmit`: events queue until taken (room
-    /// for 128 is reserved up front, so a drained queue never allocates).
+    /// Drain this after every `receive` and `poll_transmit`: events queue until taken (the
+    /// queue keeps the room it grew to, so a drained queue allocates nothing more).
     pub fn poll_event(&mut self) -> Option<Event> {
         let event = self.events.pop_front();
         self.events_waiting = !self.events.is_empty();

@@ -1,7 +1,8 @@
 //! A fixed-size ring of per-sequence entries, indexed by `sequence % N` (`N` a power of two,
 //! so that is a mask, not a division, on every packet) and tagged with the
 //! sequence so a stale slot is never mistaken for a live one (the seed author's advice:
-//! lists are the wrong structure here). Allocates once, at construction.
+//! lists are the wrong structure here). Allocates at construction, and again only when asked
+//! to [`grow`](SequenceBuffer::grow).
 
 use crate::sequence::distance;
 
@@ -104,11 +105,45 @@ impl<T> SequenceBuffer<T> {
     pub fn contains(&self, sequence: u16) -> bool {
         self.get(sequence).is_some()
     }
+
+    /// Doubles the slots (up to 32768), keeping every entry. Every entry held is within
+    /// `len` sequences of the newest (each lap writes or clears every slot), so no two meet
+    /// in one slot of the larger ring.
+    pub fn grow(&mut self) {
+        let len = (self.slots.len() * 2).min(32768);
+        let mut grown: Box<[Option<(u16, T)>]> = (0..len).map(|_| None).collect();
+        for (tag, value) in self.slots.iter_mut().filter_map(Option::take) {
+            let index = usize::from(tag) & (len - 1);
+            debug_assert!(grown[index].is_none(), "two entries a ring apart");
+            grown[index] = Some((tag, value));
+        }
+        self.slots = grown;
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_grown_ring_keeps_every_entry_and_holds_twice_the_span() {
+        let mut buffer = SequenceBuffer::new(8);
+        // Across the wrap of the sequence space.
+        for sequence in 65_530u16..65_535 {
+            buffer.insert(sequence, sequence);
+        }
+        buffer.insert(2, 2);
+        buffer.grow();
+        assert_eq!(buffer.len(), 16);
+        for sequence in [65_531u16, 65_532, 65_533, 65_534, 2] {
+            assert_eq!(buffer.get(sequence), Some(&sequence));
+        }
+        assert_eq!(buffer.get(65_535), None, "skipped, cleared");
+        // The span it holds is the new length: 15 behind the newest still fits.
+        buffer.insert(17, 17);
+        assert_eq!(buffer.get(2), Some(&2));
+        assert_eq!(buffer.insert(1, 1), None, "16 behind the newest is too old");
+    }
 
     #[test]
     fn entries_are_found_by_their_own_sequence_only() {

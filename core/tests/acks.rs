@@ -235,25 +235,28 @@ proptest! {
 
 #[test]
 fn the_sent_queue_is_bounded_by_its_ring() {
-    // 1000 pps into a 32-slot ring with no replies: after 40 packets the 8 oldest have been
-    // pushed out and reported lost, long before the 1 s loss timeout.
-    let config = Config {
-        good_rate_pps: 1000.0,
-        sent_buffer_len: 32,
-        ..good()
-    };
-    let mut a = Endpoint::new(config, Duration::ZERO).unwrap();
-    let mut buf = [0u8; 64];
-    for i in 0..40 {
-        a.poll_transmit(i * MS, &mut buf).unwrap().unwrap();
+    // 1000 pps with no replies: once `sent_buffer_len` packets are in flight, each new one
+    // pushes the oldest out, reported lost long before the 1 s loss timeout. The 256-slot
+    // ring starts small and grows to hold them all first.
+    for (sent_buffer_len, sent) in [(32u16, 40u16), (256, 300)] {
+        let config = Config {
+            good_rate_pps: 1000.0,
+            sent_buffer_len,
+            ..good()
+        };
+        let mut a = Endpoint::new(config, Duration::ZERO).unwrap();
+        let mut buf = [0u8; 64];
+        for i in 0..u32::from(sent) {
+            a.poll_transmit(i * MS, &mut buf).unwrap().unwrap();
+        }
+        let lost: Vec<Event> = std::iter::from_fn(|| a.poll_event()).collect();
+        assert_eq!(
+            lost,
+            (0..sent - sent_buffer_len)
+                .map(|sequence| Event::Lost { sequence })
+                .collect::<Vec<_>>()
+        );
     }
-    let lost: Vec<Event> = std::iter::from_fn(|| a.poll_event()).collect();
-    assert_eq!(
-        lost,
-        (0..8)
-            .map(|sequence| Event::Lost { sequence })
-            .collect::<Vec<_>>()
-    );
 }
 
 #[test]

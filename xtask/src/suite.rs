@@ -291,8 +291,24 @@ pub(crate) fn bench() -> Result<()> {
             "core: listener cost per echo at 64 / 2,000 / 10,000 connections",
             || run(cargo().args(["bench", "-p", "ackwire-core", "--bench", "listener_scale"])),
         ),
-        stage("native peer: UDP vs raw echo, connections/core", || {
-            run(cargo().args(["bench", "-p", "ackwire-peer", "--bench", "udp"]))
+        stage(
+            "core: heap per connection at 2,000 / 10,000 (idle, chat, after)",
+            || {
+                run(cargo().args([
+                    "bench",
+                    "-p",
+                    "ackwire-core",
+                    "--bench",
+                    "connection_memory",
+                ]))
+            },
+        ),
+        stage(
+            "native peer: UDP vs raw echo (unbatched, batched), connections/core",
+            || run(cargo().args(["bench", "-p", "ackwire-peer", "--bench", "udp"])),
+        ),
+        stage("native peer: listen RSS at 10,000 connections", || {
+            run(cargo().args(["bench", "-p", "ackwire-peer", "--bench", "listen_memory"]))
         }),
         stage(
             "signal server: 10k idle clients, 1k relays/s, join latency",
