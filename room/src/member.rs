@@ -885,6 +885,9 @@ impl Member {
                 peers,
                 ice_servers.into_owned(),
             ),
+            // Used by every peer connection opened from now on (a new link, or one opened
+            // again after it was lost); open ones keep the servers they started with.
+            ServerFrame::IceServers { ice_servers } => self.ice_servers = ice_servers.into_owned(),
             ServerFrame::PeerJoined { peer, .. } => {
                 self.event(Event::PeerJoined { peer: peer.clone() });
                 self.peer_present(now, &peer);

@@ -300,6 +300,13 @@ pub enum ServerFrame<'a> {
         /// Rooms and their peers.
         rooms: Vec<RoomSnapshot>,
     },
+    /// Fresh STUN/TURN servers for the peer connections opened from now on: sent to a joined
+    /// peer before the short-lived TURN credentials of its welcome (or of the last such
+    /// frame) expire (`docs/signalling.md`, "TURN credentials").
+    IceServers {
+        /// The same list as the welcome's, with new credentials.
+        ice_servers: Cow<'a, [IceServer]>,
+    },
     /// A peer's stats report, for dashboards.
     Stats {
         /// Room.

@@ -144,6 +144,7 @@ fn every_documented_frame_round_trips_through_the_shared_types() {
         BTreeSet::from(
             [
                 "error",
+                "ice_servers",
                 "peer_joined",
                 "peer_left",
                 "signal",

@@ -410,3 +410,50 @@ fn a_peer_that_rejoins_afresh_and_replaces_its_old_entry_keeps_its_link() {
     assert_eq!(w.links(b).len(), 1);
     assert_eq!(w.offers_relayed, relayed, "no renegotiation");
 }
+
+#[test]
+fn fresh_ice_servers_from_the_server_are_used_by_the_next_peer_connection() {
+    use ackwire_room::member::{Command, Member, MemberConfig, Output};
+
+    let mut member = Member::new(
+        MemberConfig::new("lobby", PeerKind::Browser, "inst"),
+        Duration::ZERO,
+    )
+    .unwrap();
+    member.signalling_open(Duration::ZERO);
+    let turn = |user: &str| {
+        format!(r#"{{"urls":["turn:203.0.113.1:3478"],"username":"{user}","credential":"c"}}"#)
+    };
+    // The ICE servers of each peer connection the member asks for, in order.
+    let opened = |member: &mut Member| -> Vec<String> {
+        std::iter::from_fn(|| member.poll_output())
+            .filter_map(|output| match output {
+                Output::Command(Command::OpenPeerConnection { ice_servers, .. }) => {
+                    Some(ice_servers[0].username.clone())
+                }
+                _ => None,
+            })
+            .collect()
+    };
+    let welcome = format!(
+        r#"{{"type":"welcome","version":1,"room":"lobby","peer_id":3,"token":"t","resumed":false,"peers":[],"ice_servers":[{}]}}"#,
+        turn("1000:3")
+    );
+    member.handle_frame(ms(10), &welcome).unwrap();
+    opened(&mut member);
+    // Peer 2 arrives (we, the higher id, offer): the welcome's credentials.
+    let joined = |id: u32| {
+        format!(r#"{{"type":"peer_joined","room":"lobby","peer":{{"id":{id},"kind":"browser"}}}}"#)
+    };
+    member.handle_frame(ms(20), &joined(2)).unwrap();
+    assert_eq!(opened(&mut member), ["1000:3"]);
+    // Fresh credentials before those expire: the next peer connection uses them.
+    let fresh = format!(
+        r#"{{"type":"ice_servers","ice_servers":[{}]}}"#,
+        turn("5000:3")
+    );
+    member.handle_frame(ms(30), &fresh).unwrap();
+    assert!(opened(&mut member).is_empty(), "open links are left alone");
+    member.handle_frame(ms(40), &joined(1)).unwrap();
+    assert_eq!(opened(&mut member), ["5000:3"]);
+}

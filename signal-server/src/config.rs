@@ -15,6 +15,22 @@ fn parse_ice_servers(s: &str) -> Result<IceServers, String> {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct IceServers(pub Vec<IceServer>);
 
+fn parse_turn_url(s: &str) -> Result<String, String> {
+    if s.starts_with("turn:") || s.starts_with("turns:") {
+        Ok(s.to_owned())
+    } else {
+        Err("expected turn:HOST:PORT[?transport=udp|tcp] or turns:HOST:PORT".into())
+    }
+}
+
+fn parse_ttl_secs(s: &str) -> Result<Duration, String> {
+    match s.parse::<u64>() {
+        Ok(0) => Err("must be at least 1 second".into()),
+        Ok(secs) => Ok(Duration::from_secs(secs)),
+        Err(e) => Err(format!("expected seconds: {e}")),
+    }
+}
+
 fn parse_duration_ms(s: &str) -> Result<Duration, String> {
     s.parse::<u64>()
         .map(Duration::from_millis)
@@ -39,6 +55,25 @@ pub struct Config {
     /// `{"urls":[..],"username":..,"credential":..}`. Default `[]` (host candidates only).
     #[arg(long, env = "ACKWIRE_ICE_SERVERS", default_value = "[]", value_parser = parse_ice_servers)]
     pub ice_servers: IceServers,
+    /// A TURN server handed to every joining peer with short-lived credentials
+    /// (`turn:HOST:PORT[?transport=udp]`, or `turns:`): repeat the flag, or comma-separate
+    /// the variable, for several URLs of one TURN server. Needs `--turn-secret`. Default: none.
+    #[arg(long = "turn-url", env = "ACKWIRE_TURN_URL", value_delimiter = ',', requires = "turn_secret", value_parser = parse_turn_url)]
+    pub turn_urls: Vec<String>,
+    /// The secret shared with the TURN server (coturn: `--use-auth-secret
+    /// --static-auth-secret`). Never sent to clients; prefer the environment variable, as
+    /// flags show in `ps`. Default: none.
+    #[arg(
+        long,
+        env = "ACKWIRE_TURN_SECRET",
+        hide_env_values = true,
+        requires = "turn_urls"
+    )]
+    pub turn_secret: Option<String>,
+    /// Lifetime of the TURN credentials, in seconds. A joined peer gets fresh ones at three
+    /// quarters of it. Default 3600.
+    #[arg(long = "turn-ttl", env = "ACKWIRE_TURN_TTL", default_value = "3600", value_parser = parse_ttl_secs)]
+    pub turn_ttl: Duration,
     /// Largest text message handled; bigger ones get a `message_too_large` error frame.
     /// Default 16384 bytes. Messages over four times this close the connection.
     #[arg(long, env = "ACKWIRE_MAX_MESSAGE_BYTES", default_value_t = 16 * 1024)]
@@ -109,6 +144,15 @@ impl Default for Config {
 }
 
 impl Config {
+    /// The TURN server and its credential scheme, if `--turn-url` is given.
+    pub fn turn(&self) -> Option<crate::turn::Turn> {
+        crate::turn::Turn::new(
+            self.turn_urls.clone(),
+            self.turn_secret.clone().unwrap_or_default(),
+            self.turn_ttl,
+        )
+    }
+
     /// Messages larger than this close the connection (the WebSocket layer's hard cap).
     pub fn hard_message_cap(&self) -> usize {
         self.max_message_bytes.saturating_mul(4)
@@ -143,6 +187,42 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("expected a JSON array like"), "{err}");
+    }
+
+    #[test]
+    fn turn_flags_need_each_other_and_take_only_turn_urls() {
+        let config = Config::try_parse_from([
+            "ackwire-signal",
+            "--turn-url",
+            "turn:203.0.113.1:3478?transport=udp",
+            "--turn-url",
+            "turns:203.0.113.1:5349",
+            "--turn-secret",
+            "s3cret",
+            "--turn-ttl",
+            "600",
+        ])
+        .unwrap();
+        assert_eq!(config.turn_urls.len(), 2);
+        assert_eq!(config.turn_ttl, Duration::from_secs(600));
+        assert!(config.turn().is_some());
+        assert!(Config::default().turn().is_none(), "no TURN by default");
+        for refused in [
+            &["--turn-url", "turn:203.0.113.1:3478"][..],
+            &["--turn-secret", "s3cret"],
+            &["--turn-url", "stun:203.0.113.1:3478", "--turn-secret", "s"],
+            &[
+                "--turn-url",
+                "turn:h:1",
+                "--turn-secret",
+                "s",
+                "--turn-ttl",
+                "0",
+            ],
+        ] {
+            let args = std::iter::once("ackwire-signal").chain(refused.iter().copied());
+            assert!(Config::try_parse_from(args).is_err(), "{refused:?}");
+        }
     }
 
     #[test]

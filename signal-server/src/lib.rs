@@ -12,6 +12,7 @@ pub mod protocol;
 pub mod rooms;
 pub mod session;
 pub mod tls;
+pub mod turn;
 
 use std::{future::Future, net::SocketAddr, sync::Arc, time::Duration};
 

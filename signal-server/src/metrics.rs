@@ -92,6 +92,8 @@ pub struct Metrics {
     pub signals_relayed: Counter,
     /// Stats reports accepted.
     pub stats_reports: Counter,
+    /// Fresh TURN credentials sent to joined peers (`ice_servers` frames).
+    pub turn_refreshes: Counter,
     /// Addresses the per-address limits remember now.
     pub clients_tracked: Gauge,
     errors: Family<CodeLabel, Counter>,
@@ -112,6 +114,7 @@ impl Default for Metrics {
             resumes: Counter::default(),
             signals_relayed: Counter::default(),
             stats_reports: Counter::default(),
+            turn_refreshes: Counter::default(),
             clients_tracked: Gauge::default(),
             errors: Family::default(),
             closes: Family::default(),
@@ -142,6 +145,11 @@ impl Default for Metrics {
             "stats_reports",
             "Stats reports received",
             m.stats_reports.clone(),
+        );
+        r.register(
+            "turn_refreshes",
+            "Fresh TURN credentials sent to joined peers",
+            m.turn_refreshes.clone(),
         );
         r.register(
             "clients_tracked",

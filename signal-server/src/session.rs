@@ -5,11 +5,11 @@ use std::{
     borrow::Cow,
     net::SocketAddr,
     sync::Arc,
-    time::{Duration, Instant},
+    time::{Duration, Instant, SystemTime},
 };
 
 use ackwire_room::signalling::{
-    ClientFrame, LeaveReason, PeerId, PeerKind, ServerFrame, UrlJoin, VERSION,
+    ClientFrame, IceServer, LeaveReason, PeerId, PeerKind, ServerFrame, UrlJoin, VERSION,
 };
 use axum::{
     extract::{
@@ -149,6 +149,12 @@ enum End {
     Replaced,
 }
 
+/// The refresh timer's deadline (a year away when there is none: its branch is off then).
+fn refresh_at(at: Option<Instant>) -> tokio::time::Instant {
+    let at = at.unwrap_or_else(|| Instant::now() + Duration::from_secs(365 * 24 * 3600));
+    tokio::time::Instant::from_std(at)
+}
+
 struct Session {
     hub: Arc<Hub>,
     socket: WebSocket,
@@ -166,6 +172,8 @@ struct Session {
     bearer: Option<String>,
     /// The server listens on loopback: the all-rooms subscription needs no token.
     loopback: bool,
+    /// When this joined peer gets fresh TURN credentials (`ice_servers` frame).
+    ice_refresh_at: Option<Instant>,
 }
 
 impl Session {
@@ -188,6 +196,7 @@ impl Session {
             permit,
             bearer: None,
             loopback: false,
+            ice_refresh_at: None,
         }
     }
 
@@ -274,6 +283,13 @@ impl Session {
                         return self.close(cause).await;
                     }
                 }
+                () = tokio::time::sleep_until(refresh_at(self.ice_refresh_at)),
+                    if self.ice_refresh_at.is_some() =>
+                {
+                    if let Err(cause) = self.refresh_ice_servers().await {
+                        return self.close(cause).await;
+                    }
+                }
                 _ = ping.tick() => {
                     if self.last_heard.elapsed() >= config.idle_timeout {
                         return self.close(CloseCause::IdleTimeout).await;
@@ -284,6 +300,32 @@ impl Session {
                 }
             }
         }
+    }
+
+    /// The ICE servers for `peer`: the configured ones, then the TURN server with fresh
+    /// credentials (and the time to renew them) when there is one.
+    fn ice_servers(&mut self, peer: PeerId) -> Cow<'static, [IceServer]> {
+        let config = self.hub.config();
+        let Some(turn) = config.turn() else {
+            self.ice_refresh_at = None;
+            return Cow::Owned(config.ice_servers.0.clone());
+        };
+        self.ice_refresh_at = Some(Instant::now() + turn.refresh_after());
+        let mut servers = config.ice_servers.0.clone();
+        servers.push(turn.credentials(peer, SystemTime::now()));
+        Cow::Owned(servers)
+    }
+
+    /// Sends a joined peer fresh TURN credentials (an `ice_servers` frame) before the last
+    /// ones expire.
+    async fn refresh_ice_servers(&mut self) -> Result<(), CloseCause> {
+        let Some((_, peer)) = self.joined else {
+            self.ice_refresh_at = None;
+            return Ok(());
+        };
+        let ice_servers = self.ice_servers(peer);
+        self.hub.metrics().turn_refreshes.inc();
+        self.reply(&ServerFrame::IceServers { ice_servers }).await
     }
 
     /// Write one frame. Fails with [`CloseCause::SlowReader`] if the client did not take it
@@ -447,7 +489,7 @@ impl Session {
                     token: Cow::Borrowed(&joined.token),
                     resumed: joined.resumed,
                     peers: joined.peers,
-                    ice_servers: Cow::Borrowed(&hub.config().ice_servers.0),
+                    ice_servers: self.ice_servers(joined.peer_id),
                 };
                 // The client's failure to read shows up again at the next write or ping.
                 let _ = self.reply(&welcome).await;

@@ -455,3 +455,103 @@ async fn a_resume_carrying_its_instance_takes_back_the_id_and_replaces_nothing()
     a.assert_quiet(Duration::from_millis(300)).await;
     server.stop().await;
 }
+
+/// The expiry (unix seconds) and peer id of a TURN user name `expiry:peer`.
+fn turn_user(server: &serde_json::Value) -> (u64, u64) {
+    let (expiry, peer) = server["username"]
+        .as_str()
+        .and_then(|u| u.split_once(':'))
+        .expect("expiry:peer");
+    (expiry.parse().unwrap(), peer.parse().unwrap())
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+#[tokio::test]
+async fn turn_credentials_are_per_peer_short_lived_renewed_before_expiry_and_fresh_on_resume() {
+    const SECRET: &str = "north-wind";
+    let server = Server::start(|c| {
+        c.ice_servers.0 = vec![IceServer {
+            urls: vec!["stun:203.0.113.1:3478".into()],
+            username: String::new(),
+            credential: String::new(),
+        }];
+        c.turn_urls = vec!["turn:203.0.113.1:3478?transport=udp".into()];
+        c.turn_secret = Some(SECRET.into());
+        c.turn_ttl = Duration::from_secs(4);
+        c.reconnect_grace = Duration::from_secs(10);
+    })
+    .await;
+    let joined_at = unix_now();
+    let (mut a, welcome) = server.peer("lobby").await;
+    assert!(
+        !welcome.to_string().contains(SECRET),
+        "the secret stays on the server"
+    );
+    // The configured servers first, then TURN with this peer's own credentials.
+    let servers = welcome["ice_servers"].as_array().unwrap();
+    assert_eq!(servers[0]["urls"], json!(["stun:203.0.113.1:3478"]));
+    let turn = &servers[1];
+    assert_eq!(turn["urls"], json!(["turn:203.0.113.1:3478?transport=udp"]));
+    let (expiry, peer) = turn_user(turn);
+    assert_eq!(peer, peer_id(&welcome));
+    assert!(
+        (joined_at + 4..=unix_now() + 4).contains(&expiry),
+        "{expiry}"
+    );
+    let username = turn["username"].as_str().unwrap();
+    assert_eq!(
+        turn["credential"],
+        ackwire_signal::turn::credential(SECRET, username)
+    );
+
+    // Fresh credentials arrive before these expire (at 3/4 of the 4 s TTL).
+    let fresh = a.recv_type("ice_servers").await;
+    let renewed_at = unix_now();
+    assert!(
+        renewed_at < expiry,
+        "renewed at {renewed_at}, expiry {expiry}"
+    );
+    let fresh_turn = &fresh["ice_servers"][1];
+    let (fresh_expiry, fresh_peer) = turn_user(fresh_turn);
+    assert_eq!(fresh_peer, peer);
+    assert!(fresh_expiry > expiry);
+    assert_eq!(
+        fresh_turn["credential"],
+        ackwire_signal::turn::credential(SECRET, fresh_turn["username"].as_str().unwrap())
+    );
+    assert_eq!(
+        server.metric("ackwire_signal_turn_refreshes_total").await,
+        1.0
+    );
+
+    // A resume gets fresh ones too.
+    drop(a);
+    let mut again = server.client().await;
+    again
+        .send(
+            json!({"type": "join", "version": 1, "room": "lobby", "kind": "browser",
+            "resume": {"peer_id": peer, "token": welcome["token"]}}),
+        )
+        .await;
+    let resumed = again.recv_type("welcome").await;
+    assert_eq!(resumed["resumed"], true);
+    let (resumed_expiry, resumed_peer) = turn_user(&resumed["ice_servers"][1]);
+    assert_eq!(resumed_peer, peer);
+    assert!(resumed_expiry >= unix_now() + 3, "{resumed_expiry}");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn without_turn_the_welcome_has_only_the_configured_servers_and_nothing_is_renewed() {
+    let server = Server::start(|c| c.turn_ttl = Duration::from_secs(1)).await;
+    let (mut a, welcome) = server.peer("lobby").await;
+    assert_eq!(welcome["ice_servers"], json!([]));
+    a.assert_quiet(Duration::from_millis(1500)).await;
+    server.stop().await;
+}
