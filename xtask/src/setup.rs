@@ -131,13 +131,15 @@ fn apt_install(packages: &[&str]) -> Result<()> {
 }
 
 /// Chromium + chromedriver for browser tests, iproute2/util-linux for the loopback-only
-/// namespace the browser tests run in.
+/// namespace the browser tests run in, coturn (the TURN server users run) for the tests of
+/// the signal server's TURN credentials.
 fn system_packages() -> Result<()> {
     let wanted = [
         ("/usr/bin/chromium", "chromium"),
         ("/usr/bin/chromedriver", "chromium-driver"),
         ("/usr/sbin/ip", "iproute2"),
         ("/usr/bin/unshare", "util-linux"),
+        ("/usr/bin/turnserver", "coturn"),
     ];
     let missing: Vec<&str> = wanted
         .iter()
@@ -147,7 +149,7 @@ fn system_packages() -> Result<()> {
     if missing.is_empty() {
         step(
             "system packages",
-            "chromium, chromedriver, ip, unshare present; skipping",
+            "chromium, chromedriver, ip, unshare, turnserver present; skipping",
         );
         return Ok(());
     }
