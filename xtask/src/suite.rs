@@ -39,11 +39,25 @@ pub(crate) fn demo() -> Result<()> {
     let server = build_signal_server(true)?;
     let peer = build_bin("ackwire-peer", "ackwire-peer", true)?;
     let bind = std::env::var("ACKWIRE_BIND").unwrap_or_else(|_| "127.0.0.1:8080".into());
-    let mut signal = Command::new(&server)
+    // `ACKWIRE_TURN=1`: a coturn beside the server, which hands it out with short-lived
+    // credentials (docs/signalling.md, "TURN credentials").
+    let mut turn = match std::env::var("ACKWIRE_TURN").as_deref() {
+        Ok("1") => Some(DemoTurn::start(&bind)?),
+        _ => None,
+    };
+    let mut signal = Command::new(&server);
+    signal
         .arg("--bind")
         .arg(&bind)
         .arg("--web-dir")
-        .arg(paths::web_dir())
+        .arg(paths::web_dir());
+    if let Some(turn) = &turn {
+        signal
+            .arg("--turn-url")
+            .arg(&turn.url)
+            .env("ACKWIRE_TURN_SECRET", &turn.secret);
+    }
+    let mut signal = signal
         .spawn()
         .map_err(|e| format!("cannot start {}: {e}", server.display()))?;
     // A native player in the lobby, so someone opening the URL alone sees another player and
@@ -67,6 +81,12 @@ pub(crate) fn demo() -> Result<()> {
     println!("  with a bad link: {lobby}?latency=150&loss=5");
     println!("  dashboard:       {lobby}/dashboard   (all rooms: http://{bind}/dashboard)");
     println!("  metrics:         http://{bind}/metrics");
+    if let Some(turn) = &turn {
+        println!(
+            "  over TURN only:  {lobby}?relay   (coturn at {}, credentials from the welcome)",
+            turn.url
+        );
+    }
     println!();
     let status = signal.wait().map_err(|e| e.to_string())?;
     // Ctrl-C reaches both (one process group); if the server ended on its own, stop the peer.
@@ -74,10 +94,88 @@ pub(crate) fn demo() -> Result<()> {
         let _ = native.kill();
         let _ = native.wait();
     }
+    if let Some(turn) = &mut turn {
+        turn.stop();
+    }
     if status.success() {
         Ok(())
     } else {
         Err(format!("signal server exited: {status}"))
+    }
+}
+
+/// The demo's coturn (`ACKWIRE_TURN=1`): on the server's address, port 3478
+/// (`ACKWIRE_TURN_PORT`), taking credentials made with a secret new at each start.
+struct DemoTurn {
+    child: std::process::Child,
+    url: String,
+    secret: String,
+    /// Its pid file and (unused) user database, removed at `stop`.
+    dir: PathBuf,
+}
+
+impl DemoTurn {
+    fn start(bind: &str) -> Result<DemoTurn> {
+        let ip = bind
+            .parse::<std::net::SocketAddr>()
+            .map_err(|e| format!("ACKWIRE_BIND {bind}: {e}"))?
+            .ip();
+        if ip.is_unspecified() {
+            return Err(format!(
+                "ACKWIRE_TURN=1 needs ACKWIRE_BIND on the address players reach, not {ip}"
+            ));
+        }
+        let port = std::env::var("ACKWIRE_TURN_PORT").unwrap_or_else(|_| "3478".into());
+        let mut random = [0u8; 16];
+        std::io::Read::read_exact(
+            &mut std::fs::File::open("/dev/urandom").map_err(|e| e.to_string())?,
+            &mut random,
+        )
+        .map_err(|e| e.to_string())?;
+        let secret: String = random.iter().map(|b| format!("{b:02x}")).collect();
+        let dir = std::env::temp_dir().join(format!("ackwire-demo-turn-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let mut cmd = Command::new("turnserver");
+        cmd.args(["-n", "--no-cli", "--no-tls", "--no-dtls"])
+            .args([
+                "--listening-ip",
+                &ip.to_string(),
+                "--relay-ip",
+                &ip.to_string(),
+            ])
+            .args(["--listening-port", &port, "--realm", "ackwire.demo"])
+            .args(["--use-auth-secret", "--static-auth-secret", &secret])
+            .arg("--pidfile")
+            .arg(dir.join("turnserver.pid"))
+            .arg("--db")
+            .arg(dir.join("turndb"))
+            .args(["--log-file", "stdout"])
+            .stdout(std::process::Stdio::null())
+            // It reports the transports it cannot open (SCTP) there, which is noise here.
+            .stderr(std::process::Stdio::null());
+        if ip.is_loopback() {
+            // Every player of a loopback demo is on this machine: relay between them.
+            cmd.arg("--allow-loopback-peers");
+        }
+        let child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot start turnserver (coturn): {e}"))?;
+        let host = match ip {
+            std::net::IpAddr::V6(v6) => format!("[{v6}]"),
+            v4 => v4.to_string(),
+        };
+        Ok(DemoTurn {
+            child,
+            url: format!("turn:{host}:{port}?transport=udp"),
+            secret,
+            dir,
+        })
+    }
+
+    fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 

@@ -1,0 +1,92 @@
+// Links through a TURN relay: a real coturn (Debian's `turnserver`, which `cargo xtask setup`
+// installs) beside the signal server, which hands each player short-lived credentials in its
+// welcome. Two pages that may use relayed candidates only (`?relay`) connect through it, and
+// chat arrives exactly once. Real Chromium, loopback only.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { createSocket } from 'node:dgram';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { launchBrowser, openPage, startServer } from './harness.mjs';
+
+const SECRET = 'e2e-turn-secret';
+
+/** A UDP port free right now on 127.0.0.1. */
+const freePort = () => new Promise((resolve) => {
+  const s = createSocket('udp4');
+  s.bind(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
+});
+
+/** coturn on 127.0.0.1 taking credentials made with SECRET; resolves once its UDP listener is open. */
+async function startCoturn() {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'ackwire-turn-'));
+  const child = spawn('turnserver', [
+    '-n', '-v', '--no-cli', '--no-tls', '--no-dtls', '--no-tcp',
+    '--listening-ip', '127.0.0.1', '--relay-ip', '127.0.0.1', '--listening-port', String(port),
+    '--realm', 'ackwire.test', '--use-auth-secret', '--static-auth-secret', SECRET,
+    // Both players are on this machine.
+    '--allow-loopback-peers',
+    '--pidfile', join(dir, 'turnserver.pid'), '--db', join(dir, 'turndb'), '--log-file', 'stdout',
+  ], { stdio: ['ignore', 'pipe', 'ignore'] });
+  let log = '';
+  await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`coturn did not open its listener:\n${log}`)), 15000);
+    child.stdout.on('data', (chunk) => {
+      log += chunk;
+      if (log.includes(`UDP listener opened on: 127.0.0.1:${port}`)) { clearTimeout(timer); resolve(); }
+    });
+    child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`turnserver exited (${code}):\n${log}`)); });
+  });
+  return {
+    url: `turn:127.0.0.1:${port}?transport=udp`,
+    log: () => log,
+    async stop() {
+      if (child.exitCode === null) {
+        const exited = new Promise((resolve) => child.once('exit', resolve));
+        child.kill('SIGTERM');
+        await exited;
+      }
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+const myId = (p) => p.page.waitForFunction(() => window.ackwire?.me.id, null, { timeout: 10000 }).then((h) => h.jsonValue());
+
+test('two players limited to relayed candidates connect through coturn with the welcome\'s credentials and chat once', async () => {
+  const turn = await startCoturn();
+  const server = await startServer(0, { args: ['--turn-url', turn.url, '--turn-secret', SECRET] });
+  const browser = await launchBrowser();
+  const env = { server, browser };
+  try {
+    const room = 'relayed';
+    const started = Date.now();
+    const a = await openPage(env, `/room/${room}?relay`);
+    const aId = await myId(a);
+    const b = await openPage(env, `/room/${room}?relay`);
+    const bId = await myId(b);
+    for (const [p, other] of [[a, bId], [b, aId]]) {
+      const link = await p.page.waitForFunction((id) => {
+        const l = window.ackwire.players.get(id);
+        return l?.state === 'connected' && { candidate: l.candidate, transport: l.transport };
+      }, other, { timeout: 20000 }).then((h) => h.jsonValue());
+      console.log(`relayed link to peer ${other}: ${link.transport} · ${link.candidate}, connected ${Date.now() - started} ms after the first page opened`);
+      assert.equal(link.candidate, 'relay');
+    }
+    // coturn really carried it: it logged an allocation for a user named expiry:peer.
+    assert.match(turn.log(), new RegExp(`\\d+:(${aId}|${bId})`));
+    await a.page.fill('#chat-input', 'through the relay');
+    await a.page.click('#chat-form button');
+    await b.page.waitForFunction((id) => window.ackwire.chat.some((m) => m.from === `peer ${id}` && m.text === 'through the relay'), aId, { timeout: 5000 });
+    const copies = await b.page.evaluate((id) => window.ackwire.chat.filter((m) => m.from === `peer ${id}` && m.text === 'through the relay').length, aId);
+    assert.equal(copies, 1);
+    assert.deepEqual([...a.errors, ...b.errors], []);
+  } finally {
+    await browser.close();
+    await server.stop();
+    await turn.stop();
+  }
+});
