@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { launchBrowser, openPage, startServer } from './harness.mjs';
+import { joinNative } from './native.mjs';
 
 const SECRET = 'e2e-turn-secret';
 
@@ -56,7 +57,7 @@ async function startCoturn() {
 
 const myId = (p) => p.page.waitForFunction(() => window.ackwire?.me.id, null, { timeout: 10000 }).then((h) => h.jsonValue());
 
-test('two players limited to relayed candidates connect through coturn with the welcome\'s credentials and chat once', async () => {
+test('two players limited to relayed candidates connect through coturn with the welcome\'s credentials, chat once, and a native peer reaches them through it', async () => {
   const turn = await startCoturn();
   const server = await startServer(0, { args: ['--turn-url', turn.url, '--turn-secret', SECRET] });
   const browser = await launchBrowser();
@@ -83,6 +84,24 @@ test('two players limited to relayed candidates connect through coturn with the 
     await b.page.waitForFunction((id) => window.ackwire.chat.some((m) => m.from === `peer ${id}` && m.text === 'through the relay'), aId, { timeout: 5000 });
     const copies = await b.page.evaluate((id) => window.ackwire.chat.filter((m) => m.from === `peer ${id}` && m.text === 'through the relay').length, aId);
     assert.equal(copies, 1);
+
+    // A native peer joins: its links to the relay-only pages pair its host candidate with
+    // their relayed ones (it offers, so its ICE agent chooses the pair).
+    const native = await joinNative(`${server.url}/room/${room}`);
+    try {
+      const welcomed = Date.now();
+      for (const id of [aId, bId]) {
+        const line = await native.waitFor(`link to ${id}`, (l) => native.linkState(l, id, 'connected'), 15000);
+        console.log(`native ↔ relay-only page ${id}: connected ${Date.now() - welcomed} ms after the native's welcome (attempt ${line.attempt_ms} ms)`);
+      }
+      const seen = await a.page.waitForFunction((id) => {
+        const l = window.ackwire.players.get(id);
+        return l?.state === 'connected' && l.candidate;
+      }, native.id, { timeout: 5000 }).then((h) => h.jsonValue());
+      assert.equal(seen, 'relay');
+    } finally {
+      await native.stop();
+    }
     assert.deepEqual([...a.errors, ...b.errors], []);
   } finally {
     await browser.close();
