@@ -3,7 +3,7 @@
 //! UDP link to another native keeps flowing, and no link to the impostor ever connects.
 //!
 //! The native does start a WebRTC session for the impostor; its ICE gathers only on
-//! 127.0.0.1 (`join`'s default `--bind 127.0.0.1:0` sets the ICE address) with mDNS off.
+//! 127.0.0.1 (the tests' `--bind 127.0.0.1:0` sets the ICE address) with mDNS off.
 
 mod room_support;
 

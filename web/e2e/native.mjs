@@ -3,9 +3,10 @@
 import { spawn } from 'node:child_process';
 import { requireEnv as env } from './harness.mjs';
 
-/** Starts `ackwire-peer join url --json ...extra`; resolves once it has been welcomed. */
+/** Starts `ackwire-peer join url --json --bind 127.0.0.1:0 ...extra`; resolves once it has been welcomed. */
 export async function joinNative(url, extra = []) {
-  const child = spawn(env('ACKWIRE_PEER_BIN'), ['join', url, '--json', ...extra], {
+  // On this machine only (`join` binds every interface by default; the namespace has only lo).
+  const child = spawn(env('ACKWIRE_PEER_BIN'), ['join', url, '--json', '--bind', '127.0.0.1:0', ...extra], {
     env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? 'info', NO_COLOR: '1' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

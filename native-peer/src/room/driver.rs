@@ -108,7 +108,19 @@ pub async fn run(args: &JoinArgs, stop: impl Future<Output = ()>) -> Result<(), 
     })?;
     let udp_addr = match args.advertise {
         Some(addr) => addr,
-        None if bound.ip().is_unspecified() => return Err(RoomError::NothingToAdvertise(bound)),
+        None if bound.ip().is_unspecified() => {
+            let server = url.server();
+            match super::route_to(&server, bound) {
+                Ok(ip) => SocketAddr::new(ip, bound.port()),
+                Err(source) => {
+                    return Err(RoomError::NothingToAdvertise {
+                        bind: bound,
+                        server,
+                        source,
+                    });
+                }
+            }
+        }
         None => bound,
     };
     let mut udp = Link::new(socket, None).map_err(|e| RoomError::Member(e.into()))?;

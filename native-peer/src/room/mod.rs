@@ -32,14 +32,17 @@ use crate::cli::{ArgError, CommonArgs};
 pub struct JoinArgs {
     /// The room page's URL, e.g. http://127.0.0.1:8080/room/lobby.
     pub url: String,
-    /// Local UDP address for links to other native peers.
-    #[arg(long, default_value = "127.0.0.1:0")]
+    /// Local UDP address for links to other native peers. Default: every interface, a port
+    /// chosen by the OS; `--bind 127.0.0.1:0` keeps the peer on this machine.
+    #[arg(long, default_value = "0.0.0.0:0")]
     pub bind: SocketAddr,
-    /// UDP address other natives send to (behind NAT or with --bind 0.0.0.0:PORT: the
-    /// public address). Default: the bound address.
+    /// UDP address other natives send to (behind a NAT with a forwarded port: the public
+    /// address). Default: the bound address, or with a wildcard `--bind` the address of the
+    /// interface this machine reaches the signalling server through, with the bound port.
     #[arg(long, value_name = "IP:PORT")]
     pub advertise: Option<SocketAddr>,
-    /// Local address WebRTC gathers ICE candidates on (port 0: any). Default: --bind's IP.
+    /// Local address WebRTC gathers ICE candidates on (port 0: any; a wildcard IP: every
+    /// interface but loopback). Default: --bind's IP.
     #[arg(long, value_name = "IP:PORT")]
     pub ice_bind: Option<SocketAddr>,
     /// Public IP to put in WebRTC host candidates instead of the local one (1:1 NAT).
@@ -81,9 +84,19 @@ pub enum RoomError {
         /// The OS error.
         source: std::io::Error,
     },
-    /// Bound to a wildcard address with nothing to advertise to other natives.
-    #[error("--bind {0} is a wildcard address: give --advertise IP:PORT for other natives")]
-    NothingToAdvertise(SocketAddr),
+    /// Bound to a wildcard address, and no route to the signalling server tells which
+    /// address other natives can reach.
+    #[error(
+        "--bind {bind} is a wildcard address and the route to {server} gives no address to advertise ({source}): give --advertise IP:PORT"
+    )]
+    NothingToAdvertise {
+        /// The bound address.
+        bind: SocketAddr,
+        /// The signalling server's `host:port`.
+        server: String,
+        /// Why the route could not be found.
+        source: std::io::Error,
+    },
     /// The room member could not be set up (invalid emulation settings).
     #[error(transparent)]
     Member(#[from] ackwire_room::member::MemberError),
@@ -140,6 +153,45 @@ pub fn parse_room_url(url: &str) -> Result<RoomUrl, RoomError> {
     })
 }
 
+impl RoomUrl {
+    /// The signalling server's `host:port` (the scheme's port when the URL gives none).
+    pub fn server(&self) -> String {
+        let (scheme, rest) = self
+            .ws_url
+            .split_once("://")
+            .unwrap_or(("ws", &self.ws_url));
+        let host = rest.split('/').next().unwrap_or_default();
+        let has_port = match host.rsplit_once(']') {
+            Some((_, after)) => after.starts_with(':'),
+            None => host.contains(':'),
+        };
+        if has_port {
+            host.to_owned()
+        } else {
+            let port = if scheme == "wss" { 443 } else { 80 };
+            format!("{host}:{port}")
+        }
+    }
+}
+
+/// The address of the interface this machine reaches `server` (`host:port`) through, in the
+/// family of `bind`: a UDP socket connected there picks the route, and nothing is sent.
+pub fn route_to(server: &str, bind: SocketAddr) -> std::io::Result<IpAddr> {
+    use std::net::ToSocketAddrs;
+    let target = server
+        .to_socket_addrs()?
+        .find(|a| a.is_ipv4() == bind.is_ipv4())
+        .ok_or_else(|| {
+            std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "no address of --bind's family",
+            )
+        })?;
+    let probe = std::net::UdpSocket::bind(SocketAddr::new(bind.ip(), 0))?;
+    probe.connect(target)?;
+    Ok(probe.local_addr()?.ip())
+}
+
 /// Runs `join` until Ctrl-C, SIGTERM or `--duration`; the exit code says how it ended.
 pub fn main(args: &JoinArgs) -> ExitCode {
     let result = tokio::runtime::Builder::new_current_thread()
@@ -160,9 +212,9 @@ pub fn main(args: &JoinArgs) -> ExitCode {
         Err(e) => {
             tracing::error!("{e}");
             match e {
-                RoomError::BadUrl { .. } | RoomError::Arg(_) | RoomError::NothingToAdvertise(_) => {
-                    ExitCode::from(2)
-                }
+                RoomError::BadUrl { .. }
+                | RoomError::Arg(_)
+                | RoomError::NothingToAdvertise { .. } => ExitCode::from(2),
                 _ => ExitCode::FAILURE,
             }
         }
@@ -183,6 +235,30 @@ mod tests {
         assert_eq!(dashboard.room, "a-b_1");
         let tls = parse_room_url("https://play.example.org/room/lobby").unwrap();
         assert_eq!(tls.ws_url, "wss://play.example.org/ws");
+    }
+
+    #[test]
+    fn the_server_address_has_the_urls_port_or_the_schemes() {
+        let server = |url: &str| parse_room_url(url).unwrap().server();
+        assert_eq!(server("http://127.0.0.1:8080/room/lobby"), "127.0.0.1:8080");
+        assert_eq!(server("http://example.org/room/lobby"), "example.org:80");
+        assert_eq!(server("https://example.org/room/lobby"), "example.org:443");
+        assert_eq!(server("http://[::1]:9000/room/lobby"), "[::1]:9000");
+        assert_eq!(
+            server("https://[2001:db8::1]/room/lobby"),
+            "[2001:db8::1]:443"
+        );
+    }
+
+    #[test]
+    fn a_wildcard_bind_advertises_the_interface_the_server_is_reached_through() {
+        // The signalling server on loopback: loopback is the way there (nothing is sent).
+        let any: SocketAddr = "0.0.0.0:0".parse().unwrap();
+        let ip = route_to("127.0.0.1:8080", any).unwrap();
+        assert_eq!(ip, IpAddr::from([127, 0, 0, 1]));
+        // No address of the bound family: a clear error, not a wrong address.
+        let v6_only = route_to("[::1]:8080", any).unwrap_err();
+        assert_eq!(v6_only.kind(), std::io::ErrorKind::NotFound);
     }
 
     #[test]

@@ -109,7 +109,8 @@ impl Peer {
     /// `join` with extra flags.
     pub fn join_with(url: &str, extra: &[&str]) -> Peer {
         let mut child = Command::new(env!("CARGO_BIN_EXE_ackwire-peer"))
-            .args(["join", url, "--json"])
+            // On this machine only (the default binds every interface).
+            .args(["join", url, "--json", "--bind", "127.0.0.1:0"])
             .args(extra)
             .env("RUST_LOG", "info")
             .stdout(Stdio::piped())
