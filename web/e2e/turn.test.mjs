@@ -109,3 +109,43 @@ test('two players limited to relayed candidates connect through coturn with the 
     await turn.stop();
   }
 });
+
+test('a relayed link that renegotiates after its first credentials expired connects again with the fresh ones the server pushed', async () => {
+  // Credentials for 8 s, renewed at 6 s. The link is lost to a pulled cable (the core's 10 s
+  // idle timeout) and renegotiated after the welcome's credentials have expired: coturn takes
+  // only the fresh ones.
+  const ttl = 8000;
+  const turn = await startCoturn();
+  const server = await startServer(0, { args: ['--turn-url', turn.url, '--turn-secret', SECRET, '--turn-ttl', String(ttl / 1000)] });
+  const browser = await launchBrowser();
+  const env = { server, browser };
+  try {
+    const room = 'renewed';
+    const welcomed = Date.now();
+    const a = await openPage(env, `/room/${room}?relay`);
+    const aId = await myId(a);
+    const b = await openPage(env, `/room/${room}?relay`);
+    const bId = await myId(b);
+    const connected = (p, id, timeout) => p.page.waitForFunction((peer) => {
+      const l = window.ackwire.players.get(peer);
+      return l?.state === 'connected' && l.candidate;
+    }, id, { timeout }).then((h) => h.jsonValue());
+    assert.equal(await connected(b, aId, 20000), 'relay');
+    await a.page.evaluate(() => window.ackwire.client.setOutage(true));
+    await b.page.waitForFunction((id) => {
+      const l = window.ackwire.players.get(id);
+      return l && l.state !== 'connected' && l.reason;
+    }, aId, { timeout: 15000 });
+    const plugged = Date.now();
+    assert.ok(plugged - welcomed > ttl, 'the welcome\'s credentials have expired');
+    await a.page.evaluate(() => window.ackwire.client.setOutage(false));
+    assert.equal(await connected(b, aId, 20000), 'relay');
+    assert.equal(await connected(a, bId, 5000), 'relay');
+    console.log(`relayed link renegotiated ${Date.now() - plugged} ms after the cable went back in, ${Math.round((plugged - welcomed) / 1000)} s after the welcome (TTL ${ttl / 1000} s)`);
+    assert.deepEqual([...a.errors, ...b.errors], []);
+  } finally {
+    await browser.close();
+    await server.stop();
+    await turn.stop();
+  }
+});
