@@ -72,7 +72,8 @@ test('two players limited to relayed candidates connect through coturn with the 
     for (const [p, other] of [[a, bId], [b, aId]]) {
       const link = await p.page.waitForFunction((id) => {
         const l = window.ackwire.players.get(id);
-        return l?.state === 'connected' && { candidate: l.candidate, transport: l.transport };
+        // The candidate type comes with the link's stats, a moment after it connects.
+        return l?.state === 'connected' && l.candidate && { candidate: l.candidate, transport: l.transport };
       }, other, { timeout: 20000 }).then((h) => h.jsonValue());
       console.log(`relayed link to peer ${other}: ${link.transport} · ${link.candidate}, connected ${Date.now() - started} ms after the first page opened`);
       assert.equal(link.candidate, 'relay');
