@@ -57,96 +57,82 @@ async function startCoturn() {
 
 const myId = (p) => p.page.waitForFunction(() => window.ackwire?.me.id, null, { timeout: 10000 }).then((h) => h.jsonValue());
 
-test('two players limited to relayed candidates connect through coturn with the welcome\'s credentials, chat once, and a native peer reaches them through it', async () => {
+/** The candidate type of `p`'s connected link to `id` (it comes with the link's stats, a moment after it connects). */
+const connectedVia = (p, id, timeout) => p.page.waitForFunction((peer) => {
+  const l = window.ackwire.players.get(peer);
+  return l?.state === 'connected' && l.candidate;
+}, id, { timeout }).then((h) => h.jsonValue());
+
+/**
+ * A coturn, a signal server handing it out (`args` besides) and two pages of `room` limited to
+ * relayed candidates; runs `body` with them and tears everything down. `opened` is when the
+ * first page was opened, `welcomed` when both had their welcome.
+ */
+async function withRelayOnlyPair(room, args, body) {
   const turn = await startCoturn();
-  const server = await startServer(0, { args: ['--turn-url', turn.url, '--turn-secret', SECRET] });
+  const server = await startServer(0, { args: ['--turn-url', turn.url, '--turn-secret', SECRET, ...args] });
   const browser = await launchBrowser();
   const env = { server, browser };
   try {
-    const room = 'relayed';
-    const started = Date.now();
+    const opened = Date.now();
     const a = await openPage(env, `/room/${room}?relay`);
     const aId = await myId(a);
     const b = await openPage(env, `/room/${room}?relay`);
     const bId = await myId(b);
-    for (const [p, other] of [[a, bId], [b, aId]]) {
-      const link = await p.page.waitForFunction((id) => {
-        const l = window.ackwire.players.get(id);
-        // The candidate type comes with the link's stats, a moment after it connects.
-        return l?.state === 'connected' && l.candidate && { candidate: l.candidate, transport: l.transport };
-      }, other, { timeout: 20000 }).then((h) => h.jsonValue());
-      console.log(`relayed link to peer ${other}: ${link.transport} · ${link.candidate}, connected ${Date.now() - started} ms after the first page opened`);
-      assert.equal(link.candidate, 'relay');
-    }
-    // coturn really carried it: it logged an allocation for a user named expiry:peer.
-    assert.match(turn.log(), new RegExp(`\\d+:(${aId}|${bId})`));
-    await a.page.fill('#chat-input', 'through the relay');
-    await a.page.click('#chat-form button');
-    await b.page.waitForFunction((id) => window.ackwire.chat.some((m) => m.from === `peer ${id}` && m.text === 'through the relay'), aId, { timeout: 5000 });
-    const copies = await b.page.evaluate((id) => window.ackwire.chat.filter((m) => m.from === `peer ${id}` && m.text === 'through the relay').length, aId);
-    assert.equal(copies, 1);
-
-    // A native peer joins: its links to the relay-only pages pair its host candidate with
-    // their relayed ones (it offers, so its ICE agent chooses the pair).
-    const native = await joinNative(`${server.url}/room/${room}`);
-    try {
-      const welcomed = Date.now();
-      for (const id of [aId, bId]) {
-        const line = await native.waitFor(`link to ${id}`, (l) => native.linkState(l, id, 'connected'), 15000);
-        console.log(`native ↔ relay-only page ${id}: connected ${Date.now() - welcomed} ms after the native's welcome (attempt ${line.attempt_ms} ms)`);
-      }
-      const seen = await a.page.waitForFunction((id) => {
-        const l = window.ackwire.players.get(id);
-        return l?.state === 'connected' && l.candidate;
-      }, native.id, { timeout: 5000 }).then((h) => h.jsonValue());
-      assert.equal(seen, 'relay');
-    } finally {
-      await native.stop();
-    }
+    await body({ server, turn, a, b, aId, bId, opened, welcomed: Date.now() });
     assert.deepEqual([...a.errors, ...b.errors], []);
   } finally {
     await browser.close();
     await server.stop();
     await turn.stop();
   }
-});
+}
 
-test('a relayed link that renegotiates after its first credentials expired connects again with the fresh ones the server pushed', async () => {
-  // Credentials for 8 s, renewed at 6 s. The link is lost to a pulled cable (the core's 10 s
-  // idle timeout) and renegotiated after the welcome's credentials have expired: coturn takes
-  // only the fresh ones.
-  const ttl = 8000;
-  const turn = await startCoturn();
-  const server = await startServer(0, { args: ['--turn-url', turn.url, '--turn-secret', SECRET, '--turn-ttl', String(ttl / 1000)] });
-  const browser = await launchBrowser();
-  const env = { server, browser };
+test('two players limited to relayed candidates connect through coturn with the welcome\'s credentials, chat once, and a native peer reaches them through it', () => withRelayOnlyPair('relayed', [], async ({ server, turn, a, b, aId, bId, opened }) => {
+  for (const [p, other] of [[a, bId], [b, aId]]) {
+    assert.equal(await connectedVia(p, other, 20000), 'relay');
+    console.log(`relayed link to peer ${other}: connected ${Date.now() - opened} ms after the first page opened`);
+  }
+  // coturn really carried it: it logged an allocation for a user named expiry:peer.
+  assert.match(turn.log(), new RegExp(`\\d+:(${aId}|${bId})`));
+  await a.page.fill('#chat-input', 'through the relay');
+  await a.page.click('#chat-form button');
+  await b.page.waitForFunction((id) => window.ackwire.chat.some((m) => m.from === `peer ${id}` && m.text === 'through the relay'), aId, { timeout: 5000 });
+  const copies = await b.page.evaluate((id) => window.ackwire.chat.filter((m) => m.from === `peer ${id}` && m.text === 'through the relay').length, aId);
+  assert.equal(copies, 1);
+
+  // A native peer joins: its links to the relay-only pages pair its host candidate with
+  // their relayed ones (it offers, so its ICE agent chooses the pair).
+  const native = await joinNative(`${server.url}/room/relayed`);
   try {
-    const room = 'renewed';
     const welcomed = Date.now();
-    const a = await openPage(env, `/room/${room}?relay`);
-    const aId = await myId(a);
-    const b = await openPage(env, `/room/${room}?relay`);
-    const bId = await myId(b);
-    const connected = (p, id, timeout) => p.page.waitForFunction((peer) => {
-      const l = window.ackwire.players.get(peer);
-      return l?.state === 'connected' && l.candidate;
-    }, id, { timeout }).then((h) => h.jsonValue());
-    assert.equal(await connected(b, aId, 20000), 'relay');
+    for (const id of [aId, bId]) {
+      const line = await native.waitFor(`link to ${id}`, (l) => native.linkState(l, id, 'connected'), 15000);
+      console.log(`native ↔ relay-only page ${id}: connected ${Date.now() - welcomed} ms after the native's welcome (attempt ${line.attempt_ms} ms)`);
+    }
+    assert.equal(await connectedVia(a, native.id, 5000), 'relay');
+  } finally {
+    await native.stop();
+  }
+}));
+
+test('a relayed link that renegotiates after its first credentials expired connects again with the fresh ones the server pushed', () => {
+  // Credentials for 8 s, renewed at 6 s. The link is lost to a pulled cable (the core's 10 s
+  // idle timeout) and renegotiated after both pages' welcome credentials have expired: coturn
+  // takes only the fresh ones.
+  const ttl = 8000;
+  return withRelayOnlyPair('renewed', ['--turn-ttl', String(ttl / 1000)], async ({ a, b, aId, bId, welcomed }) => {
+    assert.equal(await connectedVia(b, aId, 20000), 'relay');
     await a.page.evaluate(() => window.ackwire.client.setOutage(true));
     await b.page.waitForFunction((id) => {
       const l = window.ackwire.players.get(id);
       return l && l.state !== 'connected' && l.reason;
     }, aId, { timeout: 15000 });
     const plugged = Date.now();
-    assert.ok(plugged - welcomed > ttl, 'the welcome\'s credentials have expired');
+    assert.ok(plugged - welcomed > ttl, 'the welcome credentials have expired');
     await a.page.evaluate(() => window.ackwire.client.setOutage(false));
-    assert.equal(await connected(b, aId, 20000), 'relay');
-    assert.equal(await connected(a, bId, 5000), 'relay');
-    console.log(`relayed link renegotiated ${Date.now() - plugged} ms after the cable went back in, ${Math.round((plugged - welcomed) / 1000)} s after the welcome (TTL ${ttl / 1000} s)`);
-    assert.deepEqual([...a.errors, ...b.errors], []);
-  } finally {
-    await browser.close();
-    await server.stop();
-    await turn.stop();
-  }
+    assert.equal(await connectedVia(b, aId, 20000), 'relay');
+    assert.equal(await connectedVia(a, bId, 5000), 'relay');
+    console.log(`relayed link renegotiated ${Date.now() - plugged} ms after the cable went back in, ${Math.round((plugged - welcomed) / 1000)} s after the welcomes (TTL ${ttl / 1000} s)`);
+  });
 });
