@@ -11,7 +11,7 @@
 //!
 //! Run: `cargo bench -p ackwire-core --bench connection_memory`.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 #[path = "../tests/fleet/mod.rs"]
 mod fleet;
@@ -28,14 +28,7 @@ fn main() {
     for connections in [2_000, 10_000] {
         let started = Instant::now();
         let mut fleet = Fleet::new(connections);
-        fleet.run_for(Duration::from_secs(2));
-        let idle = fleet.bytes_per_connection();
-        fleet.chat = true;
-        fleet.run_for(Duration::from_secs(5));
-        let busy = fleet.bytes_per_connection();
-        fleet.chat = false;
-        fleet.run_for(Duration::from_secs(3));
-        let after = fleet.bytes_per_connection();
+        let [idle, busy, after] = fleet.memory_phases();
         assert!(fleet.chat_received > 0 && fleet.chat_echoed_back == fleet.chat_received);
         println!(
             "{connections:>11} | {:>19} | {:>19} | {:>20} | {:>5.1}s",

@@ -24,14 +24,7 @@ const QUIET: Duration = Duration::from_secs(3);
 
 fn memory_returns_after_chat_traffic_stops() {
     let mut fleet = Fleet::new(200);
-    fleet.run_for(Duration::from_secs(2));
-    let idle = fleet.bytes_per_connection();
-    fleet.chat = true;
-    fleet.run_for(Duration::from_secs(5));
-    let busy = fleet.bytes_per_connection();
-    fleet.chat = false;
-    fleet.run_for(QUIET);
-    let after = fleet.bytes_per_connection();
+    let [idle, busy, after] = fleet.memory_phases();
     println!("  bytes per connection: idle {idle:.0}, chatting {busy:.0}, after {after:.0}");
     assert!(fleet.chat_received > 0 && fleet.chat_echoed_back == fleet.chat_received);
     // The budget (docs/architecture.md): 16 KiB chatting, 4 KiB idle once the chat stops,

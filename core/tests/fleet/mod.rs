@@ -142,6 +142,20 @@ impl Fleet {
         self.tally.net_bytes as f64 / self.clients.len() as f64
     }
 
+    /// Heap per connection in the budget's three phases: after 2 s of state updates, after
+    /// 5 s of chat, and 3 s after the chat stopped (reliable storage is freed after 2 s of
+    /// quiet).
+    pub fn memory_phases(&mut self) -> [f64; 3] {
+        self.run_for(Duration::from_secs(2));
+        let idle = self.bytes_per_connection();
+        self.chat = true;
+        self.run_for(Duration::from_secs(5));
+        let busy = self.bytes_per_connection();
+        self.chat = false;
+        self.run_for(Duration::from_secs(3));
+        [idle, busy, self.bytes_per_connection()]
+    }
+
     pub fn run_for(&mut self, span: Duration) {
         let end = self.now + span;
         while self.now < end {
