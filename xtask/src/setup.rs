@@ -130,13 +130,14 @@ fn apt_install(packages: &[&str]) -> Result<()> {
     )
 }
 
-/// Chromium + chromedriver for browser tests, iproute2/util-linux for the loopback-only
-/// namespace the browser tests run in, coturn (the TURN server users run) for the tests of
-/// the signal server's TURN credentials.
+/// Chromium + chromedriver and Firefox ESR for browser tests, iproute2/util-linux for the
+/// loopback-only namespace the browser tests run in, coturn (the TURN server users run) for
+/// the tests of the signal server's TURN credentials.
 fn system_packages() -> Result<()> {
     let wanted = [
         ("/usr/bin/chromium", "chromium"),
         ("/usr/bin/chromedriver", "chromium-driver"),
+        ("/usr/bin/firefox-esr", "firefox-esr"),
         ("/usr/sbin/ip", "iproute2"),
         ("/usr/bin/unshare", "util-linux"),
         ("/usr/bin/turnserver", "coturn"),
@@ -149,7 +150,7 @@ fn system_packages() -> Result<()> {
     if missing.is_empty() {
         step(
             "system packages",
-            "chromium, chromedriver, ip, unshare, turnserver present; skipping",
+            "chromium, chromedriver, firefox-esr, ip, unshare, turnserver present; skipping",
         );
         return Ok(());
     }
