@@ -575,11 +575,20 @@ fn open_peer_connection(
         let pc = pc.clone();
         move || {
             tell(&weak, transport, TransportEvent::ChannelOpen);
-            // Which path ICE chose (host, srflx, relay): for the player and the dashboard.
+            // Which path ICE chose (host, srflx, relay): for the player and the dashboard. The
+            // stats may name the chosen pair a moment after the channel opens (the controlled
+            // side, through a relay): ask again until they do, while the connection lives.
             let (weak, pc) = (weak.clone(), pc.clone());
             spawn_local(async move {
-                if let Some(kind) = candidate_type(&pc).await {
-                    tell(&weak, transport, TransportEvent::CandidateType(kind));
+                for _ in 0..CANDIDATE_TYPE_TRIES {
+                    if weak.upgrade().is_none() {
+                        return;
+                    }
+                    if let Some(kind) = candidate_type(&pc).await {
+                        tell(&weak, transport, TransportEvent::CandidateType(kind));
+                        return;
+                    }
+                    sleep(CANDIDATE_TYPE_RETRY_MS).await;
                 }
             });
         }
@@ -620,24 +629,57 @@ fn open_peer_connection(
     })
 }
 
-/// The local candidate type of the selected (nominated, succeeded) candidate pair.
+/// Times the candidate type is asked for after the channel opens, and the wait between.
+const CANDIDATE_TYPE_TRIES: u32 = 40;
+const CANDIDATE_TYPE_RETRY_MS: i32 = 250;
+
+/// Resolves after `ms` milliseconds (the browser's timer).
+async fn sleep(ms: i32) {
+    let promise = js_sys::Promise::new(&mut |resolve, _| {
+        if let Some(window) = web_sys::window() {
+            let _ = window.set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, ms);
+        }
+    });
+    let _ = JsFuture::from(promise).await;
+}
+
+/// The local candidate type of the pair ICE chose: the transport's `selectedCandidatePairId`
+/// where the browser reports it, else a pair marked `selected` (Firefox) or nominated and
+/// succeeded. `None` while the stats name no such pair yet.
 async fn candidate_type(pc: &RtcPeerConnection) -> Option<String> {
     let report = JsFuture::from(pc.get_stats()).await.ok()?;
     let get = |obj: &JsValue, key: &str| Reflect::get(obj, &key.into()).ok();
+    let text = |obj: &JsValue, key: &str| get(obj, key).and_then(|v| v.as_string());
+    let flag = |obj: &JsValue, key: &str| get(obj, key).and_then(|v| v.as_bool()) == Some(true);
     let lookup: Function = get(&report, "get")?.dyn_into().ok()?;
+    let by_id = |id: JsValue| {
+        lookup
+            .call1(&report, &id)
+            .ok()
+            .filter(|v| !v.is_undefined())
+    };
+    let mut chosen = None;
     for entry in js_sys::try_iter(&report).ok()??.flatten() {
         let stats = Reflect::get_u32(&entry, 1).ok()?;
-        let pair = get(&stats, "type")?.as_string().as_deref() == Some("candidate-pair")
-            && get(&stats, "nominated")?.as_bool() == Some(true)
-            && get(&stats, "state")?.as_string().as_deref() == Some("succeeded");
-        if pair {
-            let local = lookup
-                .call1(&report, &get(&stats, "localCandidateId")?)
-                .ok()?;
-            return get(&local, "candidateType")?.as_string();
+        match text(&stats, "type").as_deref() {
+            Some("transport") => {
+                if let Some(pair) = get(&stats, "selectedCandidatePairId").and_then(&by_id) {
+                    chosen = Some(pair);
+                    break;
+                }
+            }
+            Some("candidate-pair")
+                if flag(&stats, "selected")
+                    || (flag(&stats, "nominated")
+                        && text(&stats, "state").as_deref() == Some("succeeded")) =>
+            {
+                chosen = Some(stats);
+            }
+            _ => {}
         }
     }
-    None
+    let local = by_id(get(&chosen?, "localCandidateId")?)?;
+    text(&local, "candidateType")
 }
 
 /// `n` bytes from the browser's CSPRNG: the instance id, cookie secret and backoff seed.
