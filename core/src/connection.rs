@@ -27,6 +27,7 @@ use crate::config::{Config, ConfigError};
 use crate::control::{ControlError, ControlPacket, Cookie, is_control};
 use crate::endpoint::{Endpoint, Event, ReceiveError, Settings, TransmitError};
 use crate::frame::{FrameError, MAX_CHANNELS};
+use crate::key_exchange::{HANDSHAKE_MESSAGE_LEN, Initiator, KeyExchangeError, PUBLIC_KEY_LEN};
 use crate::protection::{PacketKeys, ProtectError, TAG_LEN};
 use crate::reliable::RELEASE_AFTER;
 use crate::stats::Stats;
@@ -189,6 +190,15 @@ pub enum DisconnectReason {
     /// A packet key reached its limit (see [`KeyLimit`](crate::KeyLimit)): this side stopped
     /// rather than seal another packet or open one more forgery. Disconnects are sent.
     KeyExhausted,
+    /// The acceptor's static key is not the one this connector expects (pinned, or known
+    /// from signalling): another server, or a man in the middle. Nothing was sent after.
+    AcceptorKeyMismatch,
+    /// The acceptor's answer to the key exchange did not authenticate: it does not hold the
+    /// private half of the key it showed, or does not know ours.
+    KeyExchangeFailed,
+    /// This connector requires encryption and the acceptor answered without it (it runs
+    /// with encryption off, `--insecure`).
+    Unencrypted,
 }
 
 /// Something the application should know about.
@@ -250,6 +260,9 @@ pub enum ConnectionError {
         /// This connection's state.
         state: ConnectionState,
     },
+    /// The acceptor's static key in its challenge is not a valid X25519 key.
+    #[error("key exchange: {0}")]
+    KeyExchange(#[from] KeyExchangeError),
     /// An accepted or disconnect packet for another connection id.
     #[error("packet for connection {got:#018x}, this is {expected:#018x}")]
     WrongConnectionId {
@@ -365,6 +378,20 @@ pub struct Connection {
     /// packet sent, or a reliable frame received): the storage it grew is freed
     /// [`RELEASE_AFTER`] after this (see [`release_when_quiet`](Self::release_when_quiet)).
     reliable_seen_at: u64,
+    /// The key exchange of a secure handshake ([`secure`](Self::secure)); none for a plain one.
+    secure: Option<Box<Secure>>,
+}
+
+/// A secure handshake's state ([`crate::key_exchange`]).
+#[derive(Debug)]
+struct Secure {
+    /// Connector: the exchange, until the acceptor's answer is taken.
+    initiator: Option<Box<dyn Initiator>>,
+    /// Connector: the first message, resent until answered. Acceptor: the answer, resent
+    /// if the connector repeats its response.
+    message: [u8; HANDSHAKE_MESSAGE_LEN],
+    /// Connector: the acceptor's static key, once its challenge was taken.
+    acceptor_key: Option<[u8; PUBLIC_KEY_LEN]>,
 }
 
 impl Connection {
@@ -378,14 +405,23 @@ impl Connection {
     }
 
     /// The acceptor side of a handshake just completed with cookie nonce `connection_id`.
+    /// `answer` is the key exchange's answer of a secure handshake.
     pub(crate) fn accepted(
         config: Arc<ConnectionConfig>,
         packet: Arc<Settings>,
         now: Duration,
         connection_id: u64,
+        answer: Option<[u8; HANDSHAKE_MESSAGE_LEN]>,
     ) -> Self {
         let mut connection = Connection::new(config, packet, now, Phase::Connected)
             .expect("acceptor validated config");
+        connection.secure = answer.map(|message| {
+            Box::new(Secure {
+                initiator: None,
+                message,
+                acceptor_key: None,
+            })
+        });
         connection.connection_id = Some(connection_id);
         connection.accepted_due = true;
         connection.is_acceptor = true;
@@ -433,6 +469,7 @@ impl Connection {
             scratch: Vec::new(),
             reliable_seen_at: now,
             events: EventQueue::default(),
+            secure: None,
         })
     }
 
@@ -463,7 +500,46 @@ impl Connection {
         Ok(())
     }
 
-    /// True when data packets are protected ([`protect`](Self::protect)).
+    /// Runs the key exchange ([`crate::key_exchange`]) in the handshake, with `initiator`,
+    /// and protects every data packet with the keys it derives: the connector's side of an
+    /// [`Acceptor::with_responder`](crate::Acceptor::with_responder). Call it right after
+    /// [`connect`](Self::connect); refused once the challenge was taken, when already
+    /// protected or secure, or when `max_datagram_size` has no room for the tag. The
+    /// connection ends with [`DisconnectReason::AcceptorKeyMismatch`],
+    /// [`KeyExchangeFailed`](DisconnectReason::KeyExchangeFailed) or
+    /// [`Unencrypted`](DisconnectReason::Unencrypted) rather than talk to an acceptor the
+    /// exchange does not prove.
+    pub fn secure(&mut self, initiator: impl Initiator + 'static) -> Result<(), ProtectError> {
+        let datagram = self.config.max_datagram_size;
+        if datagram < MIN_DATAGRAM_SIZE + TAG_LEN {
+            return Err(ProtectError::DatagramSize(datagram));
+        }
+        if self.secure.is_some() || self.endpoint.is_protected() {
+            return Err(ProtectError::AlreadyProtected);
+        }
+        if self.phase != Phase::Requesting {
+            return Err(ProtectError::TrafficStarted);
+        }
+        self.secure = Some(Box::new(Secure {
+            initiator: Some(Box::new(initiator)),
+            message: [0; HANDSHAKE_MESSAGE_LEN],
+            acceptor_key: None,
+        }));
+        // Messages queued while connecting must fit the protected packets they will ride.
+        self.channels
+            .set_max_unreliable(max_unreliable(datagram, PacketHeader::MAX_LEN + TAG_LEN));
+        Ok(())
+    }
+
+    /// The acceptor's static public key from its secure challenge (connector side): the
+    /// pinned one once connected, or the key accepted on first use; also set when the
+    /// connection ended with [`DisconnectReason::AcceptorKeyMismatch`].
+    pub fn acceptor_key(&self) -> Option<[u8; PUBLIC_KEY_LEN]> {
+        self.secure.as_ref().and_then(|s| s.acceptor_key)
+    }
+
+    /// True when data packets are protected ([`protect`](Self::protect), or a completed
+    /// secure handshake).
     pub fn is_protected(&self) -> bool {
         self.endpoint.is_protected()
     }
@@ -597,6 +673,17 @@ impl Connection {
         Ok(())
     }
 
+    /// The connector's side of the accept: a fresh packet layer is in place (at `now`,
+    /// nanoseconds); messages flow.
+    fn connected_at(&mut self, now: u64, connection_id: u64) {
+        self.endpoint.set_packet_events(false);
+        self.phase = Phase::Connected;
+        self.connection_id = Some(connection_id);
+        self.last_received = now;
+        self.events
+            .push_back(ConnectionEvent::Connected { connection_id });
+    }
+
     fn on_control(&mut self, now: Duration, packet: ControlPacket) -> Result<(), ConnectionError> {
         let now = nanos(now);
         let unexpected = ConnectionError::Unexpected {
@@ -610,14 +697,69 @@ impl Connection {
             _ => Ok(()),
         };
         let cookie_id = u64::from_be_bytes(self.cookie.nonce);
+        let secure = self.secure.is_some();
         match (self.phase, packet) {
-            (Phase::Requesting, ControlPacket::Challenge { cookie }) => {
+            (Phase::Requesting, ControlPacket::Challenge { cookie }) if !secure => {
                 self.phase = Phase::Responding;
                 self.cookie = cookie;
                 self.next_handshake_at = self.endpoint.clock(now);
                 Ok(())
             }
-            (Phase::Responding, ControlPacket::Accepted { connection_id }) => {
+            (Phase::Requesting, ControlPacket::Challenge { .. }) => {
+                // Never fall back to plaintext: a secure connector stops, and says why.
+                self.endpoint.clock(now);
+                self.finish(DisconnectReason::Unencrypted);
+                Ok(())
+            }
+            (Phase::Requesting, ControlPacket::SecureChallenge { cookie, static_key })
+                if secure =>
+            {
+                let state = self.secure.as_mut().expect("secure");
+                let initiator = state.initiator.as_mut().expect("until the answer");
+                let prologue = crate::key_exchange::prologue(self.config.protocol_id, &cookie);
+                match initiator.start(&static_key, &prologue, &mut state.message) {
+                    Ok(()) => {}
+                    Err(KeyExchangeError::UnexpectedStaticKey) => {
+                        state.acceptor_key = Some(static_key);
+                        self.endpoint.clock(now);
+                        self.finish(DisconnectReason::AcceptorKeyMismatch);
+                        return Ok(());
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+                state.acceptor_key = Some(static_key);
+                self.phase = Phase::Responding;
+                self.cookie = cookie;
+                self.next_handshake_at = self.endpoint.clock(now);
+                Ok(())
+            }
+            (
+                Phase::Responding,
+                ControlPacket::SecureAccepted {
+                    connection_id,
+                    answer,
+                },
+            ) if secure => {
+                check_id(Some(cookie_id), connection_id)?;
+                let state = self.secure.as_mut().expect("secure");
+                let mut initiator = state.initiator.take().expect("until the answer");
+                let keys = match initiator.finish(&answer) {
+                    Ok(keys) => keys,
+                    Err(_) => {
+                        self.endpoint.clock(now);
+                        self.finish(DisconnectReason::KeyExchangeFailed);
+                        return Ok(());
+                    }
+                };
+                let now = self.endpoint.clock(now);
+                self.endpoint = Endpoint::with_settings(self.endpoint.settings().clone(), now);
+                self.endpoint
+                    .protect(keys)
+                    .expect("a fresh endpoint, and the datagram size checked");
+                self.connected_at(now, connection_id);
+                Ok(())
+            }
+            (Phase::Responding, ControlPacket::Accepted { connection_id }) if !secure => {
                 check_id(Some(cookie_id), connection_id)?;
                 let now = self.endpoint.clock(now);
                 // A fresh packet layer: sequences, pacing and RTT start at the connection
@@ -625,21 +767,28 @@ impl Connection {
                 let protection = self.endpoint.take_protection();
                 self.endpoint = Endpoint::with_settings(self.endpoint.settings().clone(), now);
                 self.endpoint.restore_protection(protection);
-                self.endpoint.set_packet_events(false);
-                self.phase = Phase::Connected;
-                self.connection_id = Some(connection_id);
-                self.last_received = now;
-                self.events
-                    .push_back(ConnectionEvent::Connected { connection_id });
+                self.connected_at(now, connection_id);
                 Ok(())
             }
-            (Phase::Connected, ControlPacket::Accepted { connection_id }) => {
+            (
+                Phase::Connected,
+                ControlPacket::Accepted { connection_id }
+                | ControlPacket::SecureAccepted { connection_id, .. },
+            ) => {
                 // A repeat of the accept we already took.
                 check_id(self.connection_id, connection_id)?;
                 Err(unexpected)
             }
+            (Phase::Connected, ControlPacket::SecureResponse { cookie, .. })
+                if self.is_acceptor && secure =>
+            {
+                // The connector did not hear our answer: say it again (the same bytes).
+                check_id(self.connection_id, u64::from_be_bytes(cookie.nonce))?;
+                self.accepted_due = true;
+                Ok(())
+            }
             (Phase::Connected, ControlPacket::ConnectResponse { cookie, .. })
-                if self.is_acceptor =>
+                if self.is_acceptor && !secure =>
             {
                 // The connector did not hear our `Accepted`: say it again.
                 check_id(self.connection_id, u64::from_be_bytes(cookie.nonce))?;
@@ -686,15 +835,31 @@ impl Connection {
             Phase::Requesting | Phase::Responding if now < self.next_handshake_at => {
                 return Ok(None);
             }
+            Phase::Requesting if self.secure.is_some() => ControlPacket::SecureRequest {
+                protocol_id: self.config.protocol_id,
+            },
             Phase::Requesting => ControlPacket::ConnectRequest {
                 protocol_id: self.config.protocol_id,
             },
-            Phase::Responding => ControlPacket::ConnectResponse {
-                protocol_id: self.config.protocol_id,
-                cookie: self.cookie,
+            Phase::Responding => match &self.secure {
+                Some(secure) => ControlPacket::SecureResponse {
+                    protocol_id: self.config.protocol_id,
+                    cookie: self.cookie,
+                    message: secure.message,
+                },
+                None => ControlPacket::ConnectResponse {
+                    protocol_id: self.config.protocol_id,
+                    cookie: self.cookie,
+                },
             },
-            Phase::Connected if self.accepted_due => ControlPacket::Accepted {
-                connection_id: self.connection_id.unwrap_or_default(),
+            Phase::Connected if self.accepted_due => match &self.secure {
+                Some(secure) => ControlPacket::SecureAccepted {
+                    connection_id: self.connection_id.unwrap_or_default(),
+                    answer: secure.message,
+                },
+                None => ControlPacket::Accepted {
+                    connection_id: self.connection_id.unwrap_or_default(),
+                },
             },
             Phase::Connected => match self.transmit_data(now, buf) {
                 Err(TransmitError::KeyExhausted(_)) => {

@@ -11,15 +11,21 @@
 //! 0xA2 connect response  protocol id (8, BE), cookie (32)             41 bytes
 //! 0xA3 accepted          connection id (8, BE)                         9 bytes
 //! 0xA4 disconnect        connection id (8, BE)                         9 bytes
+//! 0xA5 secure request    protocol id (8, BE), 56 zero bytes           65 bytes
+//! 0xA6 secure challenge  cookie (32), acceptor's static key (32)      65 bytes
+//! 0xA7 secure response   protocol id (8, BE), cookie (32), message (48)  89 bytes
+//! 0xA8 secure accepted   connection id (8, BE), answer (48)           57 bytes
 //!
 //! cookie = timestamp_ms (8, BE) | nonce (8) | mac (16)
 //! ```
 //!
 //! A request is padded to the size of the challenge it asks for, so an acceptor never sends
-//! more bytes than it received (no amplification from spoofed addresses).
+//! more bytes than it received (no amplification from spoofed addresses). The secure
+//! variants carry the key exchange ([`crate::key_exchange`]) of a protected connection.
 
 use thiserror::Error;
 
+use crate::key_exchange::{HANDSHAKE_MESSAGE_LEN, PUBLIC_KEY_LEN};
 use crate::wire::{CONTROL_BIT, VERSION_SHIFT, WIRE_VERSION};
 
 /// First-byte bits shared by every control packet: the wire version plus bit 5.
@@ -31,9 +37,15 @@ const CHALLENGE: u8 = 1;
 const RESPONSE: u8 = 2;
 const ACCEPTED: u8 = 3;
 const DISCONNECT: u8 = 4;
+const SECURE_REQUEST: u8 = 5;
+const SECURE_CHALLENGE: u8 = 6;
+const SECURE_RESPONSE: u8 = 7;
+const SECURE_ACCEPTED: u8 = 8;
 
 /// Zero padding after a request's protocol id (request length = challenge length).
 const REQUEST_PADDING: usize = Cookie::LEN - 8;
+/// The same for a secure request, whose challenge also carries the acceptor's static key.
+const SECURE_REQUEST_PADDING: usize = Cookie::LEN + PUBLIC_KEY_LEN - 8;
 
 /// A stateless challenge: the acceptor's clock reading, a nonce and a MAC over both plus the
 /// protocol id and the peer's address, keyed with the acceptor's secret.
@@ -63,7 +75,7 @@ impl Cookie {
         }
     }
 
-    fn write(&self, buf: &mut [u8]) {
+    pub(crate) fn write(&self, buf: &mut [u8]) {
         buf[..8].copy_from_slice(&self.timestamp_ms.to_be_bytes());
         buf[8..16].copy_from_slice(&self.nonce);
         buf[16..32].copy_from_slice(&self.mac);
@@ -100,6 +112,34 @@ pub enum ControlPacket {
     Disconnect {
         /// The connection being closed.
         connection_id: u64,
+    },
+    /// Connector → acceptor: as a connect request, for a protected connection.
+    SecureRequest {
+        /// The connector's 64-bit protocol id.
+        protocol_id: u64,
+    },
+    /// Acceptor → connector: a cookie to echo, and the key the acceptor will prove it holds.
+    SecureChallenge {
+        /// The cookie.
+        cookie: Cookie,
+        /// The acceptor's static public key.
+        static_key: [u8; PUBLIC_KEY_LEN],
+    },
+    /// Connector → acceptor: the echoed cookie and the key exchange's first message.
+    SecureResponse {
+        /// The connector's 64-bit protocol id, again.
+        protocol_id: u64,
+        /// The cookie from the challenge.
+        cookie: Cookie,
+        /// The first handshake message.
+        message: [u8; HANDSHAKE_MESSAGE_LEN],
+    },
+    /// Acceptor → connector: the connection exists, and the key exchange's answer.
+    SecureAccepted {
+        /// The connection id (the cookie's nonce).
+        connection_id: u64,
+        /// The second handshake message.
+        answer: [u8; HANDSHAKE_MESSAGE_LEN],
     },
 }
 
@@ -155,6 +195,10 @@ impl ControlPacket {
             ControlPacket::ConnectResponse { .. } => RESPONSE,
             ControlPacket::Accepted { .. } => ACCEPTED,
             ControlPacket::Disconnect { .. } => DISCONNECT,
+            ControlPacket::SecureRequest { .. } => SECURE_REQUEST,
+            ControlPacket::SecureChallenge { .. } => SECURE_CHALLENGE,
+            ControlPacket::SecureResponse { .. } => SECURE_RESPONSE,
+            ControlPacket::SecureAccepted { .. } => SECURE_ACCEPTED,
         }
     }
 
@@ -166,6 +210,10 @@ impl ControlPacket {
             ControlPacket::ConnectResponse { .. } => "connect response",
             ControlPacket::Accepted { .. } => "accepted",
             ControlPacket::Disconnect { .. } => "disconnect",
+            ControlPacket::SecureRequest { .. } => "secure request",
+            ControlPacket::SecureChallenge { .. } => "secure challenge",
+            ControlPacket::SecureResponse { .. } => "secure response",
+            ControlPacket::SecureAccepted { .. } => "secure accepted",
         }
     }
 
@@ -175,6 +223,10 @@ impl ControlPacket {
             CHALLENGE => Some(1 + Cookie::LEN),
             RESPONSE => Some(1 + 8 + Cookie::LEN),
             ACCEPTED | DISCONNECT => Some(1 + 8),
+            SECURE_REQUEST => Some(1 + 8 + SECURE_REQUEST_PADDING),
+            SECURE_CHALLENGE => Some(1 + Cookie::LEN + PUBLIC_KEY_LEN),
+            SECURE_RESPONSE => Some(1 + 8 + Cookie::LEN + HANDSHAKE_MESSAGE_LEN),
+            SECURE_ACCEPTED => Some(1 + 8 + HANDSHAKE_MESSAGE_LEN),
             _ => None,
         }
     }
@@ -200,15 +252,36 @@ impl ControlPacket {
             });
         }
         let u64_at = |at: usize| u64::from_be_bytes(datagram[at..at + 8].try_into().expect("8"));
+        let array = |at: usize| -> [u8; HANDSHAKE_MESSAGE_LEN] {
+            datagram[at..at + HANDSHAKE_MESSAGE_LEN]
+                .try_into()
+                .expect("length checked")
+        };
+        if matches!(code, REQUEST | SECURE_REQUEST) && datagram[9..].iter().any(|&b| b != 0) {
+            return Err(ControlError::BadPadding);
+        }
         Ok(match code {
-            REQUEST => {
-                if datagram[9..].iter().any(|&b| b != 0) {
-                    return Err(ControlError::BadPadding);
-                }
-                ControlPacket::ConnectRequest {
-                    protocol_id: u64_at(1),
-                }
-            }
+            REQUEST => ControlPacket::ConnectRequest {
+                protocol_id: u64_at(1),
+            },
+            SECURE_REQUEST => ControlPacket::SecureRequest {
+                protocol_id: u64_at(1),
+            },
+            SECURE_CHALLENGE => ControlPacket::SecureChallenge {
+                cookie: Cookie::read(&datagram[1..]),
+                static_key: datagram[1 + Cookie::LEN..]
+                    .try_into()
+                    .expect("length checked"),
+            },
+            SECURE_RESPONSE => ControlPacket::SecureResponse {
+                protocol_id: u64_at(1),
+                cookie: Cookie::read(&datagram[9..]),
+                message: array(9 + Cookie::LEN),
+            },
+            SECURE_ACCEPTED => ControlPacket::SecureAccepted {
+                connection_id: u64_at(1),
+                answer: array(9),
+            },
             CHALLENGE => ControlPacket::Challenge {
                 cookie: Cookie::read(&datagram[1..]),
             },
@@ -237,9 +310,30 @@ impl ControlPacket {
         }
         buf[0] = CONTROL_BASE | self.code();
         match self {
-            ControlPacket::ConnectRequest { protocol_id } => {
+            ControlPacket::ConnectRequest { protocol_id }
+            | ControlPacket::SecureRequest { protocol_id } => {
                 buf[1..9].copy_from_slice(&protocol_id.to_be_bytes());
                 buf[9..len].fill(0);
+            }
+            ControlPacket::SecureChallenge { cookie, static_key } => {
+                cookie.write(&mut buf[1..]);
+                buf[1 + Cookie::LEN..len].copy_from_slice(static_key);
+            }
+            ControlPacket::SecureResponse {
+                protocol_id,
+                cookie,
+                message,
+            } => {
+                buf[1..9].copy_from_slice(&protocol_id.to_be_bytes());
+                cookie.write(&mut buf[9..]);
+                buf[9 + Cookie::LEN..len].copy_from_slice(message);
+            }
+            ControlPacket::SecureAccepted {
+                connection_id,
+                answer,
+            } => {
+                buf[1..9].copy_from_slice(&connection_id.to_be_bytes());
+                buf[9..len].copy_from_slice(answer);
             }
             ControlPacket::Challenge { cookie } => cookie.write(&mut buf[1..]),
             ControlPacket::ConnectResponse {
@@ -263,17 +357,66 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    const COOKIE: Cookie = Cookie {
+        timestamp_ms: 0,
+        nonce: [0; 8],
+        mac: [0; 16],
+    };
+
     #[test]
     fn a_request_is_as_long_as_the_challenge_it_asks_for() {
         let request = ControlPacket::ConnectRequest { protocol_id: 1 };
-        let challenge = ControlPacket::Challenge {
-            cookie: Cookie {
-                timestamp_ms: 0,
-                nonce: [0; 8],
-                mac: [0; 16],
-            },
+        let challenge = ControlPacket::Challenge { cookie: COOKIE };
+        assert_eq!(request.encoded_len(), challenge.encoded_len());
+        let request = ControlPacket::SecureRequest { protocol_id: 1 };
+        let challenge = ControlPacket::SecureChallenge {
+            cookie: COOKIE,
+            static_key: [7; 32],
         };
         assert_eq!(request.encoded_len(), challenge.encoded_len());
+    }
+
+    #[test]
+    fn secure_packets_round_trip_at_their_documented_lengths() {
+        let packets = [
+            (ControlPacket::SecureRequest { protocol_id: 9 }, 65),
+            (
+                ControlPacket::SecureChallenge {
+                    cookie: COOKIE,
+                    static_key: [7; 32],
+                },
+                65,
+            ),
+            (
+                ControlPacket::SecureResponse {
+                    protocol_id: 9,
+                    cookie: COOKIE,
+                    message: [5; 48],
+                },
+                89,
+            ),
+            (
+                ControlPacket::SecureAccepted {
+                    connection_id: 3,
+                    answer: [6; 48],
+                },
+                57,
+            ),
+        ];
+        for (packet, len) in packets {
+            let mut buf = [0u8; 96];
+            assert_eq!(packet.emit(&mut buf), Ok(len), "{}", packet.name());
+            assert_eq!(ControlPacket::parse(&buf[..len]), Ok(packet));
+        }
+        let mut request = [0u8; 65];
+        ControlPacket::SecureRequest { protocol_id: 5 }
+            .emit(&mut request)
+            .unwrap();
+        request[64] = 1;
+        assert_eq!(
+            ControlPacket::parse(&request),
+            Err(ControlError::BadPadding)
+        );
     }
 
     #[test]
@@ -333,9 +476,9 @@ mod tests {
 
     proptest! {
         #[test]
-        fn any_accepted_control_packet_re_emits_identically(bytes in proptest::collection::vec(any::<u8>(), 0..48)) {
+        fn any_accepted_control_packet_re_emits_identically(bytes in proptest::collection::vec(any::<u8>(), 0..96)) {
             if let Ok(packet) = ControlPacket::parse(&bytes) {
-                let mut buf = [0u8; 48];
+                let mut buf = [0u8; 96];
                 prop_assert_eq!(packet.emit(&mut buf), Ok(bytes.len()));
                 prop_assert_eq!(&buf[..bytes.len()], &bytes[..]);
             }

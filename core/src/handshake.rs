@@ -26,7 +26,8 @@ use thiserror::Error;
 
 use crate::connection::{Connection, ConnectionConfig, ConnectionConfigError};
 use crate::control::{ControlError, ControlPacket, Cookie, is_control};
-use crate::protection::{KeySource, ProtectError};
+use crate::key_exchange::{self, HANDSHAKE_MESSAGE_LEN, KeyExchangeError, Responder};
+use crate::protection::{KeySource, PacketKeys, ProtectError};
 use crate::wire::WIRE_VERSION;
 
 type HmacSha256 = Hmac<Sha256>;
@@ -91,6 +92,16 @@ pub enum HandshakeError {
     /// The replay cache is full of unexpired cookies; retry after `cookie_lifetime`.
     #[error("too many recent connections")]
     Busy,
+    /// A plain connect request or response to an acceptor that requires the key exchange
+    /// ([`Acceptor::with_responder`]): the connector runs without encryption (`--insecure`).
+    #[error("a plain handshake, and this acceptor requires encryption")]
+    EncryptionRequired,
+    /// A secure request or response to an acceptor with no key exchange (run `--insecure`).
+    #[error("a secure handshake, and this acceptor has no key exchange")]
+    EncryptionUnavailable,
+    /// The key exchange's first message was refused: see the error.
+    #[error("key exchange: {0}")]
+    KeyExchange(#[from] KeyExchangeError),
 }
 
 /// Answers connect requests statelessly and creates a [`Connection`] for each completed
@@ -107,6 +118,9 @@ pub struct Acceptor {
     now: Duration,
     /// Protects each connection accepted, when set ([`with_keys`](Self::with_keys)).
     keys: Option<Box<dyn KeySource>>,
+    /// Runs the key exchange of every secure handshake; plain ones are refused while set
+    /// ([`with_responder`](Self::with_responder)).
+    responder: Option<Box<dyn Responder>>,
 }
 
 impl Acceptor {
@@ -129,7 +143,40 @@ impl Acceptor {
             counter: 0,
             now: Duration::ZERO,
             keys: None,
+            responder: None,
         })
+    }
+
+    /// Requires the key exchange ([`crate::key_exchange`]) of every connector, run by
+    /// `responder`: each connection accepted is protected with the keys it derives, and plain
+    /// handshakes are refused ([`HandshakeError::EncryptionRequired`]). Refused when
+    /// `max_datagram_size` has no room for the tag.
+    pub fn with_responder(
+        mut self,
+        responder: impl Responder + 'static,
+    ) -> Result<Self, ProtectError> {
+        self.set_responder(Box::new(responder))?;
+        Ok(self)
+    }
+
+    /// Like [`with_responder`](Self::with_responder), on an acceptor in place.
+    pub fn set_responder(&mut self, responder: Box<dyn Responder>) -> Result<(), ProtectError> {
+        self.check_tag_room()?;
+        self.responder = Some(responder);
+        Ok(())
+    }
+
+    /// True when connectors must run the key exchange.
+    pub fn is_secure(&self) -> bool {
+        self.responder.is_some()
+    }
+
+    fn check_tag_room(&self) -> Result<(), ProtectError> {
+        let datagram = self.config.max_datagram_size;
+        if datagram < crate::connection::MIN_DATAGRAM_SIZE + crate::protection::TAG_LEN {
+            return Err(ProtectError::DatagramSize(datagram));
+        }
+        Ok(())
     }
 
     /// Protects every connection this acceptor hands out with the keys `source` gives
@@ -143,10 +190,7 @@ impl Acceptor {
     /// Like [`with_keys`](Self::with_keys), on an acceptor in place: connections accepted
     /// from now on are protected.
     pub fn set_keys(&mut self, source: Box<dyn KeySource>) -> Result<(), ProtectError> {
-        let datagram = self.config.max_datagram_size;
-        if datagram < crate::connection::MIN_DATAGRAM_SIZE + crate::protection::TAG_LEN {
-            return Err(ProtectError::DatagramSize(datagram));
-        }
+        self.check_tag_room()?;
         self.keys = Some(source);
         Ok(())
     }
@@ -178,8 +222,24 @@ impl Acceptor {
             });
         }
         let now = now.max(self.now);
-        match ControlPacket::parse(datagram)? {
-            ControlPacket::ConnectRequest { protocol_id } => {
+        let packet = ControlPacket::parse(datagram)?;
+        let secure = matches!(
+            packet,
+            ControlPacket::SecureRequest { .. } | ControlPacket::SecureResponse { .. }
+        );
+        let plain = matches!(
+            packet,
+            ControlPacket::ConnectRequest { .. } | ControlPacket::ConnectResponse { .. }
+        );
+        if secure && self.responder.is_none() {
+            return Err(HandshakeError::EncryptionUnavailable);
+        }
+        if plain && self.responder.is_some() {
+            return Err(HandshakeError::EncryptionRequired);
+        }
+        match packet {
+            ControlPacket::ConnectRequest { protocol_id }
+            | ControlPacket::SecureRequest { protocol_id } => {
                 self.check_protocol(protocol_id)?;
                 let timestamp_ms = now.as_millis() as u64;
                 let nonce = self.nonce();
@@ -188,7 +248,14 @@ impl Acceptor {
                     nonce,
                     mac: self.mac(protocol_id, timestamp_ms, &nonce, from),
                 };
-                let len = ControlPacket::Challenge { cookie }.emit(reply)?;
+                let challenge = match &self.responder {
+                    Some(responder) => ControlPacket::SecureChallenge {
+                        cookie,
+                        static_key: responder.static_key(),
+                    },
+                    None => ControlPacket::Challenge { cookie },
+                };
+                let len = challenge.emit(reply)?;
                 self.counter += 1;
                 self.now = now;
                 Ok(Accept::Reply { len })
@@ -197,38 +264,27 @@ impl Acceptor {
                 protocol_id,
                 cookie,
             } => {
-                self.check_protocol(protocol_id)?;
-                self.verify(protocol_id, &cookie, from)?;
-                let now_ms = now.as_millis() as u64;
-                let lifetime_ms = self.config.cookie_lifetime.as_millis() as u64;
-                let age_ms = now_ms.saturating_sub(cookie.timestamp_ms);
-                if cookie.timestamp_ms > now_ms || age_ms > lifetime_ms {
-                    return Err(HandshakeError::ExpiredCookie { age_ms });
-                }
-                if self.used.iter().any(|&(_, nonce)| nonce == cookie.nonce) {
-                    return Err(HandshakeError::ReplayedCookie);
-                }
-                let expired = |&(ts, _): &(u64, [u8; 8])| ts + lifetime_ms < now_ms;
-                let reclaimable = self.used.iter().take_while(|e| expired(e)).count();
-                if self.used.len() - reclaimable >= self.config.replay_cache_len {
-                    return Err(HandshakeError::Busy);
-                }
-                self.used.drain(..reclaimable);
-                if self.used.len() == self.config.replay_cache_len {
-                    // Out-of-order timestamps can keep an expired entry behind a live one.
-                    self.used.retain(|e| !expired(e));
-                }
-                self.used.push_back((cookie.timestamp_ms, cookie.nonce));
-                self.now = now;
-                let id = u64::from_be_bytes(cookie.nonce);
-                let mut connection =
-                    Connection::accepted(self.config.clone(), self.packet.clone(), now, id);
-                if let Some(source) = &mut self.keys {
-                    connection
-                        .protect(source.keys(id, from))
-                        .expect("a fresh connection, and the datagram size checked");
-                }
-                Ok(Accept::Connection(Box::new(connection)))
+                self.admit(now, protocol_id, &cookie, from)?;
+                let keys = self
+                    .keys
+                    .as_mut()
+                    .map(|source| source.keys(u64::from_be_bytes(cookie.nonce), from));
+                Ok(self.accept(now, &cookie, keys, None))
+            }
+            ControlPacket::SecureResponse {
+                protocol_id,
+                cookie,
+                message,
+            } => {
+                self.admit(now, protocol_id, &cookie, from)?;
+                let mut answer = [0u8; HANDSHAKE_MESSAGE_LEN];
+                let prologue = key_exchange::prologue(protocol_id, &cookie);
+                let keys = self.responder.as_mut().expect("checked above").respond(
+                    &prologue,
+                    &message,
+                    &mut answer,
+                )?;
+                Ok(self.accept(now, &cookie, Some(keys), Some(answer)))
             }
             // Disconnects are sent several times and not acked, so copies outlive their
             // connection; told apart here so a driver need not parse the datagram again.
@@ -237,6 +293,67 @@ impl Acceptor {
             }
             _ => Err(HandshakeError::UnknownConnection),
         }
+    }
+
+    /// Checks a response's protocol id and cookie (its MAC for `from`, its age, that it is
+    /// unused, and room to remember it). Changes nothing.
+    fn admit(
+        &self,
+        now: Duration,
+        protocol_id: u64,
+        cookie: &Cookie,
+        from: &[u8],
+    ) -> Result<(), HandshakeError> {
+        self.check_protocol(protocol_id)?;
+        self.verify(protocol_id, cookie, from)?;
+        let now_ms = now.as_millis() as u64;
+        let lifetime_ms = self.config.cookie_lifetime.as_millis() as u64;
+        let age_ms = now_ms.saturating_sub(cookie.timestamp_ms);
+        if cookie.timestamp_ms > now_ms || age_ms > lifetime_ms {
+            return Err(HandshakeError::ExpiredCookie { age_ms });
+        }
+        if self.used.iter().any(|&(_, nonce)| nonce == cookie.nonce) {
+            return Err(HandshakeError::ReplayedCookie);
+        }
+        let live = self
+            .used
+            .iter()
+            .filter(|&&(ts, _)| ts + lifetime_ms >= now_ms)
+            .count();
+        if live >= self.config.replay_cache_len {
+            return Err(HandshakeError::Busy);
+        }
+        Ok(())
+    }
+
+    /// Remembers an admitted cookie as used and makes its connection.
+    fn accept(
+        &mut self,
+        now: Duration,
+        cookie: &Cookie,
+        keys: Option<PacketKeys>,
+        answer: Option<[u8; HANDSHAKE_MESSAGE_LEN]>,
+    ) -> Accept {
+        let now_ms = now.as_millis() as u64;
+        let lifetime_ms = self.config.cookie_lifetime.as_millis() as u64;
+        let expired = |&(ts, _): &(u64, [u8; 8])| ts + lifetime_ms < now_ms;
+        let reclaimable = self.used.iter().take_while(|e| expired(e)).count();
+        self.used.drain(..reclaimable);
+        if self.used.len() == self.config.replay_cache_len {
+            // Out-of-order timestamps can keep an expired entry behind a live one.
+            self.used.retain(|e| !expired(e));
+        }
+        self.used.push_back((cookie.timestamp_ms, cookie.nonce));
+        self.now = now;
+        let id = u64::from_be_bytes(cookie.nonce);
+        let mut connection =
+            Connection::accepted(self.config.clone(), self.packet.clone(), now, id, answer);
+        if let Some(keys) = keys {
+            connection
+                .protect(keys)
+                .expect("a fresh connection, and the datagram size checked");
+        }
+        Accept::Connection(Box::new(connection))
     }
 
     fn check_protocol(&self, got: u64) -> Result<(), HandshakeError> {

@@ -93,9 +93,13 @@
 //!     (native UDP): the payload sealed in place, the header authenticated with it, the
 //!     nonce from a 64-bit packet number rebuilt from the 16-bit sequence, 16 bytes of tag
 //!     per packet; a packet that fails to open changes nothing but a counter. Keys come from
-//!     the connection's creator ([`Connection::protect`], [`Acceptor::with_keys`]); the
-//!     cipher ([`protection::PacketKey`]) is outside the core's hot path, and the
-//!     AES-256-GCM one (ring) is behind the `aead` feature (off for the wasm build).
+//!     [`key_exchange`]: a Noise handshake (NK to a listener's static key, KK between room
+//!     peers) inside the secure variants of the connect handshake, after the cookie
+//!     ([`Connection::secure`], [`Acceptor::with_responder`]); or straight from the
+//!     connection's creator ([`Connection::protect`], [`Acceptor::with_keys`]). The
+//!     cryptography ([`protection::PacketKey`], [`Initiator`], [`Responder`]) sits behind
+//!     traits; ring's AES-256-GCM and snow's Noise are behind the `aead` feature (off for
+//!     the wasm build).
 //! 12. [`emulator`]: a seeded link emulator (latency, jitter, uniform and Gilbert–Elliott
 //!     loss, duplication, reordering, rate limit) to put around any link, deterministic per seed.
 //!
@@ -198,6 +202,7 @@ pub mod emulator;
 pub mod endpoint;
 pub mod frame;
 pub mod handshake;
+pub mod key_exchange;
 pub mod listener;
 pub mod loss;
 pub mod protection;
@@ -219,6 +224,9 @@ pub use connection::{
 };
 pub use endpoint::{Endpoint, Event, ReceiveError, Received, Transmit, TransmitError};
 pub use handshake::{Accept, Acceptor, HandshakeError};
+pub use key_exchange::{Initiator, KeyExchangeError, Responder};
+#[cfg(feature = "aead")]
+pub use key_exchange::{NoiseInitiator, NoiseResponder, StaticKey};
 pub use listener::{Listener, ListenerError, ListenerEvent, ListenerSendError, MAX_ADDRESS_LEN};
 pub use protection::{KeyLimit, KeySource, OpenError, PacketKey, PacketKeys, ProtectError};
 pub use stats::{Counters, Stats};

@@ -260,6 +260,25 @@ impl Listener {
         self.acceptor.set_keys(source)
     }
 
+    /// Requires the key exchange of every connector, run by `responder` (see
+    /// [`Acceptor::with_responder`]): connections are protected with the keys it derives.
+    /// Feed datagrams through [`receive_in_place`](Self::receive_in_place).
+    pub fn with_responder(
+        mut self,
+        responder: impl crate::key_exchange::Responder + 'static,
+    ) -> Result<Self, crate::protection::ProtectError> {
+        self.acceptor.set_responder(Box::new(responder))?;
+        Ok(self)
+    }
+
+    /// Like [`with_responder`](Self::with_responder), on a listener in place.
+    pub fn set_responder(
+        &mut self,
+        responder: Box<dyn crate::key_exchange::Responder>,
+    ) -> Result<(), crate::protection::ProtectError> {
+        self.acceptor.set_responder(responder)
+    }
+
     /// The acceptor (for its config and replay-cache size).
     pub fn acceptor(&self) -> &Acceptor {
         &self.acceptor
