@@ -96,7 +96,8 @@ pub enum HandshakeError {
     /// ([`Acceptor::with_responder`]): the connector runs without encryption (`--insecure`).
     #[error("a plain handshake, and this acceptor requires encryption")]
     EncryptionRequired,
-    /// A secure request or response to an acceptor with no key exchange (run `--insecure`).
+    /// A secure response to an acceptor with no key exchange (run `--insecure`); a secure
+    /// request gets a plain challenge, which a secure connector refuses.
     #[error("a secure handshake, and this acceptor has no key exchange")]
     EncryptionUnavailable,
     /// The key exchange's first message was refused: see the error.
@@ -223,10 +224,10 @@ impl Acceptor {
         }
         let now = now.max(self.now);
         let packet = ControlPacket::parse(datagram)?;
-        let secure = matches!(
-            packet,
-            ControlPacket::SecureRequest { .. } | ControlPacket::SecureResponse { .. }
-        );
+        // A secure request to a plain acceptor is answered with a plain challenge (smaller
+        // than the request, so no amplification), which the connector refuses at once with
+        // a reason (`DisconnectReason::Unencrypted`) rather than time out.
+        let secure = matches!(packet, ControlPacket::SecureResponse { .. });
         let plain = matches!(
             packet,
             ControlPacket::ConnectRequest { .. } | ControlPacket::ConnectResponse { .. }

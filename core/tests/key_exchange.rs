@@ -262,16 +262,17 @@ fn room_peers_that_know_each_others_keys_connect_and_a_stranger_is_refused() {
 
 #[test]
 fn plaintext_on_either_side_is_refused_with_a_reason_never_downgraded() {
-    // A secure connector, a plain acceptor: the acceptor says why; the connector never
-    // sends a plain request.
+    // A secure connector, a plain acceptor: the acceptor answers with a plain challenge, and
+    // the connector stops at once, saying why, having sent nothing plain.
     let mut pair = Pair::new(connector(Some(NoiseInitiator::nk(None))), acceptor(None));
     pair.clean(600);
-    assert!(
-        pair.refused
-            .iter()
-            .all(|e| *e == HandshakeError::EncryptionUnavailable)
+    assert_eq!(
+        disconnected(&mut pair.connector),
+        Some(DisconnectReason::Unencrypted)
     );
-    assert!(pair.wire.iter().all(|(c, d)| !c || d[0] == 0xA5));
+    assert!(pair.accepted.is_none());
+    let from_connector: Vec<u8> = pair.wire.iter().filter(|w| w.0).map(|w| w.1[0]).collect();
+    assert_eq!(from_connector, vec![0xA5]);
 
     // A plain connector, a secure acceptor: refused, no challenge goes back.
     let mut pair = Pair::new(
@@ -286,25 +287,25 @@ fn plaintext_on_either_side_is_refused_with_a_reason_never_downgraded() {
     );
     assert!(pair.wire.iter().all(|(c, _)| *c), "nothing answered");
 
-    // A plain challenge (forged, or a plain listener's) ends a secure connector with a reason.
-    let mut connection = connector(Some(NoiseInitiator::nk(None)));
+    // A secure response to a plain acceptor (a connector that skipped the challenge) is
+    // refused with its own error.
     let mut plain = acceptor(None);
-    let mut buf = [0u8; 128];
-    let len = connection.poll_transmit(T0, &mut buf).unwrap().unwrap();
-    let request = ControlPacket::ConnectRequest {
+    let response = ControlPacket::SecureResponse {
         protocol_id: ConnectionConfig::default().protocol_id,
+        cookie: ackwire_core::control::Cookie {
+            timestamp_ms: 0,
+            nonce: [0; 8],
+            mac: [0; 16],
+        },
+        message: [0; 48],
     };
-    let mut plain_request = [0u8; 33];
-    request.emit(&mut plain_request).unwrap();
-    assert_eq!(buf[0], 0xA5);
-    let _ = len;
-    let Ok(Accept::Reply { len }) = plain.receive(T0, CLIENT, &plain_request, &mut buf) else {
-        panic!("a challenge")
-    };
-    connection.receive(T0 + MS, &buf[..len]).unwrap();
+    let mut datagram = [0u8; 89];
+    response.emit(&mut datagram).unwrap();
     assert_eq!(
-        disconnected(&mut connection),
-        Some(DisconnectReason::Unencrypted)
+        plain
+            .receive(T0, CLIENT, &datagram, &mut [0u8; 128])
+            .err(),
+        Some(HandshakeError::EncryptionUnavailable)
     );
 }
 

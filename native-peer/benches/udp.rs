@@ -16,10 +16,14 @@
 //! - ackwire: the server is `ackwire-peer listen` (the library's `peer::run`: the core's
 //!   `Listener`, handshakes, one message echoed per packet), the clients are lean loops
 //!   around a core `Connection` sending what `connect` sends; both start in good mode so the
-//!   offered load is the same 30/s.
+//!   offered load is the same 30/s. Plaintext (`--insecure`), so this phase is the protocol
+//!   alone;
+//! - encrypted: the same, with encryption on as `listen` and `connect` run by default (the
+//!   Noise key exchange in every handshake, AES-256-GCM on every data packet).
 //!
-//! Two ratios: ackwire over the unbatched raw echo (goal >= 100 %: batching pays for the
-//! protocol) and over the batched one (goal >= 90 %: what the protocol itself costs).
+//! Three ratios: ackwire over the unbatched raw echo (goal >= 100 %: batching pays for the
+//! protocol), over the batched one (goal >= 90 %: what the protocol itself costs), and
+//! encrypted over plaintext ackwire (goal >= 75 %: what encryption costs a listener).
 //!
 //! The server thread and the client thread are pinned to two different cores, the same two in
 //! both phases (when the process may use at least two). A real server's clients are other
@@ -50,7 +54,10 @@ use std::sync::{Arc, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use ackwire_core::{Config, Connection, ConnectionConfig, ConnectionState, Mode};
+use ackwire_core::{
+    Config, Connection, ConnectionConfig, ConnectionState, Mode, NoiseInitiator, StaticKey,
+};
+use ackwire_peer::connections::Security;
 use ackwire_peer::link;
 use ackwire_peer::peer::{self, PeerOptions, Role};
 use ackwire_peer::report::Output;
@@ -210,10 +217,12 @@ fn config() -> ConnectionConfig {
 }
 
 #[derive(Debug, Clone, Copy)]
+#[derive(PartialEq, Eq)]
 enum Kind {
     RawUnbatched,
     Raw,
     Ackwire,
+    Encrypted,
 }
 
 /// What one phase measured. Throughput and CPU figures cover the steady state only: the
@@ -412,12 +421,22 @@ async fn raw_flow(server: SocketAddr, run_for: Duration, count: Arc<FlowCount>) 
 /// about as much as the raw phase's clients do: the server shares the L3 cache and the
 /// memory bus with it, and a busier neighbour would slow the ackwire phase alone.
 /// Returns whether the connection ended in good mode.
-async fn ackwire_flow(server: SocketAddr, run_for: Duration, count: Arc<FlowCount>) -> bool {
+async fn ackwire_flow(
+    server: SocketAddr,
+    run_for: Duration,
+    count: Arc<FlowCount>,
+    server_key: Option<[u8; 32]>,
+) -> bool {
     let socket = UdpSocket::bind("127.0.0.1:0").await.expect("bind");
     // Tokio learns a new socket's write readiness from a first poll.
     socket.writable().await.expect("writable");
     let start = tokio::time::Instant::now();
     let mut connection = Connection::connect(config(), Duration::ZERO).expect("config");
+    if let Some(key) = server_key {
+        connection
+            .secure(NoiseInitiator::nk(Some(key)))
+            .expect("fresh connection");
+    }
     let (mut buf, mut out) = ([0u8; 2048], [0u8; 1200]);
     let transmit = |connection: &mut Connection, out: &mut [u8], now: Duration| {
         while let Ok(Some(len)) = connection.poll_transmit(now, out) {
@@ -444,7 +463,7 @@ async fn ackwire_flow(server: SocketAddr, run_for: Duration, count: Arc<FlowCoun
                 ready.expect("readable");
                 while let Ok((len, _)) = socket.try_recv_from(&mut buf) {
                     count.received();
-                    let _ = connection.receive(start.elapsed(), &buf[..len]);
+                    let _ = connection.receive_in_place(start.elapsed(), &mut buf[..len]);
                 }
             }
             () = tokio::time::sleep_until(start + wake) => {}
@@ -465,6 +484,8 @@ fn phase(kind: Kind, connections: usize, seconds: f64, placement: Placement) -> 
     // The server outlives the clients by the flows' start spread (one send interval) so it
     // sees all their traffic, and not much longer: its own sends after they stop are lost.
     let server_for = clients_for + Duration::from_millis(50);
+    let server_key = (kind == Kind::Encrypted).then(StaticKey::generate);
+    let pinned = server_key.as_ref().map(StaticKey::public);
     let (addr_tx, addr_rx) = mpsc::channel();
     let server = thread::Builder::new()
         .name("server".into())
@@ -484,7 +505,7 @@ fn phase(kind: Kind, connections: usize, seconds: f64, placement: Placement) -> 
                         let (received, sent) = raw_echo(socket, server_for).await;
                         (received, sent, DATAGRAM_LEN as f64)
                     }
-                    Kind::Ackwire => {
+                    Kind::Ackwire | Kind::Encrypted => {
                         let options = PeerOptions {
                             role: Role::Listen {
                                 max_connections: connections + 16,
@@ -494,6 +515,7 @@ fn phase(kind: Kind, connections: usize, seconds: f64, placement: Placement) -> 
                             duration: Some(server_for),
                             output: Output::Silent,
                             coalesce: Some(peer::READ_COALESCE),
+                            security: server_key.map_or(Security::Off, Security::Listener),
                         };
                         let s = peer::run(socket, options, std::future::pending())
                             .await
@@ -533,7 +555,9 @@ fn phase(kind: Kind, connections: usize, seconds: f64, placement: Placement) -> 
                                 raw_flow(addr, run_for, count).await;
                                 false
                             }
-                            Kind::Ackwire => ackwire_flow(addr, run_for, count).await,
+                            Kind::Ackwire | Kind::Encrypted => {
+                                ackwire_flow(addr, run_for, count, pinned).await
+                            }
                         }
                     });
                 }
@@ -595,7 +619,7 @@ fn main() {
         "udp bench: {connections} flows at {RATE_PPS}/s for {seconds} s per phase, {}",
         placement.describe()
     );
-    // `--only unbatched|raw|ackwire` runs one phase, for profiling.
+    // `--only unbatched|raw|ackwire|encrypted` runs one phase, for profiling.
     let only = args
         .iter()
         .position(|a| a == "--only")
@@ -604,6 +628,7 @@ fn main() {
         let kind = match only.as_str() {
             "unbatched" => Kind::RawUnbatched,
             "raw" => Kind::Raw,
+            "encrypted" => Kind::Encrypted,
             _ => Kind::Ackwire,
         };
         let p = phase(kind, connections, seconds, placement);
@@ -620,14 +645,17 @@ fn main() {
             unbatched: phase(Kind::RawUnbatched, connections, seconds, placement),
             raw: phase(Kind::Raw, connections, seconds, placement),
             ackwire: phase(Kind::Ackwire, connections, seconds, placement),
+            encrypted: phase(Kind::Encrypted, connections, seconds, placement),
         })
         .collect();
     for round in &results {
         eprintln!(
-            "round: ackwire/unbatched {:.3}, ackwire/batched {:.3}, batched/unbatched {:.3}",
+            "round: ackwire/unbatched {:.3}, ackwire/batched {:.3}, batched/unbatched {:.3}, \
+             encrypted/plaintext {:.3}",
             round.over_unbatched(),
             round.over_batched(),
-            round.batching_gain()
+            round.batching_gain(),
+            round.encryption_cost()
         );
     }
     let median_by = |ratio: fn(&Round) -> f64| -> &Round {
@@ -637,6 +665,8 @@ fn main() {
     };
     let over_unbatched = median_by(Round::over_unbatched).over_unbatched();
     let batching_gain = median_by(Round::batching_gain).batching_gain();
+    let encryption = median_by(Round::encryption_cost);
+    let encrypted_over_plaintext = encryption.encryption_cost();
     // The round shown in full is the median of the protocol's own cost.
     let median = median_by(Round::over_batched);
     let over_batched = median.over_batched();
@@ -644,12 +674,15 @@ fn main() {
         unbatched,
         raw,
         ackwire,
+        ..
     } = median;
+    let encrypted = &encryption.encrypted;
     let connections_per_core = connections as f64 / ackwire.cpu_share();
     for (name, p) in [
         ("raw echo, unbatched", unbatched),
         ("raw echo, batched  ", raw),
         ("ackwire listen     ", ackwire),
+        ("encrypted listen   ", encrypted),
     ] {
         println!(
             "{name}: {:>9.0} datagrams per server CPU-second (steady state: {} datagrams in \
@@ -679,6 +712,13 @@ fn main() {
         ackwire.server_packet_len,
     );
     println!(
+        "encrypted listen (the default: Noise key exchange, AES-256-GCM packets): {:.1}% of the \
+         plaintext listener's datagrams per CPU-second (median of {rounds} rounds; goal >= \
+         75%); its data packets averaged {:.1} bytes",
+        100.0 * encrypted_over_plaintext,
+        encrypted.server_packet_len,
+    );
+    println!(
         "one listen process, one core: served {connections} connections at 30 pps using \
          {:.1}% of a core, sending {:.1} of 30 packets/s to each ({} of {connections} \
          clients still in good mode at the end) => ~{connections_per_core:.0} connections per \
@@ -705,17 +745,22 @@ fn main() {
         "raw_unbatched_delivered": unbatched.delivered(),
         "connections_per_core": connections_per_core,
         "ackwire_packet_len": ackwire.server_packet_len,
+        "encrypted_datagrams_per_cpu_s": encrypted.per_cpu_second(),
+        "encrypted_over_plaintext": encrypted_over_plaintext,
+        "encrypted_delivered": encrypted.delivered(),
+        "encrypted_packet_len": encrypted.server_packet_len,
         "raw_datagram_len": DATAGRAM_LEN,
         "pinned": placement.0.is_some(),
     });
     println!("{json}");
 }
 
-/// The three phases of one round, back to back.
+/// The four phases of one round, back to back.
 struct Round {
     unbatched: Phase,
     raw: Phase,
     ackwire: Phase,
+    encrypted: Phase,
 }
 
 impl Round {
@@ -727,5 +772,8 @@ impl Round {
     }
     fn batching_gain(&self) -> f64 {
         self.raw.per_cpu_second() / self.unbatched.per_cpu_second()
+    }
+    fn encryption_cost(&self) -> f64 {
+        self.encrypted.per_cpu_second() / self.ackwire.per_cpu_second()
     }
 }

@@ -8,6 +8,10 @@ use ackwire_core::ConnectionConfig;
 use ackwire_core::emulator::EmulatorConfig;
 use clap::{Args, Parser, Subcommand};
 
+use ackwire_core::StaticKey;
+
+use crate::connections::Security;
+use crate::keys;
 use crate::link::EmulationOptions;
 use crate::peer::{PeerOptions, Role};
 use crate::report::Output;
@@ -32,6 +36,11 @@ pub enum Command {
         /// Most simultaneous connections; datagrams from further new peers are dropped.
         #[arg(long, default_value_t = 10_000)]
         max_connections: usize,
+        /// The listener's static key (its identity for encrypted links): read from FILE, or
+        /// created there (mode 0600) when missing. Its fingerprint is logged at start, for
+        /// connectors to pin. Without it, a new key at each start.
+        #[arg(long, value_name = "FILE", conflicts_with = "insecure")]
+        key: Option<std::path::PathBuf>,
         /// Reporting and emulation flags.
         #[command(flatten)]
         common: CommonArgs,
@@ -43,6 +52,11 @@ pub enum Command {
         /// Local address; defaults to any address of ADDR's family, port chosen by the OS.
         #[arg(long)]
         bind: Option<SocketAddr>,
+        /// The listener's key fingerprint (as `listen` logs it): connect only to a listener
+        /// that proves it holds this key. Without it, the first key shown is trusted and
+        /// logged (trust on first use).
+        #[arg(long, value_name = "FINGERPRINT", conflicts_with = "insecure")]
+        server_key: Option<crate::keys::Fingerprint>,
         /// Reporting and emulation flags.
         #[command(flatten)]
         common: CommonArgs,
@@ -76,6 +90,10 @@ pub struct CommonArgs {
     /// Keep the link perfect for this many seconds, then apply the emulation flags.
     #[arg(long, value_name = "SECS", default_value_t = 0.0)]
     pub impair_after: f64,
+    /// Turn encryption off: no key exchange, packets in plaintext, for debugging with a
+    /// packet capture. The other side must run --insecure too.
+    #[arg(long)]
+    pub insecure: bool,
 }
 
 /// A flag value the peer refuses.
@@ -93,6 +111,9 @@ pub enum ArgError {
     /// `join` runs the room driver (`crate::room`), which has no UDP peer options.
     #[error("`join` runs the room driver, not the UDP peer loop")]
     NotAUdpPeer,
+    /// The listener's key file could not be read or created.
+    #[error("{0}")]
+    Key(#[from] crate::keys::KeyError),
 }
 
 fn duration(flag: &'static str, value: f64, unit: f64) -> Result<Duration, ArgError> {
@@ -137,10 +158,11 @@ impl CommonArgs {
 impl Command {
     /// The socket address to bind and the driver options this command asks for.
     pub fn options(&self) -> Result<(SocketAddr, PeerOptions), ArgError> {
-        let (bind, role, common) = match self {
+        let (bind, role, common, security) = match self {
             Command::Listen {
                 bind,
                 max_connections,
+                key,
                 common,
             } => (
                 *bind,
@@ -148,13 +170,35 @@ impl Command {
                     max_connections: *max_connections,
                 },
                 common,
+                if common.insecure {
+                    Security::Off
+                } else {
+                    Security::Listener(listener_key(key.as_deref())?)
+                },
             ),
-            Command::Connect { addr, bind, common } => {
+            Command::Connect {
+                addr,
+                bind,
+                server_key,
+                common,
+            } => {
                 let any = match addr {
                     SocketAddr::V4(_) => SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)),
                     SocketAddr::V6(_) => SocketAddr::from((Ipv6Addr::UNSPECIFIED, 0)),
                 };
-                (bind.unwrap_or(any), Role::Connect { remote: *addr }, common)
+                let security = if common.insecure {
+                    Security::Off
+                } else {
+                    Security::Connector {
+                        pinned: *server_key,
+                    }
+                };
+                (
+                    bind.unwrap_or(any),
+                    Role::Connect { remote: *addr },
+                    common,
+                    security,
+                )
             }
             #[cfg(feature = "rooms")]
             Command::Join(_) => return Err(ArgError::NotAUdpPeer),
@@ -173,7 +217,32 @@ impl Command {
                 .map(|secs| duration("duration", secs, 1.0))
                 .transpose()?,
             output: common.output(),
+            security,
         };
+        if common.insecure {
+            tracing::warn!("encryption off (--insecure): packets travel in plaintext");
+        }
         Ok((bind, options))
     }
+}
+
+/// The listener's static key: from `path` (created when missing), or new for this run; its
+/// fingerprint logged either way, for connectors to pin.
+fn listener_key(path: Option<&std::path::Path>) -> Result<StaticKey, ArgError> {
+    let Some(path) = path else {
+        let key = StaticKey::generate();
+        tracing::info!(
+            fingerprint = %keys::fingerprint(&key),
+            "listener key (new at each start: keep one with --key FILE to let connectors pin it)"
+        );
+        return Ok(key);
+    };
+    let (key, created) = keys::load_or_create(path)?;
+    tracing::info!(
+        fingerprint = %keys::fingerprint(&key),
+        file = %path.display(),
+        created,
+        "listener key"
+    );
+    Ok(key)
 }

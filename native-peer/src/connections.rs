@@ -11,11 +11,13 @@ use std::time::Duration;
 
 use ackwire_core::{
     Connection, ConnectionConfig, ConnectionError, ConnectionEvent, ConnectionState, Counters,
-    DisconnectReason, HandshakeError, Listener, ListenerError, ReceiveError, Stats,
+    DisconnectReason, HandshakeError, Listener, ListenerError, NoiseInitiator, NoiseResponder,
+    ReceiveError, StaticKey, Stats,
 };
 use ackwire_room::demo::POSITION_CHANNEL;
 use serde::Serialize;
 
+use crate::keys::Fingerprint;
 use crate::link::{self, Link};
 
 /// The design's MTU budget: larger datagrams are refused before reaching the core.
@@ -168,6 +170,9 @@ pub enum Ending {
     Unreachable,
     /// The listener fell silent for the idle timeout.
     TimedOut,
+    /// This side refused the listener: not the pinned key, a key exchange that did not
+    /// authenticate, or no encryption.
+    Refused,
 }
 
 #[derive(Debug)]
@@ -191,7 +196,24 @@ pub struct Connections {
     ending: Ending,
     closing: bool,
     buf: Vec<u8>,
-    reply: [u8; 64],
+    /// Room for a secure challenge (65 bytes).
+    reply: [u8; 128],
+    /// The connector's pinned listener key, if any.
+    pinned: Option<Fingerprint>,
+}
+
+/// Whether and how a peer encrypts its links (`docs/wire.md`, "Key exchange").
+#[derive(Debug, Clone)]
+pub enum Security {
+    /// Plaintext packets, no key exchange (`--insecure`): for debugging with a capture.
+    Off,
+    /// A listener with this static key (`--key FILE`, or a new one per start).
+    Listener(StaticKey),
+    /// A connector, pinning the listener's key (`--server-key`) or trusting it on first use.
+    Connector {
+        /// The pinned fingerprint, if any.
+        pinned: Option<Fingerprint>,
+    },
 }
 
 impl Connections {
@@ -220,19 +242,21 @@ impl Connections {
         }))
     }
 
-    /// Protects the connections of this peer with keys from the caller (packet
-    /// protection's stage 1; `docs/wire.md`): on a `listen` peer every connection accepted
-    /// from now on gets its keys from `listen`, on a `connect` peer the connection gets
-    /// `connect`. Call it before the first datagram. Not wired to the command line: the keys
-    /// will come from a key exchange.
-    pub fn protect(
-        &mut self,
-        listen: impl FnOnce() -> Box<dyn ackwire_core::KeySource>,
-        connect: impl FnOnce() -> ackwire_core::PacketKeys,
-    ) -> Result<(), ackwire_core::ProtectError> {
-        match &mut self.side {
-            Side::Listen(listener) => listener.set_keys(listen()),
-            Side::Connect { connection, .. } => connection.protect(connect()),
+    /// Encrypts this peer's connections (see [`Security`]): a `listen` peer requires the key
+    /// exchange of every connector, with `key` as its static key; a `connect` peer runs it
+    /// against its pinned key or, without one, takes the listener's on first use. Call it
+    /// before the first datagram. Refused for a security of the other role.
+    pub fn secure(&mut self, security: Security) -> Result<(), ackwire_core::ProtectError> {
+        match (&mut self.side, security) {
+            (_, Security::Off) => Ok(()),
+            (Side::Listen(listener), Security::Listener(key)) => {
+                listener.set_responder(Box::new(NoiseResponder::nk(key)))
+            }
+            (Side::Connect { connection, .. }, Security::Connector { pinned }) => {
+                self.pinned = pinned;
+                connection.secure(NoiseInitiator::nk(pinned.map(|f| f.0)))
+            }
+            _ => Err(ackwire_core::ProtectError::AlreadyProtected),
         }
     }
 
@@ -244,7 +268,8 @@ impl Connections {
             ending: Ending::Clean,
             closing: false,
             buf: vec![0; MAX_DATAGRAM],
-            reply: [0; 64],
+            reply: [0; 128],
+            pinned: None,
         }
     }
 
@@ -370,7 +395,14 @@ impl Connections {
                 while let Some(event) = connection.poll_event() {
                     match event {
                         ConnectionEvent::Connected { connection_id } => {
-                            tracing::info!(%remote, connection_id = format_args!("{connection_id:016x}"), "connected");
+                            let key = connection.acceptor_key().map(Fingerprint);
+                            tracing::info!(%remote, connection_id = format_args!("{connection_id:016x}"), encrypted = key.is_some(), "connected");
+                            if let (Some(key), None) = (key, self.pinned) {
+                                tracing::warn!(
+                                    %remote,
+                                    "trusted the listener's key {key} on first use: pin it with --server-key {key}"
+                                );
+                            }
                         }
                         ConnectionEvent::ModeChanged {
                             mode,
@@ -383,8 +415,29 @@ impl Connections {
                                 DisconnectReason::Closed => Ending::Clean,
                                 DisconnectReason::ClosedByPeer => Ending::ClosedByPeer,
                                 DisconnectReason::HandshakeTimedOut => Ending::Unreachable,
+                                DisconnectReason::AcceptorKeyMismatch
+                                | DisconnectReason::KeyExchangeFailed
+                                | DisconnectReason::Unencrypted => Ending::Refused,
                                 _ => Ending::TimedOut,
                             };
+                            match reason {
+                                DisconnectReason::AcceptorKeyMismatch => tracing::error!(
+                                    %remote,
+                                    key = %connection.acceptor_key().map(Fingerprint).map_or_else(String::new, |k| k.to_string()),
+                                    pinned = %self.pinned.map_or_else(String::new, |k| k.to_string()),
+                                    "refused: the listener's key is not the pinned one (another server, or a man in the middle)"
+                                ),
+                                DisconnectReason::KeyExchangeFailed => tracing::error!(
+                                    %remote,
+                                    "refused: the listener could not prove it holds its key (a man in the middle?)"
+                                ),
+                                DisconnectReason::Unencrypted => tracing::error!(
+                                    %remote,
+                                    "refused: the listener runs without encryption (--insecure); pass --insecure here too to talk to it in plaintext"
+                                ),
+                                _ => {}
+                            }
+
                             match self.ending {
                                 Ending::Clean => tracing::info!("disconnected"),
                                 Ending::ClosedByPeer => {
@@ -392,8 +445,9 @@ impl Connections {
                                 }
                                 Ending::Unreachable => tracing::error!(
                                     %remote,
-                                    "no answer to the handshake: is a listener running there?"
+                                    "no answer to the handshake: is a listener running there? (one running --insecure answers only --insecure peers, and the other way round)"
                                 ),
+                                Ending::Refused => {}
                                 Ending::TimedOut => {
                                     tracing::error!(%remote, "the listener went silent")
                                 }

@@ -9,6 +9,7 @@
 //!   demo messages and their echo, refused datagrams counted by kind.
 //! - [`link`]: the socket, batched reads, registration with the reactor only while waiting,
 //!   and the optional link emulation around it.
+//! - [`keys`]: the listener's key file and the fingerprints connectors pin.
 //! - [`report`]: per-second stats as JSON, a plain line, or a live terminal line.
 //! - [`cli`]: the `listen` / `connect` / `join` command line.
 //! - `room` (feature `rooms`, on by default): `join`, the room member's native adapter: rooms
@@ -29,6 +30,7 @@
 
 pub mod cli;
 pub mod connections;
+pub mod keys;
 pub mod link;
 pub mod peer;
 pub mod report;

@@ -60,8 +60,12 @@ fn main() -> ExitCode {
             .map_err(|e| tracing::error!("{e}"))
     });
     match result {
-        // A connect peer whose listener never answered or went silent failed at its job.
-        Ok(outcome) if matches!(outcome.ending, Ending::Unreachable | Ending::TimedOut) => {
+        // A connect peer whose listener never answered, went silent or was refused failed at
+        // its job.
+        Ok(outcome) if matches!(
+                outcome.ending,
+                Ending::Unreachable | Ending::TimedOut | Ending::Refused
+            ) => {
             ExitCode::FAILURE
         }
         Ok(_) => ExitCode::SUCCESS,

@@ -13,7 +13,7 @@ use ackwire_core::ConnectionConfig;
 use thiserror::Error;
 use tokio::time::Instant;
 
-use crate::connections::{Connections, Ending};
+use crate::connections::{Connections, Ending, Security};
 use crate::link::{EmulationOptions, Link, RecvBuffers};
 use crate::report::{Output, Report, Reporter};
 use crate::timer::Timer;
@@ -61,6 +61,8 @@ pub struct PeerOptions {
     /// Read on a timer of this period while datagrams keep coming (see [`READ_COALESCE`]);
     /// `None` wakes for every datagram.
     pub coalesce: Option<Duration>,
+    /// Encryption of the links (on unless `--insecure`).
+    pub security: Security,
 }
 
 /// Why the peer could not run.
@@ -73,6 +75,10 @@ pub enum PeerError {
     /// The link emulator refused the impairment settings.
     #[error("invalid link emulation: {0}")]
     Emulation(#[from] ackwire_core::emulator::EmulatorError),
+    /// The security settings do not fit the role, or the datagram size leaves no room for
+    /// the tag.
+    #[error("cannot encrypt: {0}")]
+    Security(#[from] ackwire_core::ProtectError),
     /// The socket failed in a way that concerns every connection.
     #[error("socket error: {0}")]
     Socket(#[from] std::io::Error),
@@ -108,6 +114,7 @@ pub async fn run(
         }
         Role::Connect { remote } => Connections::connect(options.config.clone(), clock(), remote)?,
     };
+    connections.secure(options.security.clone())?;
     tracing::info!(local = %link.local_addr()?, role = ?options.role, "peer running");
 
     let mut reporter = Reporter::default();

@@ -37,7 +37,7 @@ struct Sent {
 }
 
 fn control(packet: ControlPacket) -> Vec<u8> {
-    let mut buf = vec![0u8; 64];
+    let mut buf = vec![0u8; packet.encoded_len()];
     let len = packet.emit(&mut buf).unwrap();
     buf.truncate(len);
     buf
@@ -168,40 +168,63 @@ fn garbage_datagrams_are_counted_by_kind_and_leave_a_live_connection_untouched()
 
 #[test]
 fn a_connect_request_gets_one_challenge_no_larger_than_itself_and_no_state() {
-    let listener = listen(&[]);
-    let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
-    socket
-        .set_read_timeout(Some(Duration::from_millis(500)))
-        .unwrap();
-    let request = control(ControlPacket::ConnectRequest {
+    // The default listener (encrypted) answers secure requests; one run --insecure, plain
+    // ones. Each challenge is no larger than its request, and none opens a connection.
+    let secure = control(ControlPacket::SecureRequest {
         protocol_id: DEFAULT_PROTOCOL_ID,
     });
-    let mut buf = [0u8; 2048];
-    for _ in 0..20 {
-        socket.send_to(&request, listener.addr).unwrap();
-        let (len, from) = socket.recv_from(&mut buf).expect("a challenge");
-        assert_eq!(from, listener.addr);
-        assert!(
-            len <= request.len(),
-            "challenge of {len} bytes for a request of {}: amplification",
-            request.len()
-        );
-        assert!(matches!(
-            ControlPacket::parse(&buf[..len]),
-            Ok(ControlPacket::Challenge { .. })
-        ));
+    let plain = control(ControlPacket::ConnectRequest {
+        protocol_id: DEFAULT_PROTOCOL_ID,
+    });
+    for (flags, request) in [(&[][..], &secure), (&["--insecure"][..], &plain)] {
+        let listener = listen(flags);
+        let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+        socket
+            .set_read_timeout(Some(Duration::from_millis(500)))
+            .unwrap();
+        let mut buf = [0u8; 2048];
+        for _ in 0..20 {
+            socket.send_to(request, listener.addr).unwrap();
+            let (len, from) = socket.recv_from(&mut buf).expect("a challenge");
+            assert_eq!(from, listener.addr);
+            assert!(
+                len <= request.len(),
+                "challenge of {len} bytes for a request of {}: amplification",
+                request.len()
+            );
+            assert!(matches!(
+                ControlPacket::parse(&buf[..len]),
+                Ok(ControlPacket::Challenge { .. } | ControlPacket::SecureChallenge { .. })
+            ));
+        }
+        let reports = listener.interrupt();
+        for report in &reports {
+            assert_eq!(
+                num(report, "connections"),
+                0.0,
+                "a request alone opened a connection"
+            );
+        }
+        let summary = reports.last().unwrap();
+        assert_eq!(summary["dropped"]["handshake"], 0, "{summary}");
+        assert_eq!(num(summary, "datagrams_out"), 20.0, "{summary}");
     }
-    let reports = listener.interrupt();
-    for report in &reports {
-        assert_eq!(
-            num(report, "connections"),
-            0.0,
-            "a request alone opened a connection"
-        );
+}
+
+#[test]
+fn a_plain_request_to_an_encrypted_listener_gets_no_answer_and_is_counted() {
+    let listener = listen(&[]);
+    let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let plain = control(ControlPacket::ConnectRequest {
+        protocol_id: DEFAULT_PROTOCOL_ID,
+    });
+    for _ in 0..5 {
+        socket.send_to(&plain, listener.addr).unwrap();
     }
-    let summary = reports.last().unwrap();
-    assert_eq!(summary["dropped"]["handshake"], 0, "{summary}");
-    assert_eq!(num(summary, "datagrams_out"), 20.0, "{summary}");
+    let report = listener
+        .wait_for_report(Duration::from_secs(5), |r| r["dropped"]["handshake"] == 5)
+        .expect("the five requests are counted as refused handshakes");
+    assert_eq!(num(&report, "datagrams_out"), 0.0, "{report}");
 }
 
 #[test]
