@@ -11,11 +11,11 @@
 //! The core never sees a cipher: it calls a [`PacketKey`] per direction ([`PacketKeys`]),
 //! in the driver's own buffer, with no allocation. With the `aead` feature the core ships
 //! one, [`Aes256GcmKey`] (`ring`'s AES-256-GCM); without it (the wasm build, whose links
-//! ride DTLS) no AEAD code is compiled in. Stage 1 takes keys from the
-//! caller ([`Connection::protect`](crate::Connection::protect),
-//! [`Acceptor::with_keys`](crate::Acceptor::with_keys)); a key exchange that derives them
-//! comes next. Byte-exact spec, limits and worked examples: `docs/wire.md`, "Packet
-//! protection".
+//! ride DTLS) no AEAD code is compiled in. Keys come from the key exchange in the handshake
+//! ([`crate::key_exchange`]), or from the caller
+//! ([`Connection::protect`](crate::Connection::protect),
+//! [`Acceptor::with_keys`](crate::Acceptor::with_keys)). Byte-exact spec, limits and worked
+//! examples: `docs/wire.md`, "Packet protection" and "Key exchange".
 
 use core::fmt;
 
@@ -101,8 +101,8 @@ impl PacketKeys {
 /// of each connection it accepts, once the handshake completes: `connection_id` is the new
 /// connection's id (the cookie's nonce, which the connector learns from `accepted`) and
 /// `address` the peer's. The keys must be fresh for every connection (see
-/// [`PacketKeys`]). Stage 1 of packet protection takes keys from the application; a key
-/// exchange in the handshake will derive them.
+/// [`PacketKeys`]). For keys the application has; the key exchange
+/// ([`Acceptor::with_responder`](crate::Acceptor::with_responder)) derives them instead.
 pub trait KeySource: Send + Sync + fmt::Debug {
     /// The keys of the connection just accepted.
     fn keys(&mut self, connection_id: u64, address: &[u8]) -> PacketKeys;

@@ -302,9 +302,7 @@ fn plaintext_on_either_side_is_refused_with_a_reason_never_downgraded() {
     let mut datagram = [0u8; 89];
     response.emit(&mut datagram).unwrap();
     assert_eq!(
-        plain
-            .receive(T0, CLIENT, &datagram, &mut [0u8; 128])
-            .err(),
+        plain.receive(T0, CLIENT, &datagram, &mut [0u8; 128]).err(),
         Some(HandshakeError::EncryptionUnavailable)
     );
 }

@@ -405,3 +405,142 @@ fn a_protected_connector_sends_the_documented_first_packet_sealed() {
     let len = client.poll_transmit(now, &mut buf).unwrap().unwrap();
     assert_eq!(buf[..len], block("protected-example")[0].0[..]);
 }
+
+/// The `name: hex` lines of the `key-exchange-example` block of `docs/wire.md`.
+fn key_exchange_example() -> Vec<(String, Vec<u8>)> {
+    SPEC.split("```key-exchange-example\n")
+        .nth(1)
+        .expect("docs/wire.md has a key-exchange-example block")
+        .split("```")
+        .next()
+        .unwrap()
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| {
+            let (name, hex) = line.split_once(':').expect("`name: hex`");
+            (name.trim().to_owned(), unhex(&hex.replace(' ', "")))
+        })
+        .collect()
+}
+
+fn spaced(bytes: &[u8]) -> String {
+    bytes
+        .iter()
+        .map(|b| format!("{b:02X}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[test]
+fn the_documented_key_exchange_runs_byte_for_byte_and_its_keys_seal_the_first_packets() {
+    use ackwire_core::protection::{Aes256GcmKey, PacketKey, TAG_LEN};
+    use ackwire_core::{NoiseInitiator, NoiseResponder, StaticKey};
+    let doc = key_exchange_example();
+    let value = |name: &str| -> Vec<u8> {
+        doc.iter()
+            .find(|(n, _)| n == name)
+            .unwrap_or_else(|| panic!("{name} missing from the key-exchange-example block"))
+            .1
+            .clone()
+    };
+    // The inputs: fixed keys, the acceptor's secret, its clock and the connector's address.
+    let acceptor_static: [u8; 32] = value("acceptor static private key").try_into().unwrap();
+    let connector_ephemeral: [u8; 32] =
+        value("connector ephemeral private key").try_into().unwrap();
+    let acceptor_ephemeral: [u8; 32] = value("acceptor ephemeral private key").try_into().unwrap();
+    let secret: [u8; 32] = value("acceptor cookie secret").try_into().unwrap();
+    let server = StaticKey::from_private(acceptor_static);
+    let config = ConnectionConfig::default();
+    let mut acceptor = Acceptor::new(config.clone(), secret)
+        .unwrap()
+        .with_responder(
+            NoiseResponder::nk(server.clone()).with_fixed_ephemeral_for_tests(acceptor_ephemeral),
+        )
+        .unwrap();
+    let mut client = Connection::connect(config, Duration::ZERO).unwrap();
+    client
+        .secure(
+            NoiseInitiator::nk(Some(server.public()))
+                .with_fixed_ephemeral_for_tests(connector_ephemeral),
+        )
+        .unwrap();
+    client.send(1, b"hello").unwrap();
+    let now = Duration::from_millis(1000);
+    let (mut buf, mut reply) = ([0u8; 1200], [0u8; 128]);
+    let mut wire: Vec<(&str, Vec<u8>)> = Vec::new();
+    let mut server_connection = None;
+    for name in ["secure request", "secure response"] {
+        let len = client.poll_transmit(now, &mut buf).unwrap().unwrap();
+        wire.push((name, buf[..len].to_vec()));
+        match acceptor
+            .receive(now, b"a", &buf[..len], &mut reply)
+            .unwrap()
+        {
+            Accept::Reply { len } => {
+                wire.push(("secure challenge", reply[..len].to_vec()));
+                client.receive(now, &reply[..len]).unwrap();
+            }
+            Accept::Connection(server) => {
+                let mut server = *server;
+                let len = server.poll_transmit(now, &mut buf).unwrap().unwrap();
+                wire.push(("secure accepted", buf[..len].to_vec()));
+                client.receive(now, &buf[..len]).unwrap();
+                server.send(1, b"world").unwrap();
+                let len = server.poll_transmit(now, &mut buf).unwrap().unwrap();
+                wire.push(("acceptor's first data packet", buf[..len].to_vec()));
+                server_connection = Some(server);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert!(server_connection.is_some() && client.is_protected());
+    let len = client.poll_transmit(now, &mut buf).unwrap().unwrap();
+    wire.push(("connector's first data packet", buf[..len].to_vec()));
+    let mut computed = vec![("acceptor static public key", server.public().to_vec())];
+    computed.extend(wire.iter().map(|(n, b)| (*n, b.clone())));
+    let listing: String = computed
+        .iter()
+        .map(|(n, b)| format!("{n}: {}\n", spaced(b)))
+        .collect();
+    for (name, bytes) in &computed {
+        let documented = doc.iter().find(|(n, _)| n == name).map(|(_, b)| b);
+        assert_eq!(
+            documented,
+            Some(bytes),
+            "{name} differs from docs/wire.md; the code computes:\n{listing}"
+        );
+    }
+    // The documented packet keys are the ones the exchange derived: under them, the first
+    // data packets seal to exactly what each side sent.
+    let first_packets = [
+        (
+            "connector to acceptor",
+            "connector's first data packet",
+            0x81,
+        ),
+        (
+            "acceptor to connector",
+            "acceptor's first data packet",
+            0x81,
+        ),
+    ];
+    for (direction, packet_name, _) in first_packets {
+        let key: [u8; 32] = value(&format!("{direction} key")).try_into().unwrap();
+        let iv: [u8; 12] = value(&format!("{direction} iv")).try_into().unwrap();
+        let packet = value(packet_name);
+        let (header, header_len) = PacketHeader::decode(&packet).unwrap();
+        assert_eq!(header.sequence, 0);
+        let (head, rest) = packet.split_at(header_len);
+        let (body, tag) = rest.split_at(rest.len() - TAG_LEN);
+        let mut opened = body.to_vec();
+        Aes256GcmKey::new(key, iv)
+            .open(0, head, &mut opened, &tag.try_into().unwrap())
+            .unwrap_or_else(|_| panic!("the documented {direction} key opens the {packet_name}"));
+        let message: &[u8] = if packet_name.starts_with("connector") {
+            b"hello"
+        } else {
+            b"world"
+        };
+        assert!(opened.windows(5).any(|w| w == message), "{direction}");
+    }
+}

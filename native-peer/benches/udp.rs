@@ -216,8 +216,7 @@ fn config() -> ConnectionConfig {
     }
 }
 
-#[derive(Debug, Clone, Copy)]
-#[derive(PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
     RawUnbatched,
     Raw,

@@ -62,10 +62,12 @@ fn main() -> ExitCode {
     match result {
         // A connect peer whose listener never answered, went silent or was refused failed at
         // its job.
-        Ok(outcome) if matches!(
+        Ok(outcome)
+            if matches!(
                 outcome.ending,
                 Ending::Unreachable | Ending::TimedOut | Ending::Refused
-            ) => {
+            ) =>
+        {
             ExitCode::FAILURE
         }
         Ok(_) => ExitCode::SUCCESS,

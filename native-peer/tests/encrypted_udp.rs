@@ -111,7 +111,10 @@ fn a_pinned_encrypted_link_carries_the_demo_both_ways_and_no_datagram_shows_its_
     );
     assert_eq!(num(&summary, "packets_unauthenticated"), 0.0);
     assert!(seen.len() >= 40, "{} datagrams", seen.len());
-    assert!(!seen.iter().any(|d| carries_label(d)), "plaintext on the wire");
+    assert!(
+        !seen.iter().any(|d| carries_label(d)),
+        "plaintext on the wire"
+    );
     drop(listener);
 
     // The same key file after a restart: the same fingerprint, so the pin still holds.
@@ -151,10 +154,16 @@ fn a_wrong_pin_or_a_plaintext_listener_is_refused_at_once_with_a_clear_error() {
         .wait_for_log(Duration::from_secs(10), |l| l.contains("refused"))
         .expect("an error");
     assert!(line.contains("not the pinned one"), "{line}");
-    assert!(line.contains(&fingerprint(&listener)), "names the key: {line}");
+    assert!(
+        line.contains(&fingerprint(&listener)),
+        "names the key: {line}"
+    );
     let (status, _) = client.exit();
     assert!(!status.success());
-    assert!(started.elapsed() < Duration::from_secs(4), "refused at once");
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "refused at once"
+    );
 
     let plain = listen(&["--insecure"]);
     let started = Instant::now();
@@ -165,7 +174,10 @@ fn a_wrong_pin_or_a_plaintext_listener_is_refused_at_once_with_a_clear_error() {
     assert!(line.contains("without encryption"), "{line}");
     let (status, _) = client.exit();
     assert!(!status.success());
-    assert!(started.elapsed() < Duration::from_secs(4), "refused at once");
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "refused at once"
+    );
 }
 
 #[test]

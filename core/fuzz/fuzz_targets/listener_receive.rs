@@ -1,18 +1,22 @@
-//! Arbitrary datagrams from several addresses into a listener serving one live connection:
+//! Arbitrary datagrams from several addresses into a listener serving one live connection,
+//! plain or encrypted (the key exchange in the handshake; the input's first bit picks):
 //! nothing panics, a refused datagram changes neither the table nor the live connection, and
 //! the table never holds more than the peers that completed a handshake.
 #![no_main]
 
 use std::time::Duration;
 
-use ackwire_core::{Connection, ConnectionConfig, Listener, MAX_ADDRESS_LEN};
+use ackwire_core::{
+    Connection, ConnectionConfig, Listener, MAX_ADDRESS_LEN, NoiseInitiator, NoiseResponder,
+    StaticKey,
+};
 use libfuzzer_sys::fuzz_target;
 
 const PEER: &[u8] = b"peer";
 
 /// Hands `client`'s due datagrams to the listener and the listener's back, at `now`.
 fn exchange(listener: &mut Listener, client: &mut Connection, now: Duration) {
-    let (mut buf, mut reply) = ([0u8; 1200], [0u8; 64]);
+    let (mut buf, mut reply) = ([0u8; 1200], [0u8; 128]);
     while let Ok(Some(len)) = client.poll_transmit(now, &mut buf) {
         if let Ok(Some(reply_len)) = listener.receive(now, PEER, &buf[..len], &mut reply) {
             let _ = client.receive(now, &reply[..reply_len]);
@@ -31,6 +35,12 @@ fuzz_target!(|data: &[u8]| {
     let config = ConnectionConfig::default();
     let mut listener = Listener::new(config.clone(), [9; 32]).unwrap().with_max_connections(4);
     let mut client = Connection::connect(config, Duration::ZERO).unwrap();
+    let secure = data.first().is_some_and(|b| b & 1 == 1);
+    if secure {
+        let key = StaticKey::from_private([3; 32]);
+        client.secure(NoiseInitiator::nk(Some(key.public()))).unwrap();
+        listener = listener.with_responder(NoiseResponder::nk(key)).unwrap();
+    }
     let mut now = Duration::ZERO;
     for _ in 0..3 {
         exchange(&mut listener, &mut client, now);
@@ -57,7 +67,8 @@ fuzz_target!(|data: &[u8]| {
             listener.len(),
             listener.connection(PEER).map(|c| (c.stats(), c.buffered(), c.state())),
         );
-        if listener.receive(now, from, datagram, &mut [0u8; 64]).is_err() {
+        let mut datagram = datagram.to_vec();
+        if listener.receive_in_place(now, from, &mut datagram, &mut [0u8; 128]).is_err() {
             let after = (
                 listener.len(),
                 listener.connection(PEER).map(|c| (c.stats(), c.buffered(), c.state())),
