@@ -87,6 +87,39 @@ pub trait Responder: Send + Sync + fmt::Debug {
     ) -> Result<PacketKeys, KeyExchangeError>;
 }
 
+impl<T: Initiator + ?Sized> Initiator for Box<T> {
+    fn start(
+        &mut self,
+        acceptor: &[u8; PUBLIC_KEY_LEN],
+        prologue: &[u8],
+        message: &mut [u8; HANDSHAKE_MESSAGE_LEN],
+    ) -> Result<(), KeyExchangeError> {
+        (**self).start(acceptor, prologue, message)
+    }
+
+    fn finish(
+        &mut self,
+        answer: &[u8; HANDSHAKE_MESSAGE_LEN],
+    ) -> Result<PacketKeys, KeyExchangeError> {
+        (**self).finish(answer)
+    }
+}
+
+impl<T: Responder + ?Sized> Responder for Box<T> {
+    fn static_key(&self) -> [u8; PUBLIC_KEY_LEN] {
+        (**self).static_key()
+    }
+
+    fn respond(
+        &mut self,
+        prologue: &[u8],
+        message: &[u8; HANDSHAKE_MESSAGE_LEN],
+        answer: &mut [u8; HANDSHAKE_MESSAGE_LEN],
+    ) -> Result<PacketKeys, KeyExchangeError> {
+        (**self).respond(prologue, message, answer)
+    }
+}
+
 /// The prologue both sides bind their handshake to: a label, the protocol id and the
 /// cookie, so a message cannot be moved to another handshake, acceptor or protocol.
 pub(crate) fn prologue(protocol_id: u64, cookie: &crate::control::Cookie) -> [u8; 48] {

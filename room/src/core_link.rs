@@ -15,6 +15,7 @@ use crate::demo::{
     CHAT_CHANNEL, MAX_CHAT_BYTES, POSITION_CHANNEL, decode_position, encode_position,
 };
 use crate::emulation::{Emulation, TwoWay};
+use crate::keys::LinkKeys;
 
 /// What a link's protocol learned.
 #[derive(Debug, Clone, PartialEq)]
@@ -85,7 +86,9 @@ pub(crate) struct CoreLink {
 }
 
 impl CoreLink {
-    /// `accept`: run the acceptor, keyed with `secret`; else connect at once.
+    /// `accept`: run the acceptor, keyed with `secret`; else connect at once. With `keys`,
+    /// the handshake runs that key exchange and the link is encrypted (its role must match
+    /// `accept`).
     pub(crate) fn new(
         now: Duration,
         config: &ConnectionConfig,
@@ -93,11 +96,21 @@ impl CoreLink {
         secret: [u8; 32],
         address: Vec<u8>,
         emulation: Option<&Emulation>,
+        keys: Option<LinkKeys>,
     ) -> Result<CoreLink, ConnectionConfigError> {
         let side = if accept {
-            Side::Accepting(Box::new(Acceptor::new(config.clone(), secret)?))
+            let mut acceptor = Acceptor::new(config.clone(), secret)?;
+            if let Some(LinkKeys::Accept(responder)) = keys {
+                // The demo's datagram size leaves room for the tag.
+                let _ = acceptor.set_responder(responder);
+            }
+            Side::Accepting(Box::new(acceptor))
         } else {
-            Side::Connection(Box::new(Connection::connect(config.clone(), now)?))
+            let mut connection = Connection::connect(config.clone(), now)?;
+            if let Some(LinkKeys::Connect(initiator)) = keys {
+                let _ = connection.secure(initiator);
+            }
+            Side::Connection(Box::new(connection))
         };
         Ok(CoreLink {
             side,
@@ -142,7 +155,8 @@ impl CoreLink {
         match &mut self.side {
             Side::Connection(connection) => connection.receive(now, datagram)?,
             Side::Accepting(acceptor) => {
-                let mut reply = [0u8; 64];
+                // Room for a secure challenge (65 bytes).
+                let mut reply = [0u8; 128];
                 match acceptor.receive(now, &self.address, datagram, &mut reply)? {
                     Accept::Reply { len } => self.out.push(reply[..len].to_vec()),
                     Accept::Connection(connection) => self.side = Side::Connection(connection),

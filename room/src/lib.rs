@@ -13,12 +13,14 @@
 //!   rule that decides which of two peers accepts the core connection.
 //! - [`emulation`]: the core's link emulator around one link, both directions.
 //! - [`backoff`]: the one retry policy (signalling and links).
+//! - [`keys`]: how native↔native UDP links are keyed (the driver's [`keys::UdpKeys`]).
 #![forbid(unsafe_code)]
 
 pub mod backoff;
 mod core_link;
 pub mod demo;
 pub mod emulation;
+pub mod keys;
 pub mod member;
 pub mod signalling;
 

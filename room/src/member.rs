@@ -51,6 +51,7 @@
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use ackwire_core::{ConnectionConfig, ConnectionConfigError, DisconnectReason, Stats};
@@ -61,9 +62,10 @@ use crate::backoff::{Backoff, Random};
 use crate::core_link::{ChatError, CoreEvent, CoreLink, RefusedDatagram};
 use crate::demo::{MAX_CHAT_BYTES, cookie_address, we_accept};
 use crate::emulation::Emulation;
+use crate::keys::{LinkKeys, UdpKeys};
 use crate::signalling::{
-    ClientFrame, IceServer, LeaveReason, PeerId, PeerInfo, PeerKind, Resume, ServerFrame,
-    SignalData, UrlJoin, VERSION,
+    ClientFrame, IceServer, LeaveReason, PeerId, PeerInfo, PeerKind, PublicKey, Resume,
+    ServerFrame, SignalData, UrlJoin, VERSION,
 };
 
 /// How a member behaves; every field has a documented default except who and where it is.
@@ -96,6 +98,10 @@ pub struct MemberConfig {
     pub orphan_grace: Duration,
     /// Stats reports for dashboards go out this often. Default: 1 s.
     pub stats_period: Duration,
+    /// Natives: the key pair that encrypts links to other natives (its public half goes in
+    /// the join as `udp_key`). `None` (the default, and browsers'): plaintext UDP links,
+    /// which encrypting natives refuse.
+    pub udp_keys: Option<Arc<dyn UdpKeys>>,
 }
 
 impl MemberConfig {
@@ -114,6 +120,7 @@ impl MemberConfig {
             attempt_timeout: Duration::from_secs(20),
             orphan_grace: Duration::from_secs(20),
             stats_period: Duration::from_secs(1),
+            udp_keys: None,
         }
     }
 }
@@ -239,6 +246,11 @@ pub enum Failure {
     HandshakeTimeout,
     /// The peer started the link over (a new offer while ours was up).
     Restarted,
+    /// A native↔native link where the other program runs without encryption (`--insecure`)
+    /// and this one requires it, or the other way round: no link in plaintext.
+    Unencrypted,
+    /// The other native's key exchange did not prove the key signalling gave for it.
+    KeyRefused,
 }
 
 impl Failure {
@@ -253,6 +265,8 @@ impl Failure {
             Failure::PeerClosed => "peer_closed",
             Failure::HandshakeTimeout => "handshake_timeout",
             Failure::Restarted => "restarted",
+            Failure::Unencrypted => "unencrypted",
+            Failure::KeyRefused => "key_refused",
         }
     }
 }
@@ -276,6 +290,12 @@ impl std::fmt::Display for Failure {
             Failure::PeerClosed => f.write_str("the other player closed the link"),
             Failure::HandshakeTimeout => f.write_str("the other player never answered"),
             Failure::Restarted => f.write_str("the other player started the link over"),
+            Failure::Unencrypted => f.write_str(
+                "one of the two programs runs without encryption (--insecure); both must, or neither",
+            ),
+            Failure::KeyRefused => f.write_str(
+                "the other player's key did not match the one the server gave (a man in the middle?)",
+            ),
         }
     }
 }
@@ -532,6 +552,8 @@ struct Link {
     peer: Option<PeerId>,
     kind: PeerKind,
     udp: Option<SocketAddr>,
+    /// The peer's key for an encrypted UDP link, from signalling.
+    udp_key: Option<PublicKey>,
     state: LinkState,
     reason: Option<Failure>,
     rtc: Option<Rtc>,
@@ -799,6 +821,7 @@ impl Member {
                 kind: self.config.kind,
                 udp_addr: self.config.udp_addr,
                 instance: Some(self.config.instance.clone()),
+                udp_key: self.udp_key(),
             });
             self.joined_in_url = join.is_some();
             self.out.push_back(Output::OpenSignalling { join });
@@ -949,8 +972,18 @@ impl Member {
             kind: self.config.kind,
             udp_addr: self.config.udp_addr,
             instance: Some(self.config.instance.clone()),
+            udp_key: self.udp_key(),
             resume,
         }));
+    }
+
+    /// Our public key for the join: natives with a UDP address and keys.
+    fn udp_key(&self) -> Option<PublicKey> {
+        self.config
+            .udp_keys
+            .as_ref()
+            .filter(|_| self.config.udp_addr.is_some())
+            .map(|keys| keys.public_key())
     }
 
     fn send_frame(&mut self, frame: ClientFrame) {
@@ -1052,6 +1085,7 @@ impl Member {
             }
             link.peer = Some(info.id);
             link.kind = info.kind;
+            link.udp_key = info.udp_key;
             link.orphaned_at = None;
             // A healthy link carries on under the new id; a broken one starts over now.
             if matches!(
@@ -1076,6 +1110,7 @@ impl Member {
             peer: Some(info.id),
             kind: info.kind,
             udp,
+            udp_key: info.udp_key,
             state: LinkState::Wanted,
             reason: None,
             rtc: None,
@@ -1110,7 +1145,27 @@ impl Member {
         match link.udp {
             Some(_) => {
                 let id = link.id;
-                let core = self.new_core(now, we_accept(me, peer), peer, id);
+                let accept = we_accept(me, peer);
+                let keys = match (&self.config.udp_keys, link.udp_key) {
+                    (None, _) => None,
+                    (Some(ours), Some(theirs)) if accept => {
+                        Some(LinkKeys::Accept(ours.responder(theirs)))
+                    }
+                    (Some(ours), Some(theirs)) => Some(LinkKeys::Connect(ours.initiator(theirs))),
+                    // Never fall back to plaintext. Not retried: nothing changes until the
+                    // peer joins again with a key (`peer_present` starts the link over then).
+                    (Some(_), None) => {
+                        let link = &mut self.links[i];
+                        link.state = LinkState::Lost;
+                        link.reason = Some(Failure::Unencrypted);
+                        link.retry_at = None;
+                        link.deadline = None;
+                        let info = link.info(now);
+                        self.event(Event::Link(info));
+                        return;
+                    }
+                };
+                let core = self.new_core(now, accept, peer, id, keys);
                 let link = &mut self.links[i];
                 link.core = core;
                 link.state = LinkState::Open;
@@ -1128,6 +1183,7 @@ impl Member {
         accept: bool,
         peer: PeerId,
         link: LinkId,
+        keys: Option<LinkKeys>,
     ) -> Option<CoreLink> {
         let emulation = self
             .config
@@ -1142,6 +1198,7 @@ impl Member {
             self.config.secret,
             cookie_address(peer),
             emulation.as_ref(),
+            keys,
         )
         .ok()
     }
@@ -1377,7 +1434,7 @@ impl Member {
                 };
                 // The offerer connects, the answerer accepts: the same pairing as the ids'.
                 let accept = !rtc.offerer;
-                let core = self.new_core(now, accept, peer, link.id);
+                let core = self.new_core(now, accept, peer, link.id, None);
                 let link = &mut self.links[i];
                 link.core = core;
                 link.state = LinkState::Open;
@@ -1577,6 +1634,10 @@ impl Member {
                 let failure = match reason {
                     DisconnectReason::ClosedByPeer => Failure::PeerClosed,
                     DisconnectReason::HandshakeTimedOut => Failure::HandshakeTimeout,
+                    DisconnectReason::Unencrypted => Failure::Unencrypted,
+                    DisconnectReason::AcceptorKeyMismatch | DisconnectReason::KeyExchangeFailed => {
+                        Failure::KeyRefused
+                    }
                     _ => Failure::IdleTimeout(self.config.connection.idle_timeout),
                 };
                 self.lose(now, i, failure);

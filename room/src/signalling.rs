@@ -26,6 +26,57 @@ pub const VERSION: u32 = 1;
 /// lifetime; after a server restart they are handed out afresh (see [`PeerInfo::instance`]).
 pub type PeerId = u64;
 
+/// An X25519 public key, written as standard base64 (44 characters, as WireGuard writes
+/// keys): a native's key for its encrypted UDP links (`udp_key`), and a listener's
+/// fingerprint. Anything else is refused when parsed.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PublicKey(pub [u8; 32]);
+
+/// Not 44 characters of base64 for 32 bytes.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("a key must be 44 characters of base64 (32 bytes): {0:?}")]
+pub struct InvalidPublicKey(pub String);
+
+impl std::fmt::Display for PublicKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use base64::Engine;
+        f.write_str(&base64::engine::general_purpose::STANDARD.encode(self.0))
+    }
+}
+
+impl std::fmt::Debug for PublicKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PublicKey({self})")
+    }
+}
+
+impl std::str::FromStr for PublicKey {
+    type Err = InvalidPublicKey;
+
+    fn from_str(text: &str) -> Result<PublicKey, InvalidPublicKey> {
+        use base64::Engine;
+        base64::engine::general_purpose::STANDARD
+            .decode(text)
+            .ok()
+            .and_then(|bytes| bytes.try_into().ok())
+            .map(PublicKey)
+            .ok_or_else(|| InvalidPublicKey(text.to_owned()))
+    }
+}
+
+impl Serialize for PublicKey {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for PublicKey {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<PublicKey, D::Error> {
+        let text = Cow::<str>::deserialize(d)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 /// What kind of program a peer is; decides which transport the others open to it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -73,6 +124,9 @@ pub struct UrlJoin {
     /// This program instance's id (see [`PeerInfo::instance`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instance: Option<String>,
+    /// A native's public key for encrypted UDP links (see [`PeerInfo::udp_key`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub udp_key: Option<PublicKey>,
 }
 
 impl UrlJoin {
@@ -89,6 +143,9 @@ impl UrlJoin {
         }
         if let Some(instance) = &self.instance {
             pairs.push(("instance", instance.clone()));
+        }
+        if let Some(key) = self.udp_key {
+            pairs.push(("udp_key", key.to_string()));
         }
         let encode = |value: &str| {
             value
@@ -116,6 +173,7 @@ impl UrlJoin {
             kind: self.kind,
             udp_addr: self.udp_addr,
             instance: self.instance,
+            udp_key: self.udp_key,
             resume: None,
         }
     }
@@ -136,6 +194,12 @@ pub struct PeerInfo {
     /// peer it still has a live link with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instance: Option<String>,
+    /// A native's public key (X25519, new at each start of the program): native↔native UDP
+    /// links run the key exchange with it (Noise KK, `docs/wire.md`, "Key exchange"), as
+    /// browsers check the DTLS fingerprint in an SDP. Absent for browsers, and for a native
+    /// run without encryption (`--insecure`), which an encrypting native will not link with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub udp_key: Option<PublicKey>,
 }
 
 /// An ICE server from the welcome, in the browser's `RTCIceServer` shape (so a browser can
@@ -208,6 +272,10 @@ pub enum ClientFrame {
         /// replaces the room's peer with the same instance.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         instance: Option<String>,
+        /// Natives only: the public key the other natives key their encrypted UDP links
+        /// with (see [`PeerInfo::udp_key`]).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        udp_key: Option<PublicKey>,
         /// Take back a peer id after a dropped link.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         resume: Option<Resume>,
@@ -374,18 +442,40 @@ mod tests {
             kind: PeerKind::Native,
             udp_addr: Some("[2001:db8::1]:40000".parse().unwrap()),
             instance: Some("p-1".into()),
+            udp_key: Some(PublicKey([0xFB; 32])),
         };
         assert_eq!(
             join.query(),
-            "version=1&room=lobby&kind=native&udp_addr=%5B2001%3Adb8%3A%3A1%5D%3A40000&instance=p-1"
+            "version=1&room=lobby&kind=native&udp_addr=%5B2001%3Adb8%3A%3A1%5D%3A40000&instance=p-1\
+             &udp_key=%2B%2Fv7%2B%2Fv7%2B%2Fv7%2B%2Fv7%2B%2Fv7%2B%2Fv7%2B%2Fv7%2B%2Fv7%2B%2Fv7%2B%2Fv7%2B%2Fs%3D"
         );
         let browser = UrlJoin {
             kind: PeerKind::Browser,
             udp_addr: None,
             instance: None,
+            udp_key: None,
             ..join
         };
         assert_eq!(browser.query(), "version=1&room=lobby&kind=browser");
+    }
+
+    #[test]
+    fn a_public_key_is_44_characters_of_base64_and_nothing_else_parses() {
+        let key = PublicKey(core::array::from_fn(|i| i as u8));
+        let text = key.to_string();
+        assert_eq!(text, "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=");
+        assert_eq!(text.parse::<PublicKey>(), Ok(key));
+        assert_eq!(serde_json::to_string(&key).unwrap(), format!("\"{text}\""));
+        for bad in [
+            "",
+            "AAEC",
+            &text[..43],
+            &format!("{text}AAAA"),
+            "not base64 at all!!",
+        ] {
+            assert!(bad.parse::<PublicKey>().is_err(), "{bad}");
+            assert!(serde_json::from_str::<PublicKey>(&format!("\"{bad}\"")).is_err());
+        }
     }
 
     #[test]
@@ -442,6 +532,7 @@ mod tests {
             kind: PeerKind::Browser,
             udp_addr: None,
             instance: None,
+            udp_key: None,
             resume: None,
         };
         assert_eq!(
@@ -454,6 +545,7 @@ mod tests {
             kind: PeerKind::Native,
             udp_addr: Some("127.0.0.1:40000".parse().unwrap()),
             instance: None,
+            udp_key: Some(PublicKey(core::array::from_fn(|i| i as u8))),
             resume: Some(Resume {
                 peer_id: 7,
                 token: "t".into(),
@@ -461,7 +553,7 @@ mod tests {
         };
         assert_eq!(
             serde_json::to_string(&native).unwrap(),
-            r#"{"type":"join","version":1,"room":"lobby","kind":"native","udp_addr":"127.0.0.1:40000","resume":{"peer_id":7,"token":"t"}}"#
+            r#"{"type":"join","version":1,"room":"lobby","kind":"native","udp_addr":"127.0.0.1:40000","udp_key":"AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=","resume":{"peer_id":7,"token":"t"}}"#
         );
         let with_instance = ClientFrame::Join {
             version: VERSION,
@@ -469,6 +561,7 @@ mod tests {
             kind: PeerKind::Browser,
             udp_addr: None,
             instance: Some("k3J9-x_2".into()),
+            udp_key: None,
             resume: None,
         };
         let text = serde_json::to_string(&with_instance).unwrap();
@@ -489,6 +582,7 @@ mod tests {
             kind: PeerKind::Browser,
             udp_addr: None,
             instance: Some("tab-1".into()),
+            udp_key: None,
         };
         let frame = ServerFrame::PeerJoined {
             room: "lobby".into(),

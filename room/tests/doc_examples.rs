@@ -166,6 +166,7 @@ fn the_documented_browser_join_serializes_byte_for_byte() {
         kind: ackwire_room::signalling::PeerKind::Browser,
         udp_addr: None,
         instance: None,
+        udp_key: None,
         resume: None,
     };
     let text = serde_json::to_string(&join).unwrap();

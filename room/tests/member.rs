@@ -74,6 +74,47 @@ fn natives_link_over_udp_and_with_browsers_over_webrtc() {
 }
 
 #[test]
+fn natives_with_keys_link_encrypted_and_never_in_plaintext_with_one_that_has_none() {
+    use std::sync::Arc;
+    let keyed = |c: &mut ackwire_room::member::MemberConfig| {
+        c.udp_keys = Some(Arc::new(ackwire_room::keys::NoiseKeys::generate()));
+    };
+    let mut w = World::new();
+    let n1 = w.add(PeerKind::Native, keyed);
+    let n2 = w.add(PeerKind::Native, keyed);
+    w.run_until_true(2 * S, "natives linked", |w| w.fully_linked(&[n1, n2]));
+    assert_eq!(w.link(n1, n2).unwrap().transport, TransportKind::Udp);
+    let now = w.now;
+    assert_eq!(
+        w.nodes[n2].member.send_chat(now, "secret plans").unwrap(),
+        1
+    );
+    w.run_for(2 * S);
+    assert_eq!(w.chats(n1, "secret plans"), 1);
+    assert!(
+        !w.udp_seen
+            .iter()
+            .any(|d| d.windows(12).any(|x| x == b"secret plans")),
+        "plaintext on the wire"
+    );
+    // Every handshake between them was the secure one.
+    assert!(w.udp_seen.iter().any(|d| d[0] == 0xA7));
+    assert!(!w.udp_seen.iter().any(|d| d[0] == 0xA0 || d[0] == 0xA2));
+
+    // A native without keys (`--insecure`): the keyed ones refuse to link with it, and say
+    // why; nothing passes between them in plaintext.
+    let plain = w.add(PeerKind::Native, |_| {});
+    w.run_for(8 * S);
+    for keyed in [n1, n2] {
+        let link = w.link(keyed, plain).expect("a link entry");
+        assert_ne!(link.state, LinkState::Connected);
+        assert_eq!(link.reason, Some(Failure::Unencrypted), "{link:?}");
+        assert_ne!(w.link(plain, keyed).unwrap().state, LinkState::Connected);
+    }
+    assert_eq!(w.link(n1, n2).unwrap().state, LinkState::Connected);
+}
+
+#[test]
 fn a_link_held_in_outage_past_the_idle_timeout_is_lost_then_recovers_and_carries_chat() {
     for kinds in [
         [PeerKind::Browser, PeerKind::Browser],

@@ -14,7 +14,7 @@ use std::{
 };
 
 use ackwire_room::signalling::{
-    LeaveReason, PeerId, PeerInfo, PeerKind, Resume, RoomSnapshot, ServerFrame,
+    LeaveReason, PeerId, PeerInfo, PeerKind, PublicKey, Resume, RoomSnapshot, ServerFrame,
 };
 use axum::extract::ws::Utf8Bytes;
 use serde_json::Value;
@@ -123,10 +123,12 @@ impl Room {
     }
 }
 
-/// A peer as dashboards see it: a native's UDP address is for its room's members alone.
+/// A peer as dashboards see it: a native's UDP address and key are for its room's members
+/// alone.
 fn watched(info: &PeerInfo) -> PeerInfo {
     PeerInfo {
         udp_addr: None,
+        udp_key: None,
         ..info.clone()
     }
 }
@@ -198,6 +200,8 @@ pub struct JoinRequest {
     pub kind: PeerKind,
     /// Natives' UDP address.
     pub udp_addr: Option<SocketAddr>,
+    /// Natives' public key for encrypted UDP links (only with `udp_addr`).
+    pub udp_key: Option<PublicKey>,
     /// The address the connection is counted under ([`Permit::client`](crate::admission::Permit::client)): a join that creates
     /// a room spends one of its room creations.
     pub client: IpAddr,
@@ -285,6 +289,7 @@ impl Hub {
             }
             if req.udp_addr.is_some() {
                 slot.info.udp_addr = req.udp_addr;
+                slot.info.udp_key = req.udp_key;
             }
             // Every welcome carries a new token and the one just used is dead: a token that
             // leaked is worth at most one takeover, which its owner notices at once.
@@ -343,6 +348,7 @@ impl Hub {
             kind: req.kind,
             udp_addr: req.udp_addr,
             instance: req.instance,
+            udp_key: req.udp_key,
         };
         let peer_id = info.id;
         let token = new_token();
@@ -567,6 +573,7 @@ mod tests {
             room: room.into(),
             kind: PeerKind::Browser,
             udp_addr: None,
+            udp_key: None,
             client: LOOPBACK,
             instance: None,
             resume,

@@ -453,6 +453,7 @@ impl Session {
                 kind,
                 udp_addr,
                 instance,
+                udp_key,
                 resume,
             } => {
                 if let Some((room, _)) = &self.joined {
@@ -470,10 +471,16 @@ impl Session {
                         "udp_addr is only for native peers",
                     ));
                 }
+                if udp_key.is_some() && udp_addr.is_none() {
+                    return Err(SignalError::InvalidJoin(
+                        "udp_key is only for native peers with a udp_addr",
+                    ));
+                }
                 let request = JoinRequest {
                     room,
                     kind,
                     udp_addr,
+                    udp_key,
                     client: self.permit.client(),
                     instance,
                     resume,

@@ -244,6 +244,12 @@ async fn a_join_in_the_url_is_answered_by_the_first_frame() {
         kind: PeerKind::Native,
         udp_addr: Some("[::1]:40000".parse().unwrap()),
         instance: Some("p-1".into()),
+        // Base64's `+`, `/` and `=` are encoded too.
+        udp_key: Some(
+            "+/+/AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxw="
+                .parse()
+                .unwrap(),
+        ),
     };
     let mut b = upgrade(server.addr, &format!("/ws?{}", join.query()), &[])
         .await
@@ -256,6 +262,10 @@ async fn a_join_in_the_url_is_answered_by_the_first_frame() {
     let joined = a.recv_type("peer_joined").await;
     assert_eq!(joined["peer"]["udp_addr"], "[::1]:40000");
     assert_eq!(joined["peer"]["instance"], "p-1");
+    assert_eq!(
+        joined["peer"]["udp_key"],
+        "+/+/AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxw="
+    );
     // It is a join like any other: signals flow, and a second join is refused.
     a.send(json!({"type": "signal", "to": peer_id(&welcome), "data": "hi"}))
         .await;
@@ -276,6 +286,14 @@ async fn a_join_in_the_url_is_answered_by_the_first_frame() {
         (
             "version=1&room=lobby&kind=browser&udp_addr=127.0.0.1%3A1",
             "invalid_join",
+        ),
+        (
+            "version=1&room=lobby&kind=native&udp_key=AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8%3D",
+            "invalid_join",
+        ),
+        (
+            "version=1&room=lobby&kind=native&udp_addr=127.0.0.1%3A1&udp_key=short",
+            "malformed_message",
         ),
     ] {
         let mut c = upgrade(server.addr, &format!("/ws?{query}"), &[])

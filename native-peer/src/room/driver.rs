@@ -11,6 +11,7 @@ use std::io::{IsTerminal, Write};
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use ackwire_room::keys::NoiseKeys;
 use ackwire_room::member::{
     Command, Event, LinkId, LinkInfo, LinkState, Member, MemberConfig, Output, Route,
     SignallingState, TransportId,
@@ -134,6 +135,13 @@ pub async fn run(args: &JoinArgs, stop: impl Future<Output = ()>) -> Result<(), 
     config.secret = rand::random();
     config.seed = rand::random();
     config.emulation = emulation;
+    // Links to other natives are encrypted with a key new at each start, announced in the
+    // join; browsers' links ride DTLS either way.
+    if args.common.insecure {
+        tracing::warn!("encryption off (--insecure): links to other natives are plaintext");
+    } else {
+        config.udp_keys = Some(std::sync::Arc::new(NoiseKeys::generate()));
+    }
     let start = Instant::now();
     let member = Member::new(config, Duration::ZERO)?;
     let ice_bind = args

@@ -120,6 +120,8 @@ pub struct World {
     udp_owner: HashMap<SocketAddr, usize>,
     /// Frames the server relayed (signals), for tests that count negotiations.
     pub offers_relayed: usize,
+    /// Every UDP datagram sent between natives, in order (a packet capture).
+    pub udp_seen: Vec<Vec<u8>>,
 }
 
 impl World {
@@ -140,6 +142,7 @@ impl World {
             blackout: BTreeSet::new(),
             udp_owner: HashMap::new(),
             offers_relayed: 0,
+            udp_seen: Vec::new(),
         }
     }
 
@@ -344,6 +347,7 @@ impl World {
                 kind,
                 udp_addr,
                 instance,
+                udp_key,
                 resume,
                 ..
             } => {
@@ -389,6 +393,7 @@ impl World {
                     kind,
                     udp_addr,
                     instance,
+                    udp_key,
                 };
                 // Tokens are secrets: never the same twice, even from a restarted server.
                 let token = format!("tok{conn}");
@@ -693,6 +698,7 @@ impl World {
     fn transmit(&mut self, n: usize, route: Route, bytes: Vec<u8>) {
         match route {
             Route::Udp(addr) => {
+                self.udp_seen.push(bytes.clone());
                 let Some(&to) = self.udp_owner.get(&addr) else {
                     return;
                 };
