@@ -459,8 +459,6 @@ impl Endpoint {
         let sequence = u16::from_be_bytes([header[1], header[2]]);
         let packet_number = crate::protection::packet_number(protection.largest_received, sequence);
         if protection
-            .keys
-            .remote
             .open(packet_number, header, payload, tag)
             .is_err()
         {
@@ -701,8 +699,7 @@ impl Endpoint {
             let (header, rest) = buf.split_at_mut(header_len);
             let (payload, tag) = rest.split_at_mut(written);
             let tag: &mut [u8; TAG_LEN] = (&mut tag[..TAG_LEN]).try_into().expect("room kept");
-            protection.keys.local.seal(number, header, payload, tag);
-            protection.next_packet_number = number + 1;
+            protection.seal(header, payload, tag);
         }
 
         // Bound the sent queue: the ring grows while the packets in flight span more than it

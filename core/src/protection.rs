@@ -31,6 +31,12 @@ pub const TAG_LEN: usize = 16;
 /// [`confidentiality_limit`](PacketKey::confidentiality_limit) may come first.
 pub const MAX_PACKET_NUMBER: u64 = (1 << 62) - 1;
 
+/// Packet numbers per key phase of a key that updates ([`PacketKey::next`]): packet number
+/// `n` is sealed under the key of phase `n / KEY_PHASE_PACKETS`, so both sides switch at the
+/// same packet with nothing on the wire. Half AES-GCM's confidentiality limit (2^23), so a
+/// key never comes near it.
+pub const KEY_PHASE_PACKETS: u64 = 1 << 22;
+
 /// The payload or its header did not authenticate under the key: forged, corrupted, or
 /// sealed under another key or packet number. Nothing was decrypted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
@@ -72,6 +78,22 @@ pub trait PacketKey: Send + Sync + fmt::Debug {
     /// Packets that may fail to open under this key before the connection must stop (its
     /// integrity limit; RFC 9001 §6.6).
     fn integrity_limit(&self) -> u64;
+
+    /// The key of the next key phase (a key update), derived from this one's secret; `None`
+    /// (the default) for a key that never updates, which then seals until its
+    /// [`confidentiality_limit`](Self::confidentiality_limit) and stops. Both directions'
+    /// keys of a connection update independently, each every
+    /// [`key_phase_packets`](Self::key_phase_packets) packet numbers.
+    fn next(&self) -> Option<Box<dyn PacketKey>> {
+        None
+    }
+
+    /// Packet numbers per key phase of an updating key ([`KEY_PHASE_PACKETS`] by default;
+    /// the same on both sides, as it decides which key a packet number is under). At most
+    /// the confidentiality limit.
+    fn key_phase_packets(&self) -> u64 {
+        KEY_PHASE_PACKETS
+    }
 }
 
 /// A connection's two keys: `local` seals what this side sends, `remote` opens what the
@@ -177,6 +199,12 @@ pub fn nonce(iv: &[u8; 12], packet_number: u64) -> [u8; 12] {
 pub struct Aes256GcmKey {
     key: ring::aead::LessSafeKey,
     iv: [u8; 12],
+    /// The traffic secret the key and IV came from, when they did ([`from_secret`]): what
+    /// the next phase's key is derived from. Fixed keys ([`new`]) never update.
+    ///
+    /// [`from_secret`]: Self::from_secret
+    /// [`new`]: Self::new
+    secret: Option<[u8; 32]>,
 }
 
 #[cfg(feature = "aead")]
@@ -193,6 +221,27 @@ impl Aes256GcmKey {
         Aes256GcmKey {
             key: ring::aead::LessSafeKey::new(key),
             iv,
+            secret: None,
+        }
+    }
+
+    /// The key of a 32-byte traffic secret (a direction's share of the key exchange; see
+    /// `docs/wire.md`, "Key exchange"): key = HKDF-Expand(secret, "ackwire packet key", 32),
+    /// IV = HKDF-Expand(secret, "ackwire packet iv", 12), with HKDF-SHA256. It updates every
+    /// [`KEY_PHASE_PACKETS`] packets: the next phase's secret is HKDF-Expand(secret,
+    /// "ackwire key update", 32).
+    pub fn from_secret(secret: [u8; 32]) -> Self {
+        let hkdf = hkdf::Hkdf::<sha2::Sha256>::from_prk(&secret)
+            .expect("32 bytes is a valid PRK for SHA-256");
+        let mut key = [0u8; 32];
+        let mut iv = [0u8; 12];
+        hkdf.expand(b"ackwire packet key", &mut key)
+            .expect("within HKDF's limit");
+        hkdf.expand(b"ackwire packet iv", &mut iv)
+            .expect("within HKDF's limit");
+        Aes256GcmKey {
+            secret: Some(secret),
+            ..Aes256GcmKey::new(key, iv)
         }
     }
 
@@ -254,6 +303,16 @@ impl PacketKey for Aes256GcmKey {
     fn integrity_limit(&self) -> u64 {
         Self::INTEGRITY_LIMIT
     }
+
+    fn next(&self) -> Option<Box<dyn PacketKey>> {
+        let secret = self.secret?;
+        let hkdf = hkdf::Hkdf::<sha2::Sha256>::from_prk(&secret)
+            .expect("32 bytes is a valid PRK for SHA-256");
+        let mut next = [0u8; 32];
+        hkdf.expand(b"ackwire key update", &mut next)
+            .expect("within HKDF's limit");
+        Some(Box::new(Aes256GcmKey::from_secret(next)))
+    }
 }
 
 /// A protected endpoint's keys and packet numbers (see `Endpoint::protection`).
@@ -271,20 +330,101 @@ pub(crate) struct Protection {
     pub(crate) open_failure_limit: u64,
     /// Datagrams that failed to open under the remote key.
     pub(crate) open_failures: u64,
+    /// Packet numbers per phase of the local key, if it updates.
+    local_phase_packets: Option<u64>,
+    /// The local key's phase.
+    local_phase: u64,
+    /// Packet numbers per phase of the remote key, if it updates.
+    remote_phase_packets: Option<u64>,
+    /// The remote key's phase: the phase of the newest packet opened.
+    remote_phase: u64,
+    /// The next phase's remote key, derived when a packet of that phase first arrives.
+    remote_next: Option<Box<dyn PacketKey>>,
+    /// The previous phase's remote key, for packets reordered across the update.
+    remote_previous: Option<Box<dyn PacketKey>>,
 }
 
 impl Protection {
     pub(crate) fn new(keys: PacketKeys) -> Protection {
+        let phase_packets = |key: &dyn PacketKey| {
+            key.next().map(|_| {
+                key.key_phase_packets()
+                    .clamp(1, key.confidentiality_limit().max(1))
+            })
+        };
+        let local_phase_packets = phase_packets(&*keys.local);
+        let remote_phase_packets = phase_packets(&*keys.remote);
         Protection {
-            seal_limit: keys
-                .local
-                .confidentiality_limit()
-                .min(MAX_PACKET_NUMBER + 1),
+            // A key that updates never reaches its own limit: only the packet number's does.
+            seal_limit: match local_phase_packets {
+                Some(_) => MAX_PACKET_NUMBER + 1,
+                None => keys
+                    .local
+                    .confidentiality_limit()
+                    .min(MAX_PACKET_NUMBER + 1),
+            },
             open_failure_limit: keys.remote.integrity_limit(),
             keys,
             next_packet_number: 0,
             largest_received: None,
             open_failures: 0,
+            local_phase_packets,
+            local_phase: 0,
+            remote_phase_packets,
+            remote_phase: 0,
+            remote_next: None,
+            remote_previous: None,
+        }
+    }
+
+    /// Seals the next packet (number `next_packet_number`) under the key of its phase.
+    pub(crate) fn seal(&mut self, header: &[u8], payload: &mut [u8], tag: &mut [u8; TAG_LEN]) {
+        let number = self.next_packet_number;
+        if let Some(per_phase) = self.local_phase_packets {
+            while number / per_phase > self.local_phase {
+                if let Some(next) = self.keys.local.next() {
+                    self.keys.local = next;
+                }
+                self.local_phase += 1;
+            }
+        }
+        self.keys.local.seal(number, header, payload, tag);
+        self.next_packet_number = number + 1;
+    }
+
+    /// Opens packet `number` under the remote key of its phase: the current one, the next
+    /// (which becomes current once a packet opens under it: the peer has updated), or the
+    /// previous (a packet reordered across the update). Any other phase fails.
+    pub(crate) fn open(
+        &mut self,
+        number: u64,
+        header: &[u8],
+        payload: &mut [u8],
+        tag: &[u8; TAG_LEN],
+    ) -> Result<(), OpenError> {
+        let Some(per_phase) = self.remote_phase_packets else {
+            return self.keys.remote.open(number, header, payload, tag);
+        };
+        let phase = number / per_phase;
+        if phase == self.remote_phase {
+            self.keys.remote.open(number, header, payload, tag)
+        } else if phase + 1 == self.remote_phase {
+            match &mut self.remote_previous {
+                Some(previous) => previous.open(number, header, payload, tag),
+                None => Err(OpenError),
+            }
+        } else if phase == self.remote_phase + 1 {
+            if self.remote_next.is_none() {
+                self.remote_next = self.keys.remote.next();
+            }
+            let next = self.remote_next.as_mut().ok_or(OpenError)?;
+            next.open(number, header, payload, tag)?;
+            let next = self.remote_next.take().expect("just used");
+            self.remote_previous = Some(std::mem::replace(&mut self.keys.remote, next));
+            self.remote_phase = phase;
+            Ok(())
+        } else {
+            Err(OpenError)
         }
     }
 

@@ -67,7 +67,7 @@ impl Pair {
                         let mut reply = reply[..len].to_vec();
                         self.wire.push((false, reply.clone()));
                         if tamper(false, &mut reply) {
-                            self.to_connector(&mut reply);
+                            self.deliver_to_connector(&mut reply);
                         }
                     }
                     Ok(Accept::Connection(connection)) => self.accepted = Some(connection),
@@ -83,14 +83,14 @@ impl Pair {
                 for mut datagram in out {
                     self.wire.push((false, datagram.clone()));
                     if tamper(false, &mut datagram) {
-                        self.to_connector(&mut datagram);
+                        self.deliver_to_connector(&mut datagram);
                     }
                 }
             }
         }
     }
 
-    fn to_connector(&mut self, datagram: &mut [u8]) {
+    fn deliver_to_connector(&mut self, datagram: &mut [u8]) {
         if let Err(e) = self.connector.receive_in_place(self.now, datagram) {
             self.connector_refused.push(e);
         }

@@ -576,3 +576,189 @@ fn a_man_in_the_middle_who_rewrites_bytes_breaks_nothing_but_his_own_packets() {
     assert!(forged > 500, "{forged} forgeries");
     assert!(refused > 100, "{refused} failed to open");
 }
+
+/// An updating key with 8 packet numbers per phase, to cross many updates in a test: the next
+/// phase's secret is this one's with its first byte incremented (the real derivation is
+/// `Aes256GcmKey::next`'s).
+#[derive(Debug)]
+struct Phased {
+    secret: [u8; 32],
+    key: Aes256GcmKey,
+}
+
+impl Phased {
+    fn boxed(secret: [u8; 32]) -> Box<Phased> {
+        Box::new(Phased {
+            secret,
+            key: Aes256GcmKey::from_secret(secret),
+        })
+    }
+}
+
+impl PacketKey for Phased {
+    fn seal(&mut self, number: u64, header: &[u8], payload: &mut [u8], tag: &mut [u8; 16]) {
+        self.key.seal(number, header, payload, tag);
+    }
+
+    fn open(
+        &mut self,
+        number: u64,
+        header: &[u8],
+        payload: &mut [u8],
+        tag: &[u8; 16],
+    ) -> Result<(), OpenError> {
+        self.key.open(number, header, payload, tag)
+    }
+
+    fn confidentiality_limit(&self) -> u64 {
+        16
+    }
+
+    fn integrity_limit(&self) -> u64 {
+        u64::MAX
+    }
+
+    fn next(&self) -> Option<Box<dyn PacketKey>> {
+        let mut secret = self.secret;
+        secret[0] = secret[0].wrapping_add(1);
+        Some(Phased::boxed(secret))
+    }
+
+    fn key_phase_packets(&self) -> u64 {
+        8
+    }
+}
+
+fn phased_endpoints() -> (Endpoint, Endpoint) {
+    let config = Config {
+        initial_mode: Mode::Good,
+        ..Config::default()
+    };
+    let mut a = Endpoint::new(config.clone(), Duration::ZERO).unwrap();
+    let mut b = Endpoint::new(config, Duration::ZERO).unwrap();
+    a.protect(PacketKeys {
+        local: Phased::boxed([1; 32]),
+        remote: Phased::boxed([2; 32]),
+    })
+    .unwrap();
+    b.protect(PacketKeys {
+        local: Phased::boxed([2; 32]),
+        remote: Phased::boxed([1; 32]),
+    })
+    .unwrap();
+    (a, b)
+}
+
+#[test]
+fn keys_update_every_phase_past_their_own_limit_and_reordered_packets_still_open() {
+    let (mut a, mut b) = phased_endpoints();
+    let mut now = Duration::ZERO;
+    let mut sealed = Vec::new();
+    // 100 packets: 12 key updates, and far past one key's limit of 16 (the sender never
+    // stops: every phase's key seals 8). Sent 10 at a time, delivered with neighbours swapped
+    // (reordered across every update), one in ten lost; b acks each batch.
+    let mut taken = 0;
+    for batch in 0..10u32 {
+        let first = sealed.len();
+        for i in 0..10u32 {
+            now += Duration::from_millis(34);
+            sealed.push(seal(&mut a, now, &(batch * 10 + i).to_be_bytes()));
+        }
+        let mut order: Vec<usize> = (first..first + 10).collect();
+        for pair in order.chunks_mut(2) {
+            pair.swap(0, 1);
+        }
+        for i in order.into_iter().filter(|i| i % 10 != 3) {
+            let mut datagram = sealed[i].clone();
+            b.receive_in_place(now, &mut datagram)
+                .unwrap_or_else(|e| panic!("packet {i}: {e}"));
+            taken += 1;
+        }
+        let mut ack = seal(&mut b, now, b"");
+        a.receive_in_place(now, &mut ack).unwrap();
+    }
+    assert_eq!(taken, 90);
+    assert_eq!(b.stats().counters.packets_unauthenticated, 0);
+    assert_eq!(a.stats().counters.packets_unauthenticated, 0);
+    assert!(b.key_exhausted().is_none() && a.key_exhausted().is_none());
+
+    // Each phase has its own key: packet 8 (phase 1) does not open under phase 0's key, and
+    // opens under phase 1's.
+    let packet = &sealed[8];
+    let header_len = ackwire_core::wire::PacketHeader::decode(packet).unwrap().1;
+    let (head, rest) = packet.split_at(header_len);
+    let (body, tag) = rest.split_at(rest.len() - TAG_LEN);
+    let tag: [u8; TAG_LEN] = tag.try_into().unwrap();
+    let phase0 = Phased::boxed([1; 32]);
+    assert_eq!(
+        Phased::boxed([1; 32]).open(8, head, &mut body.to_vec(), &tag),
+        Err(OpenError)
+    );
+    let mut phase1 = phase0.next().unwrap();
+    let mut opened = body.to_vec();
+    phase1.open(8, head, &mut opened, &tag).unwrap();
+}
+
+#[test]
+fn a_packet_two_key_phases_old_is_refused_and_changes_nothing() {
+    let (mut a, mut b) = phased_endpoints();
+    let mut now = Duration::ZERO;
+    let mut sealed = Vec::new();
+    for i in 0..30u32 {
+        now += Duration::from_millis(34);
+        sealed.push(seal(&mut a, now, &i.to_be_bytes()));
+    }
+    // Take in packets 0..=2 and 20..=29 (phases 0 and 2, 3): the phase-0 packets that came
+    // late are now two phases old.
+    for i in (0..=2).chain(10..30) {
+        b.receive_in_place(now, &mut sealed[i].clone()).unwrap();
+    }
+    let before = b.stats();
+    let mut late = sealed[5].clone();
+    assert!(matches!(
+        b.receive_in_place(now, &mut late),
+        Err(ReceiveError::Unauthenticated { .. })
+    ));
+    let after = b.stats();
+    assert_eq!(after.counters.packets_unauthenticated, 1);
+    assert_eq!(
+        (
+            after.counters.packets_received,
+            after.rtt_ms,
+            after.counters.packets_acked
+        ),
+        (
+            before.counters.packets_received,
+            before.rtt_ms,
+            before.counters.packets_acked
+        )
+    );
+}
+
+#[test]
+fn derived_keys_update_to_the_documented_next_secret() {
+    // `Aes256GcmKey::from_secret` keys update: each phase's key differs from the last, and
+    // the derivation is deterministic (both sides reach the same keys).
+    let secret = [7u8; 32];
+    let seal_with = |key: &mut dyn PacketKey| {
+        let mut payload = *b"same plaintext";
+        let mut tag = [0u8; TAG_LEN];
+        key.seal(0, b"h", &mut payload, &mut tag);
+        (payload, tag)
+    };
+    let mut phase0 = Aes256GcmKey::from_secret(secret);
+    let mut phase1 = phase0.next().expect("a secret-derived key updates");
+    let mut phase1_again = Aes256GcmKey::from_secret(secret).next().unwrap();
+    let mut phase2 = phase1.next().unwrap();
+    let (c0, c1, c1b, c2) = (
+        seal_with(&mut phase0),
+        seal_with(&mut *phase1),
+        seal_with(&mut *phase1_again),
+        seal_with(&mut *phase2),
+    );
+    assert_ne!(c0, c1);
+    assert_ne!(c1, c2);
+    assert_eq!(c1, c1b);
+    // Fixed keys never update.
+    assert!(Aes256GcmKey::new([1; 32], [2; 12]).next().is_none());
+}

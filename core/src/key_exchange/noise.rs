@@ -2,26 +2,21 @@
 //! only the acceptor has a static key the connector knows (`listen` / `connect`), and
 //! `Noise_KK_25519_ChaChaPoly_BLAKE2s` when both sides know each other's (room peers, whose
 //! keys travel in signalling). The handshake's final chaining key is split into one key per
-//! direction, and each is expanded with HKDF-SHA256 into that direction's AES-256-GCM key and
-//! IV (`docs/wire.md`, "Key exchange"): Noise's own transport messages carry an explicit
+//! direction, that direction's traffic secret: its AES-256-GCM key and IV come from it through
+//! HKDF-SHA256, and so does the next key phase's secret ([`Aes256GcmKey::from_secret`];
+//! `docs/wire.md`, "Key exchange"). Noise's own transport messages carry an explicit
 //! nonce and no associated data, where ackwire's packets rebuild the nonce from the sequence
 //! and authenticate the header.
 
 use core::fmt;
 
-use hkdf::Hkdf;
-use sha2::Sha256;
 use snow::{Builder, HandshakeState};
 
 use super::{HANDSHAKE_MESSAGE_LEN, Initiator, KeyExchangeError, PUBLIC_KEY_LEN, Responder};
-use crate::protection::PacketKeys;
+use crate::protection::{Aes256GcmKey, PacketKeys};
 
 const NK: &str = "Noise_NK_25519_ChaChaPoly_BLAKE2s";
 const KK: &str = "Noise_KK_25519_ChaChaPoly_BLAKE2s";
-
-/// HKDF-Expand labels of a direction's packet key and IV.
-const KEY_LABEL: &[u8] = b"ackwire packet key";
-const IV_LABEL: &[u8] = b"ackwire packet iv";
 
 /// An X25519 key pair: a listener's long-lived identity, or a room member's key for one
 /// session. The private half never leaves this value (its `Debug` shows the public half only).
@@ -279,18 +274,11 @@ fn read(
     }
 }
 
-/// One direction's AES-256-GCM key and IV from its split key.
-pub(crate) fn direction(split: &[u8; 32]) -> ([u8; 32], [u8; 12]) {
-    let hkdf = Hkdf::<Sha256>::from_prk(split).expect("32 bytes is a valid PRK for SHA-256");
-    let mut key = [0u8; 32];
-    let mut iv = [0u8; 12];
-    hkdf.expand(KEY_LABEL, &mut key)
-        .expect("within HKDF's limit");
-    hkdf.expand(IV_LABEL, &mut iv).expect("within HKDF's limit");
-    (key, iv)
-}
-
-/// The packet keys of one side: `local` seals, `remote` opens.
+/// The packet keys of one side: `local` seals, `remote` opens; each direction's Noise split
+/// key is its traffic secret.
 fn packet_keys(local: &[u8; 32], remote: &[u8; 32]) -> PacketKeys {
-    PacketKeys::aes_256_gcm(direction(local), direction(remote))
+    PacketKeys {
+        local: Box::new(Aes256GcmKey::from_secret(*local)),
+        remote: Box::new(Aes256GcmKey::from_secret(*remote)),
+    }
 }

@@ -300,7 +300,7 @@ impl World {
                         // The server reads a join in the URL as it accepts the socket.
                         if let Some(join) = join {
                             self.nodes[n].url_joins += 1;
-                            self.to_server(n, conn, join.into_frame());
+                            self.server_receives(n, conn, join.into_frame());
                         }
                     } else {
                         self.at(HOP, Action::SocketClosed { to: n, conn });
@@ -312,7 +312,7 @@ impl World {
                     }
                     let conn = self.nodes[n].conn;
                     if conn != 0 {
-                        self.to_server(n, conn, frame);
+                        self.server_receives(n, conn, frame);
                     }
                 }
                 Output::Command(command) => self.command(n, command),
@@ -325,7 +325,7 @@ impl World {
     // ----- the signalling server -----
 
     /// `frame` from member `from` on its connection `conn` reaches the server a hop later.
-    fn to_server(&mut self, from: usize, conn: u64, frame: ClientFrame) {
+    fn server_receives(&mut self, from: usize, conn: u64, frame: ClientFrame) {
         self.at(HOP, Action::ToServer { from, conn, frame });
     }
 
