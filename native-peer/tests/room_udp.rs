@@ -289,3 +289,49 @@ async fn a_native_link_lost_to_an_outage_past_the_idle_timeout_recovers_and_carr
     .await;
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn natives_with_no_direct_udp_path_fall_back_to_webrtc_and_greet_once() {
+    let server = Server::start("127.0.0.1:0".parse().unwrap()).await;
+    let url = server.room_url("no-direct-path");
+    blocking(move || {
+        // The first native advertises an address where nothing answers (a socket that reads
+        // nothing), so the second's direct UDP attempts vanish, as across two symmetric NATs.
+        let dead = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let dead_addr = dead.local_addr().unwrap().to_string();
+        let mut a = Peer::join_with(&url, &["--advertise", &dead_addr]);
+        let a_id = a.peer_id();
+        let mut b = Peer::join(&url);
+        let b_id = b.peer_id();
+        // The direct attempt ends with the core's 5 s handshake timeout; the link then runs
+        // over ICE (here host candidates on loopback; across NATs, STUN and TURN).
+        for (me, other) in [(&mut a, b_id), (&mut b, a_id)] {
+            me.wait_for("a WebRTC link", Duration::from_secs(25), |l| {
+                link_state(l, other, "connected") && l["transport"] == "webrtc"
+            });
+        }
+        thread::sleep(Duration::from_millis(1500));
+        for (me, other) in [(&mut a, b_id), (&mut b, a_id)] {
+            me.wait_for("stats", Duration::from_secs(3), |l| acked(l, other) > 10);
+            let chats: Vec<Value> = me
+                .seen
+                .iter()
+                .filter(|l| l["type"] == "chat")
+                .map(|l| json!({"peer": l["peer"], "text": l["text"]}))
+                .collect();
+            assert_eq!(
+                chats,
+                [json!({"peer": other, "text": format!("hello from native peer {other}")})]
+            );
+        }
+        assert!(
+            b.seen
+                .iter()
+                .any(|l| link_state(l, a_id, "lost") && l["transport"] == "udp"),
+            "the direct attempt was lost first"
+        );
+        drop(dead);
+    })
+    .await;
+    server.stop().await;
+}

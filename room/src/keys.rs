@@ -11,7 +11,8 @@ use ackwire_core::{Initiator, Responder};
 use crate::signalling::PublicKey;
 
 /// A native member's key pair for its UDP links: the native driver implements it (on the
-/// core's Noise key exchange); a member without one links in plaintext (`--insecure`).
+/// core's Noise key exchange). A member without one (`--insecure`) runs raw UDP in plaintext
+/// with natives that have none either, and reaches the others through WebRTC (DTLS).
 pub trait UdpKeys: Send + Sync + fmt::Debug {
     /// Our public key, sent in every join.
     fn public_key(&self) -> PublicKey;

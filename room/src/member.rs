@@ -246,8 +246,8 @@ pub enum Failure {
     HandshakeTimeout,
     /// The peer started the link over (a new offer while ours was up).
     Restarted,
-    /// A native↔native link where the other program runs without encryption (`--insecure`)
-    /// and this one requires it, or the other way round: no link in plaintext.
+    /// The other native answered a raw UDP link without encryption where this one requires
+    /// it (its join announced a key it does not use): no link in plaintext.
     Unencrypted,
     /// The other native's key exchange did not prove the key signalling gave for it.
     KeyRefused,
@@ -291,7 +291,7 @@ impl std::fmt::Display for Failure {
             Failure::HandshakeTimeout => f.write_str("the other player never answered"),
             Failure::Restarted => f.write_str("the other player started the link over"),
             Failure::Unencrypted => f.write_str(
-                "one of the two programs runs without encryption (--insecure); both must, or neither",
+                "the other player's program answered without encryption; this one requires it",
             ),
             Failure::KeyRefused => f.write_str(
                 "the other player's key did not match the one the server gave (a man in the middle?)",
@@ -552,6 +552,9 @@ struct Link {
     peer: Option<PeerId>,
     kind: PeerKind,
     udp: Option<SocketAddr>,
+    /// A link between natives that runs over WebRTC (ICE, TURN) instead of raw UDP to the
+    /// advertised address, after that failed (symmetric NATs, a firewall): see `fall_back`.
+    via_ice: bool,
     /// The peer's key for an encrypted UDP link, from signalling.
     udp_key: Option<PublicKey>,
     state: LinkState,
@@ -571,8 +574,13 @@ struct Link {
 }
 
 impl Link {
+    /// The peer's UDP address while the link runs over raw UDP.
+    fn direct_udp(&self) -> Option<SocketAddr> {
+        self.udp.filter(|_| !self.via_ice)
+    }
+
     fn transport(&self) -> TransportKind {
-        if self.udp.is_some() {
+        if self.direct_udp().is_some() {
             TransportKind::Udp
         } else {
             TransportKind::WebRtc
@@ -580,7 +588,7 @@ impl Link {
     }
 
     fn route(&self) -> Option<Route> {
-        match (self.udp, &self.rtc) {
+        match (self.direct_udp(), &self.rtc) {
             (Some(addr), _) => Some(Route::Udp(addr)),
             (None, Some(rtc)) => Some(Route::WebRtc(rtc.id)),
             (None, None) => None,
@@ -1110,6 +1118,7 @@ impl Member {
             peer: Some(info.id),
             kind: info.kind,
             udp,
+            via_ice: false,
             udp_key: info.udp_key,
             state: LinkState::Wanted,
             reason: None,
@@ -1142,28 +1151,22 @@ impl Member {
         link.ice = None;
         link.candidate = None;
         let we_initiate = me > peer;
-        match link.udp {
+        // Raw UDP between natives only when both encrypt it or neither does: with one that
+        // runs `--insecure`, the link goes through WebRTC, whose DTLS encrypts it, rather
+        // than in plaintext or not at all.
+        if link.direct_udp().is_some() && self.config.udp_keys.is_some() != link.udp_key.is_some() {
+            link.via_ice = true;
+        }
+        match link.direct_udp() {
             Some(_) => {
                 let id = link.id;
                 let accept = we_accept(me, peer);
                 let keys = match (&self.config.udp_keys, link.udp_key) {
-                    (None, _) => None,
                     (Some(ours), Some(theirs)) if accept => {
                         Some(LinkKeys::Accept(ours.responder(theirs)))
                     }
                     (Some(ours), Some(theirs)) => Some(LinkKeys::Connect(ours.initiator(theirs))),
-                    // Never fall back to plaintext. Not retried: nothing changes until the
-                    // peer joins again with a key (`peer_present` starts the link over then).
-                    (Some(_), None) => {
-                        let link = &mut self.links[i];
-                        link.state = LinkState::Lost;
-                        link.reason = Some(Failure::Unencrypted);
-                        link.retry_at = None;
-                        link.deadline = None;
-                        let info = link.info(now);
-                        self.event(Event::Link(info));
-                        return;
-                    }
+                    _ => None,
                 };
                 let core = self.new_core(now, accept, peer, id, keys);
                 let link = &mut self.links[i];
@@ -1233,6 +1236,12 @@ impl Member {
     fn lose(&mut self, now: Duration, i: usize, failure: Failure) {
         self.close_transport(now, i);
         let link = &mut self.links[i];
+        // No direct path between two natives (symmetric NATs, a firewall): the next attempt
+        // goes through ICE, which can also use STUN and TURN. The offerer decides; the other
+        // side follows when the offer comes (`on_signal`).
+        let fall_back = link.direct_udp().is_some()
+            && matches!(failure, Failure::HandshakeTimeout | Failure::Timeout(_))
+            && self.me.zip(link.peer).is_some_and(|(me, peer)| me > peer);
         link.state = LinkState::Lost;
         link.reason = Some(failure);
         // The path that failed is not the path of the next attempt.
@@ -1241,6 +1250,7 @@ impl Member {
         let info = link.info(now);
         self.event(Event::Link(info));
         let link = &mut self.links[i];
+        link.via_ice |= fall_back;
         let Some(peer) = link.peer else {
             // Not in the room (yet): it starts over when its peer shows up again.
             return;
@@ -1278,8 +1288,14 @@ impl Member {
             self.early_signals.push_back((now, from, data));
             return;
         };
-        if self.links[i].udp.is_some() {
-            return;
+        if self.links[i].direct_udp().is_some() {
+            let offer = matches!(&data, SignalData::Sdp { sdp } if sdp.kind == "offer");
+            if !offer {
+                return;
+            }
+            // The other native found no direct UDP path and fell back to WebRTC: follow.
+            self.links[i].via_ice = true;
+            self.start_answering(now, i);
         }
         match data {
             SignalData::Sdp { ref sdp } if sdp.kind == "offer" => {
@@ -1380,7 +1396,7 @@ impl Member {
                 self.on_signal(now, peer, data);
             }
         }
-        if let Some(addr) = self.links[i].udp {
+        if let Some(addr) = self.links[i].direct_udp() {
             for datagram in take_early(&mut self.early_datagrams, &addr, cutoff) {
                 // Refused ones are dropped, as they would have been on arrival.
                 let _ = self.receive(now, Route::Udp(addr), &datagram);
@@ -1465,8 +1481,10 @@ impl Member {
             return Ok(());
         }
         let found = self.links.iter().position(|l| match route {
-            Route::Udp(addr) => l.udp == Some(addr),
-            Route::WebRtc(t) => l.udp.is_none() && l.rtc.as_ref().is_some_and(|r| r.id == t),
+            Route::Udp(addr) => l.direct_udp() == Some(addr),
+            Route::WebRtc(t) => {
+                l.direct_udp().is_none() && l.rtc.as_ref().is_some_and(|r| r.id == t)
+            }
         });
         let Some(i) = found else {
             if let Route::Udp(addr) = route {

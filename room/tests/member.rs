@@ -74,7 +74,7 @@ fn natives_link_over_udp_and_with_browsers_over_webrtc() {
 }
 
 #[test]
-fn natives_with_keys_link_encrypted_and_never_in_plaintext_with_one_that_has_none() {
+fn natives_with_keys_link_encrypted_and_reach_one_without_keys_only_through_webrtc() {
     use std::sync::Arc;
     let keyed = |c: &mut ackwire_room::member::MemberConfig| {
         c.udp_keys = Some(Arc::new(ackwire_room::keys::NoiseKeys::generate()));
@@ -101,17 +101,59 @@ fn natives_with_keys_link_encrypted_and_never_in_plaintext_with_one_that_has_non
     assert!(w.udp_seen.iter().any(|d| d[0] == 0xA7));
     assert!(!w.udp_seen.iter().any(|d| d[0] == 0xA0 || d[0] == 0xA2));
 
-    // A native without keys (`--insecure`): the keyed ones refuse to link with it, and say
-    // why; nothing passes between them in plaintext.
+    // A native without keys (`--insecure`): no raw UDP with the keyed ones, in plaintext or
+    // otherwise; their links go through WebRTC (DTLS) at once, with no direct attempt.
+    let seen_before = w.udp_seen.len();
     let plain = w.add(PeerKind::Native, |_| {});
-    w.run_for(8 * S);
+    w.run_until_true(3 * S, "the plain native linked", |w| {
+        w.fully_linked(&[n1, n2, plain])
+    });
     for keyed in [n1, n2] {
-        let link = w.link(keyed, plain).expect("a link entry");
-        assert_ne!(link.state, LinkState::Connected);
-        assert_eq!(link.reason, Some(Failure::Unencrypted), "{link:?}");
-        assert_ne!(w.link(plain, keyed).unwrap().state, LinkState::Connected);
+        assert_eq!(
+            w.link(keyed, plain).unwrap().transport,
+            TransportKind::WebRtc
+        );
+        assert_eq!(
+            w.link(plain, keyed).unwrap().transport,
+            TransportKind::WebRtc
+        );
+        assert!(!states(&w, keyed, plain).contains(&LinkState::Lost));
     }
+    assert!(
+        !w.udp_seen[seen_before..]
+            .iter()
+            .any(|d| d[0] == 0xA0 || d[0] == 0xA2),
+        "no plain handshake on UDP"
+    );
     assert_eq!(w.link(n1, n2).unwrap().state, LinkState::Connected);
+}
+
+#[test]
+fn natives_with_no_direct_udp_path_fall_back_to_webrtc_and_chat() {
+    let mut w = World::new();
+    let n1 = w.add(PeerKind::Native, |_| {});
+    let n2 = w.add(PeerKind::Native, |_| {});
+    w.block_udp(n1, n2);
+    // The direct attempt gives up with the core's 5 s handshake timeout; the next attempt
+    // runs over ICE, offered by the higher id, and the other side follows.
+    w.run_until_true(10 * S, "natives linked over WebRTC", |w| {
+        w.fully_linked(&[n1, n2])
+    });
+    for (a, b) in [(n1, n2), (n2, n1)] {
+        let link = w.link(a, b).unwrap();
+        assert_eq!(link.transport, TransportKind::WebRtc, "{link:?}");
+        assert_eq!(link.state, LinkState::Connected);
+    }
+    assert!(
+        states(&w, n2, n1).contains(&LinkState::Lost),
+        "the direct attempt was lost first: {:?}",
+        states(&w, n2, n1)
+    );
+    assert_eq!(w.offers_relayed, 2, "one offer, one answer");
+    let now = w.now;
+    assert_eq!(w.nodes[n1].member.send_chat(now, "via ice").unwrap(), 1);
+    w.run_for(2 * S);
+    assert_eq!(w.chats(n2, "via ice"), 1);
 }
 
 #[test]

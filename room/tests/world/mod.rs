@@ -117,6 +117,8 @@ pub struct World {
     pc_by_transport: HashMap<(usize, TransportId), usize>,
     /// Node pairs whose data is dropped (both directions).
     blackout: BTreeSet<(usize, usize)>,
+    /// Pairs whose raw UDP datagrams are dropped (a symmetric NAT, a firewall), WebRTC not.
+    udp_blocked: BTreeSet<(usize, usize)>,
     udp_owner: HashMap<SocketAddr, usize>,
     /// Frames the server relayed (signals), for tests that count negotiations.
     pub offers_relayed: usize,
@@ -140,6 +142,7 @@ impl World {
             pcs: Vec::new(),
             pc_by_transport: HashMap::new(),
             blackout: BTreeSet::new(),
+            udp_blocked: BTreeSet::new(),
             udp_owner: HashMap::new(),
             offers_relayed: 0,
             udp_seen: Vec::new(),
@@ -524,6 +527,11 @@ impl World {
         }
     }
 
+    /// Drops the raw UDP datagrams between `a` and `b` (their WebRTC traffic passes).
+    pub fn block_udp(&mut self, a: usize, b: usize) {
+        self.udp_blocked.insert((a.min(b), a.max(b)));
+    }
+
     fn blackout_node(&mut self, n: usize) {
         for m in 0..self.nodes.len() {
             if m != n {
@@ -702,7 +710,7 @@ impl World {
                 let Some(&to) = self.udp_owner.get(&addr) else {
                     return;
                 };
-                if self.blocked(n, to) {
+                if self.blocked(n, to) || self.udp_blocked.contains(&(n.min(to), n.max(to))) {
                     return;
                 }
                 let from = self.nodes[n].udp.expect("a native sends UDP");
