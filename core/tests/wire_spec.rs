@@ -9,8 +9,8 @@ use ackwire_core::{Accept, Acceptor, Connection, ConnectionConfig};
 
 const SPEC: &str = include_str!("../../docs/wire.md");
 
-/// The `bytes => fields` lines of the fenced block tagged `tag`.
-fn block(tag: &str) -> Vec<(Vec<u8>, Vec<&'static str>)> {
+/// The non-empty lines of the fenced block tagged `tag`.
+fn fenced(tag: &str) -> impl Iterator<Item = &'static str> {
     SPEC.split(&format!("```{tag}\n"))
         .nth(1)
         .unwrap_or_else(|| panic!("docs/wire.md has a {tag} block"))
@@ -19,6 +19,11 @@ fn block(tag: &str) -> Vec<(Vec<u8>, Vec<&'static str>)> {
         .unwrap()
         .lines()
         .filter(|line| !line.trim().is_empty())
+}
+
+/// The `bytes => fields` lines of the fenced block tagged `tag`.
+fn block(tag: &str) -> Vec<(Vec<u8>, Vec<&'static str>)> {
+    fenced(tag)
         .map(|line| {
             let (hex, fields) = line.split_once("=>").expect("`bytes => fields`");
             (
@@ -350,15 +355,8 @@ fn protected_examples_seal_and_open_byte_for_byte_and_no_bit_of_them_can_change(
 
 #[test]
 fn packet_number_examples_rebuild_as_documented() {
-    let block = SPEC
-        .split("```packet-number-example\n")
-        .nth(1)
-        .expect("docs/wire.md has a packet-number-example block")
-        .split("```")
-        .next()
-        .unwrap();
     let mut checked = 0;
-    for line in block.lines().filter(|l| !l.trim().is_empty()) {
+    for line in fenced("packet-number-example") {
         let (left, number) = line.split_once("=>").unwrap();
         let [largest, sequence] = left.split_whitespace().collect::<Vec<_>>()[..] else {
             panic!("{line}")
@@ -408,14 +406,7 @@ fn a_protected_connector_sends_the_documented_first_packet_sealed() {
 
 /// The `name: hex` lines of the `key-exchange-example` block of `docs/wire.md`.
 fn key_exchange_example() -> Vec<(String, Vec<u8>)> {
-    SPEC.split("```key-exchange-example\n")
-        .nth(1)
-        .expect("docs/wire.md has a key-exchange-example block")
-        .split("```")
-        .next()
-        .unwrap()
-        .lines()
-        .filter(|line| !line.trim().is_empty())
+    fenced("key-exchange-example")
         .map(|line| {
             let (name, hex) = line.split_once(':').expect("`name: hex`");
             (name.trim().to_owned(), unhex(&hex.replace(' ', "")))

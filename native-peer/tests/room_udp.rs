@@ -71,16 +71,7 @@ async fn two_natives_in_a_room_link_over_udp_exchange_positions_and_a_greeting_o
             assert!(rtt > 0.0 && rtt < 250.0, "loopback RTT {rtt} ms");
             assert_eq!(link["state"], "connected");
             assert_eq!(link["stats"]["packets_lost"], 0);
-            let chats: Vec<Value> = me
-                .seen
-                .iter()
-                .filter(|l| l["type"] == "chat")
-                .map(|l| json!({"peer": l["peer"], "text": l["text"]}))
-                .collect();
-            assert_eq!(
-                chats,
-                [json!({"peer": other, "text": format!("hello from native peer {other}")})]
-            );
+            assert_greeted_once(me, other);
         }
         (a, b)
     })
@@ -313,16 +304,7 @@ async fn natives_with_no_direct_udp_path_fall_back_to_webrtc_and_greet_once() {
         thread::sleep(Duration::from_millis(1500));
         for (me, other) in [(&mut a, b_id), (&mut b, a_id)] {
             me.wait_for("stats", Duration::from_secs(3), |l| acked(l, other) > 10);
-            let chats: Vec<Value> = me
-                .seen
-                .iter()
-                .filter(|l| l["type"] == "chat")
-                .map(|l| json!({"peer": l["peer"], "text": l["text"]}))
-                .collect();
-            assert_eq!(
-                chats,
-                [json!({"peer": other, "text": format!("hello from native peer {other}")})]
-            );
+            assert_greeted_once(me, other);
         }
         assert!(
             b.seen
@@ -334,4 +316,18 @@ async fn natives_with_no_direct_udp_path_fall_back_to_webrtc_and_greet_once() {
     })
     .await;
     server.stop().await;
+}
+
+/// `me` heard `other`'s greeting exactly once, and no other chat.
+fn assert_greeted_once(me: &Peer, other: u64) {
+    let chats: Vec<Value> = me
+        .seen
+        .iter()
+        .filter(|l| l["type"] == "chat")
+        .map(|l| json!({"peer": l["peer"], "text": l["text"]}))
+        .collect();
+    assert_eq!(
+        chats,
+        [json!({"peer": other, "text": format!("hello from native peer {other}")})]
+    );
 }
