@@ -294,7 +294,7 @@ async fn natives_with_no_direct_udp_path_fall_back_to_webrtc_and_greet_once() {
         let a_id = a.peer_id();
         let mut b = Peer::join(&url);
         let b_id = b.peer_id();
-        // The direct attempt ends with the core's 5 s handshake timeout; the link then runs
+        // The direct attempt gives up after 2 s (the member's direct timeout); the link then runs
         // over ICE (here host candidates on loopback; across NATs, STUN and TURN).
         for (me, other) in [(&mut a, b_id), (&mut b, a_id)] {
             me.wait_for("a WebRTC link", Duration::from_secs(25), |l| {
@@ -309,8 +309,10 @@ async fn natives_with_no_direct_udp_path_fall_back_to_webrtc_and_greet_once() {
         assert!(
             b.seen
                 .iter()
-                .any(|l| link_state(l, a_id, "lost") && l["transport"] == "udp"),
-            "the direct attempt was lost first"
+                .any(|l| link_state(l, a_id, "lost")
+                    && l["transport"] == "udp"
+                    && l["reason"]["code"] == "no_direct_path"),
+            "the direct attempt was lost first, saying why"
         );
         drop(dead);
     })

@@ -93,6 +93,10 @@ pub struct MemberConfig {
     /// A link attempt that is not connected after this long is lost. Default: 20 s (longer
     /// than a browser's own ICE timeout, so ICE usually says why first).
     pub attempt_timeout: Duration,
+    /// A direct UDP attempt between natives that is not connected after this long gives way
+    /// to WebRTC (see the module docs). Default: 2 s (a handshake takes one round trip; its
+    /// packets are resent every 250 ms).
+    pub direct_timeout: Duration,
     /// A link whose peer is not in the room (after a server restart) is dropped after this
     /// long. Default: 20 s (the server's reconnect grace plus a reconnect or two).
     pub orphan_grace: Duration,
@@ -118,6 +122,7 @@ impl MemberConfig {
             connection: ConnectionConfig::default(),
             backoff: Backoff::default(),
             attempt_timeout: Duration::from_secs(20),
+            direct_timeout: Duration::from_secs(2),
             orphan_grace: Duration::from_secs(20),
             stats_period: Duration::from_secs(1),
             udp_keys: None,
@@ -251,6 +256,9 @@ pub enum Failure {
     Unencrypted,
     /// The other native's key exchange did not prove the key signalling gave for it.
     KeyRefused,
+    /// A direct UDP attempt between natives got no answer within `direct_timeout`: the next
+    /// attempt goes through WebRTC (ICE, with STUN and TURN).
+    NoDirectPath,
 }
 
 impl Failure {
@@ -267,6 +275,7 @@ impl Failure {
             Failure::Restarted => "restarted",
             Failure::Unencrypted => "unencrypted",
             Failure::KeyRefused => "key_refused",
+            Failure::NoDirectPath => "no_direct_path",
         }
     }
 }
@@ -295,6 +304,9 @@ impl std::fmt::Display for Failure {
             ),
             Failure::KeyRefused => f.write_str(
                 "the other player's key did not match the one the server gave (a man in the middle?)",
+            ),
+            Failure::NoDirectPath => f.write_str(
+                "no direct UDP path to this player (NATs or a firewall); trying WebRTC (ICE) instead",
             ),
         }
     }
@@ -841,7 +853,12 @@ impl Member {
                 self.start_attempt(now, i);
             } else if link.deadline.is_some_and(|at| now >= at) {
                 let after = now.saturating_sub(link.attempt_start);
-                self.lose(now, i, Failure::Timeout(after));
+                let failure = if link.direct_udp().is_some() {
+                    Failure::NoDirectPath
+                } else {
+                    Failure::Timeout(after)
+                };
+                self.lose(now, i, failure);
             }
         }
         // Peers that never came back after a server restart.
@@ -1172,7 +1189,7 @@ impl Member {
                 let link = &mut self.links[i];
                 link.core = core;
                 link.state = LinkState::Open;
-                link.deadline = Some(now + self.config.attempt_timeout);
+                link.deadline = Some(now + self.config.direct_timeout);
             }
             None => self.open_rtc(now, i, we_initiate),
         }
@@ -1240,7 +1257,7 @@ impl Member {
         // goes through ICE, which can also use STUN and TURN. The offerer decides; the other
         // side follows when the offer comes (`on_signal`).
         let fall_back = link.direct_udp().is_some()
-            && matches!(failure, Failure::HandshakeTimeout | Failure::Timeout(_))
+            && matches!(failure, Failure::HandshakeTimeout | Failure::NoDirectPath)
             && self.me.zip(link.peer).is_some_and(|(me, peer)| me > peer);
         link.state = LinkState::Lost;
         link.reason = Some(failure);

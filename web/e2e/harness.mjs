@@ -2,7 +2,10 @@
 // playwright-core. `cargo xtask test` runs these files inside a network namespace with only
 // loopback up and passes the paths below in the environment.
 import { spawn } from 'node:child_process';
+import { createSocket } from 'node:dgram';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before } from 'node:test';
 import { chromium } from 'playwright-core';
 
@@ -14,12 +17,12 @@ export const requireEnv = (name) => {
 };
 
 /**
- * Starts the signal server on 127.0.0.1:`port` (0: an ephemeral port), with `args` besides;
+ * Starts the signal server on `host`:`port` (0: an ephemeral port), with `args` besides;
  * resolves once it is listening, with its URL (https with `--tls-cert`), port and stop().
  */
-export async function startServer(port = 0, { args = [] } = {}) {
+export async function startServer(port = 0, { args = [], host = '127.0.0.1' } = {}) {
   const scheme = args.includes('--tls-cert') ? 'https' : 'http';
-  const child = spawn(requireEnv('ACKWIRE_SIGNAL_BIN'), ['--bind', `127.0.0.1:${port}`, '--web-dir', requireEnv('ACKWIRE_WEB_DIR'), ...args], {
+  const child = spawn(requireEnv('ACKWIRE_SIGNAL_BIN'), ['--bind', `${host}:${port}`, '--web-dir', requireEnv('ACKWIRE_WEB_DIR'), ...args], {
     env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? 'info', NO_COLOR: '1' },
     stdio: ['ignore', 'inherit', 'pipe'],
   });
@@ -29,7 +32,7 @@ export async function startServer(port = 0, { args = [] } = {}) {
     child.stderr.on('data', (chunk) => {
       log += chunk;
       process.stderr.write(chunk);
-      const m = /listening.*?(127\.0\.0\.1:\d+)/.exec(log);
+      const m = new RegExp(`listening.*?(${host.replaceAll('.', '\\.')}:\\d+)`).exec(log);
       if (m) { clearTimeout(timer); resolve(`${scheme}://${m[1]}`); }
     });
     child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`server exited (${code}):\n${log}`)); });
@@ -46,10 +49,57 @@ export async function startServer(port = 0, { args = [] } = {}) {
   };
 }
 
-/** Launches headless Debian Chromium with the flags these machines need, and `extraArgs`. */
-export function launchBrowser(extraArgs = []) {
+/** A UDP port free right now on `host`. */
+export const freePort = (host = '127.0.0.1') => new Promise((resolve) => {
+  const s = createSocket('udp4');
+  s.bind(0, host, () => { const { port } = s.address(); s.close(() => resolve(port)); });
+});
+
+/**
+ * coturn (Debian's `turnserver`, which `cargo xtask setup` installs) listening and relaying
+ * on `host`, taking credentials made with `secret` (coturn's use-auth-secret scheme, the
+ * signal server's `--turn-secret`); resolves once its UDP listener is open.
+ */
+export async function startCoturn(secret, { host = '127.0.0.1', extra = [] } = {}) {
+  const port = await freePort(host);
+  const dir = mkdtempSync(join(tmpdir(), 'ackwire-turn-'));
+  const child = spawn('turnserver', [
+    '-n', '-v', '--no-cli', '--no-tls', '--no-dtls', '--no-tcp',
+    '--listening-ip', host, '--relay-ip', host, '--listening-port', String(port),
+    '--realm', 'ackwire.test', '--use-auth-secret', '--static-auth-secret', secret,
+    '--pidfile', join(dir, 'turnserver.pid'), '--db', join(dir, 'turndb'), '--log-file', 'stdout',
+    ...extra,
+  ], { stdio: ['ignore', 'pipe', 'ignore'] });
+  let log = '';
+  await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`coturn did not open its listener:\n${log}`)), 15000);
+    child.stdout.on('data', (chunk) => {
+      log += chunk;
+      if (log.includes(`UDP listener opened on: ${host}:${port}`)) { clearTimeout(timer); resolve(); }
+    });
+    child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`turnserver exited (${code}):\n${log}`)); });
+  });
+  return {
+    url: `turn:${host}:${port}?transport=udp`,
+    log: () => log,
+    async stop() {
+      if (child.exitCode === null) {
+        const exited = new Promise((resolve) => child.once('exit', resolve));
+        child.kill('SIGTERM');
+        await exited;
+      }
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * Launches headless Debian Chromium with the flags these machines need, and `extraArgs`;
+ * `executablePath` to run it through a wrapper (in another network namespace, say).
+ */
+export function launchBrowser(extraArgs = [], { executablePath } = {}) {
   return chromium.launch({
-    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+    executablePath: executablePath ?? process.env.CHROMIUM ?? '/usr/bin/chromium',
     headless: true,
     args: [
       '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',

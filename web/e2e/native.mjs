@@ -3,10 +3,18 @@
 import { spawn } from 'node:child_process';
 import { requireEnv as env } from './harness.mjs';
 
-/** Starts `ackwire-peer join url --json --bind 127.0.0.1:0 ...extra`; resolves once it has been welcomed. */
-export async function joinNative(url, extra = []) {
+/**
+ * Starts `ackwire-peer join url --json --bind 127.0.0.1:0 ...extra`; resolves once it has been
+ * welcomed. With `netns`, it runs in that network namespace (`ip netns exec`) with `join`'s
+ * own defaults (every interface) instead of loopback.
+ */
+export async function joinNative(url, extra = [], { netns } = {}) {
   // On this machine only (`join` binds every interface by default; the namespace has only lo).
-  const child = spawn(env('ACKWIRE_PEER_BIN'), ['join', url, '--json', '--bind', '127.0.0.1:0', ...extra], {
+  const args = ['join', url, '--json', ...(netns ? [] : ['--bind', '127.0.0.1:0']), ...extra];
+  const [program, argv] = netns
+    ? ['ip', ['netns', 'exec', netns, env('ACKWIRE_PEER_BIN'), ...args]]
+    : [env('ACKWIRE_PEER_BIN'), args];
+  const child = spawn(program, argv, {
     env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? 'info', NO_COLOR: '1' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -3,57 +3,14 @@
 // welcome. Two pages that may use relayed candidates only (`?relay`) connect through it, and
 // chat arrives exactly once. Real Chromium, loopback only.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { createSocket } from 'node:dgram';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { test } from 'node:test';
-import { launchBrowser, openPage, startServer } from './harness.mjs';
+import { launchBrowser, openPage, startCoturn, startServer } from './harness.mjs';
 import { joinNative } from './native.mjs';
 
 const SECRET = 'e2e-turn-secret';
 
-/** A UDP port free right now on 127.0.0.1. */
-const freePort = () => new Promise((resolve) => {
-  const s = createSocket('udp4');
-  s.bind(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
-});
-
-/** coturn on 127.0.0.1 taking credentials made with SECRET; resolves once its UDP listener is open. */
-async function startCoturn() {
-  const port = await freePort();
-  const dir = mkdtempSync(join(tmpdir(), 'ackwire-turn-'));
-  const child = spawn('turnserver', [
-    '-n', '-v', '--no-cli', '--no-tls', '--no-dtls', '--no-tcp',
-    '--listening-ip', '127.0.0.1', '--relay-ip', '127.0.0.1', '--listening-port', String(port),
-    '--realm', 'ackwire.test', '--use-auth-secret', '--static-auth-secret', SECRET,
-    // Both players are on this machine.
-    '--allow-loopback-peers',
-    '--pidfile', join(dir, 'turnserver.pid'), '--db', join(dir, 'turndb'), '--log-file', 'stdout',
-  ], { stdio: ['ignore', 'pipe', 'ignore'] });
-  let log = '';
-  await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`coturn did not open its listener:\n${log}`)), 15000);
-    child.stdout.on('data', (chunk) => {
-      log += chunk;
-      if (log.includes(`UDP listener opened on: 127.0.0.1:${port}`)) { clearTimeout(timer); resolve(); }
-    });
-    child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`turnserver exited (${code}):\n${log}`)); });
-  });
-  return {
-    url: `turn:127.0.0.1:${port}?transport=udp`,
-    log: () => log,
-    async stop() {
-      if (child.exitCode === null) {
-        const exited = new Promise((resolve) => child.once('exit', resolve));
-        child.kill('SIGTERM');
-        await exited;
-      }
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-}
+/** coturn on loopback, where both players are. */
+const startLoopbackCoturn = () => startCoturn(SECRET, { extra: ['--allow-loopback-peers'] });
 
 const myId = (p) => p.page.waitForFunction(() => window.ackwire?.me.id, null, { timeout: 10000 }).then((h) => h.jsonValue());
 
@@ -69,7 +26,7 @@ const connectedVia = (p, id, timeout) => p.page.waitForFunction((peer) => {
  * first page was opened, `welcomed` when both had their welcome.
  */
 async function withRelayOnlyPair(room, args, body) {
-  const turn = await startCoturn();
+  const turn = await startLoopbackCoturn();
   const server = await startServer(0, { args: ['--turn-url', turn.url, '--turn-secret', SECRET, ...args] });
   const browser = await launchBrowser();
   const env = { server, browser };
