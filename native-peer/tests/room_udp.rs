@@ -307,11 +307,9 @@ async fn natives_with_no_direct_udp_path_fall_back_to_webrtc_and_greet_once() {
             assert_greeted_once(me, other);
         }
         assert!(
-            b.seen
-                .iter()
-                .any(|l| link_state(l, a_id, "lost")
-                    && l["transport"] == "udp"
-                    && l["reason"]["code"] == "no_direct_path"),
+            b.seen.iter().any(|l| link_state(l, a_id, "lost")
+                && l["transport"] == "udp"
+                && l["reason"]["code"] == "no_direct_path"),
             "the direct attempt was lost first, saying why"
         );
         drop(dead);

@@ -643,9 +643,11 @@ async fn sleep(ms: i32) {
     let _ = JsFuture::from(promise).await;
 }
 
-/// The local candidate type of the pair ICE chose: the transport's `selectedCandidatePairId`
-/// where the browser reports it, else a pair marked `selected` (Firefox) or nominated and
-/// succeeded. `None` while the stats name no such pair yet.
+/// The path type of the pair ICE chose (the transport's `selectedCandidatePairId` where the
+/// browser reports it, else a pair marked `selected` (Firefox) or nominated and succeeded):
+/// `relay` when either end of it is a TURN relay, so a path relayed by the peer's TURN
+/// allocation (ours reaching it from a NAT-mapped, `prflx`, address) says so on both sides;
+/// otherwise our local candidate's type. `None` while the stats name no such pair yet.
 async fn candidate_type(pc: &RtcPeerConnection) -> Option<String> {
     let report = JsFuture::from(pc.get_stats()).await.ok()?;
     let get = |obj: &JsValue, key: &str| Reflect::get(obj, &key.into()).ok();
@@ -678,8 +680,17 @@ async fn candidate_type(pc: &RtcPeerConnection) -> Option<String> {
             _ => {}
         }
     }
-    let local = by_id(get(&chosen?, "localCandidateId")?)?;
-    text(&local, "candidateType")
+    let chosen = chosen?;
+    let kind = |end: &str| {
+        get(&chosen, end)
+            .and_then(&by_id)
+            .and_then(|c| text(&c, "candidateType"))
+    };
+    let local = kind("localCandidateId")?;
+    if kind("remoteCandidateId").as_deref() == Some("relay") {
+        return Some("relay".to_owned());
+    }
+    Some(local)
 }
 
 /// `n` bytes from the browser's CSPRNG: the instance id, cookie secret and backoff seed.

@@ -132,7 +132,8 @@ fn apt_install(packages: &[&str]) -> Result<()> {
 
 /// Chromium + chromedriver and Firefox ESR for browser tests, iproute2/util-linux for the
 /// loopback-only namespace the browser tests run in, coturn (the TURN server users run) for
-/// the tests of the signal server's TURN credentials.
+/// the tests of the signal server's TURN credentials, iptables for the home routers (NAT) of
+/// the e2e test that puts players behind symmetric NATs.
 fn system_packages() -> Result<()> {
     let wanted = [
         ("/usr/bin/chromium", "chromium"),
@@ -141,6 +142,7 @@ fn system_packages() -> Result<()> {
         ("/usr/sbin/ip", "iproute2"),
         ("/usr/bin/unshare", "util-linux"),
         ("/usr/bin/turnserver", "coturn"),
+        ("/usr/sbin/iptables", "iptables"),
     ];
     let missing: Vec<&str> = wanted
         .iter()
@@ -150,7 +152,7 @@ fn system_packages() -> Result<()> {
     if missing.is_empty() {
         step(
             "system packages",
-            "chromium, chromedriver, firefox-esr, ip, unshare, turnserver present; skipping",
+            "chromium, chromedriver, firefox-esr, ip, unshare, turnserver, iptables present; skipping",
         );
         return Ok(());
     }

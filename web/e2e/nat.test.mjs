@@ -1,0 +1,168 @@
+// Players on other networks, each behind a symmetric NAT: every "home" is a network
+// namespace behind its own router namespace that masquerades with a random public port per
+// flow (`MASQUERADE --random-fully`) and lets only replies in. The routers' public sides, the
+// signal server and coturn share an "internet" bridge in 203.0.113.0/24 (TEST-NET-3, which
+// exists only inside the test's namespace). No two homes have a direct path: a link goes
+// through the TURN relay, with the credentials the welcome carries, or it fails and says why.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { launchBrowser, openPage, startCoturn, startServer } from './harness.mjs';
+
+const PUBLIC = '203.0.113.1';
+const SECRET = 'e2e-nat-secret';
+
+const run = (program, ...args) => execFileSync(program, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+const inNs = (ns, program, ...args) => run('ip', 'netns', 'exec', ns, program, ...args);
+
+/**
+ * The internet: a bridge holding PUBLIC, and `count` homes, home k at 192.168.k.2 behind
+ * router k (192.168.k.1 inside, 203.0.113.(10+k) outside). Returns the homes' namespace
+ * names and a function that removes it all.
+ */
+function buildInternet(count) {
+  const tag = `ackw${process.pid}`;
+  const made = [];
+  const remove = () => {
+    for (const ns of made) { try { run('ip', 'netns', 'del', ns); } catch { /* already gone */ } }
+    try { run('ip', 'link', 'del', 'nat-inet'); } catch { /* already gone */ }
+  };
+  try {
+    run('ip', 'link', 'add', 'nat-inet', 'type', 'bridge');
+    run('ip', 'addr', 'add', `${PUBLIC}/24`, 'dev', 'nat-inet');
+    run('ip', 'link', 'set', 'nat-inet', 'up');
+    const homes = [];
+    for (let k = 1; k <= count; k++) {
+      const router = `${tag}-r${k}`;
+      const home = `${tag}-h${k}`;
+      run('ip', 'netns', 'add', router);
+      made.push(router);
+      run('ip', 'netns', 'add', home);
+      made.push(home);
+      // The router's public side, on the internet's bridge.
+      run('ip', 'link', 'add', `nat-w${k}`, 'type', 'veth', 'peer', 'name', `nat-wb${k}`);
+      run('ip', 'link', 'set', `nat-wb${k}`, 'master', 'nat-inet');
+      run('ip', 'link', 'set', `nat-wb${k}`, 'up');
+      run('ip', 'link', 'set', `nat-w${k}`, 'netns', router);
+      inNs(router, 'ip', 'addr', 'add', `203.0.113.${10 + k}/24`, 'dev', `nat-w${k}`);
+      inNs(router, 'ip', 'link', 'set', `nat-w${k}`, 'up');
+      inNs(router, 'ip', 'link', 'set', 'lo', 'up');
+      // The home's LAN: one machine behind the router.
+      run('ip', 'link', 'add', `nat-l${k}`, 'type', 'veth', 'peer', 'name', `nat-h${k}`);
+      run('ip', 'link', 'set', `nat-l${k}`, 'netns', router);
+      run('ip', 'link', 'set', `nat-h${k}`, 'netns', home);
+      inNs(router, 'ip', 'addr', 'add', `192.168.${k}.1/24`, 'dev', `nat-l${k}`);
+      inNs(router, 'ip', 'link', 'set', `nat-l${k}`, 'up');
+      inNs(home, 'ip', 'addr', 'add', `192.168.${k}.2/24`, 'dev', `nat-h${k}`);
+      inNs(home, 'ip', 'link', 'set', `nat-h${k}`, 'up');
+      inNs(home, 'ip', 'link', 'set', 'lo', 'up');
+      inNs(home, 'ip', 'route', 'add', 'default', 'via', `192.168.${k}.1`);
+      // A symmetric NAT: each new flow out gets a random public port; only replies come in.
+      inNs(router, 'sysctl', '-qw', 'net.ipv4.ip_forward=1');
+      inNs(router, 'iptables', '-t', 'nat', '-A', 'POSTROUTING', '-o', `nat-w${k}`, '-j', 'MASQUERADE', '--random-fully');
+      inNs(router, 'iptables', '-A', 'FORWARD', '-i', `nat-w${k}`, '-m', 'conntrack', '!', '--ctstate', 'ESTABLISHED,RELATED', '-j', 'DROP');
+      homes.push(home);
+    }
+    return { homes, remove };
+  } catch (e) {
+    remove();
+    throw e;
+  }
+}
+
+/** Chromium in network namespace `ns`: a wrapper playwright launches in its place. */
+function chromiumIn(ns) {
+  const dir = mkdtempSync(join(tmpdir(), 'ackwire-nat-'));
+  const wrapper = join(dir, 'chromium');
+  writeFileSync(wrapper, `#!/bin/sh\nexec ip netns exec ${ns} ${process.env.CHROMIUM ?? '/usr/bin/chromium'} "$@"\n`);
+  chmodSync(wrapper, 0o755);
+  return { path: wrapper, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** The failure reason a page shows for its link to `peer`, once it has one. */
+const failureOf = (page, peer, timeout) => page.waitForFunction((id) => {
+  const l = window.ackwire.players.get(id);
+  return l && l.state !== 'connected' && l.reason && { state: l.state, code: l.reason.code, message: l.reason.message };
+}, peer, { timeout }).then((h) => h.jsonValue());
+
+// Skipped until it passes every run: in 4 runs on this topology the pair connected through the
+// relay in ~160 ms twice (first RTT 2.6 ms), but once never left "negotiating" (no ICE state
+// at all) and once the chat sent after the first RTT did not arrive within 10 s. Native peers
+// fail here altogether: the `webrtc` crate's own TURN allocation relays a handful of datagrams
+// (coturn counts 6 sent to peers in 8 s while ICE pings ~40 a second), so no pair with a
+// native's relay candidate succeeds. Both are issue #24's open work.
+test('two Chromium players, each behind its own symmetric NAT, link through the TURN relay and chat once', { skip: 'not yet reliable (see the comment above)' }, async () => {
+  const internet = buildInternet(2);
+  const wrappers = internet.homes.map(chromiumIn);
+  const turn = await startCoturn(SECRET, { host: PUBLIC });
+  const server = await startServer(0, { host: PUBLIC, args: ['--turn-url', turn.url, '--turn-secret', SECRET] });
+  const browsers = await Promise.all(wrappers.map((w) => launchBrowser([], { executablePath: w.path })));
+  try {
+    const room = 'behind-nats';
+    const a = await openPage({ server, browser: browsers[0] }, `/room/${room}`);
+    const aId = await a.page.waitForFunction(() => window.ackwire?.me.id, null, { timeout: 15000 }).then((h) => h.jsonValue());
+    const b = await openPage({ server, browser: browsers[1] }, `/room/${room}`);
+    const bId = await b.page.waitForFunction(() => window.ackwire?.me.id, null, { timeout: 15000 }).then((h) => h.jsonValue());
+    const bothPresent = Date.now();
+    for (const [page, other] of [[a, bId], [b, aId]]) {
+      const candidate = await page.page.waitForFunction((peer) => {
+        const l = window.ackwire.players.get(peer);
+        return l?.state === 'connected' && l.candidate;
+      }, other, { timeout: 20000 }).then((h) => h.jsonValue()).catch(async (e) => {
+        const l = await page.page.evaluate((peer) => JSON.stringify(window.ackwire.players.get(peer)), other);
+        throw new Error(`the link to ${other}: ${l}`, { cause: e });
+      });
+      assert.equal(candidate, 'relay', `the path to ${other} goes through the relay (its table says ${candidate})`);
+      console.log(`Chromium ↔ Chromium behind symmetric NATs: connected through the relay ${Date.now() - bothPresent} ms after both were present`);
+    }
+    // Acked packets over the relay: an RTT in the link table.
+    const rtt = await a.page.waitForFunction((peer) => {
+      const row = document.querySelector(`#peers tbody tr[data-peer="${peer}"]`);
+      const m = row && /(\d+(\.\d+)?) ms/.exec(row.textContent);
+      return m && Number(m[1]);
+    }, bId, { timeout: 10000 }).then((h) => h.jsonValue());
+    console.log(`first RTT over the relay: ${rtt} ms, ${Date.now() - bothPresent} ms after both were present`);
+    // coturn carried them: allocations for users named expiry:peer.
+    for (const id of [aId, bId]) assert.match(turn.log(), new RegExp(`\\d+:${id}\\b`));
+
+    await a.page.fill('#chat-input', 'hello across the NATs');
+    await a.page.click('#chat-form button');
+    await b.page.waitForFunction((t) => window.ackwire.chat.some((m) => m.text === t), 'hello across the NATs', { timeout: 10000 });
+    assert.equal(await b.page.evaluate((t) => window.ackwire.chat.filter((m) => m.text === t).length, 'hello across the NATs'), 1);
+    assert.deepEqual([...a.errors, ...b.errors], []);
+  } finally {
+    await Promise.all(browsers.map((b) => b.close()));
+    await server.stop();
+    await turn.stop();
+    wrappers.forEach((w) => w.remove());
+    internet.remove();
+  }
+});
+
+test('without a TURN server, players behind symmetric NATs see the link fail with its reason, not "connecting" for ever', async () => {
+  const internet = buildInternet(2);
+  const wrappers = internet.homes.map(chromiumIn);
+  const server = await startServer(0, { host: PUBLIC });
+  const browsers = await Promise.all(wrappers.map((w) => launchBrowser([], { executablePath: w.path })));
+  try {
+    const room = 'no-relay';
+    const a = await openPage({ server, browser: browsers[0] }, `/room/${room}`);
+    const aId = await a.page.waitForFunction(() => window.ackwire?.me.id, null, { timeout: 15000 }).then((h) => h.jsonValue());
+    const b = await openPage({ server, browser: browsers[1] }, `/room/${room}`);
+    const bId = await b.page.waitForFunction(() => window.ackwire?.me.id, null, { timeout: 15000 }).then((h) => h.jsonValue());
+    for (const [page, other] of [[a, bId], [b, aId]]) {
+      const failed = await failureOf(page.page, other, 30000);
+      console.log(`no TURN, behind symmetric NATs: ${failed.state} (${failed.code}: ${failed.message})`);
+      assert.ok(['ice_failed', 'timeout'].includes(failed.code), JSON.stringify(failed));
+      assert.match(failed.message, /TURN server/);
+    }
+  } finally {
+    await Promise.all(browsers.map((b) => b.close()));
+    await server.stop();
+    wrappers.forEach((w) => w.remove());
+    internet.remove();
+  }
+});
