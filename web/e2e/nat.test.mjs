@@ -5,82 +5,11 @@
 // exists only inside the test's namespace). No two homes have a direct path: a link goes
 // through the TURN relay, with the credentials the welcome carries, or it fails and says why.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { test } from 'node:test';
 import { launchBrowser, openPage, startCoturn, startServer } from './harness.mjs';
+import { PUBLIC, buildInternet, chromiumIn } from './nat.mjs';
 
-const PUBLIC = '203.0.113.1';
 const SECRET = 'e2e-nat-secret';
-
-const run = (program, ...args) => execFileSync(program, args, { stdio: ['ignore', 'ignore', 'pipe'] });
-const inNs = (ns, program, ...args) => run('ip', 'netns', 'exec', ns, program, ...args);
-
-/**
- * The internet: a bridge holding PUBLIC, and `count` homes, home k at 192.168.k.2 behind
- * router k (192.168.k.1 inside, 203.0.113.(10+k) outside). Returns the homes' namespace
- * names and a function that removes it all.
- */
-function buildInternet(count) {
-  const tag = `ackw${process.pid}`;
-  const made = [];
-  const remove = () => {
-    for (const ns of made) { try { run('ip', 'netns', 'del', ns); } catch { /* already gone */ } }
-    try { run('ip', 'link', 'del', 'nat-inet'); } catch { /* already gone */ }
-  };
-  try {
-    run('ip', 'link', 'add', 'nat-inet', 'type', 'bridge');
-    run('ip', 'addr', 'add', `${PUBLIC}/24`, 'dev', 'nat-inet');
-    run('ip', 'link', 'set', 'nat-inet', 'up');
-    const homes = [];
-    for (let k = 1; k <= count; k++) {
-      const router = `${tag}-r${k}`;
-      const home = `${tag}-h${k}`;
-      run('ip', 'netns', 'add', router);
-      made.push(router);
-      run('ip', 'netns', 'add', home);
-      made.push(home);
-      // The router's public side, on the internet's bridge.
-      run('ip', 'link', 'add', `nat-w${k}`, 'type', 'veth', 'peer', 'name', `nat-wb${k}`);
-      run('ip', 'link', 'set', `nat-wb${k}`, 'master', 'nat-inet');
-      run('ip', 'link', 'set', `nat-wb${k}`, 'up');
-      run('ip', 'link', 'set', `nat-w${k}`, 'netns', router);
-      inNs(router, 'ip', 'addr', 'add', `203.0.113.${10 + k}/24`, 'dev', `nat-w${k}`);
-      inNs(router, 'ip', 'link', 'set', `nat-w${k}`, 'up');
-      inNs(router, 'ip', 'link', 'set', 'lo', 'up');
-      // The home's LAN: one machine behind the router.
-      run('ip', 'link', 'add', `nat-l${k}`, 'type', 'veth', 'peer', 'name', `nat-h${k}`);
-      run('ip', 'link', 'set', `nat-l${k}`, 'netns', router);
-      run('ip', 'link', 'set', `nat-h${k}`, 'netns', home);
-      inNs(router, 'ip', 'addr', 'add', `192.168.${k}.1/24`, 'dev', `nat-l${k}`);
-      inNs(router, 'ip', 'link', 'set', `nat-l${k}`, 'up');
-      inNs(home, 'ip', 'addr', 'add', `192.168.${k}.2/24`, 'dev', `nat-h${k}`);
-      inNs(home, 'ip', 'link', 'set', `nat-h${k}`, 'up');
-      inNs(home, 'ip', 'link', 'set', 'lo', 'up');
-      inNs(home, 'ip', 'route', 'add', 'default', 'via', `192.168.${k}.1`);
-      // A symmetric NAT: each new flow out gets a random public port; only replies come in.
-      inNs(router, 'sysctl', '-qw', 'net.ipv4.ip_forward=1');
-      inNs(router, 'iptables', '-t', 'nat', '-A', 'POSTROUTING', '-o', `nat-w${k}`, '-j', 'MASQUERADE', '--random-fully');
-      inNs(router, 'iptables', '-A', 'FORWARD', '-i', `nat-w${k}`, '-m', 'conntrack', '!', '--ctstate', 'ESTABLISHED,RELATED', '-j', 'DROP');
-      homes.push(home);
-    }
-    return { homes, remove };
-  } catch (e) {
-    remove();
-    throw e;
-  }
-}
-
-/** Chromium in network namespace `ns`: a wrapper playwright launches in its place. */
-function chromiumIn(ns) {
-  const dir = mkdtempSync(join(tmpdir(), 'ackwire-nat-'));
-  const wrapper = join(dir, 'chromium');
-  writeFileSync(wrapper, `#!/bin/sh\nexec ip netns exec ${ns} ${process.env.CHROMIUM ?? '/usr/bin/chromium'} "$@"\n`);
-  chmodSync(wrapper, 0o755);
-  return { path: wrapper, remove: () => rmSync(dir, { recursive: true, force: true }) };
-}
 
 /** The failure reason a page shows for its link to `peer`, once it has one. */
 const failureOf = (page, peer, timeout) => page.waitForFunction((id) => {

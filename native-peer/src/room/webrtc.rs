@@ -189,15 +189,7 @@ async fn run(
     mut datagrams: mpsc::Receiver<Vec<u8>>,
     events: &Events,
 ) -> Result<(), webrtc::error::Error> {
-    let servers = ice
-        .servers
-        .iter()
-        .map(|s| RTCIceServer {
-            urls: s.urls.clone(),
-            username: s.username.clone(),
-            credential: s.credential.clone(),
-        })
-        .collect();
+    let servers = ice_servers(&ice.servers);
     let handler = Arc::new(Handler {
         peer,
         events: events.clone(),
@@ -274,6 +266,46 @@ async fn run(
     Ok(())
 }
 
+/// The welcome's servers for the `webrtc` crate, plus a `stun:` twin of every UDP `turn:` URL.
+///
+/// Browsers learn their server-reflexive address from a TURN server too; the `webrtc` crate
+/// asks only `stun:` URLs. Without that candidate a native behind a NAT offers its peers only
+/// its private and relayed addresses, so a peer's TURN allocation never gets a permission for
+/// the native's public IP and the native's checks to that relay are dropped; a TURN server
+/// answers STUN binding requests on its own port (RFC 8656 §2.2), so the twin costs nothing.
+fn ice_servers(servers: &[IceServer]) -> Vec<RTCIceServer> {
+    let mut out: Vec<RTCIceServer> = servers
+        .iter()
+        .map(|s| RTCIceServer {
+            urls: s.urls.clone(),
+            username: s.username.clone(),
+            credential: s.credential.clone(),
+        })
+        .collect();
+    let twins: Vec<String> = servers
+        .iter()
+        .flat_map(|s| &s.urls)
+        .filter_map(|url| stun_twin(url))
+        .filter(|twin| !servers.iter().any(|s| s.urls.contains(twin)))
+        .collect();
+    if !twins.is_empty() {
+        out.push(RTCIceServer {
+            urls: twins,
+            ..RTCIceServer::default()
+        });
+    }
+    out
+}
+
+/// `stun:HOST:PORT` for a `turn:HOST:PORT` URL over UDP (the default transport); `None` for
+/// `turns:`, TCP and anything else.
+fn stun_twin(url: &str) -> Option<String> {
+    let rest = url.strip_prefix("turn:")?;
+    let (host_port, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let udp = query.is_empty() || query == "transport=udp";
+    udp.then(|| format!("stun:{host_port}"))
+}
+
 /// Why a remote session description was not applied.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -327,5 +359,46 @@ async fn read_channel(peer: TransportId, channel: Arc<dyn DataChannel>, events: 
         if events.send((peer, event)).is_err() || closed {
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server(urls: &[&str]) -> IceServer {
+        IceServer {
+            urls: urls.iter().map(|u| (*u).to_owned()).collect(),
+            username: "1795587000:7".into(),
+            credential: "secret".into(),
+        }
+    }
+
+    #[test]
+    fn a_udp_turn_server_is_also_asked_for_our_public_address() {
+        let out = ice_servers(&[server(&[
+            "turn:203.0.113.1:3478?transport=udp",
+            "turn:[2001:db8::1]:3478",
+            "turns:203.0.113.1:5349",
+            "turn:203.0.113.1:3478?transport=tcp",
+        ])]);
+        assert_eq!(out.len(), 2);
+        assert_eq!(out[0].username, "1795587000:7", "the TURN entry is kept whole");
+        assert_eq!(
+            out[1].urls,
+            ["stun:203.0.113.1:3478", "stun:[2001:db8::1]:3478"]
+        );
+        assert!(out[1].username.is_empty() && out[1].credential.is_empty());
+    }
+
+    #[test]
+    fn no_twin_is_added_for_a_stun_server_already_listed_or_without_turn() {
+        let listed = ice_servers(&[
+            server(&["turn:203.0.113.1:3478"]),
+            server(&["stun:203.0.113.1:3478"]),
+        ]);
+        assert_eq!(listed.len(), 2);
+        assert!(ice_servers(&[server(&["stun:203.0.113.1:3478"])]).len() == 1);
+        assert!(ice_servers(&[]).is_empty());
     }
 }
