@@ -383,7 +383,10 @@ mod tests {
             "turn:203.0.113.1:3478?transport=tcp",
         ])]);
         assert_eq!(out.len(), 2);
-        assert_eq!(out[0].username, "1795587000:7", "the TURN entry is kept whole");
+        assert_eq!(
+            out[0].username, "1795587000:7",
+            "the TURN entry is kept whole"
+        );
         assert_eq!(
             out[1].urls,
             ["stun:203.0.113.1:3478", "stun:[2001:db8::1]:3478"]
