@@ -20,9 +20,8 @@ const failureOf = (page, peer, timeout) => page.waitForFunction((id) => {
 // Skipped until it passes every run: in 4 runs on this topology the pair connected through the
 // relay in ~160 ms twice (first RTT 2.6 ms), but once never left "negotiating" (no ICE state
 // at all) and once the chat sent after the first RTT did not arrive within 10 s. Native peers
-// fail here altogether: the `webrtc` crate's own TURN allocation relays a handful of datagrams
-// (coturn counts 6 sent to peers in 8 s while ICE pings ~40 a second), so no pair with a
-// native's relay candidate succeeds. Both are issue #24's open work.
+// do not connect here at all (docs/native-rooms.md, "Behind symmetric NATs"). Both are issue
+// #24's open work.
 test('two Chromium players, each behind its own symmetric NAT, link through the TURN relay and chat once', { skip: 'not yet reliable (see the comment above)' }, async () => {
   const internet = buildInternet(2);
   const wrappers = internet.homes.map(chromiumIn);
