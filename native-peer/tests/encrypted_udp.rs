@@ -2,7 +2,8 @@
 //! is on by default, a listener's key file gives it a stable fingerprint that a connector
 //! pins, a wrong pin or a plaintext listener is refused with a clear error, and a relay
 //! recording every datagram between them (a packet capture) never sees the demo message's
-//! plaintext, which the same run with `--insecure` on both sides shows.
+//! plaintext, which the same run with `--insecure` on both sides shows; so does a real packet
+//! capture (`tcpdump`) of loopback in a network namespace the test makes.
 
 mod common;
 
@@ -12,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
-use common::{Peer, connect, listen, num};
+use common::{Peer, connect, connect_in, listen, listen_in, num};
 
 /// The demo message's fixed label, in every message the connector sends and the echo.
 const LABEL: &[u8] = b"ackwire demo state";
@@ -201,4 +202,131 @@ fn a_bad_key_argument_or_key_file_stops_the_peer_with_a_message() {
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("44 characters of base64"), "{stderr}");
+}
+
+/// A network namespace with only `lo` up, removed on drop; with a `tcpdump` of its UDP.
+struct Capture {
+    netns: String,
+    file: std::path::PathBuf,
+    tcpdump: std::process::Child,
+    _dir: tempfile::TempDir,
+}
+
+impl Capture {
+    fn start(tag: &str) -> Capture {
+        use std::io::{BufRead, BufReader};
+        use std::process::{Command, Stdio};
+        let netns = format!("ackw-cap-{}-{tag}", std::process::id());
+        let ip = |args: &[&str]| {
+            let status = Command::new("ip").args(args).status().expect("run ip");
+            assert!(status.success(), "ip {args:?}");
+        };
+        ip(&["netns", "add", &netns]);
+        ip(&["netns", "exec", &netns, "ip", "link", "set", "lo", "up"]);
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("lo.pcap");
+        let mut tcpdump = Command::new("ip")
+            .args([
+                "netns", "exec", &netns, "tcpdump", "-i", "lo", "-n", "-U", "-w",
+            ])
+            .arg(&file)
+            .arg("udp")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("tcpdump (cargo xtask setup installs it)");
+        // tcpdump says "listening on lo" once the capture runs.
+        let stderr = BufReader::new(tcpdump.stderr.take().unwrap());
+        let mut lines = stderr.lines();
+        assert!(
+            lines.any(|l| l.is_ok_and(|l| l.contains("listening on"))),
+            "tcpdump did not start"
+        );
+        thread::spawn(move || lines.for_each(drop));
+        Capture {
+            netns,
+            file,
+            tcpdump,
+            _dir: dir,
+        }
+    }
+
+    /// Stops the capture (SIGINT flushes it) and returns the UDP payloads it holds.
+    fn datagrams(mut self) -> Vec<Vec<u8>> {
+        let status = std::process::Command::new("kill")
+            .args(["-INT", &self.tcpdump.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        self.tcpdump.wait().unwrap();
+        pcap_udp_payloads(&std::fs::read(&self.file).unwrap())
+    }
+}
+
+impl Drop for Capture {
+    fn drop(&mut self) {
+        let _ = self.tcpdump.kill();
+        let _ = self.tcpdump.wait();
+        let _ = std::process::Command::new("ip")
+            .args(["netns", "del", &self.netns])
+            .status();
+    }
+}
+
+/// The UDP payloads of a classic pcap file of IPv4 on loopback (Ethernet framing).
+fn pcap_udp_payloads(file: &[u8]) -> Vec<Vec<u8>> {
+    let u32_at = |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
+    assert_eq!(u32_at(file, 0), 0xa1b2_c3d4, "a little-endian pcap file");
+    assert_eq!(u32_at(file, 20), 1, "Ethernet link type");
+    let mut out = Vec::new();
+    let mut at = 24;
+    while at + 16 <= file.len() {
+        let len = u32_at(file, at + 8) as usize;
+        let frame = &file[at + 16..at + 16 + len];
+        at += 16 + len;
+        let ip = &frame[14..];
+        let header = usize::from(ip[0] & 0x0f) * 4;
+        if ip[0] >> 4 == 4 && ip[9] == 17 {
+            out.push(ip[header + 8..].to_vec());
+        }
+    }
+    out
+}
+
+#[test]
+fn a_packet_capture_of_an_encrypted_link_in_a_namespace_shows_no_plaintext() {
+    let capture = Capture::start("secure");
+    let listener = listen_in(&capture.netns, &[]);
+    let key = fingerprint(&listener);
+    let summary = connect_in(
+        &capture.netns,
+        listener.addr,
+        &["--duration", "3", "--server-key", &key],
+    )
+    .finish()
+    .pop()
+    .unwrap();
+    assert!(num(&summary, "packets_received") >= 20.0, "{summary}");
+    drop(listener);
+    let seen = capture.datagrams();
+    assert!(seen.len() >= 40, "{} datagrams captured", seen.len());
+    assert!(
+        !seen.iter().any(|d| carries_label(d)),
+        "plaintext on the wire"
+    );
+
+    // The same capture of an `--insecure` link shows the label: the check can see plaintext.
+    let capture = Capture::start("plain");
+    let listener = listen_in(&capture.netns, &["--insecure"]);
+    let summary = connect_in(
+        &capture.netns,
+        listener.addr,
+        &["--duration", "3", "--insecure"],
+    )
+    .finish()
+    .pop()
+    .unwrap();
+    assert!(num(&summary, "packets_received") >= 20.0, "{summary}");
+    drop(listener);
+    assert!(capture.datagrams().iter().any(|d| carries_label(d)));
 }

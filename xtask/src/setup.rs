@@ -133,7 +133,8 @@ fn apt_install(packages: &[&str]) -> Result<()> {
 /// Chromium + chromedriver and Firefox ESR for browser tests, iproute2/util-linux for the
 /// loopback-only namespace the browser tests run in, coturn (the TURN server users run) for
 /// the tests of the signal server's TURN credentials, iptables for the home routers (NAT) of
-/// the e2e test that puts players behind symmetric NATs.
+/// the e2e test that puts players behind symmetric NATs, tcpdump for the packet capture that
+/// shows an encrypted native link carries no plaintext.
 fn system_packages() -> Result<()> {
     let wanted = [
         ("/usr/bin/chromium", "chromium"),
@@ -143,6 +144,7 @@ fn system_packages() -> Result<()> {
         ("/usr/bin/unshare", "util-linux"),
         ("/usr/bin/turnserver", "coturn"),
         ("/usr/sbin/iptables", "iptables"),
+        ("/usr/bin/tcpdump", "tcpdump"),
     ];
     let missing: Vec<&str> = wanted
         .iter()
@@ -152,7 +154,7 @@ fn system_packages() -> Result<()> {
     if missing.is_empty() {
         step(
             "system packages",
-            "chromium, chromedriver, firefox-esr, ip, unshare, turnserver, iptables present; skipping",
+            "chromium, chromedriver, firefox-esr, ip, unshare, turnserver, iptables, tcpdump present; skipping",
         );
         return Ok(());
     }

@@ -26,7 +26,21 @@ pub const INFO: &str = "info";
 pub const DEBUG: &str = "info,ackwire_peer=debug";
 
 fn spawn(args: &[&str], log_filter: &str) -> Peer {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ackwire-peer"))
+    spawn_in(None, args, log_filter)
+}
+
+/// [`spawn`], inside network namespace `netns` (`ip netns exec`) when given.
+fn spawn_in(netns: Option<&str>, args: &[&str], log_filter: &str) -> Peer {
+    let bin = env!("CARGO_BIN_EXE_ackwire-peer");
+    let mut command = match netns {
+        Some(ns) => {
+            let mut c = Command::new("ip");
+            c.args(["netns", "exec", ns, bin]);
+            c
+        }
+        None => Command::new(bin),
+    };
+    let mut child = command
         .args(args)
         .env("RUST_LOG", log_filter)
         .stdout(Stdio::piped())
@@ -81,6 +95,21 @@ pub fn listen_logging(extra: &[&str], log_filter: &str) -> Peer {
     let mut args = vec!["listen", "--bind", "127.0.0.1:0", "--json"];
     args.extend_from_slice(extra);
     spawn(&args, log_filter)
+}
+
+/// [`listen`] inside network namespace `netns` (`ip netns exec`).
+pub fn listen_in(netns: &str, extra: &[&str]) -> Peer {
+    let mut args = vec!["listen", "--bind", "127.0.0.1:0", "--json"];
+    args.extend_from_slice(extra);
+    spawn_in(Some(netns), &args, INFO)
+}
+
+/// [`connect`] inside network namespace `netns` (`ip netns exec`).
+pub fn connect_in(netns: &str, to: SocketAddr, extra: &[&str]) -> Peer {
+    let to = to.to_string();
+    let mut args = vec!["connect", to.as_str(), "--bind", "127.0.0.1:0", "--json"];
+    args.extend_from_slice(extra);
+    spawn_in(Some(netns), &args, INFO)
 }
 
 /// `ackwire-peer connect ADDR --json` plus `extra` flags.
