@@ -135,7 +135,8 @@ pub trait KeySource: Send + Sync + fmt::Debug {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
 #[non_exhaustive]
 pub enum ProtectError {
-    /// Already protected (replacing keys is a key update, which this version does not do).
+    /// Already protected: keys are set once per connection; they then update by themselves
+    /// every key phase (`PacketKey::next`), never by being replaced.
     #[error("already protected")]
     AlreadyProtected,
     /// Data packets were sent or received, or messages queued, before: protection starts
