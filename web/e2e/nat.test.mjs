@@ -11,6 +11,17 @@ import { PUBLIC, buildInternet, chromiumIn } from './nat.mjs';
 
 const SECRET = 'e2e-nat-secret';
 
+/** Each browser opens `room`, one after the other; resolves with `[page, its peer id]` each. */
+async function joinInTurn(server, browsers, room) {
+  const joined = [];
+  for (const browser of browsers) {
+    const page = await openPage({ server, browser }, `/room/${room}`);
+    const id = await page.page.waitForFunction(() => window.ackwire?.me.id, null, { timeout: 15000 }).then((h) => h.jsonValue());
+    joined.push([page, id]);
+  }
+  return joined;
+}
+
 /** The failure reason a page shows for its link to `peer`, once it has one. */
 const failureOf = (page, peer, timeout) => page.waitForFunction((id) => {
   const l = window.ackwire.players.get(id);
@@ -30,10 +41,7 @@ test('two Chromium players, each behind its own symmetric NAT, link through the 
   const browsers = await Promise.all(wrappers.map((w) => launchBrowser([], { executablePath: w.path })));
   try {
     const room = 'behind-nats';
-    const a = await openPage({ server, browser: browsers[0] }, `/room/${room}`);
-    const aId = await a.page.waitForFunction(() => window.ackwire?.me.id, null, { timeout: 15000 }).then((h) => h.jsonValue());
-    const b = await openPage({ server, browser: browsers[1] }, `/room/${room}`);
-    const bId = await b.page.waitForFunction(() => window.ackwire?.me.id, null, { timeout: 15000 }).then((h) => h.jsonValue());
+    const [[a, aId], [b, bId]] = await joinInTurn(server, browsers, room);
     const bothPresent = Date.now();
     for (const [page, other] of [[a, bId], [b, aId]]) {
       const candidate = await page.page.waitForFunction((peer) => {
@@ -77,10 +85,7 @@ test('without a TURN server, players behind symmetric NATs see the link fail wit
   const browsers = await Promise.all(wrappers.map((w) => launchBrowser([], { executablePath: w.path })));
   try {
     const room = 'no-relay';
-    const a = await openPage({ server, browser: browsers[0] }, `/room/${room}`);
-    const aId = await a.page.waitForFunction(() => window.ackwire?.me.id, null, { timeout: 15000 }).then((h) => h.jsonValue());
-    const b = await openPage({ server, browser: browsers[1] }, `/room/${room}`);
-    const bId = await b.page.waitForFunction(() => window.ackwire?.me.id, null, { timeout: 15000 }).then((h) => h.jsonValue());
+    const [[a, aId], [b, bId]] = await joinInTurn(server, browsers, room);
     for (const [page, other] of [[a, bId], [b, aId]]) {
       const failed = await failureOf(page.page, other, 30000);
       console.log(`no TURN, behind symmetric NATs: ${failed.state} (${failed.code}: ${failed.message})`);
