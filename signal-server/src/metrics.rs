@@ -47,6 +47,8 @@ impl CloseCause {
 pub enum DropReason {
     /// The target's outbound queue was full: it stopped reading and is being closed.
     QueueFull,
+    /// The target's connection was already closing (its queue no longer taken).
+    Closing,
 }
 
 impl DropReason {
@@ -54,6 +56,7 @@ impl DropReason {
     pub fn as_str(self) -> &'static str {
         match self {
             Self::QueueFull => "queue_full",
+            Self::Closing => "closing",
         }
     }
 }
@@ -159,7 +162,7 @@ impl Default for Metrics {
         r.register("errors", "Error frames sent, by code", m.errors.clone());
         r.register(
             "signals_dropped",
-            "Signals not delivered, by reason",
+            "Frames for a client (relayed signals, room updates, stats) not delivered, by reason",
             m.dropped.clone(),
         );
         r.register(
@@ -189,8 +192,8 @@ impl Metrics {
         count(&self.closes, cause.as_str());
     }
 
-    /// Count one signal that was not delivered.
-    pub fn signal_dropped(&self, reason: DropReason) {
+    /// Count one frame for a client that was not delivered.
+    pub fn frame_dropped(&self, reason: DropReason) {
         count(&self.dropped, reason.as_str());
     }
 

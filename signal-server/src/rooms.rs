@@ -75,17 +75,19 @@ impl Link {
         (Link { conn, tx, kick }, rx)
     }
 
-    /// Queue a frame; false if it was dropped. A full queue means the client stopped
-    /// reading, so it is closed at once (its task stops waiting on the socket).
-    fn send(&self, text: &Utf8Bytes) -> bool {
-        match self.tx.try_send(text.clone()) {
-            Ok(()) => true,
+    /// Queue a frame, or say why it was dropped (and count it). A full queue means the
+    /// client stopped reading, so it is closed at once (its task stops waiting on the socket).
+    fn send(&self, text: &Utf8Bytes, metrics: &Metrics) -> Result<(), DropReason> {
+        let reason = match self.tx.try_send(text.clone()) {
+            Ok(()) => return Ok(()),
             Err(mpsc::error::TrySendError::Full(_)) => {
                 self.kick.kick(CloseCause::SlowReader);
-                false
+                DropReason::QueueFull
             }
-            Err(mpsc::error::TrySendError::Closed(_)) => false,
-        }
+            Err(mpsc::error::TrySendError::Closed(_)) => DropReason::Closing,
+        };
+        metrics.frame_dropped(reason);
+        Err(reason)
     }
 }
 
@@ -152,6 +154,7 @@ impl State {
     /// are not held up by it.
     fn broadcast(
         &self,
+        metrics: &Metrics,
         room: &str,
         except: Option<PeerId>,
         text: &Utf8Bytes,
@@ -162,17 +165,17 @@ impl State {
                 if Some(*id) != except
                     && let Some(link) = &slot.link
                 {
-                    link.send(text);
+                    let _ = link.send(text, metrics);
                 }
             }
         }
-        self.notify_subscribers(room, watched.unwrap_or(text));
+        self.notify_subscribers(metrics, room, watched.unwrap_or(text));
     }
 
-    fn notify_subscribers(&self, room: &str, text: &Utf8Bytes) {
+    fn notify_subscribers(&self, metrics: &Metrics, room: &str, text: &Utf8Bytes) {
         for sub in self.subscribers.values() {
             if sub.room.as_deref().is_none_or(|r| r == room) {
-                sub.link.send(text);
+                let _ = sub.link.send(text, metrics);
             }
         }
     }
@@ -380,9 +383,15 @@ impl Hub {
                 peer_id: old_id,
                 reason: LeaveReason::Replaced,
             });
-            st.broadcast(&req.room, Some(peer_id), &left, None);
+            st.broadcast(&self.metrics, &req.room, Some(peer_id), &left, None);
         }
-        st.broadcast(&req.room, Some(peer_id), &joined, joined_watched.as_ref());
+        st.broadcast(
+            &self.metrics,
+            &req.room,
+            Some(peer_id),
+            &joined,
+            joined_watched.as_ref(),
+        );
         Ok(Joined {
             peer_id,
             token,
@@ -413,14 +422,13 @@ impl Hub {
             .and_then(|s| s.link.as_ref())
             .filter(|_| to != from)
             .ok_or(SignalError::UnknownPeer(to))?;
-        let delivered = link.send(&to_text(&ServerFrame::Signal {
+        let frame = to_text(&ServerFrame::Signal {
             from,
             data: Cow::Borrowed(data),
-        }));
-        if !delivered {
+        });
+        if link.send(&frame, &self.metrics).is_err() {
             // The target stopped reading and is being closed; the sender learns its signal
             // went nowhere rather than waiting for an answer.
-            self.metrics.signal_dropped(DropReason::QueueFull);
             return Err(SignalError::PeerNotReading(to));
         }
         self.metrics.signals_relayed.inc();
@@ -447,7 +455,7 @@ impl Hub {
                 peer_id,
                 links: Cow::Borrowed(links),
             });
-            st.notify_subscribers(room, &text);
+            st.notify_subscribers(&self.metrics, room, &text);
         }
         Ok(())
     }
@@ -484,7 +492,7 @@ impl Hub {
             peer_id,
             reason,
         });
-        st.broadcast(room, None, &note, None);
+        st.broadcast(metrics, room, None, &note, None);
     }
 
     /// The peer's link dropped: keep its slot for the reconnect grace, then evict it unless

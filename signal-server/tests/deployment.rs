@@ -355,6 +355,29 @@ async fn flooders_are_closed_with_a_1008_frame_and_an_orderly_end_never_a_reset(
 }
 
 #[tokio::test]
+async fn a_silent_client_is_closed_with_a_1001_idle_timeout_frame_and_an_orderly_end() {
+    let server = Server::start(|c| {
+        c.ping_interval = Duration::from_millis(50);
+        c.idle_timeout = Duration::from_millis(300);
+    })
+    .await;
+    let (mut silent, _) = server.peer("r").await;
+    // It reads nothing, so it answers no ping, until the server has given up on it.
+    server
+        .metric_reaches(
+            "ackwire_signal_server_closes_total{reason=\"idle_timeout\"}",
+            1.0,
+        )
+        .await;
+    let frame = silent.closed_cleanly().await;
+    assert_eq!(
+        (u16::from(frame.code), frame.reason.as_str()),
+        (1001, "idle_timeout")
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
 async fn a_reader_that_stops_is_closed_when_its_queue_fills_and_senders_are_told() {
     let server = Server::start(|c| {
         c.outbound_queue = 4;

@@ -66,6 +66,18 @@ impl Server {
             .unwrap_or(0.0)
     }
 
+    /// Wait until `series` reads at least `value` (polling `/metrics`), or panic after WAIT.
+    pub async fn metric_reaches(&self, series: &str, value: f64) {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        while self.metric(series).await < value {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{series} never reached {value}"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
     pub async fn stop(mut self) {
         let _ = self.stop.take().unwrap().send(());
         tokio::time::timeout(WAIT, self.task)
