@@ -759,6 +759,24 @@ fn derived_keys_update_to_the_documented_next_secret() {
     assert_ne!(c0, c1);
     assert_ne!(c1, c2);
     assert_eq!(c1, c1b);
+    // Known answer, computed apart from the code (Python's hmac, HKDF-Expand's one block):
+    // next = HMAC-SHA256(secret, "ackwire key update" 01), then the phase's key and IV from
+    // it as for any secret (docs/wire.md, "Key-usage limits and key update").
+    let hex = |s: &str| -> Vec<u8> {
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
+    };
+    let key: [u8; 32] = hex("c6246a53beea53120f78e28a20e690b0eb33ed8e6351e44c4660ef1971ed1254")
+        .try_into()
+        .unwrap();
+    let iv: [u8; 12] = hex("5be53adf211d49fab1aae8cd").try_into().unwrap();
+    assert_eq!(seal_with(&mut Aes256GcmKey::new(key, iv)), c1);
+    let next: [u8; 32] = hex("a64cfd6a1d75d262e76ba456d91c3204935333a5d94a7252208dabe37d53c29c")
+        .try_into()
+        .unwrap();
+    assert_eq!(seal_with(&mut Aes256GcmKey::from_secret(next)), c1);
     // Fixed keys never update.
     assert!(Aes256GcmKey::new([1; 32], [2; 12]).next().is_none());
 }

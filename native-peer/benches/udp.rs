@@ -43,9 +43,9 @@
 //! threads. Connection setup is a one-off cost, which a short run would otherwise spread
 //! over its packets (2,000 handshakes weigh about 10 % of the protocol's user time in a 5 s
 //! run); the core's `listener_scale` bench leaves it out the same way. The connection
-//! count one core can serve is N divided by the server's CPU share at N connections (goal
-//! >= 10,000 at 30 packets/s), and the clients' delivery ratio shows those N were actually
-//! served.
+//! count one core can serve is N divided by the server's CPU share at N connections (goal:
+//! at least 10,000 at 30 packets/s), and the clients' delivery ratio shows those N were
+//! actually served.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -212,6 +212,62 @@ fn a_connect_request_gets_one_challenge_no_larger_than_itself_and_no_state() {
 }
 
 #[test]
+fn forged_secure_responses_get_no_answer_open_nothing_and_a_real_connector_still_keys() {
+    let listener = listen(&[]);
+    let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    let mut buf = [0u8; 2048];
+    socket
+        .send_to(
+            &control(ControlPacket::SecureRequest {
+                protocol_id: DEFAULT_PROTOCOL_ID,
+            }),
+            listener.addr,
+        )
+        .unwrap();
+    let len = socket.recv_from(&mut buf).expect("a challenge").0;
+    let Ok(ControlPacket::SecureChallenge { cookie, .. }) = ControlPacket::parse(&buf[..len])
+    else {
+        panic!("not a secure challenge: {:?}", &buf[..len]);
+    };
+    let mut rng = Rng(0x05EC_00E5);
+    let mut junk = || {
+        let mut message = [0u8; 48];
+        message.copy_from_slice(&rng.bytes(48));
+        message
+    };
+    // The real cookie with a first message that is not a key exchange with the listener's
+    // key (it fails to authenticate), then a cookie the listener never made.
+    let mut forged_cookie = cookie;
+    forged_cookie.mac[0] ^= 1;
+    for cookie in [cookie, forged_cookie] {
+        let response = control(ControlPacket::SecureResponse {
+            protocol_id: DEFAULT_PROTOCOL_ID,
+            cookie,
+            message: junk(),
+        });
+        socket.send_to(&response, listener.addr).unwrap();
+    }
+    assert!(
+        socket.recv_from(&mut buf).is_err(),
+        "a forged response was answered"
+    );
+    let report = listener
+        .wait_for_report(Duration::from_secs(5), |r| r["dropped"]["handshake"] == 2)
+        .expect("both forged responses are counted as refused handshakes");
+    assert_eq!(num(&report, "connections"), 0.0, "{report}");
+
+    // The listener is none the worse: a real connector keys a link with it.
+    let summary = connect(listener.addr, &["--duration", "2"])
+        .finish()
+        .pop()
+        .unwrap();
+    assert!(num(&summary, "packets_acked") >= 10.0, "{summary}");
+}
+
+#[test]
 fn a_plain_request_to_an_encrypted_listener_gets_no_answer_and_is_counted() {
     let listener = listen(&[]);
     let socket = UdpSocket::bind("127.0.0.1:0").unwrap();

@@ -5,6 +5,7 @@
 //!
 //! No WebRTC here (no browser in the room), so no ICE; every socket is on loopback.
 
+mod capture;
 mod room_support;
 
 use std::thread;
@@ -12,9 +13,10 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use capture::Capture;
 use room_support::{
-    Peer, Proxy, Server, acked, blocking, dashboard_link, link_state, link_to, linked_pair,
-    signalling_down, subscribe,
+    Peer, Proxy, Server, ServerIn, acked, blocking, dashboard_link, link_state, link_to,
+    linked_pair, signalling_down, subscribe,
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -330,4 +332,42 @@ fn assert_greeted_once(me: &Peer, other: u64) {
         chats,
         [json!({"peer": other, "text": format!("hello from native peer {other}")})]
     );
+}
+
+/// Two natives in a room, in a network namespace with a packet capture of its UDP: each
+/// greets the other over their raw UDP link. Returns whether any captured datagram shows a
+/// greeting's plaintext.
+fn greetings_seen_on_the_wire(tag: &str, flags: &[&str]) -> bool {
+    let capture = Capture::start(tag);
+    let server = ServerIn::start(&capture.netns);
+    let url = server.room_url("capture");
+    let mut a = Peer::join_in(Some(&capture.netns), &url, flags);
+    let a_id = a.peer_id();
+    let mut b = Peer::join_in(Some(&capture.netns), &url, flags);
+    let b_id = b.peer_id();
+    for (me, other) in [(&mut a, b_id), (&mut b, a_id)] {
+        // Over raw UDP: a WebRTC fallback would be DTLS, encrypted whatever the flags.
+        me.wait_for("the UDP link", Duration::from_secs(10), |l| {
+            link_state(l, other, "connected") && l["transport"] == "udp"
+        });
+        let greeting = format!("hello from native peer {other}");
+        me.wait_for("the greeting", Duration::from_secs(10), |l| {
+            l["type"] == "chat" && l["peer"] == other && l["text"] == greeting.as_str()
+        });
+    }
+    drop((a, b, server));
+    let seen = capture.datagrams();
+    assert!(seen.len() >= 10, "{} datagrams captured", seen.len());
+    seen.iter()
+        .any(|d| capture::holds(d, b"hello from native peer"))
+}
+
+#[test]
+fn a_packet_capture_of_natives_chatting_in_a_room_shows_no_plaintext_unless_both_are_insecure() {
+    assert!(
+        !greetings_seen_on_the_wire("room-secure", &[]),
+        "a greeting crossed the wire in plaintext"
+    );
+    // The same capture of `--insecure` natives shows them: the check can see plaintext.
+    assert!(greetings_seen_on_the_wire("room-plain", &["--insecure"]));
 }

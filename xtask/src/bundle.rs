@@ -5,9 +5,13 @@ use std::{fs, process::Command};
 
 use crate::{
     paths,
-    process::{Result, run},
+    process::{Result, output, run},
     setup::Tools,
 };
+
+/// Crates of native links' encryption. Browser links ride DTLS, so the bundle must carry
+/// none of them (they sit behind the core's `aead` feature, which the wasm crate leaves off).
+const NATIVE_CRYPTO: &[&str] = &["ring", "snow", "hkdf", "curve25519-dalek"];
 
 /// Builds the bundle into `web/pkg/` (served at `/pkg/`).
 /// Always the `wasm-release` cargo profile (opt-level z, fat LTO) plus `wasm-opt -Oz`: the
@@ -19,6 +23,28 @@ pub(crate) fn build(tools: &Tools) -> Result<()> {
         "== wasm bundle ({cargo_profile}, {} toolchain)",
         tools.wasm.name()
     );
+    let tree = output(tools.wasm.cargo().current_dir(paths::root()).args([
+        "tree",
+        "-p",
+        "ackwire-wasm",
+        "--target",
+        "wasm32-unknown-unknown",
+        "-e",
+        "normal",
+        "--prefix",
+        "none",
+    ]))?;
+    let carried: Vec<&str> = tree
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|name| NATIVE_CRYPTO.contains(name))
+        .collect();
+    if !carried.is_empty() {
+        return Err(format!(
+            "the wasm build depends on native links' crypto ({}): keep the core's `aead` feature off in wasm/",
+            carried.join(", ")
+        ));
+    }
     run(tools
         .wasm
         .cargo()

@@ -58,6 +58,55 @@ impl Server {
     }
 }
 
+/// The signalling server on a thread of its own inside network namespace `netns`, on that
+/// namespace's loopback; stopped on drop.
+pub struct ServerIn {
+    pub addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<thread::JoinHandle<()>>,
+}
+
+impl ServerIn {
+    pub fn start(netns: &str) -> ServerIn {
+        let namespace =
+            std::fs::File::open(format!("/run/netns/{netns}")).expect("the namespace exists");
+        let (addr_tx, addr_rx) = mpsc::channel();
+        let (stop, stopped) = oneshot::channel();
+        let thread = thread::spawn(move || {
+            // Sockets made on this thread from now on live in the namespace.
+            nix::sched::setns(&namespace, nix::sched::CloneFlags::CLONE_NEWNET)
+                .expect("enter the namespace");
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                let server = Server::start("127.0.0.1:0".parse().unwrap()).await;
+                addr_tx.send(server.addr).unwrap();
+                let _ = stopped.await;
+                server.stop().await;
+            });
+        });
+        let addr = addr_rx.recv().expect("the server started");
+        ServerIn {
+            addr,
+            stop: Some(stop),
+            thread: Some(thread),
+        }
+    }
+
+    pub fn room_url(&self, room: &str) -> String {
+        format!("http://{}/room/{room}", self.addr)
+    }
+}
+
+impl Drop for ServerIn {
+    fn drop(&mut self) {
+        let _ = self.stop.take().unwrap().send(());
+        let _ = self.thread.take().unwrap().join();
+    }
+}
+
 /// A TCP relay in front of the signal server whose connections can be cut, as a network
 /// blip would: the server sees the socket drop without a close frame.
 pub struct Proxy {
@@ -108,7 +157,21 @@ impl Peer {
 
     /// `join` with extra flags.
     pub fn join_with(url: &str, extra: &[&str]) -> Peer {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_ackwire-peer"))
+        Peer::join_in(None, url, extra)
+    }
+
+    /// `join` with extra flags, inside network namespace `netns` if given (`ip netns exec`).
+    pub fn join_in(netns: Option<&str>, url: &str, extra: &[&str]) -> Peer {
+        let binary = env!("CARGO_BIN_EXE_ackwire-peer");
+        let mut command = match netns {
+            Some(netns) => {
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", netns, binary]);
+                c
+            }
+            None => Command::new(binary),
+        };
+        let mut child = command
             // On this machine only (the default binds every interface).
             .args(["join", url, "--json", "--bind", "127.0.0.1:0"])
             .args(extra)
