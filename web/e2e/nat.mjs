@@ -6,6 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 export const PUBLIC = '203.0.113.1';
+/** The internet's upstream router (see buildInternet). */
+const UPSTREAM = '203.0.113.254';
 
 const run = (program, ...args) => execFileSync(program, args, { stdio: ['ignore', 'ignore', 'pipe'] });
 const inNs = (ns, program, ...args) => run('ip', 'netns', 'exec', ns, program, ...args);
@@ -26,6 +28,20 @@ export function buildInternet(count) {
     run('ip', 'link', 'add', 'nat-inet', 'type', 'bridge');
     run('ip', 'addr', 'add', `${PUBLIC}/24`, 'dev', 'nat-inet');
     run('ip', 'link', 'set', 'nat-inet', 'up');
+    // The internet's default route: an upstream router that drops what it cannot route, as
+    // the internet drops private addresses. Without it, a TURN server relaying toward a
+    // peer's private host candidate gets ENETUNREACH, and coturn tears the whole allocation
+    // down on a failed send.
+    const upstream = `${tag}-up`;
+    run('ip', 'netns', 'add', upstream);
+    made.push(upstream);
+    run('ip', 'link', 'add', 'nat-up', 'type', 'veth', 'peer', 'name', 'nat-upb');
+    run('ip', 'link', 'set', 'nat-upb', 'master', 'nat-inet');
+    run('ip', 'link', 'set', 'nat-upb', 'up');
+    run('ip', 'link', 'set', 'nat-up', 'netns', upstream);
+    inNs(upstream, 'ip', 'addr', 'add', `${UPSTREAM}/24`, 'dev', 'nat-up');
+    inNs(upstream, 'ip', 'link', 'set', 'nat-up', 'up');
+    run('ip', 'route', 'add', 'default', 'via', UPSTREAM);
     const homes = [];
     for (let k = 1; k <= count; k++) {
       const router = `${tag}-r${k}`;

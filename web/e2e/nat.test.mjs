@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { launchBrowser, openPage, startCoturn, startServer } from './harness.mjs';
 import { PUBLIC, buildInternet, chromiumIn } from './nat.mjs';
+import { joinNative } from './native.mjs';
 
 const SECRET = 'e2e-nat-secret';
 
@@ -28,49 +29,75 @@ const failureOf = (page, peer, timeout) => page.waitForFunction((id) => {
   return l && l.state !== 'connected' && l.reason && { state: l.state, code: l.reason.code, message: l.reason.message };
 }, peer, { timeout }).then((h) => h.jsonValue());
 
-// Skipped until it passes every run: in 4 runs on this topology the pair connected through the
-// relay in ~160 ms twice (first RTT 2.6 ms), but once never left "negotiating" (no ICE state
-// at all) and once the chat sent after the first RTT did not arrive within 10 s. Native peers
-// do not connect here at all (docs/native-rooms.md, "Behind symmetric NATs"). Both are issue
-// #24's open work.
-test('two Chromium players, each behind its own symmetric NAT, link through the TURN relay and chat once', { skip: 'not yet reliable (see the comment above)' }, async () => {
-  const internet = buildInternet(2);
-  const wrappers = internet.homes.map(chromiumIn);
+test('two Chromium players and two natives, each behind its own symmetric NAT, link through the TURN relay and chat once', async () => {
+  const internet = buildInternet(4);
+  const wrappers = internet.homes.slice(0, 2).map(chromiumIn);
   const turn = await startCoturn(SECRET, { host: PUBLIC });
   const server = await startServer(0, { host: PUBLIC, args: ['--turn-url', turn.url, '--turn-secret', SECRET] });
   const browsers = await Promise.all(wrappers.map((w) => launchBrowser([], { executablePath: w.path })));
+  const natives = [];
   try {
     const room = 'behind-nats';
     const [[a, aId], [b, bId]] = await joinInTurn(server, browsers, room);
-    const bothPresent = Date.now();
-    for (const [page, other] of [[a, bId], [b, aId]]) {
-      const candidate = await page.page.waitForFunction((peer) => {
-        const l = window.ackwire.players.get(peer);
-        return l?.state === 'connected' && l.candidate;
-      }, other, { timeout: 20000 }).then((h) => h.jsonValue()).catch(async (e) => {
-        const l = await page.page.evaluate((peer) => JSON.stringify(window.ackwire.players.get(peer)), other);
-        throw new Error(`the link to ${other}: ${l}`, { cause: e });
-      });
-      assert.equal(candidate, 'relay', `the path to ${other} goes through the relay (its table says ${candidate})`);
-      console.log(`Chromium ↔ Chromium behind symmetric NATs: connected through the relay ${Date.now() - bothPresent} ms after both were present`);
+    for (const home of internet.homes.slice(2)) {
+      natives.push(await joinNative(`${server.url}/room/${room}`, [], { netns: home }));
     }
+    const allPresent = Date.now();
+    const [c, d] = natives;
+    const times = [];
+    // Every pair: the pages' links (state and chosen path in their tables), the natives' (the
+    // member's link events: a WebRTC link once their direct UDP attempt found no path).
+    for (const [page, name, others] of [[a, 'Chromium A', [bId, c.id, d.id]], [b, 'Chromium B', [aId, c.id, d.id]]]) {
+      for (const other of others) {
+        const candidate = await page.page.waitForFunction((peer) => {
+          const l = window.ackwire.players.get(peer);
+          return l?.state === 'connected' && l.candidate;
+        }, other, { timeout: 25000 }).then((h) => h.jsonValue()).catch(async (e) => {
+          const l = await page.page.evaluate((peer) => JSON.stringify(window.ackwire.players.get(peer)), other);
+          throw new Error(`${name}'s link to ${other}: ${l}`, { cause: e });
+        });
+        assert.equal(candidate, 'relay', `${name}'s path to ${other} goes through the relay (its table says ${candidate})`);
+        times.push([`${name} → ${other}`, Date.now() - allPresent]);
+      }
+    }
+    for (const [native, other] of [[c, d.id], [d, c.id]]) {
+      const line = await native.waitFor(`link to ${other}`, (l) => native.linkState(l, other, 'connected'), 25000);
+      assert.equal(line.transport, 'webrtc', `natives behind symmetric NATs meet over WebRTC: ${JSON.stringify(line)}`);
+      times.push([`native ${native.id} → native ${other}`, Date.now() - allPresent]);
+    }
+    for (const [what, ms] of times) console.log(`behind symmetric NATs: ${what} connected ${ms} ms after all four were present`);
+
     // Acked packets over the relay: an RTT in the link table.
     const rtt = await a.page.waitForFunction((peer) => {
       const row = document.querySelector(`#peers tbody tr[data-peer="${peer}"]`);
       const m = row && /(\d+(\.\d+)?) ms/.exec(row.textContent);
       return m && Number(m[1]);
     }, bId, { timeout: 10000 }).then((h) => h.jsonValue());
-    console.log(`first RTT over the relay: ${rtt} ms, ${Date.now() - bothPresent} ms after both were present`);
+    console.log(`first RTT over the relay (Chromium ↔ Chromium): ${rtt} ms, ${Date.now() - allPresent} ms after all were present`);
     // coturn carried them: allocations for users named expiry:peer.
-    for (const id of [aId, bId]) assert.match(turn.log(), new RegExp(`\\d+:${id}\\b`));
+    for (const id of [aId, bId, c.id, d.id]) assert.match(turn.log(), new RegExp(`\\d+:${id}\\b`));
 
+    // Chat, exactly once: a page to a page; each native greets every peer once its link is up.
     await a.page.fill('#chat-input', 'hello across the NATs');
     await a.page.click('#chat-form button');
     await b.page.waitForFunction((t) => window.ackwire.chat.some((m) => m.text === t), 'hello across the NATs', { timeout: 10000 });
     assert.equal(await b.page.evaluate((t) => window.ackwire.chat.filter((m) => m.text === t).length, 'hello across the NATs'), 1);
+    for (const page of [a, b]) {
+      for (const native of natives) {
+        const greeting = `hello from native peer ${native.id}`;
+        await page.page.waitForFunction((t) => window.ackwire.chat.some((m) => m.text === t), greeting, { timeout: 10000 });
+        assert.equal(await page.page.evaluate((t) => window.ackwire.chat.filter((m) => m.text === t).length, greeting), 1);
+      }
+    }
+    for (const [native, other] of [[c, d], [d, c]]) {
+      const greeting = `hello from native peer ${other.id}`;
+      await native.waitFor(`${other.id}'s greeting`, (l) => l.type === 'chat' && l.text === greeting, 10000);
+      assert.equal(native.lines.filter((l) => l.type === 'chat' && l.text === greeting).length, 1);
+    }
     assert.deepEqual([...a.errors, ...b.errors], []);
   } finally {
-    await Promise.all(browsers.map((b) => b.close()));
+    await Promise.all(natives.map((n) => n.stop()));
+    await Promise.all(browsers.map((br) => br.close()));
     await server.stop();
     await turn.stop();
     wrappers.forEach((w) => w.remove());
