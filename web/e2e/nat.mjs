@@ -15,9 +15,12 @@ const inNs = (ns, program, ...args) => run('ip', 'netns', 'exec', ns, program, .
 /**
  * The internet: a bridge holding PUBLIC, and `count` homes, home k at 192.168.k.2 behind
  * router k (192.168.k.1 inside, 203.0.113.(10+k) outside). Returns the homes' namespace
- * names and a function that removes it all.
+ * names and a function that removes it all. `nat` is how the routers map flows out:
+ * `symmetric` (a random public port for each flow) or `cone` (the home's own port kept for
+ * every destination, so a STUN server's view of it is what other players can reach once
+ * both have sent; replies only come in either way).
  */
-export function buildInternet(count) {
+export function buildInternet(count, { nat = 'symmetric' } = {}) {
   const tag = `ackw${process.pid}`;
   const made = [];
   const remove = () => {
@@ -68,10 +71,16 @@ export function buildInternet(count) {
       inNs(home, 'ip', 'link', 'set', `nat-h${k}`, 'up');
       inNs(home, 'ip', 'link', 'set', 'lo', 'up');
       inNs(home, 'ip', 'route', 'add', 'default', 'via', `192.168.${k}.1`);
-      // A symmetric NAT: each new flow out gets a random public port; only replies come in.
+      // Each new flow out is masqueraded (see `nat`); only replies come in.
       inNs(router, 'sysctl', '-qw', 'net.ipv4.ip_forward=1');
-      inNs(router, 'iptables', '-t', 'nat', '-A', 'POSTROUTING', '-o', `nat-w${k}`, '-j', 'MASQUERADE', '--random-fully');
+      const mapping = nat === 'symmetric' ? ['--random-fully'] : [];
+      inNs(router, 'iptables', '-t', 'nat', '-A', 'POSTROUTING', '-o', `nat-w${k}`, '-j', 'MASQUERADE', ...mapping);
       inNs(router, 'iptables', '-A', 'FORWARD', '-i', `nat-w${k}`, '-m', 'conntrack', '!', '--ctstate', 'ESTABLISHED,RELATED', '-j', 'DROP');
+      // Unsolicited packets to the router itself are dropped before conntrack confirms them:
+      // a hole-punching packet that arrives before the home has sent its own would otherwise
+      // leave an entry holding the home's public port, and the home's answer would go out on
+      // another one (no NAT keeps a mapping that way on purpose).
+      inNs(router, 'iptables', '-A', 'INPUT', '-i', `nat-w${k}`, '-m', 'conntrack', '--ctstate', 'NEW', '-j', 'DROP');
       homes.push(home);
     }
     return { homes, remove };

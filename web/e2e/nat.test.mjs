@@ -105,6 +105,45 @@ test('two Chromium players and two natives, each behind its own symmetric NAT, l
   }
 });
 
+test('two Chromium players behind cone NATs, with a STUN server only, link directly and chat once', async () => {
+  const internet = buildInternet(2, { nat: 'cone' });
+  const wrappers = internet.homes.map(chromiumIn);
+  // coturn answers STUN binding requests without credentials: here it is only a STUN server.
+  const stun = await startCoturn(SECRET, { host: PUBLIC });
+  const stunUrl = stun.url.replace(/^turn:/, 'stun:').replace(/\?.*$/, '');
+  const server = await startServer(0, { host: PUBLIC, args: ['--ice-servers', JSON.stringify([{ urls: [stunUrl] }])] });
+  const browsers = await Promise.all(wrappers.map((w) => launchBrowser([], { executablePath: w.path })));
+  try {
+    const room = 'cone';
+    const [[a, aId], [b, bId]] = await joinInTurn(server, browsers, room);
+    const bothPresent = Date.now();
+    for (const [page, other] of [[a, bId], [b, aId]]) {
+      const candidate = await page.page.waitForFunction((peer) => {
+        const l = window.ackwire.players.get(peer);
+        return l?.state === 'connected' && l.candidate;
+      }, other, { timeout: 20000 }).then((h) => h.jsonValue()).catch(async (e) => {
+        const l = await page.page.evaluate((peer) => JSON.stringify(window.ackwire.players.get(peer)), other);
+        throw new Error(`the link to ${other}: ${l}`, { cause: e });
+      });
+      assert.notEqual(candidate, 'relay');
+      console.log(`Chromium ↔ Chromium behind cone NATs: connected directly (${candidate}) ${Date.now() - bothPresent} ms after both were present`);
+    }
+    // No relay exists here: the link is the NATs' own path.
+    assert.doesNotMatch(stun.log(), /ALLOCATE processed, success/);
+    await a.page.fill('#chat-input', 'hello through the hole');
+    await a.page.click('#chat-form button');
+    await b.page.waitForFunction((t) => window.ackwire.chat.some((m) => m.text === t), 'hello through the hole', { timeout: 10000 });
+    assert.equal(await b.page.evaluate((t) => window.ackwire.chat.filter((m) => m.text === t).length, 'hello through the hole'), 1);
+    assert.deepEqual([...a.errors, ...b.errors], []);
+  } finally {
+    await Promise.all(browsers.map((br) => br.close()));
+    await server.stop();
+    await stun.stop();
+    wrappers.forEach((w) => w.remove());
+    internet.remove();
+  }
+});
+
 test('without a TURN server, players behind symmetric NATs see the link fail with its reason, not "connecting" for ever', async () => {
   const internet = buildInternet(2);
   const wrappers = internet.homes.map(chromiumIn);
