@@ -1273,10 +1273,11 @@ impl Member {
             return;
         };
         let initiator = self.me.is_some_and(|me| me > peer);
-        let delay = if initiator {
+        let delay = if initiator && !fall_back {
             self.config.backoff.delay(link.attempts, self.random.next())
         } else {
-            // The passive side gets ready for the next attempt at once.
+            // The passive side gets ready for the next attempt at once; so does a fallback
+            // to ICE, a path of its own that nothing has tried yet.
             Duration::ZERO
         };
         let link = &mut self.links[i];

@@ -135,10 +135,17 @@ fn natives_with_no_direct_udp_path_fall_back_to_webrtc_and_chat() {
     let n2 = w.add(PeerKind::Native, |_| {});
     w.block_udp(n1, n2);
     // The direct attempt gives up after the member's 2 s direct timeout; the next attempt
-    // runs over ICE, offered by the higher id, and the other side follows.
+    // runs over ICE at once (no backoff: nothing has tried that path), offered by the higher
+    // id, and the other side follows.
+    let start = w.now;
     w.run_until_true(4 * S, "natives linked over WebRTC", |w| {
         w.fully_linked(&[n1, n2])
     });
+    let took = w.now - start;
+    assert!(
+        took < Duration::from_millis(2_150),
+        "linked {took:?} after joining: the fallback waited"
+    );
     for (a, b) in [(n1, n2), (n2, n1)] {
         let link = w.link(a, b).unwrap();
         assert_eq!(link.transport, TransportKind::WebRtc, "{link:?}");
