@@ -66,6 +66,14 @@ test('two Chromium players and two natives, each behind its own symmetric NAT, l
       times.push([`native ${native.id} → native ${other}`, Date.now() - allPresent]);
     }
     for (const [what, ms] of times) console.log(`behind symmetric NATs: ${what} connected ${ms} ms after all four were present`);
+    // The natives' own reading of their relayed link: RTT from acked packets.
+    for (const [native, other] of [[c, d], [d, c]]) {
+      const line = await native.waitFor(`RTT to ${other.id}`, (l) => l.type === 'stats' && native.link(l, other.id)?.stats?.rtt_ms > 0, 10000);
+      const rttMs = native.link(line, other.id).stats.rtt_ms;
+      console.log(`native ${native.id} ↔ native ${other.id} over the relay: RTT ${rttMs.toFixed(1)} ms`);
+      // The relay is on this machine (a path of ~1 ms); a wide bound, for load.
+      assert.ok(rttMs < 60, `RTT ${rttMs} ms over a relay on this machine`);
+    }
 
     // Acked packets over the relay: an RTT in the link table.
     const rtt = await a.page.waitForFunction((peer) => {

@@ -155,6 +155,9 @@ impl PeerConnectionEventHandler for Handler {
     }
 }
 
+/// How often a connection that may be relayed wakes the `webrtc` crate's driver (see `run`).
+const RELAY_FLUSH: Duration = Duration::from_millis(2);
+
 /// How long the ICE agent waits before it may nominate a relayed pair (see `setting_engine`).
 const RELAY_ACCEPTANCE_MIN_WAIT: Duration = Duration::from_millis(500);
 
@@ -222,8 +225,28 @@ async fn run(
         handler.tell(description_signal("offer", description.sdp));
     }
     let reader = tokio::spawn(read_channel(peer, channel.clone(), events.clone()));
+    // Works around the `webrtc` crate's driver (0.21.1): each pass flushes its TURN client's
+    // queue *before* it drains the connection's own packets, so a packet for a relayed pair
+    // is only queued, and leaves at the driver's next wake-up: its next timer (up to 200 ms
+    // apart while DTLS and SCTP shake hands) or our next send. Two natives relayed to each
+    // other took 200-400 ms per DTLS flight, and read an RTT of 87 ms on a 1 ms path (each
+    // datagram waited for the next). A no-op call that wakes the driver every RELAY_FLUSH
+    // bounds that wait (2.7-3.3 ms RTT there; `web/e2e/nat.test.mjs`). Only connections
+    // given a TURN server pay for the wake-ups.
+    let may_relay = ice
+        .servers
+        .iter()
+        .flat_map(|s| &s.urls)
+        .any(|u| u.starts_with("turn"));
+    let mut relay_flush = tokio::time::interval(RELAY_FLUSH);
+    relay_flush.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     loop {
         tokio::select! {
+            _ = relay_flush.tick(), if may_relay => {
+                // Our channel never uses the low-water mark (0, its default): setting it
+                // again changes nothing but wakes the driver.
+                let _ = channel.set_buffered_amount_low_threshold(0).await;
+            }
             command = commands.recv() => match command {
                 None | Some(Command::Close) => break,
                 Some(Command::Remote(SignalData::Sdp { sdp })) => {
