@@ -9,8 +9,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { test } from 'node:test';
-import puppeteer from 'puppeteer-core';
-import { launchBrowser, openPage, startServer } from './harness.mjs';
+import { launchBrowser, launchFirefox, openPage, startServer } from './harness.mjs';
 import { joinNative } from './native.mjs';
 
 /** A veth pair inside this namespace, 10.99.0.1 ↔ 10.99.0.2, the default route through it. */
@@ -23,20 +22,6 @@ function lanInNamespace() {
   ip('link', 'set', 'lan1', 'up');
   ip('route', 'add', 'default', 'dev', 'lan0');
   return () => ip('link', 'del', 'lan0');
-}
-
-function launchFirefox() {
-  return puppeteer.launch({
-    browser: 'firefox',
-    executablePath: process.env.FIREFOX ?? '/usr/bin/firefox-esr',
-    headless: true,
-    extraPrefsFirefox: {
-      // Candidates on loopback too, with real addresses (no mDNS names), on every interface.
-      'media.peerconnection.ice.loopback': true,
-      'media.peerconnection.ice.obfuscate_host_addresses': false,
-      'media.peerconnection.ice.default_address_only': false,
-    },
-  });
 }
 
 test('a Firefox player links with a Chromium player and a native peer, chats once, and sees its links measured', async () => {

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before } from 'node:test';
 import { chromium } from 'playwright-core';
+import puppeteer from 'puppeteer-core';
 
 /** An environment variable `cargo xtask test` sets; a clear error when run some other way. */
 export const requireEnv = (name) => {
@@ -91,6 +92,26 @@ export async function startCoturn(secret, { host = '127.0.0.1', extra = [] } = {
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Launches headless stock Firefox (Debian's firefox-esr) through puppeteer-core over WebDriver
+ * BiDi, with ICE candidates on loopback too, with real addresses (no mDNS names), on every
+ * interface. `executablePath` and `debuggingPort` to run it through a wrapper (in another
+ * network namespace, say: `firefoxIn` in nat.mjs).
+ */
+export function launchFirefox({ executablePath, debuggingPort } = {}) {
+  return puppeteer.launch({
+    browser: 'firefox',
+    executablePath: executablePath ?? process.env.FIREFOX ?? '/usr/bin/firefox-esr',
+    headless: true,
+    ...(debuggingPort ? { debuggingPort } : {}),
+    extraPrefsFirefox: {
+      'media.peerconnection.ice.loopback': true,
+      'media.peerconnection.ice.obfuscate_host_addresses': false,
+      'media.peerconnection.ice.default_address_only': false,
+    },
+  });
 }
 
 /**

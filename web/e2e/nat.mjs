@@ -1,8 +1,9 @@
 // Network topologies for e2e tests: homes behind symmetric NATs on a TEST-NET-3 "internet",
 // all of it namespaces and links the test makes and removes (see nat.test.mjs).
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 
 export const PUBLIC = '203.0.113.1';
@@ -99,3 +100,32 @@ export function chromiumIn(ns) {
   return { path: wrapper, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
+
+/**
+ * Firefox in network namespace `ns`, for `launchFirefox`: a wrapper to launch in its place,
+ * and the port its WebDriver BiDi listens on inside `ns`, relayed from the same port on this
+ * namespace's loopback (where puppeteer connects to the address Firefox prints). Each
+ * connection is carried by a small node process inside `ns`.
+ */
+export async function firefoxIn(ns) {
+  const dir = mkdtempSync(join(tmpdir(), 'ackwire-nat-'));
+  const wrapper = join(dir, 'firefox');
+  writeFileSync(wrapper, `#!/bin/sh\nexec ip netns exec ${ns} ${process.env.FIREFOX ?? '/usr/bin/firefox-esr'} "$@"\n`);
+  chmodSync(wrapper, 0o755);
+  const relay = createServer((outer) => {
+    const pipe = `const s = require('net').connect(${relay.address().port}, '127.0.0.1');`
+      + 'process.stdin.pipe(s); s.pipe(process.stdout); s.on("close", () => process.exit()); s.on("error", () => process.exit());';
+    const inner = spawn('ip', ['netns', 'exec', ns, process.execPath, '-e', pipe], { stdio: ['pipe', 'pipe', 'ignore'] });
+    outer.pipe(inner.stdin);
+    inner.stdout.pipe(outer);
+    outer.on('error', () => inner.kill());
+    outer.on('close', () => inner.kill());
+    inner.on('exit', () => outer.destroy());
+  });
+  await new Promise((resolve) => relay.listen(0, '127.0.0.1', resolve));
+  return {
+    path: wrapper,
+    port: relay.address().port,
+    remove: () => { relay.close(); rmSync(dir, { recursive: true, force: true }); },
+  };
+}

@@ -6,8 +6,8 @@
 // through the TURN relay, with the credentials the welcome carries, or it fails and says why.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { launchBrowser, openPage, startCoturn, startServer } from './harness.mjs';
-import { PUBLIC, buildInternet, chromiumIn } from './nat.mjs';
+import { launchBrowser, launchFirefox, openPage, startCoturn, startServer } from './harness.mjs';
+import { PUBLIC, buildInternet, chromiumIn, firefoxIn } from './nat.mjs';
 import { joinNative } from './native.mjs';
 
 const SECRET = 'e2e-nat-secret';
@@ -29,35 +29,65 @@ const failureOf = (page, peer, timeout) => page.waitForFunction((id) => {
   return l && l.state !== 'connected' && l.reason && { state: l.state, code: l.reason.code, message: l.reason.message };
 }, peer, { timeout }).then((h) => h.jsonValue());
 
-test('two Chromium players and two natives, each behind its own symmetric NAT, link through the TURN relay and chat once', async () => {
-  const internet = buildInternet(4);
-  const wrappers = internet.homes.slice(0, 2).map(chromiumIn);
+/** A page of either browser, with one way to wait and to evaluate (playwright and puppeteer differ). */
+function player(name, id, page, errors, puppeteer) {
+  return {
+    name,
+    id,
+    errors,
+    waitFor: (fn, arg, timeout) => (puppeteer ? page.waitForFunction(fn, { timeout }, arg) : page.waitForFunction(fn, arg, { timeout }))
+      .then((h) => h.jsonValue()),
+    evaluate: (fn, arg) => page.evaluate(fn, arg),
+    async chat(text) {
+      await page.type('#chat-input', text);
+      await page.click('#chat-form button');
+    },
+  };
+}
+
+test('Chromium, Firefox and native players, each behind its own symmetric NAT, link through the TURN relay and chat once', async () => {
+  const internet = buildInternet(5);
+  const [aHome, bHome, fHome, ...nativeHomes] = internet.homes;
+  const wrappers = [aHome, bHome].map(chromiumIn);
+  const ffWrapper = await firefoxIn(fHome);
   const turn = await startCoturn(SECRET, { host: PUBLIC });
   const server = await startServer(0, { host: PUBLIC, args: ['--turn-url', turn.url, '--turn-secret', SECRET] });
   const browsers = await Promise.all(wrappers.map((w) => launchBrowser([], { executablePath: w.path })));
+  const firefox = await launchFirefox({ executablePath: ffWrapper.path, debuggingPort: ffWrapper.port });
   const natives = [];
   try {
     const room = 'behind-nats';
     const [[a, aId], [b, bId]] = await joinInTurn(server, browsers, room);
-    for (const home of internet.homes.slice(2)) {
+    const ffPage = await firefox.newPage();
+    const ffErrors = [];
+    ffPage.on('pageerror', (err) => ffErrors.push(err.message));
+    await ffPage.goto(`${server.url}/room/${room}`);
+    const fId = await ffPage.waitForFunction(() => window.ackwire?.me.id, { timeout: 15000 }).then((h) => h.jsonValue());
+    for (const home of nativeHomes) {
       natives.push(await joinNative(`${server.url}/room/${room}`, [], { netns: home }));
     }
     const allPresent = Date.now();
     const [c, d] = natives;
+    const pages = [
+      player('Chromium A', aId, a.page, a.errors, false),
+      player('Chromium B', bId, b.page, b.errors, false),
+      player('Firefox', fId, ffPage, ffErrors, true),
+    ];
+    const everyone = [aId, bId, fId, c.id, d.id];
     const times = [];
     // Every pair: the pages' links (state and chosen path in their tables), the natives' (the
     // member's link events: a WebRTC link once their direct UDP attempt found no path).
-    for (const [page, name, others] of [[a, 'Chromium A', [bId, c.id, d.id]], [b, 'Chromium B', [aId, c.id, d.id]]]) {
-      for (const other of others) {
-        const candidate = await page.page.waitForFunction((peer) => {
+    for (const page of pages) {
+      for (const other of everyone.filter((id) => id !== page.id)) {
+        const candidate = await page.waitFor((peer) => {
           const l = window.ackwire.players.get(peer);
           return l?.state === 'connected' && l.candidate;
-        }, other, { timeout: 25000 }).then((h) => h.jsonValue()).catch(async (e) => {
-          const l = await page.page.evaluate((peer) => JSON.stringify(window.ackwire.players.get(peer)), other);
-          throw new Error(`${name}'s link to ${other}: ${l}`, { cause: e });
+        }, other, 25000).catch(async (e) => {
+          const l = await page.evaluate((peer) => JSON.stringify(window.ackwire.players.get(peer)), other);
+          throw new Error(`${page.name}'s link to ${other}: ${l}`, { cause: e });
         });
-        assert.equal(candidate, 'relay', `${name}'s path to ${other} goes through the relay (its table says ${candidate})`);
-        times.push([`${name} → ${other}`, Date.now() - allPresent]);
+        assert.equal(candidate, 'relay', `${page.name}'s path to ${other} goes through the relay (its table says ${candidate})`);
+        times.push([`${page.name} → ${other}`, Date.now() - allPresent]);
       }
     }
     for (const [native, other] of [[c, d.id], [d, c.id]]) {
@@ -65,7 +95,7 @@ test('two Chromium players and two natives, each behind its own symmetric NAT, l
       assert.equal(line.transport, 'webrtc', `natives behind symmetric NATs meet over WebRTC: ${JSON.stringify(line)}`);
       times.push([`native ${native.id} → native ${other}`, Date.now() - allPresent]);
     }
-    for (const [what, ms] of times) console.log(`behind symmetric NATs: ${what} connected ${ms} ms after all four were present`);
+    for (const [what, ms] of times) console.log(`behind symmetric NATs: ${what} connected ${ms} ms after all five were present`);
     // The natives' own reading of their relayed link: RTT from acked packets.
     for (const [native, other] of [[c, d], [d, c]]) {
       const line = await native.waitFor(`RTT to ${other.id}`, (l) => l.type === 'stats' && native.link(l, other.id)?.stats?.rtt_ms > 0, 10000);
@@ -74,27 +104,30 @@ test('two Chromium players and two natives, each behind its own symmetric NAT, l
       // The relay is on this machine (a path of ~1 ms); a wide bound, for load.
       assert.ok(rttMs < 60, `RTT ${rttMs} ms over a relay on this machine`);
     }
-
-    // Acked packets over the relay: an RTT in the link table.
-    const rtt = await a.page.waitForFunction((peer) => {
-      const row = document.querySelector(`#peers tbody tr[data-peer="${peer}"]`);
-      const m = row && /(\d+(\.\d+)?) ms/.exec(row.textContent);
-      return m && Number(m[1]);
-    }, bId, { timeout: 10000 }).then((h) => h.jsonValue());
-    console.log(`first RTT over the relay (Chromium ↔ Chromium): ${rtt} ms, ${Date.now() - allPresent} ms after all were present`);
+    // Acked packets over the relay: an RTT in the pages' link tables.
+    for (const [page, other] of [[pages[0], bId], [pages[2], aId]]) {
+      const rtt = await page.waitFor((peer) => {
+        const row = document.querySelector(`#peers tbody tr[data-peer="${peer}"]`);
+        const m = row && /(\d+(\.\d+)?) ms/.exec(row.textContent);
+        return m && Number(m[1]);
+      }, other, 10000);
+      console.log(`${page.name} → ${other} RTT over the relay: ${rtt} ms, ${Date.now() - allPresent} ms after all were present`);
+    }
     // coturn carried them: allocations for users named expiry:peer.
-    for (const id of [aId, bId, c.id, d.id]) assert.match(turn.log(), new RegExp(`\\d+:${id}\\b`));
+    for (const id of everyone) assert.match(turn.log(), new RegExp(`\\d+:${id}\\b`));
 
-    // Chat, exactly once: a page to a page; each native greets every peer once its link is up.
-    await a.page.fill('#chat-input', 'hello across the NATs');
-    await a.page.click('#chat-form button');
-    await b.page.waitForFunction((t) => window.ackwire.chat.some((m) => m.text === t), 'hello across the NATs', { timeout: 10000 });
-    assert.equal(await b.page.evaluate((t) => window.ackwire.chat.filter((m) => m.text === t).length, 'hello across the NATs'), 1);
-    for (const page of [a, b]) {
+    // Chat, exactly once: a page to the other pages; each native greets every peer once its
+    // link is up.
+    await pages[0].chat('hello across the NATs');
+    for (const page of pages.slice(1)) {
+      await page.waitFor((t) => window.ackwire.chat.some((m) => m.text === t), 'hello across the NATs', 10000);
+      assert.equal(await page.evaluate((t) => window.ackwire.chat.filter((m) => m.text === t).length, 'hello across the NATs'), 1, page.name);
+    }
+    for (const page of pages) {
       for (const native of natives) {
         const greeting = `hello from native peer ${native.id}`;
-        await page.page.waitForFunction((t) => window.ackwire.chat.some((m) => m.text === t), greeting, { timeout: 10000 });
-        assert.equal(await page.page.evaluate((t) => window.ackwire.chat.filter((m) => m.text === t).length, greeting), 1);
+        await page.waitFor((t) => window.ackwire.chat.some((m) => m.text === t), greeting, 10000);
+        assert.equal(await page.evaluate((t) => window.ackwire.chat.filter((m) => m.text === t).length, greeting), 1, page.name);
       }
     }
     for (const [native, other] of [[c, d], [d, c]]) {
@@ -102,13 +135,15 @@ test('two Chromium players and two natives, each behind its own symmetric NAT, l
       await native.waitFor(`${other.id}'s greeting`, (l) => l.type === 'chat' && l.text === greeting, 10000);
       assert.equal(native.lines.filter((l) => l.type === 'chat' && l.text === greeting).length, 1);
     }
-    assert.deepEqual([...a.errors, ...b.errors], []);
+    assert.deepEqual(pages.flatMap((p) => p.errors), []);
   } finally {
     await Promise.all(natives.map((n) => n.stop()));
+    await firefox.close();
     await Promise.all(browsers.map((br) => br.close()));
     await server.stop();
     await turn.stop();
     wrappers.forEach((w) => w.remove());
+    ffWrapper.remove();
     internet.remove();
   }
 });
