@@ -357,7 +357,8 @@ fn greetings_seen_on_the_wire(tag: &str, flags: &[&str]) -> bool {
     }
     drop((a, b, server));
     let seen = capture.datagrams();
-    assert!(seen.len() >= 10, "{} datagrams captured", seen.len());
+    // The four handshake packets and at least one data packet each way (each greeting).
+    assert!(seen.len() >= 6, "{} datagrams captured", seen.len());
     seen.iter()
         .any(|d| capture::holds(d, b"hello from native peer"))
 }

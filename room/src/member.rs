@@ -49,8 +49,9 @@
 //! same holds when the server replaces a peer's entry (`peer_left` with reason `replaced`: the
 //! program joined afresh under a new id): its link waits to be renamed.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -569,6 +570,8 @@ struct Link {
     via_ice: bool,
     /// The peer's key for an encrypted UDP link, from signalling.
     udp_key: Option<PublicKey>,
+    /// The peer's network tag, from signalling.
+    network: Option<String>,
     state: LinkState,
     reason: Option<Failure>,
     rtc: Option<Rtc>,
@@ -652,6 +655,8 @@ pub struct Member {
     me: Option<PeerId>,
     token: Option<String>,
     ice_servers: Vec<IceServer>,
+    /// Our network tag from the welcome (see [`PeerInfo::network`]).
+    network: Option<String>,
     next_link: u32,
     next_transport: u64,
     links: Vec<Link>,
@@ -665,6 +670,26 @@ pub struct Member {
     outage: bool,
     /// Core events of the link being polled, reused.
     scratch: Vec<CoreEvent>,
+}
+
+/// Whether a peer's advertised UDP address `ip` cannot be reached from our network: it is
+/// private (RFC 1918, shared CGNAT space, loopback, link-local, IPv6 unique-local) and the
+/// server saw the peer connect from another public address than us. Unknown tags (an older
+/// server) say nothing, and the direct attempt runs.
+fn unreachable_from_here(ip: IpAddr, ours: Option<&str>, theirs: Option<&str>) -> bool {
+    let private = match ip {
+        IpAddr::V4(v4) => {
+            v4.is_private()
+                || v4.is_loopback()
+                || v4.is_link_local()
+                || (v4.octets()[0] == 100 && v4.octets()[1] & 0xC0 == 64)
+        }
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => return unreachable_from_here(IpAddr::V4(v4), ours, theirs),
+            None => v6.is_loopback() || v6.is_unique_local() || v6.is_unicast_link_local(),
+        },
+    };
+    private && ours.zip(theirs).is_some_and(|(a, b)| a != b)
 }
 
 /// Takes what `from` sent early (and is still fresh) out of `queue`, dropping what is stale.
@@ -719,6 +744,7 @@ impl Member {
             me: None,
             token: None,
             ice_servers: Vec::new(),
+            network: None,
             next_link: 1,
             next_transport: 1,
             links: Vec::new(),
@@ -924,15 +950,19 @@ impl Member {
                 resumed,
                 peers,
                 ice_servers,
+                network,
                 ..
-            } => self.on_welcome(
-                now,
-                peer_id,
-                token.into_owned(),
-                resumed,
-                peers,
-                ice_servers.into_owned(),
-            ),
+            } => {
+                self.network = network.map(Cow::into_owned);
+                self.on_welcome(
+                    now,
+                    peer_id,
+                    token.into_owned(),
+                    resumed,
+                    peers,
+                    ice_servers.into_owned(),
+                );
+            }
             // Used by every peer connection opened from now on (a new link, or one opened
             // again after it was lost); open ones keep the servers they started with.
             ServerFrame::IceServers { ice_servers } => self.ice_servers = ice_servers.into_owned(),
@@ -1111,6 +1141,7 @@ impl Member {
             link.peer = Some(info.id);
             link.kind = info.kind;
             link.udp_key = info.udp_key;
+            link.network = info.network.clone();
             link.orphaned_at = None;
             // A healthy link carries on under the new id; a broken one starts over now.
             if matches!(
@@ -1137,6 +1168,7 @@ impl Member {
             udp,
             via_ice: false,
             udp_key: info.udp_key,
+            network: info.network.clone(),
             state: LinkState::Wanted,
             reason: None,
             rtc: None,
@@ -1172,6 +1204,14 @@ impl Member {
         // runs `--insecure`, the link goes through WebRTC, whose DTLS encrypts it, rather
         // than in plaintext or not at all.
         if link.direct_udp().is_some() && self.config.udp_keys.is_some() != link.udp_key.is_some() {
+            link.via_ice = true;
+        }
+        // A private address behind another public one (the server's network tags differ)
+        // cannot be reached: no direct attempt to wait out, ICE with the welcome's STUN and
+        // TURN servers at once.
+        if let Some(addr) = link.direct_udp()
+            && unreachable_from_here(addr.ip(), self.network.as_deref(), link.network.as_deref())
+        {
             link.via_ice = true;
         }
         match link.direct_udp() {

@@ -200,6 +200,13 @@ pub struct PeerInfo {
     /// run without encryption (`--insecure`), which an encrypting native will not link with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub udp_key: Option<PublicKey>,
+    /// Where the server saw this peer connect from, as an opaque tag (a keyed hash of its
+    /// public address, an IPv6 one by its /64): peers with the same tag sit behind the same
+    /// public address, so one's private `udp_addr` may reach the other; across different tags
+    /// a private `udp_addr` cannot be reached, and natives go through ICE at once. The address
+    /// itself is never shown. Natives only; absent from older servers and from dashboards.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<String>,
 }
 
 /// An ICE server from the welcome, in the browser's `RTCIceServer` shape (so a browser can
@@ -339,6 +346,10 @@ pub enum ServerFrame<'a> {
         /// STUN/TURN servers for `RTCPeerConnection`.
         #[serde(default)]
         ice_servers: Cow<'a, [IceServer]>,
+        /// Your own network tag ([`PeerInfo::network`]), to compare with the peers' (natives
+        /// only).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        network: Option<Cow<'a, str>>,
     },
     /// A peer entered the room.
     PeerJoined {
@@ -583,6 +594,7 @@ mod tests {
             udp_addr: None,
             instance: Some("tab-1".into()),
             udp_key: None,
+            network: None,
         };
         let frame = ServerFrame::PeerJoined {
             room: "lobby".into(),

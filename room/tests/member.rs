@@ -4,10 +4,13 @@
 
 mod world;
 
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use ackwire_room::ChatError;
-use ackwire_room::member::{Event, Failure, LinkState, ReceiveError, Route, TransportKind};
+use ackwire_room::member::{
+    Event, Failure, LinkState, MemberConfig, ReceiveError, Route, TransportKind,
+};
 use ackwire_room::signalling::PeerKind;
 use world::World;
 
@@ -165,6 +168,60 @@ fn natives_with_no_direct_udp_path_fall_back_to_webrtc_and_chat() {
     assert_eq!(w.nodes[n1].member.send_chat(now, "via ice").unwrap(), 1);
     w.run_for(2 * S);
     assert_eq!(w.chats(n2, "via ice"), 1);
+}
+
+#[test]
+fn natives_on_private_addresses_behind_different_public_ones_skip_the_direct_attempt() {
+    // The server saw them connect from different public addresses: a private udp_addr of
+    // one cannot be reached from the other, so their link goes through ICE from the start.
+    let mut w = World::new();
+    let private = |n: u16| {
+        move |c: &mut MemberConfig| {
+            c.udp_addr = Some(SocketAddr::from(([192, 168, 1, 2], 40000 + n)))
+        }
+    };
+    let n1 = w.add_on(PeerKind::Native, "home-a", private(1));
+    let n2 = w.add_on(PeerKind::Native, "home-b", private(2));
+    let start = w.now;
+    w.run_until_true(2 * S, "natives linked over WebRTC", |w| {
+        w.fully_linked(&[n1, n2])
+    });
+    assert!(
+        w.now - start < Duration::from_millis(500),
+        "linked {:?} after joining: a direct attempt was waited out",
+        w.now - start
+    );
+    for (a, b) in [(n1, n2), (n2, n1)] {
+        assert_eq!(w.link(a, b).unwrap().transport, TransportKind::WebRtc);
+        assert!(
+            !states(&w, a, b).contains(&LinkState::Lost),
+            "nothing failed first"
+        );
+    }
+    assert!(
+        w.udp_seen.is_empty(),
+        "no datagram went to the unreachable address"
+    );
+
+    // Behind one public address (one home), or with a public udp_addr, the direct attempt
+    // runs: raw UDP.
+    for (net_a, net_b, addr) in [
+        ("home", "home", [192, 168, 1, 2]),
+        ("home-a", "home-b", [203, 0, 113, 7]),
+    ] {
+        let mut w = World::new();
+        let at = |n: u16| {
+            move |c: &mut MemberConfig| c.udp_addr = Some(SocketAddr::from((addr, 40000 + n)))
+        };
+        let n1 = w.add_on(PeerKind::Native, net_a, at(1));
+        let n2 = w.add_on(PeerKind::Native, net_b, at(2));
+        w.run_until_true(2 * S, "natives linked", |w| w.fully_linked(&[n1, n2]));
+        assert_eq!(
+            w.link(n1, n2).unwrap().transport,
+            TransportKind::Udp,
+            "{net_a}/{net_b} {addr:?}"
+        );
+    }
 }
 
 #[test]

@@ -125,12 +125,13 @@ impl Room {
     }
 }
 
-/// A peer as dashboards see it: a native's UDP address and key are for its room's members
-/// alone.
+/// A peer as dashboards see it: a native's UDP address and key, and where anyone connects
+/// from, are for its room's members alone.
 fn watched(info: &PeerInfo) -> PeerInfo {
     PeerInfo {
         udp_addr: None,
         udp_key: None,
+        network: None,
         ..info.clone()
     }
 }
@@ -192,6 +193,8 @@ pub struct Joined {
     pub resumed: bool,
     /// The other peers.
     pub peers: Vec<PeerInfo>,
+    /// Its network tag, for its welcome (natives only).
+    pub network: Option<String>,
 }
 
 /// What a peer asks for when it joins.
@@ -223,6 +226,8 @@ pub struct Hub {
     state: Mutex<State>,
     next_peer: AtomicU64,
     next_conn: AtomicU64,
+    /// Keys the network tags ([`PeerInfo::network`]); new at each start, never sent.
+    network_key: [u8; 32],
 }
 
 /// A fresh 128-bit resume token, as 32 hex digits.
@@ -249,7 +254,25 @@ impl Hub {
             state: Mutex::default(),
             next_peer: AtomicU64::new(1),
             next_conn: AtomicU64::new(1),
+            network_key: rand::random(),
         }
+    }
+
+    /// The tag of the public address `client` (the address a connection is counted under:
+    /// an IPv6 one by its /64): the first 8 bytes of HMAC-SHA256 under the hub's key, in hex.
+    /// Equal tags mean the same address; the address cannot be read back from one.
+    fn network_tag(&self, client: IpAddr) -> String {
+        use hmac::{Hmac, KeyInit, Mac};
+        let mut mac = Hmac::<sha2::Sha256>::new_from_slice(&self.network_key)
+            .expect("HMAC takes a key of any length");
+        match client {
+            IpAddr::V4(v4) => mac.update(&v4.octets()),
+            IpAddr::V6(v6) => mac.update(&v6.octets()),
+        }
+        mac.finalize().into_bytes()[..8]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
     }
 
     /// The configuration the hub enforces.
@@ -294,6 +317,9 @@ impl Hub {
                 slot.info.udp_addr = req.udp_addr;
                 slot.info.udp_key = req.udp_key;
             }
+            // It may come back from elsewhere (another network); newcomers see where.
+            let network = slot.info.udp_addr.map(|_| self.network_tag(req.client));
+            slot.info.network = network.clone();
             // Every welcome carries a new token and the one just used is dead: a token that
             // leaked is worth at most one takeover, which its owner notices at once.
             slot.token = new_token();
@@ -311,6 +337,7 @@ impl Hub {
                 token,
                 resumed: true,
                 peers,
+                network,
             });
         }
 
@@ -352,7 +379,10 @@ impl Hub {
             udp_addr: req.udp_addr,
             instance: req.instance,
             udp_key: req.udp_key,
+            // Natives only: they alone choose a path by it (a browser's never needs the tag).
+            network: req.udp_addr.map(|_| self.network_tag(req.client)),
         };
+        let network = info.network.clone();
         let peer_id = info.id;
         let token = new_token();
         let peers = room.peers.values().map(|p| p.info.clone()).collect();
@@ -360,11 +390,9 @@ impl Hub {
             room: Cow::Borrowed(&req.room),
             peer: info.clone(),
         });
-        let joined_watched = info.udp_addr.is_some().then(|| {
-            to_text(&ServerFrame::PeerJoined {
-                room: Cow::Borrowed(&req.room),
-                peer: watched(&info),
-            })
+        let joined_watched = to_text(&ServerFrame::PeerJoined {
+            room: Cow::Borrowed(&req.room),
+            peer: watched(&info),
         });
         room.peers.insert(
             peer_id,
@@ -390,13 +418,14 @@ impl Hub {
             &req.room,
             Some(peer_id),
             &joined,
-            joined_watched.as_ref(),
+            Some(&joined_watched),
         );
         Ok(Joined {
             peer_id,
             token,
             resumed: false,
             peers,
+            network,
         })
     }
 

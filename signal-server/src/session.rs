@@ -497,6 +497,7 @@ impl Session {
                     resumed: joined.resumed,
                     peers: joined.peers,
                     ice_servers: self.ice_servers(joined.peer_id),
+                    network: joined.network.as_deref().map(Cow::Borrowed),
                 };
                 // The client's failure to read shows up again at the next write or ping.
                 let _ = self.reply(&welcome).await;

@@ -203,6 +203,44 @@ async fn dashboards_never_receive_a_natives_udp_address() {
 }
 
 #[tokio::test]
+async fn peers_are_tagged_by_the_address_they_connect_from_and_dashboards_see_no_tag() {
+    let server = Server::start(|_| {}).await;
+    let native = |port: u16| {
+        json!({"type": "join", "version": 1, "room": "lobby", "kind": "native",
+            "udp_addr": format!("192.168.1.2:{port}")})
+    };
+    let mut dash = server.client().await;
+    dash.send(json!({"type": "subscribe", "room": "lobby"}))
+        .await;
+    dash.recv().await;
+    let mut a = server.client().await;
+    let wa = a.join_with(native(1)).await;
+    let mut b = server.client().await;
+    let wb = b.join_with(native(2)).await;
+    // Another address of this machine: another client address to the server.
+    let mut c = Client::connect_from(server.addr, "127.0.0.2".parse().unwrap()).await;
+    let wc = c.join_with(native(3)).await;
+    let tag = |v: &serde_json::Value| v.as_str().expect("a network tag").to_owned();
+    // Same address, same tag; another address, another tag; the address itself is not shown.
+    assert_eq!(tag(&wa["network"]), tag(&wb["network"]));
+    assert_ne!(tag(&wa["network"]), tag(&wc["network"]));
+    assert_eq!(tag(&wb["peers"][0]["network"]), tag(&wa["network"]));
+    assert_eq!(tag(&wc["peers"][1]["network"]), tag(&wb["network"]));
+    let joined = a.recv_type("peer_joined").await;
+    assert_eq!(tag(&joined["peer"]["network"]), tag(&wb["network"]));
+    let joined = a.recv_type("peer_joined").await;
+    assert_eq!(tag(&joined["peer"]["network"]), tag(&wc["network"]));
+    for welcome in [&wa, &wb, &wc] {
+        assert!(!welcome.to_string().contains("127.0.0"), "{welcome}");
+    }
+    for _ in 0..3 {
+        let frame = dash.recv().await;
+        assert!(!frame.to_string().contains("network"), "{frame}");
+    }
+    server.stop().await;
+}
+
+#[tokio::test]
 async fn every_welcome_carries_a_new_token_and_a_used_one_is_dead() {
     let server = Server::start(|_| {}).await;
     let (mut a, wa) = server.peer("lobby").await;

@@ -328,11 +328,13 @@ async fn the_instance_is_shown_in_welcome_peer_joined_and_dashboard_snapshots() 
         json!([{"id": ida, "kind": "browser", "instance": "tab-A1"}])
     );
     let joined = json!({"type": "peer_joined", "room": "lobby", "peer":
-        {"id": peer_id(&wn), "kind": "native", "udp_addr": "127.0.0.1:40000", "instance": "proc_7"}});
+        {"id": peer_id(&wn), "kind": "native", "udp_addr": "127.0.0.1:40000", "instance": "proc_7",
+         "network": wn["network"]}});
     assert_eq!(a.recv().await, joined);
-    // Dashboards never see a native's address; the room's members do.
+    // Dashboards never see a native's address (nor its network tag); the room's members do.
     let mut watched = joined;
     watched["peer"].as_object_mut().unwrap().remove("udp_addr");
+    watched["peer"].as_object_mut().unwrap().remove("network");
     assert_eq!(dash.recv().await, watched);
     server.stop().await;
 }

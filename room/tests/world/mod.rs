@@ -102,6 +102,8 @@ pub struct Node {
     /// Candidates this member's peer connections never produce (ICE will fail).
     pub no_candidates: bool,
     pub kind: PeerKind,
+    /// The server's tag for the public address it sees this member connect from.
+    pub network: String,
 }
 
 pub struct World {
@@ -151,6 +153,17 @@ impl World {
 
     /// Adds a member of `room`; it starts joining at once.
     pub fn add(&mut self, kind: PeerKind, tweak: impl FnOnce(&mut MemberConfig)) -> usize {
+        self.add_on(kind, "home", tweak)
+    }
+
+    /// Adds a member that the server sees connect from the public address tagged `network`
+    /// (members added with [`add`](Self::add) share one).
+    pub fn add_on(
+        &mut self,
+        kind: PeerKind,
+        network: &str,
+        tweak: impl FnOnce(&mut MemberConfig),
+    ) -> usize {
         let n = self.nodes.len();
         let mut config = MemberConfig::new("lobby", kind, format!("inst{n}"));
         config.secret = [n as u8 + 1; 32];
@@ -173,6 +186,7 @@ impl World {
             url_joins: 0,
             no_candidates: false,
             kind,
+            network: network.to_owned(),
         });
         self.drain(n);
         n
@@ -369,7 +383,13 @@ impl World {
                         .filter(|p| p.info.id != me.info.id)
                         .map(|p| p.info.clone())
                         .collect();
-                    let welcome = welcome(me.info.id, &me.token, true, peers);
+                    let welcome = welcome(
+                        me.info.id,
+                        &me.token,
+                        true,
+                        peers,
+                        &self.nodes[from].network,
+                    );
                     self.send_to_member(from, conn, &welcome);
                     return;
                 }
@@ -397,6 +417,7 @@ impl World {
                     udp_addr,
                     instance,
                     udp_key,
+                    network: Some(self.nodes[from].network.clone()),
                 };
                 // Tokens are secrets: never the same twice, even from a restarted server.
                 let token = format!("tok{conn}");
@@ -409,7 +430,7 @@ impl World {
                     info: info.clone(),
                     token: token.clone(),
                 });
-                let welcome = welcome(id, &token, false, peers);
+                let welcome = welcome(id, &token, false, peers, &self.nodes[from].network);
                 self.send_to_member(from, conn, &welcome);
                 if let Some(old) = replaced {
                     for &(member, c) in &others {
@@ -789,7 +810,13 @@ impl World {
     }
 }
 
-fn welcome(id: PeerId, token: &str, resumed: bool, peers: Vec<PeerInfo>) -> ServerFrame<'static> {
+fn welcome(
+    id: PeerId,
+    token: &str,
+    resumed: bool,
+    peers: Vec<PeerInfo>,
+    network: &str,
+) -> ServerFrame<'static> {
     ServerFrame::Welcome {
         version: 1,
         room: "lobby".into(),
@@ -798,5 +825,6 @@ fn welcome(id: PeerId, token: &str, resumed: bool, peers: Vec<PeerInfo>) -> Serv
         resumed,
         peers,
         ice_servers: Vec::new().into(),
+        network: Some(network.to_owned().into()),
     }
 }

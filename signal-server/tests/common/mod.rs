@@ -121,6 +121,22 @@ impl Client {
         Client { ws }
     }
 
+    /// A client whose connection comes from `local` (another loopback address, say, so the
+    /// server sees another client address).
+    pub async fn connect_from(addr: SocketAddr, local: std::net::IpAddr) -> Client {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind(SocketAddr::new(local, 0)).unwrap();
+        let stream = socket.connect(addr).await.unwrap();
+        stream.set_nodelay(true).unwrap();
+        let (ws, _) = tokio_tungstenite::client_async(
+            format!("ws://{addr}/ws"),
+            MaybeTlsStream::Plain(stream),
+        )
+        .await
+        .unwrap();
+        Client { ws }
+    }
+
     pub async fn send(&mut self, v: Value) {
         self.ws.send(Message::text(v.to_string())).await.unwrap();
     }
