@@ -672,12 +672,25 @@ pub struct Member {
     scratch: Vec<CoreEvent>,
 }
 
-/// Whether a peer's advertised UDP address `ip` cannot be reached from our network: it is
-/// private (RFC 1918, shared CGNAT space, loopback, link-local, IPv6 unique-local) and the
-/// server saw the peer connect from another public address than us. Unknown tags (an older
-/// server) say nothing, and the direct attempt runs.
-fn unreachable_from_here(ip: IpAddr, ours: Option<&str>, theirs: Option<&str>) -> bool {
-    let private = match ip {
+/// Whether raw UDP between two natives' advertised addresses, `ours` and `theirs`, would
+/// have to cross NATs: the server saw them connect from different public addresses (their
+/// network tags differ) and one of the addresses is private (RFC 1918, shared CGNAT space,
+/// loopback, link-local, IPv6 unique-local), so it cannot be reached from the other's
+/// network. Both sides compute the same answer, so they agree on the transport. Unknown tags
+/// (an older server) say nothing, and the direct attempt runs.
+fn across_nats(
+    ours: IpAddr,
+    theirs: IpAddr,
+    our_tag: Option<&str>,
+    their_tag: Option<&str>,
+) -> bool {
+    let elsewhere = our_tag.zip(their_tag).is_some_and(|(a, b)| a != b);
+    elsewhere && (is_private(ours) || is_private(theirs))
+}
+
+/// An address that is only reachable from its own network.
+fn is_private(ip: IpAddr) -> bool {
+    match ip {
         IpAddr::V4(v4) => {
             v4.is_private()
                 || v4.is_loopback()
@@ -685,11 +698,10 @@ fn unreachable_from_here(ip: IpAddr, ours: Option<&str>, theirs: Option<&str>) -
                 || (v4.octets()[0] == 100 && v4.octets()[1] & 0xC0 == 64)
         }
         IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => return unreachable_from_here(IpAddr::V4(v4), ours, theirs),
+            Some(v4) => is_private(IpAddr::V4(v4)),
             None => v6.is_loopback() || v6.is_unique_local() || v6.is_unicast_link_local(),
         },
-    };
-    private && ours.zip(theirs).is_some_and(|(a, b)| a != b)
+    }
 }
 
 /// Takes what `from` sent early (and is still fresh) out of `queue`, dropping what is stale.
@@ -1206,11 +1218,15 @@ impl Member {
         if link.direct_udp().is_some() && self.config.udp_keys.is_some() != link.udp_key.is_some() {
             link.via_ice = true;
         }
-        // A private address behind another public one (the server's network tags differ)
-        // cannot be reached: no direct attempt to wait out, ICE with the welcome's STUN and
-        // TURN servers at once.
-        if let Some(addr) = link.direct_udp()
-            && unreachable_from_here(addr.ip(), self.network.as_deref(), link.network.as_deref())
+        // Two natives on different networks, one behind a private address: no direct attempt
+        // to wait out, ICE with the welcome's STUN and TURN servers at once.
+        if let (Some(ours), Some(theirs)) = (self.config.udp_addr, link.direct_udp())
+            && across_nats(
+                ours.ip(),
+                theirs.ip(),
+                self.network.as_deref(),
+                link.network.as_deref(),
+            )
         {
             link.via_ice = true;
         }

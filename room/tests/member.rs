@@ -203,24 +203,35 @@ fn natives_on_private_addresses_behind_different_public_ones_skip_the_direct_att
         "no datagram went to the unreachable address"
     );
 
-    // Behind one public address (one home), or with a public udp_addr, the direct attempt
-    // runs: raw UDP.
-    for (net_a, net_b, addr) in [
-        ("home", "home", [192, 168, 1, 2]),
-        ("home-a", "home-b", [203, 0, 113, 7]),
+    // Behind one public address (one home), or both on public addresses, the direct attempt
+    // runs: raw UDP. One public and one private address on different networks: both sides
+    // choose ICE (they agree, whichever side looks).
+    let lan = [192, 168, 1, 2];
+    let public = [203, 0, 113, 7];
+    for (net_b, addr_a, addr_b, transport) in [
+        ("home", lan, lan, TransportKind::Udp),
+        ("home-b", public, public, TransportKind::Udp),
+        ("home-b", public, lan, TransportKind::WebRtc),
+        ("home-b", lan, public, TransportKind::WebRtc),
     ] {
         let mut w = World::new();
-        let at = |n: u16| {
+        let at = |addr: [u8; 4], n: u16| {
             move |c: &mut MemberConfig| c.udp_addr = Some(SocketAddr::from((addr, 40000 + n)))
         };
-        let n1 = w.add_on(PeerKind::Native, net_a, at(1));
-        let n2 = w.add_on(PeerKind::Native, net_b, at(2));
+        let n1 = w.add_on(PeerKind::Native, "home", at(addr_a, 1));
+        let n2 = w.add_on(PeerKind::Native, net_b, at(addr_b, 2));
         w.run_until_true(2 * S, "natives linked", |w| w.fully_linked(&[n1, n2]));
-        assert_eq!(
-            w.link(n1, n2).unwrap().transport,
-            TransportKind::Udp,
-            "{net_a}/{net_b} {addr:?}"
-        );
+        for (a, b) in [(n1, n2), (n2, n1)] {
+            let link = w.link(a, b).unwrap();
+            assert_eq!(
+                link.transport, transport,
+                "home/{net_b} {addr_a:?}/{addr_b:?}"
+            );
+            assert!(
+                !states(&w, a, b).contains(&LinkState::Lost),
+                "nothing failed first"
+            );
+        }
     }
 }
 
