@@ -75,7 +75,13 @@ function onEvent(ev) {
       if (ev.state === 'gone') {
         links.delete(ev.link);
       } else {
-        links.set(ev.link, { ...known, ...ev, x: ev.state === 'connected' ? known?.x : undefined });
+        // A link that is not connected has no live position: its old updates are not where
+        // the player is, and must not be glided from when it connects again.
+        const live = ev.state === 'connected';
+        links.set(ev.link, {
+          ...known, ...ev, x: live ? known?.x : undefined,
+          snapshots: live ? known?.snapshots : undefined, interval: live ? known?.interval : undefined,
+        });
       }
       const t = performance.now();
       if (ev.state === 'open') metrics.linkOpenMs ??= t;
@@ -93,7 +99,10 @@ function onEvent(ev) {
       break;
     case 'position': {
       const l = links.get(ev.link);
-      if (l) Object.assign(l, { x: ev.x, y: ev.y });
+      if (l) {
+        Object.assign(l, { x: ev.x, y: ev.y });
+        remember(l, performance.now(), ev.x, ev.y);
+      }
       break;
     }
     case 'server-error': case 'error': log(`error ${ev.code}: ${ev.message}`); break;
@@ -130,6 +139,37 @@ function move() {
   me.y = Math.min(1, Math.max(0, me.y));
 }
 
+// Snapshot interpolation: a remote dot is drawn between the two updates around "now minus a
+// delay" instead of jumping to each update as it lands. The delay is two update intervals
+// (the link's measured spacing of position updates: ~67 ms at 30 packets/s, ~200 ms at 10),
+// kept between 40 and 300 ms, so one late or lost update still finds a later one to glide
+// to. Unticking "smooth" draws the raw updates, to see what 10 packets/s looks like.
+const SNAPSHOTS = 16;
+function remember(l, t, x, y) {
+  l.snapshots ??= [];
+  const last = l.snapshots.at(-1);
+  if (last) l.interval = l.interval === undefined ? t - last.t : 0.8 * l.interval + 0.2 * (t - last.t);
+  l.snapshots.push({ t, x, y });
+  if (l.snapshots.length > SNAPSHOTS) l.snapshots.shift();
+}
+
+function interpolated(l, now) {
+  const snaps = l.snapshots;
+  if (!snaps?.length) return { x: l.x, y: l.y };
+  const delay = Math.min(300, Math.max(40, 2 * (l.interval ?? 100)));
+  l.delayMs = delay;
+  const t = now - delay;
+  if (t <= snaps[0].t) return snaps[0];
+  for (let i = 1; i < snaps.length; i++) {
+    const [a, b] = [snaps[i - 1], snaps[i]];
+    if (t <= b.t) {
+      const f = (t - a.t) / (b.t - a.t || 1);
+      return { x: a.x + (b.x - a.x) * f, y: a.y + (b.y - a.y) * f };
+    }
+  }
+  return snaps.at(-1); // no update for a while: hold the last, never guess ahead
+}
+
 const hue = (id) => (Number(id) * 137) % 360;
 const color = (link, light = 50) => `hsl(${hue(link)} 70% ${light}%)`;
 
@@ -145,7 +185,13 @@ function draw() {
     ctx.fillText(label, x * canvas.width + 12, y * canvas.height + 4);
   };
   // Only connected links have a live dot: a lost link's last position is not where the player is.
-  for (const l of links.values()) if (l.state === 'connected' && l.x !== undefined) dot(l.x, l.y, color(l.link), `peer ${l.peer ?? '?'}`);
+  const smooth = $('interpolate').checked;
+  const now = performance.now();
+  for (const l of links.values()) {
+    if (l.state !== 'connected' || l.x === undefined) continue;
+    l.drawn = smooth ? interpolated(l, now) : { x: l.x, y: l.y };
+    dot(l.drawn.x, l.drawn.y, color(l.link), `peer ${l.peer ?? '?'}`);
+  }
   dot(me.x, me.y, '#222', 'you');
 }
 

@@ -164,6 +164,9 @@ export async function openPage(env, path, viewport = { width: 1280, height: 900 
   const page = await context.newPage();
   const errors = [];
   page.on('pageerror', (err) => errors.push(err.message));
+  // Console errors from the first request on (a missing favicon, a failed fetch).
+  const consoleErrors = [];
+  page.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(m.text()); });
   await page.goto(env.server.url + path);
-  return { page, errors };
+  return { page, errors, consoleErrors };
 }

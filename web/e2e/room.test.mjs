@@ -90,3 +90,39 @@ test('two players in a room connect, see each other move, and get a first ack qu
   await a.page.waitForSelector('#no-peers:not([hidden])', { timeout: 2000 });
   await a.page.context().close();
 });
+
+test('remote dots glide between updates (snapshot interpolation), or jump with each update when unticked; no console errors', async () => {
+  const a = await openPlayer('glide');
+  const aId = await a.page.waitForFunction(() => window.ackwire?.me.id, null, { timeout: 10000 }).then((h) => h.jsonValue());
+  const b = await openPlayer('glide');
+  const bId = await b.page.waitForFunction(() => window.ackwire?.me.id, null, { timeout: 10000 }).then((h) => h.jsonValue());
+  await a.page.waitForFunction((peer) => window.ackwire.players.get(peer)?.drawn, bId, { timeout: 10000 });
+  // Distinct positions of B's dot drawn on A's page over one second of animation frames.
+  const drawnPerSecond = () => a.page.evaluate(async (peer) => {
+    const seen = new Set();
+    const end = performance.now() + 1000;
+    while (performance.now() < end) {
+      await new Promise((r) => requestAnimationFrame(r));
+      const d = window.ackwire.players.get(peer)?.drawn;
+      if (d) seen.add(`${d.x},${d.y}`);
+    }
+    return seen.size;
+  }, bId);
+  const smooth = await drawnPerSecond();
+  const delay = await a.page.evaluate((peer) => window.ackwire.players.get(peer).delayMs, bId);
+  await a.page.uncheck('#interpolate');
+  const raw = await drawnPerSecond();
+  const rate = await a.page.evaluate((peer) => window.ackwire.players.get(peer).stats?.send_rate_pps, bId);
+  console.log(`B's dot on A's page: ${smooth} positions/s smooth (drawn ${delay?.toFixed(0)} ms late), ${raw} raw; links at ${rate} packets/s`);
+  // Raw, the dot moves only when an update lands (at most the packet rate, 30/s); smooth, it
+  // moves on (almost) every frame between them.
+  assert.ok(raw <= 35, `${raw} raw positions in a second`);
+  assert.ok(smooth >= 1.5 * raw, `smooth ${smooth} vs raw ${raw}`);
+  assert.ok(delay >= 40 && delay <= 300, `drawn ${delay} ms late`);
+  // The page names a favicon that is there (a browser asks for one, and logs a 404 for a
+  // missing /favicon.ico), and nothing else failed either.
+  const icon = await a.page.evaluate(() => fetch(document.querySelector('link[rel="icon"]').href).then((r) => r.status));
+  assert.equal(icon, 200);
+  assert.deepEqual([...a.consoleErrors, ...b.consoleErrors, ...a.errors, ...b.errors], []);
+  assert.ok(aId !== bId);
+});
