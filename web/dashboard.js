@@ -1,15 +1,23 @@
-// Live dashboard: subscribes to one room (/room/{name}/dashboard) or all (/dashboard) and
-// charts, per link, RTT with its jitter band, loss, send rate and congestion mode.
+// Live dashboard: subscribes to one room (/room/{name}/dashboard) or all (/dashboard). A
+// table of every directed link first (the two directions of a pair side by side); a row
+// opens its card: RTT with its jitter band and the 250 ms threshold, loss beside the send
+// rate on their own axes, the congestion mode as shaded bands, and the series for export.
 import uPlot from '/vendor/uPlot.esm.js';
 
 const parts = location.pathname.split('/');
 const room = parts[1] === 'room' ? decodeURIComponent(parts[2]) : undefined;
-const WINDOW_S = 60;
+/** Series are kept this long whatever the window shows. */
+const KEEP_S = 300;
+/** The core's default RTT threshold: above it a link is in bad mode. */
+const RTT_THRESHOLD_MS = 250;
 const $ = (id) => document.getElementById(id);
 $('scope').textContent = room ? `· room ${room}` : '· all rooms';
+let windowS = Number($('window').value);
 
-// link key "room/from→to" -> { card, charts, data, latest, reporter, peer, room }
+// link key "room/from→to" -> { card, row, charts, data, latest, report, room, from, to }
 const links = new Map();
+// "room/peer" -> what that player emulates on its links (from its own reports)
+const emulations = new Map();
 window.ackwireDashboard = { links, events: [] };
 
 const linkKey = (r, from, to) => `${r}/${from}→${to}`;
@@ -21,14 +29,36 @@ function setStatus(state, text) {
 
 function summary() {
   $('empty').hidden = links.size > 0;
-  $('summary').textContent = links.size ? `${links.size} link${links.size > 1 ? 's' : ''}` : 'no links yet';
+  $('matrix').hidden = links.size === 0;
+  $('summary').textContent = links.size ? `${links.size} directed link${links.size > 1 ? 's' : ''}` : 'no links yet';
 }
 
-function chart(target, title, series, scales = {}, bands = []) {
+/** "150 ms ± 20 ms each way, 10 % loss", or "—" for a real link. */
+function emulationWords(e) {
+  if (!e) return '—';
+  const words = [];
+  if (e.latency_ms) words.push(`${Math.round(e.latency_ms)} ms${e.jitter_ms ? ` ± ${Math.round(e.jitter_ms)} ms` : ''} each way`);
+  else if (e.jitter_ms) words.push(`± ${Math.round(e.jitter_ms)} ms jitter`);
+  if (e.loss_percent) words.push(`${e.loss_percent} % loss`);
+  return words.join(', ') || 'none';
+}
+
+const clock = (u, ticks) => ticks.map((t) => new Date(t * 1000).toLocaleTimeString([], { hour12: false }));
+
+// Every chart: time on x (clock time only, so nothing is clipped under it), labelled y axes.
+function chart(target, title, series, { scales = {}, axes = [], bands = [] } = {}) {
   return new uPlot({
-    title, width: 420, height: 150, series: [{}, ...series], scales: { x: { time: true }, ...scales },
-    axes: [{}, { size: 50 }], legend: { live: false }, bands,
+    title, width: 390, height: 170, series: [{}, ...series], bands, legend: { live: false },
+    scales: { x: { time: true, range: () => { const now = Date.now() / 1000; return [now - windowS, now]; } }, ...scales },
+    axes: [{ values: clock, size: 30, space: 70 }, ...axes],
   }, [[], ...series.map(() => [])], target);
+}
+
+/** The RTT scale is shared by every card (and always shows the threshold), so they compare. */
+function sharedRttMax() {
+  let max = 0;
+  for (const l of links.values()) for (const v of l.data.hi) if (v > max) max = v;
+  return Math.max(RTT_THRESHOLD_MS * 1.2, max * 1.1);
 }
 
 function addLink(r, from, to, transport) {
@@ -36,40 +66,104 @@ function addLink(r, from, to, transport) {
   const card = document.createElement('section');
   card.className = 'link';
   card.dataset.link = key;
-  card.innerHTML = `<h2>${room ? '' : `${r} · `}peer ${from} → peer ${to} <small>${transport ?? ''}</small></h2>
+  card.hidden = true;
+  card.innerHTML = `<h2>${room ? '' : `${r} · `}peer ${from}'s link to peer ${to} <small>${transport ?? ''}</small>
+      <button class="export" data-format="csv" type="button">CSV</button> <button class="export" data-format="json" type="button">JSON</button></h2>
     <p class="state">link <b class="link-state">—</b> <span class="why"></span></p>
     <p class="latest">RTT <b class="rtt">—</b> · jitter <b class="jitter">—</b> · loss <b class="loss">—</b>
       <small class="loss-window">(last 64 packets)</small> · <b class="loss-all">—</b> <small>since start</small>
       · mode <b class="mode">—</b> · rate <b class="rate">—</b></p><div class="charts"></div>`;
-  $('links').append(card);
+  const row = document.createElement('tr');
+  row.dataset.link = key;
+  row.tabIndex = 0;
+  row.setAttribute('aria-expanded', 'false');
+  row.innerHTML = `<td class="who">${room ? '' : `${r} · `}${from} → ${to}</td>${'<td></td>'.repeat(8)}`;
+  const toggle = () => {
+    card.hidden = !card.hidden;
+    row.setAttribute('aria-expanded', String(!card.hidden));
+    if (!card.hidden) {
+      redraw(entry);
+      card.scrollIntoView({ block: 'nearest' });
+    }
+  };
+  row.addEventListener('click', toggle);
+  row.addEventListener('keydown', (e) => { if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); toggle(); } });
   const charts = card.querySelector('.charts');
-  const rttBox = document.createElement('div');
-  const lossBox = document.createElement('div');
-  const modeBox = document.createElement('div');
-  charts.append(rttBox, lossBox, modeBox);
-  const rtt = chart(rttBox, 'RTT ± jitter (ms)', [
+  const boxes = [0, 1, 2].map(() => charts.appendChild(document.createElement('div')));
+  const rtt = chart(boxes[0], 'RTT ± jitter', [
     { label: 'RTT', stroke: '#2a7de1', width: 2 },
-    { label: 'RTT + jitter', stroke: '#2a7de155' },
-    { label: 'RTT − jitter', stroke: '#2a7de155' },
-  ], {}, [{ series: [2, 3], fill: '#2a7de122' }]);
-  const loss = chart(lossBox, 'loss % · send rate (Hz)', [
-    { label: 'loss %, last 64 packets', stroke: '#d33', width: 2, scale: '%' },
-    { label: 'loss %, since start', stroke: '#822', width: 1, dash: [4, 3], scale: '%' },
-    { label: 'send rate', stroke: '#888', scale: 'Hz' },
-  ], { '%': { range: [0, 100] }, Hz: { range: [0, 40] } });
-  const mode = chart(modeBox, 'congestion mode', [
-    { label: 'mode (1 = good, 0 = bad)', stroke: '#2a2', width: 2, fill: '#2a23', paths: uPlot.paths.stepped({ align: 1 }) },
-  ], { y: { range: [-0.1, 1.1] } });
-  const entry = { card, charts: { rtt, loss, mode }, data: { t: [], rtt: [], hi: [], lo: [], loss: [], lossAll: [], rate: [], mode: [] }, latest: undefined, state: undefined, seenAt: 0, room: r, from, to };
+    { label: '+ jitter', stroke: '#2a7de155' },
+    { label: '− jitter', stroke: '#2a7de155' },
+    { label: `bad above ${RTT_THRESHOLD_MS} ms`, stroke: '#d33', dash: [6, 4], width: 1 },
+  ], {
+    scales: { y: { range: () => [0, sharedRttMax()] } },
+    axes: [{ label: 'ms', size: 50 }],
+    bands: [{ series: [2, 3], fill: '#2a7de122' }],
+  });
+  const loss = chart(boxes[1], 'loss and send rate', [
+    { label: 'loss %, last 64', stroke: '#d33', width: 2, scale: '%' },
+    { label: 'loss %, all', stroke: '#822', width: 1, dash: [4, 3], scale: '%' },
+    { label: 'packets/s', stroke: '#888', scale: 'pps' },
+  ], {
+    scales: { '%': { range: [0, 100] }, pps: { range: [0, 35] } },
+    axes: [{ scale: '%', label: 'loss %', size: 50 }, { scale: 'pps', label: 'packets/s', side: 1, size: 50, grid: { show: false } }],
+  });
+  const stepped = uPlot.paths.stepped({ align: 1 });
+  const mode = chart(boxes[2], 'congestion mode', [
+    { label: 'good (30 packets/s)', stroke: '#2a2', fill: '#2a24', paths: stepped },
+    { label: 'bad (10 packets/s)', stroke: '#d33', fill: '#d334', paths: stepped },
+  ], {
+    scales: { y: { range: [0, 1] } },
+    axes: [{ show: false }],
+  });
+  card.querySelectorAll('.export').forEach((b) => b.addEventListener('click', () => exportSeries(entry, b.dataset.format)));
+  const entry = {
+    card, row, charts: { rtt, loss, mode },
+    data: { t: [], rtt: [], hi: [], lo: [], loss: [], lossAll: [], rate: [], good: [], bad: [] },
+    latest: undefined, report: undefined, state: undefined, seenAt: 0, room: r, from, to,
+  };
   links.set(key, entry);
+  placeRow(entry);
+  $('links').append(card);
   summary();
   return entry;
+}
+
+/** Rows sorted by room, then pair, then direction: a pair's two directions sit together. */
+function placeRow(entry) {
+  const order = (l) => [l.room, Math.min(l.from, l.to), Math.max(l.from, l.to), l.from];
+  const cmp = (a, b) => {
+    const [x, y] = [order(a), order(b)];
+    for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return x[i] < y[i] ? -1 : 1;
+    return 0;
+  };
+  const body = $('matrix').querySelector('tbody');
+  const after = [...links.values()].filter((l) => l !== entry && l.row.isConnected && cmp(l, entry) > 0)
+    .sort(cmp)[0];
+  body.insertBefore(entry.row, after?.row ?? null);
+}
+
+function exportSeries(link, format) {
+  const d = link.data;
+  const rows = d.t.map((t, i) => ({
+    time: new Date(t * 1000).toISOString(), rtt_ms: d.rtt[i], rtt_plus_jitter_ms: d.hi[i], rtt_minus_jitter_ms: d.lo[i],
+    loss_percent: d.loss[i], loss_cumulative_percent: d.lossAll[i], send_rate_pps: d.rate[i], mode: d.good[i] ? 'good' : 'bad',
+  }));
+  const text = format === 'json'
+    ? JSON.stringify({ room: link.room, from: link.from, to: link.to, series: rows }, null, 1)
+    : [Object.keys(rows[0] ?? { time: '' }).join(','), ...rows.map((r) => Object.values(r).map((v) => v ?? '').join(','))].join('\n');
+  const a = document.createElement('a');
+  a.href = URL.createObjectURL(new Blob([text], { type: format === 'json' ? 'application/json' : 'text/csv' }));
+  a.download = `ackwire-${link.room}-${link.from}-to-${link.to}.${format}`;
+  a.click();
+  setTimeout(() => URL.revokeObjectURL(a.href), 1000);
 }
 
 function dropLinks(predicate) {
   for (const [key, link] of links) {
     if (!predicate(link)) continue;
     link.card.remove();
+    link.row.remove();
     for (const c of Object.values(link.charts)) c.destroy();
     links.delete(key);
   }
@@ -86,40 +180,95 @@ function pruneStale() {
   dropLinks((l) => now - l.seenAt > STALE_S);
 }
 
+const fmt = (v, unit, digits = 1) => (v === undefined || v === null ? '—' : `${v.toFixed(digits)}${unit}`);
+
+function renderRow(link) {
+  const s = link.latest;
+  const report = link.report;
+  // RTT and jitter mean nothing until the first ack.
+  const measured = s?.packets_acked > 0;
+  const cells = link.row.children;
+  cells[1].textContent = `${report?.transport ?? '—'}${report?.ice ? ` · ${report.ice}` : ''}`;
+  cells[2].textContent = report?.state ?? '—';
+  cells[2].dataset.state = report?.state ?? '';
+  cells[2].title = report?.state !== 'connected' ? report?.reason?.message ?? '' : '';
+  cells[3].textContent = measured ? fmt(s.rtt_ms, ' ms') : '—';
+  cells[4].textContent = measured ? fmt(s.jitter_ms, ' ms') : '—';
+  cells[5].textContent = s ? `${fmt(s.loss_percent, ' %')} · ${fmt(s.loss_cumulative_percent, ' %')}` : '—';
+  cells[6].textContent = s?.mode ?? '—';
+  cells[6].dataset.mode = s?.mode ?? '';
+  cells[7].textContent = s ? fmt(s.send_rate_pps, ' packets/s', 0) : '—';
+  const words = (peer) => (emulations.has(`${link.room}/${peer}`) ? emulationWords(emulations.get(`${link.room}/${peer}`)) : '?');
+  cells[8].textContent = `${words(link.from)} · ${words(link.to)}`;
+}
+
+/** Charts are drawn only while their card is open (a room of 8 players has 56 links). */
+function redraw(link) {
+  if (link.card.hidden) return;
+  const d = link.data;
+  link.charts.rtt.setData([d.t, d.rtt, d.hi, d.lo, d.t.map(() => RTT_THRESHOLD_MS)]);
+  link.charts.loss.setData([d.t, d.loss, d.lossAll, d.rate]);
+  link.charts.mode.setData([d.t, d.good, d.bad]);
+}
+
+let rttMax = 0;
+
 function onStats(r, from, reports) {
   const t = Date.now() / 1000;
+  const updated = [];
   for (const report of reports ?? []) {
     // A peer never reports a link to itself; a report that says so is not charted.
     if (typeof report.peer !== 'number' || report.peer === from) continue;
+    emulations.set(`${r}/${from}`, report.emulation ?? null);
     const key = linkKey(r, from, report.peer);
     const link = links.get(key) ?? addLink(r, from, report.peer, report.transport);
     link.seenAt = t;
+    link.report = report;
     // The link's state as its reporter's room member sees it, with the reason of a failure.
     link.state = report.state;
     link.card.dataset.state = report.state ?? '';
     link.card.querySelector('.link-state').textContent = `${report.state ?? '—'}${report.ice ? ` · ${report.ice}` : ''}`;
+    link.card.querySelector('.link-state').dataset.state = report.state ?? '';
     link.card.querySelector('.why').textContent = report.state !== 'connected' ? report.reason?.message ?? '' : '';
     const s = report.stats;
-    if (!s) continue;
-    link.latest = s;
-    const d = link.data;
-    d.t.push(t); d.rtt.push(s.rtt_ms); d.hi.push(s.rtt_ms + s.jitter_ms); d.lo.push(Math.max(0, s.rtt_ms - s.jitter_ms));
-    d.loss.push(s.loss_percent); d.lossAll.push(s.loss_cumulative_percent ?? null); d.rate.push(s.send_rate_pps); d.mode.push(s.mode === 'good' ? 1 : 0);
-    while (d.t.length && d.t[0] < t - WINDOW_S) for (const series of Object.values(d)) series.shift();
-    link.charts.rtt.setData([d.t, d.rtt, d.hi, d.lo]);
-    link.charts.loss.setData([d.t, d.loss, d.lossAll, d.rate]);
-    link.charts.mode.setData([d.t, d.mode]);
-    const q = (cls) => link.card.querySelector(`.${cls}`);
-    q('rtt').textContent = `${s.rtt_ms.toFixed(1)} ms`;
-    q('jitter').textContent = `${s.jitter_ms.toFixed(1)} ms`;
-    q('loss').textContent = `${s.loss_percent.toFixed(1)} %`;
-    q('loss-window').textContent = `(last ${s.loss_window_packets ?? 64} packets)`;
-    q('loss-all').textContent = `${(s.loss_cumulative_percent ?? 0).toFixed(1)} %`;
-    q('mode').textContent = s.mode;
-    q('mode').dataset.mode = s.mode;
-    q('rate').textContent = `${s.send_rate_pps.toFixed(0)} Hz`;
+    if (s) {
+      link.latest = s;
+      const d = link.data;
+      const measured = s.packets_acked > 0;
+      d.t.push(t);
+      // Before the first ack there is no RTT: a gap, not a 0.
+      d.rtt.push(measured ? s.rtt_ms : null);
+      d.hi.push(measured ? s.rtt_ms + s.jitter_ms : null);
+      d.lo.push(measured ? Math.max(0, s.rtt_ms - s.jitter_ms) : null);
+      d.loss.push(s.loss_percent); d.lossAll.push(s.loss_cumulative_percent ?? null); d.rate.push(s.send_rate_pps);
+      d.good.push(s.mode === 'good' ? 1 : 0); d.bad.push(s.mode === 'good' ? 0 : 1);
+      while (d.t.length && d.t[0] < t - KEEP_S) for (const series of Object.values(d)) series.shift();
+      const q = (cls) => link.card.querySelector(`.${cls}`);
+      q('rtt').textContent = measured ? `${s.rtt_ms.toFixed(1)} ms` : '—';
+      q('jitter').textContent = measured ? `${s.jitter_ms.toFixed(1)} ms` : '—';
+      q('loss').textContent = `${s.loss_percent.toFixed(1)} %`;
+      q('loss-window').textContent = `(last ${s.loss_window_packets ?? 64} packets)`;
+      q('loss-all').textContent = `${(s.loss_cumulative_percent ?? 0).toFixed(1)} %`;
+      q('mode').textContent = s.mode;
+      q('mode').dataset.mode = s.mode;
+      q('rate').textContent = `${s.send_rate_pps.toFixed(0)} packets/s`;
+    }
+    renderRow(link);
+    updated.push(link);
   }
+  // The reporter's emulation shows on the rows where it is the peer, too.
+  for (const link of links.values()) if (link.room === r && link.to === from) renderRow(link);
+  // When the shared RTT scale moves, every open card follows; otherwise only the reported.
+  const max = sharedRttMax();
+  const moved = max !== rttMax;
+  rttMax = max;
+  for (const link of moved ? links.values() : updated) redraw(link);
 }
+
+$('window').addEventListener('change', (e) => {
+  windowS = Number(e.target.value);
+  for (const link of links.values()) redraw(link);
+});
 
 function connect(attempt = 0) {
   const scheme = location.protocol === 'https:' ? 'wss' : 'ws';

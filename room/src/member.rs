@@ -1619,6 +1619,15 @@ impl Member {
     }
 
     fn report_stats(&mut self) {
+        // What this member emulates on all its links (each way), so a dashboard can say
+        // which player runs `?loss=10`; `null` for real links.
+        let emulation = self.config.emulation.as_ref().map(|e| {
+            json!({
+                "latency_ms": e.config.latency.as_secs_f64() * 1000.0,
+                "jitter_ms": e.config.jitter.as_secs_f64() * 1000.0,
+                "loss_percent": e.config.loss_percent,
+            })
+        });
         let links: Vec<Value> = self
             .links
             .iter()
@@ -1631,6 +1640,7 @@ impl Member {
                     "reason": l.reason,
                     "ice": l.candidate,
                     "stats": l.core.as_ref().and_then(CoreLink::stats),
+                    "emulation": emulation,
                 }))
             })
             .collect();

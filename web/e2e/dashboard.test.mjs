@@ -53,6 +53,8 @@ test('a lossy player shows its loss on the room dashboard; closing it removes it
     assert.equal(s.lossWindow, '(last 64 packets)');
     assert.equal(s.canvases, 3, 'RTT, loss/rate and mode charts');
   }
+  // The table first, with the lossy player's direction opened to its charts.
+  await dash.page.click(`#matrix tr[data-link="lossy/${aId}→${bId}"]`);
   await dash.page.screenshot({ path: join(artifactsDir(), 'dashboard.png'), fullPage: true });
 
   await a.page.context().close();
@@ -62,6 +64,68 @@ test('a lossy player shows its loss on the room dashboard; closing it removes it
   assert.deepEqual([...dash.errors, ...b.errors], []);
   await b.page.context().close();
   await dash.page.context().close();
+});
+
+test('the link table has one row per directed link, pairs side by side, with who emulates what; a row opens its labelled charts and exports its series', async () => {
+  const dash = await open('/room/table/dashboard');
+  const a = await open('/room/table?loss=10&latency=20');
+  const aId = await peerId(a);
+  const b = await open('/room/table');
+  const bId = await peerId(b);
+  const c = await open('/room/table');
+  const cId = await peerId(c);
+  const keys = [[aId, bId], [aId, cId], [bId, aId], [bId, cId], [cId, aId], [cId, bId]].map(([f, t]) => `table/${f}→${t}`);
+  // Six directed links, once each has stats, in pair order: a pair's two directions adjacent.
+  const rows = await dash.page.waitForFunction((n) => {
+    const rs = [...document.querySelectorAll('#matrix tbody tr')];
+    return rs.length === n && rs.every((r) => r.children[3].textContent !== '—')
+      && rs.map((r) => ({ link: r.dataset.link, cells: [...r.children].map((td) => td.textContent) }));
+  }, keys.length, { timeout: 20000 }).then((h) => h.jsonValue());
+  assert.deepEqual(rows.map((r) => r.link).sort(), [...keys].sort());
+  const pair = (link) => link.split('/')[1].split('→').map(Number).sort((x, y) => x - y).join('-');
+  for (let i = 0; i < rows.length; i += 2) assert.equal(pair(rows[i].link), pair(rows[i + 1].link), JSON.stringify(rows.map((r) => r.link)));
+  // The emulation column names the player who runs it, in words: the reporter's · the peer's.
+  const emulation = (from, to) => rows.find((r) => r.link === `table/${from}→${to}`).cells[8];
+  assert.equal(emulation(aId, bId), '20 ms each way, 10 % loss · —');
+  assert.equal(emulation(bId, aId), '— · 20 ms each way, 10 % loss');
+  assert.equal(emulation(bId, cId), '— · —');
+  for (const r of rows) assert.match(r.cells[7], /packets\/s$/);
+
+  // Cards start closed; a row opens its card, whose charts have labelled axes on their scales.
+  const key = `table/${aId}→${bId}`;
+  assert.equal(await dash.page.$eval(`section.link[data-link="${key}"]`, (card) => card.hidden), true);
+  await dash.page.click(`#matrix tr[data-link="${key}"]`);
+  const opened = await dash.page.$eval(`section.link[data-link="${key}"]`, (card) => ({
+    hidden: card.hidden, visibleCanvases: [...card.querySelectorAll('canvas')].filter((cv) => cv.offsetWidth > 0).length,
+  }));
+  assert.deepEqual(opened, { hidden: false, visibleCanvases: 3 });
+  const axes = await dash.page.evaluate((k) => {
+    const { charts } = window.ackwireDashboard.links.get(k);
+    const labels = (u) => u.axes.slice(1).filter((ax) => ax.show !== false).map((ax) => `${ax.scale}:${ax.label}`);
+    return { rtt: labels(charts.rtt), loss: labels(charts.loss), threshold: charts.rtt.series[4].label, mode: charts.mode.series.slice(1).map((s) => s.label) };
+  }, key);
+  assert.deepEqual(axes, {
+    rtt: ['y:ms'], loss: ['%:loss %', 'pps:packets/s'], threshold: 'bad above 250 ms',
+    mode: ['good (30 packets/s)', 'bad (10 packets/s)'],
+  });
+  // Its series downloads as CSV, one line per report.
+  const [download] = await Promise.all([
+    dash.page.waitForEvent('download'),
+    dash.page.click(`section.link[data-link="${key}"] button[data-format="csv"]`),
+  ]);
+  const csv = await download.createReadStream().then(async (stream) => {
+    let text = '';
+    for await (const chunk of stream) text += chunk;
+    return text;
+  });
+  const lines = csv.trim().split('\n');
+  assert.equal(lines[0], 'time,rtt_ms,rtt_plus_jitter_ms,rtt_minus_jitter_ms,loss_percent,loss_cumulative_percent,send_rate_pps,mode');
+  assert.ok(lines.length >= 2, csv);
+  assert.equal(download.suggestedFilename(), `ackwire-table-${aId}-to-${bId}.csv`);
+  // The five-minute window is a choice away.
+  await dash.page.selectOption('#window', '300');
+  assert.deepEqual([...dash.consoleErrors, ...dash.errors, ...a.errors, ...b.errors, ...c.errors], []);
+  for (const p of [a, b, c, dash]) await p.page.context().close();
 });
 
 test('150 ms of emulated latency keeps the link in bad mode while a clean link turns good', async () => {
