@@ -86,8 +86,8 @@ function addLink(r, from, to, transport) {
       card.scrollIntoView({ block: 'nearest' });
     }
   };
-  row.addEventListener('click', toggle);
-  row.addEventListener('keydown', (e) => { if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); toggle(); } });
+  row.addEventListener('click', () => entry.toggle());
+  row.addEventListener('keydown', (e) => { if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); entry.toggle(); } });
   const charts = card.querySelector('.charts');
   const boxes = [0, 1, 2].map(() => charts.appendChild(document.createElement('div')));
   const rtt = chart(boxes[0], 'RTT ± jitter', [
@@ -120,7 +120,7 @@ function addLink(r, from, to, transport) {
   const entry = {
     card, row, charts: { rtt, loss, mode },
     data: { t: [], rtt: [], hi: [], lo: [], loss: [], lossAll: [], rate: [], good: [], bad: [] },
-    latest: undefined, report: undefined, state: undefined, seenAt: 0, room: r, from, to,
+    latest: undefined, report: undefined, state: undefined, seenAt: 0, room: r, from, to, toggle,
   };
   links.set(key, entry);
   placeRow(entry);
@@ -159,14 +159,61 @@ function exportSeries(link, format) {
   setTimeout(() => URL.revokeObjectURL(a.href), 1000);
 }
 
+/** One grid per room: a row per reporter, a column per peer, each cell a directed link. */
+function renderGrids() {
+  const rooms = new Map();
+  for (const l of links.values()) {
+    const peers = rooms.get(l.room) ?? new Set();
+    peers.add(l.from).add(l.to);
+    rooms.set(l.room, peers);
+  }
+  const grids = $('grids');
+  grids.replaceChildren();
+  for (const [r, peerSet] of [...rooms].sort(([a], [b]) => (a < b ? -1 : 1))) {
+    const peers = [...peerSet].sort((a, b) => a - b);
+    const table = document.createElement('table');
+    table.className = 'grid';
+    table.dataset.room = r;
+    const head = document.createElement('tr');
+    head.innerHTML = `<th>${room ? '' : `${r}: `}from ╲ to</th>${peers.map((p) => `<th>${p}</th>`).join('')}`;
+    table.append(head);
+    for (const from of peers) {
+      const tr = document.createElement('tr');
+      tr.innerHTML = `<th>${from}</th>`;
+      for (const to of peers) {
+        const td = document.createElement('td');
+        const link = links.get(linkKey(r, from, to));
+        if (link) {
+          const s = link.latest;
+          const connected = link.state === 'connected';
+          td.dataset.link = linkKey(r, from, to);
+          td.dataset.mode = connected ? s?.mode ?? '' : '';
+          td.dataset.state = link.state ?? '';
+          td.textContent = connected && s?.packets_acked > 0 ? `${s.rtt_ms.toFixed(0)} ms` : link.state ?? '—';
+          td.title = `${from} → ${to}: ${link.state ?? '—'}${s ? `, RTT ${s.rtt_ms.toFixed(1)} ms, loss ${s.loss_percent.toFixed(1)} %, ${s.mode}` : ''}`;
+          td.addEventListener('click', () => link.toggle());
+        } else {
+          td.textContent = from === to ? '' : '·';
+        }
+        tr.append(td);
+      }
+      table.append(tr);
+    }
+    grids.append(table);
+  }
+}
+
 function dropLinks(predicate) {
+  let removed = false;
   for (const [key, link] of links) {
     if (!predicate(link)) continue;
     link.card.remove();
     link.row.remove();
+    removed = true;
     for (const c of Object.values(link.charts)) c.destroy();
     links.delete(key);
   }
+  if (removed) renderGrids();
   summary();
 }
 
@@ -258,6 +305,7 @@ function onStats(r, from, reports) {
   }
   // The reporter's emulation shows on the rows where it is the peer, too.
   for (const link of links.values()) if (link.room === r && link.to === from) renderRow(link);
+  renderGrids();
   // When the shared RTT scale moves, every open card follows; otherwise only the reported.
   const max = sharedRttMax();
   const moved = max !== rttMax;

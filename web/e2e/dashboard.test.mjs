@@ -91,6 +91,17 @@ test('the link table has one row per directed link, pairs side by side, with who
   assert.equal(emulation(bId, cId), '— · —');
   for (const r of rows) assert.match(r.cells[7], /packets\/s$/);
 
+  // The grid: the room at a glance, a cell per directed link (none on the diagonal), each with
+  // its RTT; a cell opens its card too.
+  const grid = await dash.page.$eval('table.grid[data-room="table"]', (t) => ({
+    links: [...t.querySelectorAll('td[data-link]')].map((td) => td.dataset.link).sort(),
+    rtts: [...t.querySelectorAll('td[data-link]')].map((td) => td.textContent),
+  }));
+  assert.deepEqual(grid.links, [...keys].sort());
+  for (const text of grid.rtts) assert.match(text, /^\d+ ms$/);
+  await dash.page.click(`table.grid td[data-link="table/${bId}→${cId}"]`);
+  assert.equal(await dash.page.$eval(`section.link[data-link="table/${bId}→${cId}"]`, (card) => card.hidden), false);
+
   // Cards start closed; a row opens its card, whose charts have labelled axes on their scales.
   const key = `table/${aId}→${bId}`;
   assert.equal(await dash.page.$eval(`section.link[data-link="${key}"]`, (card) => card.hidden), true);
