@@ -24,6 +24,11 @@ $('emulation').textContent = asked.length ? `emulated: ${asked.join(', ')}` : 'r
 const links = new Map(); // link id -> { link, peer, kind, state, reason, transport, candidate, x, y }
 const me = { id: undefined, x: Math.random(), y: Math.random(), vx: 0.0021, vy: 0.0013 };
 const metrics = { firstAckMs: undefined, linkOpenMs: undefined, connectedMs: undefined };
+// When each step of joining first happened, in ms since navigation (performance.now()): where
+// a join's time goes.
+const timeline = { script: performance.now() };
+metrics.timeline = timeline;
+const mark = (step) => { timeline[step] ??= performance.now(); };
 const chat = []; // { from, text }
 window.ackwire = {
   links, me, metrics, chat, log: [],
@@ -65,6 +70,7 @@ function onEvent(ev) {
       log(`signalling ${ev.state}${ev.detail ? ` (${ev.detail})` : ''}`);
       break;
     case 'welcome':
+      mark('welcome');
       me.id = ev.peer_id; $('me').textContent = `peer ${ev.peer_id}`;
       log(`welcomed as peer ${ev.peer_id}${ev.resumed ? ' (resumed)' : ''}`);
       break;
@@ -84,6 +90,7 @@ function onEvent(ev) {
         });
       }
       const t = performance.now();
+      mark(ev.state);
       if (ev.state === 'open') metrics.linkOpenMs ??= t;
       if (ev.state === 'connected') metrics.connectedMs ??= t;
       if (known?.state !== ev.state) {
@@ -226,8 +233,11 @@ function renderPeers(rows) {
 async function main() {
   try {
     await init();
+    mark('wasm');
     const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
-    const client = new Client(`${scheme}://${location.host}/ws`, room, { ...emulation, relayOnly, onEvent });
+    // The socket room.html opened while this loaded (see there).
+    const earlySocket = window.ackwireEarlySocket;
+    const client = new Client(`${scheme}://${location.host}/ws`, room, { ...emulation, relayOnly, onEvent, earlySocket });
     window.ackwire.client = client;
     addEventListener('pagehide', () => client.close());
     $('chat-form').addEventListener('submit', (e) => {

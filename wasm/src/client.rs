@@ -78,8 +78,18 @@ impl Socket {
     }
 }
 
+/// The signalling socket the page opened before the driver loaded (`options.earlySocket`):
+/// the join rides its URL, so the welcome may already be waiting in `holder.messages`.
+struct EarlySocket {
+    ws: WebSocket,
+    /// The page's `{ ws, instance, messages, opened }`, read when the socket is adopted.
+    holder: JsValue,
+}
+
 struct State {
     ws_url: String,
+    /// Adopted by the first fresh join instead of opening a socket of our own.
+    early: Option<EarlySocket>,
     /// Only relayed (TURN) ICE candidates: the player's address is never exposed.
     relay_only: bool,
     member: Member,
@@ -164,8 +174,32 @@ impl Client {
             })
             .transpose()?;
         let random = random_bytes::<48>().map_err(|e| JsError::new(&e))?;
-        let instance: String = random[..8].iter().map(|b| format!("{b:02x}")).collect();
-        let mut config = MemberConfig::new(room, PeerKind::Browser, format!("b{instance}"));
+        // A socket the page opened early joined with its own instance: the member takes it.
+        let early_holder = Reflect::get(&options, &"earlySocket".into())
+            .ok()
+            .filter(|v| v.is_object());
+        let early = early_holder.as_ref().and_then(|holder| {
+            let ws = Reflect::get(holder, &"ws".into())
+                .ok()?
+                .dyn_into::<WebSocket>()
+                .ok()?;
+            let instance = Reflect::get(holder, &"instance".into()).ok()?.as_string()?;
+            Some((
+                EarlySocket {
+                    ws,
+                    holder: holder.clone(),
+                },
+                instance,
+            ))
+        });
+        let instance = match &early {
+            Some((_, instance)) => instance.clone(),
+            None => {
+                let hex: String = random[..8].iter().map(|b| format!("{b:02x}")).collect();
+                format!("b{hex}")
+            }
+        };
+        let mut config = MemberConfig::new(room, PeerKind::Browser, instance);
         config.secret.copy_from_slice(&random[8..40]);
         config.seed = u64::from_le_bytes(random[40..48].try_into().unwrap_or_default());
         config.emulation = emulation;
@@ -177,6 +211,7 @@ impl Client {
             .unwrap_or(false);
         let shared = Rc::new(RefCell::new(State {
             ws_url,
+            early: early.map(|(socket, _)| socket),
             relay_only,
             member,
             socket: None,
@@ -270,6 +305,16 @@ fn flush(state: &mut State, shared: &Shared) {
                     old.shut_down();
                 }
                 state.sockets_opened += 1;
+                // The page's early socket carries this same fresh join (its instance is the
+                // member's); a resume, or a socket that already failed, opens anew.
+                let early = state.early.take().filter(|e| {
+                    join.is_some()
+                        && matches!(e.ws.ready_state(), WebSocket::CONNECTING | WebSocket::OPEN)
+                });
+                if let Some(early) = early {
+                    state.socket = Some(adopt_socket(shared, early, state.sockets_opened));
+                    continue;
+                }
                 let url = match join {
                     Some(join) => format!("{}?{}", state.ws_url, join.query()),
                     None => state.ws_url.clone(),
@@ -330,6 +375,58 @@ fn schedule(state: &mut State) {
 
 fn open_socket(shared: &Shared, url: &str, number: u64) -> Result<Socket, String> {
     let ws = WebSocket::new(url).map_err(|e| js_err(&format!("WebSocket {url}"), e))?;
+    Ok(attach(shared, ws, number))
+}
+
+/// Takes over the page's early socket: our handlers replace the page's, then what it already
+/// saw (the open, the frames, the welcome among them) is handed to the member in order, in a
+/// microtask, so before any later event of the socket (those are tasks).
+fn adopt_socket(shared: &Shared, early: EarlySocket, number: u64) -> Socket {
+    let socket = attach(shared, early.ws, number);
+    let holder = early.holder;
+    let opened = Reflect::get(&holder, &"opened".into())
+        .ok()
+        .and_then(|v| v.as_bool())
+        .unwrap_or(false);
+    let messages: Vec<String> = Reflect::get(&holder, &"messages".into())
+        .ok()
+        .map(|m| {
+            js_sys::Array::from(&m)
+                .iter()
+                .filter_map(|v| v.as_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    let weak = Rc::downgrade(shared);
+    spawn_local(async move {
+        let Some(shared) = weak.upgrade() else { return };
+        let live = shared
+            .borrow()
+            .socket
+            .as_ref()
+            .is_some_and(|s| s.number == number);
+        if !live {
+            return;
+        }
+        if opened {
+            with_state(&shared, |state| state.member.signalling_open(now()));
+        }
+        for text in messages {
+            with_state(&shared, |state| {
+                if let Err(err) = state.member.handle_frame(now(), &text) {
+                    state.outbox.push(
+                        json!({"type": "error", "code": "bad_server_frame", "message": err.to_string()}),
+                    );
+                }
+            });
+        }
+    });
+    socket
+}
+
+/// Our handlers on `ws`: its open, frames and close go to the member while it is the current
+/// socket.
+fn attach(shared: &Shared, ws: WebSocket, number: u64) -> Socket {
     let weak = Rc::downgrade(shared);
     // Events of a socket the driver has since replaced are ignored.
     let current = move |weak: &Weak<RefCell<State>>| {
@@ -378,11 +475,11 @@ fn open_socket(shared: &Shared, url: &str, number: u64) -> Result<Socket, String
     ws.set_onopen(Some(on_open.as_ref().unchecked_ref()));
     ws.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
     ws.set_onclose(Some(on_close.as_ref().unchecked_ref()));
-    Ok(Socket {
+    Socket {
         number,
         ws,
         _callbacks: vec![Box::new(on_open), Box::new(on_message), Box::new(on_close)],
-    })
+    }
 }
 
 /// Reports a transport event to the member (if the client still exists).

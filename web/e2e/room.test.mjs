@@ -126,3 +126,29 @@ test('remote dots glide between updates (snapshot interpolation), or jump with e
   assert.deepEqual([...a.consoleErrors, ...b.consoleErrors, ...a.errors, ...b.errors], []);
   assert.ok(aId !== bId);
 });
+
+test('ten joins: where the time from opening the URL to an open data channel goes (medians printed)', async () => {
+  const steps = ['script', 'wasm', 'welcome', 'open', 'connected'];
+  const runs = [];
+  const joins = async (page) => page.evaluate(() => fetch('/metrics').then((r) => r.text()))
+    .then((text) => Number(/^ackwire_signal_joins_total (\d+)/m.exec(text)?.[1] ?? 0));
+  for (let i = 0; i < 10; i++) {
+    const a = await openPlayer(`join-${i}`);
+    const before = await joins(a.page);
+    await a.page.waitForFunction(() => window.ackwire?.me.id !== undefined, null, { timeout: 10000 });
+    const b = await openPlayer(`join-${i}`);
+    // The second page's own clock: ms since its navigation started.
+    runs.push(await b.page.waitForFunction(() => window.ackwire.metrics.timeline.connected && window.ackwire.metrics.timeline, null, { timeout: 10000 })
+      .then((h) => h.jsonValue()));
+    // The second page joined once: its driver took over the socket the page opened early,
+    // with the join in its URL, instead of joining again on one of its own.
+    assert.equal(await joins(a.page) - before, 1, 'joins while the second page came in');
+    assert.deepEqual([...a.errors, ...b.errors], []);
+    await a.page.context().close();
+    await b.page.context().close();
+  }
+  const median = (step) => runs.map((r) => r[step]).sort((x, y) => x - y)[runs.length / 2];
+  console.log(`joining, medians of ${runs.length} (ms after navigation): ${steps.map((s) => `${s} ${median(s).toFixed(0)}`).join(', ')}`);
+  // A wide bound, for a loaded CI machine (the goal, < 150 ms, is printed above, not asserted).
+  assert.ok(median('open') < 1000, `median data channel open at ${median('open')} ms`);
+});
