@@ -100,7 +100,10 @@ test('Chromium, Firefox and native players, each behind its own symmetric NAT, l
     console.log(`behind symmetric NATs: all links up ${Date.now() - allPresent} ms after all five were present`);
     // The natives' own reading of their relayed link: RTT from acked packets.
     for (const [native, other] of [[c, d], [d, c]]) {
-      const line = await native.waitFor(`RTT to ${other.id}`, (l) => l.type === 'stats' && native.link(l, other.id)?.stats?.rtt_ms > 0, 10000);
+      const line = await native.waitFor(`RTT to ${other.id} over the relay`, (l) => l.type === 'stats'
+        && native.link(l, other.id)?.stats?.rtt_ms > 0 && native.link(l, other.id)?.candidate, 10000);
+      // The native's own reading of the chosen path, as the pages' tables give theirs.
+      assert.equal(native.link(line, other.id).candidate, 'relay');
       const rttMs = native.link(line, other.id).stats.rtt_ms;
       console.log(`native ${native.id} ↔ native ${other.id} over the relay: RTT ${rttMs.toFixed(1)} ms`);
       // The relay is on this machine (a path of ~1 ms); a wide bound, for load.

@@ -155,6 +155,24 @@ impl PeerConnectionEventHandler for Handler {
     }
 }
 
+/// How often, and how many times, the ICE transport is asked for its selected candidate pair.
+const PATH_POLL: Duration = Duration::from_millis(250);
+const PATH_POLLS: u32 = 40;
+
+/// The path of the selected candidate pair: `relay` when either end is a TURN relay, else the
+/// local candidate's type (`host`, `srflx`, `prflx`), as the browser driver reports it. The
+/// crate's stats report carries no candidate pairs (0.21.1); its ICE transport names the pair.
+async fn selected_path(pc: &impl PeerConnection) -> Option<String> {
+    let ice = pc.sctp().await?.transport().ice_transport();
+    let pair = ice.get_selected_candidate_pair().await.ok()??;
+    let relay = RTCIceCandidateType::Relay;
+    Some(if pair.remote().typ == relay {
+        relay.to_string()
+    } else {
+        pair.local().typ.to_string()
+    })
+}
+
 /// How often a connection that may be relayed wakes the `webrtc` crate's driver (see `run`).
 const RELAY_FLUSH: Duration = Duration::from_millis(2);
 
@@ -238,10 +256,20 @@ async fn run(
         .iter()
         .flat_map(|s| &s.urls)
         .any(|u| u.starts_with("turn"));
+    // The selected pair's candidate type, asked until ICE has chosen one (as browsers do).
+    let mut path_poll = tokio::time::interval(PATH_POLL);
+    let mut path_polls = 0u32;
     let mut relay_flush = tokio::time::interval(RELAY_FLUSH);
     relay_flush.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     loop {
         tokio::select! {
+            _ = path_poll.tick(), if path_polls < PATH_POLLS => {
+                path_polls += 1;
+                if let Some(kind) = selected_path(&pc).await {
+                    handler.tell(TransportEvent::CandidateType(kind));
+                    path_polls = PATH_POLLS;
+                }
+            }
             _ = relay_flush.tick(), if may_relay => {
                 // Our channel never uses the low-water mark (0, its default): setting it
                 // again changes nothing but wakes the driver.
