@@ -23,7 +23,7 @@ $('emulation').textContent = asked.length ? `emulated: ${asked.join(', ')}` : 'r
 // signal server restarts and hands out new peer ids.
 const links = new Map(); // link id -> { link, peer, kind, state, reason, transport, candidate, x, y }
 const me = { id: undefined, x: Math.random(), y: Math.random(), vx: 0.0021, vy: 0.0013 };
-const metrics = { firstAckMs: undefined, linkOpenMs: undefined, connectedMs: undefined };
+const metrics = { firstAckMs: undefined };
 // When each step of joining first happened, in ms since navigation (performance.now()): where
 // a join's time goes.
 const timeline = { script: performance.now() };
@@ -89,10 +89,7 @@ function onEvent(ev) {
           snapshots: live ? known?.snapshots : undefined, interval: live ? known?.interval : undefined,
         });
       }
-      const t = performance.now();
       mark(ev.state);
-      if (ev.state === 'open') metrics.linkOpenMs ??= t;
-      if (ev.state === 'connected') metrics.connectedMs ??= t;
       if (known?.state !== ev.state) {
         log(`link to peer ${ev.peer ?? '?'} (${ev.transport}): ${ev.state}${ev.reason && ev.state !== 'connected' ? ` — ${ev.reason.message}` : ''}`);
       }

@@ -412,16 +412,19 @@ fn adopt_socket(shared: &Shared, early: EarlySocket, number: u64) -> Socket {
             with_state(&shared, |state| state.member.signalling_open(now()));
         }
         for text in messages {
-            with_state(&shared, |state| {
-                if let Err(err) = state.member.handle_frame(now(), &text) {
-                    state.outbox.push(
-                        json!({"type": "error", "code": "bad_server_frame", "message": err.to_string()}),
-                    );
-                }
-            });
+            with_state(&shared, |state| server_frame(state, &text));
         }
     });
     socket
+}
+
+/// A frame from the signalling server, to the member; one it cannot read is told to the page.
+fn server_frame(state: &mut State, text: &str) {
+    if let Err(err) = state.member.handle_frame(now(), text) {
+        state
+            .outbox
+            .push(json!({"type": "error", "code": "bad_server_frame", "message": err.to_string()}));
+    }
 }
 
 /// Our handlers on `ws`: its open, frames and close go to the member while it is the current
@@ -452,13 +455,7 @@ fn attach(shared: &Shared, ws: WebSocket, number: u64) -> Socket {
             let (Some(shared), Some(text)) = (current(&weak), event.data().as_string()) else {
                 return;
             };
-            with_state(&shared, |state| {
-                if let Err(err) = state.member.handle_frame(now(), &text) {
-                    state.outbox.push(
-                        json!({"type": "error", "code": "bad_server_frame", "message": err.to_string()}),
-                    );
-                }
-            });
+            with_state(&shared, |state| server_frame(state, &text));
         }
     });
     let on_close = Closure::<dyn FnMut(CloseEvent)>::new(move |event: CloseEvent| {

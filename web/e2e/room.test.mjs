@@ -45,7 +45,7 @@ test('two players in a room connect, see each other move, and get a first ack qu
   // so its figure covers signalling, ICE, DTLS/SCTP and the first round trip).
   const firstAckMs = await b.page.waitForFunction(() => window.ackwire.metrics.firstAckMs, null, { timeout: 5000 })
     .then((h) => h.jsonValue());
-  const openMs = await b.page.evaluate(() => window.ackwire.metrics.linkOpenMs);
+  const openMs = await b.page.evaluate(() => window.ackwire.metrics.timeline.open);
   console.log(`time from opening the URL to the first acked packet: ${firstAckMs.toFixed(0)} ms (data channel open at ${openMs.toFixed(0)} ms)`);
   assert.ok(firstAckMs < FIRST_ACK_BOUND_MS, `first ack after ${firstAckMs} ms`);
 
