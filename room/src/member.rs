@@ -57,7 +57,7 @@ use std::time::Duration;
 
 use ackwire_core::{ConnectionConfig, ConnectionConfigError, DisconnectReason, Stats};
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde::ser::SerializeStruct;
 
 use crate::backoff::{Backoff, Random};
 use crate::core_link::{ChatError, CoreEvent, CoreLink, RefusedDatagram};
@@ -145,6 +145,14 @@ pub enum MemberError {
     #[error("instance id {0:?}: 1-64 characters of A-Z a-z 0-9 - _")]
     Instance(String),
 }
+
+/// What a member sends on the signalling socket: a [`ClientFrame`] whose relayed payloads
+/// are typed. It serializes to the JSON the server expects.
+pub type MemberFrame = ClientFrame<SignalData, Vec<LinkReport>>;
+
+/// A frame from the server as a member reads it: relayed signals as [`SignalData`]. Dashboard
+/// stats, which a member never subscribes to, are [`ServerFrame::Other`].
+pub type MemberServerFrame<'a> = ServerFrame<'a, SignalData>;
 
 /// Why a signalling frame was refused. Nothing changed.
 #[derive(Debug, thiserror::Error)]
@@ -315,7 +323,10 @@ impl std::fmt::Display for Failure {
 
 impl Serialize for Failure {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        json!({"code": self.code(), "message": self.to_string()}).serialize(s)
+        let mut failure = s.serialize_struct("Failure", 2)?;
+        failure.serialize_field("code", self.code())?;
+        failure.serialize_field("message", &self.to_string())?;
+        failure.end()
     }
 }
 
@@ -415,7 +426,7 @@ pub enum Output {
         join: Option<UrlJoin>,
     },
     /// Send this frame on the signalling socket (drop it if the socket is not open).
-    Frame(ClientFrame),
+    Frame(MemberFrame),
     /// Run this on a transport.
     Command(Command),
     /// Send this datagram.
@@ -538,6 +549,38 @@ pub struct LinkInfo {
     pub refused: u64,
     /// The core's stats, once the protocol runs.
     pub stats: Option<Stats>,
+}
+
+/// One link in a member's stats report (`stats` frames, forwarded to dashboards; see
+/// `docs/signalling.md`, "Stats").
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LinkReport {
+    /// The peer at the other end.
+    pub peer: PeerId,
+    /// UDP or WebRTC.
+    pub transport: TransportKind,
+    /// Where the link is in its life.
+    pub state: LinkState,
+    /// Why it was last lost.
+    pub reason: Option<Failure>,
+    /// WebRTC: the selected path's candidate type (`host`, `srflx`, `relay`).
+    pub ice: Option<String>,
+    /// The core's stats, once the protocol runs.
+    pub stats: Option<Stats>,
+    /// What this member emulates on all its links (each way); `None` for a real link.
+    pub emulation: Option<EmulationReport>,
+}
+
+/// The link emulator's settings in a stats report, so a dashboard can say which player runs
+/// `?loss=10`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct EmulationReport {
+    /// Added one-way delay.
+    pub latency_ms: f64,
+    /// Random extra delay, up to this.
+    pub jitter_ms: f64,
+    /// Datagrams dropped, in percent.
+    pub loss_percent: f64,
 }
 
 /// Signals from an unknown sender and datagrams from an unknown address are kept this long
@@ -955,6 +998,54 @@ impl Member {
     /// are not JSON of the protocol are refused with a typed error and change nothing.
     pub fn handle_frame(&mut self, now: Duration, text: &str) -> Result<(), FrameError> {
         let frame: ServerFrame = serde_json::from_str(text).map_err(FrameError::Malformed)?;
+        let frame = match frame {
+            ServerFrame::Signal { from, data } => ServerFrame::Signal {
+                from,
+                data: serde_json::from_value(data.into_owned())
+                    .map_err(|error| FrameError::BadSignal { from, error })?,
+            },
+            ServerFrame::Welcome {
+                version,
+                room,
+                peer_id,
+                token,
+                resumed,
+                peers,
+                ice_servers,
+                network,
+            } => ServerFrame::Welcome {
+                version,
+                room,
+                peer_id,
+                token,
+                resumed,
+                peers,
+                ice_servers,
+                network,
+            },
+            ServerFrame::PeerJoined { room, peer } => ServerFrame::PeerJoined { room, peer },
+            ServerFrame::PeerLeft {
+                room,
+                peer_id,
+                reason,
+            } => ServerFrame::PeerLeft {
+                room,
+                peer_id,
+                reason,
+            },
+            ServerFrame::IceServers { ice_servers } => ServerFrame::IceServers { ice_servers },
+            ServerFrame::Error { code, message } => ServerFrame::Error { code, message },
+            ServerFrame::Subscribed { .. } | ServerFrame::Stats { .. } | ServerFrame::Other => {
+                ServerFrame::Other
+            }
+        };
+        self.handle_server_frame(now, frame);
+        Ok(())
+    }
+
+    /// A signalling frame a driver decoded itself (the browser's through its own
+    /// `JSON.parse`). Unknown frame types ([`ServerFrame::Other`]) are ignored.
+    pub fn handle_server_frame(&mut self, now: Duration, frame: MemberServerFrame<'_>) {
         match frame {
             ServerFrame::Welcome {
                 peer_id,
@@ -998,11 +1089,7 @@ impl Member {
                     }
                 }
             }
-            ServerFrame::Signal { from, data } => {
-                let data: SignalData = serde_json::from_value(data.into_owned())
-                    .map_err(|error| FrameError::BadSignal { from, error })?;
-                self.on_signal(now, from, data);
-            }
+            ServerFrame::Signal { from, data } => self.on_signal(now, from, data),
             ServerFrame::Error { code, message } => {
                 if code == "resume_rejected" {
                     // The server forgot us (restart, or grace expired): join afresh.
@@ -1017,7 +1104,6 @@ impl Member {
             _ => {}
         }
         self.drive(now);
-        Ok(())
     }
 
     /// What a join takes back: our id and its token, once welcomed.
@@ -1053,7 +1139,7 @@ impl Member {
             .map(|keys| keys.public_key())
     }
 
-    fn send_frame(&mut self, frame: ClientFrame) {
+    fn send_frame(&mut self, frame: MemberFrame) {
         // While the socket is down frames are dropped, not queued: stats are stale a second
         // later, and a negotiation that lost a signal times out and starts over.
         if self.socket_open && self.signalling == SignallingState::Joined {
@@ -1497,7 +1583,7 @@ impl Member {
         };
         match event {
             TransportEvent::LocalSignal(data) => {
-                if let (Some(to), Ok(data)) = (self.links[i].peer, serde_json::to_value(&data)) {
+                if let Some(to) = self.links[i].peer {
                     self.send_frame(ClientFrame::Signal {
                         to,
                         from: None,
@@ -1621,34 +1707,28 @@ impl Member {
     fn report_stats(&mut self) {
         // What this member emulates on all its links (each way), so a dashboard can say
         // which player runs `?loss=10`; `null` for real links.
-        let emulation = self.config.emulation.as_ref().map(|e| {
-            json!({
-                "latency_ms": e.config.latency.as_secs_f64() * 1000.0,
-                "jitter_ms": e.config.jitter.as_secs_f64() * 1000.0,
-                "loss_percent": e.config.loss_percent,
-            })
+        let emulation = self.config.emulation.as_ref().map(|e| EmulationReport {
+            latency_ms: e.config.latency.as_secs_f64() * 1000.0,
+            jitter_ms: e.config.jitter.as_secs_f64() * 1000.0,
+            loss_percent: e.config.loss_percent,
         });
-        let links: Vec<Value> = self
+        let links: Vec<LinkReport> = self
             .links
             .iter()
             .filter_map(|l| {
-                let peer = l.peer?;
-                Some(json!({
-                    "peer": peer,
-                    "transport": l.transport(),
-                    "state": l.state,
-                    "reason": l.reason,
-                    "ice": l.candidate,
-                    "stats": l.core.as_ref().and_then(CoreLink::stats),
-                    "emulation": emulation,
-                }))
+                Some(LinkReport {
+                    peer: l.peer?,
+                    transport: l.transport(),
+                    state: l.state,
+                    reason: l.reason.clone(),
+                    ice: l.candidate.clone(),
+                    stats: l.core.as_ref().and_then(CoreLink::stats),
+                    emulation,
+                })
             })
             .collect();
         if !links.is_empty() {
-            self.send_frame(ClientFrame::Stats {
-                from: None,
-                links: Value::Array(links),
-            });
+            self.send_frame(ClientFrame::Stats { from: None, links });
         }
     }
 

@@ -260,9 +260,14 @@ pub struct RoomSnapshot {
 }
 
 /// Client → server frames.
+///
+/// The payloads the server relays unread are type parameters: [`Value`] where they are
+/// opaque (the server, and any client that only reads JSON), typed where a room member
+/// builds them ([`MemberFrame`](crate::member::MemberFrame)). Both serialize to the same
+/// JSON.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub enum ClientFrame {
+pub enum ClientFrame<S = Value, L = Value> {
     /// Enter a room (created on first join), or take back an earlier id with `resume`.
     Join {
         /// Always [`VERSION`].
@@ -296,7 +301,7 @@ pub enum ClientFrame {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         from: Option<PeerId>,
         /// Opaque payload.
-        data: Value,
+        data: S,
     },
     /// The sender's link statistics, forwarded to dashboards.
     Stats {
@@ -304,7 +309,7 @@ pub enum ClientFrame {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         from: Option<PeerId>,
         /// Opaque: by convention `[{"peer": id, "stats": {..}}]`, one entry per link.
-        links: Value,
+        links: L,
     },
     /// Receive membership and stats events of one room, or of every room when `room` is
     /// absent.
@@ -325,10 +330,12 @@ pub enum ClientFrame {
 ///
 /// The server builds them from borrowed data; a client gets owned ones
 /// (`ServerFrame<'static>`), whatever the lifetime of the text it parsed. Unknown frame
-/// types parse as [`ServerFrame::Other`].
+/// types parse as [`ServerFrame::Other`]. `D` is the relayed payload (`data`, `links`):
+/// opaque JSON by default; a room member reads signals as [`SignalData`]
+/// ([`Member::handle_server_frame`](crate::member::Member::handle_server_frame)).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub enum ServerFrame<'a> {
+pub enum ServerFrame<'a, D = Cow<'a, Value>> {
     /// Answer to a successful `join`.
     Welcome {
         /// Protocol version spoken ([`VERSION`]).
@@ -372,7 +379,7 @@ pub enum ServerFrame<'a> {
         /// Sender, as the server knows it (never the client's claim).
         from: PeerId,
         /// Payload, unchanged: a [`SignalData`] by convention.
-        data: Cow<'a, Value>,
+        data: D,
     },
     /// Answer to `subscribe`: the watched rooms as they are now.
     Subscribed {
@@ -393,7 +400,7 @@ pub enum ServerFrame<'a> {
         /// Reporter, as the server knows it.
         peer_id: PeerId,
         /// Payload, unchanged.
-        links: Cow<'a, Value>,
+        links: D,
     },
     /// A request was refused.
     Error {
@@ -517,7 +524,9 @@ mod tests {
     #[test]
     fn relayed_candidates_and_unknown_frames_parse() {
         let text = r#"{"type":"signal","from":1,"data":{"candidate":"candidate:1 1 udp 2122260223 127.0.0.1 50000 typ host","sdpMid":"0"}}"#;
-        let ServerFrame::Signal { from: 1, data } = serde_json::from_str(text).unwrap() else {
+        let ServerFrame::Signal { from: 1, data } =
+            serde_json::from_str::<ServerFrame>(text).unwrap()
+        else {
             panic!("not a signal");
         };
         assert!(matches!(
@@ -532,12 +541,12 @@ mod tests {
         );
         // A known type with a missing field is still an error.
         assert!(serde_json::from_str::<ServerFrame>(r#"{"type":"signal","data":1}"#).is_err());
-        assert!(serde_json::to_string(&ServerFrame::Other).is_err());
+        assert!(serde_json::to_string(&ServerFrame::<Value>::Other).is_err());
     }
 
     #[test]
     fn joins_serialize_as_documented() {
-        let join = ClientFrame::Join {
+        let join: ClientFrame = ClientFrame::Join {
             version: VERSION,
             room: "lobby".into(),
             kind: PeerKind::Browser,
@@ -550,7 +559,7 @@ mod tests {
             serde_json::to_string(&join).unwrap(),
             r#"{"type":"join","version":1,"room":"lobby","kind":"browser"}"#
         );
-        let native = ClientFrame::Join {
+        let native: ClientFrame = ClientFrame::Join {
             version: VERSION,
             room: "lobby".into(),
             kind: PeerKind::Native,

@@ -160,7 +160,7 @@ fn every_documented_frame_round_trips_through_the_shared_types() {
 
 #[test]
 fn the_documented_browser_join_serializes_byte_for_byte() {
-    let join = ClientFrame::Join {
+    let join: ClientFrame = ClientFrame::Join {
         version: ackwire_room::signalling::VERSION,
         room: "lobby".into(),
         kind: ackwire_room::signalling::PeerKind::Browser,

@@ -20,7 +20,9 @@ use ackwire_room::member::{
 };
 use ackwire_room::signalling::{IceServer, PeerKind, Sdp, SignalData};
 use js_sys::{Function, Reflect, Uint8Array};
-use serde_json::{Value, json};
+use serde::Serialize;
+
+use crate::frames::{self, to_js, to_json};
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::{JsFuture, spawn_local};
@@ -97,8 +99,8 @@ struct State {
     sockets_opened: u64,
     pcs: HashMap<TransportId, Pc>,
     on_event: Function,
-    /// Events for the page, handed over once the state is released.
-    outbox: Vec<Value>,
+    /// Events for the page (plain objects), handed over once the state is released.
+    outbox: Vec<JsValue>,
     timer: Option<i32>,
     tick: Option<Closure<dyn FnMut()>>,
 }
@@ -118,9 +120,7 @@ fn with_state<R>(shared: &Shared, f: impl FnOnce(&mut State) -> R) -> R {
         )
     };
     for event in events {
-        if let Ok(js) = js_sys::JSON::parse(&event.to_string()) {
-            let _ = callback.call1(&JsValue::NULL, &js);
-        }
+        let _ = callback.call1(&JsValue::NULL, &event);
     }
     result
 }
@@ -265,16 +265,15 @@ impl Client {
     /// (a JSON array string).
     #[wasm_bindgen(js_name = linksJson)]
     pub fn links_json(&self) -> String {
-        serde_json::to_string(&self.shared.borrow().member.links(now())).unwrap_or_default()
+        to_json(&self.shared.borrow().member.links(now())).unwrap_or_default()
     }
 
     /// The signalling socket's state (`connecting`, `joining`, `joined`, `reconnecting`,
     /// `closed`).
     #[wasm_bindgen(getter)]
     pub fn signalling(&self) -> String {
-        serde_json::to_value(self.shared.borrow().member.signalling_state())
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
+        to_js(&self.shared.borrow().member.signalling_state())
+            .as_string()
             .unwrap_or_default()
     }
 
@@ -328,7 +327,7 @@ fn flush(state: &mut State, shared: &Shared) {
                 }
             }
             Output::Frame(frame) => {
-                if let (Some(socket), Ok(text)) = (&state.socket, serde_json::to_string(&frame)) {
+                if let (Some(socket), Some(text)) = (&state.socket, to_json(&frame)) {
                     if socket.ws.ready_state() == WebSocket::OPEN {
                         let _ = socket.ws.send_with_str(&text);
                     }
@@ -347,11 +346,7 @@ fn flush(state: &mut State, shared: &Shared) {
             }
             // Browsers have no UDP sockets; the member never routes a browser's link there.
             Output::Transmit { .. } => {}
-            Output::Event(event) => {
-                if let Ok(value) = serde_json::to_value(&event) {
-                    state.outbox.push(value);
-                }
-            }
+            Output::Event(event) => state.outbox.push(to_js(&event)),
         }
     }
 }
@@ -420,11 +415,23 @@ fn adopt_socket(shared: &Shared, early: EarlySocket, number: u64) -> Socket {
 
 /// A frame from the signalling server, to the member; one it cannot read is told to the page.
 fn server_frame(state: &mut State, text: &str) {
-    if let Err(err) = state.member.handle_frame(now(), text) {
-        state
-            .outbox
-            .push(json!({"type": "error", "code": "bad_server_frame", "message": err.to_string()}));
+    match frames::server_frame(text) {
+        Ok(frame) => state.member.handle_server_frame(now(), frame),
+        Err(err) => state.outbox.push(to_js(&DriverError {
+            kind: "error",
+            code: "bad_server_frame",
+            message: err.to_string(),
+        })),
     }
+}
+
+/// The driver's own `error` event for the page.
+#[derive(Serialize)]
+struct DriverError {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    code: &'static str,
+    message: String,
 }
 
 /// Our handlers on `ws`: its open, frames and close go to the member while it is the current
@@ -620,10 +627,7 @@ fn open_peer_connection(
     if relay_only {
         config.set_ice_transport_policy(RtcIceTransportPolicy::Relay);
     }
-    config.set_ice_servers(
-        &js_sys::JSON::parse(&serde_json::to_string(ice_servers).unwrap_or_default())
-            .unwrap_or(JsValue::UNDEFINED),
-    );
+    config.set_ice_servers(&to_js(ice_servers));
     let pc = RtcPeerConnection::new_with_configuration(&config)
         .map_err(|e| js_err("RTCPeerConnection", e))?;
     let init = RtcDataChannelInit::new();

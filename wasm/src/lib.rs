@@ -5,9 +5,12 @@
 //!   (`ackwire_room::member`, shared with the native peer): the signalling WebSocket, one
 //!   RTCPeerConnection with one data channel (`ordered: false, maxRetransmits: 0`) per link
 //!   attempt, one timer from `performance.now()` and the member's `poll_timeout`.
+//! - [`frames`]: signalling frames through the browser's own `JSON` (no JSON code in the
+//!   bundle).
 //! - Free functions: the core's wire codec, for the front page.
 
 mod client;
+pub mod frames;
 
 use std::time::Duration;
 

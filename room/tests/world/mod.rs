@@ -324,6 +324,10 @@ impl World {
                     }
                 }
                 Output::Frame(frame) => {
+                    // As on the wire: the server reads the member's typed frame as JSON.
+                    let text = serde_json::to_string(&frame).expect("member frames serialize");
+                    let frame: ClientFrame =
+                        serde_json::from_str(&text).expect("the server reads member frames");
                     if let ClientFrame::Stats { links, .. } = &frame {
                         self.nodes[n].stats_sent.push(links.clone());
                     }
