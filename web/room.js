@@ -26,7 +26,12 @@ const me = { id: undefined, x: Math.random(), y: Math.random(), vx: 0.0021, vy: 
 const metrics = { firstAckMs: undefined };
 // When each step of joining first happened, in ms since navigation (performance.now()): where
 // a join's time goes.
-const timeline = { script: performance.now() };
+// Milliseconds after navigation: the page's HTML received, its early socket open, this module
+// running, then the driver's steps (marked below).
+const timeline = {
+  html: performance.getEntriesByType('navigation')[0]?.responseEnd,
+  script: performance.now(),
+};
 metrics.timeline = timeline;
 const mark = (step) => { timeline[step] ??= performance.now(); };
 const chat = []; // { from, text }
@@ -71,6 +76,8 @@ function onEvent(ev) {
       break;
     case 'welcome':
       mark('welcome');
+      timeline.connect ??= window.ackwireEarlySocket?.startedAt;
+      timeline.socket ??= window.ackwireEarlySocket?.openedAt;
       me.id = ev.peer_id; $('me').textContent = `peer ${ev.peer_id}`;
       log(`welcomed as peer ${ev.peer_id}${ev.resumed ? ' (resumed)' : ''}`);
       break;

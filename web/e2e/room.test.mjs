@@ -128,7 +128,7 @@ test('remote dots glide between updates (snapshot interpolation), or jump with e
 });
 
 test('ten joins: where the time from opening the URL to an open data channel goes (medians printed)', async () => {
-  const steps = ['script', 'wasm', 'welcome', 'open', 'connected'];
+  const steps = ['html', 'connect', 'socket', 'script', 'wasm', 'welcome', 'negotiating', 'open', 'connected'];
   const runs = [];
   const joins = async (page) => page.evaluate(() => fetch('/metrics').then((r) => r.text()))
     .then((text) => Number(/^ackwire_signal_joins_total (\d+)/m.exec(text)?.[1] ?? 0));
@@ -147,7 +147,7 @@ test('ten joins: where the time from opening the URL to an open data channel goe
     await a.page.context().close();
     await b.page.context().close();
   }
-  const median = (step) => runs.map((r) => r[step]).sort((x, y) => x - y)[runs.length / 2];
+  const median = (step) => runs.map((r) => r[step] ?? NaN).sort((x, y) => x - y)[runs.length / 2];
   console.log(`joining, medians of ${runs.length} (ms after navigation): ${steps.map((s) => `${s} ${median(s).toFixed(0)}`).join(', ')}`);
   // A wide bound, for a loaded CI machine (the goal, < 150 ms, is printed above, not asserted).
   assert.ok(median('open') < 1000, `median data channel open at ${median('open')} ms`);
