@@ -135,6 +135,18 @@ pub struct Config {
     /// PEM private key of `--tls-cert` (PKCS#8, RSA or EC).
     #[arg(long, env = "ACKWIRE_TLS_KEY", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+    /// `redis://HOST:PORT[/DB]`: share rooms with every other instance given the same Redis
+    /// (docs/scale-out.md). Peers of one room may then connect to different instances, and a
+    /// peer whose instance died resumes on another with its id. Default: none, rooms live in
+    /// this process alone.
+    #[arg(long, env = "ACKWIRE_REDIS", value_parser = parse_redis_url)]
+    pub redis: Option<String>,
+}
+
+fn parse_redis_url(text: &str) -> Result<String, String> {
+    redis::Client::open(text)
+        .map(|_| text.to_owned())
+        .map_err(|e| format!("not a Redis URL ({e}); expected redis://HOST:PORT[/DB]"))
 }
 
 impl Default for Config {

@@ -67,6 +67,10 @@ pub enum SignalError {
     /// Watching every room needs the server's admin token, or a server listening on loopback.
     #[error("watching every room needs the server's admin token; watch one room instead")]
     AdminTokenRequired,
+    /// Rooms are shared through Redis (`--redis`) and this server cannot reach it now: joins,
+    /// resumes and new room watches wait until it can (peers already in rooms carry on).
+    #[error("the server cannot reach its broker (Redis) now; try again shortly")]
+    BrokerUnavailable,
 }
 
 impl SignalError {
@@ -90,6 +94,7 @@ impl SignalError {
             Self::RoomCreationLimited => "room_creation_limited",
             Self::PeerNotReading(_) => "peer_not_reading",
             Self::AdminTokenRequired => "admin_token_required",
+            Self::BrokerUnavailable => "broker_unavailable",
         }
     }
 }

@@ -4,6 +4,7 @@
 //! The binary is a thin wrapper around [`serve`]; tests call it on a `127.0.0.1:0` listener.
 
 pub mod admission;
+pub mod broker;
 pub mod config;
 pub mod error;
 pub mod metrics;
@@ -16,7 +17,13 @@ pub mod turn;
 
 use std::{future::Future, net::SocketAddr, sync::Arc, time::Duration};
 
-use axum::{Router, http::header, response::IntoResponse, routing::get, serve::ListenerExt};
+use axum::{
+    Router,
+    http::header,
+    response::{IntoResponse, Response},
+    routing::get,
+    serve::ListenerExt,
+};
 use tokio::{net::TcpListener, sync::watch};
 
 pub use config::Config;
@@ -48,8 +55,17 @@ pub fn app(config: Config, local: SocketAddr, shutdown: watch::Receiver<bool>) -
     });
     let metrics = Arc::new(Metrics::default());
     let config = Arc::new(config);
+    let hub = Arc::new(Hub::new(config.clone(), metrics));
+    if let Some(url) = &config.redis {
+        match broker::Broker::start(url, &hub) {
+            Ok(broker) => hub.set_broker(broker),
+            // The config checked the URL; a client that still cannot be made leaves joins
+            // refused rather than rooms split.
+            Err(err) => tracing::error!(%err, "cannot use the broker"),
+        }
+    }
     let state = AppState {
-        hub: Arc::new(Hub::new(config, metrics)),
+        hub,
         loopback: local.ip().is_loopback(),
         assets: Arc::new(assets),
         shutdown,
@@ -65,11 +81,23 @@ pub fn app(config: Config, local: SocketAddr, shutdown: watch::Receiver<bool>) -
         .fallback(pages::asset)
         .layer(pages::compression());
     Router::new()
-        .route("/healthz", get(|| async { "ok" }))
+        .route("/healthz", get(healthz))
         .route("/metrics", get(metrics_text))
         .route("/ws", get(session::upgrade))
         .merge(pages)
         .with_state(state)
+}
+
+/// `ok`, or 503 when rooms are shared and the broker is out of reach (joins are refused).
+async fn healthz(axum::extract::State(app): axum::extract::State<AppState>) -> Response {
+    match app.hub.broker() {
+        Some(broker) if !broker.healthy() => (
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            "broker unreachable: joins are refused until Redis answers",
+        )
+            .into_response(),
+        _ => "ok".into_response(),
+    }
 }
 
 async fn metrics_text(

@@ -2,13 +2,17 @@
 //!
 //! One mutex guards it all. Every operation is short and never awaits: fan-out only
 //! `try_send`s into bounded per-connection queues, so a slow client can never stall the lock.
+//!
+//! With a broker (`--redis`, [`crate::broker`]) a room also holds the peers other instances
+//! serve (remote slots, mirrored from Redis): they are listed in welcomes and relayed to
+//! through the broker, and what happens to local peers is told to the other instances.
 
 use std::{
     borrow::Cow,
-    collections::{BTreeMap, HashMap},
+    collections::{BTreeMap, HashMap, HashSet, VecDeque},
     net::{IpAddr, SocketAddr},
     sync::{
-        Arc, Mutex, MutexGuard,
+        Arc, Mutex, MutexGuard, OnceLock,
         atomic::{AtomicU64, Ordering},
     },
 };
@@ -22,6 +26,7 @@ use tokio::sync::{Notify, mpsc};
 
 use crate::{
     admission::Admission,
+    broker::{Broker, Record},
     config::Config,
     error::SignalError,
     metrics::{CloseCause, DropReason, Metrics},
@@ -99,11 +104,45 @@ struct PeerSlot {
     link: Option<Link>,
     /// Bumped on every detach, so a stale grace timer cannot evict a resumed peer.
     generation: u64,
+    /// The instance holding the peer's socket, for a peer another instance serves; `None`
+    /// for this instance's own.
+    home: Option<String>,
+    /// A remote peer whose instance died: it waits out the grace for a resume elsewhere.
+    orphaned: bool,
 }
+
+impl PeerSlot {
+    fn local(info: PeerInfo, token: String, link: Link) -> Self {
+        PeerSlot {
+            info,
+            token,
+            link: Some(link),
+            generation: 0,
+            home: None,
+            orphaned: false,
+        }
+    }
+
+    fn remote(info: PeerInfo, home: String) -> Self {
+        PeerSlot {
+            info,
+            token: String::new(),
+            link: None,
+            generation: 0,
+            home: Some(home),
+            orphaned: false,
+        }
+    }
+}
+
+/// Peers that left a room lately, so a snapshot read before their leave cannot bring them
+/// back.
+const GONE_KEPT: usize = 64;
 
 #[derive(Debug, Default)]
 struct Room {
     peers: BTreeMap<PeerId, PeerSlot>,
+    gone: VecDeque<PeerId>,
 }
 
 impl Room {
@@ -114,6 +153,17 @@ impl Room {
             .get(&peer_id)
             .and_then(|s| s.link.as_ref())
             .is_some_and(|l| l.conn == conn)
+    }
+
+    fn has_local(&self) -> bool {
+        self.peers.values().any(|p| p.home.is_none())
+    }
+
+    fn forget_peer(&mut self, peer_id: PeerId) {
+        if self.gone.len() == GONE_KEPT {
+            self.gone.pop_front();
+        }
+        self.gone.push_back(peer_id);
     }
 
     /// The room as a dashboard sees it: no peer's address.
@@ -215,6 +265,9 @@ pub struct JoinRequest {
     pub instance: Option<String>,
     /// Earlier credentials, if resuming (the instance is then ignored).
     pub resume: Option<Resume>,
+    /// The id the broker reserved for a new peer (room size and room limits were checked
+    /// there, across instances); `None` without a broker.
+    pub id: Option<PeerId>,
 }
 
 /// All rooms and subscribers.
@@ -226,12 +279,14 @@ pub struct Hub {
     state: Mutex<State>,
     next_peer: AtomicU64,
     next_conn: AtomicU64,
-    /// Keys the network tags ([`PeerInfo::network`]); new at each start, never sent.
-    network_key: [u8; 32],
+    /// Keys the network tags ([`PeerInfo::network`]); new at each start (shared by all
+    /// instances of a broker), never sent.
+    network_key: Mutex<[u8; 32]>,
+    broker: OnceLock<Arc<Broker>>,
 }
 
 /// A fresh 128-bit resume token, as 32 hex digits.
-fn new_token() -> String {
+pub(crate) fn new_token() -> String {
     format!("{:032x}", rand::random::<u128>())
 }
 
@@ -254,8 +309,25 @@ impl Hub {
             state: Mutex::default(),
             next_peer: AtomicU64::new(1),
             next_conn: AtomicU64::new(1),
-            network_key: rand::random(),
+            network_key: Mutex::new(rand::random()),
+            broker: OnceLock::new(),
         }
+    }
+
+    /// Shares rooms with the other instances of `broker`.
+    pub fn set_broker(&self, broker: Arc<Broker>) {
+        let _ = self.broker.set(broker);
+    }
+
+    /// The broker, when rooms are shared (`--redis`).
+    pub fn broker(&self) -> Option<&Arc<Broker>> {
+        self.broker.get()
+    }
+
+    /// Keys network tags from now on: all instances of a broker use one key, so tags compare
+    /// across them.
+    pub fn set_network_key(&self, key: [u8; 32]) {
+        *self.network_key.lock().unwrap_or_else(|e| e.into_inner()) = key;
     }
 
     /// The tag of the public address `client` (the address a connection is counted under:
@@ -263,8 +335,9 @@ impl Hub {
     /// Equal tags mean the same address; the address cannot be read back from one.
     fn network_tag(&self, client: IpAddr) -> String {
         use hmac::{Hmac, KeyInit, Mac};
-        let mut mac = Hmac::<sha2::Sha256>::new_from_slice(&self.network_key)
-            .expect("HMAC takes a key of any length");
+        let key = *self.network_key.lock().unwrap_or_else(|e| e.into_inner());
+        let mut mac =
+            Hmac::<sha2::Sha256>::new_from_slice(&key).expect("HMAC takes a key of any length");
         match client {
             IpAddr::V4(v4) => mac.update(&v4.octets()),
             IpAddr::V6(v6) => mac.update(&v6.octets()),
@@ -308,7 +381,7 @@ impl Hub {
                 .rooms
                 .get_mut(&req.room)
                 .and_then(|r| r.peers.get_mut(&resume.peer_id))
-                .filter(|s| tokens_match(&s.token, &resume.token))
+                .filter(|s| s.home.is_none() && tokens_match(&s.token, &resume.token))
                 .ok_or(SignalError::ResumeRejected(resume.peer_id))?;
             if let Some(old) = slot.link.replace(link) {
                 old.kick.kick(CloseCause::ReplacedByResume);
@@ -323,27 +396,22 @@ impl Hub {
             // Every welcome carries a new token and the one just used is dead: a token that
             // leaked is worth at most one takeover, which its owner notices at once.
             slot.token = new_token();
+            if let Some(broker) = self.broker() {
+                broker.put(&req.room, &slot.info, &slot.token, false);
+            }
             let (peer_id, token) = (resume.peer_id, slot.token.clone());
-            let peers = st.rooms[&req.room]
-                .peers
-                .values()
-                .filter(|p| p.info.id != peer_id)
-                .map(|p| p.info.clone())
-                .collect();
-            self.metrics.joins.inc();
-            self.metrics.resumes.inc();
-            return Ok(Joined {
-                peer_id,
-                token,
-                resumed: true,
-                peers,
-                network,
-            });
+            return Ok(self.resumed(&st.rooms[&req.room], peer_id, token, network));
         }
 
         let room_count = st.rooms.len();
+        // With a broker, the room's limits were checked across instances by the reservation.
+        let reserved = req.id.is_some();
         let room = match st.rooms.get_mut(&req.room) {
             Some(room) => room,
+            None if reserved => {
+                self.metrics.rooms.inc();
+                st.rooms.entry(req.room.clone()).or_default()
+            }
             None if room_count >= self.config.max_rooms => return Err(SignalError::TooManyRooms),
             None if !self.admission.create_room(req.client) => {
                 return Err(SignalError::RoomCreationLimited);
@@ -361,7 +429,7 @@ impl Hub {
                 .find(|p| p.info.instance.as_deref() == Some(instance))
                 .map(|p| p.info.id)
         });
-        if replaced.is_none() && room.peers.len() >= self.config.max_peers_per_room {
+        if !reserved && replaced.is_none() && room.peers.len() >= self.config.max_peers_per_room {
             return Err(SignalError::RoomFull(req.room));
         }
         // Nothing below can fail.
@@ -371,10 +439,17 @@ impl Hub {
             if let Some(link) = old.link {
                 link.kick.kick(CloseCause::ReplacedByInstance);
             }
+            room.forget_peer(old_id);
             self.metrics.peers.dec();
+            // Its instance closes it, wherever it is.
+            if let Some(broker) = self.broker() {
+                broker.left(&req.room, old_id, LeaveReason::Replaced);
+            }
         }
         let info = PeerInfo {
-            id: self.next_peer.fetch_add(1, Ordering::Relaxed),
+            id: req
+                .id
+                .unwrap_or_else(|| self.next_peer.fetch_add(1, Ordering::Relaxed)),
             kind: req.kind,
             udp_addr: req.udp_addr,
             instance: req.instance,
@@ -394,15 +469,11 @@ impl Hub {
             room: Cow::Borrowed(&req.room),
             peer: watched(&info),
         });
-        room.peers.insert(
-            peer_id,
-            PeerSlot {
-                info,
-                token: token.clone(),
-                link: Some(link),
-                generation: 0,
-            },
-        );
+        if let Some(broker) = self.broker() {
+            broker.put(&req.room, &info, &token, true);
+        }
+        room.peers
+            .insert(peer_id, PeerSlot::local(info, token.clone(), link));
         self.metrics.peers.inc();
         self.metrics.joins.inc();
         if let Some(old_id) = replaced {
@@ -445,16 +516,23 @@ impl Hub {
             .get(room)
             .filter(|r| r.held_by(from, conn))
             .ok_or(SignalError::NotJoined)?;
-        let link = r
+        let slot = r
             .peers
             .get(&to)
-            .and_then(|s| s.link.as_ref())
             .filter(|_| to != from)
             .ok_or(SignalError::UnknownPeer(to))?;
         let frame = to_text(&ServerFrame::Signal {
             from,
             data: Cow::Borrowed(data),
         });
+        if let (Some(home), Some(broker)) = (&slot.home, self.broker()) {
+            // Its instance delivers it; a peer gone meanwhile is news the sender gets from
+            // the room.
+            broker.forward(home, room, to, frame.as_str());
+            self.metrics.signals_relayed.inc();
+            return Ok(());
+        }
+        let link = slot.link.as_ref().ok_or(SignalError::UnknownPeer(to))?;
         if link.send(&frame, &self.metrics).is_err() {
             // The target stopped reading and is being closed; the sender learns its signal
             // went nowhere rather than waiting for an answer.
@@ -478,6 +556,9 @@ impl Hub {
             return Err(SignalError::NotJoined);
         }
         self.metrics.stats_reports.inc();
+        if let Some(broker) = self.broker() {
+            broker.stats(room, peer_id, links);
+        }
         if !st.subscribers.is_empty() {
             let text = to_text(&ServerFrame::Stats {
                 room: Cow::Borrowed(room),
@@ -494,34 +575,63 @@ impl Hub {
     pub fn leave(&self, room: &str, peer_id: PeerId, conn: ConnId, reason: LeaveReason) {
         let mut st = self.lock();
         if st.rooms.get(room).is_some_and(|r| r.held_by(peer_id, conn)) {
-            Self::remove_peer(&mut st, &self.metrics, room, peer_id, reason);
+            self.remove_peer(&mut st, room, peer_id, reason);
         }
     }
 
-    fn remove_peer(
-        st: &mut State,
-        metrics: &Metrics,
-        room: &str,
-        peer_id: PeerId,
-        reason: LeaveReason,
-    ) {
+    /// Removes a peer and tells the room's local peers and watchers (and, for a local peer,
+    /// the other instances).
+    fn remove_peer(&self, st: &mut State, room: &str, peer_id: PeerId, reason: LeaveReason) {
         let Some(r) = st.rooms.get_mut(room) else {
             return;
         };
-        if r.peers.remove(&peer_id).is_none() {
+        let Some(slot) = r.peers.remove(&peer_id) else {
             return;
-        }
-        metrics.peers.dec();
-        if r.peers.is_empty() {
-            st.rooms.remove(room);
-            metrics.rooms.dec();
+        };
+        r.forget_peer(peer_id);
+        self.metrics.peers.dec();
+        if slot.home.is_none()
+            && let Some(broker) = self.broker()
+        {
+            broker.left(room, peer_id, reason);
         }
         let note = to_text(&ServerFrame::PeerLeft {
             room: Cow::Borrowed(room),
             peer_id,
             reason,
         });
-        st.broadcast(metrics, room, None, &note, None);
+        st.broadcast(&self.metrics, room, None, &note, None);
+        self.settle_locked(st, room);
+    }
+
+    /// Drops a room nobody here is in or watches: without a broker, an empty room; with one,
+    /// also a room of other instances' peers alone (this instance stops listening to it).
+    fn settle_locked(&self, st: &mut State, room: &str) {
+        let Some(r) = st.rooms.get(room) else { return };
+        let watched = st
+            .subscribers
+            .values()
+            .any(|s| s.room.as_deref() == Some(room));
+        let idle = match self.broker() {
+            None => r.peers.is_empty(),
+            Some(_) => !r.has_local() && !watched,
+        };
+        if !idle {
+            return;
+        }
+        let mirrored = r.peers.len();
+        st.rooms.remove(room);
+        self.metrics.rooms.dec();
+        self.metrics.peers.dec_by(mirrored as i64);
+        if let Some(broker) = self.broker() {
+            broker.forget(room);
+        }
+    }
+
+    /// After a join or watch that did not happen: drop the room if it was only loaded for it.
+    pub fn settle(&self, room: &str) {
+        let mut st = self.lock();
+        self.settle_locked(&mut st, room);
     }
 
     /// The peer's link dropped: keep its slot for the reconnect grace, then evict it unless
@@ -552,11 +662,344 @@ impl Hub {
                 .rooms
                 .get(&room)
                 .and_then(|r| r.peers.get(&peer_id))
-                .is_some_and(|s| s.link.is_none() && s.generation == generation);
+                .is_some_and(|s| {
+                    s.home.is_none() && s.link.is_none() && s.generation == generation
+                });
             if expired {
-                Self::remove_peer(&mut st, &hub.metrics, &room, peer_id, LeaveReason::Lost);
+                hub.remove_peer(&mut st, &room, peer_id, LeaveReason::Lost);
             }
         });
+    }
+
+    // ----- shared rooms (with a broker) -----
+
+    /// The room's peer that joined with `instance`: a new join of it replaces that one.
+    pub fn instance_peer(&self, room: &str, instance: Option<&str>) -> Option<PeerId> {
+        let instance = instance?;
+        self.lock().rooms.get(room).and_then(|r| {
+            r.peers
+                .values()
+                .find(|p| p.info.instance.as_deref() == Some(instance))
+                .map(|p| p.info.id)
+        })
+    }
+
+    /// Whether this instance holds the peer (its socket is, or was until it dropped, here).
+    pub fn holds_local(&self, room: &str, peer_id: PeerId) -> bool {
+        self.lock()
+            .rooms
+            .get(room)
+            .and_then(|r| r.peers.get(&peer_id))
+            .is_some_and(|s| s.home.is_none())
+    }
+
+    /// A peer taken over from another instance ([`Broker::take_over`]) now lives here, on
+    /// `link`: the room sees no leave and no join.
+    pub fn adopt(
+        &self,
+        room: &str,
+        mut info: PeerInfo,
+        token: String,
+        link: Link,
+        client: IpAddr,
+    ) -> Joined {
+        let mut st = self.lock();
+        if !st.rooms.contains_key(room) {
+            self.metrics.rooms.inc();
+        }
+        let r = st.rooms.entry(room.to_owned()).or_default();
+        if info.udp_addr.is_some() {
+            info.network = Some(self.network_tag(client));
+        }
+        let network = info.network.clone();
+        let peer_id = info.id;
+        if r.peers
+            .insert(peer_id, PeerSlot::local(info, token.clone(), link))
+            .is_none()
+        {
+            self.metrics.peers.inc();
+        }
+        self.resumed(r, peer_id, token, network)
+    }
+
+    /// What a welcome says to a peer that took its id back.
+    fn resumed(
+        &self,
+        room: &Room,
+        peer_id: PeerId,
+        token: String,
+        network: Option<String>,
+    ) -> Joined {
+        let peers = room
+            .peers
+            .values()
+            .filter(|p| p.info.id != peer_id)
+            .map(|p| p.info.clone())
+            .collect();
+        self.metrics.joins.inc();
+        self.metrics.resumes.inc();
+        Joined {
+            peer_id,
+            token,
+            resumed: true,
+            peers,
+            network,
+        }
+    }
+
+    /// The peers other instances serve in `room`, read from Redis when this instance starts
+    /// serving it: mirrored, and announced to the local peers if they are new to them.
+    pub fn mirror(&self, room: &str, me: &str, records: Vec<Record>) {
+        self.sync(room, me, records, false);
+    }
+
+    /// As [`Hub::mirror`], after Redis was out of reach: remote peers it no longer lists are
+    /// gone.
+    pub fn resync(&self, room: &str, me: &str, records: Vec<Record>) {
+        self.sync(room, me, records, true);
+    }
+
+    fn sync(&self, room: &str, me: &str, records: Vec<Record>, prune: bool) {
+        let mut st = self.lock();
+        if !st.rooms.contains_key(room) {
+            self.metrics.rooms.inc();
+        }
+        let r = st.rooms.entry(room.to_owned()).or_default();
+        let listed: HashSet<PeerId> = records.iter().map(|rec| rec.info.id).collect();
+        let mut joined = Vec::new();
+        for rec in records {
+            if rec.home == me || r.gone.contains(&rec.info.id) {
+                continue;
+            }
+            match r.peers.get_mut(&rec.info.id) {
+                Some(slot) if slot.home.is_some() => {
+                    slot.home = Some(rec.home);
+                    slot.info = rec.info;
+                }
+                Some(_) => {}
+                None => {
+                    joined.push(rec.info.clone());
+                    r.peers
+                        .insert(rec.info.id, PeerSlot::remote(rec.info, rec.home));
+                    self.metrics.peers.inc();
+                }
+            }
+        }
+        let mut left = Vec::new();
+        if prune {
+            left = r
+                .peers
+                .values()
+                .filter(|p| p.home.is_some() && !listed.contains(&p.info.id))
+                .map(|p| p.info.id)
+                .collect();
+            for id in &left {
+                r.peers.remove(id);
+                r.forget_peer(*id);
+                self.metrics.peers.dec();
+            }
+        }
+        for info in joined {
+            self.announce_joined(&st, room, &info);
+        }
+        for peer_id in left {
+            let note = to_text(&ServerFrame::PeerLeft {
+                room: Cow::Borrowed(room),
+                peer_id,
+                reason: LeaveReason::Lost,
+            });
+            st.broadcast(&self.metrics, room, None, &note, None);
+        }
+    }
+
+    fn announce_joined(&self, st: &State, room: &str, info: &PeerInfo) {
+        let joined = to_text(&ServerFrame::PeerJoined {
+            room: Cow::Borrowed(room),
+            peer: info.clone(),
+        });
+        let joined_watched = to_text(&ServerFrame::PeerJoined {
+            room: Cow::Borrowed(room),
+            peer: watched(info),
+        });
+        st.broadcast(
+            &self.metrics,
+            room,
+            Some(info.id),
+            &joined,
+            Some(&joined_watched),
+        );
+    }
+
+    /// Another instance's peer joined a room this instance serves.
+    pub fn mirror_joined(&self, room: &str, info: PeerInfo, home: String) {
+        let mut st = self.lock();
+        let Some(r) = st.rooms.get_mut(room) else {
+            return;
+        };
+        match r.peers.get_mut(&info.id) {
+            Some(slot) => {
+                if slot.home.is_some() {
+                    slot.home = Some(home);
+                    slot.info = info;
+                }
+            }
+            None => {
+                r.gone.retain(|id| *id != info.id);
+                r.peers
+                    .insert(info.id, PeerSlot::remote(info.clone(), home));
+                self.metrics.peers.inc();
+                self.announce_joined(&st, room, &info);
+            }
+        }
+    }
+
+    /// A peer of a room this instance serves left on another instance (or was evicted, or
+    /// replaced by a new join of its program elsewhere).
+    pub fn mirror_left(&self, room: &str, peer_id: PeerId, reason: LeaveReason) {
+        let mut st = self.lock();
+        let Some(slot) = st.rooms.get(room).and_then(|r| r.peers.get(&peer_id)) else {
+            return;
+        };
+        if slot.home.is_none() {
+            if reason != LeaveReason::Replaced {
+                // Ours, and alive: the others took this instance for dead. Put it back.
+                if let Some(broker) = self.broker() {
+                    broker.put(room, &slot.info, &slot.token, true);
+                }
+                return;
+            }
+            if let Some(link) = &slot.link {
+                link.kick.kick(CloseCause::ReplacedByInstance);
+            }
+        }
+        let Some(r) = st.rooms.get_mut(room) else {
+            return;
+        };
+        r.peers.remove(&peer_id);
+        r.forget_peer(peer_id);
+        self.metrics.peers.dec();
+        let note = to_text(&ServerFrame::PeerLeft {
+            room: Cow::Borrowed(room),
+            peer_id,
+            reason,
+        });
+        st.broadcast(&self.metrics, room, None, &note, None);
+        self.settle_locked(&mut st, room);
+    }
+
+    /// A peer resumed on `home`: if it was ours, its old socket is closed here.
+    pub fn mirror_moved(&self, room: &str, info: PeerInfo, home: String) {
+        let mut st = self.lock();
+        let Some(r) = st.rooms.get_mut(room) else {
+            return;
+        };
+        match r.peers.get_mut(&info.id) {
+            Some(slot) => {
+                if let Some(link) = slot.link.take() {
+                    link.kick.kick(CloseCause::ReplacedByResume);
+                }
+                slot.home = Some(home);
+                slot.info = info;
+                slot.token.clear();
+                slot.orphaned = false;
+                slot.generation += 1;
+            }
+            None => {
+                r.gone.retain(|id| *id != info.id);
+                r.peers
+                    .insert(info.id, PeerSlot::remote(info.clone(), home));
+                self.metrics.peers.inc();
+                self.announce_joined(&st, room, &info);
+            }
+        }
+        self.settle_locked(&mut st, room);
+    }
+
+    /// Another instance's peer reported stats: for this instance's watchers of the room.
+    pub fn mirror_stats(&self, room: &str, peer_id: PeerId, links: &Value) {
+        let st = self.lock();
+        if st.subscribers.is_empty() {
+            return;
+        }
+        let text = to_text(&ServerFrame::Stats {
+            room: Cow::Borrowed(room),
+            peer_id,
+            links: Cow::Borrowed(links),
+        });
+        st.notify_subscribers(&self.metrics, room, &text);
+    }
+
+    /// A frame another instance relayed to one of this instance's peers.
+    pub fn deliver(&self, room: &str, to: PeerId, text: &str) {
+        let st = self.lock();
+        if let Some(link) = st
+            .rooms
+            .get(room)
+            .and_then(|r| r.peers.get(&to))
+            .and_then(|s| s.link.as_ref())
+        {
+            let _ = link.send(&Utf8Bytes::from(text), &self.metrics);
+        }
+    }
+
+    /// This instance's own peers, as Redis keeps them (home left for the broker to fill).
+    pub fn local_records(&self) -> Vec<(String, Record)> {
+        let st = self.lock();
+        st.rooms
+            .iter()
+            .flat_map(|(room, r)| {
+                r.peers.values().filter(|p| p.home.is_none()).map(|p| {
+                    (
+                        room.clone(),
+                        Record {
+                            info: p.info.clone(),
+                            token: p.token.clone(),
+                            home: String::new(),
+                        },
+                    )
+                })
+            })
+            .collect()
+    }
+
+    /// The instances this one mirrors peers of (orphans aside).
+    pub fn remote_homes(&self) -> HashSet<String> {
+        let st = self.lock();
+        st.rooms
+            .values()
+            .flat_map(|r| r.peers.values())
+            .filter(|p| !p.orphaned)
+            .filter_map(|p| p.home.clone())
+            .collect()
+    }
+
+    /// These instances died: each of their peers waits out the reconnect grace for a resume
+    /// on another instance, then leaves its room (`lost`).
+    pub fn homes_lost(self: &Arc<Self>, dead: &HashSet<String>) {
+        let mut orphans = Vec::new();
+        {
+            let mut st = self.lock();
+            for (room, r) in &mut st.rooms {
+                for slot in r.peers.values_mut() {
+                    if let Some(home) = slot.home.as_ref().filter(|h| dead.contains(*h))
+                        && !slot.orphaned
+                    {
+                        slot.orphaned = true;
+                        orphans.push((room.clone(), slot.info.id, home.clone()));
+                    }
+                }
+            }
+        }
+        for (room, peer_id, home) in orphans {
+            tracing::info!(%room, peer_id, %home, "peer's instance is gone; waiting for its resume");
+            let hub = Arc::clone(self);
+            tokio::spawn(async move {
+                tokio::time::sleep(hub.config.reconnect_grace).await;
+                if let Some(broker) = hub.broker() {
+                    broker.evict(&room, peer_id, &home).await;
+                }
+            });
+        }
     }
 
     /// Watch `room` (or all rooms) and get their current state.
@@ -582,8 +1025,12 @@ impl Hub {
 
     /// Drop a connection's subscription, if any.
     pub fn unsubscribe(&self, conn: ConnId) {
-        if self.lock().subscribers.remove(&conn).is_some() {
+        let mut st = self.lock();
+        if let Some(sub) = st.subscribers.remove(&conn) {
             self.metrics.subscribers.dec();
+            if let Some(room) = sub.room {
+                self.settle_locked(&mut st, &room);
+            }
         }
     }
 }
@@ -614,6 +1061,7 @@ mod tests {
             client: LOOPBACK,
             instance: None,
             resume,
+            id: None,
         }
     }
 

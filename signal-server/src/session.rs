@@ -28,7 +28,7 @@ use crate::{
     error::SignalError,
     metrics::CloseCause,
     protocol::{error_frame, to_text, validate_instance, validate_room_name},
-    rooms::{ConnId, Hub, JoinRequest, Kick, Link, tokens_match},
+    rooms::{ConnId, Hub, JoinRequest, Joined, Kick, Link, new_token, tokens_match},
 };
 
 /// How long a closing connection waits for the client's close reply, reading what it sends.
@@ -484,10 +484,10 @@ impl Session {
                     client: self.permit.client(),
                     instance,
                     resume,
+                    id: None,
                 };
                 let room = request.room.clone();
-                let hub = self.hub.clone();
-                let joined = hub.join(request, self.link.clone())?;
+                let joined = join(self.hub.clone(), self.link.clone(), request).await?;
                 self.joined = Some((room.clone(), joined.peer_id));
                 let welcome = ServerFrame::Welcome {
                     version: VERSION,
@@ -513,7 +513,13 @@ impl Session {
             }
             ClientFrame::Subscribe { room, token } => {
                 match &room {
-                    Some(room) => validate_room_name(room)?,
+                    Some(room) => {
+                        validate_room_name(room)?;
+                        // Its peers on other instances first, so the snapshot lists them.
+                        if let Some(broker) = self.hub.broker() {
+                            broker.enter(room).await?;
+                        }
+                    }
                     None => self.may_watch_all(token.as_deref().or(self.bearer.as_deref()))?,
                 }
                 let rooms = self.hub.subscribe(room, self.link.clone());
@@ -528,6 +534,47 @@ impl Session {
             }
         }
     }
+}
+
+/// Puts a connection in a room. With a broker the room is shared: its peers on other
+/// instances are loaded first, a new peer's place (and id) is reserved across instances, and
+/// a resume of a peer another instance held takes it over from there.
+async fn join(hub: Arc<Hub>, link: Link, mut request: JoinRequest) -> Result<Joined, SignalError> {
+    let Some(broker) = hub.broker() else {
+        return hub.join(request, link);
+    };
+    let room = request.room.clone();
+    let result = async {
+        broker.enter(&room).await?;
+        match &request.resume {
+            Some(resume) if !hub.holds_local(&room, resume.peer_id) => {
+                let token = new_token();
+                let info = broker.take_over(&room, resume, &token).await?;
+                Ok(hub.adopt(&room, info, token, link.clone(), request.client))
+            }
+            Some(_) => hub.join(request, link.clone()),
+            None => {
+                let replaced = hub.instance_peer(&room, request.instance.as_deref());
+                let config = hub.config();
+                let limits = (
+                    config.max_peers_per_room,
+                    config.max_rooms,
+                    config.rooms_per_ip_per_min,
+                );
+                let id = broker
+                    .reserve(&room, replaced, request.client, limits)
+                    .await?;
+                request.id = Some(id);
+                hub.join(request, link.clone())
+                    .inspect_err(|_| broker.release(&room, id))
+            }
+        }
+    }
+    .await;
+    if result.is_err() {
+        hub.settle(&room);
+    }
+    result
 }
 
 impl Session {

@@ -134,7 +134,8 @@ fn apt_install(packages: &[&str]) -> Result<()> {
 /// loopback-only namespace the browser tests run in, coturn (the TURN server users run) for
 /// the tests of the signal server's TURN credentials, iptables for the home routers (NAT) of
 /// the e2e test that puts players behind symmetric NATs, tcpdump for the packet capture that
-/// shows an encrypted native link carries no plaintext.
+/// shows an encrypted native link carries no plaintext, redis-server (the broker users run
+/// for several signal servers) for the scale-out tests, which start their own.
 fn system_packages() -> Result<()> {
     let wanted = [
         ("/usr/bin/chromium", "chromium"),
@@ -145,6 +146,7 @@ fn system_packages() -> Result<()> {
         ("/usr/bin/turnserver", "coturn"),
         ("/usr/sbin/iptables", "iptables"),
         ("/usr/bin/tcpdump", "tcpdump"),
+        ("/usr/bin/redis-server", "redis-server"),
     ];
     let missing: Vec<&str> = wanted
         .iter()
@@ -154,7 +156,7 @@ fn system_packages() -> Result<()> {
     if missing.is_empty() {
         step(
             "system packages",
-            "chromium, chromedriver, firefox-esr, ip, unshare, turnserver, iptables, tcpdump present; skipping",
+            "chromium, chromedriver, firefox-esr, ip, unshare, turnserver, iptables, tcpdump, redis-server present; skipping",
         );
         return Ok(());
     }

@@ -1,0 +1,802 @@
+//! Rooms shared by several `ackwire-signal` instances through Redis (`--redis`); the design,
+//! the keys and the failure cases are in docs/scale-out.md.
+//!
+//! Redis holds what every instance must agree on: each room's peers (their info, resume
+//! token and home instance), the peer id counter, the set of rooms and which instances are
+//! alive. Each instance keeps its own [`Hub`] as before, for the sockets it holds, plus a
+//! mirror of the other instances' peers in the rooms it serves; events reach it over Redis
+//! pub/sub:
+//! - `ackwire:room:{room}`: joins, leaves, moves (a resume on another instance) and stats
+//!   reports of one room, published by the instance where they happen;
+//! - `ackwire:to:{instance}`: frames for the peers an instance holds (relayed signals).
+//!
+//! Writes go out in order through one queue drained by the broker's task, so a room hears a
+//! peer join before it hears its signals; session-facing steps that must be atomic across
+//! instances (reserving a place in a room, taking a peer over, evicting a dead instance's
+//! peer) are Lua scripts.
+
+use std::{
+    collections::{HashMap, HashSet},
+    net::IpAddr,
+    sync::{
+        Arc, Mutex, OnceLock, Weak,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::Duration,
+};
+
+use ackwire_room::signalling::{LeaveReason, PeerId, PeerInfo, Resume};
+use futures_util::StreamExt;
+use redis::{
+    AsyncCommands, Script,
+    aio::{MultiplexedConnection, PubSubSink},
+};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::sync::{OnceCell, mpsc};
+
+use crate::{
+    error::SignalError,
+    rooms::{Hub, tokens_match},
+};
+
+/// How often an instance says it is alive, and how long that lasts: an instance silent for
+/// [`ALIVE_TTL`] is dead, and its peers wait out the reconnect grace for a resume elsewhere.
+const ALIVE_EVERY: Duration = Duration::from_millis(1000);
+const ALIVE_TTL: Duration = Duration::from_millis(3000);
+/// Waits between attempts to reach Redis.
+const RECONNECT_MIN: Duration = Duration::from_millis(100);
+const RECONNECT_MAX: Duration = Duration::from_secs(2);
+/// Writes sent to Redis in one pipeline at most.
+const BATCH: usize = 256;
+
+/// A peer as Redis keeps it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Record {
+    /// What the room sees.
+    pub info: PeerInfo,
+    /// Its resume token.
+    pub token: String,
+    /// The instance holding its socket.
+    pub home: String,
+}
+
+/// What one instance tells the others of a room.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+enum RoomEvent {
+    Joined {
+        origin: String,
+        peer: PeerInfo,
+        home: String,
+    },
+    Left {
+        origin: String,
+        peer_id: PeerId,
+        reason: LeaveReason,
+    },
+    /// The peer resumed on `home`.
+    Moved {
+        origin: String,
+        peer: PeerInfo,
+        home: String,
+    },
+    Stats {
+        origin: String,
+        peer_id: PeerId,
+        links: Value,
+    },
+}
+
+/// A frame for one of the receiving instance's peers.
+#[derive(Debug, Serialize, Deserialize)]
+struct Delivery {
+    room: String,
+    to: PeerId,
+    text: String,
+}
+
+/// A write, in the order the hub made it.
+#[derive(Debug)]
+enum Op {
+    /// Store the record (a join, or a resume's new token) and, for a join, tell the room.
+    Put {
+        room: String,
+        record: Record,
+        announce: bool,
+    },
+    /// Drop the peer and tell the room.
+    Left {
+        room: String,
+        peer_id: PeerId,
+        reason: LeaveReason,
+    },
+    /// Give back a reserved place a join did not take.
+    Release {
+        room: String,
+        peer_id: PeerId,
+    },
+    Publish {
+        channel: String,
+        message: String,
+    },
+    /// Stop listening to a room no local peer or watcher is in.
+    Forget {
+        room: String,
+    },
+}
+
+fn peers_key(room: &str) -> String {
+    format!("ackwire:peers:{room}")
+}
+
+fn room_channel(room: &str) -> String {
+    format!("ackwire:room:{room}")
+}
+
+fn instance_channel(instance: &str) -> String {
+    format!("ackwire:to:{instance}")
+}
+
+fn alive_key(instance: &str) -> String {
+    format!("ackwire:alive:{instance}")
+}
+
+const ROOMS_KEY: &str = "ackwire:rooms";
+/// The key of network tags ([`PeerInfo::network`]), shared by all instances (hex).
+const NETWORK_KEY: &str = "ackwire:network_key";
+const NEXT_PEER_KEY: &str = "ackwire:next_peer";
+/// The placeholder a reservation stores until its join completes.
+const RESERVED: &str = "reserved";
+
+/// Takes a place in a room if it has one and may exist: 0 when it is full, -1 when the
+/// server holds too many rooms, -2 when the client created too many rooms this minute;
+/// otherwise the new peer's id, held by a placeholder until the join's record replaces it.
+const RESERVE: &str = r"
+local peers, counter, rooms, created = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local max_peers, replaced, room = tonumber(ARGV[1]), ARGV[2], ARGV[3]
+local max_rooms, per_ip = tonumber(ARGV[4]), tonumber(ARGV[5])
+local n = redis.call('HLEN', peers)
+if n == 0 then
+  if redis.call('SCARD', rooms) >= max_rooms then return -1 end
+  local made = redis.call('INCR', created)
+  if made == 1 then redis.call('EXPIRE', created, 60) end
+  if made > per_ip then return -2 end
+end
+if replaced ~= '' and redis.call('HEXISTS', peers, replaced) == 1 then n = n - 1 end
+if n >= max_peers then return 0 end
+local id = redis.call('INCR', counter)
+redis.call('HSET', peers, id, 'reserved')
+redis.call('SADD', rooms, room)
+return id
+";
+
+/// Replaces a peer's record if it still holds `ARGV[2]` (the one its taker read): 1 if so.
+const SWAP: &str = r"
+if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+  return 1
+end
+return 0
+";
+
+/// Drops a peer (and an emptied room): with `ARGV[2]`, only if its record is still that one.
+const REMOVE: &str = r"
+if ARGV[2] ~= '' and redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
+local gone = redis.call('HDEL', KEYS[1], ARGV[1])
+if redis.call('HLEN', KEYS[1]) == 0 then redis.call('SREM', KEYS[2], ARGV[3]) end
+return gone
+";
+
+/// Raises the id counter to at least `ARGV[1]` (after Redis came back empty).
+const RAISE: &str = r"
+local now = tonumber(redis.call('GET', KEYS[1]) or '0')
+if now < tonumber(ARGV[1]) then redis.call('SET', KEYS[1], ARGV[1]) end
+return 1
+";
+
+/// This instance's link to Redis.
+#[derive(Debug)]
+pub struct Broker {
+    /// This instance's name among the others: random, new at each start.
+    instance: String,
+    client: redis::Client,
+    /// Commands, while Redis is reachable.
+    conn: Mutex<Option<MultiplexedConnection>>,
+    /// Subscriptions, while Redis is reachable.
+    sink: Mutex<Option<PubSubSink>>,
+    /// Rooms this instance listens to; each is loaded once (see [`Broker::enter`]).
+    rooms: Mutex<HashMap<String, Arc<OnceCell<()>>>>,
+    ops: mpsc::UnboundedSender<Op>,
+    healthy: AtomicBool,
+    hub: OnceLock<Weak<Hub>>,
+    reserve: Script,
+    swap: Script,
+    remove: Script,
+    raise: Script,
+}
+
+impl Broker {
+    /// A broker for the Redis at `url` (checked by the config), and its task, which connects
+    /// and keeps reconnecting; `hub` hears what the other instances do.
+    pub fn start(url: &str, hub: &Arc<Hub>) -> Result<Arc<Broker>, redis::RedisError> {
+        let (ops, rx) = mpsc::unbounded_channel();
+        let broker = Arc::new(Broker {
+            instance: format!("{:016x}", rand::random::<u64>()),
+            client: redis::Client::open(url)?,
+            conn: Mutex::new(None),
+            sink: Mutex::new(None),
+            rooms: Mutex::new(HashMap::new()),
+            ops,
+            healthy: AtomicBool::new(false),
+            hub: OnceLock::new(),
+            reserve: Script::new(RESERVE),
+            swap: Script::new(SWAP),
+            remove: Script::new(REMOVE),
+            raise: Script::new(RAISE),
+        });
+        let _ = broker.hub.set(Arc::downgrade(hub));
+        tokio::spawn(Arc::clone(&broker).run(rx));
+        Ok(broker)
+    }
+
+    /// This instance's name in Redis.
+    pub fn instance(&self) -> &str {
+        &self.instance
+    }
+
+    /// Whether Redis answers now.
+    pub fn healthy(&self) -> bool {
+        self.healthy.load(Ordering::Relaxed)
+    }
+
+    fn hub(&self) -> Option<Arc<Hub>> {
+        self.hub.get().and_then(Weak::upgrade)
+    }
+
+    fn connection(&self) -> Result<MultiplexedConnection, SignalError> {
+        lock(&self.conn)
+            .clone()
+            .filter(|_| self.healthy())
+            .ok_or(SignalError::BrokerUnavailable)
+    }
+
+    // ----- what sessions wait for -----
+
+    /// Listen to `room` and load its peers from the other instances into the hub, once; a
+    /// join or a watch of the room waits for this, so its welcome lists every peer.
+    pub async fn enter(&self, room: &str) -> Result<(), SignalError> {
+        let cell = lock(&self.rooms)
+            .entry(room.to_owned())
+            .or_default()
+            .clone();
+        cell.get_or_try_init(|| self.load(room)).await.map(|_| ())
+    }
+
+    /// Subscribe first, then read: a peer that joins in between is heard of twice, which the
+    /// hub takes as once; none is missed.
+    async fn load(&self, room: &str) -> Result<(), SignalError> {
+        let mut sink = lock(&self.sink)
+            .clone()
+            .ok_or(SignalError::BrokerUnavailable)?;
+        sink.subscribe(room_channel(room))
+            .await
+            .map_err(unavailable)?;
+        let records = self.records(room).await?;
+        if let Some(hub) = self.hub() {
+            hub.mirror(room, &self.instance, records);
+        }
+        Ok(())
+    }
+
+    async fn records(&self, room: &str) -> Result<Vec<Record>, SignalError> {
+        let mut conn = self.connection()?;
+        let all: HashMap<String, String> =
+            conn.hgetall(peers_key(room)).await.map_err(unavailable)?;
+        Ok(all
+            .values()
+            .filter(|v| v.as_str() != RESERVED)
+            .filter_map(|v| serde_json::from_str(v).ok())
+            .collect())
+    }
+
+    /// A place in `room` for a new peer, within the limits every instance shares (room
+    /// size, rooms, rooms created per address per minute); `replaced` is the peer of the
+    /// same program instance it will replace, whose place it takes.
+    pub async fn reserve(
+        &self,
+        room: &str,
+        replaced: Option<PeerId>,
+        client: IpAddr,
+        limits: (usize, usize, u32),
+    ) -> Result<PeerId, SignalError> {
+        let (max_peers, max_rooms, per_ip) = limits;
+        let mut conn = self.connection()?;
+        let answer: i64 = self
+            .reserve
+            .key(peers_key(room))
+            .key(NEXT_PEER_KEY)
+            .key(ROOMS_KEY)
+            .key(format!("ackwire:created:{client}"))
+            .arg(max_peers)
+            .arg(replaced.map(|id| id.to_string()).unwrap_or_default())
+            .arg(room)
+            .arg(max_rooms)
+            .arg(per_ip)
+            .invoke_async(&mut conn)
+            .await
+            .map_err(unavailable)?;
+        match answer {
+            0 => Err(SignalError::RoomFull(room.to_owned())),
+            -1 => Err(SignalError::TooManyRooms),
+            -2 => Err(SignalError::RoomCreationLimited),
+            id => Ok(id as PeerId),
+        }
+    }
+
+    /// Takes over a peer another instance held (the resume of a client whose socket, or
+    /// whose instance, went away): checks the token, then moves the record here with
+    /// `token` as its new one. The peer's info, for the hub.
+    pub async fn take_over(
+        &self,
+        room: &str,
+        resume: &Resume,
+        token: &str,
+    ) -> Result<PeerInfo, SignalError> {
+        let rejected = || SignalError::ResumeRejected(resume.peer_id);
+        let mut conn = self.connection()?;
+        let old: Option<String> = conn
+            .hget(peers_key(room), resume.peer_id)
+            .await
+            .map_err(unavailable)?;
+        let old = old.ok_or_else(rejected)?;
+        let record: Record = serde_json::from_str(&old).map_err(|_| rejected())?;
+        if !tokens_match(&record.token, &resume.token) {
+            return Err(rejected());
+        }
+        let moved = Record {
+            token: token.to_owned(),
+            home: self.instance.clone(),
+            ..record
+        };
+        let new = serde_json::to_string(&moved).map_err(|_| rejected())?;
+        let swapped: i64 = self
+            .swap
+            .key(peers_key(room))
+            .arg(resume.peer_id)
+            .arg(&old)
+            .arg(&new)
+            .invoke_async(&mut conn)
+            .await
+            .map_err(unavailable)?;
+        if swapped != 1 {
+            // Taken over (or evicted) by someone else meanwhile.
+            return Err(rejected());
+        }
+        self.publish_event(
+            room,
+            &RoomEvent::Moved {
+                origin: self.instance.clone(),
+                peer: moved.info.clone(),
+                home: self.instance.clone(),
+            },
+        );
+        Ok(moved.info)
+    }
+
+    /// Evicts a peer whose instance died, unless it resumed elsewhere meanwhile; the room
+    /// hears `peer_left` (`lost`) once, from whichever instance evicts it.
+    pub async fn evict(&self, room: &str, peer_id: PeerId, dead_home: &str) {
+        let Ok(mut conn) = self.connection() else {
+            return;
+        };
+        let current: Option<String> = conn.hget(peers_key(room), peer_id).await.ok().flatten();
+        let Some(current) = current else { return };
+        let still_there =
+            serde_json::from_str::<Record>(&current).is_ok_and(|r| r.home == dead_home);
+        if !still_there {
+            return;
+        }
+        let removed: i64 = self
+            .remove
+            .key(peers_key(room))
+            .key(ROOMS_KEY)
+            .arg(peer_id)
+            .arg(&current)
+            .arg(room)
+            .invoke_async(&mut conn)
+            .await
+            .unwrap_or(0);
+        if removed == 1 {
+            if let Some(hub) = self.hub() {
+                hub.mirror_left(room, peer_id, LeaveReason::Lost);
+            }
+            self.publish_event(
+                room,
+                &RoomEvent::Left {
+                    origin: self.instance.clone(),
+                    peer_id,
+                    reason: LeaveReason::Lost,
+                },
+            );
+        }
+    }
+
+    // ----- what the hub tells the others (queued, in order) -----
+
+    /// A local peer joined (or got a new token): store it, and with `announce` tell the room.
+    pub fn put(&self, room: &str, info: &PeerInfo, token: &str, announce: bool) {
+        let record = Record {
+            info: info.clone(),
+            token: token.to_owned(),
+            home: self.instance.clone(),
+        };
+        let _ = self.ops.send(Op::Put {
+            room: room.to_owned(),
+            record,
+            announce,
+        });
+    }
+
+    /// A local peer left.
+    pub fn left(&self, room: &str, peer_id: PeerId, reason: LeaveReason) {
+        let _ = self.ops.send(Op::Left {
+            room: room.to_owned(),
+            peer_id,
+            reason,
+        });
+    }
+
+    /// A reservation no join took.
+    pub fn release(&self, room: &str, peer_id: PeerId) {
+        let _ = self.ops.send(Op::Release {
+            room: room.to_owned(),
+            peer_id,
+        });
+    }
+
+    /// A frame for a peer `home` holds.
+    pub fn forward(&self, home: &str, room: &str, to: PeerId, text: &str) {
+        let message = serde_json::to_string(&Delivery {
+            room: room.to_owned(),
+            to,
+            text: text.to_owned(),
+        });
+        if let Ok(message) = message {
+            let _ = self.ops.send(Op::Publish {
+                channel: instance_channel(home),
+                message,
+            });
+        }
+    }
+
+    /// A local peer's stats report, for the room's watchers on other instances.
+    pub fn stats(&self, room: &str, peer_id: PeerId, links: &Value) {
+        self.publish_event(
+            room,
+            &RoomEvent::Stats {
+                origin: self.instance.clone(),
+                peer_id,
+                links: links.clone(),
+            },
+        );
+    }
+
+    /// No local peer or watcher is in `room` any more.
+    pub fn forget(&self, room: &str) {
+        lock(&self.rooms).remove(room);
+        let _ = self.ops.send(Op::Forget {
+            room: room.to_owned(),
+        });
+    }
+
+    fn publish_event(&self, room: &str, event: &RoomEvent) {
+        if let Ok(message) = serde_json::to_string(event) {
+            let _ = self.ops.send(Op::Publish {
+                channel: room_channel(room),
+                message,
+            });
+        }
+    }
+
+    // ----- the task -----
+
+    async fn run(self: Arc<Self>, mut ops: mpsc::UnboundedReceiver<Op>) {
+        let mut wait = RECONNECT_MIN;
+        // A batch that failed is sent again once Redis is back: joins and leaves must reach it.
+        let mut unsent: Vec<Op> = Vec::new();
+        loop {
+            match self.connect().await {
+                Ok((conn, stream)) => {
+                    wait = RECONNECT_MIN;
+                    tracing::info!(instance = %self.instance, "broker connected");
+                    self.serve(conn, stream, &mut ops, &mut unsent).await;
+                    self.healthy.store(false, Ordering::Relaxed);
+                    *lock(&self.conn) = None;
+                    *lock(&self.sink) = None;
+                    tracing::warn!(instance = %self.instance, "broker connection lost; joins are refused until it is back");
+                }
+                Err(err) => {
+                    tracing::debug!(%err, "broker unreachable");
+                }
+            }
+            tokio::time::sleep(wait).await;
+            wait = (wait * 2).min(RECONNECT_MAX);
+        }
+    }
+
+    async fn connect(
+        &self,
+    ) -> Result<(MultiplexedConnection, redis::aio::PubSubStream), redis::RedisError> {
+        let mut conn = self.client.get_multiplexed_async_connection().await?;
+        let (mut sink, stream) = self.client.get_async_pubsub().await?.split();
+        sink.subscribe(instance_channel(&self.instance)).await?;
+        let rooms: Vec<String> = lock(&self.rooms).keys().cloned().collect();
+        for room in &rooms {
+            sink.subscribe(room_channel(room)).await?;
+        }
+        self.alive(&mut conn).await?;
+        // Pipelines run scripts by their hash: Redis must know them (again, if it restarted).
+        for script in [&self.reserve, &self.swap, &self.remove, &self.raise] {
+            script.prepare_invoke().load_async(&mut conn).await?;
+        }
+        // One key for every instance's network tags, so they compare across instances.
+        let fresh = rand::random::<[u8; 32]>()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>();
+        let () = redis::cmd("SET")
+            .arg(NETWORK_KEY)
+            .arg(&fresh)
+            .arg("NX")
+            .query_async::<Option<String>>(&mut conn)
+            .await
+            .map(|_| ())?;
+        let shared: String = conn.get(NETWORK_KEY).await?;
+        if let (Some(hub), Some(key)) = (self.hub(), parse_key(&shared)) {
+            hub.set_network_key(key);
+        }
+        // Redis may have restarted empty: put back what this instance holds.
+        if let Some(hub) = self.hub() {
+            let local = hub.local_records();
+            let top = local.iter().map(|(_, r)| r.info.id).max().unwrap_or(0);
+            if top > 0 {
+                let _: i64 = self
+                    .raise
+                    .key(NEXT_PEER_KEY)
+                    .arg(top)
+                    .invoke_async(&mut conn)
+                    .await?;
+            }
+            let mut pipe = redis::pipe();
+            for (room, record) in &local {
+                let text = serde_json::to_string(&Record {
+                    home: self.instance.clone(),
+                    ..record.clone()
+                })
+                .unwrap_or_default();
+                pipe.hset(peers_key(room), record.info.id, text)
+                    .ignore()
+                    .sadd(ROOMS_KEY, room)
+                    .ignore();
+            }
+            if !local.is_empty() {
+                let () = pipe.query_async(&mut conn).await?;
+            }
+        }
+        *lock(&self.conn) = Some(conn.clone());
+        *lock(&self.sink) = Some(sink);
+        self.healthy.store(true, Ordering::Relaxed);
+        // What the other instances did meanwhile.
+        for room in rooms {
+            if let (Ok(records), Some(hub)) = (self.records(&room).await, self.hub()) {
+                hub.resync(&room, &self.instance, records);
+            }
+        }
+        Ok((conn, stream))
+    }
+
+    async fn alive(&self, conn: &mut MultiplexedConnection) -> Result<(), redis::RedisError> {
+        let ttl = ALIVE_TTL.as_millis() as u64;
+        conn.pset_ex::<_, _, ()>(alive_key(&self.instance), 1, ttl)
+            .await
+    }
+
+    async fn serve(
+        &self,
+        mut conn: MultiplexedConnection,
+        mut stream: redis::aio::PubSubStream,
+        ops: &mut mpsc::UnboundedReceiver<Op>,
+        unsent: &mut Vec<Op>,
+    ) {
+        let mut beat = tokio::time::interval(ALIVE_EVERY);
+        beat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            if !unsent.is_empty() && self.write(&mut conn, unsent).await.is_err() {
+                return;
+            }
+            tokio::select! {
+                message = stream.next() => match message {
+                    Some(message) => self.on_message(&message),
+                    None => return,
+                },
+                op = ops.recv() => {
+                    let Some(op) = op else { return };
+                    unsent.push(op);
+                    while unsent.len() < BATCH {
+                        match ops.try_recv() {
+                            Ok(op) => unsent.push(op),
+                            Err(_) => break,
+                        }
+                    }
+                }
+                _ = beat.tick() => {
+                    if self.alive(&mut conn).await.is_err() {
+                        return;
+                    }
+                    self.check_homes(&mut conn).await;
+                }
+            }
+        }
+    }
+
+    /// Sends `ops` in one pipeline; they stay queued if Redis does not take them.
+    async fn write(
+        &self,
+        conn: &mut MultiplexedConnection,
+        ops: &mut Vec<Op>,
+    ) -> Result<(), redis::RedisError> {
+        let mut pipe = redis::pipe();
+        let mut forget = Vec::new();
+        for op in ops.iter() {
+            match op {
+                Op::Put {
+                    room,
+                    record,
+                    announce,
+                } => {
+                    let text = serde_json::to_string(record).unwrap_or_default();
+                    pipe.hset(peers_key(room), record.info.id, text)
+                        .ignore()
+                        .sadd(ROOMS_KEY, room)
+                        .ignore();
+                    if *announce {
+                        let event = RoomEvent::Joined {
+                            origin: self.instance.clone(),
+                            peer: record.info.clone(),
+                            home: self.instance.clone(),
+                        };
+                        let message = serde_json::to_string(&event).unwrap_or_default();
+                        pipe.publish(room_channel(room), message).ignore();
+                    }
+                }
+                Op::Left {
+                    room,
+                    peer_id,
+                    reason,
+                } => {
+                    pipe.invoke_script(
+                        self.remove
+                            .key(peers_key(room))
+                            .key(ROOMS_KEY)
+                            .arg(*peer_id)
+                            .arg("")
+                            .arg(room),
+                    )
+                    .ignore();
+                    let event = RoomEvent::Left {
+                        origin: self.instance.clone(),
+                        peer_id: *peer_id,
+                        reason: *reason,
+                    };
+                    let message = serde_json::to_string(&event).unwrap_or_default();
+                    pipe.publish(room_channel(room), message).ignore();
+                }
+                Op::Release { room, peer_id } => {
+                    pipe.invoke_script(
+                        self.remove
+                            .key(peers_key(room))
+                            .key(ROOMS_KEY)
+                            .arg(*peer_id)
+                            .arg(RESERVED)
+                            .arg(room),
+                    )
+                    .ignore();
+                }
+                Op::Publish { channel, message } => {
+                    pipe.publish(channel, message).ignore();
+                }
+                Op::Forget { room } => forget.push(room.clone()),
+            }
+        }
+        if ops.iter().any(|op| !matches!(op, Op::Forget { .. })) {
+            let () = pipe.query_async(conn).await?;
+        }
+        ops.clear();
+        if !forget.is_empty() {
+            let sink = lock(&self.sink).clone();
+            if let Some(mut sink) = sink {
+                for room in forget {
+                    // Entered again meanwhile: keep listening.
+                    if !lock(&self.rooms).contains_key(&room) {
+                        let _ = sink.unsubscribe(room_channel(&room)).await;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn on_message(&self, message: &redis::Msg) {
+        let Some(hub) = self.hub() else { return };
+        let Ok(payload) = message.get_payload::<String>() else {
+            return;
+        };
+        let channel = message.get_channel_name();
+        if let Some(room) = channel.strip_prefix("ackwire:room:") {
+            let Ok(event) = serde_json::from_str::<RoomEvent>(&payload) else {
+                tracing::warn!(%channel, "unreadable broker event");
+                return;
+            };
+            match event {
+                RoomEvent::Joined { origin, .. }
+                | RoomEvent::Left { origin, .. }
+                | RoomEvent::Moved { origin, .. }
+                | RoomEvent::Stats { origin, .. }
+                    if origin == self.instance => {}
+                RoomEvent::Joined { peer, home, .. } => hub.mirror_joined(room, peer, home),
+                RoomEvent::Left {
+                    peer_id, reason, ..
+                } => hub.mirror_left(room, peer_id, reason),
+                RoomEvent::Moved { peer, home, .. } => hub.mirror_moved(room, peer, home),
+                RoomEvent::Stats { peer_id, links, .. } => {
+                    hub.mirror_stats(room, peer_id, &links);
+                }
+            }
+        } else if let Ok(delivery) = serde_json::from_str::<Delivery>(&payload) {
+            hub.deliver(&delivery.room, delivery.to, &delivery.text);
+        }
+    }
+
+    /// Finds the instances the mirrored peers live on that stopped saying they are alive.
+    async fn check_homes(&self, conn: &mut MultiplexedConnection) {
+        let Some(hub) = self.hub() else { return };
+        let homes: Vec<String> = hub.remote_homes().into_iter().collect();
+        if homes.is_empty() {
+            return;
+        }
+        let keys: Vec<String> = homes.iter().map(|h| alive_key(h)).collect();
+        let Ok(alive): Result<Vec<Option<String>>, _> = conn.mget(&keys).await else {
+            return;
+        };
+        let dead: HashSet<String> = homes
+            .into_iter()
+            .zip(alive)
+            .filter(|(_, a)| a.is_none())
+            .map(|(h, _)| h)
+            .collect();
+        if !dead.is_empty() {
+            hub.homes_lost(&dead);
+        }
+    }
+}
+
+fn parse_key(hex: &str) -> Option<[u8; 32]> {
+    let mut key = [0u8; 32];
+    if hex.len() != 64 {
+        return None;
+    }
+    for (i, byte) in key.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(key)
+}
+
+fn unavailable(err: redis::RedisError) -> SignalError {
+    tracing::debug!(%err, "broker request failed");
+    SignalError::BrokerUnavailable
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}

@@ -1,0 +1,352 @@
+//! Several instances sharing rooms through a real `redis-server` (`--redis`), with real
+//! WebSocket clients on 127.0.0.1. Each test starts its own Redis on a free port, with no
+//! persistence, and stops it.
+
+mod common;
+
+use std::{
+    net::SocketAddr,
+    process::Stdio,
+    time::{Duration, Instant},
+};
+
+use common::{Client, Event, Server, peer_id};
+use serde_json::{Value, json};
+use tokio::{
+    io::{AsyncBufReadExt, BufReader},
+    process::{Child, Command},
+};
+
+/// A `redis-server` of the test's own.
+struct Redis {
+    port: u16,
+    child: Child,
+}
+
+impl Redis {
+    async fn start() -> Redis {
+        let port = free_port();
+        Redis::start_on(port).await
+    }
+
+    /// On `port` (again, after [`Redis::kill`]): empty, as a restarted Redis without
+    /// persistence is.
+    async fn start_on(port: u16) -> Redis {
+        let mut child = Command::new("redis-server")
+            .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--save", "", "--appendonly", "no", "--protected-mode", "no"])
+            .stdout(Stdio::piped())
+            .stdin(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("redis-server (installed by `cargo xtask setup`)");
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let ready = async {
+            while let Some(line) = lines.next_line().await.unwrap() {
+                if line.contains("Ready to accept connections") {
+                    return;
+                }
+            }
+            panic!("redis-server exited before it was ready");
+        };
+        tokio::time::timeout(common::WAIT, ready)
+            .await
+            .expect("redis-server ready");
+        // Keep draining its log so it never blocks on a full pipe.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        Redis { port, child }
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    async fn kill(mut self) -> u16 {
+        self.child.kill().await.unwrap();
+        self.port
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// An instance in this process, sharing rooms through `redis`, once it reaches Redis.
+async fn instance(redis: &Redis, tweak: impl FnOnce(&mut ackwire_signal::Config)) -> Server {
+    let url = redis.url();
+    let server = Server::start(|c| {
+        c.redis = Some(url);
+        tweak(c);
+    })
+    .await;
+    healthz_says(server.addr, 200).await;
+    server
+}
+
+/// Waits until `/healthz` answers `status`.
+async fn healthz_says(addr: SocketAddr, status: u16) {
+    let deadline = Instant::now() + common::WAIT;
+    loop {
+        let (code, _) = common::http_get(addr, "/healthz").await;
+        if code == status {
+            return;
+        }
+        assert!(Instant::now() < deadline, "/healthz never said {status}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// An `ackwire-signal` process (so it can be killed with SIGKILL), sharing rooms through
+/// `redis`.
+async fn process(redis: &Redis, args: &[&str]) -> (Child, SocketAddr) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ackwire-signal"))
+        .args(["--bind", "127.0.0.1:0", "--redis", &redis.url()])
+        .args(args)
+        .env("RUST_LOG", "info")
+        .env("NO_COLOR", "1")
+        .stderr(Stdio::piped())
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let listening = async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            let line = without_colours(&line);
+            if let Some(rest) = line.split("listening addr=").nth(1) {
+                return rest.split_whitespace().next().unwrap().parse().unwrap();
+            }
+        }
+        panic!("the instance exited before listening");
+    };
+    let addr: SocketAddr = tokio::time::timeout(common::WAIT, listening).await.unwrap();
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    healthz_says(addr, 200).await;
+    (child, addr)
+}
+
+/// A log line without its terminal colour codes.
+fn without_colours(line: &str) -> String {
+    let mut out = String::new();
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            chars.by_ref().find(|c| *c == 'm');
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+async fn join(addr: SocketAddr, room: &str) -> (Client, Value) {
+    let mut c = Client::connect(addr).await;
+    let welcome = c.join(room).await;
+    (c, welcome)
+}
+
+fn ids(welcome: &Value) -> Vec<u64> {
+    welcome["peers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["id"].as_u64().unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn peers_of_one_room_on_two_instances_see_each_other_and_relay_both_ways() {
+    let redis = Redis::start().await;
+    let one = instance(&redis, |_| {}).await;
+    let two = instance(&redis, |_| {}).await;
+    let (mut a, wa) = join(one.addr, "lobby").await;
+    let (mut b, wb) = join(two.addr, "lobby").await;
+    let (ida, idb) = (peer_id(&wa), peer_id(&wb));
+    assert_ne!(ida, idb);
+    assert_eq!(ids(&wb), [ida], "the welcome on two lists the peer on one");
+    let joined = a.recv().await;
+    assert_eq!(
+        joined,
+        json!({"type": "peer_joined", "room": "lobby", "peer": {"id": idb, "kind": "browser"}})
+    );
+
+    let offer = json!({"sdp": {"type": "offer", "sdp": "v=0..."}});
+    b.send(json!({"type": "signal", "to": ida, "data": offer}))
+        .await;
+    assert_eq!(
+        a.recv().await,
+        json!({"type": "signal", "from": idb, "data": offer})
+    );
+    let answer = json!({"sdp": {"type": "answer", "sdp": "v=0..."}});
+    a.send(json!({"type": "signal", "to": idb, "data": answer}))
+        .await;
+    assert_eq!(
+        b.recv().await,
+        json!({"type": "signal", "from": ida, "data": answer})
+    );
+
+    // A room of the same instances that neither is in: nothing of it reaches them.
+    let (_c, wc) = join(two.addr, "elsewhere").await;
+    assert_eq!(ids(&wc), Vec::<u64>::new());
+    let (mut d, wd) = join(one.addr, "elsewhere").await;
+    assert_eq!(ids(&wd), [peer_id(&wc)]);
+    d.send(json!({"type": "signal", "to": ida, "data": offer}))
+        .await;
+    assert_eq!(d.error_code().await, "unknown_peer");
+    a.assert_quiet(Duration::from_millis(300)).await;
+    b.assert_quiet(Duration::from_millis(300)).await;
+
+    // Leaving on one is heard on two.
+    assert!(a.close().await);
+    let left = b.recv().await;
+    assert_eq!(left["type"], "peer_left");
+    assert_eq!(left["peer_id"], ida);
+    assert_eq!(left["reason"], "left");
+}
+
+#[tokio::test]
+async fn ids_stay_unique_under_concurrent_joins_on_three_instances() {
+    let redis = Redis::start().await;
+    let mut addrs = Vec::new();
+    let mut servers = Vec::new();
+    for _ in 0..3 {
+        let s = instance(&redis, |_| {}).await;
+        addrs.push(s.addr);
+        servers.push(s);
+    }
+    let joins = (0..30).map(|n| {
+        let addr = addrs[n % 3];
+        let room = format!("r{}", n % 2);
+        tokio::spawn(async move { join(addr, &room).await })
+    });
+    let mut seen = std::collections::HashSet::new();
+    let mut clients = Vec::new();
+    for j in joins {
+        let (c, welcome) = j.await.unwrap();
+        assert!(seen.insert(peer_id(&welcome)), "id given twice: {welcome}");
+        clients.push(c);
+    }
+    assert_eq!(seen.len(), 30);
+}
+
+#[tokio::test]
+async fn a_room_is_full_for_every_instance_at_once() {
+    let redis = Redis::start().await;
+    let one = instance(&redis, |c| c.max_peers_per_room = 2).await;
+    let two = instance(&redis, |c| c.max_peers_per_room = 2).await;
+    let (_a, _) = join(one.addr, "small").await;
+    let (_b, _) = join(two.addr, "small").await;
+    for addr in [one.addr, two.addr] {
+        let mut c = Client::connect(addr).await;
+        c.send(json!({"type": "join", "version": 1, "room": "small", "kind": "browser"}))
+            .await;
+        assert_eq!(c.error_code().await, "room_full");
+    }
+}
+
+#[tokio::test]
+async fn a_dashboard_on_one_instance_sees_the_peers_and_stats_of_another() {
+    let redis = Redis::start().await;
+    let one = instance(&redis, |_| {}).await;
+    let two = instance(&redis, |_| {}).await;
+    let (mut a, wa) = join(two.addr, "watched").await;
+    let mut dash = Client::connect(one.addr).await;
+    dash.send(json!({"type": "subscribe", "room": "watched"}))
+        .await;
+    let subscribed = dash.recv_type("subscribed").await;
+    assert_eq!(subscribed["rooms"][0]["peers"][0]["id"], peer_id(&wa));
+    let links = json!([{"peer": 99, "stats": {"rtt_ms": 12.5}}]);
+    a.send(json!({"type": "stats", "links": links})).await;
+    let stats = dash.recv_type("stats").await;
+    assert_eq!(stats["peer_id"], peer_id(&wa));
+    assert_eq!(stats["links"], links);
+    let (_b, wb) = join(two.addr, "watched").await;
+    let joined = dash.recv_type("peer_joined").await;
+    assert_eq!(joined["peer"]["id"], peer_id(&wb));
+}
+
+#[tokio::test]
+async fn a_killed_instances_peer_resumes_on_another_with_its_id_and_nobody_sees_it_leave() {
+    let redis = Redis::start().await;
+    let grace = ["--reconnect-grace-ms", "2000"];
+    let (mut doomed, doomed_addr) = process(&redis, &grace).await;
+    let (_survivor, addr) = process(&redis, &grace).await;
+    let (mut a, wa) = join(addr, "failover").await;
+    let (_b, wb) = join(doomed_addr, "failover").await;
+    let (_c, wc) = join(doomed_addr, "failover").await;
+    let (ida, idb, idc) = (peer_id(&wa), peer_id(&wb), peer_id(&wc));
+    assert_eq!(a.recv_type("peer_joined").await["peer"]["id"], idb);
+    assert_eq!(a.recv_type("peer_joined").await["peer"]["id"], idc);
+
+    doomed.start_kill().unwrap();
+    doomed.wait().await.unwrap();
+    // b reconnects to the survivor with its token; c never comes back.
+    let reconnect = Instant::now();
+    let mut b = Client::connect(addr).await;
+    let resumed = b
+        .join_with(
+            json!({"type": "join", "version": 1, "room": "failover", "kind": "browser",
+            "resume": {"peer_id": idb, "token": wb["token"]}}),
+        )
+        .await;
+    let took = reconnect.elapsed();
+    println!("failover resume: welcome {took:?} after the reconnect");
+    assert!(took < Duration::from_secs(2), "resume took {took:?}");
+    assert_eq!(resumed["resumed"], true);
+    assert_eq!(peer_id(&resumed), idb);
+    assert_eq!(ids(&resumed), [ida, idc]);
+
+    // The survivor finds the instance dead (≤ 3 s), waits out c's grace (2 s), then c is lost;
+    // b, resumed in time, never left.
+    let left = match a.next_event(Duration::from_secs(10)).await {
+        Event::Json(v) => v,
+        other => panic!("expected c's peer_left, got {other:?}"),
+    };
+    assert_eq!(left["type"], "peer_left");
+    assert_eq!(left["peer_id"], idc);
+    assert_eq!(left["reason"], "lost");
+    a.assert_quiet(Duration::from_millis(500)).await;
+
+    // Signals flow between a and the resumed b.
+    b.send(json!({"type": "signal", "to": ida, "data": {"candidate": "x"}}))
+        .await;
+    assert_eq!(a.recv().await["from"], idb);
+}
+
+#[tokio::test]
+async fn without_redis_joins_are_refused_and_healthz_says_so_until_it_is_back() {
+    let redis = Redis::start().await;
+    let one = instance(&redis, |_| {}).await;
+    let two = instance(&redis, |_| {}).await;
+    let (mut a, wa) = join(one.addr, "outage").await;
+    let (mut b, wb) = join(two.addr, "outage").await;
+    a.recv_type("peer_joined").await;
+
+    let port = redis.kill().await;
+    healthz_says(one.addr, 503).await;
+    let mut refused = Client::connect(one.addr).await;
+    refused
+        .send(json!({"type": "join", "version": 1, "room": "outage", "kind": "browser"}))
+        .await;
+    assert_eq!(refused.error_code().await, "broker_unavailable");
+
+    // Redis comes back empty: the instances put their peers back and joins work again.
+    let _redis = Redis::start_on(port).await;
+    healthz_says(one.addr, 200).await;
+    healthz_says(two.addr, 200).await;
+    let (_c, wc) = join(one.addr, "outage").await;
+    let mut listed = ids(&wc);
+    listed.sort_unstable();
+    assert_eq!(listed, [peer_id(&wa), peer_id(&wb)]);
+    assert!(peer_id(&wc) > peer_id(&wb), "ids are not handed out again");
+    assert_eq!(a.recv_type("peer_joined").await["peer"]["id"], peer_id(&wc));
+    assert_eq!(b.recv_type("peer_joined").await["peer"]["id"], peer_id(&wc));
+    // Signals cross instances again.
+    a.send(json!({"type": "signal", "to": peer_id(&wb), "data": {"candidate": "y"}}))
+        .await;
+    assert_eq!(b.recv_type("signal").await["from"], peer_id(&wa));
+}
