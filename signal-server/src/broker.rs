@@ -146,6 +146,9 @@ const ROOMS_KEY: &str = "ackwire:rooms";
 /// The key of network tags ([`PeerInfo::network`]), shared by all instances (hex).
 const NETWORK_KEY: &str = "ackwire:network_key";
 const NEXT_PEER_KEY: &str = "ackwire:next_peer";
+/// Random, set by the first instance to reach a Redis without state: a new value means Redis
+/// lost everything since this instance last saw it.
+const EPOCH_KEY: &str = "ackwire:epoch";
 /// The placeholder a reservation stores until its join completes.
 const RESERVED: &str = "reserved";
 
@@ -188,6 +191,18 @@ if redis.call('HLEN', KEYS[1]) == 0 then redis.call('SREM', KEYS[2], ARGV[3]) en
 return gone
 ";
 
+/// Gives a Redis without state (new, or restarted without persistence) its epoch, the
+/// network-tag key and an id counter that starts at `ARGV[3]` (the time in ms), so ids handed
+/// out now never repeat ones peers of an earlier epoch still hold. The epoch and the key.
+const INIT: &str = r"
+if redis.call('SET', KEYS[1], ARGV[1], 'NX') then
+  redis.call('SET', KEYS[2], ARGV[2])
+  local now = tonumber(redis.call('GET', KEYS[3]) or '0')
+  if now < tonumber(ARGV[3]) then redis.call('SET', KEYS[3], ARGV[3]) end
+end
+return {redis.call('GET', KEYS[1]), redis.call('GET', KEYS[2])}
+";
+
 /// Raises the id counter to at least `ARGV[1]` (after Redis came back empty).
 const RAISE: &str = r"
 local now = tonumber(redis.call('GET', KEYS[1]) or '0')
@@ -214,6 +229,9 @@ pub struct Broker {
     swap: Script,
     remove: Script,
     raise: Script,
+    init: Script,
+    /// The Redis epoch this instance last saw.
+    epoch: Mutex<Option<String>>,
 }
 
 impl Broker {
@@ -234,6 +252,8 @@ impl Broker {
             swap: Script::new(SWAP),
             remove: Script::new(REMOVE),
             raise: Script::new(RAISE),
+            init: Script::new(INIT),
+            epoch: Mutex::new(None),
         });
         let _ = broker.hub.set(Arc::downgrade(hub));
         tokio::spawn(Arc::clone(&broker).run(rx));
@@ -390,8 +410,20 @@ impl Broker {
         let Ok(mut conn) = self.connection() else {
             return;
         };
-        let current: Option<String> = conn.hget(peers_key(room), peer_id).await.ok().flatten();
-        let Some(current) = current else { return };
+        let Ok(current) = conn
+            .hget::<_, _, Option<String>>(peers_key(room), peer_id)
+            .await
+        else {
+            return;
+        };
+        let Some(current) = current else {
+            // Gone from Redis already (evicted by another instance, or lost with a Redis that
+            // restarted): each instance tells its own peers.
+            if let Some(hub) = self.hub() {
+                hub.mirror_left(room, peer_id, LeaveReason::Lost);
+            }
+            return;
+        };
         let still_there =
             serde_json::from_str::<Record>(&current).is_ok_and(|r| r.home == dead_home);
         if !still_there {
@@ -420,6 +452,22 @@ impl Broker {
                 },
             );
         }
+    }
+
+    /// Rooms and peers of every instance, for `/metrics`.
+    pub async fn totals(&self) -> Result<(i64, i64), SignalError> {
+        let mut conn = self.connection()?;
+        let rooms: Vec<String> = conn.smembers(ROOMS_KEY).await.map_err(unavailable)?;
+        let mut pipe = redis::pipe();
+        for room in &rooms {
+            pipe.hlen(peers_key(room));
+        }
+        let sizes: Vec<i64> = if rooms.is_empty() {
+            Vec::new()
+        } else {
+            pipe.query_async(&mut conn).await.map_err(unavailable)?
+        };
+        Ok((rooms.len() as i64, sizes.iter().sum()))
     }
 
     // ----- what the hub tells the others (queued, in order) -----
@@ -537,26 +585,39 @@ impl Broker {
         }
         self.alive(&mut conn).await?;
         // Pipelines run scripts by their hash: Redis must know them (again, if it restarted).
-        for script in [&self.reserve, &self.swap, &self.remove, &self.raise] {
+        for script in [
+            &self.reserve,
+            &self.swap,
+            &self.remove,
+            &self.raise,
+            &self.init,
+        ] {
             script.prepare_invoke().load_async(&mut conn).await?;
         }
         // One key for every instance's network tags, so they compare across instances.
-        let fresh = rand::random::<[u8; 32]>()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect::<String>();
-        let () = redis::cmd("SET")
-            .arg(NETWORK_KEY)
-            .arg(&fresh)
-            .arg("NX")
-            .query_async::<Option<String>>(&mut conn)
-            .await
-            .map(|_| ())?;
-        let shared: String = conn.get(NETWORK_KEY).await?;
+        let hex = |bytes: [u8; 32]| bytes.iter().map(|b| format!("{b:02x}")).collect::<String>();
+        let since_1970 = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        let (epoch, shared): (String, String) = self
+            .init
+            .key(EPOCH_KEY)
+            .key(NETWORK_KEY)
+            .key(NEXT_PEER_KEY)
+            .arg(hex(rand::random()))
+            .arg(hex(rand::random()))
+            .arg(since_1970)
+            .invoke_async(&mut conn)
+            .await?;
         if let (Some(hub), Some(key)) = (self.hub(), parse_key(&shared)) {
             hub.set_network_key(key);
         }
-        // Redis may have restarted empty: put back what this instance holds.
+        let previous = lock(&self.epoch).replace(epoch.clone());
+        // Redis lost its state: the other instances' peers come back as they reconnect and
+        // announce them, so none of ours is dropped for missing from a read made before that.
+        let restarted = previous.is_some_and(|p| p != epoch);
+        // Redis may have restarted empty: put back what this instance holds, and tell the rooms
+        // (an instance that knew the peer all along takes it as news of nothing).
         if let Some(hub) = self.hub() {
             let local = hub.local_records();
             let top = local.iter().map(|(_, r)| r.info.id).max().unwrap_or(0);
@@ -575,9 +636,19 @@ impl Broker {
                     ..record.clone()
                 })
                 .unwrap_or_default();
+                let joined = RoomEvent::Joined {
+                    origin: self.instance.clone(),
+                    peer: record.info.clone(),
+                    home: self.instance.clone(),
+                };
                 pipe.hset(peers_key(room), record.info.id, text)
                     .ignore()
                     .sadd(ROOMS_KEY, room)
+                    .ignore()
+                    .publish(
+                        room_channel(room),
+                        serde_json::to_string(&joined).unwrap_or_default(),
+                    )
                     .ignore();
             }
             if !local.is_empty() {
@@ -590,7 +661,11 @@ impl Broker {
         // What the other instances did meanwhile.
         for room in rooms {
             if let (Ok(records), Some(hub)) = (self.records(&room).await, self.hub()) {
-                hub.resync(&room, &self.instance, records);
+                if restarted {
+                    hub.mirror(&room, &self.instance, records);
+                } else {
+                    hub.resync(&room, &self.instance, records);
+                }
             }
         }
         Ok((conn, stream))

@@ -53,7 +53,7 @@ pub fn app(config: Config, local: SocketAddr, shutdown: watch::Receiver<bool>) -
         Some(dir) => Source::Disk(dir.clone()),
         None => Source::Embedded,
     });
-    let metrics = Arc::new(Metrics::default());
+    let metrics = Arc::new(Metrics::new(config.redis.is_some()));
     let config = Arc::new(config);
     let hub = Arc::new(Hub::new(config.clone(), metrics));
     if let Some(url) = &config.redis {
@@ -114,6 +114,13 @@ async fn metrics_text(
             metrics
                 .clients_tracked
                 .set(i64::try_from(tracked).unwrap_or(i64::MAX));
+            if let Some(broker) = app.hub.broker() {
+                metrics.broker_up.set(i64::from(broker.healthy()));
+                if let Ok((rooms, peers)) = broker.totals().await {
+                    metrics.shared_rooms.set(rooms);
+                    metrics.shared_peers.set(peers);
+                }
+            }
             metrics.render()
         },
     )

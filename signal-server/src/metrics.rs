@@ -99,6 +99,12 @@ pub struct Metrics {
     pub turn_refreshes: Counter,
     /// Addresses the per-address limits remember now.
     pub clients_tracked: Gauge,
+    /// With a broker: rooms of all instances, read from Redis at each scrape.
+    pub shared_rooms: Gauge,
+    /// With a broker: peers of all instances (reserved places included).
+    pub shared_peers: Gauge,
+    /// With a broker: 1 while Redis answers, 0 while joins are refused.
+    pub broker_up: Gauge,
     errors: Family<CodeLabel, Counter>,
     closes: Family<ReasonLabel, Counter>,
     dropped: Family<ReasonLabel, Counter>,
@@ -107,6 +113,13 @@ pub struct Metrics {
 
 impl Default for Metrics {
     fn default() -> Self {
+        Metrics::new(false)
+    }
+}
+
+impl Metrics {
+    /// The metrics of an instance; `shared` adds the broker's (`--redis`).
+    pub fn new(shared: bool) -> Self {
         let mut m = Metrics {
             registry: Registry::with_prefix("ackwire_signal"),
             rooms: Gauge::default(),
@@ -119,6 +132,9 @@ impl Default for Metrics {
             stats_reports: Counter::default(),
             turn_refreshes: Counter::default(),
             clients_tracked: Gauge::default(),
+            shared_rooms: Gauge::default(),
+            shared_peers: Gauge::default(),
+            broker_up: Gauge::default(),
             errors: Family::default(),
             closes: Family::default(),
             dropped: Family::default(),
@@ -175,6 +191,23 @@ impl Default for Metrics {
             "Connections closed by the server, by reason",
             m.closes.clone(),
         );
+        if shared {
+            r.register(
+                "shared_rooms",
+                "Rooms of every instance sharing this one's Redis",
+                m.shared_rooms.clone(),
+            );
+            r.register(
+                "shared_peers",
+                "Peers of every instance sharing this one's Redis",
+                m.shared_peers.clone(),
+            );
+            r.register(
+                "broker_up",
+                "1 while Redis answers (joins are refused while 0)",
+                m.broker_up.clone(),
+            );
+        }
         m
     }
 }

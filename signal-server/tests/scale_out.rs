@@ -174,6 +174,14 @@ async fn peers_of_one_room_on_two_instances_see_each_other_and_relay_both_ways()
         json!({"type": "peer_joined", "room": "lobby", "peer": {"id": idb, "kind": "browser"}})
     );
 
+    // Each instance counts its own sockets, and reads the shared totals from Redis.
+    for server in [&one, &two] {
+        assert_eq!(server.metric("ackwire_signal_connections").await, 1.0);
+        assert_eq!(server.metric("ackwire_signal_shared_peers").await, 2.0);
+        assert_eq!(server.metric("ackwire_signal_shared_rooms").await, 1.0);
+        assert_eq!(server.metric("ackwire_signal_broker_up").await, 1.0);
+    }
+
     let offer = json!({"sdp": {"type": "offer", "sdp": "v=0..."}});
     b.send(json!({"type": "signal", "to": ida, "data": offer}))
         .await;
@@ -328,6 +336,7 @@ async fn without_redis_joins_are_refused_and_healthz_says_so_until_it_is_back() 
 
     let port = redis.kill().await;
     healthz_says(one.addr, 503).await;
+    assert_eq!(one.metric("ackwire_signal_broker_up").await, 0.0);
     let mut refused = Client::connect(one.addr).await;
     refused
         .send(json!({"type": "join", "version": 1, "room": "outage", "kind": "browser"}))
@@ -343,8 +352,12 @@ async fn without_redis_joins_are_refused_and_healthz_says_so_until_it_is_back() 
     listed.sort_unstable();
     assert_eq!(listed, [peer_id(&wa), peer_id(&wb)]);
     assert!(peer_id(&wc) > peer_id(&wb), "ids are not handed out again");
-    assert_eq!(a.recv_type("peer_joined").await["peer"]["id"], peer_id(&wc));
-    assert_eq!(b.recv_type("peer_joined").await["peer"]["id"], peer_id(&wc));
+    // The outage was news of nothing to a and b: the next they hear is c.
+    for peer in [&mut a, &mut b] {
+        let heard = peer.recv().await;
+        assert_eq!(heard["type"], "peer_joined", "{heard}");
+        assert_eq!(heard["peer"]["id"], peer_id(&wc));
+    }
     // Signals cross instances again.
     a.send(json!({"type": "signal", "to": peer_id(&wb), "data": {"candidate": "y"}}))
         .await;
