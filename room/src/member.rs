@@ -1095,6 +1095,12 @@ impl Member {
                     // The server forgot us (restart, or grace expired): join afresh.
                     self.token = None;
                     self.send_join();
+                } else if code == "broker_unavailable" && self.signalling != SignallingState::Joined
+                {
+                    // The server cannot admit anyone now (its rooms live in a Redis it cannot
+                    // reach): try again on a fresh socket after the backoff, which may reach
+                    // another server behind the same address.
+                    self.signalling_closed(now, &format!("join refused: {message}"));
                 }
                 self.event(Event::ServerError {
                     code: code.into_owned(),

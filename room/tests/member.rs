@@ -619,3 +619,44 @@ fn fresh_ice_servers_from_the_server_are_used_by_the_next_peer_connection() {
     member.handle_frame(ms(40), &joined(1)).unwrap();
     assert_eq!(opened(&mut member), ["5000:3"]);
 }
+
+#[test]
+fn a_join_refused_while_the_servers_broker_is_away_is_tried_again_after_the_backoff() {
+    use ackwire_room::member::{Member, MemberConfig, Output, SignallingState};
+
+    let mut member = Member::new(
+        MemberConfig::new("lobby", PeerKind::Browser, "inst"),
+        Duration::ZERO,
+    )
+    .unwrap();
+    let opens = |member: &mut Member| {
+        std::iter::from_fn(|| member.poll_output())
+            .filter(|o| matches!(o, Output::OpenSignalling { .. }))
+            .count()
+    };
+    member.handle_timeout(Duration::ZERO);
+    assert_eq!(opens(&mut member), 1);
+    member.signalling_open(ms(5));
+    let refused = r#"{"type":"error","code":"broker_unavailable","message":"the server cannot reach its broker (Redis) now; try again shortly"}"#;
+    member.handle_frame(ms(10), refused).unwrap();
+    assert_eq!(member.signalling_state(), SignallingState::Reconnecting);
+    // Nothing before the backoff; a fresh socket (with the join in its URL) after it.
+    let retry = member.poll_timeout().expect("a retry is scheduled");
+    assert!(retry > ms(10));
+    member.handle_timeout(retry - ms(1));
+    assert_eq!(opens(&mut member), 0);
+    member.handle_timeout(retry);
+    let outputs: Vec<Output> = std::iter::from_fn(|| member.poll_output()).collect();
+    assert!(
+        outputs
+            .iter()
+            .any(|o| matches!(o, Output::OpenSignalling { join: Some(_) })),
+        "{outputs:?}"
+    );
+    // Once in a room, the same error (refusing something else) leaves the socket alone.
+    member.signalling_open(retry);
+    let welcome = r#"{"type":"welcome","version":1,"room":"lobby","peer_id":3,"token":"t","resumed":false,"peers":[]}"#;
+    member.handle_frame(retry + ms(1), welcome).unwrap();
+    member.handle_frame(retry + ms(2), refused).unwrap();
+    assert_eq!(member.signalling_state(), SignallingState::Joined);
+}

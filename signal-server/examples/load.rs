@@ -13,9 +13,7 @@
 //! last line of output is one JSON object with the figures.
 
 use std::{
-    io::BufRead,
     net::SocketAddr,
-    process::{Child, Command, Stdio},
     sync::{
         Arc, Mutex,
         atomic::{AtomicUsize, Ordering},
@@ -23,15 +21,15 @@ use std::{
     time::{Duration, Instant},
 };
 
+mod support;
+
 use anyhow::{Context, bail};
 use clap::Parser;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
-use tokio::{net::TcpStream, sync::Semaphore, task::JoinSet};
-use tokio_tungstenite::{
-    MaybeTlsStream, WebSocketStream, connect_async_with_config,
-    tungstenite::{Message, protocol::WebSocketConfig},
-};
+use support::{Ws, connect_one, metric, percentile, rss_kb, spawn_server};
+use tokio::{sync::Semaphore, task::JoinSet};
+use tokio_tungstenite::tungstenite::Message;
 
 #[derive(Debug, Parser)]
 struct Args {
@@ -54,8 +52,6 @@ struct Args {
     #[arg(long, hide = true)]
     serve: bool,
 }
-
-type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
 /// Peers per room; the server's default cap is 16.
 const ROOM_SIZE: usize = 8;
@@ -101,102 +97,12 @@ fn run_server() -> anyhow::Result<()> {
     })
 }
 
-/// The server child is killed when the load test ends, however it ends.
-struct ServerChild(Child);
-
-impl Drop for ServerChild {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn spawn_server() -> anyhow::Result<(ServerChild, SocketAddr)> {
-    let mut child = Command::new(std::env::current_exe()?)
-        .arg("--serve")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()?;
-    let stdout = child.stdout.take().context("child stdout")?;
-    let child = ServerChild(child);
-    let mut line = String::new();
-    std::io::BufReader::new(stdout).read_line(&mut line)?;
-    let addr = line
-        .trim()
-        .strip_prefix("LISTENING ")
-        .context("server did not report its address")?
-        .parse()?;
-    Ok((child, addr))
-}
-
-fn rss_kb(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))?
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .ok()
-}
-
-async fn metric(addr: SocketAddr, series: &str) -> Option<f64> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut s = TcpStream::connect(addr).await.ok()?;
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        .await
-        .ok()?;
-    let mut body = String::new();
-    s.read_to_string(&mut body).await.ok()?;
-    body.lines()
-        .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
-}
-
-fn percentile(sorted: &[u64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let i = ((sorted.len() - 1) as f64 * p).round() as usize;
-    sorted[i] as f64 / 1000.0
-}
-
 #[derive(Default)]
 struct Shared {
     held: AtomicUsize,
     received: AtomicUsize,
     sent: AtomicUsize,
     latencies_us: Mutex<Vec<u64>>,
-}
-
-/// Connect and join `room`: with the join in the URL (the welcome is the first frame), or
-/// with a join frame after the upgrade.
-async fn connect_one(addr: SocketAddr, room: &str, in_url: bool) -> anyhow::Result<(Ws, u64)> {
-    // Small client buffers so the load generator itself fits in memory at 10k clients.
-    let config = WebSocketConfig::default()
-        .read_buffer_size(4096)
-        .write_buffer_size(0);
-    let url = if in_url {
-        format!("ws://{addr}/ws?version=1&room={room}&kind=browser")
-    } else {
-        format!("ws://{addr}/ws")
-    };
-    // No Nagle, as browsers open their sockets.
-    let (mut ws, _) = connect_async_with_config(url, Some(config), true).await?;
-    if !in_url {
-        let join = json!({"type": "join", "version": 1, "room": room, "kind": "browser"});
-        ws.send(Message::text(join.to_string())).await?;
-    }
-    while let Some(msg) = ws.next().await {
-        if let Message::Text(t) = msg? {
-            let v: Value = serde_json::from_str(t.as_str())?;
-            if v["type"] == "welcome" {
-                return Ok((ws, v["peer_id"].as_u64().context("peer id")?));
-            }
-            bail!("join refused: {v}");
-        }
-    }
-    bail!("closed before welcome")
 }
 
 /// Connect → welcome of `n` joins one after another, each into a fresh room and closed
@@ -277,7 +183,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
             (None, addr, args.server_pid)
         }
         None => {
-            let (child, addr) = spawn_server()?;
+            let (child, addr) = spawn_server(&[])?;
             let pid = child.0.id();
             (Some(child), addr, Some(pid))
         }

@@ -18,6 +18,7 @@ usage: cargo xtask <command>
 commands:
   setup   install what building and testing need (idempotent; skips what is present)
   demo    setup, build the wasm bundle (release), start the signal server on 127.0.0.1:8080
+          (ACKWIRE_INSTANCES=2: a Redis and two servers sharing rooms, on 8080 and 8081)
   test    setup, then native tests, wasm tests in headless Chromium, browser e2e tests
   bench   run the benchmarks (criterion benches of the core)
   e2e [NAME..]  setup, then only the browser e2e suite (files of web/e2e/ whose name

@@ -45,26 +45,55 @@ pub(crate) fn demo() -> Result<()> {
         Ok("1") => Some(DemoTurn::start(&bind)?),
         _ => None,
     };
-    let mut signal = Command::new(&server);
-    signal
-        .arg("--bind")
-        .arg(&bind)
-        .arg("--web-dir")
-        .arg(paths::web_dir());
-    if let Some(turn) = &turn {
+    // `ACKWIRE_INSTANCES=N`: N servers sharing rooms through a Redis of the demo's own
+    // (docs/scale-out.md), on the port after `ACKWIRE_BIND`'s and the next ones.
+    let instances: u16 = match std::env::var("ACKWIRE_INSTANCES") {
+        Ok(n) => n
+            .parse()
+            .ok()
+            .filter(|n| (1..=8).contains(n))
+            .ok_or_else(|| format!("ACKWIRE_INSTANCES={n}: a number from 1 to 8"))?,
+        Err(_) => 1,
+    };
+    let first: std::net::SocketAddr = bind
+        .parse()
+        .map_err(|e| format!("ACKWIRE_BIND {bind}: {e}"))?;
+    let mut redis = if instances > 1 {
+        Some(DemoRedis::start(first.ip())?)
+    } else {
+        None
+    };
+    let binds: Vec<String> = (0..instances)
+        .map(|i| std::net::SocketAddr::new(first.ip(), first.port() + i).to_string())
+        .collect();
+    let mut signals = Vec::new();
+    for bind in &binds {
+        let mut signal = Command::new(&server);
         signal
-            .arg("--turn-url")
-            .arg(&turn.url)
-            .env("ACKWIRE_TURN_SECRET", &turn.secret);
+            .arg("--bind")
+            .arg(bind)
+            .arg("--web-dir")
+            .arg(paths::web_dir());
+        if let Some(turn) = &turn {
+            signal
+                .arg("--turn-url")
+                .arg(&turn.url)
+                .env("ACKWIRE_TURN_SECRET", &turn.secret);
+        }
+        if let Some(redis) = &redis {
+            signal.arg("--redis").arg(&redis.url);
+        }
+        signals.push(
+            signal
+                .spawn()
+                .map_err(|e| format!("cannot start {}: {e}", server.display()))?,
+        );
     }
-    let mut signal = signal
-        .spawn()
-        .map_err(|e| format!("cannot start {}: {e}", server.display()))?;
     // A native player in the lobby, so someone opening the URL alone sees another player and
     // live charts at once. It retries until the server is up.
     let lobby = format!("http://{bind}/room/lobby");
     // Warnings only: its link changes would push the URLs below off the screen.
-    let mut native = Command::new(&peer)
+    let native = Command::new(&peer)
         .args(["join", &lobby])
         .env(
             "RUST_LOG",
@@ -78,6 +107,15 @@ pub(crate) fn demo() -> Result<()> {
     println!("ackwire demo is running (Ctrl-C to stop):");
     println!("  front page:      http://{bind}/");
     println!("  play in a room:  {lobby}   (a native peer is already there; open more tabs too)");
+    for other in binds.iter().skip(1) {
+        println!("  same room, another server: http://{other}/room/lobby");
+    }
+    if let Some(redis) = &redis {
+        println!(
+            "  ({instances} servers share their rooms through the Redis at {})",
+            redis.url
+        );
+    }
     println!("  with a bad link: {lobby}?latency=150&loss=5");
     println!("  dashboard:       {lobby}/dashboard   (all rooms: http://{bind}/dashboard)");
     println!("  metrics:         http://{bind}/metrics");
@@ -88,19 +126,69 @@ pub(crate) fn demo() -> Result<()> {
         );
     }
     println!();
+    let mut signals = signals.into_iter();
+    let mut signal = signals.next().ok_or("no server started")?;
     let status = signal.wait().map_err(|e| e.to_string())?;
-    // Ctrl-C reaches both (one process group); if the server ended on its own, stop the peer.
-    if native.try_wait().map_err(|e| e.to_string())?.is_none() {
-        let _ = native.kill();
-        let _ = native.wait();
+    // Ctrl-C reaches them all (one process group); if the first server ended on its own,
+    // stop the rest.
+    for mut child in std::iter::once(native).chain(signals) {
+        if child.try_wait().map_err(|e| e.to_string())?.is_none() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
     if let Some(turn) = &mut turn {
         turn.stop();
+    }
+    if let Some(redis) = &mut redis {
+        redis.stop();
     }
     if status.success() {
         Ok(())
     } else {
         Err(format!("signal server exited: {status}"))
+    }
+}
+
+/// `ip` as a URL writes it (an IPv6 address in brackets).
+fn url_host(ip: std::net::IpAddr) -> String {
+    match ip {
+        std::net::IpAddr::V6(v6) => format!("[{v6}]"),
+        v4 => v4.to_string(),
+    }
+}
+
+/// The demo's Redis (`ACKWIRE_INSTANCES` above 1): on the servers' address, port 6390
+/// (`ACKWIRE_REDIS_PORT`), without persistence.
+struct DemoRedis {
+    child: std::process::Child,
+    url: String,
+}
+
+impl DemoRedis {
+    fn start(ip: std::net::IpAddr) -> Result<DemoRedis> {
+        let port = std::env::var("ACKWIRE_REDIS_PORT").unwrap_or_else(|_| "6390".into());
+        let ip = if ip.is_unspecified() {
+            std::net::IpAddr::from([127, 0, 0, 1])
+        } else {
+            ip
+        };
+        let child = Command::new("redis-server")
+            .args(["--bind", &ip.to_string(), "--port", &port])
+            .args(["--save", "", "--appendonly", "no", "--loglevel", "warning"])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .map_err(|e| format!("cannot start redis-server: {e}"))?;
+        let host = url_host(ip);
+        Ok(DemoRedis {
+            child,
+            url: format!("redis://{host}:{port}/"),
+        })
+    }
+
+    fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
@@ -160,10 +248,7 @@ impl DemoTurn {
         let child = cmd
             .spawn()
             .map_err(|e| format!("cannot start turnserver (coturn): {e}"))?;
-        let host = match ip {
-            std::net::IpAddr::V6(v6) => format!("[{v6}]"),
-            v4 => v4.to_string(),
-        };
+        let host = url_host(ip);
         Ok(DemoTurn {
             child,
             url: format!("turn:{host}:{port}?transport=udp"),
@@ -422,26 +507,43 @@ pub(crate) fn bench() -> Result<()> {
         stage(
             "signal server: 10k idle clients, 1k relays/s, join latency",
             || {
-                run(cargo()
-                    .args([
-                        "run",
-                        "--release",
-                        "-p",
-                        "ackwire-signal",
-                        "--example",
-                        "load",
-                        "--",
-                    ])
-                    .args([
+                signal_example(
+                    "load",
+                    &[
                         "--clients",
                         "10000",
                         "--relays-per-sec",
                         "1000",
                         "--duration-secs",
                         "20",
-                    ]))
+                    ],
+                )
+            },
+        ),
+        stage(
+            "signal servers sharing rooms: 3 x 5,000 clients, relay same vs across, failover",
+            || {
+                signal_example(
+                    "scale_load",
+                    &["--instances", "3", "--clients-per-instance", "5000"],
+                )
             },
         ),
     ];
     summarize("bench", &stages, start)
+}
+
+/// Runs one of the signal server's load examples, in release.
+fn signal_example(name: &str, args: &[&str]) -> Result<()> {
+    run(cargo()
+        .args([
+            "run",
+            "--release",
+            "-p",
+            "ackwire-signal",
+            "--example",
+            name,
+            "--",
+        ])
+        .args(args))
 }
