@@ -208,7 +208,7 @@ impl Session {
         mut shutdown: watch::Receiver<bool>,
     ) {
         let refused = match first {
-            Some(Ok(join)) => self.dispatch(join).await.err(),
+            Some(Ok(join)) => Box::pin(self.dispatch(join)).await.err(),
             Some(Err(err)) => Some(err),
             None => None,
         };
@@ -259,7 +259,9 @@ impl Session {
                             }
                             Message::Pong(_) => {}
                             other => {
-                                if let Err(cause) = self.on_message(other).await {
+                                // Boxed: its futures (parsing, a join) exist only while a
+                                // frame is handled, not in every idle connection's task.
+                                if let Err(cause) = Box::pin(self.on_message(other)).await {
                                     return self.close(cause).await;
                                 }
                             }
@@ -286,7 +288,7 @@ impl Session {
                 () = tokio::time::sleep_until(refresh_at(self.ice_refresh_at)),
                     if self.ice_refresh_at.is_some() =>
                 {
-                    if let Err(cause) = self.refresh_ice_servers().await {
+                    if let Err(cause) = Box::pin(self.refresh_ice_servers()).await {
                         return self.close(cause).await;
                     }
                 }
@@ -364,10 +366,12 @@ impl Session {
             reason: cause.as_str().into(),
         };
         // A slow reader gets one short chance at the reason; it is closed either way.
-        let _ = tokio::time::timeout(
+        // Boxed, as below: a closing connection's futures would otherwise make every idle
+        // connection's task that much bigger.
+        let _ = Box::pin(tokio::time::timeout(
             Duration::from_millis(200),
             self.socket.send(Message::Close(Some(frame))),
-        )
+        ))
         .await;
         // Read (and drop) what the client still sends until its close reply: a socket closed
         // with unread input is reset by the kernel, and a client may then never see the close
@@ -379,7 +383,7 @@ impl Session {
                 }
             }
         };
-        let _ = tokio::time::timeout(CLOSE_DRAIN, drain).await;
+        let _ = Box::pin(tokio::time::timeout(CLOSE_DRAIN, drain)).await;
         if replaced {
             End::Replaced
         } else {
@@ -417,7 +421,7 @@ impl Session {
             return self.refuse(err).await;
         }
         let result = match serde_json::from_str::<ClientFrame>(text.as_str()) {
-            Ok(message) => self.dispatch(message).await,
+            Ok(message) => Box::pin(self.dispatch(message)).await,
             Err(err) => Err(SignalError::Malformed(err.to_string())),
         };
         match result {
@@ -487,7 +491,7 @@ impl Session {
                     id: None,
                 };
                 let room = request.room.clone();
-                let joined = join(self.hub.clone(), self.link.clone(), request).await?;
+                let joined = Box::pin(join(self.hub.clone(), self.link.clone(), request)).await?;
                 self.joined = Some((room.clone(), joined.peer_id));
                 let welcome = ServerFrame::Welcome {
                     version: VERSION,
