@@ -25,7 +25,7 @@ use std::{
     time::Duration,
 };
 
-use ackwire_room::signalling::{LeaveReason, PeerId, PeerInfo, Resume};
+use ackwire_room::signalling::{LeaveReason, PeerId, PeerInfo, Resume, RoomSnapshot};
 use futures_util::StreamExt;
 use redis::{
     AsyncCommands, Script,
@@ -130,6 +130,9 @@ fn peers_key(room: &str) -> String {
     format!("ackwire:peers:{room}")
 }
 
+/// Every room's channel, for all-rooms dashboards.
+const ROOM_PATTERN: &str = "ackwire:room:*";
+
 fn room_channel(room: &str) -> String {
     format!("ackwire:room:{room}")
 }
@@ -232,6 +235,9 @@ pub struct Broker {
     init: Script,
     /// The Redis epoch this instance last saw.
     epoch: Mutex<Option<String>>,
+    /// An all-rooms dashboard is (or was) connected here: this instance listens to every
+    /// room's channel too.
+    watching_all: AtomicBool,
 }
 
 impl Broker {
@@ -254,6 +260,7 @@ impl Broker {
             raise: Script::new(RAISE),
             init: Script::new(INIT),
             epoch: Mutex::new(None),
+            watching_all: AtomicBool::new(false),
         });
         let _ = broker.hub.set(Arc::downgrade(hub));
         tokio::spawn(Arc::clone(&broker).run(rx));
@@ -454,6 +461,39 @@ impl Broker {
         }
     }
 
+    /// For an all-rooms dashboard: listen to every room from now on, and every room as Redis
+    /// has it now (peers as dashboards see them).
+    pub async fn watch_all(&self) -> Result<Vec<RoomSnapshot>, SignalError> {
+        if !self.watching_all.swap(true, Ordering::Relaxed) {
+            let sink = lock(&self.sink).clone();
+            let subscribed = match sink {
+                Some(mut sink) => sink.psubscribe(ROOM_PATTERN).await.map_err(unavailable),
+                None => Err(SignalError::BrokerUnavailable),
+            };
+            if let Err(err) = subscribed {
+                self.watching_all.store(false, Ordering::Relaxed);
+                return Err(err);
+            }
+        }
+        let mut conn = self.connection()?;
+        let mut rooms: Vec<String> = conn.smembers(ROOMS_KEY).await.map_err(unavailable)?;
+        rooms.sort_unstable();
+        let mut snapshots = Vec::with_capacity(rooms.len());
+        for room in rooms {
+            let mut peers: Vec<PeerInfo> = self
+                .records(&room)
+                .await?
+                .into_iter()
+                .map(|r| crate::rooms::watched(&r.info))
+                .collect();
+            peers.sort_unstable_by_key(|p| p.id);
+            if !peers.is_empty() {
+                snapshots.push(RoomSnapshot { room, peers });
+            }
+        }
+        Ok(snapshots)
+    }
+
     /// Rooms and peers of every instance, for `/metrics`.
     pub async fn totals(&self) -> Result<(i64, i64), SignalError> {
         let mut conn = self.connection()?;
@@ -582,6 +622,9 @@ impl Broker {
         let rooms: Vec<String> = lock(&self.rooms).keys().cloned().collect();
         for room in &rooms {
             sink.subscribe(room_channel(room)).await?;
+        }
+        if self.watching_all.load(Ordering::Relaxed) {
+            sink.psubscribe(ROOM_PATTERN).await?;
         }
         self.alive(&mut conn).await?;
         // Pipelines run scripts by their hash: Redis must know them (again, if it restarted).
@@ -813,12 +856,30 @@ impl Broker {
                 tracing::warn!(%channel, "unreadable broker event");
                 return;
             };
+            let (RoomEvent::Joined { origin, .. }
+            | RoomEvent::Left { origin, .. }
+            | RoomEvent::Moved { origin, .. }
+            | RoomEvent::Stats { origin, .. }) = &event;
+            if *origin == self.instance {
+                // Ours: this instance told its own peers and watchers already.
+                return;
+            }
+            if message.from_pattern() {
+                // For all-rooms dashboards. A room this instance serves also arrives on its
+                // own channel, handled below.
+                match event {
+                    RoomEvent::Joined { peer, .. } => hub.watched_joined(room, &peer),
+                    RoomEvent::Left {
+                        peer_id, reason, ..
+                    } => hub.watched_left(room, peer_id, reason),
+                    RoomEvent::Stats { peer_id, links, .. } => {
+                        hub.watched_stats(room, peer_id, &links);
+                    }
+                    RoomEvent::Moved { .. } => {}
+                }
+                return;
+            }
             match event {
-                RoomEvent::Joined { origin, .. }
-                | RoomEvent::Left { origin, .. }
-                | RoomEvent::Moved { origin, .. }
-                | RoomEvent::Stats { origin, .. }
-                    if origin == self.instance => {}
                 RoomEvent::Joined { peer, home, .. } => hub.mirror_joined(room, peer, home),
                 RoomEvent::Left {
                     peer_id, reason, ..

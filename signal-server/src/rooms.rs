@@ -177,7 +177,7 @@ impl Room {
 
 /// A peer as dashboards see it: a native's UDP address and key, and where anyone connects
 /// from, are for its room's members alone.
-fn watched(info: &PeerInfo) -> PeerInfo {
+pub(crate) fn watched(info: &PeerInfo) -> PeerInfo {
     PeerInfo {
         udp_addr: None,
         udp_key: None,
@@ -927,6 +927,47 @@ impl Hub {
             links: Cow::Borrowed(links),
         });
         st.notify_subscribers(&self.metrics, room, &text);
+    }
+
+    /// Another instance's event of a room this instance does not serve, for its all-rooms
+    /// watchers (a room it serves reaches them as its own events do).
+    fn to_all_rooms_watchers(&self, room: &str, text: &Utf8Bytes) {
+        let st = self.lock();
+        if st.rooms.contains_key(room) {
+            return;
+        }
+        for sub in st.subscribers.values().filter(|s| s.room.is_none()) {
+            let _ = sub.link.send(text, &self.metrics);
+        }
+    }
+
+    /// A peer joined a room of another instance (for all-rooms watchers).
+    pub fn watched_joined(&self, room: &str, info: &PeerInfo) {
+        let text = to_text(&ServerFrame::PeerJoined {
+            room: Cow::Borrowed(room),
+            peer: watched(info),
+        });
+        self.to_all_rooms_watchers(room, &text);
+    }
+
+    /// A peer left a room of another instance (for all-rooms watchers).
+    pub fn watched_left(&self, room: &str, peer_id: PeerId, reason: LeaveReason) {
+        let text = to_text(&ServerFrame::PeerLeft {
+            room: Cow::Borrowed(room),
+            peer_id,
+            reason,
+        });
+        self.to_all_rooms_watchers(room, &text);
+    }
+
+    /// A stats report in a room of another instance (for all-rooms watchers).
+    pub fn watched_stats(&self, room: &str, peer_id: PeerId, links: &Value) {
+        let text = to_text(&ServerFrame::Stats {
+            room: Cow::Borrowed(room),
+            peer_id,
+            links: Cow::Borrowed(links),
+        });
+        self.to_all_rooms_watchers(room, &text);
     }
 
     /// A frame another instance relayed to one of this instance's peers.

@@ -526,7 +526,13 @@ impl Session {
                     }
                     None => self.may_watch_all(token.as_deref().or(self.bearer.as_deref()))?,
                 }
-                let rooms = self.hub.subscribe(room, self.link.clone());
+                // Every room of every instance: Redis has them all.
+                let shared = match (&room, self.hub.broker()) {
+                    (None, Some(broker)) => Some(broker.watch_all().await?),
+                    _ => None,
+                };
+                let local = self.hub.subscribe(room, self.link.clone());
+                let rooms = shared.unwrap_or(local);
                 self.subscribed = true;
                 let _ = self.reply(&ServerFrame::Subscribed { rooms }).await;
                 Ok(())

@@ -363,3 +363,54 @@ async fn without_redis_joins_are_refused_and_healthz_says_so_until_it_is_back() 
         .await;
     assert_eq!(b.recv_type("signal").await["from"], peer_id(&wa));
 }
+
+#[tokio::test]
+async fn the_all_rooms_dashboard_of_one_instance_sees_the_rooms_of_every_instance() {
+    let redis = Redis::start().await;
+    let one = instance(&redis, |_| {}).await;
+    let two = instance(&redis, |_| {}).await;
+    // A room only `two` serves, with a native whose address dashboards must not see.
+    let mut native = Client::connect(two.addr).await;
+    let wn = native
+        .join_with(
+            json!({"type": "join", "version": 1, "room": "far", "kind": "native",
+            "udp_addr": "192.0.2.7:40000"}),
+        )
+        .await;
+    let mut dash = Client::connect(one.addr).await;
+    dash.send(json!({"type": "subscribe"})).await;
+    let subscribed = dash.recv_type("subscribed").await;
+    assert_eq!(
+        subscribed["rooms"],
+        json!([{"room": "far", "peers": [{"id": peer_id(&wn), "kind": "native"}]}])
+    );
+    // What happens in it from now on, once.
+    let (mut b, wb) = join(two.addr, "far").await;
+    let joined = dash.recv().await;
+    assert_eq!(joined["type"], "peer_joined", "{joined}");
+    assert_eq!(
+        joined["peer"],
+        json!({"id": peer_id(&wb), "kind": "browser"})
+    );
+    let links = json!([{"peer": peer_id(&wn), "stats": {"rtt_ms": 3.5}}]);
+    b.send(json!({"type": "stats", "links": links})).await;
+    let stats = dash.recv().await;
+    assert_eq!(stats["type"], "stats", "{stats}");
+    assert_eq!(stats["links"], links);
+    assert!(b.close().await);
+    let left = dash.recv().await;
+    assert_eq!(left["type"], "peer_left", "{left}");
+    assert_eq!(left["peer_id"], peer_id(&wb));
+    // A room `one` serves itself reaches the dashboard once, not once per subscription, and
+    // so does its end.
+    let (c, wc) = join(one.addr, "near").await;
+    let joined = dash.recv().await;
+    assert_eq!(joined["peer"]["id"], peer_id(&wc));
+    assert!(c.close().await);
+    let left = dash.recv().await;
+    assert_eq!(
+        (&left["type"], &left["peer_id"]),
+        (&json!("peer_left"), &json!(peer_id(&wc)))
+    );
+    dash.assert_quiet(Duration::from_millis(300)).await;
+}
