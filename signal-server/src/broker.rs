@@ -544,22 +544,37 @@ impl Broker {
     }
 
     /// A frame for a peer `home` holds.
-    pub fn forward(&self, home: &str, room: &str, to: PeerId, text: &str) {
+    /// Refused while Redis is out of reach: a signal is worth sending now or not at all,
+    /// and queueing them would grow without bound during an outage.
+    pub fn forward(
+        &self,
+        home: &str,
+        room: &str,
+        to: PeerId,
+        text: &str,
+    ) -> Result<(), SignalError> {
+        if !self.healthy() {
+            return Err(SignalError::BrokerUnavailable);
+        }
         let message = serde_json::to_string(&Delivery {
             room: room.to_owned(),
             to,
             text: text.to_owned(),
+        })
+        .map_err(|e| SignalError::Malformed(e.to_string()))?;
+        let _ = self.ops.send(Op::Publish {
+            channel: instance_channel(home),
+            message,
         });
-        if let Ok(message) = message {
-            let _ = self.ops.send(Op::Publish {
-                channel: instance_channel(home),
-                message,
-            });
-        }
+        Ok(())
     }
 
-    /// A local peer's stats report, for the room's watchers on other instances.
+    /// A local peer's stats report, for the room's watchers on other instances (dropped while
+    /// Redis is out of reach: the next report follows within seconds).
     pub fn stats(&self, room: &str, peer_id: PeerId, links: &Value) {
+        if !self.healthy() {
+            return;
+        }
         self.publish_event(
             room,
             &RoomEvent::Stats {

@@ -528,7 +528,7 @@ impl Hub {
         if let (Some(home), Some(broker)) = (&slot.home, self.broker()) {
             // Its instance delivers it; a peer gone meanwhile is news the sender gets from
             // the room.
-            broker.forward(home, room, to, frame.as_str());
+            broker.forward(home, room, to, frame.as_str())?;
             self.metrics.signals_relayed.inc();
             return Ok(());
         }
@@ -843,14 +843,21 @@ impl Hub {
                     slot.info = info;
                 }
             }
-            None => {
-                r.gone.retain(|id| *id != info.id);
-                r.peers
-                    .insert(info.id, PeerSlot::remote(info.clone(), home));
-                self.metrics.peers.inc();
-                self.announce_joined(&st, room, &info);
-            }
+            None => self.add_remote(&mut st, room, info, home),
         }
+    }
+
+    /// Mirrors a peer of another instance that is new to this one, and tells the room's local
+    /// peers and watchers.
+    fn add_remote(&self, st: &mut State, room: &str, info: PeerInfo, home: String) {
+        let Some(r) = st.rooms.get_mut(room) else {
+            return;
+        };
+        r.gone.retain(|id| *id != info.id);
+        r.peers
+            .insert(info.id, PeerSlot::remote(info.clone(), home));
+        self.metrics.peers.inc();
+        self.announce_joined(st, room, &info);
     }
 
     /// A peer of a room this instance serves left on another instance (or was evicted, or
@@ -904,13 +911,7 @@ impl Hub {
                 slot.orphaned = false;
                 slot.generation += 1;
             }
-            None => {
-                r.gone.retain(|id| *id != info.id);
-                r.peers
-                    .insert(info.id, PeerSlot::remote(info.clone(), home));
-                self.metrics.peers.inc();
-                self.announce_joined(&st, room, &info);
-            }
+            None => self.add_remote(&mut st, room, info, home),
         }
         self.settle_locked(&mut st, room);
     }

@@ -342,6 +342,10 @@ async fn without_redis_joins_are_refused_and_healthz_says_so_until_it_is_back() 
         .send(json!({"type": "join", "version": 1, "room": "outage", "kind": "browser"}))
         .await;
     assert_eq!(refused.error_code().await, "broker_unavailable");
+    // A signal to a peer on the other instance cannot go now: the sender is told.
+    a.send(json!({"type": "signal", "to": peer_id(&wb), "data": {"candidate": "x"}}))
+        .await;
+    assert_eq!(a.error_code().await, "broker_unavailable");
 
     // Redis comes back empty: the instances put their peers back and joins work again.
     let _redis = Redis::start_on(port).await;
