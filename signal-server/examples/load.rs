@@ -27,7 +27,9 @@ use anyhow::{Context, bail};
 use clap::Parser;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
-use support::{Ws, connect_one, metric, percentile, rss_kb, spawn_server};
+use support::{
+    Ws, connect_one, drive_clients, metric, percentile, rss_kb, serve_child, spawn_server,
+};
 use tokio::{sync::Semaphore, task::JoinSet};
 use tokio_tungstenite::tungstenite::Message;
 
@@ -62,39 +64,12 @@ const PER_SENDER_RATE: u32 = 10;
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    // Each connection is one descriptor on each side.
-    let nofile = rlimit::increase_nofile_limit(u64::MAX).context("raising RLIMIT_NOFILE")?;
     if args.serve {
-        return run_server();
+        // The server's descriptors: one per client.
+        rlimit::increase_nofile_limit(u64::MAX).context("raising RLIMIT_NOFILE")?;
+        return serve_child(|_| {});
     }
-    if (nofile as usize) < args.clients + 64 {
-        bail!(
-            "RLIMIT_NOFILE is {nofile}; {} clients need more",
-            args.clients
-        );
-    }
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()?
-        .block_on(run(args))
-}
-
-fn run_server() -> anyhow::Result<()> {
-    tokio::runtime::Runtime::new()?.block_on(async {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        println!("LISTENING {}", listener.local_addr()?);
-        // Every client comes from 127.0.0.1: lift the per-address limits.
-        let config = ackwire_signal::Config {
-            bind: listener.local_addr()?,
-            max_rooms: usize::MAX,
-            max_connections_per_ip: usize::MAX,
-            rooms_per_ip_per_min: u32::MAX,
-            ..ackwire_signal::Config::default()
-        };
-        ackwire_signal::serve(listener, config, ackwire_signal::shutdown_signal()).await?;
-        Ok(())
-    })
+    drive_clients(args.clients, run(args))
 }
 
 #[derive(Default)]

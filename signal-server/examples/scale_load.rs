@@ -31,7 +31,7 @@ use anyhow::{Context, bail};
 use clap::Parser;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
-use support::{Ws, metric, percentile, rss_kb, spawn_server, welcomed};
+use support::{Ws, drive_clients, metric, percentile, rss_kb, serve_child, spawn_server, welcomed};
 use tokio::{sync::Semaphore, task::JoinSet};
 use tokio_tungstenite::tungstenite::Message;
 
@@ -71,41 +71,19 @@ const GOAL_RESUME_MS: f64 = 2000.0;
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let nofile = rlimit::increase_nofile_limit(u64::MAX).context("raising RLIMIT_NOFILE")?;
     if args.serve {
-        return run_instance(args.redis.context("--serve needs --redis")?);
-    }
-    let clients = args.instances * args.clients_per_instance;
-    if (nofile as usize) < clients + 64 {
-        bail!("RLIMIT_NOFILE is {nofile}; {clients} clients need more");
+        // The server's descriptors: one per client.
+        rlimit::increase_nofile_limit(u64::MAX).context("raising RLIMIT_NOFILE")?;
+        let redis = args.redis.context("--serve needs --redis")?;
+        return serve_child(|c| {
+            c.reconnect_grace = GRACE;
+            c.redis = Some(redis);
+        });
     }
     if !(2..=ROOM_SIZE).contains(&args.instances) {
         bail!("--instances: 2 to {ROOM_SIZE}");
     }
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()?
-        .block_on(run(args))
-}
-
-fn run_instance(redis: String) -> anyhow::Result<()> {
-    tokio::runtime::Runtime::new()?.block_on(async {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        println!("LISTENING {}", listener.local_addr()?);
-        // Every client comes from 127.0.0.1: lift the per-address limits.
-        let config = ackwire_signal::Config {
-            bind: listener.local_addr()?,
-            max_rooms: usize::MAX,
-            max_connections_per_ip: usize::MAX,
-            rooms_per_ip_per_min: u32::MAX,
-            reconnect_grace: GRACE,
-            redis: Some(redis),
-            ..ackwire_signal::Config::default()
-        };
-        ackwire_signal::serve(listener, config, ackwire_signal::shutdown_signal()).await?;
-        Ok(())
-    })
+    drive_clients(args.instances * args.clients_per_instance, run(args))
 }
 
 /// The test's own `redis-server`, killed when the test ends.

@@ -267,11 +267,6 @@ impl Broker {
         Ok(broker)
     }
 
-    /// This instance's name in Redis.
-    pub fn instance(&self) -> &str {
-        &self.instance
-    }
-
     /// Whether Redis answers now.
     pub fn healthy(&self) -> bool {
         self.healthy.load(Ordering::Relaxed)

@@ -29,6 +29,43 @@ impl Drop for ServerChild {
     }
 }
 
+/// The server side of `--serve`: a server on an ephemeral loopback port, announced on stdout
+/// as `LISTENING ADDR`, with the per-address limits lifted (every client comes from
+/// 127.0.0.1) and `tweak` applied.
+pub fn serve_child(tweak: impl FnOnce(&mut ackwire_signal::Config)) -> anyhow::Result<()> {
+    tokio::runtime::Runtime::new()?.block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        println!("LISTENING {}", listener.local_addr()?);
+        let mut config = ackwire_signal::Config {
+            bind: listener.local_addr()?,
+            max_rooms: usize::MAX,
+            max_connections_per_ip: usize::MAX,
+            rooms_per_ip_per_min: u32::MAX,
+            ..ackwire_signal::Config::default()
+        };
+        tweak(&mut config);
+        ackwire_signal::serve(listener, config, ackwire_signal::shutdown_signal()).await?;
+        Ok(())
+    })
+}
+
+/// The load generator's side: `clients` connections (one descriptor each, plus the
+/// server's when it is a child), driven on one worker thread so the server keeps the rest.
+pub fn drive_clients(
+    clients: usize,
+    run: impl std::future::Future<Output = anyhow::Result<()>>,
+) -> anyhow::Result<()> {
+    let nofile = rlimit::increase_nofile_limit(u64::MAX).context("raising RLIMIT_NOFILE")?;
+    if (nofile as usize) < clients + 64 {
+        bail!("RLIMIT_NOFILE is {nofile}; {clients} clients need more");
+    }
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()?
+        .block_on(run)
+}
+
 /// This same executable with `--serve` and `args`: a server in a child process (so its RSS
 /// is its own), which prints `LISTENING ADDR` first.
 pub fn spawn_server(args: &[String]) -> anyhow::Result<(ServerChild, SocketAddr)> {
