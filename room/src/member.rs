@@ -35,10 +35,19 @@
 //! - **gone**: the peer left the room; the link is dropped after this report.
 //!
 //! ## Who does what
-//! Between two peers of one signalling session the **higher id** is the newcomer: it offers
-//! the WebRTC session (and every renegotiation) and runs the core's connector; the lower id
-//! answers and accepts (`demo::we_accept`). Between natives there is nothing to negotiate: the
-//! higher id connects over UDP, the lower accepts. One initiator per pair means no glare.
+//! One side of each pair offers the WebRTC session (and every renegotiation) and runs the
+//! core's connector; the other answers and accepts. Both derive the same roles from the ids
+//! and kinds they share, so there is no glare (`we_offer`):
+//! - **two browsers**: the lower id, the player already in the room. It offers as soon as
+//!   the server announces the newcomer, so the offer waits at the newcomer's page while that
+//!   page still loads its driver, and the newcomer only answers.
+//! - **a native and a browser**: the browser, whoever came first. The native answers within
+//!   a few ms and the browser's ICE agent controls; the other way round the native's agent
+//!   (the `webrtc` crate's) would control, nominate only at its next check run, and hold the
+//!   browser's DTLS until then (median join 196 ms against 128 ms, `docs/native-rooms.md`).
+//! - **two natives**: nothing to negotiate; the higher id connects over UDP and the lower
+//!   accepts (`demo::we_accept`). When no direct path works, the higher id falls back to ICE
+//!   and offers.
 //!
 //! ## Across signal-server restarts
 //! Peer ids belong to one server session. Every member joins with a random `instance` id of
@@ -747,6 +756,18 @@ fn is_private(ip: IpAddr) -> bool {
     }
 }
 
+/// Whether we (`me`, of kind `ours`) offer the WebRTC session of a link with `peer` (of kind
+/// `theirs`) and connect its core; the module's "Who does what" says why each pair's roles
+/// are what they are. Between natives it is also who connects over UDP and falls back to ICE.
+fn we_offer(ours: PeerKind, me: PeerId, theirs: PeerKind, peer: PeerId) -> bool {
+    match (ours, theirs) {
+        (PeerKind::Browser, PeerKind::Browser) => me < peer,
+        (PeerKind::Native, PeerKind::Browser) => false,
+        (PeerKind::Browser, PeerKind::Native) => true,
+        (PeerKind::Native, PeerKind::Native) => me > peer,
+    }
+}
+
 /// Takes what `from` sent early (and is still fresh) out of `queue`, dropping what is stale.
 fn take_early<K: PartialEq, T>(
     queue: &mut VecDeque<(Duration, K, T)>,
@@ -1303,7 +1324,7 @@ impl Member {
         link.attempt_start = now;
         link.ice = None;
         link.candidate = None;
-        let we_initiate = me > peer;
+        let we_offer = we_offer(self.config.kind, me, link.kind, peer);
         // Raw UDP between natives only when both encrypt it or neither does: with one that
         // runs `--insecure`, the link goes through WebRTC, whose DTLS encrypts it, rather
         // than in plaintext or not at all.
@@ -1339,7 +1360,7 @@ impl Member {
                 link.state = LinkState::Open;
                 link.deadline = Some(now + self.config.direct_timeout);
             }
-            None => self.open_rtc(now, i, we_initiate),
+            None => self.open_rtc(now, i, we_offer),
         }
         let info = self.links[i].info(now);
         self.event(Event::Link(info));
@@ -1420,7 +1441,9 @@ impl Member {
             // Not in the room (yet): it starts over when its peer shows up again.
             return;
         };
-        let initiator = self.me.is_some_and(|me| me > peer);
+        let initiator = self
+            .me
+            .is_some_and(|me| we_offer(self.config.kind, me, link.kind, peer));
         let delay = if initiator && !fall_back {
             self.config.backoff.delay(link.attempts, self.random.next())
         } else {

@@ -77,6 +77,27 @@ fn natives_link_over_udp_and_with_browsers_over_webrtc() {
 }
 
 #[test]
+fn the_player_already_in_the_room_offers_and_browsers_offer_to_natives() {
+    let mut w = World::new();
+    let a = w.add(PeerKind::Browser, |_| {});
+    let b = w.add(PeerKind::Browser, |_| {});
+    let n = w.add(PeerKind::Native, |_| {});
+    let c = w.add(PeerKind::Browser, |_| {});
+    w.run_until_true(2 * S, "all linked", |w| w.fully_linked(&[a, b, n, c]));
+    let mut offers = w.offers.clone();
+    offers.sort();
+    // Between browsers whoever was in the room first offers, while the newcomer's page loads;
+    // a browser offers to a native, newer or older.
+    let mut expected = [(a, b), (a, c), (a, n), (b, c), (b, n), (c, n)];
+    expected.sort();
+    assert_eq!(offers, expected);
+    for (x, y) in offers {
+        assert_eq!(w.link(x, y).unwrap().transport, TransportKind::WebRtc);
+        assert_eq!(w.link(y, x).unwrap().state, LinkState::Connected);
+    }
+}
+
+#[test]
 fn natives_with_keys_link_encrypted_and_reach_one_without_keys_only_through_webrtc() {
     use std::sync::Arc;
     let keyed = |c: &mut ackwire_room::member::MemberConfig| {
@@ -603,7 +624,7 @@ fn fresh_ice_servers_from_the_server_are_used_by_the_next_peer_connection() {
     );
     member.handle_frame(ms(10), &welcome).unwrap();
     opened(&mut member);
-    // Peer 2 arrives (we, the higher id, offer): the welcome's credentials.
+    // Peer 2 arrives (a peer connection for it, answering): the welcome's credentials.
     let joined = |id: u32| {
         format!(r#"{{"type":"peer_joined","room":"lobby","peer":{{"id":{id},"kind":"browser"}}}}"#)
     };

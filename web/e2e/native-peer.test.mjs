@@ -12,7 +12,7 @@ import { joinNative } from './native.mjs';
 
 const env = useServerAndBrowser();
 
-// Measured ~150 ms on an idle machine (native offers, browser answers). The bound leaves room
+// Measured ~90 ms on an idle machine (the browser offers, the native answers). The bound leaves room
 // for a loaded CI machine while catching the known regression: without a zero peer-reflexive
 // acceptance wait the native's ICE agent waits a further second before nominating.
 const CONNECT_BOUND_MS = 1500;
@@ -56,12 +56,13 @@ test('a browser and a native peer connect over WebRTC both ways: positions, one 
   const browserId = await myId(player);
   const native = await joinNative(`${env.server.url}/room/${room}`);
   try {
-    // The native is the newcomer: it offers, the browser answers; the lower id accepts.
+    // The native is the newcomer; a browser offers to a native all the same, and the native
+    // answers and accepts the core connection (room/src/member.rs, "Who does what").
     await connectedTo(player, native.id);
     const link = await native.waitFor('a WebRTC link', (l) => native.linkState(l, browserId, 'connected'));
     assert.equal(link.transport, 'webrtc');
     const open = native.lines.find((l) => native.linkState(l, browserId, 'open'));
-    console.log(`native → browser: data channel open ${open.attempt_ms} ms, core connected ${link.attempt_ms} ms after the native started the link`);
+    console.log(`a native newcomer answering the browser: data channel open ${open.attempt_ms} ms, core connected ${link.attempt_ms} ms after the offer reached it`);
     assert.ok(link.attempt_ms < CONNECT_BOUND_MS, `native connected to the browser after ${link.attempt_ms} ms`);
 
     // The native's dot moves on the page, and the page's position reaches the native.
@@ -207,4 +208,31 @@ test('a native peer outlives a browser vanishing and a signalling restart; its l
     await browser.close();
     await local.server.stop();
   }
+});
+
+test('ten browsers join a room with a native peer: where the time from opening the URL to an open data channel goes (medians printed)', async () => {
+  const room = 'join-native';
+  const native = await joinNative(`${env.server.url}/room/${room}`);
+  const steps = ['html', 'connect', 'socket', 'script', 'wasm', 'welcome', 'negotiating', 'open', 'connected'];
+  const runs = [];
+  try {
+    for (let i = 0; i < 10; i++) {
+      const from = native.lines.length;
+      const player = await openPage(env, `/room/${room}`);
+      // Waited for on the native's output: a wait on the page injects Playwright's script
+      // (~330 KB, ~10 ms of its main thread) into the middle of the join.
+      await native.waitFor('a browser connected', (l) => l.type === 'link' && l.state === 'connected', 10000, from);
+      // The page's own clock: ms since its navigation started.
+      runs.push(await player.page.waitForFunction(() => window.ackwire.metrics.timeline.connected && window.ackwire.metrics.timeline, null, { timeout: 10000 })
+        .then((h) => h.jsonValue()));
+      assert.deepEqual([...player.errors, ...player.consoleErrors], []);
+      await player.page.context().close();
+    }
+  } finally {
+    await native.stop();
+  }
+  const median = (step) => runs.map((r) => r[step] ?? NaN).sort((x, y) => x - y)[runs.length / 2];
+  console.log(`a browser joining a native, medians of ${runs.length} (ms after navigation): ${steps.map((s) => `${s} ${median(s).toFixed(0)}`).join(', ')}`);
+  // A wide bound, for a loaded CI machine (the goal, < 150 ms, is printed above, not asserted).
+  assert.ok(median('open') < 1000, `median data channel open at ${median('open')} ms`);
 });

@@ -137,6 +137,9 @@ test('ten joins: where the time from opening the URL to an open data channel goe
     const before = await joins(a.page);
     await a.page.waitForFunction(() => window.ackwire?.me.id !== undefined, null, { timeout: 10000 });
     const b = await openPlayer(`join-${i}`);
+    // Waited for on the first page: the first wait on a page injects Playwright's script
+    // (~330 KB, ~10 ms of its main thread), which would land in the middle of the join.
+    await a.page.waitForFunction(() => [...window.ackwire.links.values()].some((l) => l.state === 'connected'), null, { timeout: 10000 });
     // The second page's own clock: ms since its navigation started.
     runs.push(await b.page.waitForFunction(() => window.ackwire.metrics.timeline.connected && window.ackwire.metrics.timeline, null, { timeout: 10000 })
       .then((h) => h.jsonValue()));

@@ -38,7 +38,10 @@ fn main() -> ExitCode {
         Some("demo") => suite::demo(),
         Some("test") => suite::test(),
         Some("bench") => suite::bench(),
-        Some("e2e") => setup::run().and_then(|tools| suite::browser_e2e(&tools, &args[1..])),
+        Some("e2e") => setup::run().and_then(|tools| {
+            let only: Vec<&str> = args[1..].iter().map(String::as_str).collect();
+            suite::browser_e2e(&tools, &only)
+        }),
         Some("-h" | "--help" | "help") => {
             print!("{USAGE}");
             Ok(())

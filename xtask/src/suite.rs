@@ -1,6 +1,10 @@
 //! The user-facing commands: `demo`, `test` and `bench`.
 
-use std::{path::PathBuf, process::Command, time::Instant};
+use std::{
+    path::{Path, PathBuf},
+    process::Command,
+    time::Instant,
+};
 
 use crate::{
     bundle, paths,
@@ -378,25 +382,11 @@ fn wasm_browser_tests(tools: &Tools) -> Result<()> {
 /// playwright-core against the real `ackwire-signal` binary, all inside a namespace where
 /// only loopback exists.
 /// With `only`, just the files whose name contains one of those strings.
-pub(crate) fn browser_e2e(tools: &Tools, only: &[String]) -> Result<()> {
+pub(crate) fn browser_e2e(tools: &Tools, only: &[&str]) -> Result<()> {
     bundle::build(tools)?;
     let server = build_signal_server(false)?;
     let peer = build_bin("ackwire-peer", "ackwire-peer", false)?;
-    let e2e = paths::web_dir().join("e2e");
-    let mut files: Vec<String> = std::fs::read_dir(&e2e)
-        .map_err(|e| format!("cannot read {}: {e}", e2e.display()))?
-        .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .filter(|p| p.to_string_lossy().ends_with(".test.mjs"))
-        .filter(|p| {
-            let name = p.file_name().unwrap_or_default().to_string_lossy();
-            only.is_empty() || only.iter().any(|o| name.contains(o.as_str()))
-        })
-        .map(|p| p.to_string_lossy().into_owned())
-        .collect();
-    files.sort();
-    if files.is_empty() {
-        return Err(format!("no *.test.mjs files in {}", e2e.display()));
-    }
+    let files = e2e_files(only)?;
     let artifacts = paths::root().join("target/e2e-artifacts");
     std::fs::create_dir_all(&artifacts).map_err(|e| e.to_string())?;
     // A fresh self-signed certificate for the tests that serve over TLS (`wss.test.mjs`).
@@ -413,21 +403,61 @@ pub(crate) fn browser_e2e(tools: &Tools, only: &[String]) -> Result<()> {
         ])
         .arg(&tls)
         .args(["127.0.0.1", "localhost"]))?;
-    let mut args = vec!["--test", "--test-reporter=spec"];
-    args.extend(files.iter().map(String::as_str));
-    let mut cmd = in_loopback_namespace("node", &args);
-    cmd.current_dir(paths::web_dir())
-        .env("ACKWIRE_SIGNAL_BIN", &server)
-        .env("ACKWIRE_PEER_BIN", &peer)
-        .env("ACKWIRE_WEB_DIR", paths::web_dir())
-        .env("ACKWIRE_ARTIFACTS", &artifacts)
+    let mut cmd = e2e_command(&files, &[], &server, &peer);
+    cmd.env("ACKWIRE_ARTIFACTS", &artifacts)
         .env("ACKWIRE_E2E_TLS_CERT", tls.join("cert.pem"))
-        .env("ACKWIRE_E2E_TLS_KEY", tls.join("key.pem"))
-        .env("CHROMIUM", "/usr/bin/chromium");
+        .env("ACKWIRE_E2E_TLS_KEY", tls.join("key.pem"));
     println!(
         "   e2e artifacts (screenshots) go to {}",
         artifacts.display()
     );
+    run(&mut cmd).map_err(|e| format!("{e}\n   (command: {})", describe(&cmd)))
+}
+
+/// The e2e files whose name contains one of `only` (all without).
+fn e2e_files(only: &[&str]) -> Result<Vec<String>> {
+    let e2e = paths::web_dir().join("e2e");
+    let mut files: Vec<String> = std::fs::read_dir(&e2e)
+        .map_err(|e| format!("cannot read {}: {e}", e2e.display()))?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|p| p.to_string_lossy().ends_with(".test.mjs"))
+        .filter(|p| {
+            let name = p.file_name().unwrap_or_default().to_string_lossy();
+            only.is_empty() || only.iter().any(|o| name.contains(o))
+        })
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        return Err(format!("no *.test.mjs files in {}", e2e.display()));
+    }
+    Ok(files)
+}
+
+/// node's test runner on `files` (with `extra` arguments), in the loopback-only namespace,
+/// against these server and native peer binaries.
+fn e2e_command(files: &[String], extra: &[&str], server: &Path, peer: &Path) -> Command {
+    let mut args = vec!["--test", "--test-reporter=spec"];
+    args.extend(extra);
+    args.extend(files.iter().map(String::as_str));
+    let mut cmd = in_loopback_namespace("node", &args);
+    cmd.current_dir(paths::web_dir())
+        .env("ACKWIRE_SIGNAL_BIN", server)
+        .env("ACKWIRE_PEER_BIN", peer)
+        .env("ACKWIRE_WEB_DIR", paths::web_dir())
+        .env("CHROMIUM", "/usr/bin/chromium");
+    cmd
+}
+
+/// The join figures users get: the e2e's ten-join runs (a second browser player, and a
+/// browser joining a native peer) against the release server and native peer that
+/// `cargo xtask demo` runs; each prints its medians.
+fn joins(tools: &Tools) -> Result<()> {
+    bundle::build(tools)?;
+    let server = build_signal_server(true)?;
+    let peer = build_bin("ackwire-peer", "ackwire-peer", true)?;
+    let files = e2e_files(&["room.test", "native-peer.test"])?;
+    let mut cmd = e2e_command(&files, &["--test-name-pattern=^ten "], &server, &peer);
     run(&mut cmd).map_err(|e| format!("{e}\n   (command: {})", describe(&cmd)))
 }
 
@@ -519,6 +549,10 @@ pub(crate) fn bench() -> Result<()> {
                     ],
                 )
             },
+        ),
+        stage(
+            "joins: page open -> data channel open, release server and native peer",
+            || setup::run().and_then(|tools| joins(&tools)),
         ),
         stage(
             "signal servers sharing rooms: 3 x 5,000 clients, relay same vs across, failover",

@@ -183,9 +183,9 @@ fn setting_engine(ice: &IceOptions) -> webrtc::peer_connection::SettingEngine {
     let mut settings = SettingEngineBuilder::new()
         .with_multicast_dns_mode(MulticastDnsMode::Disabled)
         .with_answering_dtls_role(RTCDtlsRole::Server)
-        // When we offer, the browser's checks usually arrive before its trickled candidates,
-        // so its address is first learnt as peer-reflexive, a pair the controlling agent
-        // would otherwise wait 1 s to accept.
+        // When we offer (to another native, over ICE), its checks usually arrive before its
+        // trickled candidates, so its address is first learnt as peer-reflexive, a pair the
+        // controlling agent would otherwise wait 1 s to accept.
         .with_prflx_acceptance_min_wait(Some(Duration::ZERO))
         // A pair through a TURN relay is nominated after the agent has run this long (the
         // `rtc` default is 2 s). That wait exists so a direct pair still being checked can

@@ -124,6 +124,8 @@ pub struct World {
     udp_owner: HashMap<SocketAddr, usize>,
     /// Frames the server relayed (signals), for tests that count negotiations.
     pub offers_relayed: usize,
+    /// Each offer the server relayed: (from node, to node), in order.
+    pub offers: Vec<(usize, usize)>,
     /// Every UDP datagram sent between natives, in order (a packet capture).
     pub udp_seen: Vec<Vec<u8>>,
 }
@@ -147,6 +149,7 @@ impl World {
             udp_blocked: BTreeSet::new(),
             udp_owner: HashMap::new(),
             offers_relayed: 0,
+            offers: Vec::new(),
             udp_seen: Vec::new(),
         }
     }
@@ -460,8 +463,12 @@ impl World {
                 let Some(target) = server.peers.iter().find(|p| p.info.id == to).cloned() else {
                     return;
                 };
-                if data.get("sdp").is_some() {
+                if let Some(sdp) = data.get("sdp") {
                     self.offers_relayed += 1;
+                    if sdp.get("type").and_then(|t| t.as_str()) == Some("offer") {
+                        let from = server.peers[sender].member;
+                        self.offers.push((from, target.member));
+                    }
                 }
                 let frame = ServerFrame::Signal {
                     from: from_id,
