@@ -181,7 +181,7 @@ fn wasm_toolchain() -> Result<WasmToolchain> {
             if rustup_target()? {
                 Ok(WasmToolchain::Rustup)
             } else {
-                Err("ACKWIRE_WASM_ROUTE=rustup but `rustup target add` did not succeed".into())
+                Err("ACKWIRE_WASM_ROUTE=rustup but rustup could not add the wasm32 target or rust-src".into())
             }
         }
         None | Some("") => {
@@ -201,41 +201,53 @@ fn wasm_toolchain() -> Result<WasmToolchain> {
     }
 }
 
-/// True when rustup's toolchain has (or could add in time) the wasm32 target.
+/// True when rustup's toolchain has (or could add in time) the wasm32 target and the
+/// standard library's source, which the bundle is built with (`bundle.rs`).
 fn rustup_target() -> Result<bool> {
     if !have("rustup") {
         step("wasm32 toolchain", "no rustup on PATH");
         return Ok(false);
     }
-    let installed =
-        process::output(Command::new("rustup").args(["target", "list", "--installed"]))?;
-    if installed.lines().any(|l| l.trim() == WASM_TARGET) {
-        step(
-            "wasm32 toolchain",
-            "rustup target wasm32-unknown-unknown present; skipping",
-        );
-        return Ok(true);
-    }
-    step(
-        "wasm32 toolchain",
-        "adding rustup target wasm32-unknown-unknown",
-    );
-    let start = Instant::now();
-    let ok = run_with_timeout(
-        Command::new("rustup").args(["target", "add", WASM_TARGET]),
-        RUSTUP_TIMEOUT,
-    )
-    .map_err(|e| format!("cannot run rustup: {e}"))?;
-    if ok {
+    let targets = process::output(Command::new("rustup").args(["target", "list", "--installed"]))?;
+    let components =
+        process::output(Command::new("rustup").args(["component", "list", "--installed"]))?;
+    let src_present = components.lines().any(|l| l.trim().starts_with("rust-src"));
+    let parts = [
+        (
+            "target wasm32-unknown-unknown",
+            targets.lines().any(|l| l.trim() == WASM_TARGET),
+            ["target", "add", WASM_TARGET],
+        ),
+        (
+            "component rust-src",
+            src_present,
+            ["component", "add", "rust-src"],
+        ),
+    ];
+    for (what, present, add) in parts {
+        if present {
+            step(
+                "wasm32 toolchain",
+                &format!("rustup {what} present; skipping"),
+            );
+            continue;
+        }
+        step("wasm32 toolchain", &format!("adding rustup {what}"));
+        let start = Instant::now();
+        let ok = run_with_timeout(Command::new("rustup").args(add), RUSTUP_TIMEOUT)
+            .map_err(|e| format!("cannot run rustup: {e}"))?;
+        if !ok {
+            return Ok(false);
+        }
         step(
             "wasm32 toolchain",
             &format!(
-                "rustup target added in {:.0}s",
+                "rustup {what} added in {:.0}s",
                 start.elapsed().as_secs_f64()
             ),
         );
     }
-    Ok(ok)
+    Ok(true)
 }
 
 /// Debian's rustc-web extracted into `<tools>/rustc-web`, plus a wasm32 std built once from
