@@ -20,7 +20,8 @@ commands:
   demo    setup, build the wasm bundle (release), start the signal server on 127.0.0.1:8080
           (ACKWIRE_INSTANCES=2: a Redis and two servers sharing rooms, on 8080 and 8081)
   test    setup, then native tests, wasm tests in headless Chromium, browser e2e tests
-  bench   run the benchmarks (criterion benches of the core)
+  bench [NAME..]  run the benchmarks (all, or the stages whose name contains one of NAME,
+          e.g. `joins`)
   e2e [NAME..]  setup, then only the browser e2e suite (files of web/e2e/ whose name
           contains one of NAME; all without)
 
@@ -37,7 +38,10 @@ fn main() -> ExitCode {
         Some("setup") => setup::run().map(|_| ()),
         Some("demo") => suite::demo(),
         Some("test") => suite::test(),
-        Some("bench") => suite::bench(),
+        Some("bench") => {
+            let only: Vec<&str> = args[1..].iter().map(String::as_str).collect();
+            suite::bench(&only)
+        }
         Some("e2e") => setup::run().and_then(|tools| {
             let only: Vec<&str> = args[1..].iter().map(String::as_str).collect();
             suite::browser_e2e(&tools, &only)

@@ -505,19 +505,25 @@ fn fuzz_smoke(tools: &Tools) -> Result<()> {
 /// goal is relative: the core against laminar (criterion), the listener at a few connections
 /// against many (what memory costs), the native peer against a raw UDP echo, the signal
 /// server under load.
-pub(crate) fn bench() -> Result<()> {
+pub(crate) fn bench(only: &[&str]) -> Result<()> {
     let start = Instant::now();
-    let stages = [
-        stage("core: packets and messages vs laminar", || {
-            run(cargo().args(["bench", "-p", "ackwire-core", "--bench", "packet_path"]))
-        }),
-        stage(
-            "core: listener cost per echo at 64 / 2,000 / 10,000 connections",
-            || run(cargo().args(["bench", "-p", "ackwire-core", "--bench", "listener_scale"])),
+    type Run = Box<dyn FnOnce() -> Result<()>>;
+    let all: Vec<(&'static str, Run)> = vec![
+        (
+            "core: packets and messages vs laminar",
+            Box::new(|| {
+                run(cargo().args(["bench", "-p", "ackwire-core", "--bench", "packet_path"]))
+            }),
         ),
-        stage(
+        (
+            "core: listener cost per echo at 64 / 2,000 / 10,000 connections",
+            Box::new(|| {
+                run(cargo().args(["bench", "-p", "ackwire-core", "--bench", "listener_scale"]))
+            }),
+        ),
+        (
             "core: heap per connection at 2,000 / 10,000 (idle, chat, after)",
-            || {
+            Box::new(|| {
                 run(cargo().args([
                     "bench",
                     "-p",
@@ -525,18 +531,21 @@ pub(crate) fn bench() -> Result<()> {
                     "--bench",
                     "connection_memory",
                 ]))
-            },
+            }),
         ),
-        stage(
+        (
             "native peer: UDP vs raw echo (unbatched, batched), connections/core",
-            || run(cargo().args(["bench", "-p", "ackwire-peer", "--bench", "udp"])),
+            Box::new(|| run(cargo().args(["bench", "-p", "ackwire-peer", "--bench", "udp"]))),
         ),
-        stage("native peer: listen RSS at 10,000 connections", || {
-            run(cargo().args(["bench", "-p", "ackwire-peer", "--bench", "listen_memory"]))
-        }),
-        stage(
+        (
+            "native peer: listen RSS at 10,000 connections",
+            Box::new(|| {
+                run(cargo().args(["bench", "-p", "ackwire-peer", "--bench", "listen_memory"]))
+            }),
+        ),
+        (
             "signal server: 10k idle clients, 1k relays/s, join latency",
-            || {
+            Box::new(|| {
                 signal_example(
                     "load",
                     &[
@@ -548,22 +557,30 @@ pub(crate) fn bench() -> Result<()> {
                         "20",
                     ],
                 )
-            },
+            }),
         ),
-        stage(
+        (
             "joins: page open -> data channel open, release server and native peer",
-            || setup::run().and_then(|tools| joins(&tools)),
+            Box::new(|| setup::run().and_then(|tools| joins(&tools))),
         ),
-        stage(
+        (
             "signal servers sharing rooms: 3 x 5,000 clients, relay same vs across, failover",
-            || {
+            Box::new(|| {
                 signal_example(
                     "scale_load",
                     &["--instances", "3", "--clients-per-instance", "5000"],
                 )
-            },
+            }),
         ),
     ];
+    let stages: Vec<Stage> = all
+        .into_iter()
+        .filter(|(name, _)| only.is_empty() || only.iter().any(|o| name.contains(o)))
+        .map(|(name, f)| stage(name, f))
+        .collect();
+    if stages.is_empty() {
+        return Err(format!("no bench stage matches {}", only.join(" ")));
+    }
     summarize("bench", &stages, start)
 }
 
