@@ -44,7 +44,8 @@
 //! - **a native and a browser**: the browser, whoever came first. The native answers within
 //!   a few ms and the browser's ICE agent controls; the other way round the native's agent
 //!   (the `webrtc` crate's) would control, nominate only at its next check run, and hold the
-//!   browser's DTLS until then (median join 196 ms against 128 ms, `docs/native-rooms.md`).
+//!   browser's DTLS until then (a browser's median join measured 196 ms that way, 114–145 ms
+//!   this way; `cargo xtask bench joins`).
 //! - **two natives**: nothing to negotiate; the higher id connects over UDP and the lower
 //!   accepts (`demo::we_accept`). When no direct path works, the higher id falls back to ICE
 //!   and offers.
