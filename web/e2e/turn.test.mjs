@@ -59,7 +59,7 @@ test('two players limited to relayed candidates connect through coturn with the 
   assert.equal(copies, 1);
 
   // A native peer joins: its links to the relay-only pages pair its host candidate with
-  // their relayed ones (it offers, so its ICE agent chooses the pair).
+  // their relayed ones (the pages offer, so their ICE agents choose the pair).
   const native = await joinNative(`${server.url}/room/relayed`);
   try {
     const welcomed = Date.now();

@@ -187,13 +187,12 @@ fn setting_engine(ice: &IceOptions) -> webrtc::peer_connection::SettingEngine {
         // trickled candidates, so its address is first learnt as peer-reflexive, a pair the
         // controlling agent would otherwise wait 1 s to accept.
         .with_prflx_acceptance_min_wait(Some(Duration::ZERO))
-        // A pair through a TURN relay is nominated after the agent has run this long (the
-        // `rtc` default is 2 s). That wait exists so a direct pair still being checked can
-        // win; a direct pair that works usually succeeds within the server-reflexive wait
-        // (500 ms), and when the peer is reachable only through a relay (a browser with
-        // `?relay`, symmetric NATs on both sides) every link paid the full 2 s, plus the
-        // browser's DTLS retransmissions backing off meanwhile (measured 3.3 s from welcome
-        // to connected, against a relay-only page on loopback; `docs/native-rooms.md`).
+        // When we control (offering to another native), a pair through a TURN relay is
+        // nominated after the agent has run this long (the `rtc` default is 2 s). That wait
+        // exists so a direct pair still being checked can win; a direct pair that works
+        // usually succeeds within the server-reflexive wait (500 ms), and when the peer is
+        // reachable only through a relay (symmetric NATs on both sides) every link paid the
+        // full 2 s (`docs/native-rooms.md`).
         .with_relay_acceptance_min_wait(Some(RELAY_ACCEPTANCE_MIN_WAIT))
         .with_include_loopback_candidate(ice.bind.ip().is_loopback());
     if let Some(ip) = ice.public_ip {
