@@ -1,0 +1,165 @@
+//! The `webrtc` crate's ICE agent (`rtc-ice`, patched in `third_party/rtc-ice`) on the
+//! controlled side of a browser's link, driven directly. A browser offers to a native, so its
+//! agent controls, and Chromium nominates a pair with its very first check, before the
+//! native's own check of that pair has succeeded. The native must answer that check at once
+//! (RFC 8445, 7.3.1.4) and select the pair when its own check succeeds (7.3.1.5); the published
+//! crate sent no answer, and every browser joining a native waited ~50 ms for its retry.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use bytes::BytesMut;
+use rtc_ice::attributes::control::AttrControlling;
+use rtc_ice::attributes::priority::PriorityAttr;
+use rtc_ice::attributes::use_candidate::UseCandidateAttr;
+use rtc_ice::candidate::CandidateConfig;
+use rtc_ice::candidate::candidate_host::CandidateHostConfig;
+use rtc_ice::crypto::RTCCryptoProvider;
+use rtc_ice::{Agent, AgentConfig};
+use rtc_shared::{TaggedBytesMut, TransportContext, TransportProtocol};
+use rtc_stun::attributes::ATTR_USERNAME;
+use rtc_stun::fingerprint::FINGERPRINT;
+use rtc_stun::integrity::MessageIntegrity;
+use rtc_stun::message::{
+    BINDING_REQUEST, BINDING_SUCCESS, Message, MessageType, Setter, TransactionId,
+};
+use rtc_stun::textattrs::Username;
+use rtc_stun::xoraddr::XorMappedAddress;
+use sansio::Protocol;
+
+const NATIVE: &str = "127.0.0.1:40000";
+const BROWSER: &str = "127.0.0.1:50000";
+const BROWSER_UFRAG: &str = "brws";
+const BROWSER_PWD: &str = "browser-password-24chars";
+
+fn addr(s: &str) -> SocketAddr {
+    s.parse().unwrap()
+}
+
+/// A native's agent, answering (controlled), with one host candidate at `NATIVE`.
+fn controlled_agent(now: Instant) -> Agent {
+    let mut agent = Agent::new(now, Arc::new(AgentConfig::default()), provider().clone()).unwrap();
+    let host = CandidateHostConfig {
+        base_config: CandidateConfig {
+            network: "udp".into(),
+            address: "127.0.0.1".into(),
+            port: 40000,
+            component: 1,
+            ..CandidateConfig::default()
+        },
+        ..CandidateHostConfig::default()
+    }
+    .new_candidate_host()
+    .unwrap();
+    agent.add_local_candidate(host).unwrap();
+    agent
+        .start_connectivity_checks(now, false, BROWSER_UFRAG.into(), BROWSER_PWD.into())
+        .unwrap();
+    agent
+}
+
+fn stun(attrs: Vec<Box<dyn Setter>>) -> Message {
+    let mut msg = Message::new();
+    msg.build(&attrs).unwrap();
+    msg
+}
+
+/// The crypto provider the agent and the test's messages use (ring, `rtc`'s default).
+fn provider() -> &'static Arc<dyn RTCCryptoProvider> {
+    static PROVIDER: OnceLock<Arc<dyn RTCCryptoProvider>> = OnceLock::new();
+    PROVIDER.get_or_init(|| rtc_ice::crypto::default_provider().unwrap())
+}
+
+fn integrity(pwd: &str) -> Box<dyn Setter> {
+    Box::new(MessageIntegrity::new_short_term_integrity_with_provider(
+        pwd.into(),
+        provider().crypto(),
+    ))
+}
+
+/// Hands `msg` to the agent as a datagram from the browser.
+fn from_browser(agent: &mut Agent, now: Instant, msg: &Message) {
+    agent
+        .handle_read(TaggedBytesMut {
+            now,
+            transport: TransportContext {
+                local_addr: addr(NATIVE),
+                peer_addr: addr(BROWSER),
+                transport_protocol: TransportProtocol::UDP,
+                ecn: None,
+            },
+            message: BytesMut::from(&msg.raw[..]),
+        })
+        .unwrap();
+}
+
+/// The STUN messages the agent sends to the browser, decoded.
+fn to_browser(agent: &mut Agent) -> Vec<Message> {
+    std::iter::from_fn(|| agent.poll_write())
+        .filter(|out| out.transport.peer_addr == addr(BROWSER))
+        .map(|out| {
+            let mut msg = Message::new();
+            msg.raw = out.message.to_vec();
+            msg.decode().unwrap();
+            msg
+        })
+        .collect()
+}
+
+fn of_type(msgs: &[Message], typ: MessageType) -> Vec<&Message> {
+    msgs.iter().filter(|m| m.typ == typ).collect()
+}
+
+#[test]
+fn a_first_check_that_nominates_is_answered_and_the_pair_selected_once_checked_back() {
+    let now = Instant::now();
+    let mut native = controlled_agent(now);
+    let local_ufrag = native.get_local_credentials().ufrag.clone();
+    let local_pwd = native.get_local_credentials().pwd.clone();
+
+    // Chromium's first check of the pair, nominating it: the native has never checked it.
+    let nomination = stun(vec![
+        Box::new(BINDING_REQUEST),
+        Box::new(TransactionId::new()),
+        Box::new(Username::new(
+            ATTR_USERNAME,
+            format!("{local_ufrag}:{BROWSER_UFRAG}"),
+        )),
+        Box::new(UseCandidateAttr::new()),
+        Box::new(AttrControlling(7)),
+        Box::new(PriorityAttr(1_862_270_975)),
+        integrity(&local_pwd),
+        Box::new(FINGERPRINT),
+    ]);
+    from_browser(&mut native, now, &nomination);
+    let sent = to_browser(&mut native);
+    let answers = of_type(&sent, BINDING_SUCCESS);
+    assert_eq!(answers.len(), 1, "the nominating check is answered at once");
+    assert_eq!(answers[0].transaction_id, nomination.transaction_id);
+    assert!(
+        native.get_selected_candidate_pair().is_none(),
+        "nothing is selected before the native's own check of the pair succeeds"
+    );
+
+    // The native's own (triggered) check of that pair, answered by the browser: the pair the
+    // browser nominated is selected then, with no further check from the browser.
+    let checks = of_type(&sent, BINDING_REQUEST);
+    assert_eq!(checks.len(), 1, "one triggered check back");
+    let answer = stun(vec![
+        Box::new(checks[0].clone()),
+        Box::new(BINDING_SUCCESS),
+        Box::new(XorMappedAddress {
+            ip: addr(NATIVE).ip(),
+            port: addr(NATIVE).port(),
+        }),
+        integrity(BROWSER_PWD),
+        Box::new(FINGERPRINT),
+    ]);
+    from_browser(&mut native, now, &answer);
+    let (local, remote) = native
+        .get_selected_candidate_pair()
+        .expect("the nominated pair is selected");
+    assert_eq!(local.addr(), addr(NATIVE));
+    assert_eq!(remote.addr(), addr(BROWSER));
+}
