@@ -46,10 +46,12 @@ fn emulated_latency_is_what_both_sides_read_as_rtt() {
             "one report per second: {}",
             reports.len()
         );
-        // The path is twice the emulated one-way delay; what is added is scheduling noise
-        // (0.3-0.5 ms on an idle machine, release build), with slack for a loaded one. Each
-        // side's wait for its next send slot, up to 100 ms, is not in it.
-        let bound = path..=path * 1.03 + 2.0;
+        // The path is twice the emulated one-way delay; what is added is scheduling noise:
+        // 0.3-0.5 ms on an idle machine, up to ~6 ms with both cores busy elsewhere (the
+        // emulated delay is a timer in the loaded process). Each side's wait for its next
+        // send slot, up to 100 ms and ~50 ms on average at 10 packets/s, is not in it: the
+        // 10 ms of slack for a loaded host still fails a figure that counted that wait.
+        let bound = path..=path * 1.03 + 10.0;
         for (who, reports) in [("connector", &reports), ("listener", &listener_reports)] {
             // From 3 s, when the smoothed figure has long converged, while connected.
             let settled: Vec<_> = reports
