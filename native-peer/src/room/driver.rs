@@ -21,7 +21,7 @@ use serde_json::json;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::signalling::{Socket, SocketEvent};
+use super::signalling::{Socket, SocketEvent, Trust};
 use super::webrtc::{IceOptions, Session, WebRtcEvent};
 use super::{JoinArgs, RoomError, parse_room_url};
 use crate::link::{self, Link, RecvBuffers};
@@ -56,6 +56,7 @@ struct Driver {
     udp: Link,
     ice: IceOptions,
     ws_url: String,
+    trust: Trust,
     socket: Option<(u64, Socket)>,
     sockets_opened: u64,
     socket_events: mpsc::UnboundedSender<(u64, SocketEvent)>,
@@ -70,6 +71,16 @@ struct Driver {
 /// Joins the room `args.url` and runs until `stop` resolves or `--duration` passes.
 pub async fn run(args: &JoinArgs, stop: impl Future<Output = ()>) -> Result<(), RoomError> {
     let url = parse_room_url(&args.url)?;
+    let trust = match &args.tls_ca {
+        None => Trust::PublicRoots,
+        Some(path) if !url.ws_url.starts_with("wss://") => {
+            return Err(RoomError::TlsCa {
+                path: path.clone(),
+                reason: format!("the room URL {} is not https://", args.url),
+            });
+        }
+        Some(path) => Trust::from_pem_file(path)?,
+    };
     let emulation = args.common.emulation()?;
     // The member's emulated links release datagrams on its timer: only then meet it exactly.
     let precise = emulation.is_some();
@@ -168,6 +179,7 @@ pub async fn run(args: &JoinArgs, stop: impl Future<Output = ()>) -> Result<(), 
             servers: Vec::new(),
         },
         ws_url: url.ws_url,
+        trust,
         socket: None,
         sockets_opened: 0,
         socket_events,
@@ -262,7 +274,8 @@ impl Driver {
                         Some(join) => format!("{}?{}", self.ws_url, join.query()),
                         None => self.ws_url.clone(),
                     };
-                    let socket = Socket::open(url, number, self.socket_events.clone());
+                    let socket =
+                        Socket::open(url, self.trust.clone(), number, self.socket_events.clone());
                     self.socket = Some((number, socket));
                 }
                 Output::Frame(frame) => {

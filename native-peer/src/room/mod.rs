@@ -48,6 +48,10 @@ pub struct JoinArgs {
     /// Public IP to put in WebRTC host candidates instead of the local one (1:1 NAT).
     #[arg(long, value_name = "IP")]
     pub public_ip: Option<IpAddr>,
+    /// PEM certificates an https:// server's certificate must chain to, instead of the public
+    /// roots: a private CA, or the server's own self-signed certificate.
+    #[arg(long, value_name = "FILE")]
+    pub tls_ca: Option<std::path::PathBuf>,
     /// Pull the cable this many seconds after start: every datagram of every link is dropped
     /// (signalling stays up) for `--outage-for` seconds, so links are lost and recover, as in
     /// the page's "pull the cable" switch.
@@ -76,6 +80,14 @@ pub enum RoomError {
     /// A flag value is invalid.
     #[error(transparent)]
     Arg(#[from] ArgError),
+    /// `--tls-ca` cannot be used: unreadable, no certificate in it, or an http:// room.
+    #[error("--tls-ca {path}: {reason}")]
+    TlsCa {
+        /// The file given.
+        path: std::path::PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
     /// The UDP socket could not be bound.
     #[error("cannot bind UDP {addr}: {source}")]
     Bind {
@@ -214,6 +226,7 @@ pub fn main(args: &JoinArgs) -> ExitCode {
             match e {
                 RoomError::BadUrl { .. }
                 | RoomError::Arg(_)
+                | RoomError::TlsCa { .. }
                 | RoomError::NothingToAdvertise { .. } => ExitCode::from(2),
                 _ => ExitCode::FAILURE,
             }

@@ -2,9 +2,16 @@
 //! one (and when to try again); this task only connects, forwards text frames both ways and
 //! says when the socket opened or closed.
 
+use std::path::Path;
+use std::sync::Arc;
+
 use futures_util::{SinkExt, StreamExt};
+use rustls::pki_types::{CertificateDer, pem::PemObject};
 use tokio::sync::mpsc;
-use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::{Connector, tungstenite};
+use tungstenite::Message;
+
+use super::RoomError;
 
 /// Frames the member may queue for the server before further ones are dropped (stats are
 /// resent every second anyway; a lost signal shows up as a link attempt that times out and
@@ -22,6 +29,69 @@ pub enum SocketEvent {
     Closed(String),
 }
 
+/// Whom a `wss://` server's certificate must chain to.
+#[derive(Debug, Clone, Default)]
+pub enum Trust {
+    /// The public web PKI (the Mozilla roots of `webpki-roots`), as a browser would.
+    #[default]
+    PublicRoots,
+    /// Only the certificates of `--tls-ca` (a private CA, or the server's own self-signed
+    /// certificate); the public roots are not consulted.
+    Only(Arc<rustls::ClientConfig>),
+}
+
+impl Trust {
+    /// Reads `--tls-ca`: PEM `BEGIN CERTIFICATE` blocks, each one a trust root.
+    pub fn from_pem_file(path: &Path) -> Result<Trust, RoomError> {
+        let bad = |reason: String| RoomError::TlsCa {
+            path: path.to_owned(),
+            reason,
+        };
+        let certs = CertificateDer::pem_file_iter(path)
+            .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+            .map_err(|e| match e {
+                rustls::pki_types::pem::Error::Io(e) => bad(format!("cannot read: {e}")),
+                other => bad(format!("not valid PEM: {other}")),
+            })?;
+        if certs.is_empty() {
+            return Err(bad(
+                "no certificate found (expected PEM \"BEGIN CERTIFICATE\" blocks)".into(),
+            ));
+        }
+        let mut roots = rustls::RootCertStore::empty();
+        for cert in certs {
+            roots
+                .add(cert)
+                .map_err(|e| bad(format!("not a usable certificate: {e}")))?;
+        }
+        // ring: the provider the rest of the tree (webrtc, the default wss connector) uses.
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| bad(e.to_string()))?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        Ok(Trust::Only(Arc::new(config)))
+    }
+
+    fn connector(&self) -> Option<Connector> {
+        match self {
+            Trust::PublicRoots => None,
+            Trust::Only(config) => Some(Connector::Rustls(Arc::clone(config))),
+        }
+    }
+
+    /// What to add to a TLS failure so the user knows the way out.
+    fn hint(&self) -> &'static str {
+        match self {
+            Trust::PublicRoots => {
+                "a server with a private CA or a self-signed certificate needs --tls-ca FILE"
+            }
+            Trust::Only(_) => "checked against the certificates of --tls-ca only",
+        }
+    }
+}
+
 /// One signalling connection. Dropping it closes the WebSocket cleanly (the room hears
 /// `peer_left` at once).
 #[derive(Debug)]
@@ -30,15 +100,17 @@ pub struct Socket {
 }
 
 impl Socket {
-    /// Connects to `ws_url` in a task; events go to `events` tagged with `number`.
+    /// Connects to `ws_url` in a task, checking a `wss://` server against `trust`; events go
+    /// to `events` tagged with `number`.
     pub fn open(
         ws_url: String,
+        trust: Trust,
         number: u64,
         events: mpsc::UnboundedSender<(u64, SocketEvent)>,
     ) -> Socket {
         let (frames, outgoing) = mpsc::channel(OUTBOX);
         tokio::spawn(async move {
-            if let Some(reason) = run(&ws_url, outgoing, &events, number).await {
+            if let Some(reason) = run(&ws_url, &trust, outgoing, &events, number).await {
                 let _ = events.send((number, SocketEvent::Closed(reason)));
             }
         });
@@ -54,18 +126,38 @@ impl Socket {
 /// Runs one connection; returns why it closed, or `None` if the driver let go of it.
 async fn run(
     ws_url: &str,
+    trust: &Trust,
     mut outgoing: mpsc::Receiver<String>,
     events: &mpsc::UnboundedSender<(u64, SocketEvent)>,
     number: u64,
 ) -> Option<String> {
-    let mut ws = match tokio_tungstenite::connect_async(ws_url).await {
+    // Signalling frames are small and latency-bound: no Nagle delay on them, over TLS too.
+    let disable_nagle = true;
+    let connected = tokio_tungstenite::connect_async_tls_with_config(
+        ws_url,
+        None,
+        disable_nagle,
+        trust.connector(),
+    )
+    .await;
+    let mut ws = match connected {
         Ok((ws, _)) => ws,
-        Err(e) => return Some(format!("connect {ws_url}: {e}")),
+        Err(e) => {
+            // The handshake's refusal arrives as an I/O error wrapping rustls's.
+            let tls = match &e {
+                tungstenite::Error::Io(io) => io
+                    .get_ref()
+                    .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+                    .map(ToString::to_string),
+                tungstenite::Error::Tls(tls) => Some(tls.to_string()),
+                _ => None,
+            };
+            return Some(match tls {
+                Some(tls) => format!("connect {ws_url}: TLS: {tls} ({})", trust.hint()),
+                None => format!("connect {ws_url}: {e}"),
+            });
+        }
     };
-    // Signalling frames are small and latency-bound: no Nagle delay on them.
-    if let tokio_tungstenite::MaybeTlsStream::Plain(tcp) = ws.get_ref() {
-        let _ = tcp.set_nodelay(true);
-    }
     events.send((number, SocketEvent::Open)).ok()?;
     loop {
         tokio::select! {

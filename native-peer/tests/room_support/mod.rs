@@ -20,20 +20,32 @@ use tokio_tungstenite::tungstenite::Message;
 /// comes back where the peers look for it).
 pub struct Server {
     pub addr: SocketAddr,
+    /// `https` when it serves TLS.
+    scheme: &'static str,
     stop: Option<oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<()>,
 }
 
 impl Server {
     pub async fn start(addr: SocketAddr) -> Server {
+        Server::start_with(addr, ackwire_signal::config::Config::default()).await
+    }
+
+    /// The server with this configuration (its `bind` is set here).
+    pub async fn start_with(addr: SocketAddr, config: ackwire_signal::config::Config) -> Server {
         let listener = TcpListener::bind(addr)
             .await
             .expect("bind the signal server");
         let addr = listener.local_addr().unwrap();
         let (stop, stopped) = oneshot::channel();
+        let scheme = if config.tls_cert.is_some() {
+            "https"
+        } else {
+            "http"
+        };
         let config = ackwire_signal::config::Config {
             bind: addr,
-            ..Default::default()
+            ..config
         };
         let task = tokio::spawn(async move {
             let _ = ackwire_signal::serve(listener, config, async {
@@ -43,6 +55,7 @@ impl Server {
         });
         Server {
             addr,
+            scheme,
             stop: Some(stop),
             task,
         }
@@ -54,7 +67,7 @@ impl Server {
     }
 
     pub fn room_url(&self, room: &str) -> String {
-        format!("http://{}/room/{room}", self.addr)
+        format!("{}://{}/room/{room}", self.scheme, self.addr)
     }
 }
 
