@@ -2,11 +2,13 @@
 // self-signed certificate `cargo xtask e2e` makes), Chromium trusts it with
 // --ignore-certificate-errors, the pages pick wss: for the signalling socket, and the two
 // players get their data channel open. The scripts, styles and wasm come from versioned
-// URLs, immutable and brotli-compressed (Chromium offers br over https).
+// URLs, immutable and brotli-compressed (Chromium offers br over https). A native peer joins
+// the same server over wss, trusting that certificate with --tls-ca, and links with a page.
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { artifactsDir, launchBrowser, requireEnv, startServer } from './harness.mjs';
+import { joinNative } from './native.mjs';
 
 const env = {};
 
@@ -77,5 +79,25 @@ test('two players load the pages over https, signal over wss and open their data
   await a.page.screenshot({ path: join(artifactsDir(), 'wss.png'), fullPage: true });
   await b.page.context().close();
   await a.page.waitForFunction((id) => !window.ackwire.players.has(id), bId, { timeout: 5000 });
+  await a.page.context().close();
+});
+
+test('a native peer joins over wss trusting the certificate with --tls-ca and links with a player', async () => {
+  const a = await openPlayer('tls-mixed');
+  await a.page.waitForFunction(() => window.ackwire?.me.id !== undefined, null, { timeout: 10000 });
+  const aId = await a.page.evaluate(() => window.ackwire.me.id);
+  const native = await joinNative(`${env.server.url}/room/tls-mixed`, ['--tls-ca', requireEnv('ACKWIRE_E2E_TLS_CERT')]);
+  try {
+    const link = await native.waitFor('a WebRTC link', (l) => native.linkState(l, aId, 'connected'));
+    assert.equal(link.transport, 'webrtc');
+    await a.page.waitForFunction((id) => window.ackwire.players.get(id)?.state === 'connected', native.id, { timeout: 10000 });
+    // The native's greeting arrives over the link, on the reliable channel, once.
+    const greeting = `hello from native peer ${native.id}`;
+    const greetings = () => a.page.evaluate(([id, t]) => window.ackwire.chat.filter((m) => m.from === `peer ${id}` && m.text === t).length, [native.id, greeting]);
+    await a.page.waitForFunction(([id, t]) => window.ackwire.chat.some((m) => m.from === `peer ${id}` && m.text === t), [native.id, greeting], { timeout: 10000 });
+    assert.equal(await greetings(), 1);
+  } finally {
+    await native.stop();
+  }
   await a.page.context().close();
 });
