@@ -129,7 +129,7 @@ pub struct Config {
     #[arg(long, env = "ACKWIRE_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
     /// PEM certificate chain, the server's certificate first: serve HTTPS and WSS (needs
-    /// `--tls-key`). Read once at startup. Default: plain HTTP.
+    /// `--tls-key`). Read at startup and again on SIGHUP (a renewed certificate). Default: plain HTTP.
     #[arg(long, env = "ACKWIRE_TLS_CERT", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
     /// PEM private key of `--tls-cert` (PKCS#8, RSA or EC).

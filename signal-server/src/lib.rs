@@ -135,7 +135,11 @@ pub async fn serve(
     config: Config,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let tls = tls::acceptor(&config)?;
+    let tls = tls::Certificates::load(&config)?;
+    // Before "listening" is logged: a SIGHUP from then on reloads, never kills.
+    if let Some(certificates) = &tls {
+        reload_on_sighup(Arc::clone(certificates));
+    }
     let (stop_tx, stop_rx) = watch::channel(false);
     let local = listener.local_addr()?;
     let scheme = if tls.is_some() { "https" } else { "http" };
@@ -167,16 +171,44 @@ pub async fn serve(
                 .with_graceful_shutdown(stop)
                 .await
         }
-        Some(acceptor) => {
+        Some(certificates) => {
             // Handshakes run on tasks of their own (see `tls::TlsListener`). The no-op tap is
             // what gives the handlers `ConnectInfo<SocketAddr>`: axum provides it for tapped
             // listeners of any kind.
-            let listener = tls::TlsListener::new(listener, acceptor)?.tap_io(|_| {});
+            let listener = tls::TlsListener::new(listener, certificates)?.tap_io(|_| {});
             axum::serve(listener, make_service)
                 .with_graceful_shutdown(stop)
                 .await
         }
     }
+}
+
+/// Re-reads the certificate and key on every SIGHUP, as long as the runtime runs: a renewed
+/// certificate (certbot's deploy hook: `kill -HUP`) without a restart.
+fn reload_on_sighup(certificates: Arc<tls::Certificates>) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut hangups = match signal(SignalKind::hangup()) {
+            Ok(hangups) => hangups,
+            Err(err) => {
+                tracing::warn!(%err, "no SIGHUP handler: the certificate reloads only on restart");
+                return;
+            }
+        };
+        tokio::spawn(async move {
+            while hangups.recv().await.is_some() {
+                match certificates.reload() {
+                    Ok(()) => tracing::info!("SIGHUP: TLS certificate and key reloaded"),
+                    Err(err) => {
+                        tracing::error!(%err, "SIGHUP: TLS reload failed; still serving the previous certificate");
+                    }
+                }
+            }
+        });
+    }
+    #[cfg(not(unix))]
+    let _ = certificates;
 }
 
 /// Resolves on Ctrl-C or SIGTERM.

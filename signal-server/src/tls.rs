@@ -5,13 +5,17 @@
 //! that stalls in its handshake holds up nobody else's; [`TlsListener`] hands the finished
 //! connections to `axum::serve`, which then treats them as it treats plain TCP ones (graceful
 //! shutdown, upgrades, `ConnectInfo`).
+//!
+//! The certificate and key are re-read on [`Certificates::reload`] (the binary calls it on
+//! SIGHUP): a renewed certificate takes effect without a restart, for each handshake from
+//! then on; connections already open keep theirs.
 
 use std::{
     io,
     net::SocketAddr,
     path::{Path, PathBuf},
     pin::Pin,
-    sync::Arc,
+    sync::{Arc, RwLock},
     task::{Context, Poll},
     time::Duration,
 };
@@ -39,18 +43,46 @@ const ACCEPTED_QUEUE: usize = 64;
 /// Longest a dropped connection's `close_notify` may take to go out (see [`TlsConnection`]).
 const CLOSE_NOTIFY_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The TLS acceptor for `config`'s certificate and key, or `None` when neither is set.
-/// Every error names the file (and its flag) and what was wrong with it.
-pub fn acceptor(config: &Config) -> io::Result<Option<TlsAcceptor>> {
-    match (&config.tls_cert, &config.tls_key) {
-        (None, None) => Ok(None),
-        (Some(cert), Some(key)) => server_config(cert, key).map(|c| Some(TlsAcceptor::from(c))),
-        (Some(_), None) => Err(invalid(
-            "--tls-cert needs --tls-key (its private key)".into(),
-        )),
-        (None, Some(_)) => Err(invalid(
-            "--tls-key needs --tls-cert (its certificate)".into(),
-        )),
+/// The server's certificate and key, from `--tls-cert` and `--tls-key`; each handshake takes
+/// the configuration current when it starts.
+#[derive(Debug)]
+pub struct Certificates {
+    cert: PathBuf,
+    key: PathBuf,
+    current: RwLock<Arc<ServerConfig>>,
+}
+
+impl Certificates {
+    /// Reads `config`'s certificate and key, or `None` when neither is set. Every error names
+    /// the file (and its flag) and what was wrong with it.
+    pub fn load(config: &Config) -> io::Result<Option<Arc<Certificates>>> {
+        match (&config.tls_cert, &config.tls_key) {
+            (None, None) => Ok(None),
+            (Some(cert), Some(key)) => Ok(Some(Arc::new(Certificates {
+                current: RwLock::new(server_config(cert, key)?),
+                cert: cert.clone(),
+                key: key.clone(),
+            }))),
+            (Some(_), None) => Err(invalid(
+                "--tls-cert needs --tls-key (its private key)".into(),
+            )),
+            (None, Some(_)) => Err(invalid(
+                "--tls-key needs --tls-cert (its certificate)".into(),
+            )),
+        }
+    }
+
+    /// Reads the two files again. On success, handshakes from now on present the new
+    /// certificate; on error (the same checks as at startup) the current one stays.
+    pub fn reload(&self) -> io::Result<()> {
+        let fresh = server_config(&self.cert, &self.key)?;
+        *self.current.write().unwrap_or_else(|e| e.into_inner()) = fresh;
+        Ok(())
+    }
+
+    fn acceptor(&self) -> TlsAcceptor {
+        let current = self.current.read().unwrap_or_else(|e| e.into_inner());
+        TlsAcceptor::from(Arc::clone(&current))
     }
 }
 
@@ -123,20 +155,20 @@ pub struct TlsListener {
 
 impl TlsListener {
     /// Starts accepting from `inner` (must be called within a tokio runtime).
-    pub fn new<L>(inner: L, acceptor: TlsAcceptor) -> io::Result<TlsListener>
+    pub fn new<L>(inner: L, certificates: Arc<Certificates>) -> io::Result<TlsListener>
     where
         L: Listener<Io = TcpStream, Addr = SocketAddr>,
     {
         let local = inner.local_addr()?;
         let (tx, accepted) = mpsc::channel(ACCEPTED_QUEUE);
-        tokio::spawn(accept_loop(inner, acceptor, tx));
+        tokio::spawn(accept_loop(inner, certificates, tx));
         Ok(TlsListener { accepted, local })
     }
 }
 
 async fn accept_loop<L>(
     mut inner: L,
-    acceptor: TlsAcceptor,
+    certificates: Arc<Certificates>,
     tx: mpsc::Sender<(TlsConnection, SocketAddr)>,
 ) where
     L: Listener<Io = TcpStream, Addr = SocketAddr>,
@@ -146,7 +178,7 @@ async fn accept_loop<L>(
             conn = inner.accept() => conn,
             () = tx.closed() => return,
         };
-        let acceptor = acceptor.clone();
+        let acceptor = certificates.acceptor();
         let tx = tx.clone();
         tokio::spawn(async move {
             let handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp));

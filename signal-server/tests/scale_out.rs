@@ -10,7 +10,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use common::{Client, Event, Server, peer_id};
+use common::{Client, Event, Process, Server, peer_id};
 use serde_json::{Value, json};
 use tokio::{
     io::{AsyncBufReadExt, BufReader},
@@ -103,44 +103,14 @@ async fn healthz_says(addr: SocketAddr, status: u16) {
 /// An `ackwire-signal` process (so it can be killed with SIGKILL), sharing rooms through
 /// `redis`.
 async fn process(redis: &Redis, args: &[&str]) -> (Child, SocketAddr) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ackwire-signal"))
-        .args(["--bind", "127.0.0.1:0", "--redis", &redis.url()])
-        .args(args)
-        .env("RUST_LOG", "info")
-        .env("NO_COLOR", "1")
-        .stderr(Stdio::piped())
-        .stdin(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let listening = async {
-        while let Some(line) = lines.next_line().await.unwrap() {
-            let line = without_colours(&line);
-            if let Some(rest) = line.split("listening addr=").nth(1) {
-                return rest.split_whitespace().next().unwrap().parse().unwrap();
-            }
-        }
-        panic!("the instance exited before listening");
-    };
-    let addr: SocketAddr = tokio::time::timeout(common::WAIT, listening).await.unwrap();
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    let url = redis.url();
+    let args: Vec<&str> = ["--redis", url.as_str()]
+        .into_iter()
+        .chain(args.iter().copied())
+        .collect();
+    let Process { child, addr, .. } = Process::start(&args).await;
     healthz_says(addr, 200).await;
     (child, addr)
-}
-
-/// A log line without its terminal colour codes.
-fn without_colours(line: &str) -> String {
-    let mut out = String::new();
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            chars.by_ref().find(|c| *c == 'm');
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 async fn join(addr: SocketAddr, room: &str) -> (Client, Value) {

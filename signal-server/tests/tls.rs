@@ -4,6 +4,7 @@
 mod common;
 
 use std::{
+    ffi::OsStr,
     net::SocketAddr,
     path::{Path, PathBuf},
     process::Stdio,
@@ -11,7 +12,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use common::{Client, Server, WAIT, http_exchange, peer_id};
+use common::{Client, Process, Server, WAIT, http_exchange, peer_id};
 use rustls::{ClientConfig, RootCertStore, pki_types::ServerName};
 use serde_json::json;
 use tokio::{io::AsyncReadExt, net::TcpStream};
@@ -277,4 +278,83 @@ async fn the_binary_stops_at_startup_with_a_message_naming_a_garbled_key() {
     );
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert!(!stderr.contains("listening"), "{stderr}");
+}
+
+/// `ackwire-signal --tls-cert DIR/cert.pem --tls-key DIR/key.pem` as a process (so it can be
+/// sent SIGHUP).
+async fn tls_process(dir: &Path) -> Process {
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let args = [
+        OsStr::new("--tls-cert"),
+        cert.as_os_str(),
+        OsStr::new("--tls-key"),
+        key.as_os_str(),
+    ];
+    Process::start(&args).await
+}
+
+fn install(cert: &Cert, dir: &Path) {
+    std::fs::copy(&cert.cert, dir.join("cert.pem")).unwrap();
+    std::fs::copy(&cert.key, dir.join("key.pem")).unwrap();
+}
+
+/// Whether a client trusting only `cert` completes a TLS handshake with the server.
+async fn trusted_by(addr: SocketAddr, cert: &Cert) -> bool {
+    let tcp = TcpStream::connect(addr).await.unwrap();
+    let name = ServerName::IpAddress(addr.ip().into());
+    TlsConnector::from(Arc::clone(&cert.client))
+        .connect(name, tcp)
+        .await
+        .is_ok()
+}
+
+#[tokio::test]
+async fn sighup_reloads_a_renewed_certificate_without_dropping_anyone() {
+    let (old, renewed) = (self_signed(), self_signed());
+    let dir = tempfile::tempdir().unwrap();
+    install(&old, dir.path());
+    let mut server = tls_process(dir.path()).await;
+    let addr = server.addr;
+    let mut a = wss(addr, &old).await;
+    let wa = a.join("lobby").await;
+
+    // The renewal writes the files, then signals the server (certbot's deploy hook).
+    install(&renewed, dir.path());
+    server.signal("HUP");
+    server.logged("TLS certificate and key reloaded").await;
+    assert!(
+        trusted_by(addr, &renewed).await,
+        "new handshakes present the renewed certificate"
+    );
+    assert!(!trusted_by(addr, &old).await, "the old certificate is gone");
+    // The session that began before the reload goes on: it hears a newcomer and gets a signal.
+    let mut b = wss(addr, &renewed).await;
+    let wb = b.join("lobby").await;
+    assert_eq!(
+        a.recv_type("peer_joined").await["peer"]["id"],
+        wb["peer_id"]
+    );
+    b.send(json!({"type": "signal", "to": peer_id(&wa), "data": "offer"}))
+        .await;
+    assert_eq!(a.recv_type("signal").await["data"], "offer");
+
+    // A broken renewal (a key that is not PEM) is refused, naming the file; the server keeps
+    // presenting the certificate it has.
+    std::fs::write(
+        dir.path().join("key.pem"),
+        "-----BEGIN PRIVATE KEY-----\nnot base64\n",
+    )
+    .unwrap();
+    server.signal("HUP");
+    let refused = server.logged("TLS reload failed").await;
+    assert!(
+        refused.contains("--tls-key") && refused.contains("key.pem"),
+        "{refused}"
+    );
+    assert!(trusted_by(addr, &renewed).await);
+    // And a later good one is taken.
+    install(&old, dir.path());
+    server.signal("HUP");
+    server.logged("TLS certificate and key reloaded").await;
+    assert!(trusted_by(addr, &old).await);
 }

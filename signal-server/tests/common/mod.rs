@@ -411,3 +411,81 @@ pub async fn assert_signals_not_held_back(a: &mut Client, b: &mut Client, ida: u
         assert_eq!(a.recv().await["data"], "answer");
     }
 }
+
+/// An `ackwire-signal` process on an ephemeral loopback port (so a test can signal or kill
+/// it), its log lines (colour codes removed) forwarded to `log`. Killed on drop.
+pub struct Process {
+    pub child: tokio::process::Child,
+    pub addr: SocketAddr,
+    pub log: tokio::sync::mpsc::UnboundedReceiver<String>,
+}
+
+impl Process {
+    /// Starts the binary with `args` besides `--bind 127.0.0.1:0`; returns once it listens.
+    pub async fn start<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Process {
+        use tokio::io::{AsyncBufReadExt, BufReader};
+        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_ackwire-signal"))
+            .args(["--bind", "127.0.0.1:0"])
+            .args(args)
+            .env("RUST_LOG", "info")
+            .env("NO_COLOR", "1")
+            .stderr(std::process::Stdio::piped())
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let (tx, log) = tokio::sync::mpsc::unbounded_channel();
+        // Read to the end whether or not anyone listens: a full pipe would stall the server.
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                let _ = tx.send(without_colours(&line));
+            }
+        });
+        let mut process = Process {
+            child,
+            addr: "0.0.0.0:0".parse().unwrap(),
+            log,
+        };
+        let listening = process.logged("listening addr=").await;
+        let addr = listening.split("listening addr=").nth(1).unwrap();
+        process.addr = addr.split_whitespace().next().unwrap().parse().unwrap();
+        process
+    }
+
+    /// The next log line containing `what` (panics after [`WAIT`]).
+    pub async fn logged(&mut self, what: &str) -> String {
+        let found = async {
+            while let Some(line) = self.log.recv().await {
+                if line.contains(what) {
+                    return line;
+                }
+            }
+            panic!("the server exited before logging {what:?}");
+        };
+        tokio::time::timeout(WAIT, found).await.expect(what)
+    }
+
+    /// Sends the process `signal` (`HUP`, `KILL`, ...), as `kill -SIGNAL` would.
+    pub fn signal(&self, signal: &str) {
+        let status = std::process::Command::new("kill")
+            .args([&format!("-{signal}"), &self.child.id().unwrap().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+}
+
+/// A log line without its terminal colour codes.
+fn without_colours(line: &str) -> String {
+    let mut out = String::new();
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            chars.by_ref().find(|c| *c == 'm');
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
