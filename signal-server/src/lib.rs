@@ -49,11 +49,21 @@ pub struct AppState {
 /// The router: pages, assets, `/ws`, `/healthz`, `/metrics`. `local` is the address the
 /// server listens on (a loopback one opens the all-rooms dashboard without a token).
 pub fn app(config: Config, local: SocketAddr, shutdown: watch::Receiver<bool>) -> Router {
+    let metrics = Arc::new(Metrics::new(config.redis.is_some(), false));
+    app_with_metrics(config, local, shutdown, metrics)
+}
+
+/// [`app`], counting into `metrics` (which [`serve`] shares with its TLS listener).
+fn app_with_metrics(
+    config: Config,
+    local: SocketAddr,
+    shutdown: watch::Receiver<bool>,
+    metrics: Arc<Metrics>,
+) -> Router {
     let assets = Assets::new(match &config.web_dir {
         Some(dir) => Source::Disk(dir.clone()),
         None => Source::Embedded,
     });
-    let metrics = Arc::new(Metrics::new(config.redis.is_some()));
     let config = Arc::new(config);
     let hub = Arc::new(Hub::new(config.clone(), metrics));
     if let Some(url) = &config.redis {
@@ -136,9 +146,10 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let tls = tls::Certificates::load(&config)?;
+    let metrics = Arc::new(Metrics::new(config.redis.is_some(), tls.is_some()));
     // Before "listening" is logged: a SIGHUP from then on reloads, never kills.
     if let Some(certificates) = &tls {
-        reload_on_sighup(Arc::clone(certificates));
+        reload_on_sighup(Arc::clone(certificates), Arc::clone(&metrics));
     }
     let (stop_tx, stop_rx) = watch::channel(false);
     let local = listener.local_addr()?;
@@ -148,7 +159,7 @@ pub async fn serve(
         None => "(embedded)".to_owned(),
     };
     tracing::info!(addr = %local, url = %format!("{scheme}://{local}/"), web_dir = %web, "listening");
-    let router = app(config, local, stop_rx);
+    let router = app_with_metrics(config, local, stop_rx, Arc::clone(&metrics));
     // Signalling is many small frames sent back to back (a welcome, then `peer_joined`; an
     // offer, then its candidates): with Nagle's algorithm each waits for the previous one's
     // delayed ACK, ~40 ms.
@@ -175,7 +186,7 @@ pub async fn serve(
             // Handshakes run on tasks of their own (see `tls::TlsListener`). The no-op tap is
             // what gives the handlers `ConnectInfo<SocketAddr>`: axum provides it for tapped
             // listeners of any kind.
-            let listener = tls::TlsListener::new(listener, certificates)?.tap_io(|_| {});
+            let listener = tls::TlsListener::new(listener, certificates, metrics)?.tap_io(|_| {});
             axum::serve(listener, make_service)
                 .with_graceful_shutdown(stop)
                 .await
@@ -185,7 +196,7 @@ pub async fn serve(
 
 /// Re-reads the certificate and key on every SIGHUP, as long as the runtime runs: a renewed
 /// certificate (certbot's deploy hook: `kill -HUP`) without a restart.
-fn reload_on_sighup(certificates: Arc<tls::Certificates>) {
+fn reload_on_sighup(certificates: Arc<tls::Certificates>, metrics: Arc<Metrics>) {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
@@ -198,7 +209,9 @@ fn reload_on_sighup(certificates: Arc<tls::Certificates>) {
         };
         tokio::spawn(async move {
             while hangups.recv().await.is_some() {
-                match certificates.reload() {
+                let reloaded = certificates.reload();
+                metrics.tls_reload(reloaded.is_ok());
+                match reloaded {
                     Ok(()) => tracing::info!("SIGHUP: TLS certificate and key reloaded"),
                     Err(err) => {
                         tracing::error!(%err, "SIGHUP: TLS reload failed; still serving the previous certificate");
@@ -208,7 +221,7 @@ fn reload_on_sighup(certificates: Arc<tls::Certificates>) {
         });
     }
     #[cfg(not(unix))]
-    let _ = certificates;
+    let _ = (certificates, metrics);
 }
 
 /// Resolves on Ctrl-C or SIGTERM.

@@ -71,6 +71,11 @@ struct ReasonLabel {
     reason: &'static str,
 }
 
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ResultLabel {
+    result: &'static str,
+}
+
 fn count(family: &Family<ReasonLabel, Counter>, reason: &'static str) {
     family.get_or_create(&ReasonLabel { reason }).inc();
 }
@@ -109,17 +114,20 @@ pub struct Metrics {
     closes: Family<ReasonLabel, Counter>,
     dropped: Family<ReasonLabel, Counter>,
     refused: Family<ReasonLabel, Counter>,
+    tls_handshakes: Family<ResultLabel, Counter>,
+    tls_reloads: Family<ResultLabel, Counter>,
 }
 
 impl Default for Metrics {
     fn default() -> Self {
-        Metrics::new(false)
+        Metrics::new(false, false)
     }
 }
 
 impl Metrics {
-    /// The metrics of an instance; `shared` adds the broker's (`--redis`).
-    pub fn new(shared: bool) -> Self {
+    /// The metrics of an instance; `shared` adds the broker's (`--redis`), `tls` those of
+    /// HTTPS (`--tls-cert`).
+    pub fn new(shared: bool, tls: bool) -> Self {
         let mut m = Metrics {
             registry: Registry::with_prefix("ackwire_signal"),
             rooms: Gauge::default(),
@@ -139,6 +147,8 @@ impl Metrics {
             closes: Family::default(),
             dropped: Family::default(),
             refused: Family::default(),
+            tls_handshakes: Family::default(),
+            tls_reloads: Family::default(),
         };
         let r = &mut m.registry;
         r.register("rooms", "Rooms that exist now", m.rooms.clone());
@@ -191,6 +201,18 @@ impl Metrics {
             "Connections closed by the server, by reason",
             m.closes.clone(),
         );
+        if tls {
+            r.register(
+                "tls_handshakes",
+                "TLS handshakes, by result (ok, failed, timed_out)",
+                m.tls_handshakes.clone(),
+            );
+            r.register(
+                "tls_reloads",
+                "Certificate reloads on SIGHUP, by result (ok, failed: the previous one kept)",
+                m.tls_reloads.clone(),
+            );
+        }
         if shared {
             r.register(
                 "shared_rooms",
@@ -233,6 +255,21 @@ impl Metrics {
     /// Count one upgrade refused with an HTTP status.
     pub fn upgrade_refused(&self, reason: Refusal) {
         count(&self.refused, reason.as_str());
+    }
+
+    /// Count one TLS handshake that ended: `ok`, `failed` or `timed_out`.
+    pub fn tls_handshake(&self, result: &'static str) {
+        self.tls_handshakes
+            .get_or_create(&ResultLabel { result })
+            .inc();
+    }
+
+    /// Count one certificate reload: `ok` or `failed`.
+    pub fn tls_reload(&self, ok: bool) {
+        let result = if ok { "ok" } else { "failed" };
+        self.tls_reloads
+            .get_or_create(&ResultLabel { result })
+            .inc();
     }
 
     /// The Prometheus text exposition.

@@ -32,7 +32,7 @@ use tokio::{
 };
 use tokio_rustls::{TlsAcceptor, server::TlsStream};
 
-use crate::Config;
+use crate::{Config, metrics::Metrics};
 
 /// Longest a client may take to complete its TLS handshake before it is disconnected.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -155,13 +155,17 @@ pub struct TlsListener {
 
 impl TlsListener {
     /// Starts accepting from `inner` (must be called within a tokio runtime).
-    pub fn new<L>(inner: L, certificates: Arc<Certificates>) -> io::Result<TlsListener>
+    pub fn new<L>(
+        inner: L,
+        certificates: Arc<Certificates>,
+        metrics: Arc<Metrics>,
+    ) -> io::Result<TlsListener>
     where
         L: Listener<Io = TcpStream, Addr = SocketAddr>,
     {
         let local = inner.local_addr()?;
         let (tx, accepted) = mpsc::channel(ACCEPTED_QUEUE);
-        tokio::spawn(accept_loop(inner, certificates, tx));
+        tokio::spawn(accept_loop(inner, certificates, metrics, tx));
         Ok(TlsListener { accepted, local })
     }
 }
@@ -169,6 +173,7 @@ impl TlsListener {
 async fn accept_loop<L>(
     mut inner: L,
     certificates: Arc<Certificates>,
+    metrics: Arc<Metrics>,
     tx: mpsc::Sender<(TlsConnection, SocketAddr)>,
 ) where
     L: Listener<Io = TcpStream, Addr = SocketAddr>,
@@ -180,22 +185,26 @@ async fn accept_loop<L>(
         };
         let acceptor = certificates.acceptor();
         let tx = tx.clone();
+        let metrics = Arc::clone(&metrics);
         tokio::spawn(async move {
             let handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp));
             let tls = tokio::select! {
                 done = handshake => match done {
                     Ok(Ok(tls)) => tls,
                     Ok(Err(err)) => {
+                        metrics.tls_handshake("failed");
                         tracing::debug!(%remote, %err, "TLS handshake failed");
                         return;
                     }
                     Err(_) => {
+                        metrics.tls_handshake("timed_out");
                         tracing::debug!(%remote, "TLS handshake timed out");
                         return;
                     }
                 },
                 () = tx.closed() => return,
             };
+            metrics.tls_handshake("ok");
             let conn = TlsConnection {
                 stream: Some(tls),
                 shut_down: false,

@@ -357,4 +357,37 @@ async fn sighup_reloads_a_renewed_certificate_without_dropping_anyone() {
     server.signal("HUP");
     server.logged("TLS certificate and key reloaded").await;
     assert!(trusted_by(addr, &old).await);
+
+    // An operator sees it all in /metrics: two reloads taken, one refused, and the handshakes
+    // of the clients that distrusted the certificate presented.
+    for (series, value) in [
+        (r#"ackwire_signal_tls_reloads_total{result="ok"}"#, 2.0),
+        (r#"ackwire_signal_tls_reloads_total{result="failed"}"#, 1.0),
+        (
+            r#"ackwire_signal_tls_handshakes_total{result="failed"}"#,
+            1.0,
+        ),
+    ] {
+        metric_reaches(addr, &old, series, value).await;
+    }
+}
+
+/// Waits until `/metrics`, fetched over HTTPS, shows `series` at `value` (the server counts a
+/// handshake once it ends on its side, a moment after the client's).
+async fn metric_reaches(addr: SocketAddr, cert: &Cert, series: &str, value: f64) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let text = https_get(addr, cert, "/metrics").await.text();
+        let read = text
+            .lines()
+            .find_map(|l| l.strip_prefix(series)?.trim().parse::<f64>().ok());
+        if read == Some(value) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{series} is {read:?}, not {value}:\n{text}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
