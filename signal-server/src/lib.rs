@@ -149,6 +149,7 @@ pub async fn serve(
     let metrics = Arc::new(Metrics::new(config.redis.is_some(), tls.is_some()));
     // Before "listening" is logged: a SIGHUP from then on reloads, never kills.
     if let Some(certificates) = &tls {
+        metrics.tls_expiry.set(certificates.not_after());
         reload_on_sighup(Arc::clone(certificates), Arc::clone(&metrics));
     }
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -211,6 +212,7 @@ fn reload_on_sighup(certificates: Arc<tls::Certificates>, metrics: Arc<Metrics>)
             while hangups.recv().await.is_some() {
                 let reloaded = certificates.reload();
                 metrics.tls_reload(reloaded.is_ok());
+                metrics.tls_expiry.set(certificates.not_after());
                 match reloaded {
                     Ok(()) => tracing::info!("SIGHUP: TLS certificate and key reloaded"),
                     Err(err) => {

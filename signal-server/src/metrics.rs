@@ -116,6 +116,8 @@ pub struct Metrics {
     refused: Family<ReasonLabel, Counter>,
     tls_handshakes: Family<ResultLabel, Counter>,
     tls_reloads: Family<ResultLabel, Counter>,
+    /// With TLS: the `notAfter` of the certificate presented now (Unix seconds).
+    pub tls_expiry: Gauge,
 }
 
 impl Default for Metrics {
@@ -149,6 +151,7 @@ impl Metrics {
             refused: Family::default(),
             tls_handshakes: Family::default(),
             tls_reloads: Family::default(),
+            tls_expiry: Gauge::default(),
         };
         let r = &mut m.registry;
         r.register("rooms", "Rooms that exist now", m.rooms.clone());
@@ -211,6 +214,11 @@ impl Metrics {
                 "tls_reloads",
                 "Certificate reloads on SIGHUP, by result (ok, failed: the previous one kept)",
                 m.tls_reloads.clone(),
+            );
+            r.register(
+                "tls_certificate_expiry_timestamp_seconds",
+                "When the certificate presented now expires (its notAfter, Unix seconds)",
+                m.tls_expiry.clone(),
             );
         }
         if shared {

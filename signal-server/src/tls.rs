@@ -49,8 +49,19 @@ const CLOSE_NOTIFY_TIMEOUT: Duration = Duration::from_secs(5);
 pub struct Certificates {
     cert: PathBuf,
     key: PathBuf,
-    current: RwLock<Arc<ServerConfig>>,
+    current: RwLock<Loaded>,
 }
+
+/// What the files held when last read.
+#[derive(Debug)]
+struct Loaded {
+    config: Arc<ServerConfig>,
+    /// The server certificate's `notAfter`, in seconds since the Unix epoch.
+    not_after: i64,
+}
+
+/// How close to its expiry a certificate is warned about, at load and at each reload.
+pub const EXPIRY_WARNING: Duration = Duration::from_secs(14 * 24 * 3600);
 
 impl Certificates {
     /// Reads `config`'s certificate and key, or `None` when neither is set. Every error names
@@ -58,11 +69,15 @@ impl Certificates {
     pub fn load(config: &Config) -> io::Result<Option<Arc<Certificates>>> {
         match (&config.tls_cert, &config.tls_key) {
             (None, None) => Ok(None),
-            (Some(cert), Some(key)) => Ok(Some(Arc::new(Certificates {
-                current: RwLock::new(server_config(cert, key)?),
-                cert: cert.clone(),
-                key: key.clone(),
-            }))),
+            (Some(cert), Some(key)) => {
+                let loaded = read(cert, key)?;
+                log_expiry(cert, loaded.not_after);
+                Ok(Some(Arc::new(Certificates {
+                    current: RwLock::new(loaded),
+                    cert: cert.clone(),
+                    key: key.clone(),
+                })))
+            }
             (Some(_), None) => Err(invalid(
                 "--tls-cert needs --tls-key (its private key)".into(),
             )),
@@ -75,14 +90,43 @@ impl Certificates {
     /// Reads the two files again. On success, handshakes from now on present the new
     /// certificate; on error (the same checks as at startup) the current one stays.
     pub fn reload(&self) -> io::Result<()> {
-        let fresh = server_config(&self.cert, &self.key)?;
+        let fresh = read(&self.cert, &self.key)?;
+        log_expiry(&self.cert, fresh.not_after);
         *self.current.write().unwrap_or_else(|e| e.into_inner()) = fresh;
         Ok(())
     }
 
+    /// The `notAfter` of the certificate presented now, in seconds since the Unix epoch.
+    pub fn not_after(&self) -> i64 {
+        self.current
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .not_after
+    }
+
     fn acceptor(&self) -> TlsAcceptor {
         let current = self.current.read().unwrap_or_else(|e| e.into_inner());
-        TlsAcceptor::from(Arc::clone(&current))
+        TlsAcceptor::from(Arc::clone(&current.config))
+    }
+}
+
+/// Says until when the certificate is valid; warns when that is less than
+/// [`EXPIRY_WARNING`] away, or past (clients refuse an expired certificate).
+fn log_expiry(cert: &Path, not_after: i64) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+    let left = not_after.saturating_sub(now);
+    let until = x509_parser::time::ASN1Time::from_timestamp(not_after)
+        .map_or_else(|_| not_after.to_string(), |t| t.to_string());
+    let cert = cert.display();
+    let warning = i64::try_from(EXPIRY_WARNING.as_secs()).unwrap_or(i64::MAX);
+    if left <= 0 {
+        tracing::warn!(%cert, valid_until = %until, "TLS certificate expired: clients refuse it; renew it and send SIGHUP");
+    } else if left < warning {
+        tracing::warn!(%cert, valid_until = %until, days_left = left / 86_400, "TLS certificate expires soon: renew it and send SIGHUP");
+    } else {
+        tracing::info!(%cert, valid_until = %until, "TLS certificate");
     }
 }
 
@@ -102,7 +146,7 @@ fn pem_error(flag: &str, path: &Path, err: rustls::pki_types::pem::Error) -> io:
     }
 }
 
-fn server_config(cert_path: &PathBuf, key_path: &PathBuf) -> io::Result<Arc<ServerConfig>> {
+fn read(cert_path: &PathBuf, key_path: &PathBuf) -> io::Result<Loaded> {
     let certs = CertificateDer::pem_file_iter(cert_path)
         .map_err(|e| pem_error("--tls-cert", cert_path, e))?
         .collect::<Result<Vec<_>, _>>()
@@ -114,6 +158,18 @@ fn server_config(cert_path: &PathBuf, key_path: &PathBuf) -> io::Result<Arc<Serv
             "no certificate found (expected PEM \"BEGIN CERTIFICATE\" blocks, the server's first)",
         ));
     }
+    let not_after = x509_parser::parse_x509_certificate(&certs[0])
+        .map_err(|e| {
+            file_error(
+                "--tls-cert",
+                cert_path,
+                format!("not an X.509 certificate: {e}"),
+            )
+        })?
+        .1
+        .validity()
+        .not_after
+        .timestamp();
     let key = PrivateKeyDer::from_pem_file(key_path).map_err(|e| match e {
         rustls::pki_types::pem::Error::NoItemsFound => file_error(
             "--tls-key",
@@ -140,7 +196,10 @@ fn server_config(cert_path: &PathBuf, key_path: &PathBuf) -> io::Result<Arc<Serv
         })?;
     // HTTP/1.1 only: the server speaks no HTTP/2, and WebSockets upgrade over HTTP/1.1.
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(Arc::new(config))
+    Ok(Loaded {
+        config: Arc::new(config),
+        not_after,
+    })
 }
 
 /// TLS connections, handshaken: a task accepts TCP connections from the inner listener and

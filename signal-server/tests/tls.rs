@@ -32,13 +32,26 @@ fn self_signed() -> Cert {
     let made =
         rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])
             .unwrap();
+    write_cert(&made.cert, &made.signing_key)
+}
+
+/// A self-signed certificate for 127.0.0.1 whose `notAfter` is `not_after` (Unix seconds).
+fn expiring_at(not_after: u64) -> Cert {
+    let mut params = rcgen::CertificateParams::new(vec!["127.0.0.1".to_owned()]).unwrap();
+    params.not_before = rcgen::date_time_ymd(2019, 1, 1);
+    params.not_after = rcgen::date_time_ymd(1970, 1, 1) + Duration::from_secs(not_after);
+    let key = rcgen::KeyPair::generate().unwrap();
+    write_cert(&params.self_signed(&key).unwrap(), &key)
+}
+
+fn write_cert(made: &rcgen::Certificate, signing_key: &rcgen::KeyPair) -> Cert {
     let dir = tempfile::tempdir().unwrap();
     let cert = dir.path().join("cert.pem");
     let key = dir.path().join("key.pem");
-    std::fs::write(&cert, made.cert.pem()).unwrap();
-    std::fs::write(&key, made.signing_key.serialize_pem()).unwrap();
+    std::fs::write(&cert, made.pem()).unwrap();
+    std::fs::write(&key, signing_key.serialize_pem()).unwrap();
     let mut roots = RootCertStore::empty();
-    roots.add(made.cert.der().clone()).unwrap();
+    roots.add(made.der().clone()).unwrap();
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let client = ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
@@ -390,4 +403,37 @@ async fn metric_reaches(addr: SocketAddr, cert: &Cert, series: &str, value: f64)
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+#[tokio::test]
+async fn the_certificates_expiry_is_in_metrics_and_logged_with_a_warning_near_or_past_it() {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let (far, soon) = (now + 400 * 86_400, now + 7 * 86_400);
+    let dir = tempfile::tempdir().unwrap();
+    let year = expiring_at(far);
+    install(&year, dir.path());
+    let mut server = tls_process(dir.path()).await;
+    let series = "ackwire_signal_tls_certificate_expiry_timestamp_seconds";
+    metric_reaches(server.addr, &year, series, far as f64).await;
+
+    // A week left: the reload is taken, with a warning that says what to do.
+    let week = expiring_at(soon);
+    install(&week, dir.path());
+    server.signal("HUP");
+    let warned = server.logged("TLS certificate expires soon").await;
+    assert!(
+        warned.contains("days_left=6") || warned.contains("days_left=7"),
+        "{warned}"
+    );
+    assert!(warned.contains("renew it and send SIGHUP"), "{warned}");
+    metric_reaches(server.addr, &week, series, soon as f64).await;
+
+    // Past its notAfter: clients refuse it, and the log says so.
+    install(&expiring_at(1_577_836_800), dir.path());
+    server.signal("HUP");
+    let expired = server.logged("TLS certificate expired").await;
+    assert!(expired.contains("2020"), "{expired}");
 }
