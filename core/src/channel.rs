@@ -314,34 +314,52 @@ impl Channels {
         }
     }
 
-    /// Queues `bytes` on `channel`, or says why not (changing nothing).
-    pub(crate) fn send(&mut self, channel: u8, bytes: &[u8]) -> Result<(), SendError> {
-        let queue_len = self.queue_len as usize;
-        let max_unreliable = self.max_unreliable as usize;
+    /// Whether [`send`](Self::send) would take a message of `len` bytes on `channel` now.
+    pub(crate) fn check_send(&self, channel: u8, len: usize) -> Result<(), SendError> {
         let ch = self
             .channels
-            .get_mut(usize::from(channel))
+            .get(usize::from(channel))
             .ok_or(SendError::UnknownChannel(channel))?;
         let max = match ch.send {
-            SendSide::Queue { .. } => max_unreliable,
+            SendSide::Queue { .. } => self.max_unreliable as usize,
             SendSide::Reliable(_) => MAX_MESSAGE_SIZE,
         };
-        if bytes.len() > max {
-            return Err(SendError::TooLarge {
-                channel,
-                len: bytes.len(),
-                max,
-            });
+        if len > max {
+            return Err(SendError::TooLarge { channel, len, max });
         }
+        match &ch.send {
+            SendSide::Queue { queue, .. } if queue.len() >= self.queue_len as usize => {
+                Err(SendError::QueueFull { channel })
+            }
+            SendSide::Reliable(window) if fragments_needed(len) > window.free() => {
+                Err(SendError::WindowFull {
+                    channel,
+                    needed: fragments_needed(len),
+                    free: window.free(),
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// `(oldest id not acked, id of the next message)` of a reliable channel.
+    pub(crate) fn reliable_ids(&self, channel: u8) -> Option<(u16, u16)> {
+        match &self.channels.get(usize::from(channel))?.send {
+            SendSide::Reliable(window) => Some(window.ids()),
+            SendSide::Queue { .. } => None,
+        }
+    }
+
+    /// Queues `bytes` on `channel`, or says why not (changing nothing).
+    pub(crate) fn send(&mut self, channel: u8, bytes: &[u8]) -> Result<(), SendError> {
+        self.check_send(channel, bytes.len())?;
+        let ch = &mut self.channels[usize::from(channel)];
         let sequenced = matches!(ch.receive, ReceiveSide::Sequenced { .. });
         match &mut ch.send {
             SendSide::Queue {
                 queue,
                 next_sequence,
             } => {
-                if queue.len() >= queue_len {
-                    return Err(SendError::QueueFull { channel });
-                }
                 let kind = if sequenced {
                     FrameKind::Sequenced {
                         sequence: *next_sequence,
@@ -358,14 +376,6 @@ impl Channels {
                 self.queued |= 1 << channel;
             }
             SendSide::Reliable(window) => {
-                let needed = fragments_needed(bytes.len());
-                if needed > window.free() {
-                    return Err(SendError::WindowFull {
-                        channel,
-                        needed,
-                        free: window.free(),
-                    });
-                }
                 window.push(bytes);
                 self.reliable_idle = false;
                 self.reliable_storage = true;

@@ -106,6 +106,10 @@ pub const MAX_UNRELIABLE_QUEUE_LEN: usize = 32768;
 /// Smallest `max_datagram_size`: a full-length reliable fragment must fit one packet.
 pub const MIN_DATAGRAM_SIZE: usize = PacketHeader::MAX_LEN + 6 + crate::frame::FRAGMENT_SIZE;
 
+/// Smallest `max_datagram_size` of a protected (encrypted) connection: a full fragment and
+/// the 16-byte tag ([`Connection::protect`], [`Connection::secure`]).
+pub const MIN_PROTECTED_DATAGRAM_SIZE: usize = MIN_DATAGRAM_SIZE + TAG_LEN;
+
 /// Why a [`ConnectionConfig`] was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Error)]
 #[non_exhaustive]
@@ -488,7 +492,7 @@ impl Connection {
     /// (handshake, disconnect) are not protected (see `docs/wire.md`).
     pub fn protect(&mut self, keys: PacketKeys) -> Result<(), ProtectError> {
         let datagram = self.config.max_datagram_size;
-        if datagram < MIN_DATAGRAM_SIZE + TAG_LEN {
+        if datagram < MIN_PROTECTED_DATAGRAM_SIZE {
             return Err(ProtectError::DatagramSize(datagram));
         }
         if self.channels.counters.sent > 0 {
@@ -511,7 +515,7 @@ impl Connection {
     /// exchange does not prove.
     pub fn secure(&mut self, initiator: impl Initiator + 'static) -> Result<(), ProtectError> {
         let datagram = self.config.max_datagram_size;
-        if datagram < MIN_DATAGRAM_SIZE + TAG_LEN {
+        if datagram < MIN_PROTECTED_DATAGRAM_SIZE {
             return Err(ProtectError::DatagramSize(datagram));
         }
         if self.secure.is_some() || self.endpoint.is_protected() {
@@ -563,6 +567,28 @@ impl Connection {
     /// reliable channels, one packet's worth on unreliable ones.
     pub fn max_message_size(&self, channel: u8) -> Option<usize> {
         self.channels.max_message(channel)
+    }
+
+    /// Whether [`send`](Self::send) would queue a message of `len` bytes on `channel` now,
+    /// and if not, the error it would return: lets a caller sending one message to several
+    /// connections check them all before it queues on any.
+    pub fn check_send(&self, channel: u8, len: usize) -> Result<(), SendError> {
+        if matches!(self.phase, Phase::Closing { .. } | Phase::Closed) {
+            return Err(SendError::Closed);
+        }
+        self.channels.check_send(channel, len)
+    }
+
+    /// A reliable channel's message ids: `(oldest, next)`, where every id before `oldest`
+    /// was acked by the peer (its connection took the frame in) and `next` is the id the next
+    /// message [`send`](Self::send) queues gets. Ids count from 0 on each connection and
+    /// channel, one per fragment, wrapping at 2^16 (compare them with
+    /// [`sequence::distance`](crate::sequence::distance)), so a caller can tell when a
+    /// message it sent was acked, and with every message before it: its ids were
+    /// `next`-before-the-send up to `next`-after, and `oldest` has passed them. `None` for an
+    /// unreliable or unknown channel.
+    pub fn reliable_ids(&self, channel: u8) -> Option<(u16, u16)> {
+        self.channels.reliable_ids(channel)
     }
 
     /// Queues a message on `channel`. Messages queued while connecting go out once

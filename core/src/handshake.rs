@@ -174,7 +174,7 @@ impl Acceptor {
 
     fn check_tag_room(&self) -> Result<(), ProtectError> {
         let datagram = self.config.max_datagram_size;
-        if datagram < crate::connection::MIN_DATAGRAM_SIZE + crate::protection::TAG_LEN {
+        if datagram < crate::connection::MIN_PROTECTED_DATAGRAM_SIZE {
             return Err(ProtectError::DatagramSize(datagram));
         }
         Ok(())

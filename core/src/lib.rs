@@ -220,7 +220,7 @@ pub use config::{Config, ConfigError};
 pub use congestion::Mode;
 pub use connection::{
     Connection, ConnectionConfig, ConnectionConfigError, ConnectionError, ConnectionEvent,
-    ConnectionState, DisconnectReason,
+    ConnectionState, DisconnectReason, MIN_DATAGRAM_SIZE, MIN_PROTECTED_DATAGRAM_SIZE,
 };
 pub use endpoint::{Endpoint, Event, ReceiveError, Received, Transmit, TransmitError};
 pub use handshake::{Accept, Acceptor, HandshakeError};

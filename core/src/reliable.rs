@@ -110,6 +110,11 @@ impl SendWindow {
         usize::from(self.next.wrapping_sub(self.oldest))
     }
 
+    /// `(oldest id not acked, id the next message gets)`: every id before the first was acked.
+    pub(crate) fn ids(&self) -> (u16, u16) {
+        (self.oldest, self.next)
+    }
+
     /// Ids that can still be taken.
     pub(crate) fn free(&self) -> usize {
         WINDOW - self.in_flight()

@@ -633,3 +633,62 @@ fn send_latest_on_a_reliable_channel_is_refused_with_a_typed_error_and_changes_n
     pair.client.close();
     assert_eq!(pair.client.send_latest(0, b"x"), Err(SendError::Closed));
 }
+
+#[test]
+fn reliable_ids_tell_when_a_message_and_all_before_it_were_acked() {
+    let mut pair = ConnPair::new(all_kinds(), lossy(20.0), 11);
+    pair.connect();
+    assert_eq!(
+        pair.client.reliable_ids(0),
+        None,
+        "unreliable channels have none"
+    );
+    assert_eq!(pair.client.reliable_ids(9), None);
+    let (oldest, next) = pair.client.reliable_ids(1).unwrap();
+    assert_eq!(
+        (oldest, next),
+        (0, 0),
+        "ids count from 0 on each connection"
+    );
+    // One id per fragment: a two-fragment message takes two.
+    pair.client.send(1, b"short").unwrap();
+    let big = vec![7u8; ackwire_core::frame::FRAGMENT_SIZE + 1];
+    pair.client.send(1, &big).unwrap();
+    assert_eq!(pair.client.reliable_ids(1), Some((0, 3)));
+    pair.run_for(Duration::from_secs(5));
+    // Everything acked: oldest caught up with next, and the peer has both messages.
+    assert_eq!(pair.client.reliable_ids(1), Some((3, 3)));
+    assert_eq!(pair.server_side.messages(1).count(), 2);
+}
+
+#[test]
+fn check_send_says_what_send_would_refuse_and_queues_nothing() {
+    let mut pair = ConnPair::new(all_kinds(), EmulatorConfig::default(), 5);
+    pair.connect();
+    let c = &mut pair.client;
+    assert_eq!(c.check_send(1, 10), Ok(()));
+    assert_eq!(c.check_send(9, 10), Err(SendError::UnknownChannel(9)));
+    let max = c.max_message_size(0).unwrap();
+    assert_eq!(
+        c.check_send(0, max + 1),
+        Err(SendError::TooLarge {
+            channel: 0,
+            len: max + 1,
+            max
+        })
+    );
+    assert_eq!(c.send(0, &vec![0; max + 1]), c.check_send(0, max + 1));
+    // Fill channel 1's window: the check refuses the message that would not fit.
+    while c.check_send(1, 1).is_ok() {
+        c.send(1, b"x").unwrap();
+    }
+    assert!(matches!(
+        c.check_send(1, 1),
+        Err(SendError::WindowFull { channel: 1, .. })
+    ));
+    let before = c.buffered();
+    assert_eq!(c.send(1, b"x"), c.check_send(1, 1));
+    assert_eq!(c.buffered(), before, "a refused send queues nothing");
+    c.close();
+    assert_eq!(c.check_send(0, 1), Err(SendError::Closed));
+}

@@ -75,8 +75,8 @@ use crate::demo::{MAX_CHAT_BYTES, cookie_address, we_accept};
 use crate::emulation::Emulation;
 use crate::keys::{LinkKeys, UdpKeys};
 use crate::signalling::{
-    ClientFrame, IceServer, LeaveReason, PeerId, PeerInfo, PeerKind, PublicKey, Resume,
-    ServerFrame, SignalData, UrlJoin, VERSION,
+    ClientFrame, ErrorCode, IceServer, LeaveReason, PeerId, PeerInfo, PeerKind, PublicKey, Resume,
+    SdpKind, ServerFrame, SignalData, UrlJoin, VERSION,
 };
 
 /// How a member behaves; every field has a documented default except who and where it is.
@@ -939,12 +939,10 @@ impl Member {
             self.set_signalling(SignallingState::Connecting, None);
             // A fresh join rides the URL; a resume carries a token, which stays out of URLs.
             let join = self.resume().is_none().then(|| UrlJoin {
-                version: VERSION,
-                room: self.config.room.clone(),
-                kind: self.config.kind,
                 udp_addr: self.config.udp_addr,
                 instance: Some(self.config.instance.clone()),
                 udp_key: self.udp_key(),
+                ..UrlJoin::new(self.config.room.clone(), self.config.kind)
             });
             self.joined_in_url = join.is_some();
             self.out.push_back(Output::OpenSignalling { join });
@@ -1113,11 +1111,12 @@ impl Member {
             }
             ServerFrame::Signal { from, data } => self.on_signal(now, from, data),
             ServerFrame::Error { code, message } => {
-                if code == "resume_rejected" {
+                if code == ErrorCode::ResumeRejected {
                     // The server forgot us (restart, or grace expired): join afresh.
                     self.token = None;
                     self.send_join();
-                } else if code == "broker_unavailable" && self.signalling != SignallingState::Joined
+                } else if code == ErrorCode::BrokerUnavailable
+                    && self.signalling != SignallingState::Joined
                 {
                     // The server cannot admit anyone now (its rooms live in a Redis it cannot
                     // reach): try again on a fresh socket after the backoff, which may reach
@@ -1125,7 +1124,7 @@ impl Member {
                     self.signalling_closed(now, &format!("join refused: {message}"));
                 }
                 self.event(Event::ServerError {
-                    code: code.into_owned(),
+                    code: code.as_str().to_owned(),
                     message,
                 });
             }
@@ -1154,6 +1153,7 @@ impl Member {
             udp_addr: self.config.udp_addr,
             instance: Some(self.config.instance.clone()),
             udp_key: self.udp_key(),
+            app: None,
             resume,
         }));
     }
@@ -1479,7 +1479,7 @@ impl Member {
             return;
         };
         if self.links[i].direct_udp().is_some() {
-            let offer = matches!(&data, SignalData::Sdp { sdp } if sdp.kind == "offer");
+            let offer = matches!(&data, SignalData::Sdp { sdp } if sdp.kind == SdpKind::Offer);
             if !offer {
                 return;
             }
@@ -1488,7 +1488,7 @@ impl Member {
             self.start_answering(now, i);
         }
         match data {
-            SignalData::Sdp { ref sdp } if sdp.kind == "offer" => {
+            SignalData::Sdp { ref sdp } if sdp.kind == SdpKind::Offer => {
                 let fresh = self.links[i]
                     .rtc
                     .as_ref()

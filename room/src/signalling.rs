@@ -16,11 +16,121 @@
 
 use std::{borrow::Cow, net::SocketAddr};
 
+use ackwire_core::ChannelKind;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// The signalling protocol version: sent in every join, echoed in the welcome.
 pub const VERSION: u32 = 1;
+
+/// The one rule for every name in signalling (rooms, program instances, application ids):
+/// 1–64 of `A-Z a-z 0-9 - _`, safe in URLs, logs and metrics.
+pub fn is_valid_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// The application a member plays, as it declares it in its join: an id, a version and its
+/// channel layout. A room plays one application: the server refuses a join whose
+/// declaration differs from the room's (`app_mismatch`), so members of different games, or of
+/// incompatible releases of one game, never meet.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct AppInfo {
+    /// The application's id: 1–64 of `A-Z a-z 0-9 - _` ([`is_valid_name`]).
+    pub id: String,
+    /// Its protocol version: bump it with every release that cannot talk to the last.
+    pub version: u32,
+    /// Its channels, by index: 1 to [`AppInfo::MAX_CHANNELS`] kinds.
+    pub channels: Vec<ChannelKind>,
+}
+
+/// Why an [`AppInfo`] is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum InvalidApp {
+    /// The id breaks the name rule.
+    #[error("application id {0:?}: use 1-64 of A-Z a-z 0-9 - _")]
+    Id(String),
+    /// No channels, or more than [`AppInfo::MAX_CHANNELS`].
+    #[error("{0} channels declared; 1 to {max} are allowed", max = AppInfo::MAX_CHANNELS)]
+    ChannelCount(usize),
+    /// A channel list in a URL that is not comma-separated channel kinds.
+    #[error(
+        "channel {0:?} is not one of unreliable, unreliable-sequenced, reliable-ordered, reliable-unordered"
+    )]
+    ChannelKind(String),
+}
+
+impl AppInfo {
+    /// Most channels an application declares: the core carries 64 per connection, and the
+    /// room member keeps one for itself (`docs/wire.md`, "Room members").
+    pub const MAX_CHANNELS: usize = 63;
+
+    /// An application with this id, version and channel layout.
+    pub fn new(id: impl Into<String>, version: u32, channels: impl Into<Vec<ChannelKind>>) -> Self {
+        AppInfo {
+            id: id.into(),
+            version,
+            channels: channels.into(),
+        }
+    }
+
+    /// Checks the id and the channel count.
+    pub fn validate(&self) -> Result<(), InvalidApp> {
+        if !is_valid_name(&self.id) {
+            return Err(InvalidApp::Id(self.id.chars().take(80).collect()));
+        }
+        if self.channels.is_empty() || self.channels.len() > Self::MAX_CHANNELS {
+            return Err(InvalidApp::ChannelCount(self.channels.len()));
+        }
+        Ok(())
+    }
+
+    /// The channel list as a URL carries it: kinds by their wire names, comma-separated.
+    pub fn channel_list(&self) -> String {
+        self.channels
+            .iter()
+            .map(|&kind| channel_name(kind))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// Reads [`channel_list`](Self::channel_list)'s form back.
+    pub fn parse_channel_list(list: &str) -> Result<Vec<ChannelKind>, InvalidApp> {
+        list.split(',')
+            .map(|name| {
+                serde_json::from_value(Value::String(name.to_owned()))
+                    .map_err(|_| InvalidApp::ChannelKind(name.chars().take(40).collect()))
+            })
+            .collect()
+    }
+}
+
+impl std::fmt::Display for AppInfo {
+    /// `pong v2 (channels: unreliable-sequenced, reliable-ordered)`: how refusals name it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} v{} (channels: ", self.id, self.version)?;
+        for (i, &kind) in self.channels.iter().enumerate() {
+            let sep = if i == 0 { "" } else { ", " };
+            write!(f, "{sep}{}", channel_name(kind))?;
+        }
+        f.write_str(")")
+    }
+}
+
+/// A channel kind's wire name (`unreliable-sequenced`, ...).
+pub fn channel_name(kind: ChannelKind) -> &'static str {
+    match kind {
+        ChannelKind::Unreliable => "unreliable",
+        ChannelKind::UnreliableSequenced => "unreliable-sequenced",
+        ChannelKind::ReliableOrdered => "reliable-ordered",
+        ChannelKind::ReliableUnordered => "reliable-unordered",
+        // A kind a later core adds, before this list learns its name.
+        _ => "unknown",
+    }
+}
 
 /// A peer's id in its room, assigned by the server. Ids are unique for one server's
 /// lifetime; after a server restart they are handed out afresh (see [`PeerInfo::instance`]).
@@ -127,9 +237,59 @@ pub struct UrlJoin {
     /// A native's public key for encrypted UDP links (see [`PeerInfo::udp_key`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub udp_key: Option<PublicKey>,
+    /// The application's id ([`AppInfo::id`]); with `app_version` and `channels`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app: Option<String>,
+    /// The application's version ([`AppInfo::version`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app_version: Option<u32>,
+    /// The application's channels, comma-separated ([`AppInfo::channel_list`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channels: Option<String>,
 }
 
 impl UrlJoin {
+    /// The join of a fresh member: everything but the application, which
+    /// [`with_app`](Self::with_app) adds.
+    pub fn new(room: impl Into<String>, kind: PeerKind) -> UrlJoin {
+        UrlJoin {
+            version: VERSION,
+            room: room.into(),
+            kind,
+            udp_addr: None,
+            instance: None,
+            udp_key: None,
+            app: None,
+            app_version: None,
+            channels: None,
+        }
+    }
+
+    /// The same join, declaring `app`.
+    pub fn with_app(self, app: &AppInfo) -> UrlJoin {
+        UrlJoin {
+            app: Some(app.id.clone()),
+            app_version: Some(app.version),
+            channels: Some(app.channel_list()),
+            ..self
+        }
+    }
+
+    /// The application it declares: none when `app` is absent; refused when `app` comes
+    /// without `app_version` and `channels`, or they are malformed.
+    pub fn app_info(&self) -> Result<Option<AppInfo>, InvalidApp> {
+        let Some(id) = &self.app else {
+            return Ok(None);
+        };
+        let channels = match &self.channels {
+            Some(list) => AppInfo::parse_channel_list(list)?,
+            None => return Err(InvalidApp::ChannelCount(0)),
+        };
+        let app = AppInfo::new(id.clone(), self.app_version.unwrap_or(0), channels);
+        app.validate()?;
+        Ok(Some(app))
+    }
+
     /// The query string, without the `?`: every value percent-encoded where it is not an
     /// unreserved URL character (an IPv6 `udp_addr`'s brackets and colons, say).
     pub fn query(&self) -> String {
@@ -146,6 +306,15 @@ impl UrlJoin {
         }
         if let Some(key) = self.udp_key {
             pairs.push(("udp_key", key.to_string()));
+        }
+        if let Some(app) = &self.app {
+            pairs.push(("app", app.clone()));
+        }
+        if let Some(version) = self.app_version {
+            pairs.push(("app_version", version.to_string()));
+        }
+        if let Some(channels) = &self.channels {
+            pairs.push(("channels", channels.clone()));
         }
         let encode = |value: &str| {
             value
@@ -165,17 +334,20 @@ impl UrlJoin {
             .join("&")
     }
 
-    /// The `join` frame this stands for.
-    pub fn into_frame(self) -> ClientFrame {
-        ClientFrame::Join {
+    /// The `join` frame this stands for; refused when its application fields are not one
+    /// application ([`app_info`](Self::app_info)).
+    pub fn into_frame(self) -> Result<ClientFrame, InvalidApp> {
+        let app = self.app_info()?;
+        Ok(ClientFrame::Join {
             version: self.version,
             room: self.room,
             kind: self.kind,
             udp_addr: self.udp_addr,
             instance: self.instance,
             udp_key: self.udp_key,
+            app,
             resume: None,
-        }
+        })
     }
 }
 
@@ -255,6 +427,9 @@ pub enum LeaveReason {
 pub struct RoomSnapshot {
     /// Room name.
     pub room: String,
+    /// The application the room plays, if its members declared one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app: Option<AppInfo>,
     /// Its current peers (those inside their reconnect grace included).
     pub peers: Vec<PeerInfo>,
 }
@@ -288,6 +463,10 @@ pub enum ClientFrame<S = Value, L = Value> {
         /// with (see [`PeerInfo::udp_key`]).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         udp_key: Option<PublicKey>,
+        /// The application this member plays. The room's first member sets it; a join that
+        /// declares another (or none, in a room with one) is refused with `app_mismatch`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        app: Option<AppInfo>,
         /// Take back a peer id after a dropped link.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         resume: Option<Resume>,
@@ -405,7 +584,7 @@ pub enum ServerFrame<'a, D = Cow<'a, Value>> {
     /// A request was refused.
     Error {
         /// Stable machine-readable code (`docs/signalling.md`, "Errors").
-        code: Cow<'a, str>,
+        code: ErrorCode,
         /// Human-readable detail.
         message: String,
     },
@@ -413,6 +592,126 @@ pub enum ServerFrame<'a, D = Cow<'a, Value>> {
     /// client can ignore it. Never sent; serializing it is an error.
     #[serde(other, skip_serializing)]
     Other,
+}
+
+/// Why the server refused a request: the `code` of an `error` frame (`docs/signalling.md`,
+/// "Errors", says what each means and what a client does about it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ErrorCode {
+    /// Not a frame of the protocol (bad JSON, unknown type, missing field, binary).
+    MalformedMessage,
+    /// Larger than the server's message cap.
+    MessageTooLarge,
+    /// Sent faster than the connection's rate limit; the frame was dropped.
+    RateLimited,
+    /// A join with a protocol version the server does not speak.
+    UnsupportedVersion,
+    /// A room name that breaks the name rule ([`is_valid_name`]).
+    InvalidRoomName,
+    /// An instance id that breaks the name rule.
+    InvalidInstance,
+    /// The room holds its maximum number of peers.
+    RoomFull,
+    /// The server holds its maximum number of rooms.
+    TooManyRooms,
+    /// An inconsistent join (a UDP address for a browser, say).
+    InvalidJoin,
+    /// A join whose application declaration is malformed ([`InvalidApp`]).
+    InvalidApp,
+    /// The room plays another application (id, version or channels) than the join declares.
+    AppMismatch,
+    /// A room frame before a successful join.
+    NotJoined,
+    /// A second join on a joined connection.
+    AlreadyJoined,
+    /// A signal for a peer that is not in the sender's room.
+    UnknownPeer,
+    /// A `from` that is not the sender's own id.
+    PeerIdMismatch,
+    /// A resume the server cannot honour (unknown or expired id, wrong token): join afresh.
+    ResumeRejected,
+    /// The client's address created its share of rooms this minute.
+    RoomCreationLimited,
+    /// The signal's target stopped reading; the signal was dropped.
+    PeerNotReading,
+    /// Watching every room needs the admin token.
+    AdminTokenRequired,
+    /// The server cannot reach its broker (Redis) now: try again shortly.
+    BrokerUnavailable,
+    /// A code this version does not know (a later server's): the message says what it is.
+    #[serde(other)]
+    Unknown,
+}
+
+impl ErrorCode {
+    /// The code on the wire (`room_full`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::MalformedMessage => "malformed_message",
+            Self::MessageTooLarge => "message_too_large",
+            Self::RateLimited => "rate_limited",
+            Self::UnsupportedVersion => "unsupported_version",
+            Self::InvalidRoomName => "invalid_room_name",
+            Self::InvalidInstance => "invalid_instance",
+            Self::RoomFull => "room_full",
+            Self::TooManyRooms => "too_many_rooms",
+            Self::InvalidJoin => "invalid_join",
+            Self::InvalidApp => "invalid_app",
+            Self::AppMismatch => "app_mismatch",
+            Self::NotJoined => "not_joined",
+            Self::AlreadyJoined => "already_joined",
+            Self::UnknownPeer => "unknown_peer",
+            Self::PeerIdMismatch => "peer_id_mismatch",
+            Self::ResumeRejected => "resume_rejected",
+            Self::RoomCreationLimited => "room_creation_limited",
+            Self::PeerNotReading => "peer_not_reading",
+            Self::AdminTokenRequired => "admin_token_required",
+            Self::BrokerUnavailable => "broker_unavailable",
+            Self::Unknown => "unknown",
+        }
+    }
+
+    /// Every code, for tests and documentation checks.
+    pub const ALL: [ErrorCode; 21] = [
+        Self::MalformedMessage,
+        Self::MessageTooLarge,
+        Self::RateLimited,
+        Self::UnsupportedVersion,
+        Self::InvalidRoomName,
+        Self::InvalidInstance,
+        Self::RoomFull,
+        Self::TooManyRooms,
+        Self::InvalidJoin,
+        Self::InvalidApp,
+        Self::AppMismatch,
+        Self::NotJoined,
+        Self::AlreadyJoined,
+        Self::UnknownPeer,
+        Self::PeerIdMismatch,
+        Self::ResumeRejected,
+        Self::RoomCreationLimited,
+        Self::PeerNotReading,
+        Self::AdminTokenRequired,
+        Self::BrokerUnavailable,
+        Self::Unknown,
+    ];
+
+    /// Reads a code from its wire name; a name this version does not know is
+    /// [`Unknown`](Self::Unknown).
+    pub fn from_name(name: &str) -> ErrorCode {
+        Self::ALL
+            .into_iter()
+            .find(|code| code.as_str() == name)
+            .unwrap_or(Self::Unknown)
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// The relay payload between peers: a session description or one trickled ICE candidate,
@@ -438,12 +737,32 @@ pub enum SignalData {
     },
 }
 
+/// What a session description is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SdpKind {
+    /// The offerer's description.
+    Offer,
+    /// The answerer's.
+    Answer,
+}
+
+impl SdpKind {
+    /// `offer` or `answer`, as browsers name them.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Offer => "offer",
+            Self::Answer => "answer",
+        }
+    }
+}
+
 /// A session description: `type` is `offer` or `answer`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 pub struct Sdp {
     /// `offer` or `answer`.
     #[serde(rename = "type")]
-    pub kind: String,
+    pub kind: SdpKind,
     /// The SDP text.
     pub sdp: String,
 }
@@ -455,12 +774,10 @@ mod tests {
     #[test]
     fn a_url_join_percent_encodes_what_is_not_unreserved() {
         let join = UrlJoin {
-            version: VERSION,
-            room: "lobby".into(),
-            kind: PeerKind::Native,
             udp_addr: Some("[2001:db8::1]:40000".parse().unwrap()),
             instance: Some("p-1".into()),
             udp_key: Some(PublicKey([0xFB; 32])),
+            ..UrlJoin::new("lobby", PeerKind::Native)
         };
         assert_eq!(
             join.query(),
@@ -475,6 +792,94 @@ mod tests {
             ..join
         };
         assert_eq!(browser.query(), "version=1&room=lobby&kind=browser");
+        let app = AppInfo::new(
+            "pong",
+            3,
+            [
+                ChannelKind::UnreliableSequenced,
+                ChannelKind::ReliableOrdered,
+            ],
+        );
+        let with_app = browser.with_app(&app);
+        assert_eq!(
+            with_app.query(),
+            "version=1&room=lobby&kind=browser&app=pong&app_version=3\
+             &channels=unreliable-sequenced%2Creliable-ordered"
+        );
+        assert_eq!(with_app.app_info(), Ok(Some(app.clone())));
+        let ClientFrame::Join { app: declared, .. } = with_app.into_frame().unwrap() else {
+            panic!("not a join");
+        };
+        assert_eq!(declared, Some(app));
+    }
+
+    #[test]
+    fn an_app_is_a_valid_name_and_one_to_63_known_channels() {
+        let ok = AppInfo::new("pong_2-x", 1, [ChannelKind::Unreliable]);
+        assert_eq!(ok.validate(), Ok(()));
+        assert_eq!(
+            ok.to_string(),
+            "pong_2-x v1 (channels: unreliable)",
+            "refusals name an app this way"
+        );
+        let bad_id = AppInfo::new("pong game", 1, [ChannelKind::Unreliable]);
+        assert!(matches!(bad_id.validate(), Err(InvalidApp::Id(_))));
+        let none = AppInfo::new("pong", 1, []);
+        assert_eq!(none.validate(), Err(InvalidApp::ChannelCount(0)));
+        let many = AppInfo::new("pong", 1, vec![ChannelKind::Unreliable; 64]);
+        assert_eq!(many.validate(), Err(InvalidApp::ChannelCount(64)));
+        assert_eq!(
+            AppInfo::parse_channel_list("reliable-unordered,unreliable"),
+            Ok(vec![
+                ChannelKind::ReliableUnordered,
+                ChannelKind::Unreliable
+            ])
+        );
+        assert!(matches!(
+            AppInfo::parse_channel_list("reliable,teleport"),
+            Err(InvalidApp::ChannelKind(_))
+        ));
+        // In a URL: an app without its channels is no app.
+        let half = UrlJoin {
+            app: Some("pong".into()),
+            ..UrlJoin::new("lobby", PeerKind::Browser)
+        };
+        assert!(half.clone().into_frame().is_err());
+        assert!(half.app_info().is_err());
+    }
+
+    #[test]
+    fn error_codes_read_and_write_their_wire_names_and_unknown_ones_are_kept_apart() {
+        for code in ErrorCode::ALL {
+            let text = serde_json::to_string(&code).unwrap();
+            assert_eq!(text, format!("\"{}\"", code.as_str()));
+            assert_eq!(serde_json::from_str::<ErrorCode>(&text).unwrap(), code);
+            assert_eq!(ErrorCode::from_name(code.as_str()), code);
+        }
+        let later = r#"{"type":"error","code":"quantum_flux","message":"a later server's"}"#;
+        assert_eq!(
+            serde_json::from_str::<ServerFrame>(later).unwrap(),
+            ServerFrame::Error {
+                code: ErrorCode::Unknown,
+                message: "a later server's".into()
+            }
+        );
+    }
+
+    #[test]
+    fn a_description_of_another_kind_is_not_a_signal() {
+        let text = r#"{"sdp":{"type":"pranswer","sdp":"v=0"}}"#;
+        assert!(serde_json::from_str::<SignalData>(text).is_err());
+        let offer = r#"{"sdp":{"type":"offer","sdp":"v=0"}}"#;
+        assert!(matches!(
+            serde_json::from_str::<SignalData>(offer).unwrap(),
+            SignalData::Sdp {
+                sdp: Sdp {
+                    kind: SdpKind::Offer,
+                    ..
+                }
+            }
+        ));
     }
 
     #[test]
@@ -553,6 +958,7 @@ mod tests {
             udp_addr: None,
             instance: None,
             udp_key: None,
+            app: None,
             resume: None,
         };
         assert_eq!(
@@ -566,6 +972,7 @@ mod tests {
             udp_addr: Some("127.0.0.1:40000".parse().unwrap()),
             instance: None,
             udp_key: Some(PublicKey(core::array::from_fn(|i| i as u8))),
+            app: None,
             resume: Some(Resume {
                 peer_id: 7,
                 token: "t".into(),
@@ -582,12 +989,13 @@ mod tests {
             udp_addr: None,
             instance: Some("k3J9-x_2".into()),
             udp_key: None,
+            app: Some(AppInfo::new("pong", 2, [ChannelKind::ReliableOrdered])),
             resume: None,
         };
         let text = serde_json::to_string(&with_instance).unwrap();
         assert_eq!(
             text,
-            r#"{"type":"join","version":1,"room":"lobby","kind":"browser","instance":"k3J9-x_2"}"#
+            r#"{"type":"join","version":1,"room":"lobby","kind":"browser","instance":"k3J9-x_2","app":{"id":"pong","version":2,"channels":["reliable-ordered"]}}"#
         );
         assert_eq!(
             serde_json::from_str::<ClientFrame>(&text).unwrap(),
@@ -647,7 +1055,7 @@ mod tests {
             serde_json::from_value::<SignalData>(parsed.into_owned()).unwrap(),
             SignalData::Sdp {
                 sdp: Sdp {
-                    kind: "offer".into(),
+                    kind: SdpKind::Offer,
                     sdp: "v=0".into()
                 }
             }

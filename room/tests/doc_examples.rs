@@ -167,6 +167,7 @@ fn the_documented_browser_join_serializes_byte_for_byte() {
         udp_addr: None,
         instance: None,
         udp_key: None,
+        app: None,
         resume: None,
     };
     let text = serde_json::to_string(&join).unwrap();

@@ -483,7 +483,11 @@ impl Broker {
                 .collect();
             peers.sort_unstable_by_key(|p| p.id);
             if !peers.is_empty() {
-                snapshots.push(RoomSnapshot { room, peers });
+                snapshots.push(RoomSnapshot {
+                    room,
+                    app: None,
+                    peers,
+                });
             }
         }
         Ok(snapshots)

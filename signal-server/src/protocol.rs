@@ -11,7 +11,7 @@ use crate::error::SignalError;
 /// The error frame for `err`.
 pub fn error_frame(err: &SignalError) -> ServerFrame<'static> {
     ServerFrame::Error {
-        code: err.code().into(),
+        code: ackwire_room::signalling::ErrorCode::from_name(err.code()),
         message: err.to_string(),
     }
 }

@@ -170,6 +170,7 @@ impl Room {
     fn snapshot(&self, name: &str) -> RoomSnapshot {
         RoomSnapshot {
             room: name.to_owned(),
+            app: None,
             peers: self.peers.values().map(|p| watched(&p.info)).collect(),
         }
     }

@@ -77,7 +77,10 @@ pub async fn upgrade(
     // A join in the URL makes the welcome the first frame: no round trip for a `join` frame.
     let first = match (query.is_some_and(|q| !q.is_empty()), join) {
         (false, _) => None,
-        (true, Ok(Query(join))) => Some(Ok(join.into_frame())),
+        (true, Ok(Query(join))) => Some(
+            join.into_frame()
+                .map_err(|e| SignalError::Malformed(format!("join in the URL: {e}"))),
+        ),
         (true, Err(rejection)) => Some(Err(SignalError::Malformed(format!(
             "join in the URL: {}",
             rejection.body_text()
@@ -458,6 +461,7 @@ impl Session {
                 udp_addr,
                 instance,
                 udp_key,
+                app: _,
                 resume,
             } => {
                 if let Some((room, _)) = &self.joined {

@@ -277,9 +277,6 @@ async fn a_join_in_the_url_is_answered_by_the_first_frame() {
     let (mut a, _) = server.peer("lobby").await;
     // The query the room members build: an IPv6 address's brackets and colons encoded.
     let join = UrlJoin {
-        version: 1,
-        room: "lobby".into(),
-        kind: PeerKind::Native,
         udp_addr: Some("[::1]:40000".parse().unwrap()),
         instance: Some("p-1".into()),
         // Base64's `+`, `/` and `=` are encoded too.
@@ -288,6 +285,7 @@ async fn a_join_in_the_url_is_answered_by_the_first_frame() {
                 .parse()
                 .unwrap(),
         ),
+        ..UrlJoin::new("lobby", PeerKind::Native)
     };
     let mut b = upgrade(server.addr, &format!("/ws?{}", join.query()), &[])
         .await

@@ -18,7 +18,7 @@ use ackwire_room::emulation::Emulation;
 use ackwire_room::member::{
     Command, IceState, Member, MemberConfig, Output, Route, TransportEvent, TransportId,
 };
-use ackwire_room::signalling::{IceServer, PeerKind, Sdp, SignalData};
+use ackwire_room::signalling::{IceServer, PeerKind, Sdp, SdpKind, SignalData};
 use js_sys::{Function, Reflect, Uint8Array};
 use serde::Serialize;
 
@@ -609,13 +609,9 @@ async fn apply_signal(
 ) {
     match data {
         SignalData::Sdp { sdp } => {
-            let kind = match sdp.kind.as_str() {
-                "offer" => RtcSdpType::Offer,
-                "answer" => RtcSdpType::Answer,
-                other => {
-                    let err = format!("the peer sent a description of type {other:?}");
-                    return tell(weak, transport, TransportEvent::Failed(err));
-                }
+            let kind = match sdp.kind {
+                SdpKind::Offer => RtcSdpType::Offer,
+                SdpKind::Answer => RtcSdpType::Answer,
             };
             let desc = RtcSessionDescriptionInit::new(kind);
             desc.set_sdp(&sdp.sdp);
@@ -676,15 +672,12 @@ async fn relay_description(
     // Started before the description leaves, so it is first in the operations chain.
     let applied = JsFuture::from(pc.set_local_description(&desc));
     let kind = if kind == RtcSdpType::Offer {
-        "offer"
+        SdpKind::Offer
     } else {
-        "answer"
+        SdpKind::Answer
     };
     let data = SignalData::Sdp {
-        sdp: Sdp {
-            kind: kind.into(),
-            sdp,
-        },
+        sdp: Sdp { kind, sdp },
     };
     tell(weak, transport, TransportEvent::LocalSignal(data));
     if let Err(e) = applied.await {

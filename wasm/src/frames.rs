@@ -19,7 +19,8 @@ use std::borrow::Cow;
 
 use ackwire_room::member::MemberServerFrame;
 use ackwire_room::signalling::{
-    IceServer, LeaveReason, PeerId, PeerInfo, PeerKind, Sdp, ServerFrame, SignalData,
+    ErrorCode, IceServer, LeaveReason, PeerId, PeerInfo, PeerKind, Sdp, SdpKind, ServerFrame,
+    SignalData,
 };
 use js_sys::{Array, Reflect};
 use serde::Serialize;
@@ -126,7 +127,7 @@ pub fn server_frame(text: &str) -> Result<MemberServerFrame<'static>, FrameError
         "error" => {
             let f = frame("error");
             ServerFrame::Error {
-                code: f.string("code")?.into(),
+                code: ErrorCode::from_name(&f.string("code")?),
                 message: f.string("message")?,
             }
         }
@@ -289,7 +290,12 @@ fn signal_data(value: &JsValue) -> Option<SignalData> {
             value: &sdp,
             frame: "sdp",
         };
-        if let (Ok(kind), Ok(sdp)) = (d.string("type"), d.string("sdp")) {
+        let kind = match d.string("type").ok()?.as_str() {
+            "offer" => SdpKind::Offer,
+            "answer" => SdpKind::Answer,
+            _ => return None,
+        };
+        if let Ok(sdp) = d.string("sdp") {
             return Some(SignalData::Sdp {
                 sdp: Sdp { kind, sdp },
             });

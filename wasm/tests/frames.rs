@@ -12,8 +12,8 @@ use ackwire_room::member::{
     TransportKind,
 };
 use ackwire_room::signalling::{
-    ClientFrame, IceServer, LeaveReason, PeerInfo, PeerKind, PublicKey, Resume, Sdp, ServerFrame,
-    SignalData, VERSION,
+    ClientFrame, ErrorCode, IceServer, LeaveReason, PeerInfo, PeerKind, PublicKey, Resume, Sdp,
+    SdpKind, ServerFrame, SignalData, VERSION,
 };
 use ackwire_wasm::frames::{FrameError, server_frame, to_json};
 use wasm_bindgen_test::*;
@@ -98,14 +98,14 @@ fn every_server_frame() -> Vec<MemberServerFrame<'static>> {
             ice_servers: Cow::Owned(vec![turn]),
         },
         ServerFrame::Error {
-            code: "room_full".into(),
+            code: ErrorCode::RoomFull,
             message: "room lobby is full (16 peers)".into(),
         },
         ServerFrame::Signal {
             from: 4,
             data: SignalData::Sdp {
                 sdp: Sdp {
-                    kind: "offer".into(),
+                    kind: SdpKind::Offer,
                     sdp: "v=0\r\no=- 1 2 IN IP4 127.0.0.1\r\n".into(),
                 },
             },

@@ -29,7 +29,7 @@ use webrtc::peer_connection::{
 };
 
 use ackwire_room::member::{IceState, TransportEvent, TransportId};
-use ackwire_room::signalling::{IceServer, Sdp, SignalData};
+use ackwire_room::signalling::{IceServer, Sdp, SdpKind, SignalData};
 
 /// The data channel both sides create (pre-negotiated, so neither waits for an announcement).
 const CHANNEL_LABEL: &str = "ackwire";
@@ -239,7 +239,7 @@ async fn run(
     if offer {
         let description = pc.create_offer(None).await?;
         pc.set_local_description(description.clone()).await?;
-        handler.tell(description_signal("offer", description.sdp));
+        handler.tell(description_signal(SdpKind::Offer, description.sdp));
     }
     let reader = tokio::spawn(read_channel(peer, channel.clone(), events.clone()));
     // Works around the `webrtc` crate's driver (0.21.1): each pass flushes its TURN client's
@@ -360,9 +360,6 @@ fn stun_twin(url: &str) -> Option<String> {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum DescriptionError {
-    /// `type` is neither `offer` nor `answer`.
-    #[error("session description of type {0:?}")]
-    UnknownType(String),
     /// The WebRTC stack refused it (malformed SDP, wrong signalling state).
     #[error(transparent)]
     WebRtc(#[from] webrtc::error::Error),
@@ -373,10 +370,9 @@ async fn apply_description(
     pc: &impl PeerConnection,
     sdp: Sdp,
 ) -> Result<Option<TransportEvent>, DescriptionError> {
-    let description = match sdp.kind.as_str() {
-        "offer" => RTCSessionDescription::offer(sdp.sdp)?,
-        "answer" => RTCSessionDescription::answer(sdp.sdp)?,
-        other => return Err(DescriptionError::UnknownType(other.to_owned())),
+    let description = match sdp.kind {
+        SdpKind::Offer => RTCSessionDescription::offer(sdp.sdp)?,
+        SdpKind::Answer => RTCSessionDescription::answer(sdp.sdp)?,
     };
     let offer = description.sdp_type == webrtc::peer_connection::RTCSdpType::Offer;
     pc.set_remote_description(description).await?;
@@ -385,15 +381,12 @@ async fn apply_description(
     }
     let description = pc.create_answer(None).await?;
     pc.set_local_description(description.clone()).await?;
-    Ok(Some(description_signal("answer", description.sdp)))
+    Ok(Some(description_signal(SdpKind::Answer, description.sdp)))
 }
 
-fn description_signal(kind: &str, sdp: String) -> TransportEvent {
+fn description_signal(kind: SdpKind, sdp: String) -> TransportEvent {
     TransportEvent::LocalSignal(SignalData::Sdp {
-        sdp: Sdp {
-            kind: kind.into(),
-            sdp,
-        },
+        sdp: Sdp { kind, sdp },
     })
 }
 

@@ -14,7 +14,8 @@ use ackwire_room::member::{
     TransportEvent, TransportId,
 };
 use ackwire_room::signalling::{
-    ClientFrame, LeaveReason, PeerId, PeerInfo, PeerKind, ServerFrame, SignalData,
+    ClientFrame, ErrorCode, LeaveReason, PeerId, PeerInfo, PeerKind, SdpKind, ServerFrame,
+    SignalData,
 };
 
 /// One-way delay of every network hop (signalling and data).
@@ -320,7 +321,7 @@ impl World {
                         // The server reads a join in the URL as it accepts the socket.
                         if let Some(join) = join {
                             self.nodes[n].url_joins += 1;
-                            self.server_receives(n, conn, join.into_frame());
+                            self.server_receives(n, conn, join.into_frame().expect("a valid join"));
                         }
                     } else {
                         self.at(HOP, Action::SocketClosed { to: n, conn });
@@ -402,7 +403,7 @@ impl World {
                 }
                 if resume.is_some() {
                     let err = ServerFrame::Error {
-                        code: "resume_rejected".into(),
+                        code: ErrorCode::ResumeRejected,
                         message: "unknown id".into(),
                     };
                     self.send_to_member(from, conn, &err);
@@ -595,7 +596,7 @@ impl World {
                 });
                 self.pc_by_transport.insert((n, transport), pc);
                 if offer {
-                    self.local_description(pc, "offer");
+                    self.local_description(pc, SdpKind::Offer);
                 }
             }
             Command::ApplyRemoteSignal { transport, data } => {
@@ -619,8 +620,8 @@ impl World {
                                 event: TransportEvent::RemoteDescriptionSet,
                             },
                         );
-                        if sdp.kind == "offer" {
-                            self.local_description(pc, "answer");
+                        if sdp.kind == SdpKind::Offer {
+                            self.local_description(pc, SdpKind::Answer);
                         }
                         self.at(ICE_FAIL, Action::IceCheck { pc });
                     }
@@ -657,11 +658,11 @@ impl World {
         }
     }
 
-    fn local_description(&mut self, pc: usize, kind: &str) {
+    fn local_description(&mut self, pc: usize, kind: SdpKind) {
         let (owner, transport) = (self.pcs[pc].owner, self.pcs[pc].transport);
         let sdp = SignalData::Sdp {
             sdp: ackwire_room::signalling::Sdp {
-                kind: kind.into(),
+                kind,
                 sdp: format!("pc:{pc}"),
             },
         };
