@@ -292,6 +292,7 @@ fn what_the_browser_writes_is_what_serde_writes() {
             udp_addr: None,
             instance: Some("b0123456789abcdef".into()),
             udp_key: None,
+            app: None,
             resume: Some(Resume {
                 peer_id: 7,
                 token: "04a7".into(),
