@@ -132,6 +132,14 @@ pub enum ConnectionConfigError {
 }
 
 impl ConnectionConfig {
+    /// The largest unreliable message a connection of this configuration takes: one that
+    /// fits an otherwise empty packet, 16 bytes less when the connection is protected
+    /// (`protected`: the tag).
+    pub fn max_unreliable_message(&self, protected: bool) -> usize {
+        let tag = if protected { TAG_LEN } else { 0 };
+        max_unreliable(self.max_datagram_size, PacketHeader::MAX_LEN + tag)
+    }
+
     /// Checks every field.
     pub fn validate(&self) -> Result<(), ConnectionConfigError> {
         self.packet.validate()?;

@@ -1,19 +1,15 @@
-//! The protocol side of one link: a core [`Connection`] (the accepting side holds an
-//! [`Acceptor`] until the handshake completes), optionally behind the two-way emulator, playing
-//! the demo: the newest position on the unreliable-sequenced channel, chat on the
-//! reliable-ordered one. Whatever carries its datagrams (a data channel, a UDP socket) is the
-//! member's concern.
+//! The protocol side of one link attempt: a core [`Connection`] (the accepting side holds an
+//! [`Acceptor`] until the handshake completes), optionally behind the two-way emulator.
+//! Whatever carries its datagrams (a data channel, a UDP socket) is the member's concern, and
+//! what its messages mean is the application's.
 
 use std::time::Duration;
 
 use ackwire_core::{
     Accept, Acceptor, Connection, ConnectionConfig, ConnectionConfigError, ConnectionEvent,
-    ConnectionState, DisconnectReason, SendError, Stats,
+    ConnectionState, DisconnectReason, ProtectError, Stats,
 };
 
-use crate::demo::{
-    CHAT_CHANNEL, MAX_CHAT_BYTES, POSITION_CHANNEL, decode_position, encode_position,
-};
 use crate::emulation::{Emulation, TwoWay};
 use crate::keys::LinkKeys;
 
@@ -21,12 +17,9 @@ use crate::keys::LinkKeys;
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum CoreEvent {
     Connected,
-    Position {
-        x: f32,
-        y: f32,
-    },
-    Chat {
-        text: String,
+    Message {
+        channel: u8,
+        bytes: Vec<u8>,
     },
     /// The peer acknowledged our first packet, at this time.
     FirstAck {
@@ -35,21 +28,6 @@ pub(crate) enum CoreEvent {
     Disconnected {
         reason: DisconnectReason,
     },
-}
-
-/// Why a chat message was not queued. Nothing changed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ChatError {
-    /// Longer than [`MAX_CHAT_BYTES`].
-    #[error("chat messages are at most {MAX_CHAT_BYTES} bytes (got {0})")]
-    TooLong(usize),
-    /// No link is connected yet, so there is no one to send to.
-    #[error("no connected peer to send to yet")]
-    NoOneConnected,
-    /// The core would not queue it.
-    #[error("send refused: {0}")]
-    Send(#[from] SendError),
 }
 
 /// Why a datagram was refused by a link's protocol. Nothing changed.
@@ -67,6 +45,21 @@ pub enum RefusedDatagram {
     NotOpen,
 }
 
+/// Why a link's protocol could not start. The member refuses a configuration that would
+/// lead here, so it means a bug; the link fails with it rather than run without its keys.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub(crate) enum SetupError {
+    /// The connection configuration.
+    #[error("connection config: {0}")]
+    Config(#[from] ConnectionConfigError),
+    /// The keys could not be put on the connection.
+    #[error("cannot encrypt the link: {0}")]
+    Keys(#[from] ProtectError),
+    /// Keys of the other role.
+    #[error("cannot encrypt the link: keys of the other role")]
+    Role,
+}
+
 #[derive(Debug)]
 enum Side {
     Accepting(Box<Acceptor>),
@@ -82,13 +75,14 @@ pub(crate) struct CoreLink {
     /// Datagrams ready for the transport.
     out: Vec<Vec<u8>>,
     acked_any: bool,
-    buf: Vec<u8>,
+    datagram_size: usize,
 }
 
 impl CoreLink {
     /// `accept`: run the acceptor, keyed with `secret`; else connect at once. With `keys`,
     /// the handshake runs that key exchange and the link is encrypted (its role must match
-    /// `accept`).
+    /// `accept`). Refused, rather than run in plaintext, when the keys cannot be used (the
+    /// datagram size leaves no room for the tag: the member checks it when it is made).
     pub(crate) fn new(
         now: Duration,
         config: &ConnectionConfig,
@@ -97,18 +91,21 @@ impl CoreLink {
         address: Vec<u8>,
         emulation: Option<&Emulation>,
         keys: Option<LinkKeys>,
-    ) -> Result<CoreLink, ConnectionConfigError> {
+    ) -> Result<CoreLink, SetupError> {
         let side = if accept {
             let mut acceptor = Acceptor::new(config.clone(), secret)?;
-            if let Some(LinkKeys::Accept(responder)) = keys {
-                // The demo's datagram size leaves room for the tag.
-                let _ = acceptor.set_responder(responder);
+            match keys {
+                Some(LinkKeys::Accept(responder)) => acceptor.set_responder(responder)?,
+                Some(LinkKeys::Connect(_)) => return Err(SetupError::Role),
+                None => {}
             }
             Side::Accepting(Box::new(acceptor))
         } else {
             let mut connection = Connection::connect(config.clone(), now)?;
-            if let Some(LinkKeys::Connect(initiator)) = keys {
-                let _ = connection.secure(initiator);
+            match keys {
+                Some(LinkKeys::Connect(initiator)) => connection.secure(initiator)?,
+                Some(LinkKeys::Accept(_)) => return Err(SetupError::Role),
+                None => {}
             }
             Side::Connection(Box::new(connection))
         };
@@ -119,14 +116,22 @@ impl CoreLink {
             emulator: emulation.and_then(|e| TwoWay::new(e, now).ok()),
             out: Vec::new(),
             acked_any: false,
-            buf: vec![0; config.max_datagram_size],
+            datagram_size: config.max_datagram_size,
         })
     }
 
-    fn connection(&self) -> Option<&Connection> {
+    pub(crate) fn connection(&self) -> Option<&Connection> {
         match &self.side {
             Side::Connection(c) => Some(c),
             Side::Accepting(_) => None,
+        }
+    }
+
+    /// The connection, once connected: messages are sent on it.
+    pub(crate) fn connected_mut(&mut self) -> Option<&mut Connection> {
+        match &mut self.side {
+            Side::Connection(c) if c.state() == ConnectionState::Connected => Some(c),
+            _ => None,
         }
     }
 
@@ -173,22 +178,13 @@ impl CoreLink {
             .is_some_and(|c| c.state() == ConnectionState::Connected)
     }
 
-    pub(crate) fn send_chat(&mut self, text: &str) -> Result<(), ChatError> {
-        match &mut self.side {
-            Side::Connection(c) if c.state() == ConnectionState::Connected => {
-                Ok(c.send(CHAT_CHANNEL, text.as_bytes())?)
-            }
-            _ => Err(ChatError::NoOneConnected),
-        }
-    }
-
-    /// Delivers emulated arrivals, sends what is due (carrying `position`, the newest), and
-    /// reports what happened. Datagrams for the transport go to `send`.
+    /// Delivers emulated arrivals, writes what is due into buffers from `pool` and puts them
+    /// in `ready` for the transport, and reports what happened.
     pub(crate) fn poll(
         &mut self,
         now: Duration,
-        position: (f32, f32),
-        mut send: impl FnMut(Vec<u8>),
+        pool: &mut Vec<Vec<u8>>,
+        ready: &mut Vec<Vec<u8>>,
         events: &mut Vec<CoreEvent>,
     ) {
         while let Some((due, datagram)) = self.emulator.as_mut().and_then(|e| e.poll_arrive(now)) {
@@ -198,22 +194,33 @@ impl CoreLink {
         }
         let mut out = std::mem::take(&mut self.out);
         if let Side::Connection(connection) = &mut self.side {
-            if connection.state() == ConnectionState::Connected {
-                let bytes = encode_position(position.0, position.1);
-                let _ = connection.send_latest(POSITION_CHANNEL, &bytes);
-            }
-            while let Ok(Some(len)) = connection.poll_transmit(now, &mut self.buf) {
-                out.push(self.buf[..len].to_vec());
+            loop {
+                let mut buf = pool.pop().unwrap_or_default();
+                buf.resize(self.datagram_size, 0);
+                match connection.poll_transmit(now, &mut buf) {
+                    Ok(Some(len)) => {
+                        buf.truncate(len);
+                        out.push(buf);
+                    }
+                    _ => {
+                        pool.push(buf);
+                        break;
+                    }
+                }
             }
         }
-        for datagram in out {
+        for datagram in out.drain(..) {
             match &mut self.emulator {
-                Some(emulator) => emulator.send(now, &datagram),
-                None => send(datagram),
+                Some(emulator) => {
+                    emulator.send(now, &datagram);
+                    pool.push(datagram);
+                }
+                None => ready.push(datagram),
             }
         }
+        self.out = out;
         while let Some(datagram) = self.emulator.as_mut().and_then(|e| e.poll_send(now)) {
-            send(datagram);
+            ready.push(datagram);
         }
         self.drain_events(now, events);
     }
@@ -225,16 +232,8 @@ impl CoreLink {
         while let Some(event) = connection.poll_event() {
             events.push(match event {
                 ConnectionEvent::Connected { .. } => CoreEvent::Connected,
-                ConnectionEvent::Message { channel, bytes } if channel == POSITION_CHANNEL => {
-                    match decode_position(&bytes) {
-                        Some((x, y)) => CoreEvent::Position { x, y },
-                        None => continue,
-                    }
-                }
-                ConnectionEvent::Message { channel, bytes } if channel == CHAT_CHANNEL => {
-                    let mut text = String::from_utf8_lossy(&bytes).into_owned();
-                    text.truncate(MAX_CHAT_BYTES);
-                    CoreEvent::Chat { text }
+                ConnectionEvent::Message { channel, bytes } => {
+                    CoreEvent::Message { channel, bytes }
                 }
                 ConnectionEvent::Disconnected { reason } => CoreEvent::Disconnected { reason },
                 _ => continue,

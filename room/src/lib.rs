@@ -1,16 +1,18 @@
 //! # ackwire-room
 //!
-//! The room member, once for both drivers: the browser's (`ackwire-wasm`) and the native
-//! peer's (`ackwire-peer join`). Like the core it is sans-IO: signalling frames, transport
-//! events, datagrams and `now` go in; frames, transport commands, datagrams, app events and
-//! the next timeout come out. The drivers only move bytes and events.
+//! The room member, once for both drivers: the browser's and the native one (both in the
+//! `ackwire` crate). Like the core it is sans-IO: signalling frames, transport events,
+//! datagrams and `now` go in; frames, transport commands, datagrams, application events and
+//! the next timeout come out. The drivers only move bytes and events. It is generic: an
+//! application declares its id, version and channel layout, then sends bytes to peers and
+//! hears [`member::Event`]s; nothing here knows what a game's messages mean.
 //!
 //! - [`member`]: the [`Member`](member::Member): links, their lifecycle and recovery, roles,
-//!   identities across server restarts, stats reports.
+//!   identities across server restarts, the message API, stats reports.
+//! - `delivery`: reliable messages that survive a lost link (exactly once, per peer).
 //! - [`signalling`]: the `/ws` JSON frames in both directions (`docs/signalling.md`): the one
-//!   schema, shared with the signal server (`ackwire-signal`).
-//! - [`demo`]: which core channel carries what in the demo, the position encoding, and the
-//!   rule that decides which of two peers accepts the core connection.
+//!   schema, shared with the signal server (`ackwire-signal`), and the room URL.
+//! - [`webrtc`]: the WebRTC policy both drivers follow (the data channel, ICE states, paths).
 //! - [`emulation`]: the core's link emulator around one link, both directions.
 //! - [`backoff`]: the one retry policy (signalling and links).
 //! - [`keys`]: how native↔native UDP links are keyed (the driver's [`keys::UdpKeys`]).
@@ -18,10 +20,12 @@
 
 pub mod backoff;
 mod core_link;
-pub mod demo;
+mod delivery;
 pub mod emulation;
 pub mod keys;
 pub mod member;
 pub mod signalling;
+pub mod webrtc;
 
-pub use core_link::{ChatError, RefusedDatagram};
+pub use core_link::RefusedDatagram;
+pub use delivery::DeliveryError;

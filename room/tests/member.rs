@@ -7,9 +7,8 @@ mod world;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use ackwire_room::ChatError;
 use ackwire_room::member::{
-    Event, Failure, LinkState, MemberConfig, ReceiveError, Route, TransportKind,
+    Event, Failure, LinkState, MemberConfig, ReceiveError, Route, SendError, TransportKind,
 };
 use ackwire_room::signalling::PeerKind;
 use world::World;
@@ -22,11 +21,11 @@ fn ms(n: u64) -> Duration {
 
 /// The states link `n → m` went through, deduplicated in order.
 fn states(w: &World, n: usize, m: usize) -> Vec<LinkState> {
-    let link = w.link(n, m).map(|l| l.link);
+    let link = w.link(n, m).map(|l| l.peer);
     let mut seen: Vec<LinkState> = Vec::new();
     for e in &w.nodes[n].events {
         if let Event::Link(info) = e {
-            if Some(info.link) == link && seen.last() != Some(&info.state) {
+            if Some(info.peer) == link && seen.last() != Some(&info.state) {
                 seen.push(info.state);
             }
         }
@@ -53,12 +52,13 @@ fn two_browsers_negotiate_connect_and_chat_exactly_once() {
     assert_eq!(link.candidate.as_deref(), Some("host"));
     assert_eq!(w.offers_relayed, 2, "one offer, one answer");
 
-    let now = w.now;
-    assert_eq!(w.nodes[a].member.send_chat(now, "hello").unwrap(), 1);
-    w.nodes[b].member.set_position(0.25, 0.75);
+    assert_eq!(w.say(a, "hello"), 1);
+    let to_a = w.peer(b, a);
+    w.with(b, |m, now| m.send_latest(now, to_a, 0, b"dot 0.25 0.75"))
+        .unwrap();
     w.run_for(2 * S);
     assert_eq!(w.chats(b, "hello"), 1);
-    assert_eq!(w.link(a, b).unwrap().position, Some((0.25, 0.75)));
+    assert_eq!(w.received(a, 0, b"dot 0.25 0.75"), 1);
 }
 
 #[test]
@@ -108,11 +108,7 @@ fn natives_with_keys_link_encrypted_and_reach_one_without_keys_only_through_webr
     let n2 = w.add(PeerKind::Native, keyed);
     w.run_until_true(2 * S, "natives linked", |w| w.fully_linked(&[n1, n2]));
     assert_eq!(w.link(n1, n2).unwrap().transport, TransportKind::Udp);
-    let now = w.now;
-    assert_eq!(
-        w.nodes[n2].member.send_chat(now, "secret plans").unwrap(),
-        1
-    );
+    assert_eq!(w.say(n2, "secret plans"), 1);
     w.run_for(2 * S);
     assert_eq!(w.chats(n1, "secret plans"), 1);
     assert!(
@@ -185,8 +181,7 @@ fn natives_with_no_direct_udp_path_fall_back_to_webrtc_and_chat() {
         "the direct attempt was lost first, saying why"
     );
     assert_eq!(w.offers_relayed, 2, "one offer, one answer");
-    let now = w.now;
-    assert_eq!(w.nodes[n1].member.send_chat(now, "via ice").unwrap(), 1);
+    assert_eq!(w.say(n1, "via ice"), 1);
     w.run_for(2 * S);
     assert_eq!(w.chats(n2, "via ice"), 1);
 }
@@ -267,7 +262,7 @@ fn a_link_held_in_outage_past_the_idle_timeout_is_lost_then_recovers_and_carries
         let a = w.add(kinds[0], |_| {});
         let b = w.add(kinds[1], |_| {});
         w.run_until_true(2 * S, "link up", |w| w.fully_linked(&[a, b]));
-        let first = w.link(a, b).unwrap().link;
+        let first = w.link(a, b).unwrap().peer;
 
         w.set_blackout(a, b, true);
         w.run_for(12 * S);
@@ -291,14 +286,13 @@ fn a_link_held_in_outage_past_the_idle_timeout_is_lost_then_recovers_and_carries
         w.set_blackout(a, b, false);
         w.run_until_true(20 * S, "recovered", |w| w.fully_linked(&[a, b]));
         // The same link (same id, same peer), on a new session.
-        assert_eq!(w.link(a, b).unwrap().link, first);
+        assert_eq!(w.link(a, b).unwrap().peer, first);
         assert_eq!(
             w.link(a, b).unwrap().reason,
             None,
             "a connected link has no failure"
         );
-        let now = w.now;
-        w.nodes[b].member.send_chat(now, "back").unwrap();
+        w.say(b, "back");
         w.run_for(2 * S);
         assert_eq!(w.chats(a, "back"), 1, "{kinds:?}");
         let s = states(&w, a, b);
@@ -371,8 +365,8 @@ fn after_a_server_restart_every_pair_keeps_exactly_one_link_whether_ids_are_reus
         });
         // Still the links from before: renamed, not renegotiated.
         for (i, &n) in members.iter().enumerate() {
-            let mut old: Vec<_> = before[i].iter().map(|l| l.link).collect();
-            let mut now: Vec<_> = w.links(n).iter().map(|l| l.link).collect();
+            let mut old: Vec<_> = before[i].iter().map(|l| l.peer).collect();
+            let mut now: Vec<_> = w.links(n).iter().map(|l| l.peer).collect();
             old.sort();
             now.sort();
             assert_eq!(old, now, "reuse={reuse}: member {n}'s links");
@@ -393,7 +387,7 @@ fn after_a_server_restart_every_pair_keeps_exactly_one_link_whether_ids_are_reus
             let mut expected: Vec<u64> = members
                 .iter()
                 .filter(|&&m| m != n)
-                .map(|&m| w.nodes[m].member.peer_id().unwrap())
+                .map(|&m| w.nodes[m].member.server_id().unwrap())
                 .collect();
             expected.sort();
             assert_eq!(peers, expected, "reuse={reuse}: member {n} reports");
@@ -453,7 +447,7 @@ fn signalling_drops_are_resumed_with_backoff_and_links_flow_meanwhile_and_only_f
     w.run_until_true(2 * S, "linked", |w| w.fully_linked(&[a, b]));
     // A first join rides the socket's URL (the welcome is the first frame).
     assert_eq!(w.nodes[a].url_joins, 1);
-    let id = w.nodes[a].member.peer_id();
+    let id = w.nodes[a].member.server_id();
     w.drop_socket(a);
     w.run_for(ms(100));
     assert!(w.connected(b, a));
@@ -461,9 +455,9 @@ fn signalling_drops_are_resumed_with_backoff_and_links_flow_meanwhile_and_only_f
         w.nodes[a]
             .events
             .iter()
-            .any(|e| matches!(e, Event::Welcome { resumed: true, .. }))
+            .any(|e| matches!(e, Event::Joined { resumed: true, .. }))
     });
-    assert_eq!(w.nodes[a].member.peer_id(), id);
+    assert_eq!(w.nodes[a].member.server_id(), id);
     assert!(w.fully_linked(&[a, b]));
     // The resume carried its token in a frame, never in a URL.
     assert_eq!(w.nodes[a].url_joins, 1);
@@ -512,10 +506,16 @@ fn bad_frames_and_datagrams_are_refused_with_typed_errors_and_change_nothing() {
         m.receive(now, Route::Udp(peer), &[0xFF, 0]),
         Err(ReceiveError::Refused(_))
     ));
-    assert!(matches!(
-        m.send_chat(now, &"x".repeat(2000)),
-        Err(ChatError::TooLong(2000))
-    ));
+    let max = m.max_message_size(0).unwrap();
+    let to_b = m.links(now)[0].peer;
+    assert_eq!(
+        m.send(now, to_b, 0, &vec![0; max + 1]),
+        Err(SendError::TooLarge {
+            channel: 0,
+            len: max + 1,
+            max
+        })
+    );
     let after = w.links(a);
     assert_eq!(after[0].refused, before[0].refused + 1);
     assert_eq!(after[0].state, before[0].state);
@@ -526,15 +526,11 @@ fn bad_frames_and_datagrams_are_refused_with_typed_errors_and_change_nothing() {
 }
 
 #[test]
-fn chat_with_no_one_connected_says_so() {
+fn a_broadcast_with_no_one_connected_goes_to_nobody() {
     let mut w = World::new();
     let a = w.add(PeerKind::Browser, |_| {});
     w.run_for(S);
-    let now = w.now;
-    assert!(matches!(
-        w.nodes[a].member.send_chat(now, "anyone?"),
-        Err(ChatError::NoOneConnected)
-    ));
+    assert_eq!(w.say(a, "anyone?"), 0);
 }
 
 #[test]
@@ -571,8 +567,8 @@ fn a_peer_that_rejoins_afresh_and_replaces_its_old_entry_keeps_its_link() {
     let b = w.add(PeerKind::Browser, |_| {});
     w.run_until_true(2 * S, "linked", |w| w.fully_linked(&[a, b]));
     let (link, old_id, relayed) = (
-        w.link(b, a).unwrap().link,
-        w.nodes[a].member.peer_id(),
+        w.link(b, a).unwrap().peer,
+        w.nodes[a].member.server_id(),
         w.offers_relayed,
     );
     // A's socket drops and the server no longer takes its token: A joins afresh with its
@@ -580,16 +576,16 @@ fn a_peer_that_rejoins_afresh_and_replaces_its_old_entry_keeps_its_link() {
     w.forget_token(a);
     w.drop_socket(a);
     w.run_until_true(5 * S, "A under a new id", |w| {
-        w.nodes[a].member.peer_id() != old_id && w.fully_linked(&[a, b])
+        w.nodes[a].member.server_id() != old_id && w.fully_linked(&[a, b])
     });
-    assert!(w.nodes[b].events.iter().any(|e| matches!(
-        e,
-        Event::PeerLeft {
-            reason: ackwire_room::signalling::LeaveReason::Replaced,
-            ..
-        }
-    )));
-    assert_eq!(w.link(b, a).unwrap().link, link, "the same link, renamed");
+    // To B's application the peer never left: the same peer, renamed.
+    assert!(
+        !w.nodes[b]
+            .events
+            .iter()
+            .any(|e| matches!(e, Event::PeerLeft { .. }))
+    );
+    assert_eq!(w.link(b, a).unwrap().peer, link, "the same peer, renamed");
     assert_eq!(w.links(b).len(), 1);
     assert_eq!(w.offers_relayed, relayed, "no renegotiation");
 }
@@ -599,7 +595,7 @@ fn fresh_ice_servers_from_the_server_are_used_by_the_next_peer_connection() {
     use ackwire_room::member::{Command, Member, MemberConfig, Output};
 
     let mut member = Member::new(
-        MemberConfig::new("lobby", PeerKind::Browser, "inst"),
+        MemberConfig::new("lobby", world::app(), PeerKind::Browser, "inst"),
         Duration::ZERO,
     )
     .unwrap();
@@ -646,7 +642,7 @@ fn a_join_refused_while_the_servers_broker_is_away_is_tried_again_after_the_back
     use ackwire_room::member::{Member, MemberConfig, Output, SignallingState};
 
     let mut member = Member::new(
-        MemberConfig::new("lobby", PeerKind::Browser, "inst"),
+        MemberConfig::new("lobby", world::app(), PeerKind::Browser, "inst"),
         Duration::ZERO,
     )
     .unwrap();

@@ -9,12 +9,13 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use ackwire_core::ChannelKind;
 use ackwire_room::member::{
-    Command, Event, IceState, LinkInfo, LinkState, Member, MemberConfig, Output, Route,
-    TransportEvent, TransportId,
+    Command, Event, IceState, LinkInfo, LinkState, Member, MemberConfig, Output,
+    PeerId as PeerIdOf, Route, TransportEvent, TransportId,
 };
 use ackwire_room::signalling::{
-    ClientFrame, ErrorCode, LeaveReason, PeerId, PeerInfo, PeerKind, SdpKind, ServerFrame,
+    AppInfo, ClientFrame, ErrorCode, LeaveReason, PeerId, PeerInfo, PeerKind, SdpKind, ServerFrame,
     SignalData,
 };
 
@@ -88,7 +89,27 @@ struct ServerPeer {
 struct Server {
     next_id: PeerId,
     peers: Vec<ServerPeer>,
+    /// The application the room plays, fixed by its first member (`None`: declared none).
+    app: Option<Option<AppInfo>>,
 }
+
+/// The application the world's members play: channel 0 unreliable-sequenced (positions),
+/// 1 reliable-ordered (chat), 2 reliable-unordered, 3 unreliable.
+pub fn app() -> AppInfo {
+    AppInfo::new(
+        "world-test",
+        1,
+        [
+            ChannelKind::UnreliableSequenced,
+            ChannelKind::ReliableOrdered,
+            ChannelKind::ReliableUnordered,
+            ChannelKind::Unreliable,
+        ],
+    )
+}
+
+/// The reliable-ordered channel of [`app`].
+pub const CHAT: u8 = 1;
 
 pub struct Node {
     pub member: Member,
@@ -141,6 +162,7 @@ impl World {
             server: Some(Server {
                 next_id: 1,
                 peers: Vec::new(),
+                app: None,
             }),
             next_conn: 1,
             restart_ids_from: 1,
@@ -169,7 +191,7 @@ impl World {
         tweak: impl FnOnce(&mut MemberConfig),
     ) -> usize {
         let n = self.nodes.len();
-        let mut config = MemberConfig::new("lobby", kind, format!("inst{n}"));
+        let mut config = MemberConfig::new("lobby", app(), kind, format!("inst{n}"));
         config.secret = [n as u8 + 1; 32];
         config.seed = 1000 + n as u64;
         let udp = (kind == PeerKind::Native)
@@ -341,6 +363,7 @@ impl World {
                     }
                 }
                 Output::Command(command) => self.command(n, command),
+                Output::CloseSignalling => self.nodes[n].conn = 0,
                 Output::Transmit { route, datagram } => self.transmit(n, route, datagram),
                 Output::Event(event) => self.nodes[n].events.push(event),
             }
@@ -373,6 +396,7 @@ impl World {
                 udp_addr,
                 instance,
                 udp_key,
+                app,
                 resume,
                 ..
             } => {
@@ -408,6 +432,22 @@ impl World {
                     };
                     self.send_to_member(from, conn, &err);
                     return;
+                }
+                // A room plays one application: its first member's.
+                if server.peers.is_empty() {
+                    server.app = None;
+                }
+                match &server.app {
+                    Some(room_app) if *room_app != app => {
+                        let err = ServerFrame::Error {
+                            code: ErrorCode::AppMismatch,
+                            message: format!("the room plays {room_app:?}"),
+                        };
+                        self.send_to_member(from, conn, &err);
+                        return;
+                    }
+                    Some(_) => {}
+                    None => server.app = Some(app),
                 }
                 // The same program joining afresh replaces its old entry (`docs/signalling.md`).
                 let replaced = instance.as_ref().and_then(|inst| {
@@ -515,6 +555,7 @@ impl World {
         self.server = Some(Server {
             next_id: self.restart_ids_from,
             peers: Vec::new(),
+            app: None,
         });
     }
 
@@ -789,8 +830,13 @@ impl World {
 
     /// The link of `n` to the member whose current id is that of `m`.
     pub fn link(&self, n: usize, m: usize) -> Option<LinkInfo> {
-        let id = self.nodes[m].member.peer_id()?;
-        self.links(n).into_iter().find(|l| l.peer == Some(id))
+        let id = self.nodes[m].member.server_id()?;
+        self.links(n).into_iter().find(|l| l.server_id == Some(id))
+    }
+
+    /// The member's id for `m` at `n`.
+    pub fn peer(&self, n: usize, m: usize) -> PeerIdOf {
+        self.link(n, m).expect("a link").peer
     }
 
     pub fn connected(&self, n: usize, m: usize) -> bool {
@@ -803,9 +849,11 @@ impl World {
     pub fn fully_linked(&self, members: &[usize]) -> bool {
         members.iter().all(|&n| {
             let links = self.links(n);
-            let me = self.nodes[n].member.peer_id();
+            let me = self.nodes[n].member.server_id();
             links.len() == members.len() - 1
-                && links.iter().all(|l| l.peer.is_some() && l.peer != me)
+                && links
+                    .iter()
+                    .all(|l| l.server_id.is_some() && l.server_id != me)
                 && members
                     .iter()
                     .filter(|&&m| m != n)
@@ -813,12 +861,40 @@ impl World {
         })
     }
 
-    pub fn chats(&self, n: usize, text: &str) -> usize {
+    /// Messages `n` received on `channel` with these bytes.
+    pub fn received(&self, n: usize, channel: u8, bytes: &[u8]) -> usize {
         self.nodes[n]
             .events
             .iter()
-            .filter(|e| matches!(e, Event::Chat { text: t, .. } if t == text))
+            .filter(|e| {
+                matches!(e, Event::Message { channel: c, bytes: b, .. } if *c == channel && b == bytes)
+            })
             .count()
+    }
+
+    /// Chat lines (channel [`CHAT`]) `n` received with this text.
+    pub fn chats(&self, n: usize, text: &str) -> usize {
+        self.received(n, CHAT, text.as_bytes())
+    }
+
+    /// Member `n` says `text` on [`CHAT`] to every connected peer; how many.
+    pub fn say(&mut self, n: usize, text: &str) -> usize {
+        let now = self.now;
+        let sent = self.nodes[n]
+            .member
+            .broadcast(now, CHAT, text.as_bytes())
+            .expect("chat sent");
+        self.drain(n);
+        sent
+    }
+
+    /// Runs member `n`'s own code against it at the current time, then carries out what it
+    /// asked for.
+    pub fn with<R>(&mut self, n: usize, f: impl FnOnce(&mut Member, Duration) -> R) -> R {
+        let now = self.now;
+        let result = f(&mut self.nodes[n].member, now);
+        self.drain(n);
+        result
     }
 }
 

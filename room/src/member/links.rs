@@ -1,0 +1,790 @@
+//! Each peer's link: one [`Attempt`] at a time (its transport, protocol and deadline inside
+//! the state they belong to), renames across server restarts, loss, retry and goodbye.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use ackwire_core::DisconnectReason;
+use serde::Serialize;
+
+use super::negotiation::Rtc;
+use super::roles;
+use super::{
+    EARLY_TTL, Event, Failure, GoneReason, LinkInfo, Member, Output, PeerId, ReceiveError, Route,
+    ServerId, TransportKind,
+};
+use crate::core_link::{CoreEvent, CoreLink, RefusedDatagram};
+use crate::delivery::Delivery;
+use crate::keys::LinkKeys;
+use crate::signalling::{PeerInfo, PeerKind, PublicKey};
+
+/// A closed link keeps sending its disconnect packets at most this long.
+const CLOSING_MAX: Duration = Duration::from_secs(1);
+
+/// Where a link is in its life (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LinkState {
+    /// The peer is in the room; nothing started yet.
+    Wanted,
+    /// Setting up the WebRTC session (offer, answer, ICE).
+    Negotiating,
+    /// The transport is open; the core's handshake runs.
+    Open,
+    /// Messages flow.
+    Connected,
+    /// It failed; see the reason.
+    Lost,
+    /// Waiting to try again.
+    Retrying,
+    /// The peer left.
+    Gone,
+}
+
+/// What carries an attempt.
+#[derive(Debug)]
+pub(super) enum Transport {
+    /// Raw UDP to the peer's address ([`Link::direct_udp`]).
+    Udp,
+    /// A WebRTC data channel.
+    WebRtc(Rtc),
+}
+
+/// One attempt of a link, from start to loss.
+#[derive(Debug)]
+pub(super) enum Attempt {
+    /// Nothing runs: the peer is not in the room (after a server restart), or a negotiation
+    /// was cut short and waits for the peer to show up again.
+    Idle,
+    /// Waiting out the backoff (the passive side: ready for the peer's next try at `at`).
+    Retrying { at: Duration },
+    /// A WebRTC peer connection being negotiated; `deadline` once the attempt's clock runs
+    /// (the answering side's starts with the offer).
+    Negotiating {
+        rtc: Rtc,
+        deadline: Option<Duration>,
+    },
+    /// The transport is open and the core's handshake runs.
+    Open {
+        transport: Transport,
+        core: CoreLink,
+        deadline: Option<Duration>,
+    },
+    /// The core connection is up.
+    Connected {
+        transport: Transport,
+        core: CoreLink,
+    },
+}
+
+impl Attempt {
+    fn state(&self) -> LinkState {
+        match self {
+            Attempt::Idle => LinkState::Wanted,
+            Attempt::Retrying { .. } => LinkState::Retrying,
+            Attempt::Negotiating { .. } => LinkState::Negotiating,
+            Attempt::Open { .. } => LinkState::Open,
+            Attempt::Connected { .. } => LinkState::Connected,
+        }
+    }
+
+    pub(super) fn rtc(&self) -> Option<&Rtc> {
+        match self {
+            Attempt::Negotiating { rtc, .. }
+            | Attempt::Open {
+                transport: Transport::WebRtc(rtc),
+                ..
+            }
+            | Attempt::Connected {
+                transport: Transport::WebRtc(rtc),
+                ..
+            } => Some(rtc),
+            _ => None,
+        }
+    }
+
+    pub(super) fn rtc_mut(&mut self) -> Option<&mut Rtc> {
+        match self {
+            Attempt::Negotiating { rtc, .. }
+            | Attempt::Open {
+                transport: Transport::WebRtc(rtc),
+                ..
+            }
+            | Attempt::Connected {
+                transport: Transport::WebRtc(rtc),
+                ..
+            } => Some(rtc),
+            _ => None,
+        }
+    }
+
+    fn core(&self) -> Option<&CoreLink> {
+        match self {
+            Attempt::Open { core, .. } | Attempt::Connected { core, .. } => Some(core),
+            _ => None,
+        }
+    }
+
+    fn deadline(&self) -> Option<Duration> {
+        match self {
+            Attempt::Negotiating { deadline, .. } | Attempt::Open { deadline, .. } => *deadline,
+            Attempt::Retrying { at } => Some(*at),
+            _ => None,
+        }
+    }
+}
+
+/// The link to one peer (one remote program instance).
+#[derive(Debug)]
+pub(super) struct Link {
+    pub(super) id: PeerId,
+    pub(super) instance: String,
+    pub(super) server_id: Option<ServerId>,
+    pub(super) kind: PeerKind,
+    /// The peer's UDP address, between two natives.
+    pub(super) udp: Option<SocketAddr>,
+    /// Between natives: the link runs over WebRTC (ICE, TURN) instead of raw UDP to `udp`
+    /// (see `roles`).
+    pub(super) via_ice: bool,
+    /// The peer's key for an encrypted UDP link, from signalling.
+    pub(super) udp_key: Option<PublicKey>,
+    /// The peer's network tag, from signalling.
+    pub(super) network: Option<String>,
+    pub(super) attempt: Attempt,
+    pub(super) reason: Option<Failure>,
+    pub(super) attempts: u32,
+    pub(super) started: Duration,
+    pub(super) first_ack: Option<Duration>,
+    pub(super) orphaned_at: Option<Duration>,
+    pub(super) refused: u64,
+    pub(super) delivery: Delivery,
+}
+
+impl Link {
+    /// The peer's UDP address while the link runs over raw UDP.
+    pub(super) fn direct_udp(&self) -> Option<SocketAddr> {
+        self.udp.filter(|_| !self.via_ice)
+    }
+
+    fn transport_kind(&self) -> TransportKind {
+        if self.direct_udp().is_some() {
+            TransportKind::Udp
+        } else {
+            TransportKind::WebRtc
+        }
+    }
+
+    /// Where its datagrams come from: the peer's UDP address (whatever the attempt, so a
+    /// datagram between attempts is counted, not queued as a stranger's), or the current
+    /// peer connection.
+    pub(super) fn route(&self) -> Option<Route> {
+        match (self.direct_udp(), self.attempt.rtc()) {
+            (Some(addr), _) => Some(Route::Udp(addr)),
+            (None, Some(rtc)) => Some(Route::WebRtc(rtc.id)),
+            (None, None) => None,
+        }
+    }
+
+    pub(super) fn is_connected(&self) -> bool {
+        matches!(&self.attempt, Attempt::Connected { core, .. } if core.is_connected())
+    }
+
+    /// Whether a message of `len` bytes on `channel` would be taken now (on a connected
+    /// link).
+    pub(super) fn check_send(&self, channel: u8, len: usize) -> Result<(), super::SendError> {
+        let Attempt::Connected { core, .. } = &self.attempt else {
+            return Err(super::SendError::NotConnected(self.id));
+        };
+        let connection = core
+            .connection()
+            .ok_or(super::SendError::NotConnected(self.id))?;
+        let result = if self.delivery.is_reliable(channel) {
+            self.delivery.check(connection, channel, len)
+        } else {
+            connection.check_send(channel, len)
+        };
+        result.map_err(|e| self.send_error(channel, e))
+    }
+
+    /// Queues a message (checked by the member) on the connected core.
+    pub(super) fn send(
+        &mut self,
+        channel: u8,
+        bytes: &[u8],
+        latest: bool,
+    ) -> Result<(), super::SendError> {
+        let id = self.id;
+        let Attempt::Connected { core, .. } = &mut self.attempt else {
+            return Err(super::SendError::NotConnected(id));
+        };
+        let connection = core
+            .connected_mut()
+            .ok_or(super::SendError::NotConnected(id))?;
+        let result = if latest {
+            connection.send_latest(channel, bytes)
+        } else if self.delivery.is_reliable(channel) {
+            self.delivery.send(connection, channel, bytes)
+        } else {
+            connection.send(channel, bytes)
+        };
+        result.map_err(|e| self.send_error(channel, e))
+    }
+
+    fn send_error(&self, channel: u8, error: ackwire_core::SendError) -> super::SendError {
+        use ackwire_core::SendError as Core;
+        match error {
+            Core::UnknownChannel(c) => super::SendError::UnknownChannel(c),
+            Core::TooLarge { len, max, .. } => super::SendError::TooLarge { channel, len, max },
+            Core::Reliable { .. } => super::SendError::Reliable { channel },
+            Core::Closed => super::SendError::NotConnected(self.id),
+            _ => super::SendError::Full {
+                peer: self.id,
+                channel,
+            },
+        }
+    }
+
+    /// When something of this link is due.
+    pub(super) fn timeouts(&self, grace: Duration) -> [Option<Duration>; 3] {
+        [
+            self.attempt.deadline(),
+            self.orphaned_at.map(|at| at + grace),
+            self.attempt.core().and_then(CoreLink::poll_timeout),
+        ]
+    }
+
+    pub(super) fn info(&self, now: Duration) -> LinkInfo {
+        let rtc = self.attempt.rtc();
+        let state = match (&self.attempt, &self.reason) {
+            // A cut-short attempt that failed shows as lost until it starts again.
+            (Attempt::Idle, Some(_)) => LinkState::Lost,
+            (attempt, _) => attempt.state(),
+        };
+        LinkInfo {
+            peer: self.id,
+            server_id: self.server_id,
+            kind: self.kind,
+            transport: self.transport_kind(),
+            state,
+            reason: self.reason.clone(),
+            ice: rtc.and_then(|r| r.ice),
+            candidate: rtc.and_then(|r| r.path.clone()),
+            attempt_ms: match state {
+                LinkState::Connected | LinkState::Lost | LinkState::Retrying => Duration::ZERO,
+                _ => now.saturating_sub(self.started),
+            },
+            attempts: self.attempts,
+            first_ack_at: self.first_ack,
+            refused: self.refused,
+            unconfirmed: self.delivery.retained(),
+            stats: self.attempt.core().and_then(CoreLink::stats),
+        }
+    }
+}
+
+/// A link being closed: its core still sends the disconnect, then its transport closes.
+#[derive(Debug)]
+pub(super) struct Closing {
+    pub(super) route: Route,
+    core: Option<CoreLink>,
+    until: Duration,
+}
+
+impl Closing {
+    pub(super) fn timeouts(&self) -> [Option<Duration>; 2] {
+        [
+            Some(self.until),
+            self.core.as_ref().and_then(CoreLink::poll_timeout),
+        ]
+    }
+
+    /// Sends what the closing core still has to say (outages do not stop a goodbye).
+    pub(super) fn poll(
+        &mut self,
+        now: Duration,
+        pool: &mut Vec<Vec<u8>>,
+        out: &mut VecDeque<Output>,
+    ) {
+        let Some(core) = self.core.as_mut() else {
+            return;
+        };
+        let mut ready = Vec::new();
+        core.poll(now, pool, &mut ready, &mut Vec::new());
+        let route = self.route;
+        out.extend(
+            ready
+                .into_iter()
+                .map(|datagram| Output::Transmit { route, datagram }),
+        );
+        if core.is_done() {
+            self.core = None;
+        }
+    }
+
+    pub(super) fn is_done(&self, now: Duration) -> bool {
+        self.core.is_none() || now >= self.until
+    }
+}
+
+/// Takes what `from` sent early (and is still fresh) out of `queue`, dropping what is stale.
+fn take_early<K: PartialEq, T>(
+    queue: &mut VecDeque<(Duration, K, T)>,
+    from: &K,
+    cutoff: Duration,
+) -> Vec<T> {
+    let mut kept = VecDeque::with_capacity(queue.len());
+    let mut taken = Vec::new();
+    for (at, key, item) in queue.drain(..) {
+        if at < cutoff {
+            continue;
+        }
+        if key == *from {
+            taken.push(item);
+        } else {
+            kept.push_back((at, key, item));
+        }
+    }
+    *queue = kept;
+    taken
+}
+
+impl Member {
+    fn link_event(&mut self, now: Duration, i: usize) {
+        let info = self.links[i].info(now);
+        self.event(Event::Link(info));
+    }
+
+    /// `info` is in the room: link with it, or rename the link we already have.
+    pub(super) fn peer_present(&mut self, now: Duration, info: &PeerInfo) {
+        let me = self.session.me();
+        if Some(info.id) == me || info.instance.as_deref() == Some(&self.config.instance) {
+            return;
+        }
+        let udp = match roles::udp_between(self.config.kind, self.config.udp_addr, info) {
+            roles::Udp::Ourselves => return,
+            roles::Udp::To(addr) => Some(addr),
+            roles::Udp::No => None,
+        };
+        // A peer without an instance is known by its id in this session only.
+        let instance = info
+            .instance
+            .clone()
+            .unwrap_or_else(|| format!("#{}", info.id));
+        // One UDP socket per native program: the same address is the same peer, whatever its
+        // server said (a server that does not relay instances).
+        let known = self
+            .links
+            .iter()
+            .position(|l| l.instance == instance || (udp.is_some() && l.udp == udp));
+        if let Some(i) = known {
+            let link = &mut self.links[i];
+            if link.server_id == Some(info.id) {
+                return;
+            }
+            link.server_id = Some(info.id);
+            link.kind = info.kind;
+            link.udp_key = info.udp_key;
+            link.network = info.network.clone();
+            link.orphaned_at = None;
+            // A healthy link carries on under the new id; a broken one starts over now.
+            if matches!(link.attempt, Attempt::Idle | Attempt::Retrying { .. }) {
+                link.attempts = 0;
+                self.start_attempt(now, i);
+            } else {
+                self.link_event(now, i);
+            }
+            self.replay_early(now, i);
+            return;
+        }
+        let id = PeerId(self.next_peer);
+        self.next_peer += 1;
+        let life = self.random.next();
+        self.links.push(Link {
+            id,
+            instance,
+            server_id: Some(info.id),
+            kind: info.kind,
+            udp,
+            via_ice: false,
+            udp_key: info.udp_key,
+            network: info.network.clone(),
+            attempt: Attempt::Idle,
+            reason: None,
+            attempts: 0,
+            started: now,
+            first_ack: None,
+            orphaned_at: None,
+            refused: 0,
+            delivery: Delivery::new(life, &self.config.app.channels),
+        });
+        self.event(Event::PeerJoined {
+            peer: id,
+            server_id: info.id,
+            kind: info.kind,
+        });
+        let i = self.links.len() - 1;
+        self.start_attempt(now, i);
+        self.replay_early(now, i);
+    }
+
+    /// Starts (or restarts) link `i` with its peer, as this pair's roles say.
+    pub(super) fn start_attempt(&mut self, now: Duration, i: usize) {
+        self.close_transport(now, i);
+        let (Some(me), Some(peer)) = (self.session.me(), self.links[i].server_id) else {
+            return;
+        };
+        let lead = roles::we_lead(self.config.kind, me, self.links[i].kind, peer);
+        let network = self.session.network().map(str::to_owned);
+        let link = &mut self.links[i];
+        link.started = now;
+        link.first_ack = None;
+        if let Some(theirs) = link.direct_udp()
+            && roles::skip_direct(
+                self.config.udp_addr,
+                self.config.udp_keys.is_some(),
+                theirs,
+                link.udp_key.is_some(),
+                network.as_deref(),
+                link.network.as_deref(),
+            )
+        {
+            link.via_ice = true;
+        }
+        match link.direct_udp() {
+            Some(_) => {
+                let keys = match (&self.config.udp_keys, link.udp_key) {
+                    (Some(ours), Some(theirs)) if lead => {
+                        Some(LinkKeys::Connect(ours.initiator(theirs)))
+                    }
+                    (Some(ours), Some(theirs)) => Some(LinkKeys::Accept(ours.responder(theirs))),
+                    _ => None,
+                };
+                let deadline = now + self.config.direct_timeout;
+                match self.new_core(now, !lead, peer, i, keys) {
+                    Ok(core) => {
+                        self.links[i].attempt = Attempt::Open {
+                            transport: Transport::Udp,
+                            core,
+                            deadline: Some(deadline),
+                        };
+                    }
+                    Err(failure) => return self.lose(now, i, failure),
+                }
+            }
+            None => self.open_rtc(now, i, lead),
+        }
+        self.link_event(now, i);
+    }
+
+    /// The protocol of link `i`'s new attempt, accepting or connecting; `Err` when its keys
+    /// cannot be used (never plaintext instead).
+    pub(super) fn new_core(
+        &self,
+        now: Duration,
+        accept: bool,
+        peer: ServerId,
+        i: usize,
+        keys: Option<LinkKeys>,
+    ) -> Result<CoreLink, Failure> {
+        let emulation = self
+            .config
+            .emulation
+            .as_ref()
+            .map(|e| e.salted(u64::from(self.links[i].id.0)));
+        CoreLink::new(
+            now,
+            &self.link_config,
+            accept,
+            self.config.secret,
+            cookie_address(peer),
+            emulation.as_ref(),
+            keys,
+        )
+        .map_err(|e| Failure::Keying(e.to_string()))
+    }
+
+    /// Closes link `i`'s transport and protocol (the core still says goodbye); the link is
+    /// left idle.
+    pub(super) fn close_transport(&mut self, now: Duration, i: usize) {
+        let route = self.links[i].route();
+        match std::mem::replace(&mut self.links[i].attempt, Attempt::Idle) {
+            Attempt::Open { mut core, .. } | Attempt::Connected { mut core, .. } => {
+                core.close();
+                if let Some(route) = route {
+                    self.closing.push(Closing {
+                        route,
+                        core: Some(core),
+                        until: now + CLOSING_MAX,
+                    });
+                }
+            }
+            Attempt::Negotiating { rtc, .. } => {
+                self.command(super::Command::ClosePeerConnection { transport: rtc.id });
+            }
+            Attempt::Idle | Attempt::Retrying { .. } => {}
+        }
+    }
+
+    /// Link `i` failed: keep the reason, close what is left, and try again if the peer is
+    /// still in the room.
+    pub(super) fn lose(&mut self, now: Duration, i: usize, failure: Failure) {
+        let lead = match (self.session.me(), self.links[i].server_id) {
+            (Some(me), Some(peer)) => {
+                roles::we_lead(self.config.kind, me, self.links[i].kind, peer)
+            }
+            _ => false,
+        };
+        // No direct path between two natives (symmetric NATs, a firewall): the next attempt
+        // goes through ICE, which can also use STUN and TURN. The leader decides; the other
+        // side follows when the offer comes (`negotiation`).
+        let fall_back = lead
+            && self.links[i].direct_udp().is_some()
+            && matches!(failure, Failure::HandshakeTimeout | Failure::NoDirectPath);
+        self.close_transport(now, i);
+        let link = &mut self.links[i];
+        link.reason = Some(failure);
+        // The path that failed is not the path of the next attempt.
+        self.link_event(now, i);
+        let link = &mut self.links[i];
+        link.via_ice |= fall_back;
+        if link.server_id.is_none() {
+            // Not in the room (yet): it starts over when its peer shows up again.
+            return;
+        }
+        let delay = if lead && !fall_back {
+            self.config.backoff.delay(link.attempts, self.random.next())
+        } else {
+            // The passive side gets ready for the next attempt at once; so does a fallback
+            // to ICE, a path of its own that nothing has tried yet.
+            Duration::ZERO
+        };
+        let link = &mut self.links[i];
+        link.attempts += 1;
+        link.attempt = Attempt::Retrying { at: now + delay };
+        self.link_event(now, i);
+    }
+
+    /// The peer of link `i` is gone: say goodbye, hand back what it never confirmed, and
+    /// forget the link.
+    pub(super) fn remove_link(&mut self, now: Duration, i: usize, reason: GoneReason) {
+        self.close_transport(now, i);
+        let mut link = self.links.remove(i);
+        let mut info = link.info(now);
+        info.state = LinkState::Gone;
+        self.event(Event::Link(info));
+        let peer = link.id;
+        for (channel, bytes) in link.delivery.unconfirmed() {
+            self.event(Event::Undelivered {
+                peer,
+                channel,
+                bytes,
+            });
+        }
+        self.event(Event::PeerLeft {
+            peer,
+            server_id: link.server_id,
+            reason,
+        });
+    }
+
+    /// Retries, attempt deadlines and peers that never came back.
+    pub(super) fn links_timeout(&mut self, now: Duration) {
+        for i in 0..self.links.len() {
+            match &self.links[i].attempt {
+                Attempt::Retrying { at } if now >= *at => self.start_attempt(now, i),
+                Attempt::Negotiating {
+                    deadline: Some(at), ..
+                }
+                | Attempt::Open {
+                    deadline: Some(at), ..
+                } if now >= *at => {
+                    let failure = if self.links[i].direct_udp().is_some() {
+                        Failure::NoDirectPath
+                    } else {
+                        Failure::Timeout(now.saturating_sub(self.links[i].started))
+                    };
+                    self.lose(now, i, failure);
+                }
+                _ => {}
+            }
+        }
+        // Peers that never came back after a server restart.
+        let grace = self.config.orphan_grace;
+        while let Some(i) = self
+            .links
+            .iter()
+            .position(|l| l.orphaned_at.is_some_and(|at| now >= at + grace))
+        {
+            self.remove_link(now, i, GoneReason::NotBack);
+        }
+    }
+
+    /// The peer of link `i` is not in the room for now (a server restart, or its program
+    /// joined afresh): keep the link for a rename, for `orphan_grace`.
+    pub(super) fn orphan(&mut self, now: Duration, i: usize) {
+        let link = &mut self.links[i];
+        link.server_id = None;
+        link.orphaned_at = Some(now);
+    }
+
+    pub(super) fn replay_early(&mut self, now: Duration, i: usize) {
+        let cutoff = now.saturating_sub(EARLY_TTL);
+        if let Some(peer) = self.links[i].server_id {
+            for data in take_early(&mut self.early_signals, &peer, cutoff) {
+                self.on_signal(now, peer, data);
+            }
+        }
+        if let Some(addr) = self.links[i].direct_udp() {
+            for datagram in take_early(&mut self.early_datagrams, &addr, cutoff) {
+                // Refused ones are dropped, as they would have been on arrival.
+                let _ = self.receive(now, Route::Udp(addr), &datagram);
+            }
+        }
+    }
+
+    /// A datagram for link `i`.
+    pub(super) fn link_receive(
+        &mut self,
+        now: Duration,
+        i: usize,
+        datagram: &[u8],
+    ) -> Result<(), ReceiveError> {
+        let mut events = std::mem::take(&mut self.scratch);
+        let result = match &mut self.links[i].attempt {
+            Attempt::Open { core, .. } | Attempt::Connected { core, .. } => {
+                core.receive(now, datagram, &mut events)
+            }
+            _ => Err(RefusedDatagram::NotOpen),
+        };
+        let mut result = result.map_err(ReceiveError::from);
+        if result.is_err() {
+            self.links[i].refused += 1;
+        }
+        for event in events.drain(..) {
+            if let Err(e) = self.on_core_event(now, i, event) {
+                result = Err(e);
+            }
+        }
+        self.scratch = events;
+        result
+    }
+
+    /// Runs link `i`'s protocol: emulated arrivals, what is due, its events.
+    pub(super) fn link_poll(&mut self, now: Duration, i: usize) {
+        let Some(route) = self.links[i].route() else {
+            return;
+        };
+        let mut events = std::mem::take(&mut self.scratch);
+        let mut ready = std::mem::take(&mut self.ready);
+        let link = &mut self.links[i];
+        let (Attempt::Open { core, .. } | Attempt::Connected { core, .. }) = &mut link.attempt
+        else {
+            self.scratch = events;
+            self.ready = ready;
+            return;
+        };
+        if let Some(connection) = core.connected_mut() {
+            link.delivery.flush(connection);
+        }
+        core.poll(now, &mut self.pool, &mut ready, &mut events);
+        for datagram in ready.drain(..) {
+            if self.outage {
+                self.pool.push(datagram);
+            } else {
+                self.out.push_back(Output::Transmit { route, datagram });
+            }
+        }
+        self.ready = ready;
+        for event in events.drain(..) {
+            // Framing errors of arrivals were counted where they came in.
+            let _ = self.on_core_event(now, i, event);
+        }
+        self.scratch = events;
+    }
+
+    fn on_core_event(
+        &mut self,
+        now: Duration,
+        i: usize,
+        event: CoreEvent,
+    ) -> Result<(), ReceiveError> {
+        let link = &mut self.links[i];
+        match event {
+            CoreEvent::Connected => {
+                let attempt = std::mem::replace(&mut link.attempt, Attempt::Idle);
+                link.attempt = match attempt {
+                    Attempt::Open {
+                        transport,
+                        mut core,
+                        ..
+                    } => {
+                        if let Some(connection) = core.connected_mut() {
+                            link.delivery.connected(connection);
+                        }
+                        Attempt::Connected { transport, core }
+                    }
+                    other => other,
+                };
+                link.attempts = 0;
+                link.reason = None;
+                let mut info = link.info(now);
+                info.attempt_ms = now.saturating_sub(link.started);
+                self.event(Event::Link(info));
+            }
+            CoreEvent::Message { channel, bytes } => {
+                let peer = link.id;
+                let Attempt::Connected { core, .. } = &mut link.attempt else {
+                    return Ok(());
+                };
+                let Some(connection) = core.connected_mut() else {
+                    return Ok(());
+                };
+                let out = &mut self.out;
+                let mut deliver = |channel, bytes| {
+                    out.push_back(Output::Event(Event::Message {
+                        peer,
+                        channel,
+                        bytes,
+                    }));
+                };
+                if link.delivery.is_reliable(channel) || channel == link.delivery.control_channel()
+                {
+                    if let Err(e) = link
+                        .delivery
+                        .arrived(connection, channel, bytes, &mut deliver)
+                    {
+                        link.refused += 1;
+                        return Err(e.into());
+                    }
+                } else {
+                    deliver(channel, bytes);
+                }
+            }
+            CoreEvent::FirstAck { at } => {
+                link.first_ack = Some(at);
+                self.link_event(now, i);
+            }
+            CoreEvent::Disconnected { reason } => {
+                let failure = match reason {
+                    DisconnectReason::ClosedByPeer => Failure::PeerClosed,
+                    DisconnectReason::HandshakeTimedOut => Failure::HandshakeTimeout,
+                    DisconnectReason::Unencrypted => Failure::Unencrypted,
+                    DisconnectReason::AcceptorKeyMismatch | DisconnectReason::KeyExchangeFailed => {
+                        Failure::KeyRefused
+                    }
+                    _ => Failure::IdleTimeout(self.link_config.idle_timeout),
+                };
+                self.lose(now, i, failure);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The address bytes the acceptor's cookie binds a remote peer to: its server id as decimal
+/// text, on a UDP socket exactly as on a data channel, so both transports share one code
+/// path.
+fn cookie_address(peer: ServerId) -> Vec<u8> {
+    peer.to_string().into_bytes()
+}

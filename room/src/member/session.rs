@@ -1,0 +1,381 @@
+//! The signalling session: the socket (opened when the member asks, retried with backoff),
+//! the join (in the socket's URL when fresh, a frame when resuming), the welcome, the
+//! server's refusals, and the frames links relay through it.
+
+use std::borrow::Cow;
+use std::time::Duration;
+
+use super::{
+    Event, FrameError, GoneReason, Member, MemberFrame, MemberServerFrame, Output, ServerId,
+    SignallingState,
+};
+use crate::signalling::{
+    ClientFrame, ErrorCode, IceServer, LeaveReason, PeerInfo, PublicKey, Resume, ServerFrame,
+    UrlJoin, VERSION,
+};
+
+/// The member's signalling state.
+#[derive(Debug)]
+pub(super) struct Session {
+    state: SignallingState,
+    socket_open: bool,
+    /// The open (or opening) socket's URL carried the join.
+    joined_in_url: bool,
+    attempts: u32,
+    reconnect_at: Option<Duration>,
+    me: Option<ServerId>,
+    token: Option<String>,
+    ice_servers: Vec<IceServer>,
+    /// Our network tag from the welcome (see [`PeerInfo::network`]).
+    network: Option<String>,
+    /// We left the room, or the server refused us for good: no more sockets.
+    left: bool,
+}
+
+impl Session {
+    pub(super) fn new(now: Duration) -> Session {
+        Session {
+            state: SignallingState::Connecting,
+            socket_open: false,
+            joined_in_url: false,
+            attempts: 0,
+            reconnect_at: Some(now),
+            me: None,
+            token: None,
+            ice_servers: Vec::new(),
+            network: None,
+            left: false,
+        }
+    }
+
+    pub(super) fn me(&self) -> Option<ServerId> {
+        self.me
+    }
+
+    pub(super) fn network(&self) -> Option<&str> {
+        self.network.as_deref()
+    }
+
+    pub(super) fn ice_servers(&self) -> &[IceServer] {
+        &self.ice_servers
+    }
+
+    pub(super) fn left(&self) -> bool {
+        self.left
+    }
+
+    pub(super) fn timeout(&self) -> Option<Duration> {
+        self.reconnect_at
+    }
+
+    /// What a join takes back: our id and its token, once welcomed.
+    fn resume(&self) -> Option<Resume> {
+        match (self.me, &self.token) {
+            (Some(peer_id), Some(token)) => Some(Resume {
+                peer_id,
+                token: token.clone(),
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// Refusals no retry can cure: the member stops and says why.
+fn refused_for_good(code: ErrorCode) -> bool {
+    matches!(
+        code,
+        ErrorCode::AppMismatch
+            | ErrorCode::InvalidApp
+            | ErrorCode::InvalidRoomName
+            | ErrorCode::InvalidInstance
+            | ErrorCode::InvalidJoin
+            | ErrorCode::UnsupportedVersion
+    )
+}
+
+/// Refusals of a join that may pass later (someone leaves, the server's broker comes
+/// back): the member tries again on a fresh socket after the backoff, which may reach
+/// another server behind the same address.
+fn refused_for_now(code: ErrorCode) -> bool {
+    matches!(
+        code,
+        ErrorCode::BrokerUnavailable
+            | ErrorCode::RoomFull
+            | ErrorCode::TooManyRooms
+            | ErrorCode::RoomCreationLimited
+    )
+}
+
+impl Member {
+    /// Our id in the current server session, once welcomed.
+    pub fn server_id(&self) -> Option<ServerId> {
+        self.session.me
+    }
+
+    /// The signalling socket's state.
+    pub fn signalling_state(&self) -> SignallingState {
+        self.session.state
+    }
+
+    pub(super) fn session_timeout(&mut self, now: Duration) {
+        if !self.session.reconnect_at.is_some_and(|at| now >= at) {
+            return;
+        }
+        self.session.reconnect_at = None;
+        self.set_signalling(SignallingState::Connecting, None);
+        // A fresh join rides the URL; a resume carries a token, which stays out of URLs.
+        let join = self.session.resume().is_none().then(|| UrlJoin {
+            udp_addr: self.config.udp_addr,
+            instance: Some(self.config.instance.clone()),
+            udp_key: self.udp_key(),
+            ..UrlJoin::new(self.config.room.clone(), self.config.kind).with_app(&self.config.app)
+        });
+        self.session.joined_in_url = join.is_some();
+        self.out.push_back(Output::OpenSignalling { join });
+    }
+
+    /// The signalling socket opened: the member joins (taking back its id if it has one),
+    /// unless the socket's URL already carried the join.
+    pub fn signalling_open(&mut self, now: Duration) {
+        let _ = now;
+        self.session.socket_open = true;
+        self.set_signalling(SignallingState::Joining, None);
+        if !self.session.joined_in_url {
+            self.send_join();
+        }
+    }
+
+    /// The signalling socket closed or could not open. Links keep flowing; the member asks
+    /// for a new socket after the backoff.
+    pub fn signalling_closed(&mut self, now: Duration, detail: &str) {
+        self.session.socket_open = false;
+        if self.session.left {
+            return;
+        }
+        let delay = self
+            .config
+            .backoff
+            .delay(self.session.attempts, self.random.next());
+        self.session.attempts += 1;
+        self.session.reconnect_at = Some(now + delay);
+        self.set_signalling(
+            SignallingState::Reconnecting,
+            Some(format!(
+                "{detail}; attempt {} in {} ms",
+                self.session.attempts,
+                delay.as_millis()
+            )),
+        );
+    }
+
+    /// A text frame from the signalling server. Unknown frame types are ignored; frames that
+    /// are not JSON of the protocol are refused with a typed error and change nothing.
+    pub fn handle_frame(&mut self, now: Duration, text: &str) -> Result<(), FrameError> {
+        let frame: ServerFrame = serde_json::from_str(text).map_err(FrameError::Malformed)?;
+        let frame = match frame {
+            ServerFrame::Signal { from, data } => ServerFrame::Signal {
+                from,
+                data: serde_json::from_value(data.into_owned())
+                    .map_err(|error| FrameError::BadSignal { from, error })?,
+            },
+            ServerFrame::Welcome {
+                version,
+                room,
+                peer_id,
+                token,
+                resumed,
+                peers,
+                ice_servers,
+                network,
+            } => ServerFrame::Welcome {
+                version,
+                room,
+                peer_id,
+                token,
+                resumed,
+                peers,
+                ice_servers,
+                network,
+            },
+            ServerFrame::PeerJoined { room, peer } => ServerFrame::PeerJoined { room, peer },
+            ServerFrame::PeerLeft {
+                room,
+                peer_id,
+                reason,
+            } => ServerFrame::PeerLeft {
+                room,
+                peer_id,
+                reason,
+            },
+            ServerFrame::IceServers { ice_servers } => ServerFrame::IceServers { ice_servers },
+            ServerFrame::Error { code, message } => ServerFrame::Error { code, message },
+            // Frames a member never asks for (dashboard subscriptions) or does not know.
+            _ => ServerFrame::Other,
+        };
+        self.handle_server_frame(now, frame);
+        Ok(())
+    }
+
+    /// A signalling frame a driver decoded itself (the browser's through its own
+    /// `JSON.parse`). Unknown frame types ([`ServerFrame::Other`]) are ignored.
+    pub fn handle_server_frame(&mut self, now: Duration, frame: MemberServerFrame<'_>) {
+        match frame {
+            ServerFrame::Welcome {
+                peer_id,
+                token,
+                resumed,
+                peers,
+                ice_servers,
+                network,
+                ..
+            } => {
+                self.session.network = network.map(Cow::into_owned);
+                self.on_welcome(
+                    now,
+                    peer_id,
+                    token.into_owned(),
+                    resumed,
+                    peers,
+                    ice_servers.into_owned(),
+                );
+            }
+            // Used by every peer connection opened from now on (a new link, or one opened
+            // again after it was lost); open ones keep the servers they started with.
+            ServerFrame::IceServers { ice_servers } => {
+                self.session.ice_servers = ice_servers.into_owned();
+            }
+            ServerFrame::PeerJoined { peer, .. } => self.peer_present(now, &peer),
+            ServerFrame::PeerLeft {
+                peer_id, reason, ..
+            } => {
+                if let Some(i) = self.links.iter().position(|l| l.server_id == Some(peer_id)) {
+                    match reason {
+                        // The same program joined again under a new id (its `peer_joined` is
+                        // next): keep the link, to be renamed, like after a server restart.
+                        LeaveReason::Replaced => self.orphan(now, i),
+                        LeaveReason::Left => self.remove_link(now, i, GoneReason::Left),
+                        _ => self.remove_link(now, i, GoneReason::Lost),
+                    }
+                }
+            }
+            ServerFrame::Signal { from, data } => self.on_signal(now, from, data),
+            ServerFrame::Error { code, message } => self.on_refusal(now, code, &message),
+            _ => {}
+        }
+        self.drive(now);
+    }
+
+    fn on_refusal(&mut self, now: Duration, code: ErrorCode, message: &str) {
+        let joined = self.session.state == SignallingState::Joined;
+        self.event(Event::Refused {
+            code,
+            message: message.to_owned(),
+        });
+        if code == ErrorCode::ResumeRejected {
+            // The server forgot us (restart, or grace expired): join afresh.
+            self.session.token = None;
+            self.send_join();
+        } else if !joined && refused_for_good(code) {
+            self.session.left = true;
+            self.session.reconnect_at = None;
+            self.session.socket_open = false;
+            self.out.push_back(Output::CloseSignalling);
+            self.set_signalling(SignallingState::Closed, Some(message.to_owned()));
+        } else if !joined && refused_for_now(code) {
+            self.out.push_back(Output::CloseSignalling);
+            self.signalling_closed(now, &format!("join refused: {message}"));
+        }
+    }
+
+    fn send_join(&mut self) {
+        let resume = self.session.resume();
+        self.out.push_back(Output::Frame(ClientFrame::Join {
+            version: VERSION,
+            room: self.config.room.clone(),
+            kind: self.config.kind,
+            udp_addr: self.config.udp_addr,
+            instance: Some(self.config.instance.clone()),
+            udp_key: self.udp_key(),
+            app: Some(self.config.app.clone()),
+            resume,
+        }));
+    }
+
+    /// Our public key for the join: natives with a UDP address and keys.
+    fn udp_key(&self) -> Option<PublicKey> {
+        self.config
+            .udp_keys
+            .as_ref()
+            .filter(|_| self.config.udp_addr.is_some())
+            .map(|keys| keys.public_key())
+    }
+
+    pub(super) fn send_frame(&mut self, frame: MemberFrame) {
+        // While the socket is down frames are dropped, not queued: stats are stale a second
+        // later, and a negotiation that lost a signal times out and starts over.
+        if self.session.socket_open && self.session.state == SignallingState::Joined {
+            self.out.push_back(Output::Frame(frame));
+        }
+    }
+
+    fn on_welcome(
+        &mut self,
+        now: Duration,
+        peer_id: ServerId,
+        token: String,
+        resumed: bool,
+        peers: Vec<PeerInfo>,
+        ice_servers: Vec<IceServer>,
+    ) {
+        if !resumed && self.session.me.is_some() {
+            // A new server session: the old ids mean nothing now (the server may hand them to
+            // others). Links keep flowing; each is renamed when its peer shows up again.
+            // Half-done negotiations cannot finish without signalling: start them over.
+            for i in 0..self.links.len() {
+                self.orphan(now, i);
+                if matches!(
+                    self.links[i].attempt,
+                    super::links::Attempt::Negotiating { .. }
+                ) {
+                    self.close_transport(now, i);
+                }
+            }
+        }
+        self.session.me = Some(peer_id);
+        self.session.token = Some(token);
+        self.session.ice_servers = ice_servers;
+        self.session.attempts = 0;
+        self.set_signalling(SignallingState::Joined, None);
+        self.event(Event::Joined {
+            server_id: peer_id,
+            resumed,
+        });
+        self.next_stats
+            .get_or_insert(now + self.config.stats_period);
+        if resumed {
+            // Whoever left while we were away is gone.
+            while let Some(i) = self.links.iter().position(|l| {
+                l.server_id
+                    .is_some_and(|id| !peers.iter().any(|p| p.id == id))
+            }) {
+                self.remove_link(now, i, GoneReason::Left);
+            }
+        }
+        for peer in &peers {
+            self.peer_present(now, peer);
+        }
+    }
+
+    /// Leaving: the server hears `leave`, and no socket is opened again.
+    pub(super) fn leave_session(&mut self) {
+        self.send_frame(ClientFrame::Leave);
+        self.session.left = true;
+        self.session.reconnect_at = None;
+        self.set_signalling(SignallingState::Closed, None);
+    }
+
+    fn set_signalling(&mut self, state: SignallingState, detail: Option<String>) {
+        self.session.state = state;
+        self.event(Event::Signalling { state, detail });
+    }
+}
