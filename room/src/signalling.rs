@@ -351,6 +351,92 @@ impl UrlJoin {
     }
 }
 
+/// Where a room is: the signalling server's WebSocket URL and the room's name, from the URL
+/// players share (`http(s)://HOST[:PORT]/room/NAME`) or from a server's URL and a name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoomUrl {
+    /// `ws://HOST[:PORT]/ws` (`wss://` behind TLS).
+    pub ws_url: String,
+    /// The room name.
+    pub room: String,
+}
+
+/// Why a URL names no room.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("room URL {url:?}: {reason}")]
+pub struct BadRoomUrl {
+    /// The URL given.
+    pub url: String,
+    /// What is wrong with it.
+    pub reason: &'static str,
+}
+
+impl RoomUrl {
+    /// Reads `url`: a room page (`http(s)://HOST[:PORT]/room/NAME`, optionally with a
+    /// trailing `/dashboard`, a query or a fragment), or a server (`http(s)://` or `ws(s)://`
+    /// `HOST[:PORT]`, any other path) with the room named by `room`. `https`/`wss` give
+    /// `wss://`. A room in both places must be the same room.
+    pub fn parse(url: &str, room: Option<&str>) -> Result<RoomUrl, BadRoomUrl> {
+        let bad = |reason| BadRoomUrl {
+            url: url.to_owned(),
+            reason,
+        };
+        let (scheme, rest) = match url.split_once("://") {
+            Some(("http" | "ws", rest)) => ("ws", rest),
+            Some(("https" | "wss", rest)) => ("wss", rest),
+            _ => return Err(bad("expected http(s)://HOST[:PORT]/room/NAME")),
+        };
+        let rest = rest.split(['?', '#']).next().unwrap_or_default();
+        let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
+        if host.is_empty() {
+            return Err(bad("no host"));
+        }
+        let in_path = path
+            .strip_prefix("room/")
+            .map(|p| p.split('/').next().unwrap_or_default());
+        let name = match (in_path, room) {
+            (Some(a), Some(b)) if a != b => return Err(bad("names another room than the path")),
+            (Some(name), _) | (None, Some(name)) => name,
+            (None, None) => return Err(bad("the path must be /room/NAME, or the room named")),
+        };
+        if !is_valid_name(name) {
+            return Err(bad("a room name is 1-64 characters of A-Z a-z 0-9 - _"));
+        }
+        Ok(RoomUrl {
+            ws_url: format!("{scheme}://{host}/ws"),
+            room: name.to_owned(),
+        })
+    }
+
+    /// The signalling server's `host:port` (the scheme's port when the URL gives none).
+    pub fn server(&self) -> String {
+        let (scheme, rest) = self
+            .ws_url
+            .split_once("://")
+            .unwrap_or(("ws", &self.ws_url));
+        let host = rest.split('/').next().unwrap_or_default();
+        let has_port = match host.rsplit_once(']') {
+            Some((_, after)) => after.starts_with(':'),
+            None => host.contains(':'),
+        };
+        if has_port {
+            host.to_owned()
+        } else {
+            let port = if scheme == "wss" { 443 } else { 80 };
+            format!("{host}:{port}")
+        }
+    }
+
+    /// The URL a socket opens: with a fresh join in its query, the server's first frame is
+    /// the welcome.
+    pub fn socket_url(&self, join: Option<&UrlJoin>) -> String {
+        match join {
+            Some(join) => format!("{}?{}", self.ws_url, join.query()),
+            None => self.ws_url.clone(),
+        }
+    }
+}
+
 /// A peer as the server describes it to the others.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PeerInfo {
@@ -811,6 +897,55 @@ mod tests {
             panic!("not a join");
         };
         assert_eq!(declared, Some(app));
+    }
+
+    #[test]
+    fn room_urls_give_the_websocket_and_the_room() {
+        let parsed = RoomUrl::parse("http://127.0.0.1:8080/room/lobby", None).unwrap();
+        assert_eq!(parsed.ws_url, "ws://127.0.0.1:8080/ws");
+        assert_eq!(parsed.room, "lobby");
+        let dashboard = RoomUrl::parse("http://example.org/room/a-b_1/dashboard?x=1", None);
+        assert_eq!(dashboard.unwrap().room, "a-b_1");
+        let tls = RoomUrl::parse("https://play.example.org/room/lobby", None).unwrap();
+        assert_eq!(tls.ws_url, "wss://play.example.org/ws");
+        // A server's URL and a name.
+        let named = RoomUrl::parse("wss://play.example.org", Some("lobby")).unwrap();
+        assert_eq!(
+            (named.ws_url.as_str(), named.room.as_str()),
+            ("wss://play.example.org/ws", "lobby")
+        );
+        assert_eq!(
+            RoomUrl::parse("http://h/room/lobby", Some("lobby"))
+                .unwrap()
+                .room,
+            "lobby"
+        );
+        for (url, room) in [
+            ("127.0.0.1:8080/room/lobby", None),
+            ("http://127.0.0.1:8080/", None),
+            ("http://127.0.0.1:8080/dashboard", None),
+            ("http://127.0.0.1:8080/room/", None),
+            ("http://127.0.0.1:8080/room/bad%20name", None),
+            ("ftp://example.org/room/lobby", None),
+            ("http:///room/lobby", None),
+            ("http://h/room/lobby", Some("other")),
+            ("http://h", Some("bad name")),
+        ] {
+            assert!(RoomUrl::parse(url, room).is_err(), "{url} {room:?}");
+        }
+    }
+
+    #[test]
+    fn the_server_address_has_the_urls_port_or_the_schemes() {
+        let server = |url: &str| RoomUrl::parse(url, None).unwrap().server();
+        assert_eq!(server("http://127.0.0.1:8080/room/lobby"), "127.0.0.1:8080");
+        assert_eq!(server("http://example.org/room/lobby"), "example.org:80");
+        assert_eq!(server("https://example.org/room/lobby"), "example.org:443");
+        assert_eq!(server("http://[::1]:9000/room/lobby"), "[::1]:9000");
+        assert_eq!(
+            server("https://[2001:db8::1]/room/lobby"),
+            "[2001:db8::1]:443"
+        );
     }
 
     #[test]

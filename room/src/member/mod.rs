@@ -948,6 +948,11 @@ impl Member {
         }
     }
 
+    /// Whether [`poll_output`](Self::poll_output) has something.
+    pub fn has_output(&self) -> bool {
+        !self.out.is_empty()
+    }
+
     /// The next thing to do or tell.
     pub fn poll_output(&mut self) -> Option<Output> {
         self.out.pop_front()

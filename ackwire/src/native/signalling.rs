@@ -11,7 +11,7 @@ use tokio::sync::mpsc;
 use tokio_tungstenite::{Connector, tungstenite};
 use tungstenite::Message;
 
-use super::RoomError;
+use crate::room::JoinError;
 
 /// Frames the member may queue for the server before further ones are dropped (stats are
 /// resent every second anyway; a lost signal shows up as a link attempt that times out and
@@ -20,7 +20,7 @@ const OUTBOX: usize = 256;
 
 /// What a socket tells the driver, tagged with the socket's number.
 #[derive(Debug, Clone)]
-pub enum SocketEvent {
+pub(crate) enum SocketEvent {
     /// Connected: the member may join.
     Open,
     /// A text frame from the server.
@@ -31,7 +31,7 @@ pub enum SocketEvent {
 
 /// Whom a `wss://` server's certificate must chain to.
 #[derive(Debug, Clone, Default)]
-pub enum Trust {
+pub(crate) enum Trust {
     /// The public web PKI (the Mozilla roots of `webpki-roots`), as a browser would.
     #[default]
     PublicRoots,
@@ -42,8 +42,8 @@ pub enum Trust {
 
 impl Trust {
     /// Reads `--tls-ca`: PEM `BEGIN CERTIFICATE` blocks, each one a trust root.
-    pub fn from_pem_file(path: &Path) -> Result<Trust, RoomError> {
-        let bad = |reason: String| RoomError::TlsCa {
+    pub(crate) fn from_pem_file(path: &Path) -> Result<Trust, JoinError> {
+        let bad = |reason: String| JoinError::TlsCa {
             path: path.to_owned(),
             reason,
         };
@@ -85,9 +85,9 @@ impl Trust {
     fn hint(&self) -> &'static str {
         match self {
             Trust::PublicRoots => {
-                "a server with a private CA or a self-signed certificate needs --tls-ca FILE"
+                "a server with a private CA or a self-signed certificate needs --tls-ca FILE (NativeOptions::tls_ca)"
             }
-            Trust::Only(_) => "checked against the certificates of --tls-ca only",
+            Trust::Only(_) => "checked against the certificates of --tls-ca (NativeOptions::tls_ca) only",
         }
     }
 }
@@ -95,14 +95,14 @@ impl Trust {
 /// One signalling connection. Dropping it closes the WebSocket cleanly (the room hears
 /// `peer_left` at once).
 #[derive(Debug)]
-pub struct Socket {
+pub(crate) struct Socket {
     frames: mpsc::Sender<String>,
 }
 
 impl Socket {
     /// Connects to `ws_url` in a task, checking a `wss://` server against `trust`; events go
     /// to `events` tagged with `number`.
-    pub fn open(
+    pub(crate) fn open(
         ws_url: String,
         trust: Trust,
         number: u64,
@@ -118,7 +118,7 @@ impl Socket {
     }
 
     /// Queues a frame; false if the queue is full (the frame is dropped).
-    pub fn send(&self, text: String) -> bool {
+    pub(crate) fn send(&self, text: String) -> bool {
         self.frames.try_send(text).is_ok()
     }
 }

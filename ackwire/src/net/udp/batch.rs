@@ -42,12 +42,12 @@ mod imp {
     /// (one allocation per wake-up, not per datagram or per call): they hold raw pointers,
     /// and a driver that kept them would make its future `!Send`.
     #[derive(Debug)]
-    pub(in crate::link) struct Receiver {
+    pub(in crate::net::udp) struct Receiver {
         headers: MultiHeaders<SockaddrStorage>,
     }
 
     impl Receiver {
-        pub(in crate::link) fn new() -> Receiver {
+        pub(in crate::net::udp) fn new() -> Receiver {
             Receiver {
                 headers: MultiHeaders::preallocate(IO_BATCH, None),
             }
@@ -56,7 +56,7 @@ mod imp {
         /// Reads up to [`IO_BATCH`] waiting datagrams, datagram `i` into slot `i` of `slots`
         /// (each `slot_len` bytes, long enough for any datagram, so none is cut), and
         /// describes them in `arrived`. Returns how many; `WouldBlock` when none waits.
-        pub(in crate::link) fn recv(
+        pub(in crate::net::udp) fn recv(
             &mut self,
             socket: &UdpSocket,
             slots: &mut [u8],
@@ -105,7 +105,7 @@ mod imp {
 
     /// Sends `queued` (at most [`IO_BATCH`]) in one `sendmmsg`, from the first. Returns how
     /// many left; an error is the first datagram's (the kernel stops at the first that fails).
-    pub(in crate::link) fn send(
+    pub(in crate::net::udp) fn send(
         socket: &UdpSocket,
         queued: &[Queued],
         bytes: &[u8],
@@ -145,14 +145,14 @@ mod imp {
 
     /// One `recv_from` per call (no `recvmmsg` here).
     #[derive(Debug)]
-    pub(in crate::link) struct Receiver;
+    pub(in crate::net::udp) struct Receiver;
 
     impl Receiver {
-        pub(in crate::link) fn new() -> Receiver {
+        pub(in crate::net::udp) fn new() -> Receiver {
             Receiver
         }
 
-        pub(in crate::link) fn recv(
+        pub(in crate::net::udp) fn recv(
             &mut self,
             socket: &UdpSocket,
             slots: &mut [u8],
@@ -169,7 +169,7 @@ mod imp {
     }
 
     /// One `send_to` per datagram (no `sendmmsg` here), stopping at the first failure.
-    pub(in crate::link) fn send(
+    pub(in crate::net::udp) fn send(
         socket: &UdpSocket,
         queued: &[Queued],
         bytes: &[u8],

@@ -28,19 +28,17 @@ use webrtc::peer_connection::{
     RTCPeerConnectionIceEvent, RTCPeerConnectionState, RTCSessionDescription, SettingEngineBuilder,
 };
 
-use ackwire_room::member::{IceState, TransportEvent, TransportId};
+use ackwire_room::member::{TransportEvent, TransportId};
 use ackwire_room::signalling::{IceServer, Sdp, SdpKind, SignalData};
 
-/// The data channel both sides create (pre-negotiated, so neither waits for an announcement).
-const CHANNEL_LABEL: &str = "ackwire";
-const CHANNEL_ID: u16 = 0;
+use ackwire_room::webrtc::{DATA_CHANNEL, PATH_POLL, PATH_POLLS};
 /// Datagrams queued for a channel before further ones are dropped (the core sends tens per
 /// second; a backlog this long means the channel is stuck, and dropping is what UDP would do).
 const SEND_QUEUE: usize = 256;
 
 /// Where WebRTC gathers candidates and what it advertises.
 #[derive(Debug, Clone)]
-pub struct IceOptions {
+pub(crate) struct IceOptions {
     /// Local address to bind for ICE (`IP:0` for an ephemeral port).
     pub bind: std::net::SocketAddr,
     /// Public IP to advertise instead of the bound one (1:1 NAT), if any.
@@ -51,7 +49,7 @@ pub struct IceOptions {
 
 /// What a session tells the room driver.
 #[derive(Debug)]
-pub enum WebRtcEvent {
+pub(crate) enum WebRtcEvent {
     /// For the room member.
     Transport(TransportEvent),
     /// A datagram arrived.
@@ -67,7 +65,7 @@ enum Command {
 
 /// Handle on one peer's WebRTC task. Dropping it closes the connection.
 #[derive(Debug)]
-pub struct Session {
+pub(crate) struct Session {
     commands: mpsc::UnboundedSender<Command>,
     datagrams: mpsc::Sender<Vec<u8>>,
 }
@@ -75,7 +73,7 @@ pub struct Session {
 impl Session {
     /// Starts peer connection `peer`; events go to `events` tagged with it. With `offer`,
     /// we create and send the offer; otherwise we wait for theirs.
-    pub fn start(peer: TransportId, offer: bool, ice: IceOptions, events: Events) -> Session {
+    pub(crate) fn start(peer: TransportId, offer: bool, ice: IceOptions, events: Events) -> Session {
         let (commands, command_rx) = mpsc::unbounded_channel();
         let (datagrams, datagram_rx) = mpsc::channel(SEND_QUEUE);
         tokio::spawn(async move {
@@ -91,12 +89,12 @@ impl Session {
     }
 
     /// A signal from the peer (its offer/answer or a candidate).
-    pub fn remote_signal(&self, data: SignalData) {
+    pub(crate) fn remote_signal(&self, data: SignalData) {
         let _ = self.commands.send(Command::Remote(data));
     }
 
     /// Queues a datagram; dropped, like on a full UDP socket, if the channel is backed up.
-    pub fn send(&self, datagram: &[u8]) -> bool {
+    pub(crate) fn send(&self, datagram: &[u8]) -> bool {
         self.datagrams.try_send(datagram.to_vec()).is_ok()
     }
 }
@@ -135,15 +133,7 @@ impl PeerConnectionEventHandler for Handler {
     }
 
     async fn on_ice_connection_state_change(&self, state: RTCIceConnectionState) {
-        let state = match state {
-            RTCIceConnectionState::Checking => IceState::Checking,
-            RTCIceConnectionState::Connected => IceState::Connected,
-            RTCIceConnectionState::Completed => IceState::Completed,
-            RTCIceConnectionState::Disconnected => IceState::Disconnected,
-            RTCIceConnectionState::Failed => IceState::Failed,
-            RTCIceConnectionState::Closed => IceState::Closed,
-            _ => IceState::New,
-        };
+        let state = ackwire_room::webrtc::ice_state(&state.to_string());
         self.tell(TransportEvent::Ice(state));
     }
 
@@ -155,22 +145,16 @@ impl PeerConnectionEventHandler for Handler {
     }
 }
 
-/// How often, and how many times, the ICE transport is asked for its selected candidate pair.
-const PATH_POLL: Duration = Duration::from_millis(250);
-const PATH_POLLS: u32 = 40;
-
 /// The path of the selected candidate pair: `relay` when either end is a TURN relay, else the
 /// local candidate's type (`host`, `srflx`, `prflx`), as the browser driver reports it. The
 /// crate's stats report carries no candidate pairs (0.21.1); its ICE transport names the pair.
 async fn selected_path(pc: &impl PeerConnection) -> Option<String> {
     let ice = pc.sctp().await?.transport().ice_transport();
     let pair = ice.get_selected_candidate_pair().await.ok()??;
-    let relay = RTCIceCandidateType::Relay;
-    Some(if pair.remote().typ == relay {
-        relay.to_string()
-    } else {
-        pair.local().typ.to_string()
-    })
+    Some(ackwire_room::webrtc::path_type(
+        &pair.local().typ.to_string(),
+        &pair.remote().typ.to_string(),
+    ))
 }
 
 /// How often a connection that may be relayed wakes the `webrtc` crate's driver (see `run`).
@@ -227,11 +211,11 @@ async fn run(
         .await?;
     let channel = pc
         .create_data_channel(
-            CHANNEL_LABEL,
+            DATA_CHANNEL.label,
             Some(RTCDataChannelInit {
-                ordered: false,
-                max_retransmits: Some(0),
-                negotiated: Some(CHANNEL_ID),
+                ordered: DATA_CHANNEL.ordered,
+                max_retransmits: Some(DATA_CHANNEL.max_retransmits),
+                negotiated: Some(DATA_CHANNEL.id),
                 ..RTCDataChannelInit::default()
             }),
         )
@@ -359,7 +343,7 @@ fn stun_twin(url: &str) -> Option<String> {
 /// Why a remote session description was not applied.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum DescriptionError {
+pub(crate) enum DescriptionError {
     /// The WebRTC stack refused it (malformed SDP, wrong signalling state).
     #[error(transparent)]
     WebRtc(#[from] webrtc::error::Error),

@@ -1,0 +1,532 @@
+//! The native driver: a thin adapter around the room member (`ackwire_room::member`).
+//!
+//! One tokio task owns the clock, one UDP socket for every native peer, one WebRTC session
+//! per browser link ([`webrtc`]) and the signalling WebSocket ([`signalling`]); it moves
+//! bytes and events between them and the member, and hands the member's events to the
+//! [`Room`](crate::Room). The member sits behind a mutex the room's calls share with the
+//! task: a send is checked and queued in the caller's call, and the task is woken to carry
+//! it out. Every decision about links — who offers, when to retry, what a failure means — is
+//! the member's, shared with the browser driver.
+
+pub(crate) mod signalling;
+pub(crate) mod webrtc;
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use ackwire_room::keys::NoiseKeys;
+use ackwire_room::member::{
+    Command, Event, Member, MemberConfig, Output, Route, TransportId,
+};
+use ackwire_room::signalling::{PeerKind, RoomUrl};
+use tokio::sync::{Notify, mpsc, oneshot};
+use tokio::time::Instant;
+
+use self::signalling::{Socket, SocketEvent, Trust};
+use self::webrtc::{IceOptions, Session, WebRtcEvent};
+use crate::net::timer::Timer;
+use crate::net::udp::{self, Link, RecvBuffers};
+use crate::room::{JoinError, RoomConfig};
+
+/// Leaving: the links' goodbyes get this long to go out.
+const LEAVE_GRACE: Duration = Duration::from_millis(500);
+
+/// Native sockets, addresses and trust; every field has a documented default.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct NativeOptions {
+    /// Local UDP address for links to other natives. Default `0.0.0.0:0`: every interface,
+    /// a port chosen by the OS; `127.0.0.1:0` keeps the program on this machine.
+    pub bind: SocketAddr,
+    /// The UDP address other natives send to (behind a NAT with a forwarded port: the public
+    /// one). Default: the bound address, or with a wildcard `bind` the address of the
+    /// interface this machine reaches the signalling server through, with the bound port.
+    pub advertise: Option<SocketAddr>,
+    /// Local address WebRTC gathers ICE candidates on (port 0: any; a wildcard IP: every
+    /// interface but loopback). Default: `bind`'s IP.
+    pub ice_bind: Option<SocketAddr>,
+    /// Public IP to put in WebRTC host candidates instead of the local one (1:1 NAT).
+    /// Default: none.
+    pub public_ip: Option<IpAddr>,
+    /// PEM certificates an `https://` server's certificate must chain to, instead of the
+    /// public roots: a private CA, or the server's own self-signed certificate. Default:
+    /// none (the public web PKI, as a browser).
+    pub tls_ca: Option<PathBuf>,
+    /// Encrypt links to other natives (a Noise key exchange, then AES-256-GCM; browsers'
+    /// links ride DTLS either way). Default `true`; `false` only to read packet captures:
+    /// natives that encrypt reach this one through WebRTC instead.
+    pub encrypt: bool,
+}
+
+impl Default for NativeOptions {
+    fn default() -> NativeOptions {
+        NativeOptions {
+            bind: SocketAddr::from(([0, 0, 0, 0], 0)),
+            advertise: None,
+            ice_bind: None,
+            public_ip: None,
+            tls_ca: None,
+            encrypt: true,
+        }
+    }
+}
+
+/// What the room's calls and the driver's task share.
+#[derive(Debug)]
+struct Shared {
+    member: Member,
+    start: Instant,
+}
+
+impl Shared {
+    fn now(&self) -> Duration {
+        self.start.elapsed()
+    }
+}
+
+fn lock(shared: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
+    // The member stays consistent across a panic elsewhere: every call into it completes.
+    shared.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The room's handle on its driver.
+#[derive(Debug)]
+pub(crate) struct Driver {
+    shared: Arc<Mutex<Shared>>,
+    wake: Arc<Notify>,
+    events: mpsc::UnboundedReceiver<Event>,
+    stop: Option<oneshot::Sender<()>>,
+    done: Option<oneshot::Receiver<()>>,
+}
+
+/// 16 random hex digits: this process, as the room's members know it across server restarts.
+fn random_instance() -> String {
+    format!("n{:016x}", rand::random::<u64>())
+}
+
+/// The address of the interface this machine reaches `server` (`host:port`) through, in the
+/// family of `bind`: a UDP socket connected there picks the route, and nothing is sent.
+pub(crate) fn route_to(server: &str, bind: SocketAddr) -> std::io::Result<IpAddr> {
+    use std::net::ToSocketAddrs;
+    let target = server
+        .to_socket_addrs()?
+        .find(|a| a.is_ipv4() == bind.is_ipv4())
+        .ok_or_else(|| {
+            std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "no address of the bound family",
+            )
+        })?;
+    let probe = std::net::UdpSocket::bind(SocketAddr::new(bind.ip(), 0))?;
+    probe.connect(target)?;
+    Ok(probe.local_addr()?.ip())
+}
+
+impl Driver {
+    /// Checks everything that can be checked now, then starts the driver's task: on the
+    /// caller's tokio runtime, or on a thread of its own without one.
+    pub(crate) fn start(url: RoomUrl, config: RoomConfig) -> Result<Driver, JoinError> {
+        let options = &config.native;
+        let trust = match &options.tls_ca {
+            None => Trust::PublicRoots,
+            Some(path) if !url.ws_url.starts_with("wss://") => {
+                return Err(JoinError::TlsCa {
+                    path: path.clone(),
+                    reason: format!("the room URL {} is not https://", url.ws_url),
+                });
+            }
+            Some(path) => Trust::from_pem_file(path)?,
+        };
+        let socket = udp::bind(options.bind).map_err(|source| JoinError::Bind {
+            addr: options.bind,
+            source,
+        })?;
+        let bound = socket.local_addr().map_err(|source| JoinError::Bind {
+            addr: options.bind,
+            source,
+        })?;
+        let udp_addr = match options.advertise {
+            Some(addr) => addr,
+            None if bound.ip().is_unspecified() => {
+                let server = url.server();
+                match route_to(&server, bound) {
+                    Ok(ip) => SocketAddr::new(ip, bound.port()),
+                    Err(source) => {
+                        return Err(JoinError::NothingToAdvertise {
+                            bind: bound,
+                            server,
+                            source,
+                        });
+                    }
+                }
+            }
+            None => bound,
+        };
+        let mut member_config = MemberConfig::new(
+            url.room.clone(),
+            config.app.clone(),
+            PeerKind::Native,
+            random_instance(),
+        );
+        member_config.udp_addr = Some(udp_addr);
+        member_config.secret = rand::random();
+        member_config.seed = rand::random();
+        member_config.emulation = config.emulation.clone();
+        member_config.connection = config.connection.clone();
+        member_config.stats_period = config.stats_period;
+        member_config.attempt_timeout = config.attempt_timeout;
+        // Links to other natives are encrypted with a key new at each start, announced in the
+        // join; browsers' links ride DTLS either way.
+        if options.encrypt {
+            member_config.udp_keys = Some(Arc::new(NoiseKeys::generate()));
+        } else {
+            tracing::warn!("encryption off: links to other natives are plaintext");
+        }
+        let member = Member::new(member_config, Duration::ZERO)?;
+        let ice_bind = options
+            .ice_bind
+            .unwrap_or_else(|| SocketAddr::new(options.bind.ip(), 0));
+        tracing::info!(room = %url.room, server = %url.ws_url, %udp_addr, %ice_bind, "joining");
+
+        let shared = Arc::new(Mutex::new(Shared {
+            member,
+            start: Instant::now(),
+        }));
+        let wake = Arc::new(Notify::new());
+        let (events_tx, events) = mpsc::unbounded_channel();
+        let (stop, stop_rx) = oneshot::channel();
+        let (done_tx, done) = oneshot::channel();
+        let precise = config.emulation.is_some();
+        let setup = {
+            let (shared, wake) = (shared.clone(), wake.clone());
+            let ice = IceOptions {
+                bind: ice_bind,
+                public_ip: options.public_ip,
+                servers: Vec::new(),
+            };
+            move || -> std::io::Result<_> {
+                let mut udp = Link::new(socket, None).map_err(std::io::Error::other)?;
+                // A room's few links wake the loop per datagram; it never reads on a timer.
+                udp.watch()?;
+                let io = Io::new(url, trust, udp, ice, events_tx);
+                Ok(run(shared, wake, io, precise, stop_rx, done_tx))
+            }
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => {
+                let _entered = handle.enter();
+                let task = setup().map_err(JoinError::Runtime)?;
+                handle.spawn(task);
+            }
+            Err(_) => {
+                // A game loop without a runtime: the room runs one of its own, on its thread.
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(JoinError::Runtime)?;
+                let task = {
+                    let _entered = runtime.enter();
+                    setup().map_err(JoinError::Runtime)?
+                };
+                std::thread::Builder::new()
+                    .name("ackwire-room".into())
+                    .spawn(move || runtime.block_on(task))
+                    .map_err(JoinError::Runtime)?;
+            }
+        }
+        Ok(Driver {
+            shared,
+            wake,
+            events,
+            stop: Some(stop),
+            done: Some(done),
+        })
+    }
+
+    /// Runs `f` on the member at the driver's `now`, then wakes the task if the member has
+    /// something for it.
+    pub(crate) fn with_member<R>(&self, f: impl FnOnce(&mut Member, Duration) -> R) -> R {
+        let (result, wake) = {
+            let mut shared = lock(&self.shared);
+            let now = shared.now();
+            let result = f(&mut shared.member, now);
+            (result, shared.member.has_output())
+        };
+        if wake {
+            self.wake.notify_one();
+        }
+        result
+    }
+
+    pub(crate) fn poll_event(&mut self) -> Option<Event> {
+        self.events.try_recv().ok()
+    }
+
+    pub(crate) async fn next_event(&mut self) -> Option<Event> {
+        self.events.recv().await
+    }
+
+    pub(crate) async fn close(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(done) = self.done.take() {
+            let _ = done.await;
+        }
+    }
+}
+
+/// Everything the task moves bytes between: sockets, sessions, the member's events.
+struct Io {
+    url: RoomUrl,
+    trust: Trust,
+    udp: Link,
+    ice: IceOptions,
+    socket: Option<(u64, Socket)>,
+    sockets_opened: u64,
+    socket_events: mpsc::UnboundedSender<(u64, SocketEvent)>,
+    socket_rx: mpsc::UnboundedReceiver<(u64, SocketEvent)>,
+    sessions: HashMap<TransportId, Session>,
+    webrtc_events: mpsc::UnboundedSender<(TransportId, WebRtcEvent)>,
+    webrtc_rx: mpsc::UnboundedReceiver<(TransportId, WebRtcEvent)>,
+    events: mpsc::UnboundedSender<Event>,
+}
+
+impl Io {
+    fn new(
+        url: RoomUrl,
+        trust: Trust,
+        udp: Link,
+        ice: IceOptions,
+        events: mpsc::UnboundedSender<Event>,
+    ) -> Io {
+        let (socket_events, socket_rx) = mpsc::unbounded_channel();
+        let (webrtc_events, webrtc_rx) = mpsc::unbounded_channel();
+        Io {
+            url,
+            trust,
+            udp,
+            ice,
+            socket: None,
+            sockets_opened: 0,
+            socket_events,
+            socket_rx,
+            sessions: HashMap::new(),
+            webrtc_events,
+            webrtc_rx,
+            events,
+        }
+    }
+
+    /// Does everything the member asked for.
+    fn flush(&mut self, shared: &mut Shared) {
+        let now = shared.now();
+        let member = &mut shared.member;
+        while let Some(output) = member.poll_output() {
+            match output {
+                Output::OpenSignalling { join } => {
+                    self.sockets_opened += 1;
+                    let number = self.sockets_opened;
+                    let url = self.url.socket_url(join.as_ref());
+                    let socket =
+                        Socket::open(url, self.trust.clone(), number, self.socket_events.clone());
+                    self.socket = Some((number, socket));
+                }
+                Output::CloseSignalling => self.socket = None,
+                Output::Frame(frame) => {
+                    if let (Some((_, socket)), Ok(text)) =
+                        (&self.socket, serde_json::to_string(&frame))
+                        && !socket.send(text)
+                    {
+                        tracing::debug!("signalling queue full: a frame was dropped");
+                    }
+                }
+                Output::Command(command) => self.command(command),
+                Output::Transmit { route, datagram } => {
+                    match route {
+                        Route::Udp(addr) => self.udp.send(now, addr, &datagram),
+                        Route::WebRtc(transport) => {
+                            if let Some(session) = self.sessions.get(&transport) {
+                                session.send(&datagram);
+                            }
+                        }
+                    }
+                    member.recycle(datagram);
+                }
+                // The room may be gone: its events with it.
+                Output::Event(event) => drop(self.events.send(event)),
+            }
+        }
+        self.udp.flush();
+    }
+
+    fn command(&mut self, command: Command) {
+        match command {
+            Command::OpenPeerConnection {
+                transport,
+                offer,
+                ice_servers,
+            } => {
+                let ice = IceOptions {
+                    servers: ice_servers,
+                    ..self.ice.clone()
+                };
+                let session = Session::start(transport, offer, ice, self.webrtc_events.clone());
+                self.sessions.insert(transport, session);
+            }
+            Command::ApplyRemoteSignal { transport, data } => {
+                if let Some(session) = self.sessions.get(&transport) {
+                    session.remote_signal(data);
+                }
+            }
+            // Dropping the session closes the peer connection.
+            Command::ClosePeerConnection { transport } => drop(self.sessions.remove(&transport)),
+        }
+    }
+
+    fn on_socket(&mut self, shared: &mut Shared, number: u64, event: SocketEvent) {
+        if self.socket.as_ref().map(|(n, _)| *n) != Some(number) {
+            return;
+        }
+        let now = shared.now();
+        match event {
+            SocketEvent::Open => shared.member.signalling_open(now),
+            SocketEvent::Frame(text) => {
+                if let Err(e) = shared.member.handle_frame(now, &text) {
+                    tracing::warn!(error = %e, "signalling frame refused");
+                }
+            }
+            SocketEvent::Closed(reason) => {
+                self.socket = None;
+                shared.member.signalling_closed(now, &reason);
+            }
+        }
+    }
+
+    fn on_webrtc(&mut self, shared: &mut Shared, transport: TransportId, event: WebRtcEvent) {
+        let now = shared.now();
+        match event {
+            WebRtcEvent::Transport(event) => shared.member.handle_transport(now, transport, event),
+            WebRtcEvent::Datagram(datagram) => {
+                if let Err(e) = shared
+                    .member
+                    .receive(now, Route::WebRtc(transport), &datagram)
+                {
+                    tracing::debug!(error = %e, "datagram refused");
+                }
+            }
+        }
+    }
+
+    fn read_udp(&mut self, shared: &mut Shared, buf: &mut RecvBuffers) {
+        let now = shared.now();
+        let member = &mut shared.member;
+        self.udp.read_ready(now, buf, |_, from, datagram| {
+            if let Err(e) = member.receive(now, Route::Udp(from), datagram) {
+                tracing::debug!(%from, error = %e, "datagram refused");
+            }
+        });
+    }
+}
+
+/// The driver's loop, until the room stops it (or is dropped); then it leaves the room.
+async fn run(
+    shared: Arc<Mutex<Shared>>,
+    wake: Arc<Notify>,
+    mut io: Io,
+    precise: bool,
+    mut stop: oneshot::Receiver<()>,
+    done: oneshot::Sender<()>,
+) {
+    let start = lock(&shared).start;
+    let mut buf = RecvBuffers::new();
+    // Precise while emulating, so an emulated delay is the delay asked for (`net::timer`).
+    let mut timer = Timer::new();
+    loop {
+        let next = {
+            let mut guard = lock(&shared);
+            io.flush(&mut guard);
+            guard.member.poll_timeout()
+        };
+        match next {
+            Some(at) => timer.reset(start + at, precise),
+            None => timer.reset(start + Duration::from_secs(3600), false),
+        }
+        tokio::select! {
+            _ = &mut stop => break,
+            () = wake.notified() => {}
+            () = timer.wait() => {}
+            Some((number, event)) = io.socket_rx.recv() => {
+                io.on_socket(&mut lock(&shared), number, event);
+            }
+            Some((transport, event)) = io.webrtc_rx.recv() => {
+                io.on_webrtc(&mut lock(&shared), transport, event);
+            }
+            ready = io.udp.readable() => {
+                if let Err(e) = ready {
+                    tracing::warn!(error = %e, "UDP socket");
+                }
+                io.read_udp(&mut lock(&shared), &mut buf);
+            }
+        }
+        let mut guard = lock(&shared);
+        let now = guard.now();
+        if guard.member.poll_timeout().is_some_and(|t| t <= now) {
+            guard.member.handle_timeout(now);
+        }
+    }
+    leave(&shared, &mut io).await;
+    let _ = done.send(());
+}
+
+/// Closes every link (the core sends its disconnects), leaves the room, and gives the
+/// goodbyes a moment to go out.
+async fn leave(shared: &Mutex<Shared>, io: &mut Io) {
+    let (start, until) = {
+        let mut guard = lock(shared);
+        let now = guard.now();
+        guard.member.close(now);
+        io.flush(&mut guard);
+        (guard.start, guard.start + now + LEAVE_GRACE)
+    };
+    loop {
+        let wake = {
+            let guard = lock(shared);
+            if guard.member.is_closed() || Instant::now() >= until {
+                break;
+            }
+            guard
+                .member
+                .poll_timeout()
+                .map_or(until, |t| (start + t).min(until))
+        };
+        tokio::time::sleep_until(wake).await;
+        let mut guard = lock(shared);
+        let now = guard.now();
+        guard.member.handle_timeout(now);
+        io.flush(&mut guard);
+    }
+    // Dropping the socket closes the WebSocket cleanly; give its task a moment.
+    io.socket = None;
+    io.sessions.clear();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wildcard_bind_advertises_the_interface_the_server_is_reached_through() {
+        // The signalling server on loopback: loopback is the way there (nothing is sent).
+        let any: SocketAddr = "0.0.0.0:0".parse().unwrap();
+        let ip = route_to("127.0.0.1:8080", any).unwrap();
+        assert_eq!(ip, IpAddr::from([127, 0, 0, 1]));
+        // No address of the bound family: a clear error, not a wrong address.
+        let v6_only = route_to("[::1]:8080", any).unwrap_err();
+        assert_eq!(v6_only.kind(), std::io::ErrorKind::NotFound);
+    }
+}

@@ -1,0 +1,226 @@
+//! The [`Room`]: the same calls on every target, each one a step of the room member run by
+//! this target's driver.
+
+use std::time::Duration;
+
+#[cfg(target_arch = "wasm32")]
+use crate::browser as driver;
+#[cfg(not(target_arch = "wasm32"))]
+use crate::native as driver;
+use crate::{
+    App, BadRoomUrl, ConnectionConfig, Emulation, Event, LinkInfo, MemberError, PeerId,
+    RoomUrl, SendError, ServerId, SignallingState,
+};
+#[cfg(target_arch = "wasm32")]
+use crate::BrowserOptions;
+#[cfg(not(target_arch = "wasm32"))]
+use crate::NativeOptions;
+
+/// How a [`Room`] joins and behaves; [`RoomConfig::new`] gives the documented defaults.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct RoomConfig {
+    /// What the game plays: id, version and channel layout. Required.
+    pub app: App,
+    /// The room's name when [`Room::join`] is given a server's URL rather than a room page's.
+    /// Default: none.
+    pub room: Option<String>,
+    /// Every link through the core's link emulator, both directions (latency, jitter,
+    /// loss): to try a game on a bad network. Default: none (real links).
+    pub emulation: Option<Emulation>,
+    /// The core connection of every link: rates, timeouts, the largest datagram. Its
+    /// channels come from [`app`](Self::app). Default: `ConnectionConfig::default()`.
+    pub connection: ConnectionConfig,
+    /// How often [`Event::Stats`] comes (and dashboards get a report). Default: 1 s.
+    pub stats_period: Duration,
+    /// A link not connected after this long is lost and tried again. Default: 20 s.
+    pub attempt_timeout: Duration,
+    /// Native programs: sockets, addresses, TLS trust, encryption.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub native: NativeOptions,
+    /// Browsers: ICE policy.
+    #[cfg(target_arch = "wasm32")]
+    pub browser: BrowserOptions,
+}
+
+impl RoomConfig {
+    /// A configuration for `app` with every default.
+    pub fn new(app: App) -> RoomConfig {
+        RoomConfig {
+            app,
+            room: None,
+            emulation: None,
+            connection: ConnectionConfig::default(),
+            stats_period: Duration::from_secs(1),
+            attempt_timeout: Duration::from_secs(20),
+            #[cfg(not(target_arch = "wasm32"))]
+            native: NativeOptions::default(),
+            #[cfg(target_arch = "wasm32")]
+            browser: BrowserOptions::default(),
+        }
+    }
+
+    /// The same, joining room `name` (for a server's URL).
+    pub fn with_room(mut self, name: impl Into<String>) -> RoomConfig {
+        self.room = Some(name.into());
+        self
+    }
+
+    /// The same, with every link emulated.
+    pub fn with_emulation(mut self, emulation: Emulation) -> RoomConfig {
+        self.emulation = Some(emulation);
+        self
+    }
+}
+
+/// Why [`Room::join`] could not start. What the server refuses later (a room playing
+/// another game, say) comes as [`Event::Refused`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum JoinError {
+    /// The URL names no room.
+    #[error(transparent)]
+    Url(#[from] BadRoomUrl),
+    /// The configuration is invalid (the app, names, sizes, emulation).
+    #[error(transparent)]
+    Config(#[from] MemberError),
+    /// The UDP socket could not be bound.
+    #[cfg(not(target_arch = "wasm32"))]
+    #[error("cannot bind UDP {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: std::net::SocketAddr,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// Bound to a wildcard address, and no route to the signalling server tells which
+    /// address other natives can reach.
+    #[cfg(not(target_arch = "wasm32"))]
+    #[error(
+        "bound to {bind}, a wildcard address, and the route to {server} gives no address to advertise ({source}): set NativeOptions::advertise"
+    )]
+    NothingToAdvertise {
+        /// The bound address.
+        bind: std::net::SocketAddr,
+        /// The signalling server's `host:port`.
+        server: String,
+        /// Why the route could not be found.
+        source: std::io::Error,
+    },
+    /// `tls_ca` cannot be used: unreadable, no certificate in it, or an `http://` room.
+    #[cfg(not(target_arch = "wasm32"))]
+    #[error("TLS trust {path}: {reason}")]
+    TlsCa {
+        /// The file given.
+        path: std::path::PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// No async runtime could be started for the room's driver.
+    #[cfg(not(target_arch = "wasm32"))]
+    #[error("cannot start the room's runtime: {0}")]
+    Runtime(std::io::Error),
+    /// The browser lacks what a room needs (a window, crypto, WebRTC).
+    #[cfg(target_arch = "wasm32")]
+    #[error("browser: {0}")]
+    Browser(String),
+}
+
+/// A room as one player sees it: join it, send to peers, and hear what happens.
+///
+/// It runs by itself once joined (a task on the caller's tokio runtime, or a thread of its
+/// own without one; the browser's event loop on wasm32): links are set up, kept, measured
+/// and recovered whether or not the game calls in. Events wait until taken with
+/// [`poll_event`](Self::poll_event) or [`next_event`](Self::next_event). Dropping the room
+/// leaves it abruptly; [`close`](Self::close) says goodbye.
+#[derive(Debug)]
+pub struct Room {
+    driver: driver::Driver,
+}
+
+impl Room {
+    /// Joins the room at `url`: a room page's URL (`https://host/room/NAME`, what players
+    /// share), or a server's with [`RoomConfig::room`]. Returns at once; [`Event::Joined`]
+    /// says when the room took us in, [`Event::Refused`] why not.
+    pub fn join(url: &str, config: RoomConfig) -> Result<Room, JoinError> {
+        let url = RoomUrl::parse(url, config.room.as_deref())?;
+        Ok(Room {
+            driver: driver::Driver::start(url, config)?,
+        })
+    }
+
+    /// Sends `bytes` to `peer` on `channel`, as the channel promises: once on an unreliable
+    /// one; exactly once (in order, if ordered) on a reliable one, across lost links too, or
+    /// reported as [`Event::Undelivered`] if the peer leaves first.
+    pub fn send(&self, peer: PeerId, channel: u8, bytes: &[u8]) -> Result<(), SendError> {
+        self.driver
+            .with_member(|m, now| m.send(now, peer, channel, bytes))
+    }
+
+    /// Sends `bytes` on an unreliable `channel` in place of what it holds for `peer` and has
+    /// not sent yet: call it every frame with the newest state; each packet carries the
+    /// newest, never a backlog.
+    pub fn send_latest(&self, peer: PeerId, channel: u8, bytes: &[u8]) -> Result<(), SendError> {
+        self.driver
+            .with_member(|m, now| m.send_latest(now, peer, channel, bytes))
+    }
+
+    /// [`send`](Self::send) to every connected peer: checked for all before it is queued for
+    /// any. How many peers it went to.
+    pub fn broadcast(&self, channel: u8, bytes: &[u8]) -> Result<usize, SendError> {
+        self.driver
+            .with_member(|m, now| m.broadcast(now, channel, bytes))
+    }
+
+    /// [`send_latest`](Self::send_latest) to every connected peer. How many.
+    pub fn broadcast_latest(&self, channel: u8, bytes: &[u8]) -> Result<usize, SendError> {
+        self.driver
+            .with_member(|m, now| m.broadcast_latest(now, channel, bytes))
+    }
+
+    /// The next event, if one waits; never blocks (for game loops).
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.driver.poll_event()
+    }
+
+    /// The next event, waiting for it; `None` once the room is closed and every event was
+    /// taken.
+    pub async fn next_event(&mut self) -> Option<Event> {
+        self.driver.next_event().await
+    }
+
+    /// Every link (one per peer) with its state, path and the core's [`Stats`].
+    pub fn links(&self) -> Vec<LinkInfo> {
+        self.driver.with_member(|m, now| m.links(now))
+    }
+
+    /// Our id in the signalling server's current session (for logs and dashboards), once
+    /// joined.
+    pub fn server_id(&self) -> Option<ServerId> {
+        self.driver.with_member(|m, _| m.server_id())
+    }
+
+    /// The signalling connection's state.
+    pub fn signalling_state(&self) -> SignallingState {
+        self.driver.with_member(|m, _| m.signalling_state())
+    }
+
+    /// The largest message `channel` takes, to any peer (`None` for an undeclared channel).
+    pub fn max_message_size(&self, channel: u8) -> Option<usize> {
+        self.driver.with_member(|m, _| m.max_message_size(channel))
+    }
+
+    /// Pulls (`true`) or plugs back this player's network cable for its links (signalling
+    /// stays up): every datagram is dropped, links are lost after the idle timeout and
+    /// recover once plugged back. Fault injection, for tests and demos.
+    pub fn set_outage(&self, on: bool) {
+        self.driver.with_member(|m, _| m.set_outage(on));
+    }
+
+    /// Leaves the room: links say goodbye (for up to half a second), the server hears it,
+    /// and reliable messages peers never confirmed come back as [`Event::Undelivered`]
+    /// (take them with [`poll_event`](Self::poll_event) after).
+    pub async fn close(&mut self) {
+        self.driver.close().await;
+    }
+}
