@@ -25,7 +25,7 @@ use std::{
     time::Duration,
 };
 
-use ackwire_room::signalling::{LeaveReason, PeerId, PeerInfo, Resume, RoomSnapshot};
+use ackwire_room::signalling::{AppInfo, LeaveReason, PeerId, PeerInfo, Resume, RoomSnapshot};
 use futures_util::StreamExt;
 use redis::{
     AsyncCommands, Script,
@@ -69,6 +69,10 @@ enum RoomEvent {
         origin: String,
         peer: PeerInfo,
         home: String,
+        /// The room's application once the peer was in: the instances serving the room
+        /// keep their copy (for snapshots) up to date with it.
+        #[serde(default)]
+        app: Option<AppInfo>,
     },
     Left {
         origin: String,
@@ -99,11 +103,12 @@ struct Delivery {
 /// A write, in the order the hub made it.
 #[derive(Debug)]
 enum Op {
-    /// Store the record (a join, or a resume's new token) and, for a join, tell the room.
+    /// Store the record (a join, or a resume's new token) and, for a join (`announce`, with
+    /// the room's application), tell the room.
     Put {
         room: String,
-        record: Record,
-        announce: bool,
+        record: Box<Record>,
+        announce: Option<Option<AppInfo>>,
     },
     /// Drop the peer and tell the room.
     Left {
@@ -128,6 +133,18 @@ enum Op {
 
 fn peers_key(room: &str) -> String {
     format!("ackwire:peers:{room}")
+}
+
+/// The application the room plays, as [`app_json`] writes it; set by the reservation of its
+/// first member, gone with its last.
+fn app_key(room: &str) -> String {
+    format!("ackwire:app:{room}")
+}
+
+/// A room's application as Redis keeps it: canonical JSON (serde writes the fields in one
+/// order), `null` for none, so the scripts compare two by their text.
+fn app_json(app: Option<&AppInfo>) -> String {
+    serde_json::to_string(&app).unwrap_or_default()
 }
 
 /// Every room's channel, for all-rooms dashboards.
@@ -155,26 +172,32 @@ const EPOCH_KEY: &str = "ackwire:epoch";
 /// The placeholder a reservation stores until its join completes.
 const RESERVED: &str = "reserved";
 
-/// Takes a place in a room if it has one and may exist: 0 when it is full, -1 when the
-/// server holds too many rooms, -2 when the client created too many rooms this minute;
-/// otherwise the new peer's id, held by a placeholder until the join's record replaces it.
+/// Takes a place in a room if it has one and may exist, as `{answer, room's app}`: answer 0
+/// when it is full, -1 when the server holds too many rooms, -2 when the client created too
+/// many rooms this minute, -3 when the room plays another application than `ARGV[6]` (then
+/// with the room's); otherwise the new peer's id, held by a placeholder until the join's
+/// record replaces it. The first member (none other left but the peer it replaces) fixes the
+/// room's application; a room whose application Redis lost (a restart) takes the joiner's.
 const RESERVE: &str = r"
-local peers, counter, rooms, created = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local peers, counter, rooms, created, app_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local max_peers, replaced, room = tonumber(ARGV[1]), ARGV[2], ARGV[3]
-local max_rooms, per_ip = tonumber(ARGV[4]), tonumber(ARGV[5])
+local max_rooms, per_ip, app = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
 local n = redis.call('HLEN', peers)
 if n == 0 then
-  if redis.call('SCARD', rooms) >= max_rooms then return -1 end
+  if redis.call('SCARD', rooms) >= max_rooms then return {-1, ''} end
   local made = redis.call('INCR', created)
   if made == 1 then redis.call('EXPIRE', created, 60) end
-  if made > per_ip then return -2 end
+  if made > per_ip then return {-2, ''} end
 end
 if replaced ~= '' and redis.call('HEXISTS', peers, replaced) == 1 then n = n - 1 end
-if n >= max_peers then return 0 end
+local current = redis.call('GET', app_key)
+if n > 0 and current and current ~= app then return {-3, current} end
+if n >= max_peers then return {0, ''} end
 local id = redis.call('INCR', counter)
 redis.call('HSET', peers, id, 'reserved')
 redis.call('SADD', rooms, room)
-return id
+redis.call('SET', app_key, app)
+return {id, ''}
 ";
 
 /// Replaces a peer's record if it still holds `ARGV[2]` (the one its taker read): 1 if so.
@@ -186,11 +209,15 @@ end
 return 0
 ";
 
-/// Drops a peer (and an emptied room): with `ARGV[2]`, only if its record is still that one.
+/// Drops a peer (and an emptied room, with its application, which the next first member
+/// chooses afresh): with `ARGV[2]`, only if its record is still that one.
 const REMOVE: &str = r"
 if ARGV[2] ~= '' and redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
 local gone = redis.call('HDEL', KEYS[1], ARGV[1])
-if redis.call('HLEN', KEYS[1]) == 0 then redis.call('SREM', KEYS[2], ARGV[3]) end
+if redis.call('HLEN', KEYS[1]) == 0 then
+  redis.call('SREM', KEYS[2], ARGV[3])
+  redis.call('DEL', KEYS[3])
+end
 return gone
 ";
 
@@ -305,10 +332,19 @@ impl Broker {
             .await
             .map_err(unavailable)?;
         let records = self.records(room).await?;
+        let app = self.room_app(room).await?;
         if let Some(hub) = self.hub() {
-            hub.mirror(room, &self.instance, records);
+            hub.mirror(room, &self.instance, records, app);
         }
         Ok(())
+    }
+
+    /// The room's application as Redis holds it; `None` when it holds none (an empty room)
+    /// or one this version cannot read.
+    async fn room_app(&self, room: &str) -> Result<Option<Option<AppInfo>>, SignalError> {
+        let mut conn = self.connection()?;
+        let text: Option<String> = conn.get(app_key(room)).await.map_err(unavailable)?;
+        Ok(text.and_then(|t| parse_app(room, &t)))
     }
 
     async fn records(&self, room: &str) -> Result<Vec<Record>, SignalError> {
@@ -322,29 +358,33 @@ impl Broker {
             .collect())
     }
 
-    /// A place in `room` for a new peer, within the limits every instance shares (room
-    /// size, rooms, rooms created per address per minute); `replaced` is the peer of the
-    /// same program instance it will replace, whose place it takes.
+    /// A place in `room` for a new peer playing `app`, within the limits every instance
+    /// shares (room size, rooms, rooms created per address per minute) and in a room that
+    /// plays `app` (or is empty: then it plays `app` from now on); `replaced` is the peer of
+    /// the same program instance it will replace, whose place it takes.
     pub async fn reserve(
         &self,
         room: &str,
         replaced: Option<PeerId>,
         client: IpAddr,
         limits: (usize, usize, u32),
+        app: Option<&AppInfo>,
     ) -> Result<PeerId, SignalError> {
         let (max_peers, max_rooms, per_ip) = limits;
         let mut conn = self.connection()?;
-        let answer: i64 = self
+        let (answer, room_app): (i64, String) = self
             .reserve
             .key(peers_key(room))
             .key(NEXT_PEER_KEY)
             .key(ROOMS_KEY)
             .key(format!("ackwire:created:{client}"))
+            .key(app_key(room))
             .arg(max_peers)
             .arg(replaced.map(|id| id.to_string()).unwrap_or_default())
             .arg(room)
             .arg(max_rooms)
             .arg(per_ip)
+            .arg(app_json(app))
             .invoke_async(&mut conn)
             .await
             .map_err(unavailable)?;
@@ -352,6 +392,12 @@ impl Broker {
             0 => Err(SignalError::RoomFull(room.to_owned())),
             -1 => Err(SignalError::TooManyRooms),
             -2 => Err(SignalError::RoomCreationLimited),
+            -3 => match parse_app(room, &room_app) {
+                Some(room_app) => Err(SignalError::app_mismatch(room, room_app, app.cloned())),
+                // Written by a later version in a form this one cannot read: no way to name
+                // it, and no way to check a join against it.
+                None => Err(SignalError::BrokerUnavailable),
+            },
             id => Ok(id as PeerId),
         }
     }
@@ -435,6 +481,7 @@ impl Broker {
             .remove
             .key(peers_key(room))
             .key(ROOMS_KEY)
+            .key(app_key(room))
             .arg(peer_id)
             .arg(&current)
             .arg(room)
@@ -473,8 +520,14 @@ impl Broker {
         let mut conn = self.connection()?;
         let mut rooms: Vec<String> = conn.smembers(ROOMS_KEY).await.map_err(unavailable)?;
         rooms.sort_unstable();
+        let apps: Vec<Option<String>> = if rooms.is_empty() {
+            Vec::new()
+        } else {
+            let keys: Vec<String> = rooms.iter().map(|r| app_key(r)).collect();
+            conn.mget(keys).await.map_err(unavailable)?
+        };
         let mut snapshots = Vec::with_capacity(rooms.len());
-        for room in rooms {
+        for (room, app) in rooms.into_iter().zip(apps) {
             let mut peers: Vec<PeerInfo> = self
                 .records(&room)
                 .await?
@@ -483,11 +536,8 @@ impl Broker {
                 .collect();
             peers.sort_unstable_by_key(|p| p.id);
             if !peers.is_empty() {
-                snapshots.push(RoomSnapshot {
-                    room,
-                    app: None,
-                    peers,
-                });
+                let app = app.and_then(|text| parse_app(&room, &text)).flatten();
+                snapshots.push(RoomSnapshot { room, app, peers });
             }
         }
         Ok(snapshots)
@@ -511,13 +561,28 @@ impl Broker {
 
     // ----- what the hub tells the others (queued, in order) -----
 
-    /// A local peer joined (or got a new token): store it, and with `announce` tell the room.
-    pub fn put(&self, room: &str, info: &PeerInfo, token: &str, announce: bool) {
-        let record = Record {
+    /// A local peer got a new token (a resume): store it.
+    pub fn put(&self, room: &str, info: &PeerInfo, token: &str) {
+        self.send_put(room, info, token, None);
+    }
+
+    /// A local peer joined the room, which plays `app`: store it and tell the room.
+    pub fn joined(&self, room: &str, info: &PeerInfo, token: &str, app: Option<&AppInfo>) {
+        self.send_put(room, info, token, Some(app.cloned()));
+    }
+
+    fn send_put(
+        &self,
+        room: &str,
+        info: &PeerInfo,
+        token: &str,
+        announce: Option<Option<AppInfo>>,
+    ) {
+        let record = Box::new(Record {
             info: info.clone(),
             token: token.to_owned(),
             home: self.instance.clone(),
-        };
+        });
         let _ = self.ops.send(Op::Put {
             room: room.to_owned(),
             record,
@@ -677,7 +742,7 @@ impl Broker {
         // (an instance that knew the peer all along takes it as news of nothing).
         if let Some(hub) = self.hub() {
             let local = hub.local_records();
-            let top = local.iter().map(|(_, r)| r.info.id).max().unwrap_or(0);
+            let top = local.iter().map(|(_, _, r)| r.info.id).max().unwrap_or(0);
             if top > 0 {
                 let _: i64 = self
                     .raise
@@ -687,7 +752,7 @@ impl Broker {
                     .await?;
             }
             let mut pipe = redis::pipe();
-            for (room, record) in &local {
+            for (room, app, record) in &local {
                 let text = serde_json::to_string(&Record {
                     home: self.instance.clone(),
                     ..record.clone()
@@ -697,10 +762,15 @@ impl Broker {
                     origin: self.instance.clone(),
                     peer: record.info.clone(),
                     home: self.instance.clone(),
+                    app: app.clone(),
                 };
                 pipe.hset(peers_key(room), record.info.id, text)
                     .ignore()
                     .sadd(ROOMS_KEY, room)
+                    .ignore()
+                    // A Redis that restarted empty learns the room's application back; one
+                    // that kept it (or heard it from another instance first) keeps its own.
+                    .set_nx(app_key(room), app_json(app.as_ref()))
                     .ignore()
                     .publish(
                         room_channel(room),
@@ -717,11 +787,12 @@ impl Broker {
         self.healthy.store(true, Ordering::Relaxed);
         // What the other instances did meanwhile.
         for room in rooms {
-            if let (Ok(records), Some(hub)) = (self.records(&room).await, self.hub()) {
+            let read = (self.records(&room).await, self.room_app(&room).await);
+            if let ((Ok(records), Ok(app)), Some(hub)) = (read, self.hub()) {
                 if restarted {
-                    hub.mirror(&room, &self.instance, records);
+                    hub.mirror(&room, &self.instance, records, app);
                 } else {
-                    hub.resync(&room, &self.instance, records);
+                    hub.resync(&room, &self.instance, records, app);
                 }
             }
         }
@@ -792,11 +863,15 @@ impl Broker {
                         .ignore()
                         .sadd(ROOMS_KEY, room)
                         .ignore();
-                    if *announce {
+                    if let Some(app) = announce {
+                        // The reservation set it already; a peer put back after the others
+                        // took this instance for dead may find its room emptied meanwhile.
+                        pipe.set_nx(app_key(room), app_json(app.as_ref())).ignore();
                         let event = RoomEvent::Joined {
                             origin: self.instance.clone(),
                             peer: record.info.clone(),
                             home: self.instance.clone(),
+                            app: app.clone(),
                         };
                         let message = serde_json::to_string(&event).unwrap_or_default();
                         pipe.publish(room_channel(room), message).ignore();
@@ -811,6 +886,7 @@ impl Broker {
                         self.remove
                             .key(peers_key(room))
                             .key(ROOMS_KEY)
+                            .key(app_key(room))
                             .arg(*peer_id)
                             .arg("")
                             .arg(room),
@@ -829,6 +905,7 @@ impl Broker {
                         self.remove
                             .key(peers_key(room))
                             .key(ROOMS_KEY)
+                            .key(app_key(room))
                             .arg(*peer_id)
                             .arg(RESERVED)
                             .arg(room),
@@ -894,7 +971,9 @@ impl Broker {
                 return;
             }
             match event {
-                RoomEvent::Joined { peer, home, .. } => hub.mirror_joined(room, peer, home),
+                RoomEvent::Joined {
+                    peer, home, app, ..
+                } => hub.mirror_joined(room, peer, home, app),
                 RoomEvent::Left {
                     peer_id, reason, ..
                 } => hub.mirror_left(room, peer_id, reason),
@@ -940,6 +1019,14 @@ fn parse_key(hex: &str) -> Option<[u8; 32]> {
         *byte = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
     }
     Some(key)
+}
+
+/// A room's application from its [`app_json`] text; `None` (logged) for text this version
+/// cannot read.
+fn parse_app(room: &str, text: &str) -> Option<Option<AppInfo>> {
+    serde_json::from_str(text)
+        .inspect_err(|err| tracing::warn!(%room, %err, "unreadable application in Redis"))
+        .ok()
 }
 
 fn unavailable(err: redis::RedisError) -> SignalError {

@@ -1,6 +1,6 @@
 //! Every refusal the server can send, each with a stable code for the error frame and metrics.
 
-use ackwire_room::signalling::{PeerId, VERSION};
+use ackwire_room::signalling::{AppInfo, ErrorCode, InvalidApp, PeerId, VERSION};
 
 /// A request the server refused; sent to the client as `{"type":"error","code":..,"message":..}`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -36,6 +36,16 @@ pub enum SignalError {
     /// The join was inconsistent (e.g. a UDP address for a browser peer).
     #[error("invalid join: {0}")]
     InvalidJoin(&'static str),
+    /// The join's application declaration is malformed: an id that breaks the name rule, no
+    /// channels or too many, or (in the URL) an unknown channel kind or `app` without
+    /// `channels`.
+    #[error("invalid application in the join: {0}")]
+    InvalidApp(#[from] InvalidApp),
+    /// The room plays another application than the join declares (another id, version or
+    /// channel layout, or one declares an application and the other none): members that
+    /// could not understand each other never meet.
+    #[error("{0}")]
+    AppMismatch(Box<AppMismatch>),
     /// A room message arrived before a successful join.
     #[error("join a room first")]
     NotJoined,
@@ -74,27 +84,179 @@ pub enum SignalError {
 }
 
 impl SignalError {
-    /// The stable code in error frames and the `code` label in `/metrics`.
-    pub fn code(&self) -> &'static str {
+    /// The stable code in error frames; its name ([`ErrorCode::as_str`]) is the `code` label
+    /// in `/metrics`.
+    pub fn code(&self) -> ErrorCode {
         match self {
-            Self::Malformed(_) => "malformed_message",
-            Self::MessageTooLarge { .. } => "message_too_large",
-            Self::RateLimited => "rate_limited",
-            Self::UnsupportedVersion(_) => "unsupported_version",
-            Self::InvalidRoomName(_) => "invalid_room_name",
-            Self::InvalidInstance(_) => "invalid_instance",
-            Self::RoomFull(_) => "room_full",
-            Self::TooManyRooms => "too_many_rooms",
-            Self::InvalidJoin(_) => "invalid_join",
-            Self::NotJoined => "not_joined",
-            Self::AlreadyJoined(_) => "already_joined",
-            Self::UnknownPeer(_) => "unknown_peer",
-            Self::PeerIdMismatch { .. } => "peer_id_mismatch",
-            Self::ResumeRejected(_) => "resume_rejected",
-            Self::RoomCreationLimited => "room_creation_limited",
-            Self::PeerNotReading(_) => "peer_not_reading",
-            Self::AdminTokenRequired => "admin_token_required",
-            Self::BrokerUnavailable => "broker_unavailable",
+            Self::Malformed(_) => ErrorCode::MalformedMessage,
+            Self::MessageTooLarge { .. } => ErrorCode::MessageTooLarge,
+            Self::RateLimited => ErrorCode::RateLimited,
+            Self::UnsupportedVersion(_) => ErrorCode::UnsupportedVersion,
+            Self::InvalidRoomName(_) => ErrorCode::InvalidRoomName,
+            Self::InvalidInstance(_) => ErrorCode::InvalidInstance,
+            Self::RoomFull(_) => ErrorCode::RoomFull,
+            Self::TooManyRooms => ErrorCode::TooManyRooms,
+            Self::InvalidJoin(_) => ErrorCode::InvalidJoin,
+            Self::InvalidApp(_) => ErrorCode::InvalidApp,
+            Self::AppMismatch(_) => ErrorCode::AppMismatch,
+            Self::NotJoined => ErrorCode::NotJoined,
+            Self::AlreadyJoined(_) => ErrorCode::AlreadyJoined,
+            Self::UnknownPeer(_) => ErrorCode::UnknownPeer,
+            Self::PeerIdMismatch { .. } => ErrorCode::PeerIdMismatch,
+            Self::ResumeRejected(_) => ErrorCode::ResumeRejected,
+            Self::RoomCreationLimited => ErrorCode::RoomCreationLimited,
+            Self::PeerNotReading(_) => ErrorCode::PeerNotReading,
+            Self::AdminTokenRequired => ErrorCode::AdminTokenRequired,
+            Self::BrokerUnavailable => ErrorCode::BrokerUnavailable,
         }
+    }
+}
+
+impl SignalError {
+    /// [`SignalError::AppMismatch`]: `room` plays `room_app`, the join declared `joining`.
+    pub fn app_mismatch(
+        room: impl Into<String>,
+        room_app: Option<AppInfo>,
+        joining: Option<AppInfo>,
+    ) -> SignalError {
+        SignalError::AppMismatch(Box::new(AppMismatch {
+            room: room.into(),
+            room_app,
+            joining,
+        }))
+    }
+}
+
+/// Both sides of a refused join's application (boxed in [`SignalError::AppMismatch`]: the
+/// other errors stay small).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppMismatch {
+    /// The room.
+    pub room: String,
+    /// What the room plays (set by its first member); `None`: its members declare none.
+    pub room_app: Option<AppInfo>,
+    /// What the refused join declared.
+    pub joining: Option<AppInfo>,
+}
+
+impl std::fmt::Display for AppMismatch {
+    /// `room "lobby" plays pong v2 (channels: ...); this program is pong v1 (channels: ...)`:
+    /// both sides named, so a player sees it is the wrong room or an old build, and a
+    /// developer sees which field differs.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "room {:?} ", self.room)?;
+        match &self.room_app {
+            Some(app) => write!(f, "plays {app}")?,
+            None => f.write_str("plays no declared application (its members declare none)")?,
+        }
+        match &self.joining {
+            Some(app) => write!(f, "; this program is {app}")?,
+            None => f.write_str("; this program declares no application")?,
+        }
+        f.write_str(": join another room, or run what it plays")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An app with these channels (`reliable-ordered,unreliable`, as a URL lists them).
+    fn app(id: &str, version: u32, channels: &str) -> AppInfo {
+        AppInfo::new(id, version, AppInfo::parse_channel_list(channels).unwrap())
+    }
+
+    /// One of each variant. `slot` matches without a wildcard, so a new variant does not
+    /// compile until it has a slot, and the test fails until it is listed here.
+    fn one_of_each() -> Vec<SignalError> {
+        let pong = app("pong", 2, "reliable-ordered");
+        vec![
+            SignalError::Malformed("x".into()),
+            SignalError::MessageTooLarge { max: 1 },
+            SignalError::RateLimited,
+            SignalError::UnsupportedVersion(9),
+            SignalError::InvalidRoomName("a b".into()),
+            SignalError::InvalidInstance("a b".into()),
+            SignalError::RoomFull("r".into()),
+            SignalError::TooManyRooms,
+            SignalError::InvalidJoin("x"),
+            SignalError::InvalidApp(InvalidApp::ChannelCount(0)),
+            SignalError::app_mismatch("r", Some(pong), None),
+            SignalError::NotJoined,
+            SignalError::AlreadyJoined("r".into()),
+            SignalError::UnknownPeer(1),
+            SignalError::PeerIdMismatch { claimed: 1 },
+            SignalError::ResumeRejected(1),
+            SignalError::RoomCreationLimited,
+            SignalError::PeerNotReading(1),
+            SignalError::AdminTokenRequired,
+            SignalError::BrokerUnavailable,
+        ]
+    }
+
+    fn slot(err: &SignalError) -> usize {
+        match err {
+            SignalError::Malformed(_) => 0,
+            SignalError::MessageTooLarge { .. } => 1,
+            SignalError::RateLimited => 2,
+            SignalError::UnsupportedVersion(_) => 3,
+            SignalError::InvalidRoomName(_) => 4,
+            SignalError::InvalidInstance(_) => 5,
+            SignalError::RoomFull(_) => 6,
+            SignalError::TooManyRooms => 7,
+            SignalError::InvalidJoin(_) => 8,
+            SignalError::InvalidApp(_) => 9,
+            SignalError::AppMismatch(_) => 10,
+            SignalError::NotJoined => 11,
+            SignalError::AlreadyJoined(_) => 12,
+            SignalError::UnknownPeer(_) => 13,
+            SignalError::PeerIdMismatch { .. } => 14,
+            SignalError::ResumeRejected(_) => 15,
+            SignalError::RoomCreationLimited => 16,
+            SignalError::PeerNotReading(_) => 17,
+            SignalError::AdminTokenRequired => 18,
+            SignalError::BrokerUnavailable => 19,
+        }
+    }
+
+    #[test]
+    fn every_error_has_a_code_a_client_of_this_version_reads_back() {
+        let all = one_of_each();
+        let slots: std::collections::BTreeSet<usize> = all.iter().map(slot).collect();
+        assert_eq!(
+            slots,
+            (0..20).collect(),
+            "one_of_each lists every variant once"
+        );
+        for err in &all {
+            let code = err.code();
+            assert_ne!(code, ErrorCode::Unknown, "{err:?}");
+            assert_eq!(ErrorCode::from_name(code.as_str()), code, "{err:?}");
+        }
+    }
+
+    #[test]
+    fn an_app_mismatch_names_the_rooms_app_and_the_programs() {
+        let room_app = app("pong", 2, "unreliable-sequenced,reliable-ordered");
+        let old = app("pong", 1, "unreliable-sequenced");
+        let err = SignalError::app_mismatch("lobby", Some(room_app.clone()), Some(old));
+        assert_eq!(
+            err.to_string(),
+            "room \"lobby\" plays pong v2 (channels: unreliable-sequenced, reliable-ordered); \
+             this program is pong v1 (channels: unreliable-sequenced): join another room, or \
+             run what it plays"
+        );
+        let none = SignalError::app_mismatch("lobby", Some(room_app), None);
+        assert!(none.to_string().ends_with(
+            "this program declares no application: join another room, or run what it plays"
+        ));
+        let bare_room =
+            SignalError::app_mismatch("lobby", None, Some(app("chess", 1, "reliable-ordered")));
+        assert!(
+            bare_room
+                .to_string()
+                .starts_with("room \"lobby\" plays no declared application"),
+            "{bare_room}"
+        );
     }
 }

@@ -246,7 +246,9 @@ impl Metrics {
     /// Count one error frame.
     pub fn error(&self, err: &SignalError) {
         self.errors
-            .get_or_create(&CodeLabel { code: err.code() })
+            .get_or_create(&CodeLabel {
+                code: err.code().as_str(),
+            })
             .inc();
     }
 

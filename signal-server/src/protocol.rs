@@ -3,7 +3,7 @@
 //! reference); here are the rules the server checks on top of the types, and the one way a
 //! frame becomes text.
 
-use ackwire_room::signalling::ServerFrame;
+use ackwire_room::signalling::{ServerFrame, is_valid_name};
 use axum::extract::ws::Utf8Bytes;
 
 use crate::error::SignalError;
@@ -11,7 +11,7 @@ use crate::error::SignalError;
 /// The error frame for `err`.
 pub fn error_frame(err: &SignalError) -> ServerFrame<'static> {
     ServerFrame::Error {
-        code: ackwire_room::signalling::ErrorCode::from_name(err.code()),
+        code: err.code(),
         message: err.to_string(),
     }
 }
@@ -24,16 +24,9 @@ pub fn to_text(frame: &ServerFrame<'_>) -> Utf8Bytes {
         .into()
 }
 
-/// 1–64 ASCII letters, digits, `-` or `_`: safe in URLs, logs and metrics.
-fn is_name(s: &str) -> bool {
-    (1..=64).contains(&s.len())
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-}
-
-/// Room names: 1–64 of `A-Z a-z 0-9 - _`.
+/// Room names: 1–64 of `A-Z a-z 0-9 - _` (the one name rule, [`is_valid_name`]).
 pub fn validate_room_name(name: &str) -> Result<(), SignalError> {
-    if is_name(name) {
+    if is_valid_name(name) {
         Ok(())
     } else {
         Err(SignalError::InvalidRoomName(
@@ -44,7 +37,7 @@ pub fn validate_room_name(name: &str) -> Result<(), SignalError> {
 
 /// A join's program instance id: 1–64 of `A-Z a-z 0-9 - _`, like a room name.
 pub fn validate_instance(instance: &str) -> Result<(), SignalError> {
-    if is_name(instance) {
+    if is_valid_name(instance) {
         Ok(())
     } else {
         Err(SignalError::InvalidInstance(

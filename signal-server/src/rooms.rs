@@ -18,7 +18,7 @@ use std::{
 };
 
 use ackwire_room::signalling::{
-    LeaveReason, PeerId, PeerInfo, PeerKind, PublicKey, Resume, RoomSnapshot, ServerFrame,
+    AppInfo, LeaveReason, PeerId, PeerInfo, PeerKind, PublicKey, Resume, RoomSnapshot, ServerFrame,
 };
 use axum::extract::ws::Utf8Bytes;
 use serde_json::Value;
@@ -143,6 +143,9 @@ const GONE_KEPT: usize = 64;
 struct Room {
     peers: BTreeMap<PeerId, PeerSlot>,
     gone: VecDeque<PeerId>,
+    /// The application the room plays: its first member's (`None`: it declared none). With
+    /// a broker, Redis holds the one every instance enforces; this copy is for snapshots.
+    app: Option<AppInfo>,
 }
 
 impl Room {
@@ -170,7 +173,7 @@ impl Room {
     fn snapshot(&self, name: &str) -> RoomSnapshot {
         RoomSnapshot {
             room: name.to_owned(),
-            app: None,
+            app: self.app.clone(),
             peers: self.peers.values().map(|p| watched(&p.info)).collect(),
         }
     }
@@ -264,6 +267,9 @@ pub struct JoinRequest {
     pub client: IpAddr,
     /// Validated program instance id; a new peer with it replaces the room's old one.
     pub instance: Option<String>,
+    /// The validated application it plays: the room's first member fixes the room's, and a
+    /// fresh join must declare the same (a resume is not checked).
+    pub app: Option<AppInfo>,
     /// Earlier credentials, if resuming (the instance is then ignored).
     pub resume: Option<Resume>,
     /// The id the broker reserved for a new peer (room size and room limits were checked
@@ -398,7 +404,7 @@ impl Hub {
             // leaked is worth at most one takeover, which its owner notices at once.
             slot.token = new_token();
             if let Some(broker) = self.broker() {
-                broker.put(&req.room, &slot.info, &slot.token, false);
+                broker.put(&req.room, &slot.info, &slot.token);
             }
             let (peer_id, token) = (resume.peer_id, slot.token.clone());
             return Ok(self.resumed(&st.rooms[&req.room], peer_id, token, network));
@@ -430,10 +436,25 @@ impl Hub {
                 .find(|p| p.info.instance.as_deref() == Some(instance))
                 .map(|p| p.info.id)
         });
+        // The first member fixes the room's application (a peer it replaces does not count);
+        // with a broker the reservation checked it against Redis, which every instance shares,
+        // and this room's copy follows.
+        let others = room.peers.len() - usize::from(replaced.is_some());
+        let fixes_app = reserved || others == 0;
+        if !fixes_app && room.app != req.app {
+            return Err(SignalError::app_mismatch(
+                req.room,
+                room.app.clone(),
+                req.app,
+            ));
+        }
         if !reserved && replaced.is_none() && room.peers.len() >= self.config.max_peers_per_room {
             return Err(SignalError::RoomFull(req.room));
         }
         // Nothing below can fail.
+        if fixes_app {
+            room.app = req.app;
+        }
         if let Some(old_id) = replaced
             && let Some(old) = room.peers.remove(&old_id)
         {
@@ -471,7 +492,7 @@ impl Hub {
             peer: watched(&info),
         });
         if let Some(broker) = self.broker() {
-            broker.put(&req.room, &info, &token, true);
+            broker.joined(&req.room, &info, &token, room.app.as_ref());
         }
         room.peers
             .insert(peer_id, PeerSlot::local(info, token.clone(), link));
@@ -749,23 +770,35 @@ impl Hub {
     }
 
     /// The peers other instances serve in `room`, read from Redis when this instance starts
-    /// serving it: mirrored, and announced to the local peers if they are new to them.
-    pub fn mirror(&self, room: &str, me: &str, records: Vec<Record>) {
-        self.sync(room, me, records, false);
+    /// serving it: mirrored, and announced to the local peers if they are new to them. `app`
+    /// is the room's application as Redis holds it (`None` when Redis holds none: the room
+    /// is empty, and its next member fixes it).
+    pub fn mirror(&self, room: &str, me: &str, records: Vec<Record>, app: Option<Option<AppInfo>>) {
+        self.sync(room, me, records, app, false);
     }
 
     /// As [`Hub::mirror`], after Redis was out of reach: remote peers it no longer lists are
     /// gone.
-    pub fn resync(&self, room: &str, me: &str, records: Vec<Record>) {
-        self.sync(room, me, records, true);
+    pub fn resync(&self, room: &str, me: &str, records: Vec<Record>, app: Option<Option<AppInfo>>) {
+        self.sync(room, me, records, app, true);
     }
 
-    fn sync(&self, room: &str, me: &str, records: Vec<Record>, prune: bool) {
+    fn sync(
+        &self,
+        room: &str,
+        me: &str,
+        records: Vec<Record>,
+        app: Option<Option<AppInfo>>,
+        prune: bool,
+    ) {
         let mut st = self.lock();
         if !st.rooms.contains_key(room) {
             self.metrics.rooms.inc();
         }
         let r = st.rooms.entry(room.to_owned()).or_default();
+        if let Some(app) = app {
+            r.app = app;
+        }
         let listed: HashSet<PeerId> = records.iter().map(|rec| rec.info.id).collect();
         let mut joined = Vec::new();
         for rec in records {
@@ -831,12 +864,15 @@ impl Hub {
         );
     }
 
-    /// Another instance's peer joined a room this instance serves.
-    pub fn mirror_joined(&self, room: &str, info: PeerInfo, home: String) {
+    /// Another instance's peer joined a room this instance serves; `app` is the room's
+    /// application as the joining instance saw it, after Redis accepted the join (the room
+    /// may have emptied and been taken by another application since this one last looked).
+    pub fn mirror_joined(&self, room: &str, info: PeerInfo, home: String, app: Option<AppInfo>) {
         let mut st = self.lock();
         let Some(r) = st.rooms.get_mut(room) else {
             return;
         };
+        r.app = app;
         match r.peers.get_mut(&info.id) {
             Some(slot) => {
                 if slot.home.is_some() {
@@ -872,7 +908,8 @@ impl Hub {
             if reason != LeaveReason::Replaced {
                 // Ours, and alive: the others took this instance for dead. Put it back.
                 if let Some(broker) = self.broker() {
-                    broker.put(room, &slot.info, &slot.token, true);
+                    let app = st.rooms.get(room).and_then(|r| r.app.as_ref());
+                    broker.joined(room, &slot.info, &slot.token, app);
                 }
                 return;
             }
@@ -985,8 +1022,9 @@ impl Hub {
         }
     }
 
-    /// This instance's own peers, as Redis keeps them (home left for the broker to fill).
-    pub fn local_records(&self) -> Vec<(String, Record)> {
+    /// This instance's own peers, as Redis keeps them (home left for the broker to fill),
+    /// each with its room's application.
+    pub fn local_records(&self) -> Vec<(String, Option<AppInfo>, Record)> {
         let st = self.lock();
         st.rooms
             .iter()
@@ -994,6 +1032,7 @@ impl Hub {
                 r.peers.values().filter(|p| p.home.is_none()).map(|p| {
                     (
                         room.clone(),
+                        r.app.clone(),
                         Record {
                             info: p.info.clone(),
                             token: p.token.clone(),
@@ -1103,6 +1142,7 @@ mod tests {
             udp_key: None,
             client: LOOPBACK,
             instance: None,
+            app: None,
             resume,
             id: None,
         }

@@ -78,8 +78,8 @@ pub async fn upgrade(
     let first = match (query.is_some_and(|q| !q.is_empty()), join) {
         (false, _) => None,
         (true, Ok(Query(join))) => Some(
-            join.into_frame()
-                .map_err(|e| SignalError::Malformed(format!("join in the URL: {e}"))),
+            // Well-formed, but not one application: the same refusal as in a join frame.
+            join.into_frame().map_err(SignalError::InvalidApp),
         ),
         (true, Err(rejection)) => Some(Err(SignalError::Malformed(format!(
             "join in the URL: {}",
@@ -436,7 +436,7 @@ impl Session {
     /// Send an error frame and count it.
     async fn refuse(&mut self, err: SignalError) -> Result<(), CloseCause> {
         self.hub.metrics().error(&err);
-        tracing::debug!(conn = self.conn, code = err.code(), %err, "refused");
+        tracing::debug!(conn = self.conn, code = err.code().as_str(), %err, "refused");
         self.reply(&error_frame(&err)).await
     }
 
@@ -461,7 +461,7 @@ impl Session {
                 udp_addr,
                 instance,
                 udp_key,
-                app: _,
+                app,
                 resume,
             } => {
                 if let Some((room, _)) = &self.joined {
@@ -473,6 +473,11 @@ impl Session {
                 validate_room_name(&room)?;
                 if let Some(instance) = &instance {
                     validate_instance(instance)?;
+                }
+                // Checked on a resume too, as the instance is, though a resume keeps the
+                // room's application (the peer is in the room already).
+                if let Some(app) = &app {
+                    app.validate()?;
                 }
                 if udp_addr.is_some() && kind != PeerKind::Native {
                     return Err(SignalError::InvalidJoin(
@@ -491,6 +496,7 @@ impl Session {
                     udp_key,
                     client: self.permit.client(),
                     instance,
+                    app,
                     resume,
                     id: None,
                 };
@@ -576,7 +582,13 @@ async fn join(hub: Arc<Hub>, link: Link, mut request: JoinRequest) -> Result<Joi
                     config.rooms_per_ip_per_min,
                 );
                 let id = broker
-                    .reserve(&room, replaced, request.client, limits)
+                    .reserve(
+                        &room,
+                        replaced,
+                        request.client,
+                        limits,
+                        request.app.as_ref(),
+                    )
                     .await?;
                 request.id = Some(id);
                 hub.join(request, link.clone())
