@@ -388,3 +388,163 @@ async fn the_all_rooms_dashboard_of_one_instance_sees_the_rooms_of_every_instanc
     );
     dash.assert_quiet(Duration::from_millis(300)).await;
 }
+
+/// pong at `version`, with two channels.
+fn pong(version: u32) -> Value {
+    json!({"id": "pong", "version": version,
+        "channels": ["unreliable-sequenced", "reliable-ordered"]})
+}
+
+/// How refusals name [`pong`]`(2)`.
+const PONG_V2: &str = "pong v2 (channels: unreliable-sequenced, reliable-ordered)";
+
+/// A browser that joined `room` on `addr` declaring `app`, with its welcome.
+async fn join_playing(addr: SocketAddr, room: &str, app: &Value) -> (Client, Value) {
+    let mut c = Client::connect(addr).await;
+    let welcome = c
+        .join_with(
+            json!({"type": "join", "version": 1, "room": room, "kind": "browser", "app": app}),
+        )
+        .await;
+    (c, welcome)
+}
+
+/// A join of `room` on `addr` declaring `app`, refused with `app_mismatch`: its message.
+async fn refused_playing(addr: SocketAddr, room: &str, app: &Value) -> String {
+    let mut c = Client::connect(addr).await;
+    c.send(json!({"type": "join", "version": 1, "room": room, "kind": "browser", "app": app}))
+        .await;
+    let error = c.recv().await;
+    assert_eq!(error["code"], "app_mismatch", "{error}");
+    error["message"].as_str().unwrap().to_owned()
+}
+
+/// Waits until `series` reads exactly `value` on `server` (the shared gauges are read from
+/// Redis at each scrape).
+async fn metric_settles(server: &Server, series: &str, value: f64) {
+    let deadline = Instant::now() + common::WAIT;
+    while server.metric(series).await != value {
+        assert!(Instant::now() < deadline, "{series} never read {value}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_join_of_another_application_on_a_second_instance_is_refused_and_the_room_is_unchanged() {
+    let redis = Redis::start().await;
+    let one = instance(&redis, |_| {}).await;
+    let two = instance(&redis, |_| {}).await;
+    let (mut a, wa) = join_playing(one.addr, "lobby", &pong(2)).await;
+    let message = refused_playing(two.addr, "lobby", &pong(1)).await;
+    assert!(message.contains(&format!("plays {PONG_V2}")), "{message}");
+    assert!(message.contains("this program is pong v1 ("), "{message}");
+    // Refused in the reservation: no place taken in Redis, no room kept on two.
+    assert_eq!(two.metric("ackwire_signal_shared_peers").await, 1.0);
+    assert_eq!(two.metric("ackwire_signal_rooms").await, 0.0);
+    assert_eq!(
+        two.metric("ackwire_signal_errors_total{code=\"app_mismatch\"}")
+            .await,
+        1.0
+    );
+    // The room heard nothing of it: the next a hears is a matching join on two.
+    let (_c, wc) = join_playing(two.addr, "lobby", &pong(2)).await;
+    assert_eq!(ids(&wc), [peer_id(&wa)]);
+    let heard = a.recv().await;
+    assert_eq!(heard["type"], "peer_joined", "{heard}");
+    assert_eq!(heard["peer"]["id"], peer_id(&wc));
+}
+
+#[tokio::test]
+async fn an_emptied_shared_room_drops_its_application_and_plays_the_next_first_members() {
+    let redis = Redis::start().await;
+    let one = instance(&redis, |_| {}).await;
+    let two = instance(&redis, |_| {}).await;
+    let (a, _) = join_playing(one.addr, "lobby", &pong(2)).await;
+    assert!(a.close().await);
+    metric_settles(&two, "ackwire_signal_shared_rooms", 0.0).await;
+    // Gone in the same step as the room.
+    let mut conn = redis::Client::open(redis.url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let kept: bool = redis::AsyncCommands::exists(&mut conn, "ackwire:app:lobby")
+        .await
+        .unwrap();
+    assert!(!kept, "the emptied room's application is still in Redis");
+
+    let chess = json!({"id": "chess", "version": 1, "channels": ["reliable-ordered"]});
+    let (mut b, _) = join_playing(two.addr, "lobby", &chess).await;
+    let message = refused_playing(one.addr, "lobby", &pong(2)).await;
+    assert!(
+        message.contains("plays chess v1 (channels: reliable-ordered)"),
+        "{message}"
+    );
+    let (_c, wc) = join_playing(one.addr, "lobby", &chess).await;
+    assert_eq!(b.recv().await["peer"]["id"], peer_id(&wc));
+}
+
+#[tokio::test]
+async fn dashboards_on_any_instance_see_the_application_a_shared_room_plays() {
+    let redis = Redis::start().await;
+    let one = instance(&redis, |_| {}).await;
+    let two = instance(&redis, |_| {}).await;
+    // A room only `two` serves: `one` reads its application from Redis.
+    let (_a, wa) = join_playing(two.addr, "far", &pong(2)).await;
+    let far = json!({"room": "far", "app": pong(2),
+        "peers": [{"id": peer_id(&wa), "kind": "browser"}]});
+    let mut room_dash = Client::connect(one.addr).await;
+    room_dash
+        .send(json!({"type": "subscribe", "room": "far"}))
+        .await;
+    assert_eq!(
+        room_dash.recv_type("subscribed").await["rooms"],
+        json!([far])
+    );
+    let mut all = Client::connect(one.addr).await;
+    all.send(json!({"type": "subscribe"})).await;
+    assert_eq!(all.recv_type("subscribed").await["rooms"], json!([far]));
+
+    // A room `one` watches while it is empty learns what its first member, on `two`, brings.
+    let mut early = Client::connect(one.addr).await;
+    early
+        .send(json!({"type": "subscribe", "room": "later"}))
+        .await;
+    assert_eq!(
+        early.recv_type("subscribed").await["rooms"],
+        json!([{"room": "later", "peers": []}]),
+        "no application before its first member"
+    );
+    let chess = json!({"id": "chess", "version": 1, "channels": ["reliable-ordered"]});
+    let (_b, wb) = join_playing(two.addr, "later", &chess).await;
+    assert_eq!(
+        early.recv_type("peer_joined").await["peer"]["id"],
+        peer_id(&wb)
+    );
+    let mut late = Client::connect(one.addr).await;
+    late.send(json!({"type": "subscribe", "room": "later"}))
+        .await;
+    assert_eq!(
+        late.recv_type("subscribed").await["rooms"],
+        json!([{"room": "later", "app": chess,
+            "peers": [{"id": peer_id(&wb), "kind": "browser"}]}])
+    );
+}
+
+#[tokio::test]
+async fn a_shared_room_keeps_its_application_when_redis_restarts_empty() {
+    let redis = Redis::start().await;
+    let one = instance(&redis, |_| {}).await;
+    let two = instance(&redis, |_| {}).await;
+    let (_a, wa) = join_playing(one.addr, "lobby", &pong(2)).await;
+    let port = redis.kill().await;
+    healthz_says(one.addr, 503).await;
+    let _redis = Redis::start_on(port).await;
+    // Healthy again once `one` has put its peer, and the room's application, back.
+    healthz_says(one.addr, 200).await;
+    healthz_says(two.addr, 200).await;
+    let message = refused_playing(two.addr, "lobby", &pong(1)).await;
+    assert!(message.contains(&format!("plays {PONG_V2}")), "{message}");
+    let (_c, wc) = join_playing(two.addr, "lobby", &pong(2)).await;
+    assert_eq!(ids(&wc), [peer_id(&wa)]);
+}
