@@ -62,7 +62,7 @@ pub use ackwire_room::signalling::{
 };
 
 #[cfg(target_arch = "wasm32")]
-pub use browser::BrowserOptions;
+pub use browser::{BrowserOptions, EarlySocket};
 #[cfg(all(not(target_arch = "wasm32"), feature = "rooms"))]
 pub use native::NativeOptions;
 

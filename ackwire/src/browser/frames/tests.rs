@@ -1,0 +1,340 @@
+//! The browser reads and writes signalling frames through its own `JSON`; the server and the
+//! native peer through serde. These check that both read and write the same frames. Runs in
+//! headless Chromium through `wasm-bindgen-test-runner` (see `cargo xtask test`).
+
+use std::borrow::Cow;
+use std::time::Duration;
+
+use super::{FrameError, server_frame, to_json};
+use ackwire_core::{ChannelKind, ConnectionState, Counters, Mode, Stats};
+use ackwire_room::member::{
+    EmulationReport, Failure, LinkReport, LinkState, MemberFrame, MemberServerFrame, TransportKind,
+};
+use ackwire_room::signalling::{
+    AppInfo, ClientFrame, ErrorCode, IceServer, LeaveReason, PeerInfo, PeerKind, PublicKey, Resume,
+    Sdp, SdpKind, ServerFrame, SignalData, VERSION,
+};
+use wasm_bindgen_test::*;
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+fn native(id: u64) -> PeerInfo {
+    PeerInfo {
+        id,
+        kind: PeerKind::Native,
+        udp_addr: Some("[2001:db8::7]:40000".parse().unwrap()),
+        instance: Some(format!("n-{id}")),
+        udp_key: None,
+        network: Some("9f2c01aa77e3b0d4".into()),
+    }
+}
+
+fn browser(id: u64) -> PeerInfo {
+    PeerInfo {
+        id,
+        kind: PeerKind::Browser,
+        udp_addr: None,
+        instance: None,
+        udp_key: None,
+        network: None,
+    }
+}
+
+fn candidate(mid: Option<&str>, index: Option<u16>) -> SignalData {
+    SignalData::Candidate {
+        candidate: "candidate:1 1 udp 2122260223 192.0.2.4 50000 typ host".into(),
+        sdp_mid: mid.map(str::to_owned),
+        sdp_m_line_index: index,
+    }
+}
+
+/// Every frame type a member acts on, in every shape the schema allows.
+fn every_server_frame() -> Vec<MemberServerFrame<'static>> {
+    let turn = IceServer {
+        urls: vec![
+            "turn:203.0.113.9:3478".into(),
+            "turn:203.0.113.9:3478?transport=tcp".into(),
+        ],
+        username: "1764090000:p".into(),
+        credential: "c2VjcmV0".into(),
+    };
+    let stun = IceServer {
+        urls: vec!["stun:203.0.113.9:3478".into()],
+        username: String::new(),
+        credential: String::new(),
+    };
+    let mut frames = vec![
+        ServerFrame::Welcome {
+            version: VERSION,
+            room: "lobby".into(),
+            peer_id: 7,
+            token: "04a7f1".into(),
+            resumed: false,
+            peers: vec![browser(1), native(3)],
+            ice_servers: Cow::Owned(vec![stun.clone(), turn.clone()]),
+            network: Some("9f2c01aa77e3b0d4".into()),
+        },
+        ServerFrame::Welcome {
+            version: VERSION,
+            room: "r-2".into(),
+            peer_id: 9_007_199_254_740_991,
+            token: "t".into(),
+            resumed: true,
+            peers: Vec::new(),
+            ice_servers: Cow::Owned(Vec::new()),
+            network: None,
+        },
+        ServerFrame::PeerJoined {
+            room: "lobby".into(),
+            peer: native(12),
+        },
+        ServerFrame::PeerJoined {
+            room: "lobby".into(),
+            peer: browser(13),
+        },
+        ServerFrame::IceServers {
+            ice_servers: Cow::Owned(vec![turn]),
+        },
+        ServerFrame::Error {
+            code: ErrorCode::RoomFull,
+            message: "room lobby is full (16 peers)".into(),
+        },
+        ServerFrame::Signal {
+            from: 4,
+            data: SignalData::Sdp {
+                sdp: Sdp {
+                    kind: SdpKind::Offer,
+                    sdp: "v=0\r\no=- 1 2 IN IP4 127.0.0.1\r\n".into(),
+                },
+            },
+        },
+        ServerFrame::Signal {
+            from: 4,
+            data: candidate(Some("0"), Some(0)),
+        },
+        ServerFrame::Signal {
+            from: 4,
+            data: candidate(None, None),
+        },
+    ];
+    for reason in [LeaveReason::Left, LeaveReason::Lost, LeaveReason::Replaced] {
+        frames.push(ServerFrame::PeerLeft {
+            room: "lobby".into(),
+            peer_id: 3,
+            reason,
+        });
+    }
+    frames
+}
+
+#[wasm_bindgen_test]
+fn every_frame_the_server_writes_reads_the_same_in_the_browser() {
+    for frame in every_server_frame() {
+        let text = serde_json::to_string(&frame).unwrap();
+        assert_eq!(server_frame(&text), Ok(frame), "{text}");
+    }
+}
+
+#[wasm_bindgen_test]
+fn optional_fields_may_be_null_and_unknown_fields_are_ignored() {
+    let text = r#"{"type":"peer_joined","room":"lobby","extra":[1],"peer":{"id":5,"kind":"browser","udp_addr":null,"instance":null,"later":true}}"#;
+    assert_eq!(
+        server_frame(text),
+        Ok(ServerFrame::PeerJoined {
+            room: "lobby".into(),
+            peer: browser(5),
+        })
+    );
+    // One URL as a plain string, as browsers accept it.
+    let text = r#"{"type":"ice_servers","ice_servers":[{"urls":"stun:203.0.113.9:3478"}]}"#;
+    let Ok(ServerFrame::IceServers { ice_servers }) = server_frame(text) else {
+        panic!("not read: {text}");
+    };
+    assert_eq!(ice_servers[0].urls, ["stun:203.0.113.9:3478"]);
+}
+
+/// A browser has no UDP links: it does not read natives' keys, and never refuses a frame for
+/// one.
+#[wasm_bindgen_test]
+fn a_natives_key_is_not_read_by_the_browser() {
+    let with_key = PeerInfo {
+        udp_key: Some(PublicKey([7; 32])),
+        ..native(3)
+    };
+    let frame: ServerFrame = ServerFrame::PeerJoined {
+        room: "lobby".into(),
+        peer: with_key,
+    };
+    let text = serde_json::to_string(&frame).unwrap();
+    assert_eq!(
+        server_frame(&text),
+        Ok(ServerFrame::PeerJoined {
+            room: "lobby".into(),
+            peer: native(3),
+        })
+    );
+}
+
+#[wasm_bindgen_test]
+fn frames_a_member_does_not_read_are_other() {
+    for text in [
+        r#"{"type":"subscribed","rooms":[]}"#,
+        r#"{"type":"stats","room":"lobby","peer_id":1,"links":[]}"#,
+        r#"{"type":"teleport","to":{"x":1},"when":[1,2]}"#,
+    ] {
+        assert_eq!(server_frame(text), Ok(ServerFrame::Other), "{text}");
+    }
+}
+
+#[wasm_bindgen_test]
+fn malformed_frames_are_refused_with_what_is_wrong() {
+    assert_eq!(server_frame("not json"), Err(FrameError::NotJson));
+    assert_eq!(server_frame("[1,2]"), Err(FrameError::NoType));
+    assert_eq!(server_frame(r#"{"type":7}"#), Err(FrameError::NoType));
+    let field = |text: &str| match server_frame(text) {
+        Err(FrameError::Field { frame, field, .. }) => (frame, field),
+        other => panic!("{text}: {other:?}"),
+    };
+    assert_eq!(field(r#"{"type":"welcome"}"#), ("welcome", "version"));
+    assert_eq!(
+        field(r#"{"type":"peer_left","room":"lobby","peer_id":1.5,"reason":"left"}"#),
+        ("peer_left", "peer_id")
+    );
+    assert_eq!(
+        field(r#"{"type":"peer_left","room":"lobby","peer_id":-1,"reason":"left"}"#),
+        ("peer_left", "peer_id")
+    );
+    assert_eq!(
+        field(r#"{"type":"peer_left","room":"lobby","peer_id":1,"reason":"gone"}"#),
+        ("peer_left", "reason")
+    );
+    assert_eq!(
+        field(
+            r#"{"type":"peer_joined","room":"lobby","peer":{"id":1,"kind":"native","udp_addr":"nowhere"}}"#
+        ),
+        ("peer", "udp_addr")
+    );
+    assert_eq!(
+        field(r#"{"type":"ice_servers","ice_servers":[{"urls":[1]}]}"#),
+        ("ice server", "urls")
+    );
+    assert_eq!(
+        server_frame(r#"{"type":"signal","from":2,"data":{"x":1}}"#),
+        Err(FrameError::BadSignal { from: 2 })
+    );
+    // serde refuses the same frames.
+    for text in [
+        r#"{"type":"welcome"}"#,
+        r#"{"type":"peer_left","room":"lobby","peer_id":1.5,"reason":"left"}"#,
+        r#"{"type":"peer_left","room":"lobby","peer_id":1,"reason":"gone"}"#,
+    ] {
+        assert!(serde_json::from_str::<ServerFrame>(text).is_err(), "{text}");
+    }
+}
+
+fn stats() -> Stats {
+    Stats {
+        rtt_ms: 12.5,
+        jitter_ms: 0.75,
+        loss_percent: 3.125,
+        loss_window_packets: 64,
+        loss_cumulative_percent: 1.5,
+        mode: Mode::Good,
+        recovery_time_ms: 1000.0,
+        send_rate_pps: 30.0,
+        counters: Counters {
+            packets_sent: 900,
+            packets_received: 880,
+            packets_acked: 870,
+            packets_lost: 12,
+            bytes_sent: 45_000,
+            bytes_received: 44_000,
+            header_bytes_sent: 4_500,
+            packets_unauthenticated: 0,
+        },
+        last_header_len: 5,
+        messages_sent: 10,
+        messages_resent: 1,
+        messages_delivered: 9,
+        messages_dropped_stale: 2,
+        reliable_in_flight: 1,
+        connection_state: Some(ConnectionState::Connected),
+    }
+}
+
+/// serde's JSON text as JavaScript writes the same value (`150.0` is `150`), fields in order.
+fn as_js_writes(text: &str) -> String {
+    js_sys::JSON::stringify(&js_sys::JSON::parse(text).unwrap())
+        .unwrap()
+        .as_string()
+        .unwrap()
+}
+
+/// The browser writes the member's frames as serde writes them.
+#[wasm_bindgen_test]
+fn what_the_browser_writes_is_what_serde_writes() {
+    let report = |state, reason, stats, emulation| LinkReport {
+        peer: 3,
+        transport: TransportKind::WebRtc,
+        state,
+        reason,
+        ice: Some("relay".into()),
+        stats,
+        emulation,
+    };
+    let frames: Vec<MemberFrame> = vec![
+        ClientFrame::Join {
+            version: VERSION,
+            room: "lobby".into(),
+            kind: PeerKind::Browser,
+            udp_addr: None,
+            instance: Some("b0123456789abcdef".into()),
+            udp_key: None,
+            app: Some(AppInfo::new(
+                "ackwire-demo",
+                1,
+                [
+                    ChannelKind::UnreliableSequenced,
+                    ChannelKind::ReliableOrdered,
+                ],
+            )),
+            resume: Some(Resume {
+                peer_id: 7,
+                token: "04a7".into(),
+            }),
+        },
+        ClientFrame::Signal {
+            to: 3,
+            from: None,
+            data: candidate(Some("0"), None),
+        },
+        ClientFrame::Stats {
+            from: None,
+            links: vec![
+                report(
+                    LinkState::Connected,
+                    None,
+                    Some(stats()),
+                    Some(EmulationReport {
+                        latency_ms: 150.0,
+                        jitter_ms: 0.0,
+                        loss_percent: 10.0,
+                    }),
+                ),
+                report(
+                    LinkState::Lost,
+                    Some(Failure::IdleTimeout(Duration::from_secs(5))),
+                    None,
+                    None,
+                ),
+            ],
+        },
+        ClientFrame::Leave,
+    ];
+    for frame in &frames {
+        let ours = to_json(frame).unwrap();
+        assert_eq!(ours, as_js_writes(&serde_json::to_string(frame).unwrap()));
+        // And the server reads it.
+        serde_json::from_str::<ClientFrame>(&ours).unwrap();
+    }
+}

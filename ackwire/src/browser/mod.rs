@@ -1,0 +1,409 @@
+//! The browser driver (wasm32): a thin adapter around the room member
+//! (`ackwire_room::member`), on web-sys.
+//!
+//! It owns the clock (`performance.now()`), one `setTimeout` timer, the signalling WebSocket
+//! ([`signalling`]) and one RTCPeerConnection with its data channel per WebRTC link attempt
+//! ([`webrtc`]); it moves bytes and events between them and the member, and queues the
+//! member's events for the [`Room`](crate::Room). Every decision about links — who offers,
+//! when to retry, what a failure means — is the member's, shared with the native driver.
+//!
+//! All state sits in one `Rc<RefCell<State>>`. Browser callbacks borrow it briefly (through
+//! [`with_state`]), carry out what the member asked for and release it; nothing here calls
+//! the application while it is borrowed (events wait in the [`Inbox`] and wake whoever waits
+//! for them in a later microtask), so an application may call back into the room from any
+//! event handler.
+
+mod frames;
+mod signalling;
+mod webrtc;
+
+use std::cell::RefCell;
+use std::collections::{HashMap, VecDeque};
+use std::future::poll_fn;
+use std::rc::Rc;
+use std::task::{Poll, Waker};
+use std::time::Duration;
+
+use ackwire_room::member::{Event, Member, MemberConfig, Output, Route, TransportId};
+use ackwire_room::signalling::{PeerKind, RoomUrl};
+use js_sys::Reflect;
+use wasm_bindgen::JsCast;
+use wasm_bindgen::prelude::*;
+use web_sys::WebSocket;
+
+use crate::room::{JoinError, RoomConfig};
+
+/// Leaving: the links' goodbyes get this long to go out (as the native driver).
+const LEAVE_GRACE: Duration = Duration::from_millis(500);
+
+/// Browser options; every field has a documented default.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct BrowserOptions {
+    /// ICE uses TURN relays only, so peers never learn this player's address; with no TURN
+    /// server there is no path at all. Default `false`.
+    pub relay_only: bool,
+    /// A signalling socket the page opened with this room's join before the wasm finished
+    /// loading, adopted instead of opening one, so the join does not wait for the download.
+    /// Default: none.
+    pub early_socket: Option<EarlySocket>,
+}
+
+/// A signalling socket a page opened early, with the join in its URL (what the JS API's
+/// `join()` does before it awaits the wasm).
+///
+/// The holder is a plain JS object the page keeps filling until the driver takes the socket
+/// over: `{ ws, instance, messages, opened, certificate? }`, where `ws` is the `WebSocket`,
+/// `instance` the program instance its join declared (the member joins as it), `messages` the
+/// text frames received so far, `opened` whether it opened, and `certificate` an
+/// `RTCCertificate` the page made meanwhile (ECDSA P-256), for every link's peer connection.
+/// The driver adopts the socket only if its URL carries exactly the join the member makes
+/// (same server, room, instance, application); otherwise it closes it and joins on a socket of
+/// its own.
+#[derive(Debug, Clone)]
+pub struct EarlySocket {
+    holder: JsValue,
+}
+
+impl EarlySocket {
+    /// The page's holder object (see the type's docs).
+    pub fn new(holder: JsValue) -> EarlySocket {
+        EarlySocket { holder }
+    }
+
+    /// The socket and the instance it joined as, if the holder has both.
+    fn parts(&self) -> Option<(WebSocket, String)> {
+        let ws = Reflect::get(&self.holder, &"ws".into())
+            .ok()?
+            .dyn_into::<WebSocket>()
+            .ok()?;
+        let instance = Reflect::get(&self.holder, &"instance".into())
+            .ok()?
+            .as_string()?;
+        Some((ws, instance))
+    }
+}
+
+/// The early socket, until the member's first join adopts (or refuses) it.
+struct Early {
+    ws: WebSocket,
+    holder: JsValue,
+}
+
+/// The member's events until the room takes them.
+#[derive(Default)]
+struct Inbox {
+    events: VecDeque<Event>,
+    /// Whoever waits in [`Driver::next_event`].
+    waker: Option<Waker>,
+    /// The room was closed: once empty, no event comes any more.
+    closed: bool,
+}
+
+type Shared = Rc<RefCell<State>>;
+
+struct State {
+    url: RoomUrl,
+    early: Option<Early>,
+    relay_only: bool,
+    member: Member,
+    socket: Option<signalling::Socket>,
+    sockets_opened: u64,
+    pcs: HashMap<TransportId, webrtc::Pc>,
+    inbox: Inbox,
+    timer: Option<i32>,
+    tick: Option<Closure<dyn FnMut()>>,
+    /// The DTLS certificate every RTCPeerConnection of this room uses.
+    certificate: webrtc::Certificate,
+    /// Closed: sockets and peer connections are gone, and no timer is armed again.
+    shut: bool,
+}
+
+impl State {
+    /// Closes every socket and peer connection and stops the timer.
+    fn shut_down(&mut self) {
+        self.shut = true;
+        if let (Some(id), Some(window)) = (self.timer.take(), web_sys::window()) {
+            window.clear_timeout_with_handle(id);
+        }
+        for (_, pc) in self.pcs.drain() {
+            pc.shut_down();
+        }
+        if let Some(socket) = self.socket.take() {
+            socket.shut_down();
+        }
+        if let Some(early) = self.early.take() {
+            let _ = early.ws.close();
+        }
+        self.inbox.closed = true;
+        if let Some(waker) = self.inbox.waker.take() {
+            waker.wake();
+        }
+    }
+}
+
+/// The driver's clock: `performance.now()`, milliseconds since the page's navigation.
+fn now() -> Duration {
+    let ms = web_sys::window()
+        .and_then(|w| w.performance())
+        .map(|p| p.now())
+        .unwrap_or(0.0);
+    Duration::from_secs_f64(ms.max(0.0) / 1000.0)
+}
+
+/// Borrows the state, runs `f` at `now`, carries out what the member asked for and re-arms
+/// the timer, then releases the state. Nothing in here calls the application.
+fn with_state<R>(shared: &Shared, f: impl FnOnce(&mut State, Duration) -> R) -> R {
+    let mut state = shared.borrow_mut();
+    let result = f(&mut state, now());
+    flush(&mut state, shared);
+    schedule(&mut state);
+    result
+}
+
+/// Runs `f` on the state if the room still exists (browser callbacks hold it weakly).
+fn with_weak(weak: &std::rc::Weak<RefCell<State>>, f: impl FnOnce(&mut State, Duration)) {
+    if let Some(shared) = weak.upgrade() {
+        with_state(&shared, f);
+    }
+}
+
+/// Carries out what the member asked for.
+fn flush(state: &mut State, shared: &Shared) {
+    let mut told = false;
+    while let Some(output) = state.member.poll_output() {
+        match output {
+            Output::OpenSignalling { join } => signalling::open(state, shared, join),
+            Output::CloseSignalling => {
+                if let Some(socket) = state.socket.take() {
+                    socket.shut_down();
+                }
+            }
+            Output::Frame(frame) => signalling::send(state, &frame),
+            Output::Command(command) => webrtc::run_command(state, shared, command),
+            Output::Transmit { route, datagram } => {
+                // Browsers have no UDP sockets; the member never routes a browser's link there.
+                if let Route::WebRtc(transport) = route
+                    && let Some(pc) = state.pcs.get(&transport)
+                {
+                    pc.send(&datagram);
+                }
+                state.member.recycle(datagram);
+            }
+            Output::Event(event) => {
+                state.inbox.events.push_back(event);
+                told = true;
+            }
+        }
+    }
+    // The waiting task runs in a later microtask, after this borrow is released.
+    if told && let Some(waker) = state.inbox.waker.take() {
+        waker.wake();
+    }
+}
+
+/// Re-arms the one timer at the member's next deadline.
+fn schedule(state: &mut State) {
+    let (Some(window), Some(tick)) = (web_sys::window(), state.tick.as_ref()) else {
+        return;
+    };
+    if let Some(id) = state.timer.take() {
+        window.clear_timeout_with_handle(id);
+    }
+    let Some(at) = state.member.poll_timeout().filter(|_| !state.shut) else {
+        return;
+    };
+    let delay = (at.saturating_sub(now()).as_secs_f64() * 1000.0).ceil() as i32;
+    state.timer = window
+        .set_timeout_with_callback_and_timeout_and_arguments_0(tick.as_ref().unchecked_ref(), delay)
+        .ok();
+}
+
+/// The room's handle on its driver.
+pub(crate) struct Driver {
+    shared: Shared,
+}
+
+impl std::fmt::Debug for Driver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = self.shared.try_borrow();
+        f.debug_struct("Driver")
+            .field("member", &state.as_ref().map(|s| &s.member).ok())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Driver {
+    /// Checks what the browser offers, makes the member and starts it: its first output opens
+    /// (or adopts) the signalling socket.
+    pub(crate) fn start(url: RoomUrl, config: RoomConfig) -> Result<Driver, JoinError> {
+        let window = web_sys::window().ok_or_else(|| JoinError::Browser("no window".into()))?;
+        if !Reflect::has(&window, &"RTCPeerConnection".into()).unwrap_or(false) {
+            return Err(JoinError::Browser("no WebRTC (RTCPeerConnection)".into()));
+        }
+        let random = random_bytes::<48>().map_err(JoinError::Browser)?;
+        let options = config.browser;
+        // An early socket joined with its own instance: the member joins as that one.
+        let early = options.early_socket.as_ref().and_then(|e| {
+            let (ws, instance) = e.parts()?;
+            Some((
+                Early {
+                    ws,
+                    holder: e.holder.clone(),
+                },
+                instance,
+            ))
+        });
+        let instance = match &early {
+            Some((_, instance)) => instance.clone(),
+            None => {
+                let hex: String = random[..8].iter().map(|b| format!("{b:02x}")).collect();
+                format!("b{hex}")
+            }
+        };
+        let mut member_config =
+            MemberConfig::new(url.room.clone(), config.app, PeerKind::Browser, instance);
+        member_config.secret.copy_from_slice(&random[8..40]);
+        member_config.seed = u64::from_le_bytes(random[40..48].try_into().unwrap_or_default());
+        member_config.emulation = config.emulation;
+        member_config.connection = config.connection;
+        member_config.stats_period = config.stats_period;
+        member_config.attempt_timeout = config.attempt_timeout;
+        let member = match Member::new(member_config, now()) {
+            Ok(member) => member,
+            Err(e) => {
+                // The page's socket joined as a member that will never be.
+                if let Some((early, _)) = early {
+                    let _ = early.ws.close();
+                }
+                return Err(e.into());
+            }
+        };
+        let certificate = match &early {
+            Some((early, _)) => webrtc::Certificate::Early(early.holder.clone()),
+            None => webrtc::Certificate::Pending,
+        };
+        let shared = Rc::new(RefCell::new(State {
+            url,
+            early: early.map(|(early, _)| early),
+            relay_only: options.relay_only,
+            member,
+            socket: None,
+            sockets_opened: 0,
+            pcs: HashMap::new(),
+            inbox: Inbox::default(),
+            timer: None,
+            tick: None,
+            certificate,
+            shut: false,
+        }));
+        if matches!(shared.borrow().certificate, webrtc::Certificate::Pending) {
+            webrtc::make_certificate(&shared);
+        }
+        let weak = Rc::downgrade(&shared);
+        shared.borrow_mut().tick = Some(Closure::new(move || {
+            with_weak(&weak, |state, now| state.member.handle_timeout(now));
+        }));
+        with_state(&shared, |state, now| state.member.handle_timeout(now));
+        Ok(Driver { shared })
+    }
+
+    /// Runs `f` on the member at `performance.now()`, then carries out what it asked for and
+    /// re-arms the timer.
+    pub(crate) fn with_member<R>(&self, f: impl FnOnce(&mut Member, Duration) -> R) -> R {
+        with_state(&self.shared, |state, now| f(&mut state.member, now))
+    }
+
+    pub(crate) fn poll_event(&mut self) -> Option<Event> {
+        self.shared.borrow_mut().inbox.events.pop_front()
+    }
+
+    /// Cancel-safe: each poll takes an event or leaves its waker, and holds nothing between
+    /// polls, so a dropped future loses no event.
+    pub(crate) async fn next_event(&mut self) -> Option<Event> {
+        poll_fn(|cx| {
+            let mut state = self.shared.borrow_mut();
+            let inbox = &mut state.inbox;
+            if let Some(event) = inbox.events.pop_front() {
+                Poll::Ready(Some(event))
+            } else if inbox.closed {
+                Poll::Ready(None)
+            } else {
+                inbox.waker = Some(cx.waker().clone());
+                Poll::Pending
+            }
+        })
+        .await
+    }
+
+    /// Leaves: every link says goodbye (for up to [`LEAVE_GRACE`]), the server hears `leave`,
+    /// then the socket and the peer connections close. A page being hidden may get no more
+    /// timers: the goodbyes and the `leave` go out in the first step, before any wait.
+    pub(crate) async fn close(&mut self) {
+        if self.shared.borrow().shut {
+            return;
+        }
+        let until = now() + LEAVE_GRACE;
+        self.with_member(|member, now| member.close(now));
+        loop {
+            let wait = {
+                let state = self.shared.borrow();
+                let at = now();
+                if state.member.is_closed() || at >= until {
+                    break;
+                }
+                let next = state.member.poll_timeout().map_or(until, |t| t.min(until));
+                next.saturating_sub(at)
+            };
+            sleep(wait).await;
+            self.with_member(|member, now| member.handle_timeout(now));
+        }
+        // The `leave` frame was queued on the socket before its close, and goes first.
+        self.shared.borrow_mut().shut_down();
+    }
+}
+
+impl Drop for Driver {
+    /// Dropped without [`close`](Driver::close): everything closes at once. The browser's
+    /// objects outlive the driver, so their handlers are detached first (a handler whose
+    /// closure is gone would throw).
+    fn drop(&mut self) {
+        if let Ok(mut state) = self.shared.try_borrow_mut() {
+            state.shut_down();
+            state.tick = None;
+        }
+    }
+}
+
+/// Resolves after `wait` (the browser's timer).
+async fn sleep(wait: Duration) {
+    let ms = (wait.as_secs_f64() * 1000.0).ceil() as i32;
+    let promise = js_sys::Promise::new(&mut |resolve, _| {
+        if let Some(window) = web_sys::window() {
+            let _ = window.set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, ms);
+        }
+    });
+    let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
+}
+
+/// `N` bytes from the browser's CSPRNG: the instance id, cookie secret and backoff seed.
+fn random_bytes<const N: usize>() -> Result<[u8; N], String> {
+    let mut bytes = [0u8; N];
+    web_sys::window()
+        .and_then(|w| w.crypto().ok())
+        .ok_or("no crypto")?
+        .get_random_values_with_u8_array(&mut bytes)
+        .map_err(|e| js_err("crypto.getRandomValues", e))?;
+    Ok(bytes)
+}
+
+fn js_err(context: &str, err: JsValue) -> String {
+    let text = err
+        .as_string()
+        .or_else(|| {
+            err.dyn_ref::<js_sys::Error>()
+                .map(|e| String::from(e.message()))
+        })
+        .unwrap_or_else(|| format!("{err:?}"));
+    format!("{context}: {text}")
+}
