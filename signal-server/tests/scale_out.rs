@@ -548,3 +548,34 @@ async fn a_shared_room_keeps_its_application_when_redis_restarts_empty() {
     let (_c, wc) = join_playing(two.addr, "lobby", &pong(2)).await;
     assert_eq!(ids(&wc), [peer_id(&wa)]);
 }
+
+#[tokio::test]
+async fn concurrent_first_joins_of_two_applications_on_two_instances_leave_one_application() {
+    let redis = Redis::start().await;
+    let one = instance(&redis, |_| {}).await;
+    let two = instance(&redis, |_| {}).await;
+    let joins = (0..12).map(|n| {
+        let addr = [one.addr, two.addr][n % 2];
+        let app = pong(1 + (n / 2 % 2) as u32);
+        tokio::spawn(async move {
+            let mut c = Client::connect(addr).await;
+            c.send(json!({"type": "join", "version": 1, "room": "race", "kind": "browser", "app": app}))
+                .await;
+            let answer = c.recv().await;
+            (app, answer, c)
+        })
+    });
+    let mut winners = std::collections::HashSet::new();
+    let mut clients = Vec::new();
+    for join in joins {
+        let (app, answer, c) = join.await.unwrap();
+        match answer["type"].as_str() {
+            Some("welcome") => {
+                winners.insert(app["version"].as_u64().unwrap());
+            }
+            _ => assert_eq!(answer["code"], "app_mismatch", "{answer}"),
+        }
+        clients.push(c);
+    }
+    assert_eq!(winners.len(), 1, "both applications got in: {winners:?}");
+}
