@@ -291,3 +291,22 @@ async fn dashboards_see_the_application_each_room_plays() {
     );
     server.stop().await;
 }
+
+#[tokio::test]
+async fn a_program_replacing_its_own_lone_entry_may_bring_another_version() {
+    let server = Server::start(|_| {}).await;
+    let mut first = join_frame("lobby", &pong(1));
+    first["instance"] = json!("p-1");
+    let mut old = server.client().await;
+    let wold = old.join_with(first).await;
+    // The same program, updated, joins again without its token: nobody else is in the room.
+    let mut updated = join_frame("lobby", &pong(2));
+    updated["instance"] = json!("p-1");
+    let mut new = server.client().await;
+    let welcome = new.join_with(updated).await;
+    assert_eq!(welcome["peers"], json!([]));
+    assert_ne!(peer_id(&welcome), peer_id(&wold));
+    let (_c, message) = refused(&server, join_frame("lobby", &pong(1))).await;
+    assert!(message.contains(&format!("plays {PONG_V2}")), "{message}");
+    server.stop().await;
+}
