@@ -1,23 +1,22 @@
-//! Browser driver for ackwire: compiles the sans-IO core to WebAssembly and exposes it to
-//! the page through wasm-bindgen.
+//! The JavaScript bindings of ackwire (the npm package's wasm part), through wasm-bindgen.
 //!
-//! - [`Client`] (`client.rs`): a thin adapter around the room member
-//!   (`ackwire_room::member`, shared with the native peer): the signalling WebSocket, one
-//!   RTCPeerConnection with one data channel (`ordered: false, maxRetransmits: 0`) per link
-//!   attempt, one timer from `performance.now()` and the member's `poll_timeout`.
-//! - [`frames`]: signalling frames through the browser's own `JSON` (no JSON code in the
-//!   bundle).
+//! - [`WasmRoom`] (`room.rs`): `ackwire::Room` call for call (the browser driver lives in the
+//!   `ackwire` crate), with typed JS errors; `web/ackwire.js` wraps it in the public `join()`
+//!   and `Room` (an `EventTarget`).
 //! - Free functions: the core's wire codec, for the front page.
 
-mod client;
-pub mod frames;
+// The room exists on wasm32 only: `ackwire`'s browser driver (natively, `cargo test
+// --workspace` builds the codec functions alone).
+#[cfg(target_arch = "wasm32")]
+mod room;
 
 use std::time::Duration;
 
 use ackwire_core::wire::{AckDelay, AckField, PacketHeader};
 use wasm_bindgen::prelude::*;
 
-pub use client::Client;
+#[cfg(target_arch = "wasm32")]
+pub use room::WasmRoom;
 
 /// The version of the protocol core compiled into this bundle.
 #[wasm_bindgen(js_name = coreVersion)]

@@ -337,8 +337,9 @@ fn native_tests() -> Result<()> {
     run(cargo().args(["test", "--workspace"]))
 }
 
-/// `wasm-bindgen-test` suites, run by wasm-bindgen-test-runner through chromedriver in
-/// headless Chromium (options in `wasm/webdriver.json`), inside a loopback-only namespace.
+/// `wasm-bindgen-test` suites (the JS bindings and the browser driver), run by
+/// wasm-bindgen-test-runner through chromedriver in headless Chromium (options in each
+/// crate's `webdriver.json`), inside a loopback-only namespace.
 fn wasm_browser_tests(tools: &Tools) -> Result<()> {
     let target_dir = paths::wasm_target_dir(tools.wasm.name());
     let args = |extra: &[&str]| -> Vec<String> {
@@ -346,6 +347,12 @@ fn wasm_browser_tests(tools: &Tools) -> Result<()> {
             "test",
             "-p",
             "ackwire-wasm",
+            // The browser driver's own tests (its frame decoding against serde).
+            "-p",
+            "ackwire",
+            // Unit and integration tests; doctests are native-only examples.
+            "--lib",
+            "--tests",
             "--target",
             WASM_TARGET,
             "--target-dir",

@@ -1,0 +1,182 @@
+//! The room's JS bindings in the browser: a room joined through an early socket (whose
+//! frames the driver replays to the member), every bad input refused with a typed error, and
+//! the last events handed over on close. No signalling server: the early socket's recorded
+//! welcome puts a peer in the room, and its connection (to a closed port) never opens. Runs in
+//! headless Chromium through `wasm-bindgen-test-runner` (see `cargo xtask test`).
+#![cfg(target_arch = "wasm32")]
+
+use ackwire_wasm::WasmRoom;
+use js_sys::{Array, Function, Object, Promise, Reflect, Uint8Array};
+use wasm_bindgen::JsCast;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::JsFuture;
+use wasm_bindgen_test::*;
+use web_sys::WebSocket;
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+/// Nothing listens here (the tests run in a namespace with only loopback).
+const SERVER: &str = "http://127.0.0.1:9/room/typed";
+/// The socket URL the member's fresh join opens for [`SERVER`], instance `btest0001`.
+const JOIN_URL: &str = "ws://127.0.0.1:9/ws?version=1&room=typed&kind=browser&instance=btest0001&app=typed-test&app_version=3&channels=unreliable-sequenced%2Creliable-ordered";
+/// What the server would have said first: we are 1, and browser 2 is in the room.
+const WELCOME: &str = r#"{"type":"welcome","version":1,"room":"typed","peer_id":1,"token":"t","resumed":false,"peers":[{"id":2,"kind":"browser","instance":"bpeer0002"}],"ice_servers":[]}"#;
+
+fn set(object: &JsValue, key: &str, value: impl Into<JsValue>) {
+    Reflect::set(object, &key.into(), &value.into()).unwrap();
+}
+
+fn get(object: &JsValue, key: &str) -> JsValue {
+    Reflect::get(object, &key.into()).unwrap()
+}
+
+/// The page's holder of an early socket to `url` that opened and received `WELCOME`.
+fn early_socket(url: &str) -> (JsValue, WebSocket) {
+    let ws = WebSocket::new(url).unwrap();
+    let holder: JsValue = Object::new().into();
+    set(&holder, "ws", ws.clone());
+    set(&holder, "instance", "btest0001");
+    set(&holder, "opened", true);
+    set(&holder, "messages", Array::of1(&WELCOME.into()));
+    (holder, ws)
+}
+
+/// Every event `onEvent` got, and a promise of the first one of type `awaited`.
+struct Events {
+    all: Array,
+    first: Promise,
+    on_event: Function,
+    _closure: Closure<dyn FnMut(JsValue)>,
+}
+
+fn events(awaited: &'static str) -> Events {
+    let all = Array::new();
+    let mut resolve = None;
+    let first = Promise::new(&mut |r, _| resolve = Some(r));
+    let resolve = resolve.unwrap();
+    let closure = Closure::<dyn FnMut(JsValue)>::new({
+        let all = all.clone();
+        move |event: JsValue| {
+            all.push(&event);
+            if get(&event, "type").as_string().as_deref() == Some(awaited) {
+                let _ = resolve.call1(&JsValue::NULL, &event);
+            }
+        }
+    });
+    Events {
+        all,
+        first,
+        on_event: closure.as_ref().unchecked_ref::<Function>().clone(),
+        _closure: closure,
+    }
+}
+
+fn options(events: &Events, early: Option<&JsValue>) -> JsValue {
+    let options: JsValue = Object::new().into();
+    set(&options, "app", "typed-test");
+    set(&options, "version", 3);
+    let channels = Array::of2(&"unreliable-sequenced".into(), &"reliable-ordered".into());
+    set(&options, "channels", channels);
+    set(&options, "onEvent", events.on_event.clone());
+    if let Some(early) = early {
+        set(&options, "earlySocket", early.clone());
+    }
+    options
+}
+
+/// The `code` of the `Error` a call threw.
+fn code<T: std::fmt::Debug>(result: Result<T, JsValue>) -> String {
+    let error = result.expect_err("the call must throw");
+    assert!(error.is_instance_of::<js_sys::Error>(), "{error:?}");
+    get(&error, "code").as_string().expect("a code")
+}
+
+#[wasm_bindgen_test]
+async fn bad_inputs_throw_typed_errors_and_close_hands_over_the_last_events() {
+    let (holder, _ws) = early_socket(JOIN_URL);
+    let events = events("peerjoin");
+    let room = WasmRoom::new(SERVER, &options(&events, Some(&holder))).unwrap();
+    // The recorded welcome reaches the member: we joined, and browser 2 is a peer.
+    let joined = JsFuture::from(events.first.clone()).await.unwrap();
+    let peer = get(&joined, "peer");
+    assert_eq!(get(&joined, "serverId").as_f64(), Some(2.0));
+    assert_eq!(room.server_id(), Some(1.0));
+    let links = Array::from(&room.links());
+    assert_eq!(links.length(), 1);
+    assert_eq!(get(&links.get(0), "id"), peer);
+
+    let text: JsValue = "hi".into();
+    let (unreliable, reliable): (JsValue, JsValue) = (0.into(), 1.into());
+    assert_eq!(code(room.send(&peer, &reliable, &text)), "not_connected");
+    assert_eq!(code(room.send(&99.into(), &reliable, &text)), "unknown_peer");
+    assert_eq!(code(room.send(&1.5.into(), &reliable, &text)), "unknown_peer");
+    assert_eq!(code(room.send(&"2".into(), &reliable, &text)), "unknown_peer");
+    assert_eq!(code(room.send(&peer, &7.into(), &text)), "unknown_channel");
+    assert_eq!(code(room.send(&peer, &(-1).into(), &text)), "unknown_channel");
+    assert_eq!(code(room.send_latest(&peer, &reliable, &text)), "reliable");
+    let max = room.max_message_size(&unreliable).unwrap();
+    let big = Uint8Array::new_with_length(max + 1);
+    assert_eq!(code(room.broadcast(&unreliable, &big)), "too_large");
+    assert_eq!(code(room.max_message_size(&9.into())), "unknown_channel");
+    for bad in [Object::new().into(), Array::new().into(), JsValue::NULL, 7.into()] {
+        assert_eq!(code(room.send(&peer, &unreliable, &bad)), "bad_payload");
+    }
+    // Well-formed, and no peer connected: sent to none.
+    assert_eq!(room.broadcast(&reliable, &text), Ok(0));
+    assert_eq!(
+        room.broadcast_latest(&unreliable, &Uint8Array::new_with_length(8).into()),
+        Ok(0)
+    );
+
+    JsFuture::from(room.close()).await.unwrap();
+    assert_eq!(code(room.send(&peer, &reliable, &text)), "closed");
+    assert_eq!(code(room.set_outage(true)), "closed");
+    assert_eq!(Array::from(&room.links()).length(), 0);
+    assert_eq!(room.signalling().as_string().unwrap(), "closed");
+    // Leaving ended the link: its last events came before close resolved.
+    let left = events
+        .all
+        .iter()
+        .find(|e| get(e, "type").as_string().as_deref() == Some("peerleave"))
+        .expect("a peerleave event");
+    assert_eq!(get(&left, "reason").as_string().unwrap(), "we_left");
+}
+
+#[wasm_bindgen_test]
+async fn an_early_socket_that_joined_otherwise_is_closed_not_adopted() {
+    // Another instance in its URL: the member would not be the peer the server welcomed.
+    let (holder, ws) = early_socket(&JOIN_URL.replace("btest0001", "bother0001"));
+    let events = events("joined");
+    let room = WasmRoom::new(SERVER, &options(&events, Some(&holder))).unwrap();
+    assert!(ws.ready_state() >= WebSocket::CLOSING, "the early socket is closed");
+    // The replay would have run in the first microtask after the join: nothing came of it.
+    JsFuture::from(Promise::resolve(&JsValue::NULL)).await.unwrap();
+    JsFuture::from(Promise::resolve(&JsValue::NULL)).await.unwrap();
+    assert_eq!(room.server_id(), None);
+    JsFuture::from(room.close()).await.unwrap();
+}
+
+#[wasm_bindgen_test]
+fn a_join_that_cannot_start_throws_a_typed_error() {
+    let events = events("joined");
+    let join = |url: &str, options: &JsValue| WasmRoom::new(url, options).map(|_| ());
+    assert_eq!(code(join("ftp://127.0.0.1:9/room/typed", &options(&events, None))), "bad_url");
+    assert_eq!(code(join("http://127.0.0.1:9/", &options(&events, None))), "bad_url");
+    let bad_channels = options(&events, None);
+    set(&bad_channels, "channels", Array::of1(&"teleport".into()));
+    assert_eq!(code(join(SERVER, &bad_channels)), "invalid_app");
+    let no_channels = options(&events, None);
+    set(&no_channels, "channels", Array::new());
+    assert_eq!(code(join(SERVER, &no_channels)), "invalid_app");
+    let bad_id = options(&events, None);
+    set(&bad_id, "app", "not an id");
+    assert_eq!(code(join(SERVER, &bad_id)), "invalid_app");
+    let no_handler = options(&events, None);
+    set(&no_handler, "onEvent", JsValue::NULL);
+    assert_eq!(code(join(SERVER, &no_handler)), "bad_options");
+    let bad_emulation = options(&events, None);
+    let emulation: JsValue = Object::new().into();
+    set(&emulation, "lossPct", -5);
+    set(&bad_emulation, "emulation", emulation);
+    assert_eq!(code(join(SERVER, &bad_emulation)), "invalid_config");
+}
