@@ -1,17 +1,26 @@
-// Player page: joins the room named in the URL, shows every player's dot and each link's
-// health. The wasm driver does signalling, WebRTC and the protocol; this file only draws.
-import init, { Client } from '/pkg/ackwire_wasm.js';
+// Player page: a small game on ackwire's public JS API (ackwire.js) and nothing else. It joins
+// the room named in the URL as app `ackwire-demo`, sends its dot's position every animation
+// frame on channel 0 (unreliable-sequenced: newest wins) and chat on channel 1
+// (reliable-ordered), and shows every player's dot and each link's health.
+import { join } from '/ackwire.js';
 
+const APP = { app: 'ackwire-demo', version: 1, channels: ['unreliable-sequenced', 'reliable-ordered'] };
+const POSITION = 0; // 8 bytes: x then y, f32 little-endian, each in [0, 1]
+const CHAT = 1; // UTF-8 text
+
+const scriptAt = performance.now();
 const room = decodeURIComponent(location.pathname.split('/')[2] ?? '');
 const params = new URLSearchParams(location.search);
 const num = (key) => (params.has(key) ? Number(params.get(key)) : undefined);
 const emulation = { latencyMs: num('latency'), jitterMs: num('jitter'), lossPct: num('loss'), seed: num('seed') };
+// ?relay: ICE over TURN relays only (no TURN server configured: no path at all).
+const relayOnly = params.has('relay');
+// Joining starts first: the signalling socket opens before anything else here runs.
+const joining = join(location.href, { ...APP, relayOnly, emulation });
 
 const $ = (id) => document.getElementById(id);
 $('room-name').textContent = room;
 $('dashboard-link').href = `/room/${encodeURIComponent(room)}/dashboard`;
-// ?relay: ICE over TURN relays only (no TURN server configured: no path at all).
-const relayOnly = params.has('relay');
 // Say what the URL asked for in the words of its parameters.
 const asked = [['latency', 'ms'], ['jitter', 'ms'], ['loss', '%'], ['seed', '']]
   .filter(([k]) => params.has(k)).map(([k, unit]) => `${k} ${params.get(k)}${unit ? ` ${unit}` : ''}`);
@@ -19,25 +28,24 @@ if (relayOnly) asked.push('relay only');
 $('emulation').textContent = asked.length ? `emulated: ${asked.join(', ')}` : 'real link (no emulation)';
 
 // State the page shows; window.ackwire exposes it to tests and curious developers.
-// Links are the room member's (wasm driver): keyed by link id, which stays the same when the
-// signal server restarts and hands out new peer ids.
-const links = new Map(); // link id -> { link, peer, kind, state, reason, transport, candidate, x, y }
+// Links are keyed by the peer's id in the room (`link`), which stays the same when the signal
+// server restarts; `peer` is its id in the server's current session.
+const links = new Map(); // id -> { link, peer, kind, state, reason, transport, candidate, stats, x, y }
 const me = { id: undefined, x: Math.random(), y: Math.random(), vx: 0.0021, vy: 0.0013 };
 const metrics = { firstAckMs: undefined };
 // When each step of joining first happened, in ms since navigation (performance.now()): where
-// a join's time goes.
-// Milliseconds after navigation: the page's HTML received, its early socket open, this module
-// running, then the driver's steps (marked below).
+// a join's time goes. The page's HTML received, this module running; join()'s own steps
+// (socket opening and open, wasm loaded, welcome) and the links' states are added below.
 const timeline = {
   html: performance.getEntriesByType('navigation')[0]?.responseEnd,
-  script: performance.now(),
+  script: scriptAt,
 };
 metrics.timeline = timeline;
-const mark = (step) => { timeline[step] ??= performance.now(); };
+const mark = (step, at = performance.now()) => { timeline[step] ??= at; };
 const chat = []; // { from, text }
 window.ackwire = {
   links, me, metrics, chat, log: [],
-  /** The links by the other peer's current id (links whose peer is not in the room are left out). */
+  /** The links by the other peer's current server id (links whose peer is not in the room are left out). */
   get players() {
     return new Map([...links.values()].filter((l) => l.peer != null).map((l) => [l.peer, l]));
   },
@@ -53,9 +61,9 @@ function log(text) {
 
 // The badge says what the signalling socket does; links have their own summary next to it.
 const SIGNALLING = { connecting: 'connecting…', joining: 'joining…', joined: 'signalling connected', reconnecting: 'signalling lost, reconnecting', closed: 'left' };
-function setStatus(state, detail) {
+function setStatus(state, detail, text) {
   $('status').dataset.state = state === 'joined' ? 'connected' : state;
-  $('status').textContent = SIGNALLING[state] ?? state;
+  $('status').textContent = text ?? SIGNALLING[state] ?? state;
   $('status').title = detail ?? '';
 }
 
@@ -68,57 +76,72 @@ function linksStatus() {
     : `links: ${connected} of ${all.length} connected${failing.length ? ` · ${failing[0].reason.message}` : ''}`;
 }
 
-function onEvent(ev) {
-  switch (ev.type) {
-    case 'signalling':
-      setStatus(ev.state, ev.detail);
-      log(`signalling ${ev.state}${ev.detail ? ` (${ev.detail})` : ''}`);
-      break;
-    case 'welcome':
-      mark('welcome');
-      timeline.connect ??= window.ackwireEarlySocket?.startedAt;
-      timeline.socket ??= window.ackwireEarlySocket?.openedAt;
-      me.id = ev.peer_id; $('me').textContent = `peer ${ev.peer_id}`;
-      log(`welcomed as peer ${ev.peer_id}${ev.resumed ? ' (resumed)' : ''}`);
-      break;
-    case 'peer-joined': log(`peer ${ev.peer.id} (${ev.peer.kind}) joined`); break;
-    case 'peer-left': log(`peer ${ev.peer_id} left (${ev.reason})`); break;
-    case 'link': {
-      const known = links.get(ev.link);
-      if (ev.state === 'gone') {
-        links.delete(ev.link);
-      } else {
-        // A link that is not connected has no live position: its old updates are not where
-        // the player is, and must not be glided from when it connects again.
-        const live = ev.state === 'connected';
-        links.set(ev.link, {
-          ...known, ...ev, x: live ? known?.x : undefined,
-          snapshots: live ? known?.snapshots : undefined, interval: live ? known?.interval : undefined,
-        });
-      }
-      mark(ev.state);
-      if (known?.state !== ev.state) {
-        log(`link to peer ${ev.peer ?? '?'} (${ev.transport}): ${ev.state}${ev.reason && ev.state !== 'connected' ? ` — ${ev.reason.message}` : ''}`);
-      }
-      linksStatus();
-      break;
+/** The page's entry for a link: what the table and the dots need. */
+function remember(info) {
+  const known = links.get(info.id);
+  // A link that is not connected has no live position: its old updates are not where the
+  // player is, and must not be glided from when it connects again.
+  const live = info.state === 'connected';
+  const entry = {
+    ...known,
+    link: info.id, peer: info.serverId, kind: info.kind, state: info.state, reason: info.reason,
+    transport: info.transport, candidate: info.candidate, stats: info.stats,
+    x: live ? known?.x : undefined, y: live ? known?.y : undefined,
+    snapshots: live ? known?.snapshots : undefined, interval: live ? known?.interval : undefined,
+  };
+  links.set(info.id, entry);
+  return { known, entry };
+}
+
+const name = (id) => `peer ${links.get(id)?.peer ?? '?'}`;
+
+function listen(r) {
+  r.addEventListener('signalling', (e) => {
+    setStatus(e.state, e.detail);
+    log(`signalling ${e.state}${e.detail ? ` (${e.detail})` : ''}`);
+  });
+  r.addEventListener('joined', (e) => {
+    mark('welcome', e.timeStamp);
+    me.id = e.serverId;
+    $('me').textContent = `peer ${e.serverId}`;
+    log(`welcomed as peer ${e.serverId}${e.resumed ? ' (resumed)' : ''}`);
+  });
+  r.addEventListener('refused', (e) => log(`refused by the server (${e.code}): ${e.message}`));
+  r.addEventListener('peerjoin', (e) => log(`peer ${e.serverId} (${e.kind}) joined`));
+  r.addEventListener('peerleave', (e) => {
+    log(`peer ${e.serverId ?? '?'} left (${e.reason})`);
+    links.delete(e.peer);
+    linksStatus();
+  });
+  r.addEventListener('link', (e) => {
+    const info = e.link;
+    const { known } = remember(info);
+    if (info.state === 'gone') links.delete(info.id);
+    mark(info.state, e.timeStamp);
+    if (known?.state !== info.state) {
+      log(`link to peer ${info.serverId ?? '?'} (${info.transport}): ${info.state}${info.reason && info.state !== 'connected' ? ` — ${info.reason.message}` : ''}`);
     }
-    case 'chat': addChat(`peer ${ev.peer}`, ev.text); break;
-    case 'first-ack':
-      metrics.firstAckMs ??= ev.at;
-      log(`first packet acked by peer ${ev.peer} at ${ev.at.toFixed(0)} ms after opening the page`);
-      break;
-    case 'position': {
-      const l = links.get(ev.link);
-      if (l) {
-        Object.assign(l, { x: ev.x, y: ev.y });
-        remember(l, performance.now(), ev.x, ev.y);
-      }
-      break;
+    if (info.firstAckAt != null && metrics.firstAckMs === undefined) {
+      metrics.firstAckMs = info.firstAckAt;
+      log(`first packet acked by peer ${info.serverId} at ${info.firstAckAt.toFixed(0)} ms after opening the page`);
     }
-    case 'server-error': case 'error': log(`error ${ev.code}: ${ev.message}`); break;
-    default: break;
-  }
+    linksStatus();
+  });
+  r.addEventListener('message', (e) => {
+    if (e.channel === CHAT) {
+      addChat(name(e.peer), e.text);
+    } else if (e.channel === POSITION && e.data.length === 8) {
+      const l = links.get(e.peer);
+      if (l?.state !== 'connected') return;
+      const view = new DataView(e.data.buffer, e.data.byteOffset, 8);
+      const [x, y] = [view.getFloat32(0, true), view.getFloat32(4, true)];
+      Object.assign(l, { x, y });
+      snapshot(l, performance.now(), x, y);
+    }
+  });
+  r.addEventListener('undelivered', (e) => {
+    if (e.channel === CHAT) log(`not delivered to ${name(e.peer)} (it left): ${e.text}`);
+  });
 }
 
 function addChat(from, text) {
@@ -156,7 +179,7 @@ function move() {
 // kept between 40 and 300 ms, so one late or lost update still finds a later one to glide
 // to. Unticking "smooth" draws the raw updates, to see what 10 packets/s looks like.
 const SNAPSHOTS = 16;
-function remember(l, t, x, y) {
+function snapshot(l, t, x, y) {
   l.snapshots ??= [];
   const last = l.snapshots.at(-1);
   if (last) l.interval = l.interval === undefined ? t - last.t : 0.8 * l.interval + 0.2 * (t - last.t);
@@ -235,48 +258,59 @@ function renderPeers(rows) {
 }
 
 async function main() {
+  let r;
   try {
-    await init();
-    mark('wasm');
-    const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
-    // The socket room.html opened while this loaded (see there).
-    const earlySocket = window.ackwireEarlySocket;
-    const client = new Client(`${scheme}://${location.host}/ws`, room, { ...emulation, relayOnly, onEvent, earlySocket });
-    window.ackwire.client = client;
-    addEventListener('pagehide', () => client.close());
-    $('chat-form').addEventListener('submit', (e) => {
-      e.preventDefault();
-      const text = $('chat-input').value.trim();
-      if (!text) return;
-      try {
-        const n = client.sendChat(text);
-        addChat('you', n ? text : `${text} (no one to send to yet)`);
-        $('chat-input').value = '';
-      } catch (err) {
-        log(`chat not sent: ${err.message ?? err}`);
-      }
-    });
-    const frame = () => {
-      move();
-      client.setPosition(me.x, me.y);
-      draw();
-      requestAnimationFrame(frame);
-    };
-    requestAnimationFrame(frame);
-    $('outage').addEventListener('change', (e) => {
-      client.setOutage(e.target.checked);
-      log(e.target.checked ? 'cable pulled: links go quiet' : 'cable plugged back');
-    });
-    setInterval(() => {
-      const rows = JSON.parse(client.linksJson());
-      for (const r of rows) Object.assign(links.get(r.link) ?? {}, { state: r.state, reason: r.reason, candidate: r.candidate, stats: r.stats });
-      renderPeers(rows);
-      linksStatus();
-    }, 250);
+    r = await joining;
   } catch (err) {
-    setStatus('failed', String(err));
-    log(`failed: ${err}`);
+    // Refused (a room playing another game: app_mismatch), or the page cannot run a room.
+    const why = err.code ? `${err.message} (${err.code})` : String(err);
+    setStatus('failed', why, `not joined: ${err.message ?? err}`);
+    log(`could not join: ${why}`);
+    return;
   }
+  listen(r);
+  for (const [step, at] of Object.entries(r.timeline)) if (step !== 'start') mark(step, at);
+  me.id = r.serverId;
+  window.ackwire.client = r;
+  addEventListener('pagehide', () => r.close());
+  $('chat-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    const text = $('chat-input').value.trim();
+    if (!text) return;
+    try {
+      const n = r.broadcast(CHAT, text);
+      addChat('you', n ? text : `${text} (no one to send to yet)`);
+      $('chat-input').value = '';
+    } catch (err) {
+      log(`chat not sent (${err.code}): ${err.message}`);
+    }
+  });
+  const position = new DataView(new ArrayBuffer(8));
+  const bytes = new Uint8Array(position.buffer);
+  const frame = () => {
+    move();
+    position.setFloat32(0, me.x, true);
+    position.setFloat32(4, me.y, true);
+    try {
+      r.broadcastLatest(POSITION, bytes);
+    } catch (err) {
+      if (err.code === 'closed') return; // left the room: the game is over
+      throw err;
+    }
+    draw();
+    requestAnimationFrame(frame);
+  };
+  requestAnimationFrame(frame);
+  $('outage').addEventListener('change', (e) => {
+    r.setOutage(e.target.checked);
+    log(e.target.checked ? 'cable pulled: links go quiet' : 'cable plugged back');
+  });
+  // The table, four times a second: the links' states, paths and the core's stats.
+  setInterval(() => {
+    for (const info of r.peers) if (info.state !== 'gone') remember(info);
+    renderPeers([...links.values()]);
+    linksStatus();
+  }, 250);
 }
 
 main();

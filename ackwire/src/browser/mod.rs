@@ -397,6 +397,8 @@ fn random_bytes<const N: usize>() -> Result<[u8; N], String> {
     Ok(bytes)
 }
 
+/// `context: message` of a JS exception (a string, or an `Error`'s message; a DOMException
+/// is an `Error`). No `Debug` formatting: it would bring string escaping into the bundle.
 fn js_err(context: &str, err: JsValue) -> String {
     let text = err
         .as_string()
@@ -404,6 +406,6 @@ fn js_err(context: &str, err: JsValue) -> String {
             err.dyn_ref::<js_sys::Error>()
                 .map(|e| String::from(e.message()))
         })
-        .unwrap_or_else(|| format!("{err:?}"));
+        .unwrap_or_else(|| "(no message)".to_owned());
     format!("{context}: {text}")
 }

@@ -1,0 +1,315 @@
+// ackwire for the browser: join a room, send to its players, hear what happens. The npm
+// package's JS part; its wasm part is the `ackwire-wasm` crate, bound into `./pkg/` (the
+// signal server serves both: this file at /ackwire.js, the bundle at /pkg/).
+//
+//   import { join } from '/ackwire.js';
+//   const room = await join(location.href, {
+//     app: 'pong', version: 1, channels: ['unreliable-sequenced', 'reliable-ordered'],
+//   });
+//   room.addEventListener('link', (e) => { if (e.link.state === 'connected') room.send(e.peer, 1, 'hi'); });
+//   room.addEventListener('message', (e) => console.log(`peer ${e.peer} on ${e.channel}: ${e.text}`));
+//
+// Every error this API throws or rejects with is an `Error` with a string `code`:
+//   joining:  the server's refusal (`app_mismatch`, `room_full`, `invalid_room_name`, ... as
+//             docs/signalling.md lists them), `bad_url`, `invalid_app`, `invalid_config`,
+//             `bad_options`, `unsupported_browser`, `load_failed` (the wasm did not load);
+//   sending:  `unknown_peer`, `not_connected`, `unknown_channel`, `too_large`, `reliable`
+//             (sendLatest on a reliable channel), `full` (the peer's queue: try later),
+//             `closed`, `bad_payload` (data neither a Uint8Array nor a string).
+// Nothing is sent when a call throws.
+
+/**
+ * A channel's delivery: `unreliable` (once, maybe), `unreliable-sequenced` (newest wins, stale
+ * ones dropped), `reliable-ordered` (exactly once, in order), `reliable-unordered` (exactly once).
+ * @typedef {'unreliable' | 'unreliable-sequenced' | 'reliable-ordered' | 'reliable-unordered'} ChannelKind
+ */
+
+/**
+ * Every link through the core's emulator, both directions: to try a game on a bad network.
+ * @typedef {object} Emulation
+ * @property {number} [latencyMs] one-way delay added to every datagram
+ * @property {number} [jitterMs] each delay varies within latency ± jitter
+ * @property {number} [lossPct] share of datagrams dropped, in percent
+ * @property {number} [seed] the emulator's seed (default 1)
+ */
+
+/**
+ * @typedef {object} JoinOptions
+ * @property {string} app the application's id: 1-64 of A-Z a-z 0-9 - _; a room plays one
+ * @property {number} version its protocol version: a room's members all play the same
+ * @property {ChannelKind[]} channels its channels, by index (1 to 63)
+ * @property {string} [room] the room's name, when `url` is a server's rather than a room page's
+ * @property {boolean} [relayOnly] ICE over TURN relays only: peers never learn this player's address
+ * @property {Emulation} [emulation] emulate a bad network on every link
+ */
+
+/**
+ * Why a link was last lost.
+ * @typedef {object} Failure
+ * @property {string} code stable: `ice_failed`, `timeout`, `channel_closed`, `idle_timeout`, `peer_closed`, ...
+ * @property {string} message what happened, in words a player understands
+ */
+
+/**
+ * A link to one peer (a room has one per peer).
+ * @typedef {object} LinkInfo
+ * @property {number} id the peer, as this room knows it for its whole life (server restarts too)
+ * @property {number | null} serverId the peer's id in the signalling server's current session
+ * @property {'browser' | 'native'} kind
+ * @property {'webrtc' | 'udp'} transport
+ * @property {'wanted' | 'negotiating' | 'open' | 'connected' | 'lost' | 'retrying' | 'gone'} state
+ * @property {Failure | null} reason why it was last lost (kept until it connects again)
+ * @property {string | null} ice the ICE connection state
+ * @property {string | null} candidate the chosen path: `host`, `srflx`, `prflx` or `relay`
+ * @property {number} attemptMs how long the current attempt took to connect, or has run
+ * @property {number} attempts attempts since it last connected
+ * @property {number | null} firstAckAt when its first packet was acknowledged (performance.now() ms)
+ * @property {number} refused datagrams refused on it
+ * @property {number} unconfirmed reliable messages sent and not yet confirmed
+ * @property {object | null} stats the core's Stats, as JSON (rtt_ms, jitter_ms, loss_percent, mode, send_rate_pps, ...)
+ */
+
+/**
+ * The events of a {@link Room}, by name, and what each carries besides `type`:
+ * - `signalling`: `state` ('connecting' | 'joining' | 'joined' | 'reconnecting' | 'closed'), `detail`
+ * - `joined`: `serverId`, `resumed` (again after a signalling server restart, with a new serverId)
+ * - `refused`: `code`, `message` (a request the server refused)
+ * - `peerjoin`: `peer`, `serverId`, `kind`
+ * - `peerleave`: `peer`, `serverId`, `reason` ('left' | 'lost' | 'not_back' | 'we_left')
+ * - `link`: `peer`, `link` ({@link LinkInfo}): a link changed state, or learned its path or first ack
+ * - `message`: `peer`, `channel`, `data` (Uint8Array), `text` (`data` as UTF-8)
+ * - `undelivered`: `peer`, `channel`, `data`, `text`: a reliable message whose peer left first
+ * - `stats`: `links` ({@link LinkInfo}[]), every second
+ * Events are delivered from the start of the join on, once `join()` has resolved.
+ */
+export class RoomEvent extends Event {
+  /** @param {{ type: string }} fields */
+  constructor(fields) {
+    super(fields.type);
+    for (const [key, value] of Object.entries(fields)) if (key !== 'type') this[key] = value;
+  }
+
+  /** A message's bytes as UTF-8 text (`undefined` for other events). */
+  get text() {
+    return this.data instanceof Uint8Array ? utf8.decode(this.data) : undefined;
+  }
+}
+
+const utf8 = new TextDecoder();
+const INTERNAL = Symbol('ackwire');
+const START = Symbol('start');
+
+/** An `Error` with a `code`. */
+const codeError = (code, message) => Object.assign(new Error(message), { code });
+
+let bindings;
+/** The wasm bindings, loaded and initialised once (a failed load is tried again next time). */
+function loadBindings() {
+  bindings ??= import(new URL('./pkg/ackwire_wasm.js', import.meta.url).href)
+    .then(async (m) => { await m.default(); return m; })
+    .catch((err) => { bindings = undefined; throw err; });
+  return bindings;
+}
+
+/**
+ * Joins a room and resolves with it once the server took us in; rejects with an `Error`
+ * whose `code` says why not (the server's refusal, such as `app_mismatch` when the room plays
+ * another game, with the server's message). The join leaves at once, on a WebSocket opened
+ * before the wasm has even loaded.
+ * @param {string} url a room page's URL (`location.href` works), or a server's with `options.room`
+ * @param {JoinOptions} options
+ * @returns {Promise<Room>}
+ */
+export async function join(url, options) {
+  const o = { ...options };
+  const timeline = { start: performance.now() };
+  const loading = loadBindings();
+  const early = openEarlySocket(url, o, timeline);
+  let wasm;
+  try {
+    wasm = await loading;
+  } catch (err) {
+    early?.ws.close();
+    throw codeError('load_failed', `ackwire's WebAssembly did not load: ${err?.message ?? err}`);
+  }
+  timeline.wasm = performance.now();
+  const room = new Room(INTERNAL, timeline);
+  await room[START](wasm, url, { ...o, earlySocket: early });
+  return room;
+}
+
+/** A room name: what the server takes (docs/signalling.md, "Names"). */
+const NAME = /^[A-Za-z0-9_-]{1,64}$/;
+
+/**
+ * Opens the signalling socket with the join in its URL, for the driver to adopt once the
+ * wasm is there: the welcome may be waiting by then. The query is the member's fresh join
+ * (`UrlJoin`); should it ever differ, the driver closes this socket and joins on its own.
+ * `undefined` when the options are not a join this can write (the wasm then says why).
+ */
+function openEarlySocket(url, o, timeline) {
+  try {
+    const u = new URL(url);
+    const scheme = { 'http:': 'ws:', 'ws:': 'ws:', 'https:': 'wss:', 'wss:': 'wss:' }[u.protocol];
+    const inPath = /^\/room\/([^/]+)/.exec(u.pathname)?.[1];
+    const room = inPath ?? o.room;
+    if (!scheme || !NAME.test(room ?? '') || (inPath && o.room && inPath !== o.room)) return undefined;
+    if (typeof o.app !== 'string' || !Number.isInteger(o.version) || !Array.isArray(o.channels)) return undefined;
+    const instance = `b${Array.from(crypto.getRandomValues(new Uint8Array(8)), (b) => b.toString(16).padStart(2, '0')).join('')}`;
+    const join = new URLSearchParams({
+      // The signalling protocol's version (ackwire_room::signalling::VERSION).
+      version: '1', room, kind: 'browser', instance,
+      app: o.app, app_version: String(o.version), channels: o.channels.join(','),
+    });
+    const ws = new WebSocket(`${scheme}//${u.host}/ws?${join}`);
+    timeline.connect = performance.now();
+    const early = { ws, instance, messages: [], opened: false };
+    // The driver replaces these handlers when it adopts the socket ...
+    ws.onopen = () => { early.opened = true; };
+    ws.onmessage = (m) => { early.messages.push(m.data); };
+    // ... but not this one: when the socket opened, for the timeline.
+    ws.addEventListener('open', () => { timeline.socket = performance.now(); });
+    // The DTLS certificate for this room's links, made now: a link's first offer would
+    // otherwise wait for one.
+    globalThis.RTCPeerConnection?.generateCertificate({ name: 'ECDSA', namedCurve: 'P-256' })
+      .then((c) => { early.certificate = c; }, () => {});
+    return early;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A room as one player sees it: send to its peers, hear what happens (an `EventTarget`; see
+ * {@link RoomEvent} for the events). It runs by itself: links are set up, kept, measured and
+ * recovered whether or not the page calls in. Rooms come from {@link join}.
+ */
+export class Room extends EventTarget {
+  #handle;
+  #timeline;
+  /** Events until the page could listen (see `#goLive`); `null` after. */
+  #queue = [];
+  #closing;
+
+  /** @private */
+  constructor(key, timeline) {
+    if (key !== INTERNAL) throw new TypeError('a Room comes from join()');
+    super();
+    this.#timeline = timeline;
+  }
+
+  /** Starts the wasm room; resolves once joined, rejects if refused first. */
+  [START](wasm, url, options) {
+    return new Promise((resolve, reject) => {
+      let joined = false;
+      const onEvent = (fields) => {
+        const event = new RoomEvent(fields);
+        if (!joined && fields.type === 'refused') {
+          this.close();
+          reject(codeError(fields.code, fields.message));
+          return;
+        }
+        if (!joined && fields.type === 'joined') {
+          joined = true;
+          this.#timeline.welcome = performance.now();
+          resolve();
+          this.#goLive();
+        }
+        if (this.#queue) this.#queue.push(event);
+        else this.dispatchEvent(event);
+      };
+      try {
+        this.#handle = new wasm.WasmRoom(url, { ...options, onEvent });
+      } catch (err) {
+        options.earlySocket?.ws.close();
+        reject(err);
+      }
+    });
+  }
+
+  /**
+   * Delivers the queued events in a task of their own: after `join()`'s caller, resumed in a
+   * microtask, had the chance to add its listeners. (A message channel's task, since a
+   * background tab's timers wait up to a second.)
+   */
+  #goLive() {
+    const { port1, port2 } = new MessageChannel();
+    port1.onmessage = () => {
+      port1.close();
+      const queued = this.#queue;
+      this.#queue = null;
+      for (const event of queued) this.dispatchEvent(event);
+    };
+    port2.postMessage(null);
+  }
+
+  /**
+   * Sends `data` to `peer` on `channel`, as the channel promises: once on an unreliable one;
+   * exactly once (in order, if ordered) on a reliable one, across lost links too, or handed
+   * back as an `undelivered` event if the peer leaves first.
+   * @param {number} peer a peer's `id`
+   * @param {number} channel an index into the app's channels
+   * @param {Uint8Array | string} data bytes, or text sent as UTF-8
+   */
+  send(peer, channel, data) { this.#handle.send(peer, channel, data); }
+
+  /**
+   * Sends `data` on an unreliable channel in place of what it holds for `peer` and has not
+   * sent yet: call it every frame with the newest state; each packet carries the newest.
+   * @param {number} peer @param {number} channel @param {Uint8Array | string} data
+   */
+  sendLatest(peer, channel, data) { this.#handle.sendLatest(peer, channel, data); }
+
+  /**
+   * {@link send} to every connected peer, checked for all before it is queued for any.
+   * @param {number} channel @param {Uint8Array | string} data
+   * @returns {number} how many peers it went to
+   */
+  broadcast(channel, data) { return this.#handle.broadcast(channel, data); }
+
+  /**
+   * {@link sendLatest} to every connected peer.
+   * @param {number} channel @param {Uint8Array | string} data
+   * @returns {number} how many peers it went to
+   */
+  broadcastLatest(channel, data) { return this.#handle.broadcastLatest(channel, data); }
+
+  /** Every link (one per peer) with its state, path and stats. @returns {LinkInfo[]} */
+  links() { return this.#handle.links(); }
+
+  /** The room's peers: their links, as {@link links} gives them. @type {LinkInfo[]} */
+  get peers() { return this.#handle.links(); }
+
+  /** Our id in the signalling server's current session (it changes when the server restarts). @type {number | undefined} */
+  get serverId() { return this.#handle.serverId; }
+
+  /** The signalling connection: 'connecting', 'joining', 'joined', 'reconnecting' or 'closed'. @type {string} */
+  get signalling() { return this.#handle.signalling; }
+
+  /**
+   * When each step of joining happened, in performance.now() ms: `start` (join() called),
+   * `connect` (socket opening), `socket` (open), `wasm` (loaded), `welcome` (joined).
+   * @type {Record<string, number>}
+   */
+  get timeline() { return { ...this.#timeline }; }
+
+  /** The largest message `channel` takes, in bytes. @param {number} channel @returns {number} */
+  maxMessageSize(channel) { return this.#handle.maxMessageSize(channel); }
+
+  /**
+   * Pulls (`true`) or plugs back this player's network cable for its links (signalling stays
+   * up): links go quiet, are lost after the idle timeout, and recover once plugged back.
+   * @param {boolean} on
+   */
+  setOutage(on) { this.#handle.setOutage(Boolean(on)); }
+
+  /**
+   * Leaves the room: links say goodbye, the server hears it, and reliable messages peers
+   * never confirmed come back as `undelivered` events. Calls after it throw `closed`.
+   * @returns {Promise<void>}
+   */
+  close() {
+    this.#closing ??= this.#handle ? this.#handle.close() : Promise.resolve();
+    return this.#closing;
+  }
+}
