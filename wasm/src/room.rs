@@ -16,9 +16,9 @@ use std::task::Poll;
 use std::time::Duration;
 
 use ackwire::{
-    App, ChannelKind, EarlySocket, Emulation, EmulatorConfig, Event, Failure, GoneReason,
-    IceState, JoinError, LinkInfo, LinkState, MemberError, PeerId, PeerKind, Room, RoomConfig,
-    SendError, ServerId, SignallingState, Stats, TransportKind,
+    App, ChannelKind, EarlySocket, Emulation, EmulatorConfig, Event, Failure, GoneReason, IceState,
+    JoinError, LinkInfo, LinkState, MemberError, PeerId, PeerKind, Room, RoomConfig, SendError,
+    ServerId, SignallingState, Stats, TransportKind,
 };
 use js_sys::{Array, Function, Object, Reflect, Uint8Array};
 use serde::Serialize;
@@ -484,7 +484,11 @@ fn emulation(value: &JsValue) -> Result<Option<Emulation>, JsValue> {
                 )
             })
     };
-    let (latency, jitter, loss) = (number("latencyMs")?, number("jitterMs")?, number("lossPct")?);
+    let (latency, jitter, loss) = (
+        number("latencyMs")?,
+        number("jitterMs")?,
+        number("lossPct")?,
+    );
     if latency == 0.0 && jitter == 0.0 && loss == 0.0 {
         return Ok(None);
     }
@@ -585,7 +589,12 @@ mod tests {
         assert_eq!(field(&link, "firstAckAt").as_f64(), Some(812.0));
         let reason = field(&link, "reason");
         assert_eq!(field(&reason, "code").as_string().unwrap(), "ice_failed");
-        assert!(field(&reason, "message").as_string().unwrap().contains("TURN"));
+        assert!(
+            field(&reason, "message")
+                .as_string()
+                .unwrap()
+                .contains("TURN")
+        );
         assert!(field(&link, "stats").is_null());
     }
 }

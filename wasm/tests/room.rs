@@ -108,17 +108,34 @@ async fn bad_inputs_throw_typed_errors_and_close_hands_over_the_last_events() {
     let text: JsValue = "hi".into();
     let (unreliable, reliable): (JsValue, JsValue) = (0.into(), 1.into());
     assert_eq!(code(room.send(&peer, &reliable, &text)), "not_connected");
-    assert_eq!(code(room.send(&99.into(), &reliable, &text)), "unknown_peer");
-    assert_eq!(code(room.send(&1.5.into(), &reliable, &text)), "unknown_peer");
-    assert_eq!(code(room.send(&"2".into(), &reliable, &text)), "unknown_peer");
+    assert_eq!(
+        code(room.send(&99.into(), &reliable, &text)),
+        "unknown_peer"
+    );
+    assert_eq!(
+        code(room.send(&1.5.into(), &reliable, &text)),
+        "unknown_peer"
+    );
+    assert_eq!(
+        code(room.send(&"2".into(), &reliable, &text)),
+        "unknown_peer"
+    );
     assert_eq!(code(room.send(&peer, &7.into(), &text)), "unknown_channel");
-    assert_eq!(code(room.send(&peer, &(-1).into(), &text)), "unknown_channel");
+    assert_eq!(
+        code(room.send(&peer, &(-1).into(), &text)),
+        "unknown_channel"
+    );
     assert_eq!(code(room.send_latest(&peer, &reliable, &text)), "reliable");
     let max = room.max_message_size(&unreliable).unwrap();
     let big = Uint8Array::new_with_length(max + 1);
     assert_eq!(code(room.broadcast(&unreliable, &big)), "too_large");
     assert_eq!(code(room.max_message_size(&9.into())), "unknown_channel");
-    for bad in [Object::new().into(), Array::new().into(), JsValue::NULL, 7.into()] {
+    for bad in [
+        Object::new().into(),
+        Array::new().into(),
+        JsValue::NULL,
+        7.into(),
+    ] {
         assert_eq!(code(room.send(&peer, &unreliable, &bad)), "bad_payload");
     }
     // Well-formed, and no peer connected: sent to none.
@@ -148,10 +165,17 @@ async fn an_early_socket_that_joined_otherwise_is_closed_not_adopted() {
     let (holder, ws) = early_socket(&JOIN_URL.replace("btest0001", "bother0001"));
     let events = events("joined");
     let room = WasmRoom::new(SERVER, &options(&events, Some(&holder))).unwrap();
-    assert!(ws.ready_state() >= WebSocket::CLOSING, "the early socket is closed");
+    assert!(
+        ws.ready_state() >= WebSocket::CLOSING,
+        "the early socket is closed"
+    );
     // The replay would have run in the first microtask after the join: nothing came of it.
-    JsFuture::from(Promise::resolve(&JsValue::NULL)).await.unwrap();
-    JsFuture::from(Promise::resolve(&JsValue::NULL)).await.unwrap();
+    JsFuture::from(Promise::resolve(&JsValue::NULL))
+        .await
+        .unwrap();
+    JsFuture::from(Promise::resolve(&JsValue::NULL))
+        .await
+        .unwrap();
     assert_eq!(room.server_id(), None);
     JsFuture::from(room.close()).await.unwrap();
 }
@@ -160,8 +184,17 @@ async fn an_early_socket_that_joined_otherwise_is_closed_not_adopted() {
 fn a_join_that_cannot_start_throws_a_typed_error() {
     let events = events("joined");
     let join = |url: &str, options: &JsValue| WasmRoom::new(url, options).map(|_| ());
-    assert_eq!(code(join("ftp://127.0.0.1:9/room/typed", &options(&events, None))), "bad_url");
-    assert_eq!(code(join("http://127.0.0.1:9/", &options(&events, None))), "bad_url");
+    assert_eq!(
+        code(join(
+            "ftp://127.0.0.1:9/room/typed",
+            &options(&events, None)
+        )),
+        "bad_url"
+    );
+    assert_eq!(
+        code(join("http://127.0.0.1:9/", &options(&events, None))),
+        "bad_url"
+    );
     let bad_channels = options(&events, None);
     set(&bad_channels, "channels", Array::of1(&"teleport".into()));
     assert_eq!(code(join(SERVER, &bad_channels)), "invalid_app");
