@@ -65,4 +65,3 @@ pub use ackwire_room::signalling::{
 pub use browser::{BrowserOptions, EarlySocket};
 #[cfg(all(not(target_arch = "wasm32"), feature = "rooms"))]
 pub use native::NativeOptions;
-

@@ -4,17 +4,17 @@
 use std::time::Duration;
 
 #[cfg(target_arch = "wasm32")]
+use crate::BrowserOptions;
+#[cfg(not(target_arch = "wasm32"))]
+use crate::NativeOptions;
+#[cfg(target_arch = "wasm32")]
 use crate::browser as driver;
 #[cfg(not(target_arch = "wasm32"))]
 use crate::native as driver;
 use crate::{
-    App, BadRoomUrl, ConnectionConfig, Emulation, Event, LinkInfo, MemberError, PeerId,
-    RoomUrl, SendError, ServerId, SignallingState,
+    App, BadRoomUrl, ConnectionConfig, Emulation, Event, LinkInfo, MemberError, PeerId, RoomUrl,
+    SendError, ServerId, SignallingState,
 };
-#[cfg(target_arch = "wasm32")]
-use crate::BrowserOptions;
-#[cfg(not(target_arch = "wasm32"))]
-use crate::NativeOptions;
 
 /// How a [`Room`] joins and behaves; [`RoomConfig::new`] gives the documented defaults.
 #[derive(Debug, Clone)]

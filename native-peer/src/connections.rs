@@ -14,7 +14,6 @@ use ackwire_core::{
     DisconnectReason, HandshakeError, Listener, ListenerError, NoiseInitiator, NoiseResponder,
     ReceiveError, StaticKey, Stats,
 };
-use ackwire_room::demo::POSITION_CHANNEL;
 use serde::Serialize;
 
 use crate::keys::Fingerprint;
@@ -22,6 +21,10 @@ use crate::link::{self, Link};
 
 /// The design's MTU budget: larger datagrams are refused before reaching the core.
 pub const MAX_DATAGRAM: usize = 1200;
+
+/// The channel of the connecting side's state messages: the default `ConnectionConfig`'s
+/// unreliable-sequenced one (newest wins).
+const STATE_CHANNEL: u8 = 0;
 
 /// Bytes of each demo message a connecting peer sends.
 pub const DEMO_PAYLOAD_LEN: usize = 32;
@@ -346,7 +349,7 @@ impl Connections {
                 // carries the latest one, at whatever rate the congestion mode allows.
                 if connection.state() == ConnectionState::Connected
                     && connection
-                        .send_latest(POSITION_CHANNEL, &demo_message(*demo_sent))
+                        .send_latest(STATE_CHANNEL, &demo_message(*demo_sent))
                         .is_ok()
                 {
                     *demo_sent += 1;

@@ -12,9 +12,9 @@
 //! - [`keys`]: the listener's key file and the fingerprints connectors pin.
 //! - [`report`]: per-second stats as JSON, a plain line, or a live terminal line.
 //! - [`cli`]: the `listen` / `connect` / `join` command line.
-//! - `room` (feature `rooms`, on by default): `join`, the room member's native adapter: rooms
-//!   through the signalling server, UDP to natives, WebRTC to browsers. The only part that
-//!   uses the `webrtc` crate.
+//! - `room` (feature `rooms`, on by default): `join`, the demo's native player: an
+//!   application of the `ackwire` crate's `Room`, as a game would be. The only part that
+//!   needs the room driver (and with it the `webrtc` crate).
 //!
 //! ## Socket I/O
 //!
@@ -31,9 +31,10 @@
 pub mod cli;
 pub mod connections;
 pub mod keys;
-pub mod link;
 pub mod peer;
 pub mod report;
 #[cfg(feature = "rooms")]
 pub mod room;
-pub mod timer;
+
+/// The UDP socket layer and the precise timer, shared with the room driver (`ackwire::net`).
+pub use ackwire::net::{timer, udp as link};

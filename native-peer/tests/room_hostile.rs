@@ -24,11 +24,15 @@ async fn garbage_signals_from_an_impostor_change_nothing_and_links_keep_flowing(
     let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{}/ws", server.addr))
         .await
         .unwrap();
-    let join = json!({"type": "join", "version": 1, "room": "hostile", "kind": "browser"});
+    // It plays the room's application (the demo's), or the server would refuse it.
+    let app = json!({"id": "ackwire-demo", "version": 1, "channels": ["unreliable-sequenced", "reliable-ordered"]});
+    let join =
+        json!({"type": "join", "version": 1, "room": "hostile", "kind": "browser", "app": app});
     ws.send(Message::text(join.to_string())).await.unwrap();
     let welcome: Value = loop {
         if let Some(Ok(Message::Text(text))) = ws.next().await {
             let value: Value = serde_json::from_str(&text).unwrap();
+            assert_ne!(value["type"], "error", "{value}");
             if value["type"] == "welcome" {
                 break value;
             }

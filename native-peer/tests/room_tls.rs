@@ -103,7 +103,7 @@ async fn an_untrusted_certificate_is_refused_with_what_to_do_and_no_join() {
         let detail = refused(&mut Peer::join_with(&url, &["--tls-ca", path(&wrong_ca)]));
         assert!(
             detail.contains("invalid peer certificate")
-                && detail.contains("checked against the certificates of --tls-ca only"),
+                && detail.contains("checked against the certificates of tls_ca only"),
             "{detail}"
         );
     })

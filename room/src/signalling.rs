@@ -56,6 +56,9 @@ pub enum InvalidApp {
     /// No channels, or more than [`AppInfo::MAX_CHANNELS`].
     #[error("{0} channels declared; 1 to {max} are allowed", max = AppInfo::MAX_CHANNELS)]
     ChannelCount(usize),
+    /// An application in a URL without its `app_version`.
+    #[error("an application needs its version (app_version)")]
+    NoVersion,
     /// A channel list in a URL that is not comma-separated channel kinds.
     #[error(
         "channel {0:?} is not one of unreliable, unreliable-sequenced, reliable-ordered, reliable-unordered"
@@ -276,7 +279,7 @@ impl UrlJoin {
     }
 
     /// The application it declares: none when `app` is absent; refused when `app` comes
-    /// without `app_version` and `channels`, or they are malformed.
+    /// without `app_version` or `channels`, or they are malformed.
     pub fn app_info(&self) -> Result<Option<AppInfo>, InvalidApp> {
         let Some(id) = &self.app else {
             return Ok(None);
@@ -285,7 +288,8 @@ impl UrlJoin {
             Some(list) => AppInfo::parse_channel_list(list)?,
             None => return Err(InvalidApp::ChannelCount(0)),
         };
-        let app = AppInfo::new(id.clone(), self.app_version.unwrap_or(0), channels);
+        let version = self.app_version.ok_or(InvalidApp::NoVersion)?;
+        let app = AppInfo::new(id.clone(), version, channels);
         app.validate()?;
         Ok(Some(app))
     }
@@ -981,6 +985,11 @@ mod tests {
         };
         assert!(half.clone().into_frame().is_err());
         assert!(half.app_info().is_err());
+        let unversioned = UrlJoin {
+            app_version: None,
+            ..UrlJoin::new("lobby", PeerKind::Browser).with_app(&ok)
+        };
+        assert_eq!(unversioned.app_info(), Err(InvalidApp::NoVersion));
     }
 
     #[test]

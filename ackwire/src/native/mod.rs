@@ -18,9 +18,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use ackwire_room::keys::NoiseKeys;
-use ackwire_room::member::{
-    Command, Event, Member, MemberConfig, Output, Route, TransportId,
-};
+use ackwire_room::member::{Command, Event, Member, MemberConfig, Output, Route, TransportId};
 use ackwire_room::signalling::{PeerKind, RoomUrl};
 use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::time::Instant;

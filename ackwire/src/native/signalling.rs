@@ -85,9 +85,11 @@ impl Trust {
     fn hint(&self) -> &'static str {
         match self {
             Trust::PublicRoots => {
-                "a server with a private CA or a self-signed certificate needs --tls-ca FILE (NativeOptions::tls_ca)"
+                "a server with a private CA or a self-signed certificate needs its CA trusted: NativeOptions::tls_ca, ackwire-peer --tls-ca FILE"
             }
-            Trust::Only(_) => "checked against the certificates of --tls-ca (NativeOptions::tls_ca) only",
+            Trust::Only(_) => {
+                "checked against the certificates of tls_ca only (ackwire-peer --tls-ca)"
+            }
         }
     }
 }

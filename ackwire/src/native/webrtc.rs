@@ -73,7 +73,12 @@ pub(crate) struct Session {
 impl Session {
     /// Starts peer connection `peer`; events go to `events` tagged with it. With `offer`,
     /// we create and send the offer; otherwise we wait for theirs.
-    pub(crate) fn start(peer: TransportId, offer: bool, ice: IceOptions, events: Events) -> Session {
+    pub(crate) fn start(
+        peer: TransportId,
+        offer: bool,
+        ice: IceOptions,
+        events: Events,
+    ) -> Session {
         let (commands, command_rx) = mpsc::unbounded_channel();
         let (datagrams, datagram_rx) = mpsc::channel(SEND_QUEUE);
         tokio::spawn(async move {

@@ -1,24 +1,17 @@
-//! `ackwire-peer join URL`: a native player in a room.
+//! `ackwire-peer join URL`: a native player of the demo, built on the `ackwire` crate's
+//! [`Room`](ackwire::Room) as any game would be: nothing here reaches below the public API.
 //!
-//! The peer joins through the signalling server's `/ws` as kind `native` with its UDP
-//! address, links to every browser in the room over a WebRTC data channel (the `webrtc`
-//! crate) and to every other native over raw UDP, plays the demo (its dot circles the
-//! field) and reports each link's stats once a second, exactly like a browser.
+//! It joins the room as a native (raw UDP to other natives, WebRTC to browsers), circles its
+//! dot on the position channel, greets each peer once when their link connects
+//! (`hello from native peer N`), answers every chat line from a browser with `echo: <text>`,
+//! and reports each link's stats once a second, as JSON lines (`--json`), a live terminal
+//! view, or log lines.
 //!
-//! Every decision about the room — links, roles, retries, identities across server restarts,
-//! stats reports — is the room member's (`ackwire_room::member`, shared with the browser
-//! driver). This module only moves bytes and events:
-//! - [`signalling`]: one WebSocket connection at a time, opened when the member asks.
-//! - [`webrtc`]: one RTCPeerConnection + data channel per WebRTC link attempt.
-//! - [`driver`]: the loop: the member, the UDP socket, sessions, sockets, timers, console.
-//!
-//! Chat: the native greets each peer once when their link connects
-//! (`hello from native peer N`) and answers every chat line from a browser peer with
-//! `echo: <text>` on the reliable channel, so a player sees a reliable message arrive once.
+//! - [`demo`]: the demo application (its id, channels, position bytes), shared with the page.
+//! - [`bot`]: the loop around the room's events.
 
-pub mod driver;
-pub mod signalling;
-pub mod webrtc;
+pub mod bot;
+pub mod demo;
 
 use std::net::{IpAddr, SocketAddr};
 use std::process::ExitCode;
@@ -60,6 +53,13 @@ pub struct JoinArgs {
     /// How long the outage of `--outage-at` lasts.
     #[arg(long, value_name = "SECS", requires = "outage_at")]
     pub outage_for: Option<f64>,
+    /// Declare another application than the demo (its id), e.g. to see the server refuse a
+    /// room that plays the demo.
+    #[arg(long, value_name = "ID", default_value = demo::APP_ID)]
+    pub app: String,
+    /// The declared application's version.
+    #[arg(long, value_name = "N", default_value_t = demo::APP_VERSION)]
+    pub app_version: u32,
     /// Reporting and emulation flags (emulation applies to each link, both directions).
     #[command(flatten)]
     pub common: CommonArgs,
@@ -69,14 +69,6 @@ pub struct JoinArgs {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum RoomError {
-    /// The URL is not `http(s)://HOST[:PORT]/room/NAME`.
-    #[error("room URL {url:?}: {reason}")]
-    BadUrl {
-        /// The URL given.
-        url: String,
-        /// What is wrong with it.
-        reason: &'static str,
-    },
     /// A flag value is invalid.
     #[error(transparent)]
     Arg(#[from] ArgError),
@@ -88,120 +80,30 @@ pub enum RoomError {
         /// What is wrong.
         reason: String,
     },
-    /// The UDP socket could not be bound.
-    #[error("cannot bind UDP {addr}: {source}")]
-    Bind {
-        /// The address.
-        addr: SocketAddr,
-        /// The OS error.
-        source: std::io::Error,
-    },
-    /// Bound to a wildcard address, and no route to the signalling server tells which
-    /// address other natives can reach.
-    #[error(
-        "--bind {bind} is a wildcard address and the route to {server} gives no address to advertise ({source}): give --advertise IP:PORT"
-    )]
-    NothingToAdvertise {
-        /// The bound address.
-        bind: SocketAddr,
-        /// The signalling server's `host:port`.
-        server: String,
-        /// Why the route could not be found.
-        source: std::io::Error,
-    },
-    /// The room member could not be set up (invalid emulation settings).
+    /// The room could not be joined (URL, configuration, socket).
     #[error(transparent)]
-    Member(#[from] ackwire_room::member::MemberError),
+    Join(ackwire::JoinError),
+    /// The server refused the room for good (another application plays it, say).
+    #[error("the server refused the room: {message} ({code})")]
+    Refused {
+        /// The server's code.
+        code: ackwire::ErrorCode,
+        /// Its words.
+        message: String,
+    },
     /// The async runtime could not start.
     #[error("cannot start the runtime: {0}")]
     Runtime(std::io::Error),
 }
 
-/// Where the room is: the WebSocket URL and the room name.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RoomUrl {
-    /// `ws://HOST:PORT/ws` (`wss://` behind TLS).
-    pub ws_url: String,
-    /// The room name.
-    pub room: String,
-}
-
-/// Parses a room page URL (`http(s)://HOST[:PORT]/room/NAME`, optionally with a trailing
-/// `/dashboard`, query or fragment) into the WebSocket URL (`ws://`, or `wss://` for https)
-/// and the room name.
-pub fn parse_room_url(url: &str) -> Result<RoomUrl, RoomError> {
-    let bad = |reason| RoomError::BadUrl {
-        url: url.to_owned(),
-        reason,
-    };
-    let (scheme, rest) = match url.split_once("://") {
-        Some(("http" | "ws", rest)) => ("ws", rest),
-        Some(("https" | "wss", rest)) => ("wss", rest),
-        _ => return Err(bad("expected http(s)://HOST[:PORT]/room/NAME")),
-    };
-    let rest = rest.split(['?', '#']).next().unwrap_or_default();
-    let (host, path) = rest
-        .split_once('/')
-        .ok_or_else(|| bad("no /room/NAME path"))?;
-    if host.is_empty() {
-        return Err(bad("no host"));
-    }
-    let room = path
-        .strip_prefix("room/")
-        .ok_or_else(|| bad("the path must be /room/NAME"))?
-        .split('/')
-        .next()
-        .unwrap_or_default();
-    let valid = (1..=64).contains(&room.len())
-        && room
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
-    if !valid {
-        return Err(bad("a room name is 1-64 characters of A-Z a-z 0-9 - _"));
-    }
-    Ok(RoomUrl {
-        ws_url: format!("{scheme}://{host}/ws"),
-        room: room.to_owned(),
-    })
-}
-
-impl RoomUrl {
-    /// The signalling server's `host:port` (the scheme's port when the URL gives none).
-    pub fn server(&self) -> String {
-        let (scheme, rest) = self
-            .ws_url
-            .split_once("://")
-            .unwrap_or(("ws", &self.ws_url));
-        let host = rest.split('/').next().unwrap_or_default();
-        let has_port = match host.rsplit_once(']') {
-            Some((_, after)) => after.starts_with(':'),
-            None => host.contains(':'),
-        };
-        if has_port {
-            host.to_owned()
-        } else {
-            let port = if scheme == "wss" { 443 } else { 80 };
-            format!("{host}:{port}")
+impl From<ackwire::JoinError> for RoomError {
+    fn from(e: ackwire::JoinError) -> RoomError {
+        match e {
+            // The library names the option; the command line, its flag.
+            ackwire::JoinError::TlsCa { path, reason } => RoomError::TlsCa { path, reason },
+            other => RoomError::Join(other),
         }
     }
-}
-
-/// The address of the interface this machine reaches `server` (`host:port`) through, in the
-/// family of `bind`: a UDP socket connected there picks the route, and nothing is sent.
-pub fn route_to(server: &str, bind: SocketAddr) -> std::io::Result<IpAddr> {
-    use std::net::ToSocketAddrs;
-    let target = server
-        .to_socket_addrs()?
-        .find(|a| a.is_ipv4() == bind.is_ipv4())
-        .ok_or_else(|| {
-            std::io::Error::new(
-                std::io::ErrorKind::NotFound,
-                "no address of --bind's family",
-            )
-        })?;
-    let probe = std::net::UdpSocket::bind(SocketAddr::new(bind.ip(), 0))?;
-    probe.connect(target)?;
-    Ok(probe.local_addr()?.ip())
 }
 
 /// Runs `join` until Ctrl-C, SIGTERM or `--duration`; the exit code says how it ended.
@@ -216,7 +118,7 @@ pub fn main(args: &JoinArgs) -> ExitCode {
                     crate::peer::stop_signal().await;
                     tracing::info!("interrupted, leaving the room");
                 };
-                driver::run(args, stop).await
+                bot::run(args, stop).await
             })
         });
     match result {
@@ -224,71 +126,15 @@ pub fn main(args: &JoinArgs) -> ExitCode {
         Err(e) => {
             tracing::error!("{e}");
             match e {
-                RoomError::BadUrl { .. }
-                | RoomError::Arg(_)
+                RoomError::Arg(_)
                 | RoomError::TlsCa { .. }
-                | RoomError::NothingToAdvertise { .. } => ExitCode::from(2),
+                | RoomError::Join(
+                    ackwire::JoinError::Url(_)
+                    | ackwire::JoinError::Config(_)
+                    | ackwire::JoinError::NothingToAdvertise { .. },
+                ) => ExitCode::from(2),
                 _ => ExitCode::FAILURE,
             }
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn room_page_urls_give_the_websocket_and_the_room() {
-        let parsed = parse_room_url("http://127.0.0.1:8080/room/lobby").unwrap();
-        assert_eq!(parsed.ws_url, "ws://127.0.0.1:8080/ws");
-        assert_eq!(parsed.room, "lobby");
-        let dashboard = parse_room_url("http://example.org/room/a-b_1/dashboard?x=1").unwrap();
-        assert_eq!(dashboard.ws_url, "ws://example.org/ws");
-        assert_eq!(dashboard.room, "a-b_1");
-        let tls = parse_room_url("https://play.example.org/room/lobby").unwrap();
-        assert_eq!(tls.ws_url, "wss://play.example.org/ws");
-    }
-
-    #[test]
-    fn the_server_address_has_the_urls_port_or_the_schemes() {
-        let server = |url: &str| parse_room_url(url).unwrap().server();
-        assert_eq!(server("http://127.0.0.1:8080/room/lobby"), "127.0.0.1:8080");
-        assert_eq!(server("http://example.org/room/lobby"), "example.org:80");
-        assert_eq!(server("https://example.org/room/lobby"), "example.org:443");
-        assert_eq!(server("http://[::1]:9000/room/lobby"), "[::1]:9000");
-        assert_eq!(
-            server("https://[2001:db8::1]/room/lobby"),
-            "[2001:db8::1]:443"
-        );
-    }
-
-    #[test]
-    fn a_wildcard_bind_advertises_the_interface_the_server_is_reached_through() {
-        // The signalling server on loopback: loopback is the way there (nothing is sent).
-        let any: SocketAddr = "0.0.0.0:0".parse().unwrap();
-        let ip = route_to("127.0.0.1:8080", any).unwrap();
-        assert_eq!(ip, IpAddr::from([127, 0, 0, 1]));
-        // No address of the bound family: a clear error, not a wrong address.
-        let v6_only = route_to("[::1]:8080", any).unwrap_err();
-        assert_eq!(v6_only.kind(), std::io::ErrorKind::NotFound);
-    }
-
-    #[test]
-    fn urls_without_a_valid_room_are_refused_with_the_reason() {
-        for url in [
-            "127.0.0.1:8080/room/lobby",
-            "http://127.0.0.1:8080/",
-            "http://127.0.0.1:8080/dashboard",
-            "http://127.0.0.1:8080/room/",
-            "http://127.0.0.1:8080/room/bad%20name",
-            "ftp://example.org/room/lobby",
-            "http:///room/lobby",
-        ] {
-            assert!(
-                matches!(parse_room_url(url), Err(RoomError::BadUrl { .. })),
-                "{url}"
-            );
         }
     }
 }

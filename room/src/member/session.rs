@@ -118,7 +118,7 @@ impl Member {
     }
 
     pub(super) fn session_timeout(&mut self, now: Duration) {
-        if !self.session.reconnect_at.is_some_and(|at| now >= at) {
+        if self.session.reconnect_at.is_none_or(|at| now < at) {
             return;
         }
         self.session.reconnect_at = None;
