@@ -508,6 +508,111 @@ fn parse_hello(bytes: &[u8]) -> Option<(u64, impl Iterator<Item = (u8, u32)> + C
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ackwire_core::{Accept, Acceptor, ConnectionConfig, ConnectionEvent};
+    use std::time::Duration;
+
+    /// One app channel (reliable-ordered, 0) and the member's (1); a lost hello is resent
+    /// only after the next packet, which then carries the app's messages alone.
+    fn config() -> ConnectionConfig {
+        ConnectionConfig {
+            channels: vec![ChannelKind::ReliableOrdered, ChannelKind::ReliableOrdered],
+            min_resend_interval: Duration::from_millis(300),
+            ..ConnectionConfig::default()
+        }
+    }
+
+    /// A connected pair (connector, acceptor), datagrams handed straight across.
+    fn pair(now: Duration) -> (Connection, Connection) {
+        let mut acceptor = Acceptor::new(config(), [3; 32]).unwrap();
+        let mut client = Connection::connect(config(), now).unwrap();
+        let (mut buf, mut reply) = ([0u8; 1200], [0u8; 128]);
+        loop {
+            let len = client.poll_transmit(now, &mut buf).unwrap().unwrap();
+            match acceptor
+                .receive(now, b"peer", &buf[..len], &mut reply)
+                .unwrap()
+            {
+                Accept::Reply { len } => client.receive(now, &reply[..len]).unwrap(),
+                Accept::Connection(server) => {
+                    let mut server = *server;
+                    // The connector hears it is accepted from the acceptor's first packet.
+                    while let Some(len) = server.poll_transmit(now, &mut buf).unwrap() {
+                        client.receive(now, &buf[..len]).unwrap();
+                    }
+                    while client.poll_event().is_some() {}
+                    while server.poll_event().is_some() {}
+                    return (client, server);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Moves `from`'s due packets to `to` (those `keep` lets through), and hands what `to`'s
+    /// core delivers to its delivery; the payloads delivered to the app are appended to `got`.
+    fn carry(
+        now: Duration,
+        from: &mut Connection,
+        to: &mut Connection,
+        delivery: &mut Delivery,
+        got: &mut Vec<Vec<u8>>,
+        mut keep: impl FnMut(&[u8]) -> bool,
+    ) {
+        let mut buf = [0u8; 1200];
+        while let Some(len) = from.poll_transmit(now, &mut buf).unwrap() {
+            if keep(&buf[..len]) {
+                to.receive(now, &buf[..len]).unwrap();
+            }
+        }
+        while let Some(event) = to.poll_event() {
+            if let ConnectionEvent::Message { channel, bytes } = event {
+                delivery
+                    .arrived(to, channel, bytes, &mut |_, b| got.push(b))
+                    .unwrap();
+            }
+        }
+        delivery.flush(to);
+    }
+
+    #[test]
+    fn a_copy_is_kept_until_the_peer_took_our_hello_so_messages_it_held_are_not_lost() {
+        let kinds = [ChannelKind::ReliableOrdered];
+        let (mut sender, mut receiver) = (Delivery::new(1, &kinds), Delivery::new(2, &kinds));
+        let mut got = Vec::new();
+        let mut now = Duration::ZERO;
+        // A connection whose first packet (the sender's hello) is lost.
+        let (mut s, mut r) = pair(now);
+        sender.connected(&mut s);
+        receiver.connected(&mut r);
+        carry(now, &mut s, &mut r, &mut receiver, &mut got, |_| false);
+        sender.send(&mut s, 0, b"one").unwrap();
+        sender.send(&mut s, 0, b"two").unwrap();
+        // The next packet (a send interval later) carries them, and arrives.
+        now += Duration::from_millis(100);
+        carry(now, &mut s, &mut r, &mut receiver, &mut got, |_| true);
+        assert!(got.is_empty(), "held until the hello comes");
+        // The receiver's core acked them (its packet reaches the sender); the sender must
+        // keep its copies: the receiver only holds them.
+        carry(now, &mut r, &mut s, &mut sender, &mut Vec::new(), |_| true);
+        assert_eq!(
+            s.reliable_ids(0).map(|(oldest, _)| oldest),
+            Some(2),
+            "acked by the core"
+        );
+        assert_eq!(sender.retained(), 2, "kept: no hello-ack yet");
+        // The link dies; the next connection brings them, once.
+        now += Duration::from_secs(1);
+        let (mut s, mut r) = pair(now);
+        sender.connected(&mut s);
+        receiver.connected(&mut r);
+        for _ in 0..10 {
+            now += Duration::from_millis(100);
+            carry(now, &mut s, &mut r, &mut receiver, &mut got, |_| true);
+            carry(now, &mut r, &mut s, &mut sender, &mut Vec::new(), |_| true);
+        }
+        assert_eq!(got, [b"one".to_vec(), b"two".to_vec()]);
+        assert_eq!(sender.retained(), 0, "confirmed once the hello was taken");
+    }
 
     #[test]
     fn varints_round_trip_and_overlong_ones_are_refused() {

@@ -143,6 +143,8 @@ pub struct World {
     blackout: BTreeSet<(usize, usize)>,
     /// Pairs whose raw UDP datagrams are dropped (a symmetric NAT, a firewall), WebRTC not.
     udp_blocked: BTreeSet<(usize, usize)>,
+    /// `(from, to)`: data from `from` to `to` is dropped, the other way passes.
+    one_way: BTreeSet<(usize, usize)>,
     udp_owner: HashMap<SocketAddr, usize>,
     /// Frames the server relayed (signals), for tests that count negotiations.
     pub offers_relayed: usize,
@@ -170,6 +172,7 @@ impl World {
             pc_by_transport: HashMap::new(),
             blackout: BTreeSet::new(),
             udp_blocked: BTreeSet::new(),
+            one_way: BTreeSet::new(),
             udp_owner: HashMap::new(),
             offers_relayed: 0,
             offers: Vec::new(),
@@ -572,6 +575,20 @@ impl World {
         }
     }
 
+    /// The server loses member `n`'s socket and forgets it (as after its grace ran out): the
+    /// room hears it was lost; `n` finds its socket closed, and its resume is rejected, so it
+    /// joins afresh with its instance. Its links, and its members' memory of it, diverge: the
+    /// others forget it, it remembers them.
+    pub fn forget_member(&mut self, n: usize) {
+        if let Some(server) = &mut self.server
+            && let Some(i) = server.peers.iter().position(|p| p.member == n)
+        {
+            let gone = server.peers.remove(i);
+            self.announce_left(gone.info.id, LeaveReason::Lost);
+        }
+        self.drop_socket(n);
+    }
+
     /// The server forgets member `n`'s resume token (as after its grace ran out, while the
     /// entry itself is still there): its next resume is rejected.
     pub fn forget_token(&mut self, n: usize) {
@@ -598,6 +615,16 @@ impl World {
             self.blackout.insert(key);
         } else {
             self.blackout.remove(&key);
+        }
+    }
+
+    /// Drops the data from `from` to `to` (the other way passes): `to` hears nothing of
+    /// `from`, `from` hears `to`.
+    pub fn set_one_way_blackout(&mut self, from: usize, to: usize, on: bool) {
+        if on {
+            self.one_way.insert((from, to));
+        } else {
+            self.one_way.remove(&(from, to));
         }
     }
 
@@ -784,7 +811,10 @@ impl World {
                 let Some(&to) = self.udp_owner.get(&addr) else {
                     return;
                 };
-                if self.blocked(n, to) || self.udp_blocked.contains(&(n.min(to), n.max(to))) {
+                if self.blocked(n, to)
+                    || self.one_way.contains(&(n, to))
+                    || self.udp_blocked.contains(&(n.min(to), n.max(to)))
+                {
                     return;
                 }
                 let from = self.nodes[n].udp.expect("a native sends UDP");
@@ -806,7 +836,11 @@ impl World {
                     return;
                 };
                 let r = &self.pcs[remote];
-                if !r.open || r.closed || self.blocked(n, r.owner) {
+                if !r.open
+                    || r.closed
+                    || self.blocked(n, r.owner)
+                    || self.one_way.contains(&(n, r.owner))
+                {
                     return;
                 }
                 let (to, transport) = (r.owner, r.transport);

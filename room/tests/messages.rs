@@ -1,0 +1,491 @@
+//! The room member's message API in virtual time: each channel's promise under loss, reliable
+//! messages across lost links and server restarts, what is handed back when a peer goes for
+//! good, the application check, and every refusal (`world/mod.rs` is the room).
+
+mod world;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ackwire_core::emulator::EmulatorConfig;
+use ackwire_room::emulation::Emulation;
+use ackwire_room::member::{
+    Event, LinkState, Member, MemberConfig, MemberError, Output, PeerId, SendError, SignallingState,
+};
+use ackwire_room::signalling::{AppInfo, ErrorCode, PeerKind};
+use world::{CHAT, World};
+
+const S: Duration = Duration::from_secs(1);
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// 10 % loss each way on every link, with some latency and jitter.
+fn lossy(config: &mut MemberConfig) {
+    config.emulation = Some(Emulation {
+        config: EmulatorConfig {
+            latency: ms(20),
+            jitter: ms(10),
+            loss_percent: 10.0,
+            ..EmulatorConfig::default()
+        },
+        seed: 7 + config.secret[0] as u64,
+        impair_after: Duration::ZERO,
+    });
+}
+
+/// The numbers `n` received on `channel`, in arrival order.
+fn numbers(w: &World, n: usize, channel: u8) -> Vec<u32> {
+    w.nodes[n]
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Message {
+                channel: c, bytes, ..
+            } if *c == channel => Some(u32::from_le_bytes(bytes[..4].try_into().unwrap())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The chat lines `n` received, in order.
+fn lines(w: &World, n: usize) -> Vec<String> {
+    w.nodes[n]
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Message {
+                channel: CHAT,
+                bytes,
+                ..
+            } => Some(String::from_utf8(bytes.clone()).unwrap()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn each_channel_keeps_its_promise_under_loss(kind: PeerKind) {
+    let mut w = World::new();
+    let a = w.add(kind, lossy);
+    let b = w.add(kind, lossy);
+    w.run_until_true(10 * S, "linked", |w| w.fully_linked(&[a, b]));
+    let to_b = w.peer(a, b);
+    for i in 0u32..300 {
+        let bytes = i.to_le_bytes();
+        w.with(a, |m, now| {
+            m.send(now, to_b, 1, &bytes).unwrap();
+            m.send(now, to_b, 2, &bytes).unwrap();
+            m.send_latest(now, to_b, 0, &bytes).unwrap();
+            m.send(now, to_b, 3, &bytes).unwrap();
+        });
+        w.run_for(ms(10));
+    }
+    w.run_for(10 * S);
+    // Reliable-ordered: every one, once, in order.
+    assert_eq!(numbers(&w, b, 1), (0..300).collect::<Vec<_>>(), "{kind:?}");
+    // Reliable-unordered: every one, once.
+    let mut unordered = numbers(&w, b, 2);
+    unordered.sort();
+    assert_eq!(unordered, (0..300).collect::<Vec<_>>(), "{kind:?}");
+    // Sequenced: never an older one after a newer one; some lost to the 10 %.
+    let sequenced = numbers(&w, b, 0);
+    assert!(sequenced.windows(2).all(|p| p[0] < p[1]), "{sequenced:?}");
+    assert!(
+        sequenced.len() > 10 && sequenced.len() < 300,
+        "{}",
+        sequenced.len()
+    );
+    // Unreliable: some lost, none twice.
+    let mut unreliable = numbers(&w, b, 3);
+    let got = unreliable.len();
+    unreliable.sort();
+    unreliable.dedup();
+    assert_eq!(unreliable.len(), got);
+    assert!(got < 300, "10 % loss loses some");
+    assert_eq!(w.link(a, b).unwrap().unconfirmed, 0, "every copy confirmed");
+}
+
+#[test]
+fn each_channel_keeps_its_promise_under_loss_between_natives() {
+    each_channel_keeps_its_promise_under_loss(PeerKind::Native);
+}
+
+#[test]
+fn each_channel_keeps_its_promise_under_loss_between_browsers() {
+    each_channel_keeps_its_promise_under_loss(PeerKind::Browser);
+}
+
+#[test]
+fn send_latest_replaces_what_a_channel_has_not_sent() {
+    let mut w = World::new();
+    let a = w.add(PeerKind::Native, |_| {});
+    let b = w.add(PeerKind::Native, |_| {});
+    w.run_until_true(2 * S, "linked", |w| w.fully_linked(&[a, b]));
+    let to_b = w.peer(a, b);
+    // A hundred values within one packet interval: the packet carries the newest only.
+    w.with(a, |m, now| {
+        for i in 0u32..100 {
+            m.send_latest(now, to_b, 0, &i.to_le_bytes()).unwrap();
+        }
+    });
+    w.run_for(S);
+    assert_eq!(numbers(&w, b, 0), [99]);
+}
+
+/// Chat lines sent by `from` while its cable is pulled (before the idle timeout ends the
+/// link) arrive at `to` exactly once, in order, once the link is back.
+fn lines_sent_while_a_link_dies_arrive_once_after_it_recovers(kinds: [PeerKind; 2], restart: bool) {
+    let mut w = World::new();
+    let a = w.add(kinds[0], |_| {});
+    let b = w.add(kinds[1], |_| {});
+    w.run_until_true(5 * S, "linked", |w| w.fully_linked(&[a, b]));
+    w.say(a, "before");
+    w.run_for(S);
+    w.nodes[a].member.set_outage(true);
+    let sent: Vec<String> = (0..40).map(|i| format!("line {i}")).collect();
+    for line in &sent {
+        // Queued while the link is still up: the core has not timed out yet.
+        assert_eq!(w.say(a, line), 1, "{line}");
+        w.run_for(ms(150));
+    }
+    if restart {
+        w.kill_server();
+        w.run_for(S);
+        w.start_server();
+    }
+    w.run_until_true(15 * S, "the link lost", |w| {
+        w.links(a).iter().all(|l| l.state != LinkState::Connected)
+    });
+    assert!(w.link(a, b).map_or(true, |l| l.unconfirmed > 0) || restart);
+    w.nodes[a].member.set_outage(false);
+    w.run_until_true(30 * S, "recovered", |w| w.fully_linked(&[a, b]));
+    w.run_for(3 * S);
+    let mut expected = vec!["before".to_owned()];
+    expected.extend(sent);
+    assert_eq!(lines(&w, b), expected, "{kinds:?} restart {restart}");
+    assert_eq!(w.link(a, b).unwrap().unconfirmed, 0);
+}
+
+#[test]
+fn reliable_lines_sent_while_a_link_dies_arrive_once_in_order_after_it_recovers() {
+    use PeerKind::{Browser, Native};
+    for kinds in [
+        [Browser, Browser],
+        [Native, Native],
+        [Browser, Native],
+        [Native, Browser],
+    ] {
+        lines_sent_while_a_link_dies_arrive_once_after_it_recovers(kinds, false);
+    }
+}
+
+#[test]
+fn reliable_lines_sent_while_a_link_dies_arrive_once_across_a_server_restart() {
+    use PeerKind::{Browser, Native};
+    for kinds in [[Browser, Browser], [Native, Native]] {
+        lines_sent_while_a_link_dies_arrive_once_after_it_recovers(kinds, true);
+    }
+}
+
+#[test]
+fn lines_to_a_peer_that_goes_for_good_come_back_as_undelivered_once_in_order() {
+    let mut w = World::new();
+    let a = w.add(PeerKind::Browser, |_| {});
+    let b = w.add(PeerKind::Browser, |_| {});
+    w.run_until_true(2 * S, "linked", |w| w.fully_linked(&[a, b]));
+    let to_b = w.peer(a, b);
+    w.set_blackout(a, b, true);
+    for i in 0..5 {
+        w.say(a, &format!("unheard {i}"));
+    }
+    w.run_for(ms(200));
+    w.vanish(b);
+    w.run_until_true(5 * S, "b gone", |w| w.links(a).is_empty());
+    let undelivered: Vec<(PeerId, u8, String)> = w.nodes[a]
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Undelivered {
+                peer,
+                channel,
+                bytes,
+            } => Some((*peer, *channel, String::from_utf8(bytes.clone()).unwrap())),
+            _ => None,
+        })
+        .collect();
+    let expected: Vec<_> = (0..5)
+        .map(|i| (to_b, CHAT, format!("unheard {i}")))
+        .collect();
+    assert_eq!(undelivered, expected);
+    assert!(w.nodes[a].events.iter().any(|e| matches!(
+        e,
+        Event::PeerLeft { peer, reason: ackwire_room::member::GoneReason::Lost, .. } if *peer == to_b
+    )));
+}
+
+#[test]
+fn a_peer_that_forgot_us_and_meets_us_again_gets_every_line_once_both_ways() {
+    let mut w = World::new();
+    let a = w.add(PeerKind::Native, |_| {});
+    let b = w.add(PeerKind::Native, |_| {});
+    w.run_until_true(2 * S, "linked", |w| w.fully_linked(&[a, b]));
+    w.say(a, "a1");
+    w.say(b, "b1");
+    w.run_for(S);
+    // The server forgets b: a forgets it too (and meets it as a new peer); b keeps its link
+    // to a, renamed, and its count of what a sent.
+    w.forget_member(b);
+    w.run_until_true(10 * S, "linked again", |w| {
+        w.fully_linked(&[a, b])
+            && w.nodes[a]
+                .events
+                .iter()
+                .filter(|e| matches!(e, Event::PeerJoined { .. }))
+                .count()
+                == 2
+    });
+    w.say(a, "a2");
+    w.say(b, "b2");
+    w.run_for(2 * S);
+    assert_eq!(lines(&w, b), ["a1", "a2"]);
+    assert_eq!(lines(&w, a), ["b1", "b2"]);
+}
+
+#[test]
+fn a_room_playing_another_application_refuses_the_join_and_the_member_stops_saying_why() {
+    let mut w = World::new();
+    let a = w.add(PeerKind::Browser, |_| {});
+    let other = AppInfo::new(
+        "another-game",
+        1,
+        [ackwire_core::ChannelKind::ReliableOrdered],
+    );
+    let b = w.add(PeerKind::Browser, |c| c.app = other);
+    w.run_for(5 * S);
+    let refused = w.nodes[b].events.iter().find_map(|e| match e {
+        Event::Refused { code, message } => Some((*code, message.clone())),
+        _ => None,
+    });
+    assert!(
+        matches!(refused, Some((ErrorCode::AppMismatch, _))),
+        "{refused:?}"
+    );
+    assert_eq!(
+        w.nodes[b].member.signalling_state(),
+        SignallingState::Closed
+    );
+    assert_eq!(
+        w.nodes[b].member.poll_timeout(),
+        None,
+        "no retry: it cannot pass"
+    );
+    assert!(
+        w.links(a).is_empty() && w.links(b).is_empty(),
+        "never linked"
+    );
+    assert_eq!(w.nodes[b].url_joins, 1, "one try");
+}
+
+#[test]
+fn bad_sends_are_refused_with_typed_errors_and_send_nothing() {
+    let mut w = World::new();
+    let a = w.add(PeerKind::Native, |_| {});
+    let b = w.add(PeerKind::Native, |_| {});
+    w.run_until_true(2 * S, "linked", |w| w.fully_linked(&[a, b]));
+    let to_b = w.peer(a, b);
+    let now = w.now;
+    let before = w.link(a, b).unwrap().stats.unwrap().messages_sent;
+    let m = &mut w.nodes[a].member;
+    while m.poll_output().is_some() {}
+    let unreliable_max = m.max_message_size(0).unwrap();
+    let reliable_max = m.max_message_size(CHAT).unwrap();
+    assert_eq!(
+        m.max_message_size(4),
+        None,
+        "the member's own channel is not the app's"
+    );
+    let refusals = [
+        (
+            m.send(now, PeerId(99), CHAT, b"x"),
+            SendError::UnknownPeer(PeerId(99)),
+        ),
+        (m.send(now, to_b, 4, b"x"), SendError::UnknownChannel(4)),
+        (m.send(now, to_b, 200, b"x"), SendError::UnknownChannel(200)),
+        (
+            m.send(now, to_b, 0, &vec![0; unreliable_max + 1]),
+            SendError::TooLarge {
+                channel: 0,
+                len: unreliable_max + 1,
+                max: unreliable_max,
+            },
+        ),
+        (
+            m.send(now, to_b, CHAT, &vec![0; reliable_max + 1]),
+            SendError::TooLarge {
+                channel: CHAT,
+                len: reliable_max + 1,
+                max: reliable_max,
+            },
+        ),
+        (
+            m.send_latest(now, to_b, CHAT, b"x"),
+            SendError::Reliable { channel: CHAT },
+        ),
+        (
+            m.broadcast(now, 0, &vec![0; unreliable_max + 1])
+                .map(|_| ()),
+            SendError::TooLarge {
+                channel: 0,
+                len: unreliable_max + 1,
+                max: unreliable_max,
+            },
+        ),
+    ];
+    for (got, expected) in refusals {
+        assert_eq!(got, Err(expected));
+    }
+    assert!(!m.has_output(), "nothing to send after refusals");
+    // The largest messages pass.
+    m.send(now, to_b, 0, &vec![0; unreliable_max]).unwrap();
+    let after = w.link(a, b).unwrap().stats.unwrap().messages_sent;
+    assert_eq!(after, before + 1);
+    // A peer whose link is down: not connected.
+    w.set_blackout(a, b, true);
+    w.run_until_true(15 * S, "link lost", |w| !w.connected(a, b));
+    let now = w.now;
+    assert_eq!(
+        w.nodes[a].member.send(now, to_b, CHAT, b"x"),
+        Err(SendError::NotConnected(to_b))
+    );
+    assert_eq!(w.nodes[a].member.broadcast(now, CHAT, b"x"), Ok(0));
+    // A member that left: closed.
+    w.nodes[a].member.close(now);
+    assert_eq!(
+        w.nodes[a].member.send(now, to_b, CHAT, b"x"),
+        Err(SendError::Closed)
+    );
+}
+
+#[test]
+fn a_full_reliable_window_pushes_back_and_queues_nothing() {
+    let mut w = World::new();
+    let a = w.add(PeerKind::Native, |_| {});
+    let b = w.add(PeerKind::Native, |_| {});
+    w.run_until_true(2 * S, "linked", |w| w.fully_linked(&[a, b]));
+    let to_b = w.peer(a, b);
+    w.set_blackout(a, b, true);
+    let now = w.now;
+    let m = &mut w.nodes[a].member;
+    let mut sent = 0;
+    let refused = loop {
+        match m.send(now, to_b, CHAT, b"x") {
+            Ok(()) => sent += 1,
+            Err(e) => break e,
+        }
+    };
+    assert_eq!(
+        refused,
+        SendError::Full {
+            peer: to_b,
+            channel: CHAT
+        }
+    );
+    assert!(sent >= 1000, "{sent}");
+    // A broadcast that one peer cannot take goes to none.
+    assert_eq!(
+        m.broadcast(now, CHAT, b"y"),
+        Err(SendError::Full {
+            peer: to_b,
+            channel: CHAT
+        })
+    );
+    assert_eq!(w.link(a, b).unwrap().unconfirmed, sent);
+}
+
+#[test]
+fn encrypted_links_refuse_a_datagram_size_without_room_for_the_tag_where_it_is_configured() {
+    let mut config = MemberConfig::new("lobby", world::app(), PeerKind::Native, "inst");
+    config.udp_addr = Some("127.0.0.1:4000".parse().unwrap());
+    config.udp_keys = Some(Arc::new(ackwire_room::keys::NoiseKeys::generate()));
+    let min = ackwire_core::MIN_PROTECTED_DATAGRAM_SIZE;
+    config.connection.max_datagram_size = min - 1;
+    match Member::new(config.clone(), Duration::ZERO) {
+        Err(MemberError::DatagramTooSmall { size, min: said }) => {
+            assert_eq!((size, said), (min - 1, min));
+        }
+        other => panic!("{other:?}"),
+    }
+    config.connection.max_datagram_size = min;
+    assert!(Member::new(config.clone(), Duration::ZERO).is_ok());
+    // Without keys (browsers, `--insecure`) the plain minimum is enough.
+    config.udp_keys = None;
+    config.connection.max_datagram_size = ackwire_core::MIN_DATAGRAM_SIZE;
+    assert!(Member::new(config, Duration::ZERO).is_ok());
+}
+
+#[test]
+fn members_of_different_applications_never_complete_a_handshake() {
+    // Even with no server between them (a server that did not check): the core's protocol id
+    // is the application's.
+    let a = MemberConfig::new("lobby", world::app(), PeerKind::Native, "a").link_config();
+    let mut other_app = world::app();
+    other_app.version += 1;
+    let b = MemberConfig::new("lobby", other_app, PeerKind::Native, "b").link_config();
+    assert_ne!(a.protocol_id, b.protocol_id);
+    assert_eq!(
+        a.channels.len(),
+        world::app().channels.len() + 1,
+        "plus the member's own"
+    );
+}
+
+#[test]
+fn a_member_with_nothing_to_do_outputs_nothing_and_frees_what_it_sent() {
+    let mut w = World::new();
+    let a = w.add(PeerKind::Native, |_| {});
+    let b = w.add(PeerKind::Native, |_| {});
+    w.run_until_true(2 * S, "linked", |w| w.fully_linked(&[a, b]));
+    for i in 0..50 {
+        w.say(a, &format!("{i}"));
+        w.run_for(ms(50));
+    }
+    w.run_for(3 * S);
+    assert_eq!(lines(&w, b).len(), 50);
+    assert_eq!(
+        w.link(a, b).unwrap().unconfirmed,
+        0,
+        "the copies were freed"
+    );
+    let _ = Output::CloseSignalling;
+}
+
+#[test]
+fn lines_delivered_whose_acks_were_lost_are_not_delivered_again_on_the_next_link() {
+    use PeerKind::{Browser, Native};
+    for kinds in [[Native, Native], [Browser, Browser]] {
+        let mut w = World::new();
+        let a = w.add(kinds[0], |_| {});
+        let b = w.add(kinds[1], |_| {});
+        w.run_until_true(5 * S, "linked", |w| w.fully_linked(&[a, b]));
+        // b hears a, a hears nothing of b: b takes the lines in, a never learns it.
+        w.set_one_way_blackout(b, a, true);
+        let sent: Vec<String> = (0..20).map(|i| format!("line {i}")).collect();
+        for line in &sent {
+            w.say(a, line);
+            w.run_for(ms(100));
+        }
+        w.run_until_true(5 * S, "b has them all", |w| lines(w, b).len() == 20);
+        assert_eq!(w.link(a, b).unwrap().unconfirmed, 20, "none confirmed to a");
+        // a's link times out; the next one carries a's copies again, which b drops.
+        w.run_until_true(15 * S, "the link lost", |w| !w.connected(a, b));
+        w.set_one_way_blackout(b, a, false);
+        w.run_until_true(30 * S, "recovered", |w| w.fully_linked(&[a, b]));
+        w.say(a, "after");
+        w.run_for(3 * S);
+        let mut expected = sent.clone();
+        expected.push("after".into());
+        assert_eq!(lines(&w, b), expected, "{kinds:?}");
+        assert_eq!(w.link(a, b).unwrap().unconfirmed, 0, "{kinds:?}");
+    }
+}
