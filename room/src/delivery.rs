@@ -65,6 +65,10 @@ pub enum DeliveryError {
     /// More reliable messages arrived before the connection's hello than any peer sends.
     #[error("too many messages before the hello")]
     TooManyHeld,
+    /// Our own control message (hello, hello-ack) could not be queued: without it the peer
+    /// holds our messages, or keeps its copies, forever, so the link must start over.
+    #[error("the control channel refused a message: {0}")]
+    ControlRefused(SendError),
 }
 
 /// Writes `value` as LEB128 into `out`.
@@ -315,8 +319,8 @@ impl Delivery {
     }
 
     /// A new connection is up: say hello, then send every copy the peer has not confirmed,
-    /// in order.
-    pub(crate) fn connected(&mut self, core: &mut Connection) {
+    /// in order. On error the connection cannot carry reliable messages: drop it.
+    pub(crate) fn connected(&mut self, core: &mut Connection) -> Result<(), DeliveryError> {
         self.hello_in = false;
         self.hello_acked = false;
         self.held.clear();
@@ -336,9 +340,10 @@ impl Delivery {
                 retained.ids = None;
             }
         }
-        // The control channel is empty on a new connection: the hello always fits.
-        let _ = core.send(self.control, &hello);
+        core.send(self.control, &hello)
+            .map_err(DeliveryError::ControlRefused)?;
         self.flush(core);
+        Ok(())
     }
 
     /// Queues copies that did not fit the window yet, in order; drops the copies the peer
@@ -445,7 +450,8 @@ impl Delivery {
                 let mut ack = [0u8; 9];
                 ack[0] = HELLO_ACK;
                 ack[1..].copy_from_slice(&life.to_le_bytes());
-                let _ = core.send(self.control, &ack);
+                core.send(self.control, &ack)
+                    .map_err(DeliveryError::ControlRefused)?;
                 for (channel, bytes) in std::mem::take(&mut self.held) {
                     // A held copy that fails now is dropped, as on arrival.
                     if let Ok(Arrived::Deliver(bytes)) = self.accept(channel, bytes) {
@@ -582,8 +588,8 @@ mod tests {
         let mut now = Duration::ZERO;
         // A connection whose first packet (the sender's hello) is lost.
         let (mut s, mut r) = pair(now);
-        sender.connected(&mut s);
-        receiver.connected(&mut r);
+        sender.connected(&mut s).unwrap();
+        receiver.connected(&mut r).unwrap();
         carry(now, &mut s, &mut r, &mut receiver, &mut got, |_| false);
         sender.send(&mut s, 0, b"one").unwrap();
         sender.send(&mut s, 0, b"two").unwrap();
@@ -603,8 +609,8 @@ mod tests {
         // The link dies; the next connection brings them, once.
         now += Duration::from_secs(1);
         let (mut s, mut r) = pair(now);
-        sender.connected(&mut s);
-        receiver.connected(&mut r);
+        sender.connected(&mut s).unwrap();
+        receiver.connected(&mut r).unwrap();
         for _ in 0..10 {
             now += Duration::from_millis(100);
             carry(now, &mut s, &mut r, &mut receiver, &mut got, |_| true);

@@ -713,6 +713,7 @@ impl Member {
         match event {
             CoreEvent::Connected => {
                 let attempt = std::mem::replace(&mut link.attempt, Attempt::Idle);
+                let mut refused = None;
                 link.attempt = match attempt {
                     Attempt::Open {
                         transport,
@@ -720,12 +721,17 @@ impl Member {
                         ..
                     } => {
                         if let Some(connection) = core.connected_mut() {
-                            link.delivery.connected(connection);
+                            refused = link.delivery.connected(connection).err();
                         }
                         Attempt::Connected { transport, core }
                     }
                     other => other,
                 };
+                if let Some(e) = refused {
+                    self.lose(now, i, Failure::Protocol(e.to_string()));
+                    return Ok(());
+                }
+                let link = &mut self.links[i];
                 link.attempts = 0;
                 link.reason = None;
                 let mut info = link.info(now);
