@@ -1,0 +1,242 @@
+//! The `Room` API between native programs: two rooms in one process join a real signal
+//! server on loopback and talk over real UDP sockets, through the core's emulator where a
+//! test wants loss. What a game sees: joins, links, messages on every channel kind with each
+//! kind's promise, refusals with their reasons, and typed errors for bad sends.
+#![cfg(feature = "rooms")]
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use ackwire::{
+    App, ChannelKind, Emulation, EmulatorConfig, ErrorCode, Event, JoinError, LinkState,
+    MemberError, PeerId, Room, RoomConfig, SendError, SignallingState,
+};
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio::time::timeout;
+
+/// A signal server in this process, on loopback; stopped when dropped.
+struct Server {
+    addr: SocketAddr,
+    _stop: oneshot::Sender<()>,
+}
+
+async fn server() -> Server {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = oneshot::channel();
+    let config = ackwire_signal::config::Config {
+        bind: addr,
+        ..ackwire_signal::config::Config::default()
+    };
+    tokio::spawn(async move {
+        let _ = ackwire_signal::serve(listener, config, async {
+            let _ = stopped.await;
+        })
+        .await;
+    });
+    Server { addr, _stop: stop }
+}
+
+/// Every kind of channel: 0 unreliable, 1 sequenced, 2 reliable-ordered, 3 reliable-unordered.
+fn app() -> App {
+    App::new(
+        "rooms-test",
+        1,
+        [
+            ChannelKind::Unreliable,
+            ChannelKind::UnreliableSequenced,
+            ChannelKind::ReliableOrdered,
+            ChannelKind::ReliableUnordered,
+        ],
+    )
+}
+
+fn config(loss: f64) -> RoomConfig {
+    let mut config = RoomConfig::new(app());
+    config.native.bind = "127.0.0.1:0".parse().unwrap();
+    if loss > 0.0 {
+        config.emulation = Some(Emulation {
+            config: EmulatorConfig {
+                loss_percent: loss,
+                ..EmulatorConfig::default()
+            },
+            seed: 42,
+            impair_after: Duration::ZERO,
+        });
+    }
+    config
+}
+
+/// Waits for the first event `pick` takes (other events are passed over).
+async fn wait_for<T>(room: &mut Room, what: &str, mut pick: impl FnMut(Event) -> Option<T>) -> T {
+    timeout(Duration::from_secs(15), async {
+        loop {
+            let event = room.next_event().await.expect("the room is open");
+            if let Some(found) = pick(event) {
+                return found;
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no {what} within 15 s"))
+}
+
+/// The peer whose link connected first.
+async fn connected(room: &mut Room) -> PeerId {
+    wait_for(room, "a connected link", |e| match e {
+        Event::Link(l) if l.state == LinkState::Connected => Some(l.peer),
+        _ => None,
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_programs_exchange_their_own_messages_with_each_channels_promise_under_loss() {
+    let server = server().await;
+    let url = format!("http://{}/room/exchange", server.addr);
+    let mut a = Room::join(&url, config(10.0)).unwrap();
+    let mut b = Room::join(&url, config(10.0)).unwrap();
+    let to_b = connected(&mut a).await;
+    let from_a = connected(&mut b).await;
+    let count = 200u32;
+    for i in 0..count {
+        let bytes = i.to_le_bytes();
+        a.send(to_b, 0, &bytes).unwrap();
+        a.send_latest(to_b, 1, &bytes).unwrap();
+        a.send(to_b, 2, &bytes).unwrap();
+        a.send(to_b, 3, &bytes).unwrap();
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let mut got: [Vec<u32>; 4] = Default::default();
+    timeout(Duration::from_secs(30), async {
+        while got[2].len() < count as usize || got[3].len() < count as usize {
+            match b.next_event().await.unwrap() {
+                Event::Message {
+                    peer,
+                    channel,
+                    bytes,
+                } => {
+                    assert_eq!(peer, from_a);
+                    got[usize::from(channel)].push(u32::from_le_bytes(bytes.try_into().unwrap()));
+                }
+                _ => {}
+            }
+        }
+    })
+    .await
+    .expect("every reliable message within 30 s");
+    let all: Vec<u32> = (0..count).collect();
+    assert_eq!(got[2], all, "reliable-ordered: each once, in order");
+    got[3].sort();
+    assert_eq!(got[3], all, "reliable-unordered: each once");
+    assert!(got[1].windows(2).all(|w| w[0] < w[1]), "sequenced: never older after newer");
+    let mut unreliable = got[0].clone();
+    unreliable.sort();
+    unreliable.dedup();
+    assert_eq!(unreliable.len(), got[0].len(), "unreliable: never twice");
+    assert!(got[0].len() < count as usize, "10 % loss each way loses some");
+    a.close().await;
+    b.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_room_that_plays_another_application_refuses_the_join_with_its_reason() {
+    let server = server().await;
+    let url = format!("http://{}/room/mismatch", server.addr);
+    let mut a = Room::join(&url, config(0.0)).unwrap();
+    wait_for(&mut a, "a welcome", |e| matches!(e, Event::Joined { .. }).then_some(())).await;
+    let mut other = RoomConfig::new(App::new("another-game", 3, [ChannelKind::ReliableOrdered]));
+    other.native.bind = "127.0.0.1:0".parse().unwrap();
+    let mut b = Room::join(&url, other).unwrap();
+    let (code, message) = wait_for(&mut b, "a refusal", |e| match e {
+        Event::Refused { code, message } => Some((code, message)),
+        _ => None,
+    })
+    .await;
+    assert_eq!(code, ErrorCode::AppMismatch);
+    assert!(message.contains("rooms-test v1") && message.contains("another-game v3"), "{message}");
+    wait_for(&mut b, "signalling closed", |e| match e {
+        Event::Signalling { state: SignallingState::Closed, .. } => Some(()),
+        _ => None,
+    })
+    .await;
+    assert!(a.links().is_empty() && b.links().is_empty(), "never linked");
+    a.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_sends_get_typed_errors_and_send_nothing() {
+    let server = server().await;
+    let url = format!("http://{}/room/errors", server.addr);
+    let mut a = Room::join(&url, config(0.0)).unwrap();
+    let mut b = Room::join(&url, config(0.0)).unwrap();
+    let to_b = connected(&mut a).await;
+    connected(&mut b).await;
+    let max = a.max_message_size(0).unwrap();
+    assert_eq!(a.send(PeerId(77), 2, b"x"), Err(SendError::UnknownPeer(PeerId(77))));
+    assert_eq!(a.send(to_b, 4, b"x"), Err(SendError::UnknownChannel(4)));
+    assert_eq!(
+        a.send(to_b, 0, &vec![0; max + 1]),
+        Err(SendError::TooLarge { channel: 0, len: max + 1, max })
+    );
+    assert_eq!(a.send_latest(to_b, 2, b"x"), Err(SendError::Reliable { channel: 2 }));
+    // Nothing of those arrived; the next good one does, first.
+    a.send(to_b, 2, b"good").unwrap();
+    let first = wait_for(&mut b, "a message", |e| match e {
+        Event::Message { channel, bytes, .. } => Some((channel, bytes)),
+        _ => None,
+    })
+    .await;
+    assert_eq!(first, (2, b"good".to_vec()));
+    // A peer that left: unknown.
+    b.close().await;
+    wait_for(&mut a, "b leaving", |e| matches!(e, Event::PeerLeft { .. }).then_some(())).await;
+    assert_eq!(a.send(to_b, 2, b"x"), Err(SendError::UnknownPeer(to_b)));
+    a.close().await;
+    assert_eq!(a.send(to_b, 2, b"x"), Err(SendError::Closed));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn encryption_is_never_silently_off_a_datagram_too_small_for_the_tag_is_refused_at_join() {
+    let server = server().await;
+    let url = format!("http://{}/room/small", server.addr);
+    let min = ackwire_core_min();
+    let mut small = config(0.0);
+    small.connection.max_datagram_size = min - 1;
+    match Room::join(&url, small.clone()) {
+        Err(JoinError::Config(MemberError::DatagramTooSmall { size, min: said })) => {
+            assert_eq!((size, said), (min - 1, min));
+        }
+        other => panic!("{other:?}"),
+    }
+    // Plaintext only when asked for.
+    small.native.encrypt = false;
+    let mut room = Room::join(&url, small).unwrap();
+    room.close().await;
+}
+
+/// The smallest datagram an encrypted link takes: a full fragment and the 16-byte tag.
+fn ackwire_core_min() -> usize {
+    ackwire_core::MIN_PROTECTED_DATAGRAM_SIZE
+}
+
+#[test]
+fn a_game_loop_without_a_runtime_joins_and_polls() {
+    // A plain thread, as a game's main loop: the room runs a runtime of its own.
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let server = runtime.block_on(server());
+    let url = format!("http://{}/room/loop", server.addr);
+    let mut room = Room::join(&url, config(0.0)).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let joined = loop {
+        if let Some(Event::Joined { server_id, .. }) = room.poll_event() {
+            break server_id;
+        }
+        assert!(std::time::Instant::now() < deadline, "not joined within 10 s");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    assert_eq!(room.server_id(), Some(joined));
+    drop(room);
+    drop(server);
+}
