@@ -155,3 +155,61 @@ test('ten joins: where the time from opening the URL to an open data channel goe
   // A wide bound, for a loaded CI machine (the goal, < 150 ms, is printed above, not asserted).
   assert.ok(median('open') < 1000, `median data channel open at ${median('open')} ms`);
 });
+
+test('a room playing another game refuses the page, which says why; join() rejects with the server\'s code, and a joined room\'s bad calls throw typed errors', async () => {
+  // Another game holds the room, joined through the same public API (from the front page).
+  const chess = await openPage(env, '/');
+  const held = await chess.page.evaluate(async () => {
+    const { join } = await import('/ackwire.js');
+    window.chess = await join(`${location.origin}/room/taken`, { app: 'chess', version: 1, channels: ['reliable-ordered'] });
+    return window.chess.serverId;
+  });
+  assert.ok(held > 0, `chess joined as ${held}`);
+
+  const p = await openPlayer('taken');
+  await p.page.waitForSelector('#status[data-state="failed"]', { timeout: 10000 });
+  const badge = await p.page.textContent('#status');
+  const log = await p.page.evaluate(() => window.ackwire.log);
+  console.log(`the refused page says: "${badge}"; its log: ${log.join(' | ')}`);
+  assert.match(badge, /chess/);
+  assert.ok(log.some((l) => l.includes('app_mismatch')), log.join('\n'));
+
+  // The API: the server's code and words, for another version of the room's own game too.
+  const refused = await chess.page.evaluate(async () => {
+    const { join } = await import('/ackwire.js');
+    try {
+      await join(`${location.origin}/room/taken`, { app: 'chess', version: 2, channels: ['reliable-ordered'] });
+      return 'joined';
+    } catch (e) {
+      return { code: e.code, message: e.message };
+    }
+  });
+  assert.equal(refused.code, 'app_mismatch', JSON.stringify(refused));
+  assert.match(refused.message, /chess/);
+
+  // Every bad input to a joined room is an Error with a code, and nothing is sent.
+  const codes = await chess.page.evaluate(() => {
+    const r = window.chess;
+    const code = (f) => { try { f(); return 'none'; } catch (e) { return e instanceof Error ? e.code : `not an Error: ${e}`; } };
+    return {
+      unknownPeer: code(() => r.send(999, 0, 'x')),
+      badPayload: code(() => r.broadcast(0, { x: 1 })),
+      unknownChannel: code(() => r.broadcast(5, 'x')),
+      tooLarge: code(() => r.broadcast(0, new Uint8Array(r.maxMessageSize(0) + 1))),
+      reliable: code(() => r.sendLatest(1, 0, 'x')),
+      fine: code(() => r.broadcast(0, 'nobody hears this')),
+    };
+  });
+  assert.deepEqual(codes, {
+    unknownPeer: 'unknown_peer', badPayload: 'bad_payload', unknownChannel: 'unknown_channel',
+    tooLarge: 'too_large', reliable: 'reliable', fine: 'none',
+  });
+  const closed = await chess.page.evaluate(async () => {
+    await window.chess.close();
+    try { window.chess.broadcast(0, 'x'); return 'sent'; } catch (e) { return e.code; }
+  });
+  assert.equal(closed, 'closed');
+  assert.deepEqual([...chess.errors, ...p.errors], []);
+  await chess.page.context().close();
+  await p.page.context().close();
+});
