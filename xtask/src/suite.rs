@@ -337,52 +337,45 @@ fn native_tests() -> Result<()> {
     run(cargo().args(["test", "--workspace"]))
 }
 
-/// `wasm-bindgen-test` suites (the JS bindings and the browser driver), run by
-/// wasm-bindgen-test-runner through chromedriver in headless Chromium (options in each
-/// crate's `webdriver.json`), inside a loopback-only namespace.
+/// `wasm-bindgen-test` suites, run by wasm-bindgen-test-runner through chromedriver in
+/// headless Chromium (options in each crate's `webdriver.json`), inside a loopback-only
+/// namespace: the JS bindings (`ackwire-wasm`, every test) and the browser driver (`ackwire`'s
+/// unit tests: its frame decoding against serde; its integration tests are native).
 fn wasm_browser_tests(tools: &Tools) -> Result<()> {
     let target_dir = paths::wasm_target_dir(tools.wasm.name());
-    let args = |extra: &[&str]| -> Vec<String> {
-        let mut v: Vec<String> = [
-            "test",
-            "-p",
-            "ackwire-wasm",
-            // The browser driver's own tests (its frame decoding against serde).
-            "-p",
-            "ackwire",
-            // Unit and integration tests; doctests are native-only examples.
-            "--lib",
-            "--tests",
-            "--target",
-            WASM_TARGET,
-            "--target-dir",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        v.push(target_dir.to_string_lossy().into_owned());
-        v.extend(extra.iter().map(|s| s.to_string()));
-        v
-    };
-    // Compile (and fetch crates) outside the namespace, which has no route to the registry.
-    run(tools
-        .wasm
-        .cargo()
-        .current_dir(paths::root())
-        .args(args(&["--no-run"])))?;
-    let program = tools.wasm.cargo_program();
-    let run_args = args(&["--offline"]);
-    let run_args: Vec<&str> = run_args.iter().map(String::as_str).collect();
-    let mut cmd = in_loopback_namespace(&program.to_string_lossy(), &run_args);
-    tools.wasm.apply_env(&mut cmd);
-    cmd.current_dir(paths::root())
-        .env(
-            "CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER",
-            &tools.wasm_bindgen_test_runner,
-        )
-        .env("CHROMEDRIVER", "/usr/bin/chromedriver")
-        .env("WASM_BINDGEN_TEST_TIMEOUT", "60");
-    run(&mut cmd)
+    for (package, targets) in [("ackwire-wasm", &[][..]), ("ackwire", &["--lib"][..])] {
+        let args = |extra: &[&str]| -> Vec<String> {
+            let mut v: Vec<String> = ["test", "-p", package]
+                .iter()
+                .chain(targets)
+                .chain(&["--target", WASM_TARGET, "--target-dir"])
+                .map(|s| s.to_string())
+                .collect();
+            v.push(target_dir.to_string_lossy().into_owned());
+            v.extend(extra.iter().map(|s| s.to_string()));
+            v
+        };
+        // Compile (and fetch crates) outside the namespace, which has no route to the registry.
+        run(tools
+            .wasm
+            .cargo()
+            .current_dir(paths::root())
+            .args(args(&["--no-run"])))?;
+        let program = tools.wasm.cargo_program();
+        let run_args = args(&["--offline"]);
+        let run_args: Vec<&str> = run_args.iter().map(String::as_str).collect();
+        let mut cmd = in_loopback_namespace(&program.to_string_lossy(), &run_args);
+        tools.wasm.apply_env(&mut cmd);
+        cmd.current_dir(paths::root())
+            .env(
+                "CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER",
+                &tools.wasm_bindgen_test_runner,
+            )
+            .env("CHROMEDRIVER", "/usr/bin/chromedriver")
+            .env("WASM_BINDGEN_TEST_TIMEOUT", "60");
+        run(&mut cmd)?;
+    }
+    Ok(())
 }
 
 /// The e2e suite in `web/e2e/`: node's test runner drives Debian's Chromium through
