@@ -130,12 +130,18 @@ async fn two_programs_exchange_their_own_messages_with_each_channels_promise_und
     assert_eq!(got[2], all, "reliable-ordered: each once, in order");
     got[3].sort();
     assert_eq!(got[3], all, "reliable-unordered: each once");
-    assert!(got[1].windows(2).all(|w| w[0] < w[1]), "sequenced: never older after newer");
+    assert!(
+        got[1].windows(2).all(|w| w[0] < w[1]),
+        "sequenced: never older after newer"
+    );
     let mut unreliable = got[0].clone();
     unreliable.sort();
     unreliable.dedup();
     assert_eq!(unreliable.len(), got[0].len(), "unreliable: never twice");
-    assert!(got[0].len() < count as usize, "10 % loss each way loses some");
+    assert!(
+        got[0].len() < count as usize,
+        "10 % loss each way loses some"
+    );
     a.close().await;
     b.close().await;
 }
@@ -145,7 +151,10 @@ async fn a_room_that_plays_another_application_refuses_the_join_with_its_reason(
     let server = server().await;
     let url = format!("http://{}/room/mismatch", server.addr);
     let mut a = Room::join(&url, config(0.0)).unwrap();
-    wait_for(&mut a, "a welcome", |e| matches!(e, Event::Joined { .. }).then_some(())).await;
+    wait_for(&mut a, "a welcome", |e| {
+        matches!(e, Event::Joined { .. }).then_some(())
+    })
+    .await;
     let mut other = RoomConfig::new(App::new("another-game", 3, [ChannelKind::ReliableOrdered]));
     other.native.bind = "127.0.0.1:0".parse().unwrap();
     let mut b = Room::join(&url, other).unwrap();
@@ -155,9 +164,15 @@ async fn a_room_that_plays_another_application_refuses_the_join_with_its_reason(
     })
     .await;
     assert_eq!(code, ErrorCode::AppMismatch);
-    assert!(message.contains("rooms-test v1") && message.contains("another-game v3"), "{message}");
+    assert!(
+        message.contains("rooms-test v1") && message.contains("another-game v3"),
+        "{message}"
+    );
     wait_for(&mut b, "signalling closed", |e| match e {
-        Event::Signalling { state: SignallingState::Closed, .. } => Some(()),
+        Event::Signalling {
+            state: SignallingState::Closed,
+            ..
+        } => Some(()),
         _ => None,
     })
     .await;
@@ -174,13 +189,23 @@ async fn bad_sends_get_typed_errors_and_send_nothing() {
     let to_b = connected(&mut a).await;
     connected(&mut b).await;
     let max = a.max_message_size(0).unwrap();
-    assert_eq!(a.send(PeerId(77), 2, b"x"), Err(SendError::UnknownPeer(PeerId(77))));
+    assert_eq!(
+        a.send(PeerId(77), 2, b"x"),
+        Err(SendError::UnknownPeer(PeerId(77)))
+    );
     assert_eq!(a.send(to_b, 4, b"x"), Err(SendError::UnknownChannel(4)));
     assert_eq!(
         a.send(to_b, 0, &vec![0; max + 1]),
-        Err(SendError::TooLarge { channel: 0, len: max + 1, max })
+        Err(SendError::TooLarge {
+            channel: 0,
+            len: max + 1,
+            max
+        })
     );
-    assert_eq!(a.send_latest(to_b, 2, b"x"), Err(SendError::Reliable { channel: 2 }));
+    assert_eq!(
+        a.send_latest(to_b, 2, b"x"),
+        Err(SendError::Reliable { channel: 2 })
+    );
     // Nothing of those arrived; the next good one does, first.
     a.send(to_b, 2, b"good").unwrap();
     let first = wait_for(&mut b, "a message", |e| match e {
@@ -191,7 +216,10 @@ async fn bad_sends_get_typed_errors_and_send_nothing() {
     assert_eq!(first, (2, b"good".to_vec()));
     // A peer that left: unknown.
     b.close().await;
-    wait_for(&mut a, "b leaving", |e| matches!(e, Event::PeerLeft { .. }).then_some(())).await;
+    wait_for(&mut a, "b leaving", |e| {
+        matches!(e, Event::PeerLeft { .. }).then_some(())
+    })
+    .await;
     assert_eq!(a.send(to_b, 2, b"x"), Err(SendError::UnknownPeer(to_b)));
     a.close().await;
     assert_eq!(a.send(to_b, 2, b"x"), Err(SendError::Closed));
@@ -233,7 +261,10 @@ fn a_game_loop_without_a_runtime_joins_and_polls() {
         if let Some(Event::Joined { server_id, .. }) = room.poll_event() {
             break server_id;
         }
-        assert!(std::time::Instant::now() < deadline, "not joined within 10 s");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not joined within 10 s"
+        );
         std::thread::sleep(Duration::from_millis(5));
     };
     assert_eq!(room.server_id(), Some(joined));

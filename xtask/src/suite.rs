@@ -538,6 +538,10 @@ pub(crate) fn bench(only: &[&str]) -> Result<()> {
             Box::new(|| run(cargo().args(["bench", "-p", "ackwire-peer", "--bench", "udp"]))),
         ),
         (
+            "room API: messages/s and CPU per message, Room vs core connections over UDP",
+            Box::new(|| run(cargo().args(["bench", "-p", "ackwire-peer", "--bench", "room"]))),
+        ),
+        (
             "native peer: listen RSS at 10,000 connections",
             Box::new(|| {
                 run(cargo().args(["bench", "-p", "ackwire-peer", "--bench", "listen_memory"]))
