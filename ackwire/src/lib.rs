@@ -10,7 +10,7 @@
 //! ```no_run
 //! use ackwire::{App, ChannelKind, Event, Room, RoomConfig};
 //!
-//! # async fn game() -> Result<(), ackwire::JoinError> {
+//! # async fn game() -> Result<(), Box<dyn std::error::Error>> {
 //! // What the game plays: every member of a room must declare the same.
 //! let app = App::new("pong", 1, [
 //!     ChannelKind::UnreliableSequenced, // 0: inputs and state, newest wins

@@ -2,7 +2,7 @@
 //! server on loopback and talk over real UDP sockets, through the core's emulator where a
 //! test wants loss. What a game sees: joins, links, messages on every channel kind with each
 //! kind's promise, refusals with their reasons, and typed errors for bad sends.
-#![cfg(feature = "rooms")]
+#![cfg(all(feature = "rooms", not(target_arch = "wasm32")))]
 
 use std::net::SocketAddr;
 use std::time::Duration;
