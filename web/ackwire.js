@@ -251,28 +251,28 @@ export class Room extends EventTarget {
    * @param {number} channel an index into the app's channels
    * @param {Uint8Array | string} data bytes, or text sent as UTF-8
    */
-  send(peer, channel, data) { this.#handle.send(peer, channel, data); }
+  send(peer, channel, data) { this.#handle.send(peer ?? null, channel, data, false); }
 
   /**
    * Sends `data` on an unreliable channel in place of what it holds for `peer` and has not
    * sent yet: call it every frame with the newest state; each packet carries the newest.
    * @param {number} peer @param {number} channel @param {Uint8Array | string} data
    */
-  sendLatest(peer, channel, data) { this.#handle.sendLatest(peer, channel, data); }
+  sendLatest(peer, channel, data) { this.#handle.send(peer ?? null, channel, data, true); }
 
   /**
    * {@link send} to every connected peer, checked for all before it is queued for any.
    * @param {number} channel @param {Uint8Array | string} data
    * @returns {number} how many peers it went to
    */
-  broadcast(channel, data) { return this.#handle.broadcast(channel, data); }
+  broadcast(channel, data) { return this.#handle.send(undefined, channel, data, false); }
 
   /**
    * {@link sendLatest} to every connected peer.
    * @param {number} channel @param {Uint8Array | string} data
    * @returns {number} how many peers it went to
    */
-  broadcastLatest(channel, data) { return this.#handle.broadcastLatest(channel, data); }
+  broadcastLatest(channel, data) { return this.#handle.send(undefined, channel, data, true); }
 
   /** Every link (one per peer) with its state, path and stats. @returns {LinkInfo[]} */
   links() { return this.#handle.links(); }

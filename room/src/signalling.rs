@@ -51,7 +51,7 @@ pub struct AppInfo {
 #[non_exhaustive]
 pub enum InvalidApp {
     /// The id breaks the name rule.
-    #[error("application id {0:?}: use 1-64 of A-Z a-z 0-9 - _")]
+    #[error("application id \"{0}\": use 1-64 of A-Z a-z 0-9 - _")]
     Id(String),
     /// No channels, or more than [`AppInfo::MAX_CHANNELS`].
     #[error("{0} channels declared; 1 to {max} are allowed", max = AppInfo::MAX_CHANNELS)]
@@ -61,7 +61,7 @@ pub enum InvalidApp {
     NoVersion,
     /// A channel list in a URL that is not comma-separated channel kinds.
     #[error(
-        "channel {0:?} is not one of unreliable, unreliable-sequenced, reliable-ordered, reliable-unordered"
+        "channel \"{0}\" is not one of unreliable, unreliable-sequenced, reliable-ordered, reliable-unordered"
     )]
     ChannelKind(String),
 }
@@ -147,7 +147,7 @@ pub struct PublicKey(pub [u8; 32]);
 
 /// Not 44 characters of base64 for 32 bytes.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("a key must be 44 characters of base64 (32 bytes): {0:?}")]
+#[error("a key must be 44 characters of base64 (32 bytes): \"{0}\"")]
 pub struct InvalidPublicKey(pub String);
 
 impl std::fmt::Display for PublicKey {
@@ -367,7 +367,7 @@ pub struct RoomUrl {
 
 /// Why a URL names no room.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("room URL {url:?}: {reason}")]
+#[error("room URL \"{url}\": {reason}")]
 pub struct BadRoomUrl {
     /// The URL given.
     pub url: String,

@@ -14,7 +14,7 @@ use super::{
     EARLY_TTL, Event, Failure, GoneReason, LinkInfo, Member, Output, PeerId, ReceiveError, Route,
     ServerId, TransportKind,
 };
-use crate::core_link::{CoreEvent, CoreLink, RefusedDatagram};
+use crate::core_link::{CoreEvent, CoreLink, RefusedDatagram, SetupError};
 use crate::delivery::Delivery;
 use crate::keys::LinkKeys;
 use crate::signalling::{PeerInfo, PeerKind, PublicKey};
@@ -501,7 +501,15 @@ impl Member {
             emulation.as_ref(),
             keys,
         )
-        .map_err(|e| Failure::Keying(e.to_string()))
+        .map_err(|e| {
+            Failure::Keying(match e {
+                SetupError::Keys(e) => e.to_string(),
+                // Validated when the member was made; its numbers stay out of the browser's
+                // bundle (their formatting would bring the float printer).
+                SetupError::Config(_) => "the connection configuration is invalid".to_owned(),
+                SetupError::Role => "keys of the other role".to_owned(),
+            })
+        })
     }
 
     /// Closes link `i`'s transport and protocol (the core still says goodbye); the link is

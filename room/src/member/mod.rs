@@ -223,7 +223,7 @@ pub enum MemberError {
     #[error("link emulation: {0}")]
     Emulation(#[from] ackwire_core::emulator::EmulatorError),
     /// The room name or the instance id is not 1–64 of `A-Z a-z 0-9 - _`.
-    #[error("{what} {value:?}: 1-64 characters of A-Z a-z 0-9 - _")]
+    #[error("{what} \"{value}\": 1-64 characters of A-Z a-z 0-9 - _")]
     Name {
         /// `room` or `instance`.
         what: &'static str,

@@ -163,7 +163,7 @@ impl Member {
             Some(format!(
                 "{detail}; attempt {} in {} ms",
                 self.session.attempts,
-                delay.as_millis()
+                delay.as_millis() as u64
             )),
         );
     }
