@@ -324,18 +324,8 @@ impl Delivery {
         self.hello_in = false;
         self.hello_acked = false;
         self.held.clear();
-        let mut hello = Vec::with_capacity(10 + 5 * self.lanes.len());
-        hello.push(HELLO);
-        hello.extend_from_slice(&self.life.to_le_bytes());
-        hello.push(self.lanes.len() as u8);
+        let hello = self.hello();
         for lane in &mut self.lanes {
-            let base = lane
-                .send
-                .retained
-                .front()
-                .map_or(lane.send.next, |r| r.index);
-            hello.push(lane.channel);
-            hello.extend_from_slice(&base.to_le_bytes());
             for retained in &mut lane.send.retained {
                 retained.ids = None;
             }
@@ -344,6 +334,25 @@ impl Delivery {
             .map_err(DeliveryError::ControlRefused)?;
         self.flush(core);
         Ok(())
+    }
+
+    /// This connection's hello: our life, and where each reliable channel (re)starts: the
+    /// oldest copy the peer has not confirmed, or the next new message.
+    fn hello(&self) -> Vec<u8> {
+        let mut hello = Vec::with_capacity(10 + 5 * self.lanes.len());
+        hello.push(HELLO);
+        hello.extend_from_slice(&self.life.to_le_bytes());
+        hello.push(self.lanes.len() as u8);
+        for lane in &self.lanes {
+            let base = lane
+                .send
+                .retained
+                .front()
+                .map_or(lane.send.next, |r| r.index);
+            hello.push(lane.channel);
+            hello.extend_from_slice(&base.to_le_bytes());
+        }
+        hello
     }
 
     /// Queues copies that did not fit the window yet, in order; drops the copies the peer
@@ -618,6 +627,80 @@ mod tests {
         }
         assert_eq!(got, [b"one".to_vec(), b"two".to_vec()]);
         assert_eq!(sender.retained(), 0, "confirmed once the hello was taken");
+    }
+
+    const SPEC: &str = include_str!("../../docs/wire.md");
+
+    /// The `bytes => fields` lines of the fenced block tagged `tag` in `docs/wire.md`.
+    fn block(tag: &str) -> Vec<(Vec<u8>, Vec<&'static str>)> {
+        SPEC.split(&format!("```{tag}\n"))
+            .nth(1)
+            .unwrap_or_else(|| panic!("docs/wire.md has a {tag} block"))
+            .split("```")
+            .next()
+            .unwrap()
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|line| {
+                let (hex, fields) = line.split_once("=>").unwrap();
+                let hex = hex.replace(' ', "");
+                let bytes = (0..hex.len())
+                    .step_by(2)
+                    .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+                    .collect();
+                (bytes, fields.split_whitespace().collect())
+            })
+            .collect()
+    }
+
+    fn field<'a>(fields: &[&'a str], name: &str) -> &'a str {
+        fields
+            .iter()
+            .find_map(|f| f.strip_prefix(name)?.strip_prefix('='))
+            .unwrap_or_else(|| panic!("{name}"))
+    }
+
+    #[test]
+    fn reliable_messages_are_framed_as_docs_wire_md_shows() {
+        for (bytes, fields) in block("room-message") {
+            let index: u32 = field(&fields, "index").parse().unwrap();
+            let payload = field(&fields, "payload").as_bytes();
+            let mut framed = Vec::new();
+            put_varint(&mut framed, index);
+            framed.extend_from_slice(payload);
+            assert_eq!(framed, bytes);
+            assert_eq!(
+                get_varint(&bytes),
+                Some((index, bytes.len() - payload.len()))
+            );
+        }
+    }
+
+    #[test]
+    fn hello_and_hello_ack_are_the_bytes_docs_wire_md_shows() {
+        let [(hello, fields)] = &block("room-hello")[..] else {
+            panic!("one hello");
+        };
+        let life = u64::from_str_radix(field(fields, "life").trim_start_matches("0x"), 16).unwrap();
+        // Channels 1 and 2 reliable; channel 2 resumes at index 300.
+        let kinds = [
+            ChannelKind::Unreliable,
+            ChannelKind::ReliableOrdered,
+            ChannelKind::ReliableUnordered,
+        ];
+        let mut delivery = Delivery::new(life, &kinds);
+        delivery.lanes[1].send.next = 300;
+        assert_eq!(&delivery.hello(), hello);
+        let (parsed, bases) = parse_hello(hello).unwrap();
+        assert_eq!(parsed, life);
+        assert_eq!(bases.collect::<Vec<_>>(), [(1, 0), (2, 300)]);
+        let [(ack, fields)] = &block("room-hello-ack")[..] else {
+            panic!("one hello-ack");
+        };
+        let mut expected = vec![HELLO_ACK];
+        expected.extend_from_slice(&life.to_le_bytes());
+        assert_eq!(ack, &expected);
+        assert_eq!(field(fields, "life"), format!("0x{life:016x}"));
     }
 
     #[test]

@@ -489,3 +489,29 @@ fn lines_delivered_whose_acks_were_lost_are_not_delivered_again_on_the_next_link
         assert_eq!(w.link(a, b).unwrap().unconfirmed, 0, "{kinds:?}");
     }
 }
+
+#[test]
+fn the_protocol_id_is_the_fnv_hash_docs_wire_md_shows() {
+    let spec = include_str!("../../docs/wire.md");
+    let line = spec
+        .split("```room-protocol-id\n")
+        .nth(1)
+        .and_then(|b| b.lines().next())
+        .expect("docs/wire.md has a room-protocol-id block");
+    let (text, hex) = line.split_once(" => ").unwrap();
+    let fnv = text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    assert_eq!(format!("{fnv:016x}"), hex.trim());
+    let app = AppInfo::new(
+        "pong",
+        1,
+        [
+            ackwire_core::ChannelKind::UnreliableSequenced,
+            ackwire_core::ChannelKind::ReliableOrdered,
+        ],
+    );
+    assert_eq!(text, format!("ackwire-room/1 {app}"));
+    let config = MemberConfig::new("lobby", app, PeerKind::Native, "a").link_config();
+    assert_eq!(config.protocol_id, fnv);
+}
