@@ -51,6 +51,8 @@ struct Peer {
     kind: PeerKind,
     /// Its dot, from its last position message.
     position: Option<(f32, f32)>,
+    /// Its link's last state.
+    state: Option<LinkState>,
 }
 
 struct Bot {
@@ -234,6 +236,7 @@ impl Bot {
                     Peer {
                         kind,
                         position: None,
+                        state: None,
                     },
                 );
                 self.json(json!({"type": "peer-joined", "link": peer, "peer_id": server_id, "kind": kind}));
@@ -297,7 +300,13 @@ impl Bot {
         let peer = info
             .server_id
             .map_or_else(|| "?".to_owned(), |p| p.to_string());
+        // A link event may only tell a new path or first ack: log changes of state.
+        let changed = self
+            .peers
+            .get_mut(&info.peer)
+            .is_none_or(|p| p.state.replace(info.state) != Some(info.state));
         match (&info.state, &info.reason) {
+            _ if !changed => {}
             (LinkState::Connected, _) => tracing::info!(
                 peer, transport = ?info.transport, after_ms = info.attempt_ms.as_millis() as u64,
                 "link connected"
