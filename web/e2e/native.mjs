@@ -18,6 +18,26 @@ export async function joinNative(url, extra = [], { netns } = {}) {
     env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? 'info', NO_COLOR: '1' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  const native = {
+    ...jsonLines(child),
+    /** The stats entry for the link to `peer` (its current id) in a stats line. */
+    link: (line, peer) => line.links?.find((l) => l.peer === peer),
+    /** The stats entry for the room member's link `id` (stable across server restarts). */
+    linkById: (line, id) => line.links?.find((l) => l.link === id),
+    /** Whether `line` reports the link to `peer` entering `state`. */
+    linkState: (line, peer, state) => line.type === 'link' && line.peer === peer && line.state === state,
+  };
+  const welcome = await native.waitFor('welcome', (l) => l.type === 'welcome', 15000);
+  native.id = welcome.peer_id;
+  return native;
+}
+
+/**
+ * Reads `child`'s stdout as one JSON object per line (other lines are skipped); its stderr goes
+ * to ours. `lines` holds what arrived, `waitFor` resolves on the first line a predicate takes,
+ * `stop` ends the process with Ctrl-C (SIGINT) and `exited` resolves with its exit code.
+ */
+export function jsonLines(child) {
   const lines = [];
   const waiters = new Set();
   let buffered = '';
@@ -35,7 +55,7 @@ export async function joinNative(url, extra = [], { netns } = {}) {
   });
   child.stderr.on('data', (chunk) => process.stderr.write(`[native ${child.pid}] ${chunk}`));
   const exited = new Promise((resolve) => child.once('exit', resolve));
-  const native = {
+  return {
     child,
     lines,
     /** Resolves with the first line (from `from` on) for which `pred` holds. */
@@ -56,13 +76,7 @@ export async function joinNative(url, extra = [], { netns } = {}) {
         check();
       });
     },
-    /** The stats entry for the link to `peer` (its current id) in a stats line. */
-    link: (line, peer) => line.links?.find((l) => l.peer === peer),
-    /** The stats entry for the room member's link `id` (stable across server restarts). */
-    linkById: (line, id) => line.links?.find((l) => l.link === id),
-    /** Whether `line` reports the link to `peer` entering `state`. */
-    linkState: (line, peer, state) => line.type === 'link' && line.peer === peer && line.state === state,
-    /** Stops the peer (Ctrl-C: it closes its links and leaves the room). */
+    /** Stops the program (Ctrl-C: it closes its links and leaves the room). */
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return;
       child.kill('SIGINT');
@@ -70,7 +84,4 @@ export async function joinNative(url, extra = [], { netns } = {}) {
     },
     exited,
   };
-  const welcome = await native.waitFor('welcome', (l) => l.type === 'welcome', 15000);
-  native.id = welcome.peer_id;
-  return native;
 }

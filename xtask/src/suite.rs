@@ -403,8 +403,12 @@ pub(crate) fn browser_e2e(tools: &Tools, only: &[&str]) -> Result<()> {
         ])
         .arg(&tls)
         .args(["127.0.0.1", "localhost"]))?;
+    // The native side of `api.test.mjs`: a program on the `ackwire` crate's API.
+    run(cargo().args(["build", "-p", "ackwire", "--example", "exchange"]))?;
+    let exchange = paths::root().join("target/debug/examples/exchange");
     let mut cmd = e2e_command(&files, &[], &server, &peer);
-    cmd.env("ACKWIRE_ARTIFACTS", &artifacts)
+    cmd.env("ACKWIRE_EXCHANGE_BIN", exchange)
+        .env("ACKWIRE_ARTIFACTS", &artifacts)
         .env("ACKWIRE_E2E_TLS_CERT", tls.join("cert.pem"))
         .env("ACKWIRE_E2E_TLS_KEY", tls.join("key.pem"));
     println!(
