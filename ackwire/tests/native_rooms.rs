@@ -111,16 +111,14 @@ async fn two_programs_exchange_their_own_messages_with_each_channels_promise_und
     let mut got: [Vec<u32>; 4] = Default::default();
     timeout(Duration::from_secs(30), async {
         while got[2].len() < count as usize || got[3].len() < count as usize {
-            match b.next_event().await.unwrap() {
-                Event::Message {
-                    peer,
-                    channel,
-                    bytes,
-                } => {
-                    assert_eq!(peer, from_a);
-                    got[usize::from(channel)].push(u32::from_le_bytes(bytes.try_into().unwrap()));
-                }
-                _ => {}
+            if let Event::Message {
+                peer,
+                channel,
+                bytes,
+            } = b.next_event().await.unwrap()
+            {
+                assert_eq!(peer, from_a);
+                got[usize::from(channel)].push(u32::from_le_bytes(bytes.try_into().unwrap()));
             }
         }
     })
