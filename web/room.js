@@ -85,7 +85,7 @@ function remember(info) {
   const entry = {
     ...known,
     link: info.id, peer: info.serverId, kind: info.kind, state: info.state, reason: info.reason,
-    transport: info.transport, candidate: info.candidate, stats: info.stats,
+    transport: info.transport, candidate: info.candidate, stats: info.stats, attempt_ms: info.attemptMs,
     x: live ? known?.x : undefined, y: live ? known?.y : undefined,
     snapshots: live ? known?.snapshots : undefined, interval: live ? known?.interval : undefined,
   };

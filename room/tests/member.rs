@@ -50,6 +50,13 @@ fn two_browsers_negotiate_connect_and_chat_exactly_once() {
     let link = w.link(a, b).unwrap();
     assert_eq!(link.transport, TransportKind::WebRtc);
     assert_eq!(link.candidate.as_deref(), Some("host"));
+    // A connected link says how long its attempt took, after its first ack too.
+    assert!(link.first_ack_at.is_some());
+    assert!(
+        link.attempt_ms > ms(20) && link.attempt_ms < S,
+        "{:?}",
+        link.attempt_ms
+    );
     assert_eq!(w.offers_relayed, 2, "one offer, one answer");
 
     assert_eq!(w.say(a, "hello"), 1);

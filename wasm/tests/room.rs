@@ -107,28 +107,37 @@ async fn bad_inputs_throw_typed_errors_and_close_hands_over_the_last_events() {
 
     let text: JsValue = "hi".into();
     let (unreliable, reliable): (JsValue, JsValue) = (0.into(), 1.into());
-    assert_eq!(code(room.send(&peer, &reliable, &text)), "not_connected");
     assert_eq!(
-        code(room.send(&99.into(), &reliable, &text)),
+        code(room.send(&peer, &reliable, &text, false)),
+        "not_connected"
+    );
+    assert_eq!(
+        code(room.send(&99.into(), &reliable, &text, false)),
         "unknown_peer"
     );
     assert_eq!(
-        code(room.send(&1.5.into(), &reliable, &text)),
+        code(room.send(&1.5.into(), &reliable, &text, false)),
         "unknown_peer"
     );
     assert_eq!(
-        code(room.send(&"2".into(), &reliable, &text)),
+        code(room.send(&"2".into(), &reliable, &text, false)),
         "unknown_peer"
     );
-    assert_eq!(code(room.send(&peer, &7.into(), &text)), "unknown_channel");
     assert_eq!(
-        code(room.send(&peer, &(-1).into(), &text)),
+        code(room.send(&peer, &7.into(), &text, false)),
         "unknown_channel"
     );
-    assert_eq!(code(room.send_latest(&peer, &reliable, &text)), "reliable");
+    assert_eq!(
+        code(room.send(&peer, &(-1).into(), &text, false)),
+        "unknown_channel"
+    );
+    assert_eq!(code(room.send(&peer, &reliable, &text, true)), "reliable");
     let max = room.max_message_size(&unreliable).unwrap();
     let big = Uint8Array::new_with_length(max + 1);
-    assert_eq!(code(room.broadcast(&unreliable, &big)), "too_large");
+    assert_eq!(
+        code(room.send(&JsValue::UNDEFINED, &unreliable, &big, false)),
+        "too_large"
+    );
     assert_eq!(code(room.max_message_size(&9.into())), "unknown_channel");
     for bad in [
         Object::new().into(),
@@ -136,17 +145,28 @@ async fn bad_inputs_throw_typed_errors_and_close_hands_over_the_last_events() {
         JsValue::NULL,
         7.into(),
     ] {
-        assert_eq!(code(room.send(&peer, &unreliable, &bad)), "bad_payload");
+        assert_eq!(
+            code(room.send(&peer, &unreliable, &bad, false)),
+            "bad_payload"
+        );
     }
     // Well-formed, and no peer connected: sent to none.
-    assert_eq!(room.broadcast(&reliable, &text), Ok(0));
     assert_eq!(
-        room.broadcast_latest(&unreliable, &Uint8Array::new_with_length(8).into()),
+        room.send(&JsValue::UNDEFINED, &reliable, &text, false),
+        Ok(0)
+    );
+    assert_eq!(
+        room.send(
+            &JsValue::UNDEFINED,
+            &unreliable,
+            &Uint8Array::new_with_length(8).into(),
+            true
+        ),
         Ok(0)
     );
 
     JsFuture::from(room.close()).await.unwrap();
-    assert_eq!(code(room.send(&peer, &reliable, &text)), "closed");
+    assert_eq!(code(room.send(&peer, &reliable, &text, false)), "closed");
     assert_eq!(code(room.set_outage(true)), "closed");
     assert_eq!(Array::from(&room.links()).length(), 0);
     assert_eq!(room.signalling().as_string().unwrap(), "closed");

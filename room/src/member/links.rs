@@ -155,6 +155,8 @@ pub(super) struct Link {
     pub(super) reason: Option<Failure>,
     pub(super) attempts: u32,
     pub(super) started: Duration,
+    /// How long the current attempt took to connect, once it did.
+    pub(super) took: Option<Duration>,
     pub(super) first_ack: Option<Duration>,
     pub(super) orphaned_at: Option<Duration>,
     pub(super) refused: u64,
@@ -271,7 +273,8 @@ impl Link {
             ice: rtc.and_then(|r| r.ice),
             candidate: rtc.and_then(|r| r.path.clone()),
             attempt_ms: match state {
-                LinkState::Connected | LinkState::Lost | LinkState::Retrying => Duration::ZERO,
+                LinkState::Connected => self.took.unwrap_or_default(),
+                LinkState::Lost | LinkState::Retrying => Duration::ZERO,
                 _ => now.saturating_sub(self.started),
             },
             attempts: self.attempts,
@@ -413,6 +416,7 @@ impl Member {
             reason: None,
             attempts: 0,
             started: now,
+            took: None,
             first_ack: None,
             orphaned_at: None,
             refused: 0,
@@ -438,6 +442,7 @@ impl Member {
         let network = self.session.network().map(str::to_owned);
         let link = &mut self.links[i];
         link.started = now;
+        link.took = None;
         link.first_ack = None;
         if let Some(theirs) = link.direct_udp()
             && roles::skip_direct(
@@ -742,9 +747,8 @@ impl Member {
                 let link = &mut self.links[i];
                 link.attempts = 0;
                 link.reason = None;
-                let mut info = link.info(now);
-                info.attempt_ms = now.saturating_sub(link.started);
-                self.event(Event::Link(info));
+                link.took = Some(now.saturating_sub(link.started));
+                self.link_event(now, i);
             }
             CoreEvent::Message { channel, bytes } => {
                 let peer = link.id;

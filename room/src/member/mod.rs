@@ -694,7 +694,8 @@ pub struct LinkInfo {
     pub ice: Option<IceState>,
     /// WebRTC: the selected path (`host`, `srflx`, `prflx`, `relay`).
     pub candidate: Option<String>,
-    /// How long the current attempt took to connect (or has run so far), in ms.
+    /// How long the current attempt took to connect (connected), or has run so far
+    /// (wanted, negotiating, open), in ms; 0 while lost or retrying.
     #[serde(serialize_with = "millis")]
     pub attempt_ms: Duration,
     /// Attempts since the link last connected.

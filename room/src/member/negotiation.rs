@@ -57,6 +57,7 @@ impl Member {
     fn start_answering(&mut self, now: Duration, i: usize) {
         self.close_transport(now, i);
         self.links[i].started = now;
+        self.links[i].took = None;
         self.links[i].first_ack = None;
         self.open_rtc(now, i, false);
         let info = self.links[i].info(now);
