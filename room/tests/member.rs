@@ -65,6 +65,10 @@ fn two_browsers_negotiate_connect_and_chat_exactly_once() {
         .unwrap();
     w.run_for(2 * S);
     assert_eq!(w.chats(b, "hello"), 1);
+    // A connected link says how long its attempt took, after its first ack too.
+    let link = w.link(a, b).unwrap();
+    assert!(link.first_ack_at.is_some());
+    assert!(link.attempt_ms > ms(20) && link.attempt_ms < S, "{:?}", link.attempt_ms);
     assert_eq!(w.received(a, 0, b"dot 0.25 0.75"), 1);
 }
 
