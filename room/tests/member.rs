@@ -50,13 +50,6 @@ fn two_browsers_negotiate_connect_and_chat_exactly_once() {
     let link = w.link(a, b).unwrap();
     assert_eq!(link.transport, TransportKind::WebRtc);
     assert_eq!(link.candidate.as_deref(), Some("host"));
-    // A connected link says how long its attempt took, after its first ack too.
-    assert!(link.first_ack_at.is_some());
-    assert!(
-        link.attempt_ms > ms(20) && link.attempt_ms < S,
-        "{:?}",
-        link.attempt_ms
-    );
     assert_eq!(w.offers_relayed, 2, "one offer, one answer");
 
     assert_eq!(w.say(a, "hello"), 1);
@@ -67,8 +60,12 @@ fn two_browsers_negotiate_connect_and_chat_exactly_once() {
     assert_eq!(w.chats(b, "hello"), 1);
     // A connected link says how long its attempt took, after its first ack too.
     let link = w.link(a, b).unwrap();
-    assert!(link.first_ack_at.is_some());
-    assert!(link.attempt_ms > ms(20) && link.attempt_ms < S, "{:?}", link.attempt_ms);
+    assert!(link.first_ack_at.is_some(), "{link:?}");
+    assert!(
+        link.attempt_ms > ms(20) && link.attempt_ms < S,
+        "{:?}",
+        link.attempt_ms
+    );
     assert_eq!(w.received(a, 0, b"dot 0.25 0.75"), 1);
 }
 
