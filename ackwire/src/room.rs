@@ -153,8 +153,7 @@ impl Room {
     /// one; exactly once (in order, if ordered) on a reliable one, across lost links too, or
     /// reported as [`Event::Undelivered`] if the peer leaves first.
     pub fn send(&self, peer: PeerId, channel: u8, bytes: &[u8]) -> Result<(), SendError> {
-        self.driver
-            .with_member(|m, now| m.send(now, peer, channel, bytes))
+        self.driver.with_member(|m, _| m.send(peer, channel, bytes))
     }
 
     /// Sends `bytes` on an unreliable `channel` in place of what it holds for `peer` and has
@@ -162,20 +161,19 @@ impl Room {
     /// newest, never a backlog.
     pub fn send_latest(&self, peer: PeerId, channel: u8, bytes: &[u8]) -> Result<(), SendError> {
         self.driver
-            .with_member(|m, now| m.send_latest(now, peer, channel, bytes))
+            .with_member(|m, _| m.send_latest(peer, channel, bytes))
     }
 
     /// [`send`](Self::send) to every connected peer: checked for all before it is queued for
     /// any. How many peers it went to.
     pub fn broadcast(&self, channel: u8, bytes: &[u8]) -> Result<usize, SendError> {
-        self.driver
-            .with_member(|m, now| m.broadcast(now, channel, bytes))
+        self.driver.with_member(|m, _| m.broadcast(channel, bytes))
     }
 
     /// [`send_latest`](Self::send_latest) to every connected peer. How many.
     pub fn broadcast_latest(&self, channel: u8, bytes: &[u8]) -> Result<usize, SendError> {
         self.driver
-            .with_member(|m, now| m.broadcast_latest(now, channel, bytes))
+            .with_member(|m, _| m.broadcast_latest(channel, bytes))
     }
 
     /// The next event, if one waits; never blocks (for game loops).

@@ -187,8 +187,8 @@ fn member_allocations_per_message(keyed: bool) -> f64 {
     );
     let round = |i: u32, a: &mut Member, b: &mut Member, delivered: &mut u64| {
         let now = TICK * (100 + i);
-        a.send(now, to_b, 1, &PAYLOAD).unwrap();
-        a.send_latest(now, to_b, 0, &PAYLOAD).unwrap();
+        a.send(to_b, 1, &PAYLOAD).unwrap();
+        a.send_latest(to_b, 0, &PAYLOAD).unwrap();
         a.handle_timeout(now);
         b.handle_timeout(now);
         exchange(now, a, b, delivered);

@@ -54,7 +54,7 @@ fn two_browsers_negotiate_connect_and_chat_exactly_once() {
 
     assert_eq!(w.say(a, "hello"), 1);
     let to_a = w.peer(b, a);
-    w.with(b, |m, now| m.send_latest(now, to_a, 0, b"dot 0.25 0.75"))
+    w.with(b, |m, _| m.send_latest(to_a, 0, b"dot 0.25 0.75"))
         .unwrap();
     w.run_for(2 * S);
     assert_eq!(w.chats(b, "hello"), 1);
@@ -517,7 +517,7 @@ fn bad_frames_and_datagrams_are_refused_with_typed_errors_and_change_nothing() {
     let max = m.max_message_size(0).unwrap();
     let to_b = m.links(now)[0].peer;
     assert_eq!(
-        m.send(now, to_b, 0, &vec![0; max + 1]),
+        m.send(to_b, 0, &vec![0; max + 1]),
         Err(SendError::TooLarge {
             channel: 0,
             len: max + 1,

@@ -73,11 +73,11 @@ fn each_channel_keeps_its_promise_under_loss(kind: PeerKind) {
     let to_b = w.peer(a, b);
     for i in 0u32..300 {
         let bytes = i.to_le_bytes();
-        w.with(a, |m, now| {
-            m.send(now, to_b, 1, &bytes).unwrap();
-            m.send(now, to_b, 2, &bytes).unwrap();
-            m.send_latest(now, to_b, 0, &bytes).unwrap();
-            m.send(now, to_b, 3, &bytes).unwrap();
+        w.with(a, |m, _| {
+            m.send(to_b, 1, &bytes).unwrap();
+            m.send(to_b, 2, &bytes).unwrap();
+            m.send_latest(to_b, 0, &bytes).unwrap();
+            m.send(to_b, 3, &bytes).unwrap();
         });
         w.run_for(ms(10));
     }
@@ -124,9 +124,9 @@ fn send_latest_replaces_what_a_channel_has_not_sent() {
     w.run_until_true(2 * S, "linked", |w| w.fully_linked(&[a, b]));
     let to_b = w.peer(a, b);
     // A hundred values within one packet interval: the packet carries the newest only.
-    w.with(a, |m, now| {
+    w.with(a, |m, _| {
         for i in 0u32..100 {
-            m.send_latest(now, to_b, 0, &i.to_le_bytes()).unwrap();
+            m.send_latest(to_b, 0, &i.to_le_bytes()).unwrap();
         }
     });
     w.run_for(S);
@@ -299,7 +299,6 @@ fn bad_sends_are_refused_with_typed_errors_and_send_nothing() {
     let b = w.add(PeerKind::Native, |_| {});
     w.run_until_true(2 * S, "linked", |w| w.fully_linked(&[a, b]));
     let to_b = w.peer(a, b);
-    let now = w.now;
     let before = w.link(a, b).unwrap().stats.unwrap().messages_sent;
     let m = &mut w.nodes[a].member;
     while m.poll_output().is_some() {}
@@ -312,13 +311,13 @@ fn bad_sends_are_refused_with_typed_errors_and_send_nothing() {
     );
     let refusals = [
         (
-            m.send(now, PeerId(99), CHAT, b"x"),
+            m.send(PeerId(99), CHAT, b"x"),
             SendError::UnknownPeer(PeerId(99)),
         ),
-        (m.send(now, to_b, 4, b"x"), SendError::UnknownChannel(4)),
-        (m.send(now, to_b, 200, b"x"), SendError::UnknownChannel(200)),
+        (m.send(to_b, 4, b"x"), SendError::UnknownChannel(4)),
+        (m.send(to_b, 200, b"x"), SendError::UnknownChannel(200)),
         (
-            m.send(now, to_b, 0, &vec![0; unreliable_max + 1]),
+            m.send(to_b, 0, &vec![0; unreliable_max + 1]),
             SendError::TooLarge {
                 channel: 0,
                 len: unreliable_max + 1,
@@ -326,7 +325,7 @@ fn bad_sends_are_refused_with_typed_errors_and_send_nothing() {
             },
         ),
         (
-            m.send(now, to_b, CHAT, &vec![0; reliable_max + 1]),
+            m.send(to_b, CHAT, &vec![0; reliable_max + 1]),
             SendError::TooLarge {
                 channel: CHAT,
                 len: reliable_max + 1,
@@ -334,12 +333,11 @@ fn bad_sends_are_refused_with_typed_errors_and_send_nothing() {
             },
         ),
         (
-            m.send_latest(now, to_b, CHAT, b"x"),
+            m.send_latest(to_b, CHAT, b"x"),
             SendError::Reliable { channel: CHAT },
         ),
         (
-            m.broadcast(now, 0, &vec![0; unreliable_max + 1])
-                .map(|_| ()),
+            m.broadcast(0, &vec![0; unreliable_max + 1]).map(|_| ()),
             SendError::TooLarge {
                 channel: 0,
                 len: unreliable_max + 1,
@@ -352,7 +350,7 @@ fn bad_sends_are_refused_with_typed_errors_and_send_nothing() {
     }
     assert!(!m.has_output(), "nothing to send after refusals");
     // The largest messages pass.
-    m.send(now, to_b, 0, &vec![0; unreliable_max]).unwrap();
+    m.send(to_b, 0, &vec![0; unreliable_max]).unwrap();
     let after = w.link(a, b).unwrap().stats.unwrap().messages_sent;
     assert_eq!(after, before + 1);
     // A peer whose link is down: not connected.
@@ -360,14 +358,14 @@ fn bad_sends_are_refused_with_typed_errors_and_send_nothing() {
     w.run_until_true(15 * S, "link lost", |w| !w.connected(a, b));
     let now = w.now;
     assert_eq!(
-        w.nodes[a].member.send(now, to_b, CHAT, b"x"),
+        w.nodes[a].member.send(to_b, CHAT, b"x"),
         Err(SendError::NotConnected(to_b))
     );
-    assert_eq!(w.nodes[a].member.broadcast(now, CHAT, b"x"), Ok(0));
+    assert_eq!(w.nodes[a].member.broadcast(CHAT, b"x"), Ok(0));
     // A member that left: closed.
     w.nodes[a].member.close(now);
     assert_eq!(
-        w.nodes[a].member.send(now, to_b, CHAT, b"x"),
+        w.nodes[a].member.send(to_b, CHAT, b"x"),
         Err(SendError::Closed)
     );
 }
@@ -380,11 +378,10 @@ fn a_full_reliable_window_pushes_back_and_queues_nothing() {
     w.run_until_true(2 * S, "linked", |w| w.fully_linked(&[a, b]));
     let to_b = w.peer(a, b);
     w.set_blackout(a, b, true);
-    let now = w.now;
     let m = &mut w.nodes[a].member;
     let mut sent = 0;
     let refused = loop {
-        match m.send(now, to_b, CHAT, b"x") {
+        match m.send(to_b, CHAT, b"x") {
             Ok(()) => sent += 1,
             Err(e) => break e,
         }
@@ -399,7 +396,7 @@ fn a_full_reliable_window_pushes_back_and_queues_nothing() {
     assert!(sent >= 1000, "{sent}");
     // A broadcast that one peer cannot take goes to none.
     assert_eq!(
-        m.broadcast(now, CHAT, b"y"),
+        m.broadcast(CHAT, b"y"),
         Err(SendError::Full {
             peer: to_b,
             channel: CHAT

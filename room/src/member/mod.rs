@@ -845,19 +845,13 @@ impl Member {
     /// Sends `bytes` to `peer` on `channel`, with the channel's promise: an unreliable one
     /// sends it once; a reliable one delivers it exactly once (in order if ordered), across a
     /// lost link too, or reports it [`Event::Undelivered`] when the peer goes for good.
-    pub fn send(
-        &mut self,
-        now: Duration,
-        peer: PeerId,
-        channel: u8,
-        bytes: &[u8],
-    ) -> Result<(), SendError> {
+    pub fn send(&mut self, peer: PeerId, channel: u8, bytes: &[u8]) -> Result<(), SendError> {
         self.check_message(channel, bytes.len(), false)?;
         let i = self.connected_link(peer)?;
         self.links[i].check_send(channel, bytes.len())?;
-        self.links[i].send(channel, bytes, false)?;
-        self.drive(now);
-        Ok(())
+        // Queued only: the core paces its packets, and the next one leaves at its slot
+        // (`poll_timeout` is unchanged), so nothing is driven here.
+        self.links[i].send(channel, bytes, false)
     }
 
     /// Sends `bytes` to `peer` on an unreliable `channel` in place of what that channel
@@ -865,42 +859,28 @@ impl Member {
     /// state, and each packet carries the newest, never a backlog.
     pub fn send_latest(
         &mut self,
-        now: Duration,
         peer: PeerId,
         channel: u8,
         bytes: &[u8],
     ) -> Result<(), SendError> {
         self.check_message(channel, bytes.len(), true)?;
         let i = self.connected_link(peer)?;
-        self.links[i].send(channel, bytes, true)?;
-        self.drive(now);
-        Ok(())
+        self.links[i].send(channel, bytes, true)
     }
 
     /// [`send`](Self::send) to every connected peer. Checked for every peer before it is
     /// queued for any: on error it was sent to none. The number of peers it went to.
-    pub fn broadcast(
-        &mut self,
-        now: Duration,
-        channel: u8,
-        bytes: &[u8],
-    ) -> Result<usize, SendError> {
-        self.broadcast_as(now, channel, bytes, false)
+    pub fn broadcast(&mut self, channel: u8, bytes: &[u8]) -> Result<usize, SendError> {
+        self.broadcast_as(channel, bytes, false)
     }
 
     /// [`send_latest`](Self::send_latest) to every connected peer. The number of peers.
-    pub fn broadcast_latest(
-        &mut self,
-        now: Duration,
-        channel: u8,
-        bytes: &[u8],
-    ) -> Result<usize, SendError> {
-        self.broadcast_as(now, channel, bytes, true)
+    pub fn broadcast_latest(&mut self, channel: u8, bytes: &[u8]) -> Result<usize, SendError> {
+        self.broadcast_as(channel, bytes, true)
     }
 
     fn broadcast_as(
         &mut self,
-        now: Duration,
         channel: u8,
         bytes: &[u8],
         latest: bool,
@@ -915,9 +895,6 @@ impl Member {
         for link in self.links.iter_mut().filter(|l| l.is_connected()) {
             link.send(channel, bytes, latest)?;
             sent += 1;
-        }
-        if sent > 0 {
-            self.drive(now);
         }
         Ok(sent)
     }

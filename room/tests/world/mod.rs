@@ -913,10 +913,9 @@ impl World {
 
     /// Member `n` says `text` on [`CHAT`] to every connected peer; how many.
     pub fn say(&mut self, n: usize, text: &str) -> usize {
-        let now = self.now;
         let sent = self.nodes[n]
             .member
-            .broadcast(now, CHAT, text.as_bytes())
+            .broadcast(CHAT, text.as_bytes())
             .expect("chat sent");
         self.drain(n);
         sent
