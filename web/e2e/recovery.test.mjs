@@ -25,7 +25,7 @@ async function world() {
   };
 }
 
-test('a player whose cable is pulled past the idle timeout loses its links, gets them back and chats again', async () => {
+test('a player whose cable is pulled past the idle timeout loses its links, gets them back, and what it said meanwhile arrives once', async () => {
   const w = await world();
   const room = 'outage';
   const a = await openPage(w.env, `/room/${room}`);
@@ -36,6 +36,11 @@ test('a player whose cable is pulled past the idle timeout loses its links, gets
   try {
     for (const [p, id] of [[a, bId], [a, native.id], [b, aId], [b, native.id]]) await connectedTo(p, id);
     await a.page.evaluate(() => window.ackwire.client.setOutage(true));
+    // A line said while the cable is out but before the links time out: queued on links that
+    // are about to die, it must reach everyone once they are back, exactly once.
+    const dying = `dying ${Math.random().toString(36).slice(2)}`;
+    await a.page.fill('#chat-input', dying);
+    await a.page.click('#chat-form button');
     // The core's idle timeout is 10 s: the others see the link lost, and say why.
     const lost = await b.page.waitForFunction((id) => {
       const l = window.ackwire.players.get(id);
@@ -67,6 +72,11 @@ test('a player whose cable is pulled past the idle timeout loses its links, gets
     await sleep(1500); // time for any duplicate to show up
     assert.equal(await chatsFrom(b, aId, text), 1, 'delivered once to B');
     assert.equal(native.lines.filter((l) => l.type === 'chat' && l.text === text).length, 1, 'delivered once to the native');
+    // The line said while the links were dying came with the new links, once, before the next.
+    const order = await b.page.evaluate((id) => window.ackwire.chat.filter((m) => m.from === `peer ${id}`).map((m) => m.text), aId);
+    assert.deepEqual(order.filter((t) => t === dying || t === text), [dying, text], 'B: the dying line once, in order');
+    const nativeOrder = native.lines.filter((l) => l.type === 'chat' && l.peer === aId).map((l) => l.text);
+    assert.deepEqual(nativeOrder.filter((t) => t === dying || t === text), [dying, text], 'the native: the dying line once, in order');
     assert.deepEqual([...a.errors, ...b.errors], []);
   } finally {
     await native.stop();
