@@ -23,7 +23,7 @@ pub enum Mode {
     Bad,
 }
 
-/// The binary mode state machine: its [`ModeState`] and the [`Limits`] it runs under.
+/// The binary mode state machine: its mode state and the limits it runs under.
 #[derive(Debug, Clone)]
 pub struct BinaryCongestion {
     limits: Limits,

@@ -192,6 +192,7 @@
 //! assert_eq!(a.stats().last_header_len, 5);
 //! ```
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod channel;
 pub mod config;

@@ -6,7 +6,7 @@
 //! so each datagram is tagged with its remote address on the way in and untagged on the way
 //! out.
 //!
-//! The socket is read and written in batches ([`batch`]): a read takes up to [`IO_BATCH`]
+//! The socket is read and written in batches (`batch.rs`): a read takes up to [`IO_BATCH`]
 //! datagrams per system call, and [`Link::send`] queues a datagram that [`Link::flush`] (or
 //! a full queue) sends with the rest of its batch in one call. The answers to a read batch
 //! are made while each connection is in cache, as it is read, and leave together at the
