@@ -294,6 +294,7 @@ pub(crate) fn test() -> Result<()> {
     let start = Instant::now();
     let tools = setup::run()?;
     let stages = [
+        stage("lints (fmt, clippy, rustdoc, no-default-features)", lints),
         stage("native tests (cargo test --workspace)", native_tests),
         stage("wasm tests in headless Chromium", || {
             wasm_browser_tests(&tools)
@@ -331,6 +332,25 @@ fn summarize(command: &str, stages: &[Stage], start: Instant) -> Result<()> {
     } else {
         Err(format!("{failed} stage(s) failed"))
     }
+}
+
+/// What a reviewer would otherwise catch: an unformatted file, a clippy warning anywhere
+/// (the workspace lints included), a broken intra-doc link or any rustdoc warning, and the
+/// UDP peer built without the room driver (`ackwire-peer --no-default-features`).
+fn lints() -> Result<()> {
+    run(cargo().args(["fmt", "--all", "--", "--check"]))?;
+    run(cargo().args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]))?;
+    run(cargo()
+        .args(["doc", "--no-deps", "--workspace"])
+        .env("RUSTDOCFLAGS", "-D warnings"))?;
+    run(cargo().args(["build", "-p", "ackwire-peer", "--no-default-features"]))
 }
 
 fn native_tests() -> Result<()> {
