@@ -67,6 +67,11 @@
 #[doc = include_str!("../../README.md")]
 mod readme {}
 
+/// The guide's Rust examples (`docs/api.md`), compiled as doctests likewise.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/api.md")]
+mod guide {}
+
 #[cfg(target_arch = "wasm32")]
 mod browser;
 #[cfg(all(not(target_arch = "wasm32"), feature = "rooms"))]
