@@ -267,7 +267,13 @@ impl Link {
                     self.counters.datagrams_out += sent as u64;
                     at += sent;
                 }
-                Ok(_) => unreachable!("sendmmsg sends at least one datagram or fails"),
+                // sendmmsg sends at least one datagram or fails; were a kernel to say zero,
+                // retrying could spin, so the batch is dropped as if the buffer were full.
+                Ok(_) => {
+                    self.counters.send_failures += rest.len() as u64;
+                    tracing::debug!(dropped = rest.len(), "send sent nothing");
+                    break;
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     self.counters.send_failures += rest.len() as u64;
                     tracing::debug!(dropped = rest.len(), "send buffer full");
