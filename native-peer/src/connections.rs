@@ -633,7 +633,7 @@ mod tests {
             server_link.flush();
             pump(now, &mut client_link, client)
         };
-        while listener.len() == 0 || client.len() == 0 {
+        while listener.is_empty() || client.is_empty() {
             now += Duration::from_millis(10);
             step(now, &mut listener, &mut client);
             assert!(now < Duration::from_secs(5), "never connected");
