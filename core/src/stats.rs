@@ -8,6 +8,7 @@ use crate::connection::ConnectionState;
 /// What a link has counted since it started. Unlike the gauges in [`Stats`], these only
 /// grow, so a driver serving many links sums them (`+=`) into one total.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Counters {
     /// Packets sent.
     pub packets_sent: u64,
@@ -55,7 +56,8 @@ impl core::ops::AddAssign for Counters {
 
 /// What an [`Endpoint`](crate::endpoint::Endpoint) has measured so far. Times are in
 /// milliseconds as `f64`, which JSON and JavaScript read without conversion.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Stats {
     /// Smoothed round-trip time (0 before the first ack).
     pub rtt_ms: f64,

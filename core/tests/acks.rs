@@ -11,10 +11,7 @@ use proptest::prelude::*;
 const MS: Duration = Duration::from_millis(1);
 
 fn good() -> Config {
-    Config {
-        initial_mode: Mode::Good,
-        ..Config::default()
-    }
+    Config::default().with_initial_mode(Mode::Good)
 }
 
 fn send(endpoint: &mut Endpoint, now: Duration) -> Vec<u8> {
@@ -239,11 +236,9 @@ fn the_sent_queue_is_bounded_by_its_ring() {
     // pushes the oldest out, reported lost long before the 1 s loss timeout. The 256-slot
     // ring starts small and grows to hold them all first.
     for (sent_buffer_len, sent) in [(32u16, 40u16), (256, 300)] {
-        let config = Config {
-            good_rate_pps: 1000.0,
-            sent_buffer_len,
-            ..good()
-        };
+        let config = good()
+            .with_good_rate_pps(1000.0)
+            .with_sent_buffer_len(sent_buffer_len);
         let mut a = Endpoint::new(config, Duration::ZERO).unwrap();
         let mut buf = [0u8; 64];
         for i in 0..u32::from(sent) {
@@ -290,13 +285,11 @@ fn unacked_packets_are_lost_exactly_at_the_loss_timeout_and_poll_timeout_says_wh
 #[test]
 fn every_packet_is_acked_or_lost_exactly_once_across_sequence_wraps() {
     for sent_buffer_len in [32, 256] {
-        let config = Config {
-            good_rate_pps: 1000.0,
+        let config = good()
+            .with_good_rate_pps(1000.0)
             // Silence turns the mode bad; the pace stays brisk anyway.
-            bad_rate_pps: 500.0,
-            sent_buffer_len,
-            ..good()
-        };
+            .with_bad_rate_pps(500.0)
+            .with_sent_buffer_len(sent_buffer_len);
         let loss_timeout = config.loss_timeout;
         let mut a = Endpoint::new(config.clone(), Duration::ZERO).unwrap();
         let mut b = Endpoint::new(config, Duration::ZERO).unwrap();
@@ -402,10 +395,7 @@ fn packet(sequence: u16, ack: AckField, ack_bits: u32, ack_delay: u8) -> Vec<u8>
 
 /// An endpoint that has sent `count` packets, one per millisecond from 0.
 fn sent(count: u16) -> Endpoint {
-    let config = Config {
-        good_rate_pps: 1000.0,
-        ..good()
-    };
+    let config = good().with_good_rate_pps(1000.0);
     let mut a = Endpoint::new(config, Duration::ZERO).unwrap();
     for i in 0..count {
         send(&mut a, u32::from(i) * MS);
@@ -518,11 +508,7 @@ fn each_side_sends_its_ack_as_a_low_byte_once_the_peer_holds_an_ack_of_it() {
     // low byte depends only on acks moving, and both directions settle at 5 bytes.
     let mut a = Endpoint::new(good(), Duration::ZERO).unwrap();
     let mut b = Endpoint::new(
-        Config {
-            good_rate_pps: 90.0,
-            bad_rate_pps: 90.0,
-            ..good()
-        },
+        good().with_good_rate_pps(90.0).with_bad_rate_pps(90.0),
         Duration::ZERO,
     )
     .unwrap();

@@ -45,14 +45,11 @@ struct Flows {
 }
 
 fn client_config() -> ConnectionConfig {
-    ConnectionConfig {
-        packet: Config {
-            good_rate_pps: RATE_PPS,
-            bad_rate_pps: RATE_PPS,
-            ..Config::default()
-        },
-        ..ConnectionConfig::default()
-    }
+    ConnectionConfig::default().with_packet(
+        Config::default()
+            .with_good_rate_pps(RATE_PPS)
+            .with_bad_rate_pps(RATE_PPS),
+    )
 }
 
 async fn flow(server: SocketAddr, flows: Arc<Flows>) {

@@ -206,13 +206,7 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 fn config() -> ConnectionConfig {
-    ConnectionConfig {
-        packet: Config {
-            initial_mode: Mode::Good,
-            ..Config::default()
-        },
-        ..ConnectionConfig::default()
-    }
+    ConnectionConfig::default().with_packet(Config::default().with_initial_mode(Mode::Good))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -201,8 +201,5 @@ impl Driven {
 
 /// A link with a fixed one-way delay and nothing else.
 pub fn delayed(one_way: Duration) -> EmulatorConfig {
-    EmulatorConfig {
-        latency: one_way,
-        ..EmulatorConfig::default()
-    }
+    EmulatorConfig::default().with_latency(one_way)
 }

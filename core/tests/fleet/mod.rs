@@ -41,14 +41,9 @@ pub struct Tally {
 }
 
 fn config(connections: usize) -> ConnectionConfig {
-    ConnectionConfig {
-        packet: Config {
-            initial_mode: Mode::Good,
-            ..Config::default()
-        },
-        replay_cache_len: connections.max(16),
-        ..ConnectionConfig::default()
-    }
+    ConnectionConfig::default()
+        .with_packet(Config::default().with_initial_mode(Mode::Good))
+        .with_replay_cache_len(connections.max(16))
 }
 
 pub fn address(index: usize) -> [u8; 6] {

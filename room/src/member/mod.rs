@@ -192,11 +192,10 @@ impl MemberConfig {
     pub fn link_config(&self) -> ConnectionConfig {
         let mut channels = self.app.channels.clone();
         channels.push(ChannelKind::ReliableOrdered);
-        ConnectionConfig {
-            channels,
-            protocol_id: protocol_id(&self.app),
-            ..self.connection.clone()
-        }
+        self.connection
+            .clone()
+            .with_channels(channels)
+            .with_protocol_id(protocol_id(&self.app))
     }
 }
 
