@@ -152,10 +152,10 @@ impl Config {
         {
             return Err(ConfigError::InvalidRecoveryTime);
         }
-        if let Some(threshold) = self.loss_threshold_percent {
-            if !(0.0..=100.0).contains(&threshold) {
-                return Err(ConfigError::InvalidLossThreshold(threshold));
-            }
+        if let Some(threshold) = self.loss_threshold_percent
+            && !(0.0..=100.0).contains(&threshold)
+        {
+            return Err(ConfigError::InvalidLossThreshold(threshold));
         }
         if !(self.rtt_smoothing > 0.0 && self.rtt_smoothing <= 1.0) {
             return Err(ConfigError::InvalidSmoothing(self.rtt_smoothing));

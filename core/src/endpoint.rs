@@ -563,11 +563,11 @@ impl Endpoint {
             self.peer_ack = Some(ack);
         }
         // The peer has a packet sent at or after the mark, so it holds at least the mark's ack.
-        if let Some((marked, carried)) = self.ack_mark {
-            if distance(marked, ack) >= 0 {
-                self.ack_floor = Some(carried);
-                self.ack_mark = None;
-            }
+        if let Some((marked, carried)) = self.ack_mark
+            && distance(marked, ack) >= 0
+        {
+            self.ack_floor = Some(carried);
+            self.ack_mark = None;
         }
         let mut bits = ack_bits;
         // Sequences older than the oldest unresolved one were acked or declared lost
@@ -591,10 +591,10 @@ impl Endpoint {
                 // kept it, and the path's round trip is the rest. Never below zero, never
                 // above the measured time; a peer can shade a sample by at most the
                 // field's 127 ms. The others acked here waited an unknown while longer.
-                if n == 0 {
-                    if let Some(held) = delay.nanos() {
-                        self.rtt.on_sample_nanos(rtt.saturating_sub(held));
-                    }
+                if n == 0
+                    && let Some(held) = delay.nanos()
+                {
+                    self.rtt.on_sample_nanos(rtt.saturating_sub(held));
                 }
                 self.loss.record(false);
                 self.last_ack_at = now;
@@ -1008,18 +1008,18 @@ mod tests {
                         endpoint.check_at = 0;
                     }
                     // Whether or not the pacing lets a packet out now is part of the behaviour.
-                    if let Some(t) = endpoint.poll_transmit(at, &mut buf).unwrap() {
-                        if !lost {
-                            let _ = peer.receive(at, &buf[..t.len]);
-                        }
+                    if let Some(t) = endpoint.poll_transmit(at, &mut buf).unwrap()
+                        && !lost
+                    {
+                        let _ = peer.receive(at, &buf[..t.len]);
                     }
                 }
                 Step::Reply { lost } => {
                     peer.handle_timeout(at);
-                    if let Some(t) = peer.poll_transmit(at, &mut buf).unwrap() {
-                        if !lost {
-                            let _ = endpoint.receive(at, &buf[..t.len]);
-                        }
+                    if let Some(t) = peer.poll_transmit(at, &mut buf).unwrap()
+                        && !lost
+                    {
+                        let _ = endpoint.receive(at, &buf[..t.len]);
                     }
                 }
                 Step::Tick => {}

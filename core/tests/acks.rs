@@ -186,21 +186,17 @@ proptest! {
         let mut buf = [0u8; 64];
         for (a_to_b_arrives, b_to_a_arrives, who) in steps {
             now += 10 * MS;
-            if who != 1 {
-                if let Some(t) = a.poll_transmit(now, &mut buf).unwrap() {
-                    if a_to_b_arrives {
+            if who != 1
+                && let Some(t) = a.poll_transmit(now, &mut buf).unwrap()
+                    && a_to_b_arrives {
                         let packet = b.receive(now, &buf[..t.len]).unwrap();
                         b_received.insert(packet.sequence);
                     }
-                }
-            }
-            if who != 0 {
-                if let Some(t) = b.poll_transmit(now, &mut buf).unwrap() {
-                    if b_to_a_arrives {
+            if who != 0
+                && let Some(t) = b.poll_transmit(now, &mut buf).unwrap()
+                    && b_to_a_arrives {
                         a.receive(now, &buf[..t.len]).unwrap();
                     }
-                }
-            }
             while let Some(event) = a.poll_event() {
                 match event {
                     Event::Acked { sequence, .. } => {
@@ -332,10 +328,10 @@ fn every_packet_is_acked_or_lost_exactly_once_across_sequence_wraps() {
             }
             if step % reply_every == 0 {
                 b.handle_timeout(now);
-                if let Some(t) = b.poll_transmit(now, &mut buf).unwrap() {
-                    if !roll(loss) {
-                        a.receive(now, &buf[..t.len]).unwrap();
-                    }
+                if let Some(t) = b.poll_transmit(now, &mut buf).unwrap()
+                    && !roll(loss)
+                {
+                    a.receive(now, &buf[..t.len]).unwrap();
                 }
             }
             while let Some(event) = a.poll_event() {

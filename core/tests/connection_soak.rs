@@ -40,7 +40,7 @@ impl App {
         event.resize(size, n as u8);
         self.backlog.push((ORDERED, event.clone()));
         self.backlog.push((UNORDERED, event));
-        if tick % 100 == 0 {
+        if tick.is_multiple_of(100) {
             let mut blob = n.to_be_bytes().to_vec();
             blob.resize(20_000, (n % 251) as u8);
             self.backlog.push((ORDERED, blob));

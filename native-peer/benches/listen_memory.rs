@@ -69,7 +69,7 @@ async fn flow(server: SocketAddr, flows: Arc<Flows>) {
         while let Ok(Some(len)) = connection.poll_transmit(now, &mut out) {
             packets += 1;
             let _ = socket.try_send_to(&out[..len], server);
-            if packets % 3 == 0 && flows.chat.load(Ordering::Relaxed) {
+            if packets.is_multiple_of(3) && flows.chat.load(Ordering::Relaxed) {
                 // Rides the next packet.
                 if connection.send(CHAT_CHANNEL, &[3u8; 32]).is_ok() {
                     flows.chat_sent.fetch_add(1, Ordering::Relaxed);

@@ -191,10 +191,10 @@ impl Placement {
 /// Pins the calling thread, if a core was chosen; a refusal (a cpuset that changed under
 /// us) is reported and the run goes on unpinned.
 fn pin_to(core: Option<core_affinity::CoreId>) {
-    if let Some(core) = core {
-        if !core_affinity::set_for_current(core) {
-            eprintln!("udp bench: could not pin a thread to CPU {}", core.id);
-        }
+    if let Some(core) = core
+        && !core_affinity::set_for_current(core)
+    {
+        eprintln!("udp bench: could not pin a thread to CPU {}", core.id);
     }
 }
 

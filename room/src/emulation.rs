@@ -58,13 +58,13 @@ impl TwoWay {
     }
 
     fn impair_if_due(&mut self, now: Duration) {
-        if let Some((at, config)) = &self.pending {
-            if now >= *at {
-                // Validated in `new`.
-                let _ = self.outbound.set_config(config.clone());
-                let _ = self.inbound.set_config(config.clone());
-                self.pending = None;
-            }
+        if let Some((at, config)) = &self.pending
+            && now >= *at
+        {
+            // Validated in `new`.
+            let _ = self.outbound.set_config(config.clone());
+            let _ = self.inbound.set_config(config.clone());
+            self.pending = None;
         }
     }
 

@@ -689,10 +689,10 @@ pub async fn versioned(State(app): State<AppState>, mut req: Request) -> Respons
         // Not made yet (a fresh process) or the files changed since.
         current = app.assets.refreshed().await;
     }
-    if version == current.version {
-        if let Some(asset) = current.files.get(path) {
-            return serve_versioned(asset, req.headers()).await;
-        }
+    if version == current.version
+        && let Some(asset) = current.files.get(path)
+    {
+        return serve_versioned(asset, req.headers()).await;
     }
     let query = req
         .uri()

@@ -19,6 +19,7 @@ commands:
   setup   install what building and testing need (idempotent; skips what is present)
   demo    setup, build the wasm bundle (release), start the signal server on 127.0.0.1:8080
           (ACKWIRE_INSTANCES=2: a Redis and two servers sharing rooms, on 8080 and 8081)
+  bundle  setup, then build the wasm bundle into web/pkg/ and print its gzipped size
   test    setup, then native tests, wasm tests in headless Chromium, browser e2e tests
   bench [NAME..]  run the benchmarks (all, or the stages whose name contains one of NAME,
           e.g. `joins`)
@@ -30,6 +31,9 @@ environment:
   ACKWIRE_WASM_ROUTE  `rustup` or `debian`: force one route to the wasm32 toolchain
                       (default: rustup target, falling back to Debian's rustc-web)
   ACKWIRE_BIND        address for `demo` (default 127.0.0.1:8080)
+  ACKWIRE_BUNDLE_ROUTE  `unstable` or `stable`: force one way of compiling the bundle
+                      (default: std rebuilt with unstable options, falling back to stable
+                      flags and a bigger module if that fails)
 ";
 
 fn main() -> ExitCode {
@@ -37,6 +41,7 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("setup") => setup::run().map(|_| ()),
         Some("demo") => suite::demo(),
+        Some("bundle") => setup::run().and_then(|tools| bundle::build(&tools)),
         Some("test") => suite::test(),
         Some("bench") => {
             let only: Vec<&str> = args[1..].iter().map(String::as_str).collect();

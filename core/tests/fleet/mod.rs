@@ -187,7 +187,7 @@ impl Fleet {
             }
             if sent && connected {
                 // The chat message goes in the client's next packet.
-                if self.chat && self.packets[i] % 3 == 0 {
+                if self.chat && self.packets[i].is_multiple_of(3) {
                     client.send(CHAT_CHANNEL, &CHAT).expect("window has room");
                 }
                 self.packets[i] += 1;

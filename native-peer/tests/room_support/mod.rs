@@ -323,12 +323,12 @@ pub async fn subscribe(server: &Server, room: &str) -> mpsc::Receiver<Value> {
     let (tx, rx) = mpsc::channel();
     tokio::spawn(async move {
         while let Some(Ok(message)) = ws.next().await {
-            if let Message::Text(text) = message {
-                if let Ok(value) = serde_json::from_str::<Value>(&text) {
-                    if value["type"] == "stats" && tx.send(value).is_err() {
-                        return;
-                    }
-                }
+            if let Message::Text(text) = message
+                && let Ok(value) = serde_json::from_str::<Value>(&text)
+                && value["type"] == "stats"
+                && tx.send(value).is_err()
+            {
+                return;
             }
         }
     });
