@@ -25,7 +25,7 @@ use std::{
     time::Duration,
 };
 
-use ackwire_room::signalling::{AppInfo, LeaveReason, PeerId, PeerInfo, Resume, RoomSnapshot};
+use ackwire_signalling::{AppInfo, LeaveReason, PeerId, PeerInfo, Resume, RoomSnapshot};
 use futures_util::StreamExt;
 use redis::{
     AsyncCommands, Script,

@@ -2,7 +2,7 @@
 
 use std::{net::SocketAddr, path::PathBuf, time::Duration};
 
-use ackwire_room::signalling::IceServer;
+use ackwire_signalling::IceServer;
 use clap::Parser;
 
 fn parse_ice_servers(s: &str) -> Result<IceServers, String> {

@@ -1,6 +1,6 @@
 //! Every refusal the server can send, each with a stable code for the error frame and metrics.
 
-use ackwire_room::signalling::{AppInfo, ErrorCode, InvalidApp, PeerId, VERSION};
+use ackwire_signalling::{AppInfo, ErrorCode, InvalidApp, PeerId, VERSION};
 
 /// A request the server refused; sent to the client as `{"type":"error","code":..,"message":..}`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -17,7 +17,7 @@ use std::{
     },
 };
 
-use ackwire_room::signalling::{
+use ackwire_signalling::{
     AppInfo, LeaveReason, PeerId, PeerInfo, PeerKind, PublicKey, Resume, RoomSnapshot, ServerFrame,
 };
 use axum::extract::ws::Utf8Bytes;

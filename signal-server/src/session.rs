@@ -8,7 +8,7 @@ use std::{
     time::{Duration, Instant, SystemTime},
 };
 
-use ackwire_room::signalling::{
+use ackwire_signalling::{
     ClientFrame, IceServer, LeaveReason, PeerId, PeerKind, ServerFrame, UrlJoin, VERSION,
 };
 use axum::{

@@ -9,11 +9,11 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use ackwire_core::ChannelKind;
 use ackwire_room::member::{
     Command, Event, IceState, LinkInfo, LinkState, Member, MemberConfig, Output,
     PeerId as PeerIdOf, Route, TransportEvent, TransportId,
 };
+use ackwire_room::signalling::ChannelKind;
 use ackwire_room::signalling::{
     AppInfo, ClientFrame, ErrorCode, LeaveReason, PeerId, PeerInfo, PeerKind, SdpKind, ServerFrame,
     SignalData,
