@@ -71,6 +71,19 @@ pub struct PeerInfo {
     pub network: Option<String>,
 }
 
+impl PeerInfo {
+    /// The peer as dashboards see it: a native's UDP address and key, and where anyone
+    /// connects from, are for its room's members alone.
+    pub fn watched(&self) -> PeerInfo {
+        PeerInfo {
+            udp_addr: None,
+            udp_key: None,
+            network: None,
+            ..self.clone()
+        }
+    }
+}
+
 /// An ICE server from the welcome, in the browser's `RTCIceServer` shape (so a browser can
 /// hand it to `RTCPeerConnection` as it is).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]

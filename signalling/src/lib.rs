@@ -5,8 +5,10 @@
 //! (fields, rules, errors and worked exchanges); this crate is its one implementation, used
 //! by the signal server (`ackwire-signal`), the room member (`ackwire-room`) and both of its
 //! drivers (native, and the browser's, which reads frames through the browser's own JSON).
-//! It holds no rule of the server's (room sizes, rates, who may resume): those are
-//! `ackwire-room-rules` and `ackwire-signal`.
+//! The server's room rules (who may join, resume, replace, relay and leave, and who hears
+//! of it) are here too, sans-IO, in [`rules`]: the signal server carries them out, and so
+//! does the room member's test world. Limits of a whole server (rates, sizes, rooms per
+//! address) stay in `ackwire-signal`.
 //!
 //! - [`ClientFrame`]s go to the server, [`ServerFrame`]s come back; every type a server
 //!   frame can have is a [`ServerFrameType`], and [`parse_server_frame`] reads one, telling a
@@ -28,6 +30,7 @@ mod app;
 mod code;
 mod frames;
 mod key;
+pub mod rules;
 mod signal;
 mod url;
 
