@@ -72,6 +72,19 @@ pub struct PeerInfo {
 }
 
 impl PeerInfo {
+    /// A peer of `kind` with id `id` and nothing else said (no address, key, instance or
+    /// tag).
+    pub fn new(id: PeerId, kind: PeerKind) -> PeerInfo {
+        PeerInfo {
+            id,
+            kind,
+            udp_addr: None,
+            instance: None,
+            udp_key: None,
+            network: None,
+        }
+    }
+
     /// The peer as dashboards see it: a native's UDP address and key, and where anyone
     /// connects from, are for its room's members alone.
     pub fn watched(&self) -> PeerInfo {

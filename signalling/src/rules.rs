@@ -581,14 +581,7 @@ impl<C: Clone + PartialEq> Room<C> {
             app: self.app.clone(),
         }));
         if let Some(old_id) = replaced {
-            effects.push(Effect::Send {
-                to: self.conns(None),
-                frame: ServerFrame::PeerLeft {
-                    room: self.room(),
-                    peer_id: old_id,
-                    reason: LeaveReason::Replaced,
-                },
-            });
+            self.announce_left(old_id, LeaveReason::Replaced, &mut effects);
         }
         let peer_id = info.id;
         self.peers.insert(
@@ -1109,14 +1102,7 @@ mod tests {
     fn other_servers_peers_are_mirrored_relayed_to_by_their_home_and_put_back_when_ours() {
         let mut room = R::new("r", 8);
         let mine = room.join(browser(1, 1)).unwrap();
-        let info = |id| PeerInfo {
-            id,
-            kind: PeerKind::Browser,
-            udp_addr: None,
-            instance: None,
-            udp_key: None,
-            network: None,
-        };
+        let info = |id| PeerInfo::new(id, PeerKind::Browser);
         let effects = room.remote_joined(info(5), "other".into(), None);
         assert_eq!(sent_to(&effects, 1).len(), 1, "peer_joined");
         assert_eq!(room.relay(1, &1, 5), Ok(Route::Remote("other")));

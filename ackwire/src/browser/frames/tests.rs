@@ -30,14 +30,7 @@ fn native(id: u64) -> PeerInfo {
 }
 
 fn browser(id: u64) -> PeerInfo {
-    PeerInfo {
-        id,
-        kind: PeerKind::Browser,
-        udp_addr: None,
-        instance: None,
-        udp_key: None,
-        network: None,
-    }
+    PeerInfo::new(id, PeerKind::Browser)
 }
 
 fn candidate(mid: Option<&str>, index: Option<u16>) -> SignalData {
