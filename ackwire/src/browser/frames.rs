@@ -5,10 +5,12 @@
 //!   types a room member acts on into the member's [`MemberServerFrame`], by the rules of
 //!   `ackwire_signalling` (which the server and the native peer parse with serde): a
 //!   missing `Option` field or a `null` one is `None`; a missing required field, or one of
-//!   another type, refuses the frame; unknown fields are ignored; a frame type the member does
-//!   not read (`subscribed`, `stats`, a later server's addition) is
-//!   [`ServerFrame::Other`]. The browser test suite checks it against serde on every frame
-//!   type (`frames/tests.rs`).
+//!   another type, refuses the frame; unknown fields are ignored. The match is over
+//!   [`ServerFrameType`] without a wildcard, so every type of the schema has an answer: a
+//!   dashboard's frame (`subscribed`, `stats`) is [`FrameError::NotForMembers`], a later
+//!   server's type [`FrameError::UnknownType`]; the driver counts both in the member
+//!   (`Member::note_unreadable_frame`) and logs them. The browser test suite checks it
+//!   against serde on every frame type (`frames/tests.rs`).
 //! - Out: [`to_js`] turns the member's serde types (frames, events, link snapshots) into plain
 //!   JS objects with `serde-wasm-bindgen`; frames then go through `JSON.stringify`.
 //!
