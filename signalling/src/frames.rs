@@ -475,6 +475,20 @@ pub enum UnreadableFrame {
 /// Reads one text frame from the server: an owned frame, whatever the lifetime of `text`.
 /// A frame type this version does not know is [`UnreadableFrame::UnknownType`], told apart
 /// from a broken frame so a client can count it and carry on.
+///
+/// ```
+/// use ackwire_signalling::{LeaveReason, ServerFrame, UnreadableFrame, parse_server_frame};
+///
+/// let left = r#"{"type":"peer_left","room":"lobby","peer_id":3,"reason":"lost"}"#;
+/// assert!(matches!(
+///     parse_server_frame(left),
+///     Ok(ServerFrame::PeerLeft { peer_id: 3, reason: LeaveReason::Lost, .. })
+/// ));
+/// let later = r#"{"type":"teleport","to":3}"#;
+/// assert!(matches!(parse_server_frame(later), Err(UnreadableFrame::UnknownType(t)) if t == "teleport"));
+/// let broken = r#"{"type":"peer_left","room":"lobby"}"#;
+/// assert!(matches!(parse_server_frame(broken), Err(UnreadableFrame::Malformed(_))));
+/// ```
 pub fn parse_server_frame(text: &str) -> Result<ServerFrame<'static>, UnreadableFrame> {
     serde_json::from_str(text).map_err(|error| {
         /// Just the type of a frame serde would not read.
@@ -607,6 +621,75 @@ mod tests {
                 message: "full".into(),
             },
         ]
+    }
+
+    #[test]
+    fn every_client_frame_round_trips_and_a_broken_one_is_refused() {
+        let frames: Vec<ClientFrame> = vec![
+            ClientFrame::Join {
+                version: VERSION,
+                room: "lobby".into(),
+                kind: PeerKind::Native,
+                udp_addr: Some("192.0.2.1:4000".parse().unwrap()),
+                instance: Some("proc-1".into()),
+                udp_key: Some(PublicKey([7; 32])),
+                app: Some(AppInfo::new("pong", 1, [ChannelKind::ReliableOrdered])),
+                resume: Some(Resume {
+                    peer_id: 4,
+                    token: "t".into(),
+                }),
+            },
+            ClientFrame::Signal {
+                to: 2,
+                from: Some(1),
+                data: serde_json::json!({"candidate": "c"}),
+            },
+            ClientFrame::Stats {
+                from: None,
+                links: serde_json::json!([{"peer": 2}]),
+            },
+            ClientFrame::Subscribe {
+                room: Some("lobby".into()),
+                token: None,
+            },
+            ClientFrame::Leave,
+        ];
+        for frame in frames {
+            let text = serde_json::to_string(&frame).unwrap();
+            assert_eq!(serde_json::from_str::<ClientFrame>(&text).unwrap(), frame);
+        }
+        for bad in [
+            r#"{"type":"join","version":1,"room":"lobby"}"#,
+            r#"{"type":"signal","data":1}"#,
+            r#"{"type":"teleport"}"#,
+            r#"{"type":"join","version":1,"room":"lobby","kind":"robot"}"#,
+            r#"[1,2]"#,
+        ] {
+            assert!(serde_json::from_str::<ClientFrame>(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn unreadable_server_frames_are_typed_errors_an_unknown_type_apart() {
+        for broken in [
+            "not json",
+            r#"{"no":"type"}"#,
+            r#"{"type":7}"#,
+            r#"{"type":"welcome","room":"lobby"}"#,
+            r#"{"type":"peer_left","room":"r","peer_id":1,"reason":"bored"}"#,
+        ] {
+            assert!(
+                matches!(
+                    parse_server_frame(broken),
+                    Err(UnreadableFrame::Malformed(_))
+                ),
+                "{broken}"
+            );
+        }
+        assert!(matches!(
+            parse_server_frame(r#"{"type":"later","x":1}"#),
+            Err(UnreadableFrame::UnknownType(name)) if name == "later"
+        ));
     }
 
     #[test]

@@ -52,6 +52,14 @@ pub const NAME_RULE: &str = "1-64 of A-Z a-z 0-9 - _";
 
 /// The one rule for every name in signalling (rooms, program instances, application ids):
 /// [`NAME_RULE`], safe in URLs, logs and metrics. Everything that checks a name calls this.
+///
+/// ```
+/// use ackwire_signalling::is_valid_name;
+///
+/// assert!(is_valid_name("lobby-2_b"));
+/// assert!(!is_valid_name("my room"));
+/// assert!(!is_valid_name(""));
+/// ```
 pub fn is_valid_name(name: &str) -> bool {
     (1..=64).contains(&name.len())
         && name

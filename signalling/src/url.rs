@@ -167,6 +167,19 @@ impl RoomUrl {
     /// trailing `/dashboard`, a query or a fragment), or a server (`http(s)://` or `ws(s)://`
     /// `HOST[:PORT]`, any other path) with the room named by `room`. `https`/`wss` give
     /// `wss://`. A room in both places must be the same room.
+    ///
+    /// ```
+    /// use ackwire_signalling::{PeerKind, RoomUrl, UrlJoin};
+    ///
+    /// let url = RoomUrl::parse("https://play.example.com/room/lobby", None).unwrap();
+    /// assert_eq!(url.ws_url, "wss://play.example.com/ws");
+    /// assert_eq!(url.room, "lobby");
+    /// assert_eq!(url.server(), "play.example.com:443");
+    /// // A fresh join rides the socket's URL: the server's first frame is the welcome.
+    /// let join = UrlJoin::new("lobby", PeerKind::Browser);
+    /// assert!(url.socket_url(Some(&join)).starts_with("wss://play.example.com/ws?"));
+    /// assert!(RoomUrl::parse("http://127.0.0.1:8080/room/no%20spaces", None).is_err());
+    /// ```
     pub fn parse(url: &str, room: Option<&str>) -> Result<RoomUrl, BadRoomUrl> {
         let bad = |reason| BadRoomUrl {
             url: url.to_owned(),
@@ -191,7 +204,9 @@ impl RoomUrl {
             (None, None) => return Err(bad("the path must be /room/NAME, or the room named")),
         };
         if !is_valid_name(name) {
-            return Err(bad("a room name is 1-64 characters of A-Z a-z 0-9 - _"));
+            return Err(bad(
+                "the room name breaks the name rule (1-64 of A-Z a-z 0-9 - _)",
+            ));
         }
         Ok(RoomUrl {
             ws_url: format!("{scheme}://{host}/ws"),
