@@ -1,7 +1,7 @@
 //! Every refusal the server can send, each with a stable code for the error frame and metrics.
 
 use ackwire_signalling::rules::{AppMismatch, RuleError};
-use ackwire_signalling::{AppInfo, ErrorCode, InvalidApp, PeerId, VERSION};
+use ackwire_signalling::{AppInfo, ErrorCode, InvalidApp, NAME_RULE, PeerId, VERSION};
 
 /// A request the server refused; sent to the client as `{"type":"error","code":..,"message":..}`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -23,10 +23,10 @@ pub enum SignalError {
     #[error("unsupported protocol version {0}; this server speaks {expected}", expected = VERSION)]
     UnsupportedVersion(u32),
     /// The room name is empty, too long or has characters outside `A-Z a-z 0-9 - _`.
-    #[error("invalid room name {0:?}: use 1-64 of A-Z a-z 0-9 - _")]
+    #[error("invalid room name {0:?}: use {NAME_RULE}")]
     InvalidRoomName(String),
     /// The join's instance id is empty, too long or has characters outside `A-Z a-z 0-9 - _`.
-    #[error("invalid instance {0:?}: use 1-64 of A-Z a-z 0-9 - _")]
+    #[error("invalid instance {0:?}: use {NAME_RULE}")]
     InvalidInstance(String),
     /// The room already holds the maximum number of peers.
     #[error("room {0:?} is full")]
