@@ -53,6 +53,9 @@ use crate::{AppState, protocol::validate_room_name};
 #[exclude = "node_modules/**"]
 #[exclude = "e2e/**"]
 #[exclude = "package*.json"]
+// The npm package's template and its type check (`xtask/src/npm.rs`): tooling, not pages.
+#[exclude = "npm/**"]
+#[exclude = "types-check/**"]
 #[exclude = "test-results/**"]
 struct Embedded;
 
@@ -72,7 +75,10 @@ pub const NO_CACHE: &str = "no-cache";
 /// leaves out too (tooling, tests, their output), and dotfiles.
 fn skipped(name: &str) -> bool {
     name.starts_with('.')
-        || matches!(name, "node_modules" | "e2e" | "test-results")
+        || matches!(
+            name,
+            "node_modules" | "e2e" | "test-results" | "npm" | "types-check"
+        )
         || (name.starts_with("package") && name.ends_with(".json"))
 }
 

@@ -7,7 +7,7 @@ use std::{
 };
 
 use crate::{
-    bundle, paths,
+    bundle, npm, paths,
     process::{Result, describe, in_loopback_namespace, run},
     setup::{self, Tools},
 };
@@ -295,6 +295,7 @@ pub(crate) fn test() -> Result<()> {
     let tools = setup::run()?;
     let stages = [
         stage("lints (fmt, clippy, rustdoc, no-default-features)", lints),
+        stage("types (tsc --noEmit: example, README snippets)", npm::types),
         stage("native tests (cargo test --workspace)", native_tests),
         stage("wasm tests in headless Chromium", || {
             wasm_browser_tests(&tools)
@@ -404,6 +405,8 @@ fn wasm_browser_tests(tools: &Tools) -> Result<()> {
 /// With `only`, just the files whose name contains one of those strings.
 pub(crate) fn browser_e2e(tools: &Tools, only: &[&str]) -> Result<()> {
     bundle::build(tools)?;
+    // `package.test.mjs` loads the JS API from the tarball a game would install.
+    let tarball = npm::pack()?;
     let server = build_signal_server(false)?;
     let peer = build_bin("ackwire-peer", "ackwire-peer", false)?;
     let files = e2e_files(only)?;
@@ -428,6 +431,7 @@ pub(crate) fn browser_e2e(tools: &Tools, only: &[&str]) -> Result<()> {
     let exchange = paths::root().join("target/debug/examples/exchange");
     let mut cmd = e2e_command(&files, &[], &server, &peer);
     cmd.env("ACKWIRE_EXCHANGE_BIN", exchange)
+        .env("ACKWIRE_NPM_TARBALL", &tarball)
         .env("ACKWIRE_ARTIFACTS", &artifacts)
         .env("ACKWIRE_E2E_TLS_CERT", tls.join("cert.pem"))
         .env("ACKWIRE_E2E_TLS_KEY", tls.join("key.pem"));
