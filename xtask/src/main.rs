@@ -21,7 +21,7 @@ commands:
           (ACKWIRE_INSTANCES=2: a Redis and two servers sharing rooms, on 8080 and 8081)
   test    setup, then native tests, wasm tests in headless Chromium, browser e2e tests
   bench [NAME..]  run the benchmarks (all, or the stages whose name contains one of NAME,
-          e.g. `joins`)
+          e.g. `joins`, `cold-start`)
   e2e [NAME..]  setup, then only the browser e2e suite (files of web/e2e/ whose name
           contains one of NAME; all without)
 

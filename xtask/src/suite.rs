@@ -488,7 +488,7 @@ fn joins(tools: &Tools) -> Result<()> {
 /// Cold start over a real path (web/e2e/cold-start.bench.mjs, docs/cold-start.md): a fresh
 /// Chromium in one namespace opens the lobby served by the release server, with the release
 /// native peer in it, from another namespace, through a userspace delay bridge in a third;
-/// medians per step at 0 and 20 ms added each way, and the round trips used.
+/// medians per step at 0, 20 and 50 ms added each way, and the round trips used.
 fn cold_start(tools: &Tools) -> Result<()> {
     bundle::build(tools)?;
     let server = build_signal_server(true)?;
@@ -637,7 +637,7 @@ pub(crate) fn bench(only: &[&str]) -> Result<()> {
             Box::new(|| setup::run().and_then(|tools| joins(&tools))),
         ),
         (
-            "cold-start: room URL -> first state update at 0 and 40 ms RTT, round trips",
+            "cold-start: room URL -> first state update at 0, 40 and 100 ms RTT, round trips",
             Box::new(|| setup::run().and_then(|tools| cold_start(&tools))),
         ),
         (
