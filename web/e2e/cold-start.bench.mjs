@@ -7,7 +7,8 @@
 //
 // `cargo xtask bench cold-start` runs it (release builds, under `unshare --net`).
 // ACKWIRE_COLD_RUNS joins per delay (7), ACKWIRE_COLD_DELAYS the delays each way in ms
-// (0,20,50: the summary's round trips are counted between the first two).
+// (0,20,50; the summary counts round trips between the first and last added delay, and from
+// 0 to the first).
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { launchBrowser, startServer } from './harness.mjs';
