@@ -28,7 +28,7 @@ commands:
   pack    setup, build the wasm bundle, assemble the npm package in target/npm/ackwire/ and
           `npm pack` it into target/npm/ackwire-<version>.tgz
   bench [NAME..]  run the benchmarks (all, or the stages whose name contains one of NAME,
-          e.g. `joins`)
+          e.g. `joins`, `cold-start`)
   e2e [NAME..]  setup, then only the browser e2e suite (files of web/e2e/ whose name
           contains one of NAME; all without)
 

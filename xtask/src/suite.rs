@@ -489,6 +489,51 @@ fn joins(tools: &Tools) -> Result<()> {
     run(&mut cmd).map_err(|e| format!("{e}\n   (command: {})", describe(&cmd)))
 }
 
+/// Cold start over a real path (web/e2e/cold-start.bench.mjs, docs/cold-start.md): a fresh
+/// Chromium in one namespace opens the lobby served by the release server, with the release
+/// native peer in it, from another namespace, through a userspace delay bridge in a third;
+/// medians per step at 0, 20 and 50 ms added each way, and the round trips used.
+fn cold_start(tools: &Tools) -> Result<()> {
+    bundle::build(tools)?;
+    let server = build_signal_server(true)?;
+    let peer = build_bin("ackwire-peer", "ackwire-peer", true)?;
+    // The script's namespaces carry this tag, so whatever a crashed or killed run leaves is
+    // found and removed below.
+    let tag = format!("ackcold{}", std::process::id());
+    let mut cmd = in_loopback_namespace("node", &["e2e/cold-start.bench.mjs"]);
+    cmd.current_dir(paths::web_dir())
+        .env("ACKWIRE_SIGNAL_BIN", server)
+        .env("ACKWIRE_PEER_BIN", peer)
+        .env("ACKWIRE_WEB_DIR", paths::web_dir())
+        .env("ACKWIRE_NETNS_TAG", &tag)
+        .env("CHROMIUM", "/usr/bin/chromium");
+    let outcome = run(&mut cmd).map_err(|e| format!("{e}\n   (command: {})", describe(&cmd)));
+    remove_namespaces(&tag);
+    outcome
+}
+
+/// Removes the network namespaces named `tag-*` (only this run's), ending the processes this
+/// run started in them first.
+fn remove_namespaces(tag: &str) {
+    let Ok(list) = crate::process::output(Command::new("ip").args(["netns", "list"])) else {
+        return;
+    };
+    let prefix = format!("{tag}-");
+    for name in list
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|n| n.starts_with(&prefix))
+    {
+        if let Ok(pids) = crate::process::output(Command::new("ip").args(["netns", "pids", name])) {
+            for pid in pids.split_whitespace() {
+                let _ = Command::new("kill").args(["-KILL", pid]).status();
+            }
+        }
+        eprintln!("   removing namespace {name} left by the bench");
+        let _ = Command::new("ip").args(["netns", "del", name]).status();
+    }
+}
+
 /// Seconds each fuzz target runs in `cargo xtask test` (`ACKWIRE_FUZZ_SECONDS`); a smoke run
 /// that keeps every target building and shakes out shallow crashes. Long runs: core/fuzz/README.md.
 const FUZZ_SECONDS_DEFAULT: u32 = 10;
@@ -594,6 +639,10 @@ pub(crate) fn bench(only: &[&str]) -> Result<()> {
         (
             "joins: page open -> data channel open, release server and native peer",
             Box::new(|| setup::run().and_then(|tools| joins(&tools))),
+        ),
+        (
+            "cold-start: room URL -> first state update at 0, 40 and 100 ms RTT, round trips",
+            Box::new(|| setup::run().and_then(|tools| cold_start(&tools))),
         ),
         (
             "signal servers sharing rooms: 3 x 5,000 clients, relay same vs across, failover",
