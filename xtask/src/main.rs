@@ -4,6 +4,7 @@
 //! and keeps downloaded tools outside the repository tree (see [`paths::tools_dir`]) so a
 //! fresh clone on the same machine reuses them.
 
+mod bench;
 mod bundle;
 mod npm;
 mod paths;
@@ -56,7 +57,7 @@ fn main() -> ExitCode {
             .map(|tarball| println!("{}", tarball.display())),
         Some("bench") => {
             let only: Vec<&str> = args[1..].iter().map(String::as_str).collect();
-            suite::bench(&only)
+            bench::bench(&only)
         }
         Some("e2e") => setup::run().and_then(|tools| {
             let only: Vec<&str> = args[1..].iter().map(String::as_str).collect();

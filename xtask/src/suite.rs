@@ -1,4 +1,4 @@
-//! The user-facing commands: `demo`, `test` and `bench`.
+//! The user-facing commands: `demo`, `test`, `e2e` (and what they share with `bench`).
 
 use std::{
     path::{Path, PathBuf},
@@ -14,7 +14,7 @@ use crate::{
 
 const WASM_TARGET: &str = "wasm32-unknown-unknown";
 
-fn cargo() -> Command {
+pub(crate) fn cargo() -> Command {
     let mut cmd = Command::new(env!("CARGO"));
     cmd.current_dir(paths::root());
     cmd
@@ -22,7 +22,7 @@ fn cargo() -> Command {
 
 /// Builds the signal server (debug or release) and returns the binary's path.
 /// Builds binary `bin` of package `package` and returns its path.
-fn build_bin(package: &str, bin: &str, release: bool) -> Result<PathBuf> {
+pub(crate) fn build_bin(package: &str, bin: &str, release: bool) -> Result<PathBuf> {
     let mut cmd = cargo();
     cmd.args(["build", "-p", package, "--bin", bin]);
     if release {
@@ -33,7 +33,7 @@ fn build_bin(package: &str, bin: &str, release: bool) -> Result<PathBuf> {
     Ok(paths::root().join("target").join(profile).join(bin))
 }
 
-fn build_signal_server(release: bool) -> Result<PathBuf> {
+pub(crate) fn build_signal_server(release: bool) -> Result<PathBuf> {
     build_bin("ackwire-signal", "ackwire-signal", release)
 }
 
@@ -443,7 +443,7 @@ pub(crate) fn browser_e2e(tools: &Tools, only: &[&str]) -> Result<()> {
 }
 
 /// The e2e files whose name contains one of `only` (all without).
-fn e2e_files(only: &[&str]) -> Result<Vec<String>> {
+pub(crate) fn e2e_files(only: &[&str]) -> Result<Vec<String>> {
     let e2e = paths::web_dir().join("e2e");
     let mut files: Vec<String> = std::fs::read_dir(&e2e)
         .map_err(|e| format!("cannot read {}: {e}", e2e.display()))?
@@ -464,7 +464,7 @@ fn e2e_files(only: &[&str]) -> Result<Vec<String>> {
 
 /// node's test runner on `files` (with `extra` arguments), in the loopback-only namespace,
 /// against these server and native peer binaries.
-fn e2e_command(files: &[String], extra: &[&str], server: &Path, peer: &Path) -> Command {
+pub(crate) fn e2e_command(files: &[String], extra: &[&str], server: &Path, peer: &Path) -> Command {
     let mut args = vec!["--test", "--test-reporter=spec"];
     args.extend(extra);
     args.extend(files.iter().map(String::as_str));
@@ -475,63 +475,6 @@ fn e2e_command(files: &[String], extra: &[&str], server: &Path, peer: &Path) -> 
         .env("ACKWIRE_WEB_DIR", paths::web_dir())
         .env("CHROMIUM", "/usr/bin/chromium");
     cmd
-}
-
-/// The join figures users get: the e2e's ten-join runs (a second browser player, and a
-/// browser joining a native peer) against the release server and native peer that
-/// `cargo xtask demo` runs; each prints its medians.
-fn joins(tools: &Tools) -> Result<()> {
-    bundle::build(tools)?;
-    let server = build_signal_server(true)?;
-    let peer = build_bin("ackwire-peer", "ackwire-peer", true)?;
-    let files = e2e_files(&["room.test", "native-peer.test"])?;
-    let mut cmd = e2e_command(&files, &["--test-name-pattern=^ten "], &server, &peer);
-    run(&mut cmd).map_err(|e| format!("{e}\n   (command: {})", describe(&cmd)))
-}
-
-/// Cold start over a real path (web/e2e/cold-start.bench.mjs, docs/cold-start.md): a fresh
-/// Chromium in one namespace opens the lobby served by the release server, with the release
-/// native peer in it, from another namespace, through a userspace delay bridge in a third;
-/// medians per step at 0, 20 and 50 ms added each way, and the round trips used.
-fn cold_start(tools: &Tools) -> Result<()> {
-    bundle::build(tools)?;
-    let server = build_signal_server(true)?;
-    let peer = build_bin("ackwire-peer", "ackwire-peer", true)?;
-    // The script's namespaces carry this tag, so whatever a crashed or killed run leaves is
-    // found and removed below.
-    let tag = format!("ackcold{}", std::process::id());
-    let mut cmd = in_loopback_namespace("node", &["e2e/cold-start.bench.mjs"]);
-    cmd.current_dir(paths::web_dir())
-        .env("ACKWIRE_SIGNAL_BIN", server)
-        .env("ACKWIRE_PEER_BIN", peer)
-        .env("ACKWIRE_WEB_DIR", paths::web_dir())
-        .env("ACKWIRE_NETNS_TAG", &tag)
-        .env("CHROMIUM", "/usr/bin/chromium");
-    let outcome = run(&mut cmd).map_err(|e| format!("{e}\n   (command: {})", describe(&cmd)));
-    remove_namespaces(&tag);
-    outcome
-}
-
-/// Removes the network namespaces named `tag-*` (only this run's), ending the processes this
-/// run started in them first.
-fn remove_namespaces(tag: &str) {
-    let Ok(list) = crate::process::output(Command::new("ip").args(["netns", "list"])) else {
-        return;
-    };
-    let prefix = format!("{tag}-");
-    for name in list
-        .lines()
-        .filter_map(|l| l.split_whitespace().next())
-        .filter(|n| n.starts_with(&prefix))
-    {
-        if let Ok(pids) = crate::process::output(Command::new("ip").args(["netns", "pids", name])) {
-            for pid in pids.split_whitespace() {
-                let _ = Command::new("kill").args(["-KILL", pid]).status();
-            }
-        }
-        eprintln!("   removing namespace {name} left by the bench");
-        let _ = Command::new("ip").args(["netns", "del", name]).status();
-    }
 }
 
 /// Seconds each fuzz target runs in `cargo xtask test` (`ACKWIRE_FUZZ_SECONDS`); a smoke run
@@ -572,110 +515,4 @@ fn fuzz_smoke(tools: &Tools) -> Result<()> {
         run(&mut fuzz(&args))?;
     }
     Ok(())
-}
-
-/// Every benchmark, each a ratio against a baseline measured in the same run where the
-/// goal is relative: the core against laminar (criterion), the listener at a few connections
-/// against many (what memory costs), the native peer against a raw UDP echo, the signal
-/// server under load.
-pub(crate) fn bench(only: &[&str]) -> Result<()> {
-    let start = Instant::now();
-    type Run = Box<dyn FnOnce() -> Result<()>>;
-    let all: Vec<(&'static str, Run)> = vec![
-        (
-            "core: packets and messages vs laminar",
-            Box::new(|| {
-                run(cargo().args(["bench", "-p", "ackwire-core", "--bench", "packet_path"]))
-            }),
-        ),
-        (
-            "core: listener cost per echo at 64 / 2,000 / 10,000 connections",
-            Box::new(|| {
-                run(cargo().args(["bench", "-p", "ackwire-core", "--bench", "listener_scale"]))
-            }),
-        ),
-        (
-            "core: heap per connection at 2,000 / 10,000 (idle, chat, after)",
-            Box::new(|| {
-                run(cargo().args([
-                    "bench",
-                    "-p",
-                    "ackwire-core",
-                    "--bench",
-                    "connection_memory",
-                ]))
-            }),
-        ),
-        (
-            "native peer: UDP vs raw echo (unbatched, batched), connections/core",
-            Box::new(|| run(cargo().args(["bench", "-p", "ackwire-peer", "--bench", "udp"]))),
-        ),
-        (
-            "room API: messages/s and CPU per message, Room vs core connections over UDP",
-            Box::new(|| run(cargo().args(["bench", "-p", "ackwire-peer", "--bench", "room"]))),
-        ),
-        (
-            "native peer: listen RSS at 10,000 connections",
-            Box::new(|| {
-                run(cargo().args(["bench", "-p", "ackwire-peer", "--bench", "listen_memory"]))
-            }),
-        ),
-        (
-            "signal server: 10k idle clients, 1k relays/s, join latency",
-            Box::new(|| {
-                signal_example(
-                    "load",
-                    &[
-                        "--clients",
-                        "10000",
-                        "--relays-per-sec",
-                        "1000",
-                        "--duration-secs",
-                        "20",
-                    ],
-                )
-            }),
-        ),
-        (
-            "joins: page open -> data channel open, release server and native peer",
-            Box::new(|| setup::run().and_then(|tools| joins(&tools))),
-        ),
-        (
-            "cold-start: room URL -> first state update at 0, 40 and 100 ms RTT, round trips",
-            Box::new(|| setup::run().and_then(|tools| cold_start(&tools))),
-        ),
-        (
-            "signal servers sharing rooms: 3 x 5,000 clients, relay same vs across, failover",
-            Box::new(|| {
-                signal_example(
-                    "scale_load",
-                    &["--instances", "3", "--clients-per-instance", "5000"],
-                )
-            }),
-        ),
-    ];
-    let stages: Vec<Stage> = all
-        .into_iter()
-        .filter(|(name, _)| only.is_empty() || only.iter().any(|o| name.contains(o)))
-        .map(|(name, f)| stage(name, f))
-        .collect();
-    if stages.is_empty() {
-        return Err(format!("no bench stage matches {}", only.join(" ")));
-    }
-    summarize("bench", &stages, start)
-}
-
-/// Runs one of the signal server's load examples, in release.
-fn signal_example(name: &str, args: &[&str]) -> Result<()> {
-    run(cargo()
-        .args([
-            "run",
-            "--release",
-            "-p",
-            "ackwire-signal",
-            "--example",
-            name,
-            "--",
-        ])
-        .args(args))
 }
