@@ -1,7 +1,7 @@
 // Shared e2e plumbing: the real `ackwire-signal` binary and Debian's Chromium via
 // playwright-core. `cargo xtask test` runs these files inside a network namespace with only
 // loopback up and passes the paths below in the environment.
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { createSocket } from 'node:dgram';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -112,6 +112,23 @@ export function launchFirefox({ executablePath, debuggingPort } = {}) {
       'media.peerconnection.ice.default_address_only': false,
     },
   });
+}
+
+/**
+ * A veth pair inside this namespace, 10.99.0.1 ↔ 10.99.0.2, the default route through it:
+ * the "LAN" Firefox needs to gather ICE candidates (it uses the default-route interface; with
+ * only `lo` it gathers none). It exists only inside the namespace `cargo xtask test` made.
+ * Returns the function that removes it.
+ */
+export function lanInNamespace() {
+  const ip = (...args) => execFileSync('ip', args);
+  ip('link', 'add', 'lan0', 'type', 'veth', 'peer', 'name', 'lan1');
+  ip('addr', 'add', '10.99.0.1/24', 'dev', 'lan0');
+  ip('addr', 'add', '10.99.0.2/24', 'dev', 'lan1');
+  ip('link', 'set', 'lan0', 'up');
+  ip('link', 'set', 'lan1', 'up');
+  ip('route', 'add', 'default', 'dev', 'lan0');
+  return () => ip('link', 'del', 'lan0');
 }
 
 /**

@@ -19,6 +19,10 @@ commands:
   setup   install what building and testing need (idempotent; skips what is present)
   demo    setup, build the wasm bundle (release), start the signal server on 127.0.0.1:8080
           (ACKWIRE_INSTANCES=2: a Redis and two servers sharing rooms, on 8080 and 8081)
+  bundle  setup, build the wasm bundle (web/pkg/) and the example game's Rust client
+          (examples/pong/web/pkg/)
+  pong    setup, both wasm builds, a signal server serving the example game at /pong/ and
+          its host in room `table`; prints the URLs to play (examples/pong/README.md)
   test    setup, then native tests, wasm tests in headless Chromium, browser e2e tests
   bench [NAME..]  run the benchmarks (all, or the stages whose name contains one of NAME,
           e.g. `joins`)
@@ -37,6 +41,8 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("setup") => setup::run().map(|_| ()),
         Some("demo") => suite::demo(),
+        Some("bundle") => suite::bundles(),
+        Some("pong") => suite::pong(),
         Some("test") => suite::test(),
         Some("bench") => {
             let only: Vec<&str> = args[1..].iter().map(String::as_str).collect();
