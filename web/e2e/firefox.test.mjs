@@ -5,7 +5,8 @@
 //
 // Firefox gathers no ICE candidates on a network with only `lo`: it uses the default-route
 // interface. The test gives its namespace (made by `cargo xtask test`, loopback only) a veth
-// "LAN" with a default route, in 10.99.0.0/24, which exists only inside that namespace.
+// "LAN" with a default route, in 10.99.0.0/16, which exists only inside that namespace
+// (`lanInNamespace` in harness.mjs).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { lanInNamespace, launchBrowser, launchFirefox, openPage, startServer } from './harness.mjs';

@@ -115,20 +115,23 @@ export function launchFirefox({ executablePath, debuggingPort } = {}) {
 }
 
 /**
- * A veth pair inside this namespace, 10.99.0.1 ↔ 10.99.0.2, the default route through it:
- * the "LAN" Firefox needs to gather ICE candidates (it uses the default-route interface; with
- * only `lo` it gathers none). It exists only inside the namespace `cargo xtask test` made.
- * Returns the function that removes it.
+ * A veth pair inside this namespace, 10.99.N.1 ↔ 10.99.N.2, a default route through it: the
+ * "LAN" Firefox needs to gather ICE candidates (it uses the default-route interface; with only
+ * `lo` it gathers none). It exists only inside the namespace `cargo xtask test` made. Its
+ * names, subnet and route metric come from this process's id, so test files running at once
+ * each have their own. Returns the function that removes it.
  */
 export function lanInNamespace() {
+  const n = process.pid % 250;
+  const [a, b] = [`lan${process.pid}a`, `lan${process.pid}b`];
   const ip = (...args) => execFileSync('ip', args);
-  ip('link', 'add', 'lan0', 'type', 'veth', 'peer', 'name', 'lan1');
-  ip('addr', 'add', '10.99.0.1/24', 'dev', 'lan0');
-  ip('addr', 'add', '10.99.0.2/24', 'dev', 'lan1');
-  ip('link', 'set', 'lan0', 'up');
-  ip('link', 'set', 'lan1', 'up');
-  ip('route', 'add', 'default', 'dev', 'lan0');
-  return () => ip('link', 'del', 'lan0');
+  ip('link', 'add', a, 'type', 'veth', 'peer', 'name', b);
+  ip('addr', 'add', `10.99.${n}.1/24`, 'dev', a);
+  ip('addr', 'add', `10.99.${n}.2/24`, 'dev', b);
+  ip('link', 'set', a, 'up');
+  ip('link', 'set', b, 'up');
+  ip('route', 'add', 'default', 'dev', a, 'metric', String(process.pid));
+  return () => ip('link', 'del', a);
 }
 
 /**

@@ -84,8 +84,9 @@ async function playRound(host, { winner, loser, watchers = [] }) {
   const pages = [winner, loser, ...watchers];
   const over = await host.waitFor('the round decided', (l) => l.type === 'over', 60000);
   const winnerSide = (await winner.state()).side;
-  assert.equal(over.winner, winnerSide, 'the tracking paddle wins');
-  assert.deepEqual(over.score, winnerSide === 'left' ? [POINTS, 0] : [0, POINTS], 'the missing paddle never scores');
+  const story = () => host.lines.filter((l) => l.type !== 'tick').map((l) => JSON.stringify(l)).join('\n');
+  assert.equal(over.winner, winnerSide, `the tracking paddle wins; the host said:\n${story()}`);
+  assert.deepEqual(over.score, winnerSide === 'left' ? [POINTS, 0] : [0, POINTS], `the missing paddle never scores; the host said:\n${story()}`);
   const goals = host.lines.filter((l) => l.type === 'goal');
   assert.equal(goals.length, POINTS - 1, 'a goal for each point but the last (the last ends the round)');
 

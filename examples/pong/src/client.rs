@@ -55,11 +55,22 @@ pub fn start(canvas: HtmlCanvasElement) -> Result<(), JsValue> {
         .get_context("2d")?
         .ok_or("no 2d context")?
         .dyn_into()?;
-    let status = Object::new();
+    // `window.pong`, the same shape as `web/pong.js`'s from the start.
+    let (status, history, results) = (Object::new(), Array::new(), Array::new());
+    let score = Array::of2(&0.into(), &0.into());
+    for (key, value) in [
+        ("side", JsValue::NULL),
+        ("points", JsValue::NULL),
+        ("winner", JsValue::NULL),
+        ("score", score.into()),
+        ("results", results.clone().into()),
+        ("history", history.clone().into()),
+        ("sent", 0.into()),
+        ("snapshots", 0.into()),
+    ] {
+        Reflect::set(&status, &key.into(), &value)?;
+    }
     Reflect::set(&window, &"pong".into(), &status)?;
-    let (history, results) = (Array::new(), Array::new());
-    Reflect::set(&status, &"history".into(), &history)?;
-    Reflect::set(&status, &"results".into(), &results)?;
     let client = Rc::new(RefCell::new(Client {
         room,
         ctx,
@@ -78,20 +89,6 @@ pub fn start(canvas: HtmlCanvasElement) -> Result<(), JsValue> {
         sent: 0,
         snapshots: 0,
     }));
-    // The same shape as `web/pong.js`'s `window.pong` from the start.
-    for (key, value) in [
-        ("side", JsValue::NULL),
-        ("winner", JsValue::NULL),
-        ("sent", 0.into()),
-        ("snapshots", 0.into()),
-    ] {
-        Reflect::set(&client.borrow().status, &key.into(), &value)?;
-    }
-    Reflect::set(
-        &client.borrow().status,
-        &"score".into(),
-        &Array::of2(&0.into(), &0.into()),
-    )?;
 
     // The pointer's height over the canvas is the paddle's target.
     let c = Rc::clone(&client);
