@@ -35,7 +35,8 @@ const me = { id: undefined, x: Math.random(), y: Math.random(), vx: 0.0021, vy: 
 const metrics = { firstAckMs: undefined };
 // When each step of joining first happened, in ms since navigation (performance.now()): where
 // a join's time goes. The page's HTML received, this module running; join()'s own steps
-// (socket opening and open, wasm loaded, welcome) and the links' states are added below.
+// (socket opening and open, wasm loaded, welcome), the links' states and the first position
+// from another player (`state`) are added below.
 const timeline = {
   html: performance.getEntriesByType('navigation')[0]?.responseEnd,
   script: scriptAt,
@@ -128,6 +129,9 @@ function listen(r) {
     linksStatus();
   });
   r.addEventListener('message', (e) => {
+    // The first state update: what a player waits for after opening the URL (the cold-start
+    // bench reads it).
+    if (e.channel === POSITION) mark('state', e.timeStamp);
     if (e.channel === CHAT) {
       addChat(name(e.peer), e.text);
     } else if (e.channel === POSITION && e.data.length === 8) {

@@ -84,10 +84,7 @@ async fn main() -> std::process::ExitCode {
     config.native.bind = "127.0.0.1:0".parse().expect("an address");
     if args.loss > 0.0 {
         config.emulation = Some(Emulation {
-            config: EmulatorConfig {
-                loss_percent: args.loss,
-                ..EmulatorConfig::default()
-            },
+            config: EmulatorConfig::default().with_loss_percent(args.loss),
             seed: 7,
             impair_after: Duration::ZERO,
         });

@@ -7,26 +7,49 @@
 //! congestion mode measured as it runs. The same [`Room`] API on native targets (tokio) and
 //! on `wasm32` in a browser (web-sys).
 //!
-//! ```no_run
-//! use ackwire::{App, ChannelKind, Event, Room, RoomConfig};
+//! Two players of one room, here two rooms in one program against a signal server on this
+//! machine (`ackwire-signal`; this example starts one in the process):
 //!
-//! # async fn game() -> Result<(), Box<dyn std::error::Error>> {
+//! ```
+//! use ackwire::{App, ChannelKind, Event, LinkState, Room, RoomConfig};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+//! # let addr = listener.local_addr()?;
+//! # let server = ackwire_signal::config::Config { bind: addr, ..Default::default() };
+//! # tokio::spawn(ackwire_signal::serve(listener, server, std::future::pending()));
+//! # let url = format!("http://{addr}/room/lobby");
 //! // What the game plays: every member of a room must declare the same.
 //! let app = App::new("pong", 1, [
 //!     ChannelKind::UnreliableSequenced, // 0: inputs and state, newest wins
 //!     ChannelKind::ReliableOrdered,     // 1: events, chat
 //! ]);
-//! let mut room = Room::join("http://127.0.0.1:8080/room/lobby", RoomConfig::new(app))?;
-//! while let Some(event) = room.next_event().await {
-//!     match event {
-//!         Event::Link(link) if link.state == ackwire::LinkState::Connected => {
-//!             room.send(link.peer, 1, b"hello")?;
-//!         }
-//!         Event::Message { peer, channel, bytes } => println!("{peer} on {channel}: {bytes:?}"),
-//!         _ => {}
+//! let mut config = RoomConfig::new(app);
+//! # config.native.bind = "127.0.0.1:0".parse()?;
+//! // `url` is the room page's, e.g. https://play.example.org/room/lobby
+//! let mut alice = Room::join(&url, config.clone())?;
+//! let mut bob = Room::join(&url, config)?;
+//! // Alice says hello on the reliable channel as soon as a link connects.
+//! while let Some(event) = alice.next_event().await {
+//!     if let Event::Link(link) = event
+//!         && link.state == LinkState::Connected
+//!     {
+//!         alice.send(link.peer, 1, b"hello")?;
+//!         break;
 //!     }
 //! }
-//! # Ok(()) }
+//! // Bob hears it: exactly once, in order, whatever the network loses.
+//! let (channel, bytes) = loop {
+//!     if let Some(Event::Message { channel, bytes, .. }) = bob.next_event().await {
+//!         break (channel, bytes);
+//!     }
+//! };
+//! assert_eq!((channel, &bytes[..]), (1, &b"hello"[..]));
+//! alice.close().await;
+//! bob.close().await;
+//! # Ok(())
+//! # }
 //! ```
 //!
 //! A game loop that cannot await calls [`Room::poll_event`] each frame instead; every call
@@ -37,6 +60,17 @@
 //! delivery across lost links) and the protocol core (`ackwire-core`); this crate adds the
 //! drivers that give them sockets and a clock. `docs/api.md` is the guide.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+/// The README's Rust examples, compiled as doctests so it cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+mod readme {}
+
+/// The guide's Rust examples (`docs/api.md`), compiled as doctests likewise.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/api.md")]
+mod guide {}
 
 #[cfg(target_arch = "wasm32")]
 mod browser;

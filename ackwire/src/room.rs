@@ -187,7 +187,7 @@ impl Room {
         self.driver.next_event().await
     }
 
-    /// Every link (one per peer) with its state, path and the core's [`Stats`].
+    /// Every link (one per peer) with its state, path and the core's [`Stats`](crate::Stats).
     pub fn links(&self) -> Vec<LinkInfo> {
         self.driver.with_member(|m, now| m.links(now))
     }

@@ -57,10 +57,7 @@ fn config(loss: f64) -> RoomConfig {
     config.native.bind = "127.0.0.1:0".parse().unwrap();
     if loss > 0.0 {
         config.emulation = Some(Emulation {
-            config: EmulatorConfig {
-                loss_percent: loss,
-                ..EmulatorConfig::default()
-            },
+            config: EmulatorConfig::default().with_loss_percent(loss),
             seed: 42,
             impair_after: Duration::ZERO,
         });

@@ -32,14 +32,9 @@ const MESSAGE: [u8; 32] = [7; 32];
 /// Good mode from the start, as the UDP benchmark's flows are; the replay cache holds every
 /// client's cookie, so all of them connect in the first interval.
 fn config(connections: usize) -> ConnectionConfig {
-    ConnectionConfig {
-        packet: Config {
-            initial_mode: Mode::Good,
-            ..Config::default()
-        },
-        replay_cache_len: connections,
-        ..ConnectionConfig::default()
-    }
+    ConnectionConfig::default()
+        .with_packet(Config::default().with_initial_mode(Mode::Good))
+        .with_replay_cache_len(connections)
 }
 
 /// The 7-byte key the native driver gives an IPv4 peer (family, address, port); the port

@@ -51,10 +51,7 @@ const B_TO_A: ([u8; 32], [u8; 12]) = ([3; 32], [4; 12]);
 
 impl AckwirePair {
     fn new() -> Self {
-        let config = Config {
-            initial_mode: Mode::Good,
-            ..Config::default()
-        };
+        let config = Config::default().with_initial_mode(Mode::Good);
         AckwirePair {
             now: Duration::ZERO,
             a: Endpoint::new(config.clone(), Duration::ZERO).unwrap(),
@@ -468,19 +465,16 @@ fn report_aeads() {
 /// `a_pps` and `b_pps` over a 20 ms one-way path, from 10 s to 60 s (virtual time, 0.1 ms
 /// steps): the wire cost a deployment sees, at equal and unequal rates.
 fn header_bytes_per_packet(a_pps: f64, b_pps: f64) -> (f64, f64) {
-    let at = |pps: f64| Config {
-        good_rate_pps: pps,
-        bad_rate_pps: pps,
-        ..Config::default()
+    let at = |pps: f64| {
+        Config::default()
+            .with_good_rate_pps(pps)
+            .with_bad_rate_pps(pps)
     };
     let mut a = Endpoint::new(at(a_pps), Duration::ZERO).unwrap();
     let mut b = Endpoint::new(at(b_pps), Duration::ZERO).unwrap();
     let link = || {
         LinkEmulator::new(
-            EmulatorConfig {
-                latency: Duration::from_millis(20),
-                ..EmulatorConfig::default()
-            },
+            EmulatorConfig::default().with_latency(Duration::from_millis(20)),
             1,
         )
         .unwrap()
@@ -529,13 +523,8 @@ struct ConnectionPair {
 
 impl ConnectionPair {
     fn new(loss_percent: f64) -> Self {
-        let config = ConnectionConfig {
-            packet: Config {
-                initial_mode: Mode::Good,
-                ..Config::default()
-            },
-            ..ConnectionConfig::default()
-        };
+        let config = ConnectionConfig::default()
+            .with_packet(Config::default().with_initial_mode(Mode::Good));
         let mut acceptor = Acceptor::new(config.clone(), [1; 32]).unwrap();
         let mut client = Connection::connect(config, Duration::ZERO).unwrap();
         let (mut buf, mut reply) = ([0u8; 1200], [0u8; 64]);
@@ -550,10 +539,7 @@ impl ConnectionPair {
                 other => panic!("{other:?}"),
             }
         };
-        let link = EmulatorConfig {
-            loss_percent,
-            ..EmulatorConfig::default()
-        };
+        let link = EmulatorConfig::default().with_loss_percent(loss_percent);
         ConnectionPair {
             now: Duration::ZERO,
             client,

@@ -10,6 +10,7 @@ use crate::congestion::Mode;
 /// Configuration of an [`Endpoint`](crate::endpoint::Endpoint). `Config::default()` is the
 /// seed article's algorithm; each field's doc gives its default.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Config {
     /// Packets per second in good mode. Default 30 (seed 000).
     pub good_rate_pps: f64,
@@ -61,6 +62,24 @@ pub struct Config {
     #[serde(default = "yes")]
     pub prompt_ack: bool,
 }
+
+setters!(Config {
+    with_good_rate_pps => good_rate_pps: f64,
+    with_bad_rate_pps => bad_rate_pps: f64,
+    with_rtt_threshold => rtt_threshold: Duration,
+    with_loss_threshold_percent => loss_threshold_percent: Option<f64>,
+    with_initial_mode => initial_mode: Mode,
+    with_initial_recovery_time => initial_recovery_time: Duration,
+    with_min_recovery_time => min_recovery_time: Duration,
+    with_max_recovery_time => max_recovery_time: Duration,
+    with_quick_fallback_window => quick_fallback_window: Duration,
+    with_halving_interval => halving_interval: Duration,
+    with_loss_timeout => loss_timeout: Duration,
+    with_rtt_smoothing => rtt_smoothing: f64,
+    with_sent_buffer_len => sent_buffer_len: u16,
+    with_loss_window_packets => loss_window_packets: u16,
+    with_prompt_ack => prompt_ack: bool,
+});
 
 fn yes() -> bool {
     true
@@ -133,10 +152,10 @@ impl Config {
         {
             return Err(ConfigError::InvalidRecoveryTime);
         }
-        if let Some(threshold) = self.loss_threshold_percent {
-            if !(0.0..=100.0).contains(&threshold) {
-                return Err(ConfigError::InvalidLossThreshold(threshold));
-            }
+        if let Some(threshold) = self.loss_threshold_percent
+            && !(0.0..=100.0).contains(&threshold)
+        {
+            return Err(ConfigError::InvalidLossThreshold(threshold));
         }
         if !(self.rtt_smoothing > 0.0 && self.rtt_smoothing <= 1.0) {
             return Err(ConfigError::InvalidSmoothing(self.rtt_smoothing));

@@ -40,6 +40,7 @@ pub const DEFAULT_PROTOCOL_ID: u64 = u64::from_be_bytes(*b"ackwire\x01");
 /// Everything a connection (and an acceptor) is configured with. `default()` gives the
 /// documented defaults; both peers must use the same `protocol_id` and `channels`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ConnectionConfig {
     /// The packet layer: rates, congestion avoidance, loss timeout. Default
     /// [`Config::default`].
@@ -76,6 +77,21 @@ pub struct ConnectionConfig {
     /// `Busy` until entries expire.
     pub replay_cache_len: usize,
 }
+
+setters!(ConnectionConfig {
+    with_packet => packet: Config,
+    with_protocol_id => protocol_id: u64,
+    with_channels => channels: Vec<ChannelKind>,
+    with_max_datagram_size => max_datagram_size: usize,
+    with_unreliable_queue_len => unreliable_queue_len: usize,
+    with_min_resend_interval => min_resend_interval: Duration,
+    with_handshake_resend_interval => handshake_resend_interval: Duration,
+    with_handshake_timeout => handshake_timeout: Duration,
+    with_idle_timeout => idle_timeout: Duration,
+    with_cookie_lifetime => cookie_lifetime: Duration,
+    with_disconnect_copies => disconnect_copies: u8,
+    with_replay_cache_len => replay_cache_len: usize,
+});
 
 impl Default for ConnectionConfig {
     fn default() -> Self {

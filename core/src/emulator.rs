@@ -27,6 +27,7 @@ pub struct GilbertElliott {
 
 /// What the emulated link does to datagrams. `Default` is a perfect, instant link.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct EmulatorConfig {
     /// One-way delay added to every datagram.
     pub latency: Duration,
@@ -49,6 +50,18 @@ pub struct EmulatorConfig {
     /// (a router's tail drop).
     pub max_queue_delay: Duration,
 }
+
+setters!(EmulatorConfig {
+    with_latency => latency: Duration,
+    with_jitter => jitter: Duration,
+    with_loss_percent => loss_percent: f64,
+    with_burst_loss => burst_loss: Option<GilbertElliott>,
+    with_duplicate_percent => duplicate_percent: f64,
+    with_reorder_percent => reorder_percent: f64,
+    with_reorder_delay => reorder_delay: Duration,
+    with_rate_limit_bytes_per_sec => rate_limit_bytes_per_sec: Option<u64>,
+    with_max_queue_delay => max_queue_delay: Duration,
+});
 
 impl Default for EmulatorConfig {
     fn default() -> Self {
@@ -134,6 +147,7 @@ impl SeededRng {
 
 /// Counts of what the emulator did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct EmulatorStats {
     /// Datagrams pushed in.
     pub sent: u64,

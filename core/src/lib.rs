@@ -1,7 +1,7 @@
 //! # ackwire-core
 //!
-//! The ackwire protocol as a sans-IO state machine: no sockets, no clock, no threads, no OS
-//! randomness. The driver owns the clock and the link; the core owns all protocol state.
+//! The ackwire protocol as a sans-IO state machine: no sockets, no clock, no threads. The
+//! driver owns the clock and the link; the core owns all protocol state.
 //! Applications use a [`Connection`]: [`send`](Connection::send) messages on channels, feed
 //! every datagram to [`receive`](Connection::receive), send what
 //! [`poll_transmit`](Connection::poll_transmit) writes, drain
@@ -15,7 +15,11 @@
 //! Time is a [`Duration`](core::time::Duration) since an epoch the driver picks (it must not
 //! go backwards; an earlier value is treated as the latest seen). A browser driver passes
 //! `Duration::from_secs_f64(performance.now() / 1000.0)`; a native one passes
-//! `start.elapsed()` for an `Instant` taken at startup; tests pass virtual time.
+//! `start.elapsed()` for an `Instant` taken at startup; tests pass virtual time. One
+//! exception: `receive` may be given a datagram's arrival time even when it is earlier than
+//! the latest time seen (a driver that reads late but knows when a datagram arrived, from a
+//! kernel receive timestamp): the ack delay and the RTT sample start there, so the wait
+//! before the read counts as this side's hold, not as the path's.
 //!
 //! ## What a driver does
 //!
@@ -32,8 +36,9 @@
 //! many peers on one socket uses a [`Listener`]: `receive(now, from, datagram, reply)` (send
 //! any challenge it writes straight back), `poll_transmit` until `None` (it names the peer),
 //! `poll_event` (each event comes with its connection, to answer at once), `poll_timeout`; it
-//! routes by address, drops closed connections, and costs O(log n) per call in the number
-//! of connections (a timer heap and queues of the connections that are due, never a scan).
+//! routes by address (a hash table), drops closed connections, and no call scans the
+//! connections: a timing wheel holds each one's deadline and only those that are due are
+//! visited.
 //! A side with one peer (a WebRTC data channel) can use an [`Acceptor`] directly: datagrams
 //! go to [`Acceptor::receive`] until it hands out the `Connection`, then to that connection.
 //! Between two browsers (no server in the path) the roles must be decided deterministically,
@@ -44,7 +49,9 @@
 //! to them, so use the same bytes for the request and the response of one peer.
 //!
 //! **Randomness** comes from the driver: [`Acceptor::new`] takes 32 secret random bytes
-//! (fresh at each start); connection ids are derived from it. Connectors need none.
+//! (fresh at each start); connection ids are derived from it. Connectors need none. The one
+//! exception is the optional `aead` feature's Noise key exchange (native drivers only): its
+//! ephemeral keys come from the operating system's generator, through snow.
 //!
 //! ## The protocol, top to bottom
 //!
@@ -56,14 +63,14 @@
 //!    rebuild the rest ([`wire::AckField`]), so a steady-state header is 5 bytes in both
 //!    directions whatever the two rates. [`wire::Packet`] is the checked zero-copy view of a
 //!    datagram, [`wire::PacketHeader`] the plain struct. Byte-exact spec: `docs/wire.md`.
-//! 3. [`sequence_buffer`]: fixed rings indexed by `sequence % N`, tagged with the sequence; the
+//! 3. `sequence_buffer`: fixed rings indexed by `sequence % N`, tagged with the sequence; the
 //!    sent-packet record lives in one, so nothing is allocated per packet.
 //! 4. [`endpoint`]: one side of a link. Sending assigns the next sequence and acks the received
 //!    set; receiving processes each ack bit exactly once ([`Event::Acked`]); a packet unacked
 //!    after the loss timeout (1 s) is [`Event::Lost`]. The pace is one packet per send
 //!    interval; with [`Config::prompt_ack`] (the default) the interval's packet leaves as soon
 //!    as a packet from the peer has arrived in it, so acks go back at once.
-//! 5. [`rtt`] and [`loss`]: one RTT sample per header that newly acks the packet it names,
+//! 5. `rtt` and `loss`: one RTT sample per header that newly acks the packet it names,
 //!    less the ack delay the peer reports (how long it held that packet), so RTT is the
 //!    path's round trip whatever the two sides' send slots; a 10% moving average with jitter.
 //!    Loss % over a 64-packet window (for the mode) and since the start (for people).
@@ -71,7 +78,11 @@
 //!    bad at once when RTT > 250 ms (or when the peer falls silent: packets lost and no ack
 //!    for a whole loss timeout), good again after `t` of good conditions, `t` doubled on a
 //!    quick fallback and halved every 10 s of good (clamped to 1..=60 s).
-//! 7. [`config`]: every number above in one [`Config`] with documented defaults.
+//! 7. [`config`]: every number above in one [`Config`] with documented defaults. The config
+//!    and stats structs are `#[non_exhaustive]`, so a release can add a field without
+//!    breaking anyone: start from `default()` and chain the `with_*` setters
+//!    (`ConnectionConfig::default().with_idle_timeout(Duration::from_secs(20))`); stats are
+//!    read, never built.
 //! 8. [`stats`]: one serde-serializable [`Stats`] snapshot for dashboards.
 //! 9. [`frame`]: message frames inside a packet's payload (unreliable, sequenced, reliable,
 //!    fragment), each tagged with its channel; [`channel`]: the four [`ChannelKind`]s and the
@@ -192,6 +203,26 @@
 //! assert_eq!(a.stats().last_header_len, 5);
 //! ```
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+/// `with_<field>(value)` for each named field of a config struct: the struct is
+/// `#[non_exhaustive]` (a new field is not a breaking change), so users start from
+/// `default()` and chain these, or assign the public fields of a `mut` binding.
+macro_rules! setters {
+    ($ty:ident { $($setter:ident => $field:ident: $t:ty),* $(,)? }) => {
+        impl $ty {
+            $(
+                #[doc = concat!("Returns `self` with [`", stringify!($field), "`](Self::",
+                    stringify!($field), ") set to `value`.")]
+                #[must_use]
+                pub fn $setter(mut self, value: $t) -> Self {
+                    self.$field = value;
+                    self
+                }
+            )*
+        }
+    };
+}
 
 pub mod channel;
 pub mod config;
@@ -204,12 +235,12 @@ pub mod frame;
 pub mod handshake;
 pub mod key_exchange;
 pub mod listener;
-pub mod loss;
+mod loss;
 pub mod protection;
 mod reliable;
-pub mod rtt;
+mod rtt;
 pub mod sequence;
-pub mod sequence_buffer;
+mod sequence_buffer;
 pub mod stats;
 mod time;
 mod timers;

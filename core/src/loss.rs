@@ -3,7 +3,7 @@
 
 /// Outcomes (acked or lost) of the last `len` resolved packets.
 #[derive(Debug, Clone)]
-pub struct LossWindow {
+pub(crate) struct LossWindow {
     /// One bit per outcome (set: lost), slot `next` being the oldest once full. The first 64
     /// bits live inline, so the default window (64 packets) needs no allocation of its own:
     /// one cache line fewer per ack for a server with thousands of connections.
@@ -20,7 +20,7 @@ pub struct LossWindow {
 impl LossWindow {
     /// A window over the last `len` (at least 1, at most 65535) outcomes. Allocates at most
     /// once, here.
-    pub fn new(len: usize) -> Self {
+    pub(crate) fn new(len: usize) -> Self {
         let len = len.clamp(1, usize::from(u16::MAX)) as u16;
         let words = (len as usize).div_ceil(64);
         LossWindow {
@@ -41,7 +41,7 @@ impl LossWindow {
     }
 
     /// Records one packet's outcome, pushing out the oldest once the window is full.
-    pub fn record(&mut self, lost: bool) {
+    pub(crate) fn record(&mut self, lost: bool) {
         let (slot, full) = (self.next, self.filled == self.len);
         let bit = 1u64 << (slot % 64);
         let word = self.word(slot);
@@ -57,7 +57,7 @@ impl LossWindow {
     }
 
     /// Lost share of the window in percent; 0 before any outcome.
-    pub fn percent(&self) -> f64 {
+    pub(crate) fn percent(&self) -> f64 {
         if self.filled == 0 {
             0.0
         } else {

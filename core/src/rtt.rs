@@ -3,11 +3,11 @@
 
 use core::time::Duration;
 
-use crate::time::{NEVER, duration, nanos, set};
+use crate::time::{NEVER, duration, set};
 
 /// Smoothed RTT and jitter, in seconds.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RttEstimator {
+pub(crate) struct RttEstimator {
     smoothing: f64,
     rtt: f64,
     jitter: f64,
@@ -18,7 +18,7 @@ pub struct RttEstimator {
 
 impl RttEstimator {
     /// An estimator moving `smoothing` (0.1 = 10%) of the way toward each new sample.
-    pub fn new(smoothing: f64) -> Self {
+    pub(crate) fn new(smoothing: f64) -> Self {
         RttEstimator {
             smoothing,
             rtt: 0.0,
@@ -28,8 +28,9 @@ impl RttEstimator {
     }
 
     /// Adds one sample. The first sample is taken as is (no bias toward zero).
-    pub fn on_sample(&mut self, sample: Duration) {
-        self.on_sample_nanos(nanos(sample));
+    #[cfg(test)]
+    pub(crate) fn on_sample(&mut self, sample: Duration) {
+        self.on_sample_nanos(crate::time::nanos(sample));
     }
 
     pub(crate) fn on_sample_nanos(&mut self, sample_ns: u64) {
@@ -46,7 +47,7 @@ impl RttEstimator {
     }
 
     /// The smoothed RTT, or `None` before the first sample.
-    pub fn rtt(&self) -> Option<Duration> {
+    pub(crate) fn rtt(&self) -> Option<Duration> {
         self.rtt_nanos().map(duration)
     }
 
@@ -56,7 +57,7 @@ impl RttEstimator {
     }
 
     /// Smoothed absolute deviation of samples from the average.
-    pub fn jitter(&self) -> Duration {
+    pub(crate) fn jitter(&self) -> Duration {
         Duration::from_secs_f64(self.jitter)
     }
 }

@@ -8,7 +8,7 @@ use crate::sequence::distance;
 
 /// Ring of `N` slots holding a value per recent sequence number.
 #[derive(Debug, Clone)]
-pub struct SequenceBuffer<T> {
+pub(crate) struct SequenceBuffer<T> {
     slots: Box<[Option<(u16, T)>]>,
     newest: Option<u16>,
 }
@@ -17,7 +17,7 @@ impl<T> SequenceBuffer<T> {
     /// A buffer remembering up to `len` consecutive sequences. `len` is rounded up to a power
     /// of two and clamped to `1..=32768` (beyond half the sequence space "older" and "newer"
     /// stop meaning anything).
-    pub fn new(len: usize) -> Self {
+    pub(crate) fn new(len: usize) -> Self {
         let len = len.clamp(1, 32768).next_power_of_two();
         let slots = (0..len).map(|_| None).collect();
         SequenceBuffer {
@@ -27,17 +27,13 @@ impl<T> SequenceBuffer<T> {
     }
 
     /// Number of slots.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.slots.len()
     }
 
-    /// Always false: the buffer has at least one slot (kept for clippy's `len` convention).
-    pub fn is_empty(&self) -> bool {
-        self.slots.is_empty()
-    }
-
     /// The most recent sequence ever inserted.
-    pub fn newest(&self) -> Option<u16> {
+    #[cfg(test)]
+    pub(crate) fn newest(&self) -> Option<u16> {
         self.newest
     }
 
@@ -51,7 +47,7 @@ impl<T> SequenceBuffer<T> {
     /// Returns `None` (storing nothing) when `sequence` is too old for the ring, i.e. at least
     /// `len` behind the newest. Inserting a newer sequence clears the slots of the skipped
     /// sequences, so they read as absent rather than as entries from a previous lap.
-    pub fn insert(&mut self, sequence: u16, value: T) -> Option<&mut T> {
+    pub(crate) fn insert(&mut self, sequence: u16, value: T) -> Option<&mut T> {
         let len = self.slots.len();
         if let Some(newest) = self.newest {
             let ahead = i32::from(distance(newest, sequence));
@@ -76,24 +72,15 @@ impl<T> SequenceBuffer<T> {
     }
 
     /// The entry for `sequence`, if it is still held.
-    pub fn get(&self, sequence: u16) -> Option<&T> {
+    pub(crate) fn get(&self, sequence: u16) -> Option<&T> {
         match &self.slots[self.index(sequence)] {
             Some((tag, value)) if *tag == sequence => Some(value),
             _ => None,
         }
     }
 
-    /// The entry for `sequence`, mutably, if it is still held.
-    pub fn get_mut(&mut self, sequence: u16) -> Option<&mut T> {
-        let index = self.index(sequence);
-        match &mut self.slots[index] {
-            Some((tag, value)) if *tag == sequence => Some(value),
-            _ => None,
-        }
-    }
-
     /// Takes the entry for `sequence` out, if it is still held.
-    pub fn remove(&mut self, sequence: u16) -> Option<T> {
+    pub(crate) fn remove(&mut self, sequence: u16) -> Option<T> {
         let index = self.index(sequence);
         match &self.slots[index] {
             Some((tag, _)) if *tag == sequence => self.slots[index].take().map(|(_, v)| v),
@@ -102,14 +89,15 @@ impl<T> SequenceBuffer<T> {
     }
 
     /// True when an entry for `sequence` is held.
-    pub fn contains(&self, sequence: u16) -> bool {
+    #[cfg(test)]
+    pub(crate) fn contains(&self, sequence: u16) -> bool {
         self.get(sequence).is_some()
     }
 
     /// Doubles the slots (up to 32768), keeping every entry. Every entry held is within
     /// `len` sequences of the newest (each lap writes or clears every slot), so no two meet
     /// in one slot of the larger ring.
-    pub fn grow(&mut self) {
+    pub(crate) fn grow(&mut self) {
         let len = (self.slots.len() * 2).min(32768);
         let mut grown: Box<[Option<(u16, T)>]> = (0..len).map(|_| None).collect();
         for (tag, value) in self.slots.iter_mut().filter_map(Option::take) {

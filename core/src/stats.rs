@@ -8,6 +8,7 @@ use crate::connection::ConnectionState;
 /// What a link has counted since it started. Unlike the gauges in [`Stats`], these only
 /// grow, so a driver serving many links sums them (`+=`) into one total.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Counters {
     /// Packets sent.
     pub packets_sent: u64,
@@ -17,9 +18,11 @@ pub struct Counters {
     pub packets_acked: u64,
     /// Sent packets declared lost.
     pub packets_lost: u64,
-    /// Datagram bytes sent, headers included.
+    /// Bytes of the data packets sent, as datagrams on the wire: headers included, and on a
+    /// protected link the 16-byte tag. Control packets (handshake, disconnect) are not counted.
     pub bytes_sent: u64,
-    /// Datagram bytes of accepted packets received, headers included.
+    /// Bytes of the data packets received and accepted, counted as `bytes_sent` counts them
+    /// (headers and tag included), so the two sides of a lossless link agree.
     pub bytes_received: u64,
     /// Header bytes among `bytes_sent`.
     pub header_bytes_sent: u64,
@@ -55,7 +58,8 @@ impl core::ops::AddAssign for Counters {
 
 /// What an [`Endpoint`](crate::endpoint::Endpoint) has measured so far. Times are in
 /// milliseconds as `f64`, which JSON and JavaScript read without conversion.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Stats {
     /// Smoothed round-trip time (0 before the first ack).
     pub rtt_ms: f64,

@@ -11,10 +11,7 @@ use proptest::prelude::*;
 const MS: Duration = Duration::from_millis(1);
 
 fn good() -> Config {
-    Config {
-        initial_mode: Mode::Good,
-        ..Config::default()
-    }
+    Config::default().with_initial_mode(Mode::Good)
 }
 
 fn send(endpoint: &mut Endpoint, now: Duration) -> Vec<u8> {
@@ -189,21 +186,17 @@ proptest! {
         let mut buf = [0u8; 64];
         for (a_to_b_arrives, b_to_a_arrives, who) in steps {
             now += 10 * MS;
-            if who != 1 {
-                if let Some(t) = a.poll_transmit(now, &mut buf).unwrap() {
-                    if a_to_b_arrives {
+            if who != 1
+                && let Some(t) = a.poll_transmit(now, &mut buf).unwrap()
+                    && a_to_b_arrives {
                         let packet = b.receive(now, &buf[..t.len]).unwrap();
                         b_received.insert(packet.sequence);
                     }
-                }
-            }
-            if who != 0 {
-                if let Some(t) = b.poll_transmit(now, &mut buf).unwrap() {
-                    if b_to_a_arrives {
+            if who != 0
+                && let Some(t) = b.poll_transmit(now, &mut buf).unwrap()
+                    && b_to_a_arrives {
                         a.receive(now, &buf[..t.len]).unwrap();
                     }
-                }
-            }
             while let Some(event) = a.poll_event() {
                 match event {
                     Event::Acked { sequence, .. } => {
@@ -239,11 +232,9 @@ fn the_sent_queue_is_bounded_by_its_ring() {
     // pushes the oldest out, reported lost long before the 1 s loss timeout. The 256-slot
     // ring starts small and grows to hold them all first.
     for (sent_buffer_len, sent) in [(32u16, 40u16), (256, 300)] {
-        let config = Config {
-            good_rate_pps: 1000.0,
-            sent_buffer_len,
-            ..good()
-        };
+        let config = good()
+            .with_good_rate_pps(1000.0)
+            .with_sent_buffer_len(sent_buffer_len);
         let mut a = Endpoint::new(config, Duration::ZERO).unwrap();
         let mut buf = [0u8; 64];
         for i in 0..u32::from(sent) {
@@ -290,13 +281,11 @@ fn unacked_packets_are_lost_exactly_at_the_loss_timeout_and_poll_timeout_says_wh
 #[test]
 fn every_packet_is_acked_or_lost_exactly_once_across_sequence_wraps() {
     for sent_buffer_len in [32, 256] {
-        let config = Config {
-            good_rate_pps: 1000.0,
+        let config = good()
+            .with_good_rate_pps(1000.0)
             // Silence turns the mode bad; the pace stays brisk anyway.
-            bad_rate_pps: 500.0,
-            sent_buffer_len,
-            ..good()
-        };
+            .with_bad_rate_pps(500.0)
+            .with_sent_buffer_len(sent_buffer_len);
         let loss_timeout = config.loss_timeout;
         let mut a = Endpoint::new(config.clone(), Duration::ZERO).unwrap();
         let mut b = Endpoint::new(config, Duration::ZERO).unwrap();
@@ -339,10 +328,10 @@ fn every_packet_is_acked_or_lost_exactly_once_across_sequence_wraps() {
             }
             if step % reply_every == 0 {
                 b.handle_timeout(now);
-                if let Some(t) = b.poll_transmit(now, &mut buf).unwrap() {
-                    if !roll(loss) {
-                        a.receive(now, &buf[..t.len]).unwrap();
-                    }
+                if let Some(t) = b.poll_transmit(now, &mut buf).unwrap()
+                    && !roll(loss)
+                {
+                    a.receive(now, &buf[..t.len]).unwrap();
                 }
             }
             while let Some(event) = a.poll_event() {
@@ -402,10 +391,7 @@ fn packet(sequence: u16, ack: AckField, ack_bits: u32, ack_delay: u8) -> Vec<u8>
 
 /// An endpoint that has sent `count` packets, one per millisecond from 0.
 fn sent(count: u16) -> Endpoint {
-    let config = Config {
-        good_rate_pps: 1000.0,
-        ..good()
-    };
+    let config = good().with_good_rate_pps(1000.0);
     let mut a = Endpoint::new(config, Duration::ZERO).unwrap();
     for i in 0..count {
         send(&mut a, u32::from(i) * MS);
@@ -518,11 +504,7 @@ fn each_side_sends_its_ack_as_a_low_byte_once_the_peer_holds_an_ack_of_it() {
     // low byte depends only on acks moving, and both directions settle at 5 bytes.
     let mut a = Endpoint::new(good(), Duration::ZERO).unwrap();
     let mut b = Endpoint::new(
-        Config {
-            good_rate_pps: 90.0,
-            bad_rate_pps: 90.0,
-            ..good()
-        },
+        good().with_good_rate_pps(90.0).with_bad_rate_pps(90.0),
         Duration::ZERO,
     )
     .unwrap();
@@ -552,4 +534,35 @@ fn each_side_sends_its_ack_as_a_low_byte_once_the_peer_holds_an_ack_of_it() {
         "{:?}",
         &lens.1[..100]
     );
+}
+
+#[test]
+fn a_packet_handed_over_after_the_clock_moved_on_is_held_from_its_arrival() {
+    // b's clock has reached 20 ms (it sent at 20) when the driver hands over a's packet,
+    // which the kernel stamped at 12 ms: a read deferred to coalesce wake-ups.
+    let mut a = Endpoint::new(good(), Duration::ZERO).unwrap();
+    let mut b = Endpoint::new(good(), Duration::ZERO).unwrap();
+    let first = send(&mut a, Duration::ZERO);
+    send(&mut b, 20 * MS);
+    b.receive(12 * MS, &first).unwrap();
+    let reply = send(&mut b, 40 * MS);
+    let (header, _) = PacketHeader::decode(&reply).unwrap();
+    // Held from 12 ms to 40 ms, not from the clock's 20 ms.
+    assert_eq!(header.ack_delay, AckDelay::from_nanos(28_000_000));
+    // And a's RTT sample is the path's: 12 ms out, 2 ms back, the 28 ms hold left out.
+    a.receive(42 * MS, &reply).unwrap();
+    assert_eq!(a.stats().rtt_ms, 14.0);
+}
+
+#[test]
+fn an_ack_handed_over_late_measures_the_round_trip_to_its_arrival() {
+    let mut a = Endpoint::new(good(), Duration::ZERO).unwrap();
+    let mut b = Endpoint::new(good(), Duration::ZERO).unwrap();
+    let first = send(&mut a, Duration::ZERO);
+    b.receive(5 * MS, &first).unwrap();
+    let reply = send(&mut b, 5 * MS);
+    // a sent again at 34 ms before its driver handed over the reply that arrived at 10 ms.
+    send(&mut a, 34 * MS);
+    a.receive(10 * MS, &reply).unwrap();
+    assert_eq!(a.stats().rtt_ms, 10.0);
 }

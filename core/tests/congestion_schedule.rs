@@ -118,11 +118,9 @@ fn falling_back_after_ten_seconds_of_good_does_not_double_t() {
 
 #[test]
 fn loss_trigger_drops_to_bad_mode_with_low_rtt() {
-    let config = Config {
-        loss_threshold_percent: Some(10.0),
-        initial_mode: Mode::Good,
-        ..Config::default()
-    };
+    let config = Config::default()
+        .with_loss_threshold_percent(Some(10.0))
+        .with_initial_mode(Mode::Good);
     let mut c = BinaryCongestion::new(&config, Duration::ZERO);
     let bad = c.is_bad(Some(GOOD_RTT), 25.0);
     assert_eq!(c.update(S, bad), Some(Mode::Bad));

@@ -40,7 +40,7 @@ impl App {
         event.resize(size, n as u8);
         self.backlog.push((ORDERED, event.clone()));
         self.backlog.push((UNORDERED, event));
-        if tick % 100 == 0 {
+        if tick.is_multiple_of(100) {
             let mut blob = n.to_be_bytes().to_vec();
             blob.resize(20_000, (n % 251) as u8);
             self.backlog.push((ORDERED, blob));
@@ -103,27 +103,19 @@ fn check_delivery(sender: &App, receiver: &Side) {
 
 #[test]
 fn ten_minutes_at_20_percent_loss_with_a_blackout_deliver_every_reliable_message_once() {
-    let config = ConnectionConfig {
-        channels: vec![
-            ChannelKind::UnreliableSequenced,
-            ChannelKind::ReliableOrdered,
-            ChannelKind::ReliableUnordered,
-        ],
-        ..ConnectionConfig::default()
-    };
-    let link = EmulatorConfig {
-        latency: 50 * MS,
-        jitter: 25 * MS,
-        loss_percent: 20.0,
-        duplicate_percent: 3.0,
-        reorder_percent: 5.0,
-        reorder_delay: 40 * MS,
-        ..EmulatorConfig::default()
-    };
-    let blackout = EmulatorConfig {
-        loss_percent: 100.0,
-        ..link.clone()
-    };
+    let config = ConnectionConfig::default().with_channels(vec![
+        ChannelKind::UnreliableSequenced,
+        ChannelKind::ReliableOrdered,
+        ChannelKind::ReliableUnordered,
+    ]);
+    let link = EmulatorConfig::default()
+        .with_latency(50 * MS)
+        .with_jitter(25 * MS)
+        .with_loss_percent(20.0)
+        .with_duplicate_percent(3.0)
+        .with_reorder_percent(5.0)
+        .with_reorder_delay(40 * MS);
+    let blackout = link.clone().with_loss_percent(100.0);
     let mut pair = ConnPair::new(config, link.clone(), 2024);
     pair.connect();
     let (mut client_app, mut server_app) = (App::default(), App::default());

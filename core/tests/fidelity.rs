@@ -17,11 +17,9 @@ const SEEDS: std::ops::Range<u64> = 0..4;
 
 /// A side that sends at `pps` whatever its mode, so a run measures at one rate.
 fn at_rate(pps: f64) -> Config {
-    Config {
-        good_rate_pps: pps,
-        bad_rate_pps: pps,
-        ..Config::default()
-    }
+    Config::default()
+        .with_good_rate_pps(pps)
+        .with_bad_rate_pps(pps)
 }
 
 const RATES: [(f64, f64); 3] = [(30.0, 30.0), (10.0, 10.0), (30.0, 10.0)];
@@ -137,11 +135,9 @@ fn the_mode_decision_is_exact_at_the_rtt_threshold() {
 #[test]
 fn cumulative_loss_is_the_injected_rate_over_2000_packets() {
     for (loss, seed) in [(2.0, 1), (10.0, 2), (10.0, 3), (25.0, 4)] {
-        let link = EmulatorConfig {
-            latency: 30 * MS,
-            loss_percent: loss,
-            ..EmulatorConfig::default()
-        };
+        let link = EmulatorConfig::default()
+            .with_latency(30 * MS)
+            .with_loss_percent(loss);
         let mut run = Driven::symmetric(at_rate(30.0), link, seed);
         // 2,000 packets at 30 pps, plus the last ones' loss timeout.
         run.run_until(2000 * S / 30 + 2 * S);

@@ -72,11 +72,9 @@ fn connector_and_acceptor_connect_and_share_a_connection_id() {
 
 #[test]
 fn connecting_succeeds_over_a_link_losing_half_the_packets() {
-    let link = EmulatorConfig {
-        latency: 50 * MS,
-        loss_percent: 50.0,
-        ..EmulatorConfig::default()
-    };
+    let link = EmulatorConfig::default()
+        .with_latency(50 * MS)
+        .with_loss_percent(50.0);
     for seed in 0..20 {
         let mut pair = ConnPair::new(ConnectionConfig::default(), link.clone(), seed);
         pair.connect();
@@ -205,10 +203,7 @@ fn a_replayed_cookie_is_refused() {
 
 #[test]
 fn the_replay_cache_is_bounded_and_refuses_when_full_of_live_cookies() {
-    let config = ConnectionConfig {
-        replay_cache_len: 2,
-        ..ConnectionConfig::default()
-    };
+    let config = ConnectionConfig::default().with_replay_cache_len(2);
     let mut acceptor = Acceptor::new(config.clone(), SECRET).unwrap();
     let request = emit(ControlPacket::ConnectRequest {
         protocol_id: config.protocol_id,
@@ -338,10 +333,7 @@ fn an_idle_connection_stays_up_on_keep_alives_and_times_out_when_the_peer_vanish
     // Idle packets are keep-alives: a header and nothing else.
     let (_, last_len) = *pair.client_side.datagrams_sent.last().unwrap();
     assert!(last_len <= 9, "{last_len}");
-    pair.set_link(EmulatorConfig {
-        loss_percent: 100.0,
-        ..EmulatorConfig::default()
-    });
+    pair.set_link(EmulatorConfig::default().with_loss_percent(100.0));
     let vanished = pair.now;
     pair.run_for(Duration::from_secs(11));
     for side in [&pair.client_side, &pair.server_side] {
@@ -448,10 +440,7 @@ fn a_timed_out_connection_closes_without_sending_disconnects() {
     let mut pair = ConnPair::new(ConnectionConfig::default(), EmulatorConfig::default(), 6);
     pair.connect();
     pair.run_for(Duration::from_secs(1));
-    pair.set_link(EmulatorConfig {
-        loss_percent: 100.0,
-        ..EmulatorConfig::default()
-    });
+    pair.set_link(EmulatorConfig::default().with_loss_percent(100.0));
     pair.run_for(Duration::from_secs(11));
     let (timed_out, event) = pair.client_side.events.last().unwrap().clone();
     assert_eq!(

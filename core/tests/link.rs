@@ -12,10 +12,7 @@ const MS: Duration = Duration::from_millis(1);
 const S: Duration = Duration::from_secs(1);
 
 fn delayed(latency: Duration) -> EmulatorConfig {
-    EmulatorConfig {
-        latency,
-        ..EmulatorConfig::default()
-    }
+    EmulatorConfig::default().with_latency(latency)
 }
 
 #[test]
@@ -39,11 +36,9 @@ fn measured_rtt_tracks_injected_delay() {
 #[test]
 fn measured_loss_tracks_injected_loss() {
     for loss in [5.0, 20.0] {
-        let link = EmulatorConfig {
-            latency: 20 * MS,
-            loss_percent: loss,
-            ..EmulatorConfig::default()
-        };
+        let link = EmulatorConfig::default()
+            .with_latency(20 * MS)
+            .with_loss_percent(loss);
         let mut pair = Pair::symmetric(Config::default(), link, 42);
         pair.run_until(120 * S);
         let stats = pair.a.stats();
@@ -61,15 +56,13 @@ fn measured_loss_tracks_injected_loss() {
 
 #[test]
 fn every_acked_packet_was_really_received_by_the_peer() {
-    let link = EmulatorConfig {
-        latency: 30 * MS,
-        jitter: 20 * MS,
-        loss_percent: 10.0,
-        duplicate_percent: 5.0,
-        reorder_percent: 5.0,
-        reorder_delay: 60 * MS,
-        ..EmulatorConfig::default()
-    };
+    let link = EmulatorConfig::default()
+        .with_latency(30 * MS)
+        .with_jitter(20 * MS)
+        .with_loss_percent(10.0)
+        .with_duplicate_percent(5.0)
+        .with_reorder_percent(5.0)
+        .with_reorder_delay(60 * MS);
     let mut pair = Pair::symmetric(Config::default(), link, 9);
     pair.run_until(60 * S);
     let acked: Vec<u16> = pair.a_log.acked().collect();
@@ -87,12 +80,10 @@ fn every_acked_packet_was_really_received_by_the_peer() {
 
 #[test]
 fn no_packet_is_both_acked_and_lost() {
-    let link = EmulatorConfig {
-        latency: 40 * MS,
-        jitter: 40 * MS,
-        loss_percent: 15.0,
-        ..EmulatorConfig::default()
-    };
+    let link = EmulatorConfig::default()
+        .with_latency(40 * MS)
+        .with_jitter(40 * MS)
+        .with_loss_percent(15.0);
     let mut pair = Pair::symmetric(Config::default(), link, 3);
     pair.run_until(30 * S);
     let acked: std::collections::HashSet<u16> = pair.a_log.acked().collect();
@@ -110,11 +101,11 @@ fn an_ack_survives_losing_every_packet_for_under_a_second() {
     let lost_before = pair.a.stats().counters.packets_lost;
     // The return path goes dark for 900 ms: none of b's acks reach a.
     pair.b_to_a
-        .set_config(EmulatorConfig {
-            latency: 10 * MS,
-            loss_percent: 100.0,
-            ..EmulatorConfig::default()
-        })
+        .set_config(
+            EmulatorConfig::default()
+                .with_latency(10 * MS)
+                .with_loss_percent(100.0),
+        )
         .unwrap();
     pair.run_for(900 * MS);
     pair.b_to_a.set_config(delayed(10 * MS)).unwrap();
@@ -131,10 +122,7 @@ fn a_blackout_longer_than_the_loss_timeout_declares_packets_lost() {
     let mut pair = Pair::symmetric(Config::default(), delayed(10 * MS), 5);
     pair.run_until(10 * S);
     pair.b_to_a
-        .set_config(EmulatorConfig {
-            loss_percent: 100.0,
-            ..EmulatorConfig::default()
-        })
+        .set_config(EmulatorConfig::default().with_loss_percent(100.0))
         .unwrap();
     pair.run_for(3 * S);
     assert!(pair.a.stats().counters.packets_lost > 30);
@@ -148,10 +136,7 @@ fn a_peer_gone_silent_drops_the_link_to_bad_mode_within_a_loss_timeout() {
     pair.run_until(10 * S);
     assert_eq!(pair.a.mode(), Mode::Good);
     pair.b_to_a
-        .set_config(EmulatorConfig {
-            loss_percent: 100.0,
-            ..EmulatorConfig::default()
-        })
+        .set_config(EmulatorConfig::default().with_loss_percent(100.0))
         .unwrap();
     let silence_began = pair.now;
     pair.run_for(3 * S);
@@ -188,10 +173,7 @@ fn a_peer_gone_silent_drops_the_link_to_bad_mode_within_a_loss_timeout() {
 fn sending_into_the_void_never_reaches_good_mode() {
     let mut pair = Pair::new(
         Config::default(),
-        EmulatorConfig {
-            loss_percent: 100.0,
-            ..EmulatorConfig::default()
-        },
+        EmulatorConfig::default().with_loss_percent(100.0),
         EmulatorConfig::default(),
         8,
     );
@@ -204,21 +186,13 @@ fn sending_into_the_void_never_reaches_good_mode() {
 fn asymmetric_and_clumped_rates_keep_every_received_packet_acked() {
     // a sends at 30 pps; b is held at 10 pps. Datagrams to b arrive in clumps (up to 150 ms
     // of jitter). Every packet b receives must still be acked to a: 32 bits cover ~1 s at 30.
-    let fast = Config {
-        initial_mode: Mode::Good,
-        ..Config::default()
-    };
-    let slow = Config {
-        good_rate_pps: 10.0,
-        ..Config::default()
-    };
+    let fast = Config::default().with_initial_mode(Mode::Good);
+    let slow = Config::default().with_good_rate_pps(10.0);
     let mut pair = Pair::new(
         fast.clone(),
-        EmulatorConfig {
-            latency: 80 * MS,
-            jitter: 75 * MS,
-            ..EmulatorConfig::default()
-        },
+        EmulatorConfig::default()
+            .with_latency(80 * MS)
+            .with_jitter(75 * MS),
         delayed(5 * MS),
         21,
     );
@@ -244,10 +218,7 @@ fn asymmetric_and_clumped_rates_keep_every_received_packet_acked() {
 
 #[test]
 fn sequences_and_acks_keep_working_across_the_wrap_from_65535_to_0() {
-    let config = Config {
-        initial_mode: Mode::Good,
-        ..Config::default()
-    };
+    let config = Config::default().with_initial_mode(Mode::Good);
     let mut pair = Pair::symmetric(config, delayed(5 * MS), 1);
     // 30 pps for 40 minutes: 72,000 packets each way, past one full lap of sequences.
     pair.run_until(2400 * S);

@@ -234,10 +234,7 @@ fn thousands_of_idle_connections_each_send_at_their_own_pace() {
     let mut world = World::new(&refs);
     // All 2000 connect within one cookie lifetime: the replay cache must remember them all
     // (with the default 1024 the rest would be told `Busy` until cookies expire).
-    let config = ConnectionConfig {
-        replay_cache_len: 2000,
-        ..ConnectionConfig::default()
-    };
+    let config = ConnectionConfig::default().with_replay_cache_len(2000);
     world.listener = Listener::new(config, [5; 32]).unwrap();
     world.run_for(Duration::from_secs(2));
     assert_eq!(world.listener.len(), 2000);

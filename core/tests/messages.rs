@@ -13,27 +13,22 @@ use pair::ConnPair;
 const MS: Duration = Duration::from_millis(1);
 
 fn all_kinds() -> ConnectionConfig {
-    ConnectionConfig {
-        channels: vec![
-            ChannelKind::UnreliableSequenced,
-            ChannelKind::ReliableOrdered,
-            ChannelKind::ReliableUnordered,
-            ChannelKind::Unreliable,
-        ],
-        ..ConnectionConfig::default()
-    }
+    ConnectionConfig::default().with_channels(vec![
+        ChannelKind::UnreliableSequenced,
+        ChannelKind::ReliableOrdered,
+        ChannelKind::ReliableUnordered,
+        ChannelKind::Unreliable,
+    ])
 }
 
 fn lossy(loss_percent: f64) -> EmulatorConfig {
-    EmulatorConfig {
-        latency: 40 * MS,
-        jitter: 20 * MS,
-        loss_percent,
-        reorder_percent: 5.0,
-        reorder_delay: 30 * MS,
-        duplicate_percent: 5.0,
-        ..EmulatorConfig::default()
-    }
+    EmulatorConfig::default()
+        .with_latency(40 * MS)
+        .with_jitter(20 * MS)
+        .with_loss_percent(loss_percent)
+        .with_reorder_percent(5.0)
+        .with_reorder_delay(30 * MS)
+        .with_duplicate_percent(5.0)
 }
 
 /// Sends `count` numbered messages on `channel`, one every `gap`, over a lossy link; returns
@@ -175,10 +170,7 @@ fn a_blackout_does_not_cause_a_burst_of_resends() {
     let mut pair = ConnPair::new(all_kinds(), lossy(0.0), 10);
     pair.connect();
     pair.run_for(Duration::from_secs(6));
-    pair.set_link(EmulatorConfig {
-        loss_percent: 100.0,
-        ..lossy(0.0)
-    });
+    pair.set_link(lossy(0.0).with_loss_percent(100.0));
     for i in 0u32..200 {
         pair.client.send(1, &i.to_be_bytes()).unwrap();
         pair.run_for(5 * MS);
@@ -352,10 +344,7 @@ fn a_data_packet_the_packet_layer_refuses_is_a_packet_error_and_changes_nothing(
 
 #[test]
 fn a_full_unreliable_queue_refuses_with_queue_full_and_queues_nothing() {
-    let config = ConnectionConfig {
-        unreliable_queue_len: 3,
-        ..all_kinds()
-    };
+    let config = all_kinds().with_unreliable_queue_len(3);
     let mut client = ackwire_core::Connection::connect(config, Duration::ZERO).unwrap();
     for _ in 0..3 {
         client.send(3, b"queued while connecting").unwrap();
@@ -370,13 +359,8 @@ fn a_full_unreliable_queue_refuses_with_queue_full_and_queues_nothing() {
 
 #[test]
 fn an_unacked_reliable_message_rides_again_only_once_per_resend_interval() {
-    let config = ConnectionConfig {
-        packet: ackwire_core::Config {
-            initial_mode: ackwire_core::Mode::Good,
-            ..Default::default()
-        },
-        ..all_kinds()
-    };
+    let config = all_kinds()
+        .with_packet(ackwire_core::Config::default().with_initial_mode(ackwire_core::Mode::Good));
     let mut pair = ConnPair::new(config, EmulatorConfig::default(), 17);
     pair.connect();
     pair.run_for(Duration::from_millis(500));

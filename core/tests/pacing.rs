@@ -8,11 +8,9 @@ use ackwire_core::{Config, Endpoint, Mode};
 const MS: Duration = Duration::from_millis(1);
 
 fn config(prompt_ack: bool) -> Config {
-    Config {
-        initial_mode: Mode::Good,
-        prompt_ack,
-        ..Config::default()
-    }
+    Config::default()
+        .with_initial_mode(Mode::Good)
+        .with_prompt_ack(prompt_ack)
 }
 
 /// Sends from `endpoint` at `now` if it has a packet due; returns the bytes.
@@ -51,11 +49,9 @@ fn prompt_acks_keep_the_rate_at_one_packet_per_interval() {
     // but we still send only 30 per second.
     let mut a = Endpoint::new(config(true), Duration::ZERO).unwrap();
     let mut peer = Endpoint::new(
-        Config {
-            good_rate_pps: 60.0,
-            bad_rate_pps: 60.0,
-            ..config(false)
-        },
+        config(false)
+            .with_good_rate_pps(60.0)
+            .with_bad_rate_pps(60.0),
         Duration::ZERO,
     )
     .unwrap();

@@ -30,10 +30,7 @@ fn seal(from: &mut Endpoint, now: Duration, payload: &[u8], buf: &mut [u8]) -> u
 }
 
 fn sealing_and_opening_in_steady_state_allocate_nothing() {
-    let config = Config {
-        initial_mode: Mode::Good,
-        ..Config::default()
-    };
+    let config = Config::default().with_initial_mode(Mode::Good);
     let mut a = Endpoint::new(config.clone(), Duration::ZERO).unwrap();
     let mut b = Endpoint::new(config, Duration::ZERO).unwrap();
     let (up, down) = (([0x11; 32], [0x22; 12]), ([0x33; 32], [0x44; 12]));

@@ -38,10 +38,7 @@ impl KeySource for Fixed {
 }
 
 fn endpoints() -> (Endpoint, Endpoint) {
-    let config = Config {
-        initial_mode: Mode::Good,
-        ..Config::default()
-    };
+    let config = Config::default().with_initial_mode(Mode::Good);
     let mut a = Endpoint::new(config.clone(), Duration::ZERO).unwrap();
     let mut b = Endpoint::new(config, Duration::ZERO).unwrap();
     a.protect(client_keys()).unwrap();
@@ -66,10 +63,7 @@ fn seal(from: &mut Endpoint, now: Duration, payload: &[u8]) -> Vec<u8> {
 fn a_sealed_packet_opens_to_its_payload_and_costs_exactly_the_tag() {
     let (mut a, mut b) = endpoints();
     let (mut plain_a, mut plain_b) = {
-        let config = Config {
-            initial_mode: Mode::Good,
-            ..Config::default()
-        };
+        let config = Config::default().with_initial_mode(Mode::Good);
         (
             Endpoint::new(config.clone(), Duration::ZERO).unwrap(),
             Endpoint::new(config, Duration::ZERO).unwrap(),
@@ -99,6 +93,15 @@ fn a_sealed_packet_opens_to_its_payload_and_costs_exactly_the_tag() {
     assert_eq!(
         a.stats().counters.bytes_sent,
         plain_a.stats().counters.bytes_sent + 100 * TAG_LEN as u64
+    );
+    // Both ends count the datagrams as they were on the wire, tag included: they agree.
+    assert_eq!(
+        b.stats().counters.bytes_received,
+        a.stats().counters.bytes_sent
+    );
+    assert_eq!(
+        a.stats().counters.bytes_received,
+        b.stats().counters.bytes_sent
     );
 }
 
@@ -630,10 +633,7 @@ impl PacketKey for Phased {
 }
 
 fn phased_endpoints() -> (Endpoint, Endpoint) {
-    let config = Config {
-        initial_mode: Mode::Good,
-        ..Config::default()
-    };
+    let config = Config::default().with_initial_mode(Mode::Good);
     let mut a = Endpoint::new(config.clone(), Duration::ZERO).unwrap();
     let mut b = Endpoint::new(config, Duration::ZERO).unwrap();
     a.protect(PacketKeys {

@@ -12,22 +12,21 @@ use common::Pair;
 
 #[test]
 fn ten_minutes_of_a_hostile_link_keep_the_books_exact() {
-    let link = EmulatorConfig {
-        latency: Duration::from_millis(60),
-        jitter: Duration::from_millis(30),
-        loss_percent: 2.0,
-        burst_loss: Some(GilbertElliott {
+    let link = EmulatorConfig::default()
+        .with_latency(Duration::from_millis(60))
+        .with_jitter(Duration::from_millis(30))
+        .with_loss_percent(2.0)
+        .with_burst_loss(Some(GilbertElliott {
             good_to_bad: 0.02,
             bad_to_good: 0.3,
             loss_in_good: 0.0,
             loss_in_bad: 0.8,
-        }),
-        duplicate_percent: 2.0,
-        reorder_percent: 3.0,
-        reorder_delay: Duration::from_millis(50),
-        rate_limit_bytes_per_sec: Some(20_000),
-        max_queue_delay: Duration::from_millis(200),
-    };
+        }))
+        .with_duplicate_percent(2.0)
+        .with_reorder_percent(3.0)
+        .with_reorder_delay(Duration::from_millis(50))
+        .with_rate_limit_bytes_per_sec(Some(20_000))
+        .with_max_queue_delay(Duration::from_millis(200));
     let mut pair = Pair::symmetric(Config::default(), link, 77);
     pair.run_until(Duration::from_secs(600));
 

@@ -45,14 +45,11 @@ struct Flows {
 }
 
 fn client_config() -> ConnectionConfig {
-    ConnectionConfig {
-        packet: Config {
-            good_rate_pps: RATE_PPS,
-            bad_rate_pps: RATE_PPS,
-            ..Config::default()
-        },
-        ..ConnectionConfig::default()
-    }
+    ConnectionConfig::default().with_packet(
+        Config::default()
+            .with_good_rate_pps(RATE_PPS)
+            .with_bad_rate_pps(RATE_PPS),
+    )
 }
 
 async fn flow(server: SocketAddr, flows: Arc<Flows>) {
@@ -72,7 +69,7 @@ async fn flow(server: SocketAddr, flows: Arc<Flows>) {
         while let Ok(Some(len)) = connection.poll_transmit(now, &mut out) {
             packets += 1;
             let _ = socket.try_send_to(&out[..len], server);
-            if packets % 3 == 0 && flows.chat.load(Ordering::Relaxed) {
+            if packets.is_multiple_of(3) && flows.chat.load(Ordering::Relaxed) {
                 // Rides the next packet.
                 if connection.send(CHAT_CHANNEL, &[3u8; 32]).is_ok() {
                     flows.chat_sent.fetch_add(1, Ordering::Relaxed);

@@ -191,10 +191,10 @@ impl Placement {
 /// Pins the calling thread, if a core was chosen; a refusal (a cpuset that changed under
 /// us) is reported and the run goes on unpinned.
 fn pin_to(core: Option<core_affinity::CoreId>) {
-    if let Some(core) = core {
-        if !core_affinity::set_for_current(core) {
-            eprintln!("udp bench: could not pin a thread to CPU {}", core.id);
-        }
+    if let Some(core) = core
+        && !core_affinity::set_for_current(core)
+    {
+        eprintln!("udp bench: could not pin a thread to CPU {}", core.id);
     }
 }
 
@@ -206,13 +206,7 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 fn config() -> ConnectionConfig {
-    ConnectionConfig {
-        packet: Config {
-            initial_mode: Mode::Good,
-            ..Config::default()
-        },
-        ..ConnectionConfig::default()
-    }
+    ConnectionConfig::default().with_packet(Config::default().with_initial_mode(Mode::Good))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -383,7 +377,7 @@ async fn raw_echo(socket: std::net::UdpSocket, run_for: Duration) -> (u64, u64) 
             let c = link.counters();
             return (c.datagrams_in, c.datagrams_out);
         }
-        let read = link.read_ready(Duration::ZERO, &mut buf, |link, from, datagram| {
+        let read = link.read_ready(Duration::ZERO, &mut buf, |link, _, from, datagram| {
             link.send(Duration::ZERO, from, datagram)
         });
         read_again_at = if read > 0 {

@@ -122,12 +122,10 @@ fn duration(flag: &'static str, value: f64, unit: f64) -> Result<Duration, ArgEr
 
 impl CommonArgs {
     pub(crate) fn emulation(&self) -> Result<Option<EmulationOptions>, ArgError> {
-        let config = EmulatorConfig {
-            latency: duration("latency", self.latency, 1e-3)?,
-            jitter: duration("jitter", self.jitter, 1e-3)?,
-            loss_percent: self.loss,
-            ..EmulatorConfig::default()
-        };
+        let config = EmulatorConfig::default()
+            .with_latency(duration("latency", self.latency, 1e-3)?)
+            .with_jitter(duration("jitter", self.jitter, 1e-3)?)
+            .with_loss_percent(self.loss);
         if config == EmulatorConfig::default() {
             return Ok(None);
         }

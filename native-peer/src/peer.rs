@@ -133,35 +133,36 @@ pub async fn run(
     let mut read_again_at: Option<Duration> = None;
     loop {
         let now = clock();
-        if let (Some(at), Some(period)) = (read_again_at, options.coalesce) {
-            if now >= at {
-                let read = link.read_ready(now, &mut buf, |link, from, datagram| {
-                    connections.on_datagram(now, from, datagram, link)
-                });
-                read_again_at = (read > 0).then(|| now + period);
-            }
+        if let (Some(at), Some(period)) = (read_again_at, options.coalesce)
+            && now >= at
+        {
+            let read = link.read_ready(now, &mut buf, |link, arrived, from, datagram| {
+                connections.on_datagram(arrived, clock, from, datagram, link)
+            });
+            read_again_at = (read > 0).then(|| now + period);
         }
-        // An emulated arrival is handed over at the time it was due, even when the wake-up
-        // came a little later: the core then counts the lateness as its own hold.
+        // An emulated arrival is handed over as arrived at the time it was due, even when the
+        // wake-up came a little later: the core then counts the lateness as its own hold.
         link.poll_emulation(now, |link, due, from, datagram| {
-            connections.on_datagram(due, from, datagram, link)
+            connections.on_datagram(due, clock, from, datagram, link)
         });
         connections.poll(now, &mut link);
         link.poll_emulation(now, |link, due, from, datagram| {
-            connections.on_datagram(due, from, datagram, link)
+            connections.on_datagram(due, clock, from, datagram, link)
         });
-        if let (Some(at), Some(every)) = (next_report, interval) {
-            if now >= at && closing_until.is_none() {
-                let report = reporter.tick(now, &connections, link.counters());
-                if options.output.emit(&report).is_err() {
-                    // Nobody reads the reports any more (closed pipe): stop like Ctrl-C.
-                    closing_until = Some(now + CLOSE_GRACE);
-                    connections.close();
-                    continue;
-                }
-                // Skip ticks missed while the machine stalled rather than bursting them out.
-                next_report = Some((at + every).max(now));
+        if let (Some(at), Some(every)) = (next_report, interval)
+            && now >= at
+            && closing_until.is_none()
+        {
+            let report = reporter.tick(now, &connections, link.counters());
+            if options.output.emit(&report).is_err() {
+                // Nobody reads the reports any more (closed pipe): stop like Ctrl-C.
+                closing_until = Some(now + CLOSE_GRACE);
+                connections.close();
+                continue;
             }
+            // Skip ticks missed while the machine stalled rather than bursting them out.
+            next_report = Some((at + every).max(now));
         }
         match closing_until {
             // Stopping: done once the disconnects are out (the emulator holds nothing more).
@@ -217,8 +218,10 @@ pub async fn run(
             ready = link.readable(), if read_again_at.is_none() => {
                 ready?;
                 let now = clock();
-                link.read_ready(now, &mut buf, |link, from, datagram| {
-                    connections.on_datagram(now, from, datagram, link)
+                // Answers are stamped afresh: a handshake's key exchange before them in the
+                // batch takes its time, which is this side's hold, not the path's.
+                link.read_ready(now, &mut buf, |link, arrived, from, datagram| {
+                    connections.on_datagram(arrived, clock, from, datagram, link)
                 });
                 if let Some(period) = options.coalesce {
                     link.unwatch();

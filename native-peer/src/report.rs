@@ -45,6 +45,8 @@ pub struct Report {
     pub dropped: Dropped,
     /// Messages a listener could not echo (the connection's queue was full).
     pub echo_refused: u64,
+    /// Packets the core refused to write (zero unless a bug; each is logged).
+    pub transmit_errors: u64,
     /// Datagrams through the socket (`datagrams_in`, `datagrams_out`, `send_failures`).
     #[serde(flatten)]
     pub link: LinkCounters,
@@ -134,6 +136,7 @@ fn snapshot(
         connections_bad: bad,
         dropped: connections.dropped(),
         echo_refused: connections.echo_refused(),
+        transmit_errors: connections.transmit_errors(),
         link,
         summary: false,
     }

@@ -60,7 +60,11 @@ fn garbage(rng: &mut Rng, sent: &mut Sent) -> Vec<u8> {
             sent.malformed += 1;
             let len = 1 + (rng.next() % 1100) as usize;
             let mut bytes = rng.bytes(len);
-            bytes[0] = if rng.next() % 2 == 0 { 0x40 } else { 0xC0 } | (bytes[0] & 0x3F);
+            bytes[0] = if rng.next().is_multiple_of(2) {
+                0x40
+            } else {
+                0xC0
+            } | (bytes[0] & 0x3F);
             bytes
         }
         3 => {

@@ -8,15 +8,14 @@
 mod capture;
 mod room_support;
 
-use std::thread;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use capture::Capture;
 use room_support::{
-    Peer, Proxy, Server, ServerIn, acked, blocking, dashboard_link, link_state, link_to,
-    linked_pair, signalling_down, subscribe,
+    Peer, Proxy, Server, ServerIn, acked, blocking, dashboard_link, in_flight_settled, link_state,
+    link_to, linked_pair, signalling_down, subscribe,
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -63,7 +62,8 @@ async fn two_natives_in_a_room_link_over_udp_exchange_positions_and_a_greeting_o
     // natives; stats show a plausible loopback RTT and no loss.
     let (a, b) = blocking(move || {
         let (mut a, mut b) = (a, b);
-        thread::sleep(Duration::from_millis(1500));
+        in_flight_settled(&mut a, a_id, &mut b, b_id);
+        in_flight_settled(&mut b, b_id, &mut a, a_id);
         for (me, other) in [(&mut a, b_id), (&mut b, a_id)] {
             let line = me.wait_for("stats", Duration::from_secs(3), |l| acked(l, other) > 20);
             let link = link_to(&line, other).unwrap();
@@ -271,7 +271,7 @@ async fn a_native_link_lost_to_an_outage_past_the_idle_timeout_recovers_and_carr
         a.wait_for("a chat over the new link", Duration::from_secs(5), |l| {
             l["type"] == "chat" && l["peer"] == b_id && l["text"] == greeting.as_str()
         });
-        thread::sleep(Duration::from_millis(1500));
+        in_flight_settled(&mut b, b_id, &mut a, a_id);
         let greetings = a
             .seen
             .iter()
@@ -303,7 +303,8 @@ async fn natives_with_no_direct_udp_path_fall_back_to_webrtc_and_greet_once() {
                 link_state(l, other, "connected") && l["transport"] == "webrtc"
             });
         }
-        thread::sleep(Duration::from_millis(1500));
+        in_flight_settled(&mut a, a_id, &mut b, b_id);
+        in_flight_settled(&mut b, b_id, &mut a, a_id);
         for (me, other) in [(&mut a, b_id), (&mut b, a_id)] {
             me.wait_for("stats", Duration::from_secs(3), |l| acked(l, other) > 10);
             assert_greeted_once(me, other);

@@ -202,7 +202,9 @@ impl CoreLink {
                         buf.truncate(len);
                         out.push(buf);
                     }
-                    _ => {
+                    // `None`, or a `TransmitError`: the buffer is a full datagram, so an
+                    // error would be a bug; the link stops sending this round, never panics.
+                    Ok(None) | Err(_) => {
                         pool.push(buf);
                         break;
                     }

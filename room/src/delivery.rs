@@ -529,11 +529,12 @@ mod tests {
     /// One app channel (reliable-ordered, 0) and the member's (1); a lost hello is resent
     /// only after the next packet, which then carries the app's messages alone.
     fn config() -> ConnectionConfig {
-        ConnectionConfig {
-            channels: vec![ChannelKind::ReliableOrdered, ChannelKind::ReliableOrdered],
-            min_resend_interval: Duration::from_millis(300),
-            ..ConnectionConfig::default()
-        }
+        ConnectionConfig::default()
+            .with_channels(vec![
+                ChannelKind::ReliableOrdered,
+                ChannelKind::ReliableOrdered,
+            ])
+            .with_min_resend_interval(Duration::from_millis(300))
     }
 
     /// A connected pair (connector, acceptor), datagrams handed straight across.

@@ -58,13 +58,13 @@ impl TwoWay {
     }
 
     fn impair_if_due(&mut self, now: Duration) {
-        if let Some((at, config)) = &self.pending {
-            if now >= *at {
-                // Validated in `new`.
-                let _ = self.outbound.set_config(config.clone());
-                let _ = self.inbound.set_config(config.clone());
-                self.pending = None;
-            }
+        if let Some((at, config)) = &self.pending
+            && now >= *at
+        {
+            // Validated in `new`.
+            let _ = self.outbound.set_config(config.clone());
+            let _ = self.inbound.set_config(config.clone());
+            self.pending = None;
         }
     }
 
@@ -117,10 +117,7 @@ mod tests {
     #[test]
     fn both_directions_are_delayed_and_the_impairment_starts_on_time() {
         let emulation = Emulation {
-            config: EmulatorConfig {
-                latency: Duration::from_millis(50),
-                ..EmulatorConfig::default()
-            },
+            config: EmulatorConfig::default().with_latency(Duration::from_millis(50)),
             seed: 3,
             impair_after: Duration::from_secs(2),
         };
@@ -143,10 +140,7 @@ mod tests {
     #[test]
     fn invalid_settings_are_refused() {
         let emulation = Emulation {
-            config: EmulatorConfig {
-                loss_percent: 150.0,
-                ..EmulatorConfig::default()
-            },
+            config: EmulatorConfig::default().with_loss_percent(150.0),
             seed: 1,
             impair_after: Duration::ZERO,
         };

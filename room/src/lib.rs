@@ -17,6 +17,7 @@
 //! - [`backoff`]: the one retry policy (signalling and links).
 //! - [`keys`]: how native↔native UDP links are keyed (the driver's [`keys::UdpKeys`]).
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod backoff;
 mod core_link;

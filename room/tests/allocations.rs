@@ -65,14 +65,11 @@ const PAYLOAD: [u8; 32] = [0x5A; 32];
 
 /// Two bare core connections: `a` sends one reliable and one newest-wins message a tick.
 fn core_allocations_per_message() -> f64 {
-    let config = ConnectionConfig {
-        channels: vec![
-            ChannelKind::UnreliableSequenced,
-            ChannelKind::ReliableOrdered,
-            ChannelKind::ReliableOrdered,
-        ],
-        ..connection_config()
-    };
+    let config = connection_config().with_channels(vec![
+        ChannelKind::UnreliableSequenced,
+        ChannelKind::ReliableOrdered,
+        ChannelKind::ReliableOrdered,
+    ]);
     let mut acceptor = Acceptor::new(config.clone(), [9; 32]).unwrap();
     let mut a = Connection::connect(config, Duration::ZERO).unwrap();
     let (mut buf, mut reply) = (vec![0u8; 1200], [0u8; 128]);

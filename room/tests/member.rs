@@ -24,10 +24,11 @@ fn states(w: &World, n: usize, m: usize) -> Vec<LinkState> {
     let link = w.link(n, m).map(|l| l.peer);
     let mut seen: Vec<LinkState> = Vec::new();
     for e in &w.nodes[n].events {
-        if let Event::Link(info) = e {
-            if Some(info.peer) == link && seen.last() != Some(&info.state) {
-                seen.push(info.state);
-            }
+        if let Event::Link(info) = e
+            && Some(info.peer) == link
+            && seen.last() != Some(&info.state)
+        {
+            seen.push(info.state);
         }
     }
     seen

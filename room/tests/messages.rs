@@ -24,12 +24,10 @@ fn ms(n: u64) -> Duration {
 /// 10 % loss each way on every link, with some latency and jitter.
 fn lossy(config: &mut MemberConfig) {
     config.emulation = Some(Emulation {
-        config: EmulatorConfig {
-            latency: ms(20),
-            jitter: ms(10),
-            loss_percent: 10.0,
-            ..EmulatorConfig::default()
-        },
+        config: EmulatorConfig::default()
+            .with_latency(ms(20))
+            .with_jitter(ms(10))
+            .with_loss_percent(10.0),
         seed: 7 + config.secret[0] as u64,
         impair_after: Duration::ZERO,
     });

@@ -54,6 +54,9 @@ use crate::{AppState, config::StaticDir, protocol::validate_room_name};
 #[exclude = "node_modules/**"]
 #[exclude = "e2e/**"]
 #[exclude = "package*.json"]
+// The npm package's template and its type check (`xtask/src/npm.rs`): tooling, not pages.
+#[exclude = "npm/**"]
+#[exclude = "types-check/**"]
 #[exclude = "test-results/**"]
 struct Embedded;
 
@@ -73,7 +76,10 @@ pub const NO_CACHE: &str = "no-cache";
 /// leaves out too (tooling, tests, their output), and dotfiles.
 fn skipped(name: &str) -> bool {
     name.starts_with('.')
-        || matches!(name, "node_modules" | "e2e" | "test-results")
+        || matches!(
+            name,
+            "node_modules" | "e2e" | "test-results" | "npm" | "types-check"
+        )
         || (name.starts_with("package") && name.ends_with(".json"))
 }
 
@@ -690,10 +696,10 @@ pub async fn versioned(State(app): State<AppState>, mut req: Request) -> Respons
         // Not made yet (a fresh process) or the files changed since.
         current = app.assets.refreshed().await;
     }
-    if version == current.version {
-        if let Some(asset) = current.files.get(path) {
-            return serve_versioned(asset, req.headers()).await;
-        }
+    if version == current.version
+        && let Some(asset) = current.files.get(path)
+    {
+        return serve_versioned(asset, req.headers()).await;
     }
     let query = req
         .uri()

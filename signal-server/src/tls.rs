@@ -294,7 +294,7 @@ impl Listener for TlsListener {
 /// a WebSocket session drops its socket after the closing handshake, which over plain TCP is
 /// an orderly end (FIN), but over TLS would cut the stream without `close_notify` (clients
 /// report a truncated connection). Dropped unshut, it sends `close_notify` and the FIN from a
-/// task of its own, for at most [`CLOSE_NOTIFY_TIMEOUT`].
+/// task of its own, for at most `CLOSE_NOTIFY_TIMEOUT`.
 #[derive(Debug)]
 pub struct TlsConnection {
     /// Always `Some` until dropped.

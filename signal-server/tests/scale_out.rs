@@ -422,11 +422,9 @@ async fn refused_playing(addr: SocketAddr, room: &str, app: &Value) -> String {
 /// Waits until `series` reads exactly `value` on `server` (the shared gauges are read from
 /// Redis at each scrape).
 async fn metric_settles(server: &Server, series: &str, value: f64) {
-    let deadline = Instant::now() + common::WAIT;
-    while server.metric(series).await != value {
-        assert!(Instant::now() < deadline, "{series} never read {value}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    server
+        .metric_until(series, &format!("read {value}"), |v| v == value)
+        .await
 }
 
 #[tokio::test]

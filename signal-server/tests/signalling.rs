@@ -135,8 +135,7 @@ async fn last_peer_leaving_removes_the_room() {
     let (a, _) = server.peer("lonely").await;
     assert_eq!(server.metric("ackwire_signal_rooms").await, 1.0);
     a.close().await;
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    assert_eq!(server.metric("ackwire_signal_rooms").await, 0.0);
+    server.metric_falls_to("ackwire_signal_rooms", 0.0).await;
     assert_eq!(server.metric("ackwire_signal_peers").await, 0.0);
     server.stop().await;
 }
@@ -162,7 +161,10 @@ async fn reconnect_within_grace_keeps_the_peer_id_and_the_room_hears_nothing() {
     let (b, wb) = server.peer("lobby").await;
     a.recv_type("peer_joined").await;
     drop(b);
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Resume once the server has seen the connection go (a resume, not a replacement).
+    server
+        .metric_falls_to("ackwire_signal_connections", 1.0)
+        .await;
 
     let mut b2 = server.client().await;
     b2.send(
@@ -360,7 +362,9 @@ async fn rejoining_with_the_instance_of_a_held_peer_replaces_it_in_a_full_room()
         .await;
     dash.recv_type("subscribed").await;
     drop(old); // a blip: the old entry is held for the reconnect grace
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    server
+        .metric_falls_to("ackwire_signal_connections", 2.0)
+        .await;
 
     // The same program joins afresh (no resume), in a room that is full with its old entry.
     let mut new = server.client().await;
@@ -442,7 +446,9 @@ async fn a_resume_carrying_its_instance_takes_back_the_id_and_replaces_nothing()
     let wb = b.join_with(join_instance("lobby", "prog-1")).await;
     a.recv_type("peer_joined").await;
     drop(b);
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    server
+        .metric_falls_to("ackwire_signal_connections", 1.0)
+        .await;
     let mut b2 = server.client().await;
     let w2 = b2
         .join_with(

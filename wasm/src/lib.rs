@@ -1,6 +1,6 @@
 //! The JavaScript bindings of ackwire (the npm package's wasm part), through wasm-bindgen.
 //!
-//! - [`WasmRoom`] (`room.rs`): `ackwire::Room` call for call (the browser driver lives in the
+//! - `WasmRoom` (`room.rs`, wasm32 only): `ackwire::Room` call for call (the browser driver lives in the
 //!   `ackwire` crate), with typed JS errors; `web/ackwire.js` wraps it in the public `join()`
 //!   and `Room` (an `EventTarget`).
 //! - [`core_version`]: the protocol core's version compiled into the bundle.

@@ -488,12 +488,10 @@ fn emulation(value: &JsValue) -> Result<Option<Emulation>, JsValue> {
     }
     let seed = get(value, "seed").as_f64().unwrap_or(1.0);
     Ok(Some(Emulation {
-        config: EmulatorConfig {
-            latency: Duration::from_secs_f64(latency / 1e3),
-            jitter: Duration::from_secs_f64(jitter / 1e3),
-            loss_percent: loss,
-            ..EmulatorConfig::default()
-        },
+        config: EmulatorConfig::default()
+            .with_latency(Duration::from_secs_f64(latency / 1e3))
+            .with_jitter(Duration::from_secs_f64(jitter / 1e3))
+            .with_loss_percent(loss),
         seed: seed as u64,
         impair_after: Duration::ZERO,
     }))

@@ -20,10 +20,16 @@ export const requireEnv = (name) => {
 /**
  * Starts the signal server on `host`:`port` (0: an ephemeral port), with `args` besides;
  * resolves once it is listening, with its URL (https with `--tls-cert`), port and stop().
+ * With `netns`, it runs in that network namespace (`ip netns exec`, which keeps the pid);
+ * `quiet` keeps its log to itself (a bench's output stays readable).
  */
-export async function startServer(port = 0, { args = [], host = '127.0.0.1' } = {}) {
+export async function startServer(port = 0, { args = [], host = '127.0.0.1', netns, quiet = false } = {}) {
   const scheme = args.includes('--tls-cert') ? 'https' : 'http';
-  const child = spawn(requireEnv('ACKWIRE_SIGNAL_BIN'), ['--bind', `${host}:${port}`, '--web-dir', requireEnv('ACKWIRE_WEB_DIR'), ...args], {
+  const argv = ['--bind', `${host}:${port}`, '--web-dir', requireEnv('ACKWIRE_WEB_DIR'), ...args];
+  const [program, programArgs] = netns
+    ? ['ip', ['netns', 'exec', netns, requireEnv('ACKWIRE_SIGNAL_BIN'), ...argv]]
+    : [requireEnv('ACKWIRE_SIGNAL_BIN'), argv];
+  const child = spawn(program, programArgs, {
     env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? 'info', NO_COLOR: '1' },
     stdio: ['ignore', 'inherit', 'pipe'],
   });
@@ -32,7 +38,7 @@ export async function startServer(port = 0, { args = [], host = '127.0.0.1' } = 
     const timer = setTimeout(() => reject(new Error(`server did not report its address:\n${log}`)), 15000);
     child.stderr.on('data', (chunk) => {
       log += chunk;
-      process.stderr.write(chunk);
+      if (!quiet) process.stderr.write(chunk);
       const m = new RegExp(`listening.*?(${host.replaceAll('.', '\\.')}:\\d+)`).exec(log);
       if (m) { clearTimeout(timer); resolve(`${scheme}://${m[1]}`); }
     });

@@ -5,6 +5,7 @@
 //! fresh clone on the same machine reuses them.
 
 mod bundle;
+mod npm;
 mod paths;
 mod process;
 mod setup;
@@ -20,12 +21,17 @@ commands:
   demo    setup, build the wasm bundle (release), start the signal server on 127.0.0.1:8080
           (ACKWIRE_INSTANCES=2: a Redis and two servers sharing rooms, on 8080 and 8081)
   bundle  setup, build the wasm bundle (web/pkg/) and the example game's Rust client
-          (examples/pong/web/pkg/)
+          (examples/pong/web/pkg/), each size printed
   pong    setup, both wasm builds, a signal server serving the example game at /pong/ and
           its host in room `table`; prints the URLs to play (examples/pong/README.md)
-  test    setup, then native tests, wasm tests in headless Chromium, browser e2e tests
+  test    setup, then lints, the type check, native tests, wasm tests in headless Chromium,
+          browser e2e tests
+  types   setup, then `tsc --noEmit` on web/types-check/ (an example and the READMEs' JS
+          snippets) against the npm package's declarations
+  pack    setup, build the wasm bundle, assemble the npm package in target/npm/ackwire/ and
+          `npm pack` it into target/npm/ackwire-<version>.tgz
   bench [NAME..]  run the benchmarks (all, or the stages whose name contains one of NAME,
-          e.g. `joins`)
+          e.g. `joins`, `cold-start`)
   e2e [NAME..]  setup, then only the browser e2e suite (files of web/e2e/ whose name
           contains one of NAME; all without)
 
@@ -34,6 +40,9 @@ environment:
   ACKWIRE_WASM_ROUTE  `rustup` or `debian`: force one route to the wasm32 toolchain
                       (default: rustup target, falling back to Debian's rustc-web)
   ACKWIRE_BIND        address for `demo` (default 127.0.0.1:8080)
+  ACKWIRE_BUNDLE_ROUTE  `unstable` or `stable`: force one way of compiling the bundle
+                      (default: std rebuilt with unstable options, falling back to stable
+                      flags and a bigger module if that fails)
 ";
 
 fn main() -> ExitCode {
@@ -44,6 +53,11 @@ fn main() -> ExitCode {
         Some("bundle") => suite::bundles(),
         Some("pong") => suite::pong(),
         Some("test") => suite::test(),
+        Some("types") => setup::run().and_then(|_| npm::types()),
+        Some("pack") => setup::run()
+            .and_then(|tools| bundle::build(&tools))
+            .and_then(|()| npm::pack())
+            .map(|tarball| println!("{}", tarball.display())),
         Some("bench") => {
             let only: Vec<&str> = args[1..].iter().map(String::as_str).collect();
             suite::bench(&only)

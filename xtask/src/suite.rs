@@ -7,7 +7,7 @@ use std::{
 };
 
 use crate::{
-    bundle, paths,
+    bundle, npm, paths,
     process::{Result, describe, in_loopback_namespace, run},
     setup::{self, Tools},
 };
@@ -344,6 +344,8 @@ pub(crate) fn test() -> Result<()> {
     let start = Instant::now();
     let tools = setup::run()?;
     let stages = [
+        stage("lints (fmt, clippy, rustdoc, no-default-features)", lints),
+        stage("types (tsc --noEmit: example, README snippets)", npm::types),
         stage("native tests (cargo test --workspace)", native_tests),
         stage("wasm tests in headless Chromium", || {
             wasm_browser_tests(&tools)
@@ -381,6 +383,25 @@ fn summarize(command: &str, stages: &[Stage], start: Instant) -> Result<()> {
     } else {
         Err(format!("{failed} stage(s) failed"))
     }
+}
+
+/// What a reviewer would otherwise catch: an unformatted file, a clippy warning anywhere
+/// (the workspace lints included), a broken intra-doc link or any rustdoc warning, and the
+/// UDP peer built without the room driver (`ackwire-peer --no-default-features`).
+fn lints() -> Result<()> {
+    run(cargo().args(["fmt", "--all", "--", "--check"]))?;
+    run(cargo().args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]))?;
+    run(cargo()
+        .args(["doc", "--no-deps", "--workspace"])
+        .env("RUSTDOCFLAGS", "-D warnings"))?;
+    run(cargo().args(["build", "-p", "ackwire-peer", "--no-default-features"]))
 }
 
 fn native_tests() -> Result<()> {
@@ -434,6 +455,8 @@ fn wasm_browser_tests(tools: &Tools) -> Result<()> {
 /// With `only`, just the files whose name contains one of those strings.
 pub(crate) fn browser_e2e(tools: &Tools, only: &[&str]) -> Result<()> {
     bundle::build(tools)?;
+    // `package.test.mjs` loads the JS API from the tarball a game would install.
+    let tarball = npm::pack()?;
     let server = build_signal_server(false)?;
     let peer = build_bin("ackwire-peer", "ackwire-peer", false)?;
     let files = e2e_files(only)?;
@@ -465,6 +488,7 @@ pub(crate) fn browser_e2e(tools: &Tools, only: &[&str]) -> Result<()> {
             .env("ACKWIRE_PONG_WEB_DIR", paths::pong_web_dir());
     }
     cmd.env("ACKWIRE_EXCHANGE_BIN", exchange)
+        .env("ACKWIRE_NPM_TARBALL", &tarball)
         .env("ACKWIRE_ARTIFACTS", &artifacts)
         .env("ACKWIRE_E2E_TLS_CERT", tls.join("cert.pem"))
         .env("ACKWIRE_E2E_TLS_KEY", tls.join("key.pem"));
@@ -520,6 +544,51 @@ fn joins(tools: &Tools) -> Result<()> {
     let files = e2e_files(&["room.test", "native-peer.test"])?;
     let mut cmd = e2e_command(&files, &["--test-name-pattern=^ten "], &server, &peer);
     run(&mut cmd).map_err(|e| format!("{e}\n   (command: {})", describe(&cmd)))
+}
+
+/// Cold start over a real path (web/e2e/cold-start.bench.mjs, docs/cold-start.md): a fresh
+/// Chromium in one namespace opens the lobby served by the release server, with the release
+/// native peer in it, from another namespace, through a userspace delay bridge in a third;
+/// medians per step at 0, 20 and 50 ms added each way, and the round trips used.
+fn cold_start(tools: &Tools) -> Result<()> {
+    bundle::build(tools)?;
+    let server = build_signal_server(true)?;
+    let peer = build_bin("ackwire-peer", "ackwire-peer", true)?;
+    // The script's namespaces carry this tag, so whatever a crashed or killed run leaves is
+    // found and removed below.
+    let tag = format!("ackcold{}", std::process::id());
+    let mut cmd = in_loopback_namespace("node", &["e2e/cold-start.bench.mjs"]);
+    cmd.current_dir(paths::web_dir())
+        .env("ACKWIRE_SIGNAL_BIN", server)
+        .env("ACKWIRE_PEER_BIN", peer)
+        .env("ACKWIRE_WEB_DIR", paths::web_dir())
+        .env("ACKWIRE_NETNS_TAG", &tag)
+        .env("CHROMIUM", "/usr/bin/chromium");
+    let outcome = run(&mut cmd).map_err(|e| format!("{e}\n   (command: {})", describe(&cmd)));
+    remove_namespaces(&tag);
+    outcome
+}
+
+/// Removes the network namespaces named `tag-*` (only this run's), ending the processes this
+/// run started in them first.
+fn remove_namespaces(tag: &str) {
+    let Ok(list) = crate::process::output(Command::new("ip").args(["netns", "list"])) else {
+        return;
+    };
+    let prefix = format!("{tag}-");
+    for name in list
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|n| n.starts_with(&prefix))
+    {
+        if let Ok(pids) = crate::process::output(Command::new("ip").args(["netns", "pids", name])) {
+            for pid in pids.split_whitespace() {
+                let _ = Command::new("kill").args(["-KILL", pid]).status();
+            }
+        }
+        eprintln!("   removing namespace {name} left by the bench");
+        let _ = Command::new("ip").args(["netns", "del", name]).status();
+    }
 }
 
 /// Seconds each fuzz target runs in `cargo xtask test` (`ACKWIRE_FUZZ_SECONDS`); a smoke run
@@ -627,6 +696,10 @@ pub(crate) fn bench(only: &[&str]) -> Result<()> {
         (
             "joins: page open -> data channel open, release server and native peer",
             Box::new(|| setup::run().and_then(|tools| joins(&tools))),
+        ),
+        (
+            "cold-start: room URL -> first state update at 0, 40 and 100 ms RTT, round trips",
+            Box::new(|| setup::run().and_then(|tools| cold_start(&tools))),
         ),
         (
             "signal servers sharing rooms: 3 x 5,000 clients, relay same vs across, failover",

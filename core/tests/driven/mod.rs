@@ -163,13 +163,13 @@ impl Driven {
                 return;
             }
             self.now = next.max(self.now);
-            if let Some(period) = self.sample_every {
-                if self.next_sample <= self.now {
-                    for side in &mut self.sides {
-                        side.snapshots.push((self.now, side.endpoint.stats()));
-                    }
-                    self.next_sample += period;
+            if let Some(period) = self.sample_every
+                && self.next_sample <= self.now
+            {
+                for side in &mut self.sides {
+                    side.snapshots.push((self.now, side.endpoint.stats()));
                 }
+                self.next_sample += period;
             }
             for i in 0..2 {
                 // Datagrams on link i arrive at side 1 - i, which reads them all, then sends.
@@ -201,8 +201,5 @@ impl Driven {
 
 /// A link with a fixed one-way delay and nothing else.
 pub fn delayed(one_way: Duration) -> EmulatorConfig {
-    EmulatorConfig {
-        latency: one_way,
-        ..EmulatorConfig::default()
-    }
+    EmulatorConfig::default().with_latency(one_way)
 }

@@ -41,14 +41,9 @@ pub struct Tally {
 }
 
 fn config(connections: usize) -> ConnectionConfig {
-    ConnectionConfig {
-        packet: Config {
-            initial_mode: Mode::Good,
-            ..Config::default()
-        },
-        replay_cache_len: connections.max(16),
-        ..ConnectionConfig::default()
-    }
+    ConnectionConfig::default()
+        .with_packet(Config::default().with_initial_mode(Mode::Good))
+        .with_replay_cache_len(connections.max(16))
 }
 
 pub fn address(index: usize) -> [u8; 6] {
@@ -192,7 +187,7 @@ impl Fleet {
             }
             if sent && connected {
                 // The chat message goes in the client's next packet.
-                if self.chat && self.packets[i] % 3 == 0 {
+                if self.chat && self.packets[i].is_multiple_of(3) {
                     client.send(CHAT_CHANNEL, &CHAT).expect("window has room");
                 }
                 self.packets[i] += 1;

@@ -310,6 +310,25 @@ pub fn acked(line: &Value, peer: u64) -> u64 {
     link_to(line, peer).map_or(0, |l| l["stats"]["packets_acked"].as_u64().unwrap_or(0))
 }
 
+/// Returns once everything `sender` sent `receiver` reliably has arrived and nothing of it can
+/// arrive again: the sender reports nothing awaiting confirmation on the link (so nothing will
+/// be resent), then the receiver has taken in more packets on it than the sender had sent by
+/// then (loopback keeps order, so every earlier copy came first). Then a count of deliveries
+/// is final, with no waiting "for any duplicate".
+pub fn in_flight_settled(sender: &mut Peer, sender_id: u64, receiver: &mut Peer, receiver_id: u64) {
+    let stat = |line: &Value, peer: u64, key: &str| {
+        link_to(line, peer).and_then(|l| l["stats"][key].as_u64())
+    };
+    let confirmed = sender.wait_for("nothing unconfirmed", Duration::from_secs(10), |l| {
+        link_to(l, receiver_id).is_some_and(|link| link["unconfirmed"] == 0)
+            && stat(l, receiver_id, "packets_sent").is_some()
+    });
+    let sent = stat(&confirmed, receiver_id, "packets_sent").unwrap_or(0);
+    receiver.wait_for("the packets sent by then", Duration::from_secs(10), |l| {
+        stat(l, sender_id, "packets_received").is_some_and(|received| received > sent)
+    });
+}
+
 /// A dashboard's subscription: collects `stats` events of `room`.
 pub async fn subscribe(server: &Server, room: &str) -> mpsc::Receiver<Value> {
     let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{}/ws", server.addr))
@@ -323,12 +342,12 @@ pub async fn subscribe(server: &Server, room: &str) -> mpsc::Receiver<Value> {
     let (tx, rx) = mpsc::channel();
     tokio::spawn(async move {
         while let Some(Ok(message)) = ws.next().await {
-            if let Message::Text(text) = message {
-                if let Ok(value) = serde_json::from_str::<Value>(&text) {
-                    if value["type"] == "stats" && tx.send(value).is_err() {
-                        return;
-                    }
-                }
+            if let Message::Text(text) = message
+                && let Ok(value) = serde_json::from_str::<Value>(&text)
+                && value["type"] == "stats"
+                && tx.send(value).is_err()
+            {
+                return;
             }
         }
     });

@@ -47,7 +47,7 @@
 //!   for the peer's next offer or connect request).
 //! - **gone**: the peer left the room; the link is dropped after this report.
 //!
-//! Each attempt is one [`Attempt`](links) value: its transport, its protocol and its
+//! Each attempt is one `Attempt` value (`links.rs`): its transport, its protocol and its
 //! deadline live in the state they belong to, so no combination that cannot happen can be
 //! represented.
 //!
@@ -192,11 +192,10 @@ impl MemberConfig {
     pub fn link_config(&self) -> ConnectionConfig {
         let mut channels = self.app.channels.clone();
         channels.push(ChannelKind::ReliableOrdered);
-        ConnectionConfig {
-            channels,
-            protocol_id: protocol_id(&self.app),
-            ..self.connection.clone()
-        }
+        self.connection
+            .clone()
+            .with_channels(channels)
+            .with_protocol_id(protocol_id(&self.app))
     }
 }
 

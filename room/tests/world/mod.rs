@@ -567,11 +567,11 @@ impl World {
     pub fn vanish(&mut self, n: usize) {
         self.nodes[n].conn = 0;
         self.blackout_node(n);
-        if let Some(server) = &mut self.server {
-            if let Some(i) = server.peers.iter().position(|p| p.member == n) {
-                let gone = server.peers.remove(i);
-                self.announce_left(gone.info.id, LeaveReason::Lost);
-            }
+        if let Some(server) = &mut self.server
+            && let Some(i) = server.peers.iter().position(|p| p.member == n)
+        {
+            let gone = server.peers.remove(i);
+            self.announce_left(gone.info.id, LeaveReason::Lost);
         }
     }
 

@@ -66,16 +66,34 @@ impl Server {
             .unwrap_or(0.0)
     }
 
-    /// Wait until `series` reads at least `value` (polling `/metrics`), or panic after WAIT.
-    pub async fn metric_reaches(&self, series: &str, value: f64) {
+    /// Wait until `series` reads a value `done` accepts (polling `/metrics`), or panic after
+    /// WAIT saying it never did `what`: how a test learns that the server has seen an event
+    /// (a close, a drop, a join) it has no frame for.
+    pub async fn metric_until(&self, series: &str, what: &str, done: impl Fn(f64) -> bool) {
         let deadline = tokio::time::Instant::now() + WAIT;
-        while self.metric(series).await < value {
+        loop {
+            let read = self.metric(series).await;
+            if done(read) {
+                return;
+            }
             assert!(
                 tokio::time::Instant::now() < deadline,
-                "{series} never reached {value}"
+                "{series} never {what} (reads {read})"
             );
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
+    }
+
+    /// Wait until `series` reads at least `value`.
+    pub async fn metric_reaches(&self, series: &str, value: f64) {
+        self.metric_until(series, &format!("reached {value}"), |v| v >= value)
+            .await
+    }
+
+    /// Wait until `series` reads at most `value`.
+    pub async fn metric_falls_to(&self, series: &str, value: f64) {
+        self.metric_until(series, &format!("fell to {value}"), |v| v <= value)
+            .await
     }
 
     pub async fn stop(mut self) {

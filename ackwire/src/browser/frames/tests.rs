@@ -233,33 +233,34 @@ fn malformed_frames_are_refused_with_what_is_wrong() {
 }
 
 fn stats() -> Stats {
-    Stats {
-        rtt_ms: 12.5,
-        jitter_ms: 0.75,
-        loss_percent: 3.125,
-        loss_window_packets: 64,
-        loss_cumulative_percent: 1.5,
-        mode: Mode::Good,
-        recovery_time_ms: 1000.0,
-        send_rate_pps: 30.0,
-        counters: Counters {
-            packets_sent: 900,
-            packets_received: 880,
-            packets_acked: 870,
-            packets_lost: 12,
-            bytes_sent: 45_000,
-            bytes_received: 44_000,
-            header_bytes_sent: 4_500,
-            packets_unauthenticated: 0,
-        },
-        last_header_len: 5,
-        messages_sent: 10,
-        messages_resent: 1,
-        messages_delivered: 9,
-        messages_dropped_stale: 2,
-        reliable_in_flight: 1,
-        connection_state: Some(ConnectionState::Connected),
-    }
+    // Field by field: `Stats` and `Counters` are non-exhaustive, built only by the core.
+    let mut counters = Counters::default();
+    counters.packets_sent = 900;
+    counters.packets_received = 880;
+    counters.packets_acked = 870;
+    counters.packets_lost = 12;
+    counters.bytes_sent = 45_000;
+    counters.bytes_received = 44_000;
+    counters.header_bytes_sent = 4_500;
+    counters.packets_unauthenticated = 0;
+    let mut stats = Stats::default();
+    stats.rtt_ms = 12.5;
+    stats.jitter_ms = 0.75;
+    stats.loss_percent = 3.125;
+    stats.loss_window_packets = 64;
+    stats.loss_cumulative_percent = 1.5;
+    stats.mode = Mode::Good;
+    stats.recovery_time_ms = 1000.0;
+    stats.send_rate_pps = 30.0;
+    stats.counters = counters;
+    stats.last_header_len = 5;
+    stats.messages_sent = 10;
+    stats.messages_resent = 1;
+    stats.messages_delivered = 9;
+    stats.messages_dropped_stale = 2;
+    stats.reliable_in_flight = 1;
+    stats.connection_state = Some(ConnectionState::Connected);
+    stats
 }
 
 /// serde's JSON text as JavaScript writes the same value (`150.0` is `150`), fields in order.
