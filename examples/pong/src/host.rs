@@ -260,7 +260,7 @@ async fn main() -> std::process::ExitCode {
                 if ticks {
                     say(json!({"type": "tick", "tick": now.tick, "ball": now.ball, "paddles": now.paddles}));
                 }
-                if now.tick % 30 == 0 {
+                if now.tick.is_multiple_of(30) {
                     let side = |i: usize| json!({"peer": game.seats[i], "target": game.targets[i], "y": now.paddles[i], "inputs": game.inputs[i]});
                     say(json!({"type": "paddles", "tick": now.tick, "left": side(0), "right": side(1)}));
                 }
