@@ -1,7 +1,7 @@
 // Shared e2e plumbing: the real `ackwire-signal` binary and Debian's Chromium via
 // playwright-core. `cargo xtask test` runs these files inside a network namespace with only
 // loopback up and passes the paths below in the environment.
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { createSocket } from 'node:dgram';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -118,6 +118,26 @@ export function launchFirefox({ executablePath, debuggingPort } = {}) {
       'media.peerconnection.ice.default_address_only': false,
     },
   });
+}
+
+/**
+ * A veth pair inside this namespace, 10.99.N.1 ↔ 10.99.N.2, a default route through it: the
+ * "LAN" Firefox needs to gather ICE candidates (it uses the default-route interface; with only
+ * `lo` it gathers none). It exists only inside the namespace `cargo xtask test` made. Its
+ * names, subnet and route metric come from this process's id, so test files running at once
+ * each have their own. Returns the function that removes it.
+ */
+export function lanInNamespace() {
+  const n = process.pid % 250;
+  const [a, b] = [`lan${process.pid}a`, `lan${process.pid}b`];
+  const ip = (...args) => execFileSync('ip', args);
+  ip('link', 'add', a, 'type', 'veth', 'peer', 'name', b);
+  ip('addr', 'add', `10.99.${n}.1/24`, 'dev', a);
+  ip('addr', 'add', `10.99.${n}.2/24`, 'dev', b);
+  ip('link', 'set', a, 'up');
+  ip('link', 'set', b, 'up');
+  ip('route', 'add', 'default', 'dev', a, 'metric', String(process.pid));
+  return () => ip('link', 'del', a);
 }
 
 /**

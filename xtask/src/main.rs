@@ -21,7 +21,10 @@ commands:
   setup   install what building and testing need (idempotent; skips what is present)
   demo    setup, build the wasm bundle (release), start the signal server on 127.0.0.1:8080
           (ACKWIRE_INSTANCES=2: a Redis and two servers sharing rooms, on 8080 and 8081)
-  bundle  setup, then build the wasm bundle into web/pkg/ and print its gzipped size
+  bundle  setup, build the wasm bundle (web/pkg/) and the example game's Rust client
+          (examples/pong/web/pkg/), each size printed
+  pong    setup, both wasm builds, a signal server serving the example game at /pong/ and
+          its host in room `table`; prints the URLs to play (examples/pong/README.md)
   test    setup, then lints, the type check, native tests, wasm tests in headless Chromium,
           browser e2e tests
   types   setup, then `tsc --noEmit` on web/types-check/ (an example and the READMEs' JS
@@ -48,7 +51,8 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("setup") => setup::run().map(|_| ()),
         Some("demo") => suite::demo(),
-        Some("bundle") => setup::run().and_then(|tools| bundle::build(&tools)),
+        Some("bundle") => suite::bundles(),
+        Some("pong") => suite::pong(),
         Some("test") => suite::test(),
         Some("types") => setup::run().and_then(|_| npm::types()),
         Some("pack") => setup::run()

@@ -154,6 +154,56 @@ pub(crate) fn demo() -> Result<()> {
     }
 }
 
+/// `cargo xtask bundle`: the wasm bundle into `web/pkg/` and the example game's Rust client
+/// into `examples/pong/web/pkg/`.
+pub(crate) fn bundles() -> Result<()> {
+    let tools = setup::run()?;
+    bundle::build(&tools)?;
+    bundle::build_pong(&tools)
+}
+
+/// `cargo xtask pong`: the example game, ready to play: both wasm builds, a signal server
+/// (debug build) serving the game's pages under `/pong/`, and its host in room `table`.
+pub(crate) fn pong() -> Result<()> {
+    bundles()?;
+    let server = build_signal_server(false)?;
+    let host = build_bin("pong", "pong-host", false)?;
+    let bind = std::env::var("ACKWIRE_BIND").unwrap_or_else(|_| "127.0.0.1:8080".into());
+    let mut signal = Command::new(&server)
+        .arg("--bind")
+        .arg(&bind)
+        .arg("--web-dir")
+        .arg(paths::web_dir())
+        .arg("--static")
+        .arg(format!("/pong={}", paths::pong_web_dir().display()))
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", server.display()))?;
+    let url = format!("http://{bind}/pong/?room=table");
+    // Its JSON lines would push the URLs off the screen; it retries until the server is up.
+    let mut game = Command::new(&host)
+        .arg(&url)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", host.display()))?;
+    println!();
+    println!("pong is running (Ctrl-C to stop); the host waits in room `table`:");
+    println!("  players (JS):    {url}   (open it twice: left and right)");
+    println!("  player (Rust):   http://{bind}/pong/rust.html?room=table");
+    println!("  let a paddle play by itself: add &auto=track (or &auto=miss)");
+    println!("  the room's dashboard: http://{bind}/room/table/dashboard");
+    println!();
+    let status = signal.wait().map_err(|e| e.to_string())?;
+    if game.try_wait().map_err(|e| e.to_string())?.is_none() {
+        let _ = game.kill();
+        let _ = game.wait();
+    }
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("signal server exited: {status}"))
+    }
+}
+
 /// `ip` as a URL writes it (an IPv6 address in brackets).
 fn url_host(ip: std::net::IpAddr) -> String {
     match ip {
@@ -430,6 +480,13 @@ pub(crate) fn browser_e2e(tools: &Tools, only: &[&str]) -> Result<()> {
     run(cargo().args(["build", "-p", "ackwire", "--example", "exchange"]))?;
     let exchange = paths::root().join("target/debug/examples/exchange");
     let mut cmd = e2e_command(&files, &[], &server, &peer);
+    // `pong.test.mjs`: the example game's host and its Rust client, built only for it.
+    if files.iter().any(|f| f.ends_with("pong.test.mjs")) {
+        bundle::build_pong(tools)?;
+        let host = build_bin("pong", "pong-host", false)?;
+        cmd.env("ACKWIRE_PONG_HOST_BIN", host)
+            .env("ACKWIRE_PONG_WEB_DIR", paths::pong_web_dir());
+    }
     cmd.env("ACKWIRE_EXCHANGE_BIN", exchange)
         .env("ACKWIRE_NPM_TARBALL", &tarball)
         .env("ACKWIRE_ARTIFACTS", &artifacts)
