@@ -30,7 +30,7 @@ $('emulation').textContent = asked.length ? `emulated: ${asked.join(', ')}` : 'r
 // State the page shows; window.ackwire exposes it to tests and curious developers.
 // Links are keyed by the peer's id in the room (`link`), which stays the same when the signal
 // server restarts; `peer` is its id in the server's current session.
-const links = new Map(); // id -> { link, peer, kind, state, reason, transport, candidate, stats, x, y }
+const links = new Map(); // id -> { link, peer, kind, state, reason, transport, candidate, stats, unconfirmed, x, y }
 const me = { id: undefined, x: Math.random(), y: Math.random(), vx: 0.0021, vy: 0.0013 };
 const metrics = { firstAckMs: undefined };
 // When each step of joining first happened, in ms since navigation (performance.now()): where
@@ -87,6 +87,7 @@ function remember(info) {
     ...known,
     link: info.id, peer: info.serverId, kind: info.kind, state: info.state, reason: info.reason,
     transport: info.transport, candidate: info.candidate, stats: info.stats, attempt_ms: info.attemptMs,
+    unconfirmed: info.unconfirmed,
     x: live ? known?.x : undefined, y: live ? known?.y : undefined,
     snapshots: live ? known?.snapshots : undefined, interval: live ? known?.interval : undefined,
   };

@@ -196,3 +196,29 @@ export async function openPage(env, path, viewport = { width: 1280, height: 900 
   await page.goto(env.server.url + path);
   return { page, errors, consoleErrors };
 }
+
+/**
+ * Resolves once nothing `from` sent reliably to `to` can still arrive: `from` has every
+ * reliable message to `to` confirmed, then `to` has accepted a packet `from` sent after that
+ * (its `packets_received` passes what `from` had sent by then). A check that a message arrived
+ * exactly once follows this instead of a pause. Each side is a demo page (`openPage`) or a
+ * native peer (`joinNative`); `fromId` and `toId` are their ids in the server's session.
+ */
+export async function reliableSettled(from, fromId, to, toId, timeout = 10000) {
+  const sent = from.page
+    ? await from.page.waitForFunction((id) => {
+      const l = window.ackwire.players.get(id);
+      return l?.unconfirmed === 0 && l.stats ? { n: l.stats.packets_sent } : null;
+    }, toId, { timeout }).then((h) => h.jsonValue()).then((v) => v.n)
+    : from.link(await from.waitFor(`nothing unconfirmed to ${toId}`, (l) => {
+      const k = l.type === 'stats' && from.link(l, toId);
+      return k && k.unconfirmed === 0 && k.stats;
+    }, timeout, from.lines.length), toId).stats.packets_sent;
+  if (to.page) {
+    await to.page.waitForFunction(([id, n]) => (window.ackwire.players.get(id)?.stats?.packets_received ?? -1) > n,
+      [fromId, sent], { timeout });
+  } else {
+    await to.waitFor(`a packet from ${fromId} sent after its last confirmation`,
+      (l) => l.type === 'stats' && (to.link(l, fromId)?.stats?.packets_received ?? -1) > sent, timeout, to.lines.length);
+  }
+}
