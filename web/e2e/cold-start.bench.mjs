@@ -1,9 +1,10 @@
-// Cold start: from opening a game's page URL to its first state update, on a path with no
-// added delay and with a fixed delay each way (docs/cold-start.md). The real release
-// `ackwire-signal` serving the pages and the demo's native player (`ackwire-peer join`, room
-// `lobby`) sit in a "server" namespace, a fresh Chromium (new profile, empty cache) in a
-// "client" one, and delayed-path.mjs's userspace bridge between them. Prints each step's
-// medians and the round trips it used; asserts only that every join completed.
+// Cold start: from opening the example game's URL (examples/pong, its JS page) to its first
+// state update from the host, on a path with no added delay and with a fixed delay each way
+// (docs/cold-start.md). The real release `ackwire-signal` serving the game's pages and the
+// game's release host (`pong-host`, room `table`) sit in a "server" namespace, a fresh
+// Chromium (new profile, empty cache) in a "client" one, and delayed-path.mjs's userspace
+// bridge between them. Prints each step's medians and the round trips it used; asserts only
+// that every join completed with no page error.
 //
 // `cargo xtask bench cold-start` runs it (release builds, under `unshare --net`).
 // ACKWIRE_COLD_RUNS joins per delay (7), ACKWIRE_COLD_DELAYS the delays each way in ms
@@ -11,18 +12,19 @@
 // 0 to the first).
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { launchBrowser, startServer } from './harness.mjs';
+import { spawn } from 'node:child_process';
+import { launchBrowser, requireEnv, startServer } from './harness.mjs';
 import { SERVER_ADDR, buildDelayedPath } from './delayed-path.mjs';
 import { chromiumIn } from './netns.mjs';
-import { joinNative } from './native.mjs';
+import { jsonLines } from './host.mjs';
 
 const RUNS = Number(process.env.ACKWIRE_COLD_RUNS ?? 7);
 const DELAYS = (process.env.ACKWIRE_COLD_DELAYS ?? '0,20,50').split(',').map(Number);
 assert.ok(RUNS >= 1 && DELAYS.length >= 2 && DELAYS[0] === 0, 'ACKWIRE_COLD_DELAYS starts at 0 and has a larger delay');
 
-// The page's timeline (web/room.js, ms after navigation) and the least round trips each step
-// can take from navigation (docs/cold-start.md, "The minimum"). `ack` is the first packet of
-// ours the native acked (metrics.firstAckMs), as issue #38 counts it.
+// The page's timeline (`pong.timeline` in examples/pong/web/pong.js, ms after navigation) and
+// the least round trips each step can take from navigation (docs/cold-start.md, "The
+// minimum").
 const STEPS = [
   ['html', 'html received', 2],
   ['socket', 'socket open', 4],
@@ -30,7 +32,6 @@ const STEPS = [
   ['welcome', 'welcome', 4],
   ['open', 'data channel open', 10],
   ['connected', 'core connected', 11],
-  ['ack', 'first packet acked', 11],
   ['state', 'first state update', 11],
 ];
 const MINIMUM = 11;
@@ -45,41 +46,42 @@ const f = (v, digits = 0) => (Number.isFinite(v) ? v.toFixed(digits) : '—');
 const tag = process.env.ACKWIRE_NETNS_TAG ?? `ackcold${process.pid}`;
 const path = await buildDelayedPath(tag);
 let server;
-let native;
+let host;
 let chromium;
 const cleanup = async () => {
-  await native?.stop().catch(() => {});
+  await host?.stop().catch(() => {});
   await server?.stop().catch(() => {});
   chromium?.remove();
   await path.remove();
 };
 for (const signal of ['SIGINT', 'SIGTERM']) process.once(signal, () => cleanup().finally(() => process.exit(130)));
 
-/** One cold join: a new Chromium (fresh profile) opens the lobby; its timeline once state came. */
+/** One cold join: a new Chromium (fresh profile) opens the game; its timeline once state came. */
 async function coldJoin(url) {
-  const from = native.lines.length;
+  const from = host.lines.length;
   const browser = await launchBrowser([], { executablePath: chromium.path });
+  let peer;
   try {
     const page = await browser.newPage();
     const errors = [];
     page.on('pageerror', (e) => errors.push(e.message));
     page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
     await page.goto(url, { timeout: 30000 });
-    // Waited for on the native's output first: a wait on the page injects Playwright's script
+    // Waited for on the host's output first: a wait on the page injects Playwright's script
     // into the middle of the join (see the joins stage).
-    await native.waitFor('a browser connected', (l) => l.type === 'link' && l.state === 'connected', 30000, from);
-    const timeline = await page.waitForFunction(
-      () => window.ackwire.metrics.timeline.state && window.ackwire.metrics.firstAckMs
-        && { ...window.ackwire.metrics.timeline, ack: window.ackwire.metrics.firstAckMs },
-      null, { timeout: 15000 },
-    ).then((h) => h.jsonValue());
+    const linked = await host.waitFor('a browser connected', (l) => l.type === 'link' && l.state === 'connected', 30000, from);
+    peer = linked.peer;
+    const timeline = await page.waitForFunction(() => window.pong.timeline.state && window.pong.timeline,
+      null, { timeout: 15000 }).then((h) => h.jsonValue());
     assert.deepEqual(errors, [], 'the page reported errors');
     return timeline;
   } finally {
-    const left = native.lines.length;
+    const left = host.lines.length;
     await browser.close();
-    // The next join starts with the native alone in the room again.
-    await native.waitFor('the browser left', (l) => l.type === 'peer-left', 10000, left).catch(() => {});
+    // The next join starts with the host alone in the room again.
+    if (peer !== undefined) {
+      await host.waitFor('the browser gone', (l) => l.type === 'link' && l.peer === peer && l.state !== 'connected', 10000, left).catch(() => {});
+    }
   }
 }
 
@@ -93,16 +95,23 @@ try {
     probes[d] = { udp: median(p.udp), udpMin: Math.min(...p.udp), tcp: median(p.tcp), tcpMin: Math.min(...p.tcp) };
   }
   path.setDelay(0);
-  server = await startServer(8080, { host: SERVER_ADDR, netns: path.server, quiet: true });
-  // The native's own log at errors only (its JSON lines are read, not printed): each join
-  // ends with the page closed under it, which it would warn about.
-  process.env.RUST_LOG = process.env.ACKWIRE_COLD_NATIVE_LOG ?? 'error';
-  native = await joinNative(`${server.url}/room/lobby`, [], { netns: path.server });
+  server = await startServer(8080, {
+    host: SERVER_ADDR, netns: path.server, quiet: true, args: ['--static', `/pong=${requireEnv('ACKWIRE_PONG_WEB_DIR')}`],
+  });
+  const url = `${server.url}/pong/?room=table`;
+  // The game's host, in the server's namespace, on its every interface as a deployed host
+  // binds; its log at errors only (its JSON lines are read, not printed): each join ends with
+  // the page closed under it, which it would warn about.
+  const child = spawn('ip', ['netns', 'exec', path.server, requireEnv('ACKWIRE_PONG_HOST_BIN'), url], {
+    env: { ...process.env, RUST_LOG: process.env.ACKWIRE_COLD_NATIVE_LOG ?? 'error', NO_COLOR: '1' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  host = jsonLines(child);
+  await host.waitFor('the host joined', (l) => l.type === 'joined', 15000);
   chromium = chromiumIn(path.client);
-  const url = `${server.url}/room/lobby`;
   console.log(`cold start: ${url} opened in a new Chromium (fresh profile, empty cache) in the client namespace; `
     + `${RUNS} joins at each of ${DELAYS.map((d) => `${d} ms`).join(', ')} added each way, interleaved; medians`);
-  // A join not counted: the server's and the native's first page and link after start.
+  // A join not counted: the server's and the host's first page and link after start.
   await coldJoin(url);
   const runs = Object.fromEntries(DELAYS.map((d) => [d, []]));
   for (let i = 0; i < RUNS; i++) {
@@ -147,9 +156,9 @@ try {
       ...pairs.map(([a, b]) => f(slope(a, b, k), 1).padStart(11)), String(min).padStart(8)];
     console.log(`  ${cells.join(' ')}`);
   }
-  // After the handshake the first position leaves with the native's reply to the browser's
-  // first packet, or at the native's next paced packet (the core starts at 10 packets/s):
-  // shown per join, since on a short path the pacing, not the RTT, decides it.
+  // After the handshake the first snapshot leaves at the host's next tick (30 Hz) or its next
+  // paced packet (the core starts at 10 packets/s): shown per join, since on a short path the
+  // pacing, not the RTT, decides it.
   const after = (d) => runs[d].map((t) => t.state - t.connected);
   console.log(`first state update after core connected, per join (ms): ${DELAYS.map((d) => `at ${f(rtt(d), 1)} ms RTT ${after(d).map((v) => f(v)).join(' ')}`).join('; ')}`);
   // The summary: the round trips between the two largest delays when there are three (the

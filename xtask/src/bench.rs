@@ -100,7 +100,7 @@ fn benches() -> Vec<Bench> {
             run: Box::new(|printed| setup::run().and_then(|tools| joins(&tools, printed))),
         },
         Bench {
-            name: "cold-start: room URL -> first state update at 0, 40 and 100 ms RTT, round trips",
+            name: "cold-start: the example game's URL -> first state update at 0, 40 and 100 ms RTT, round trips",
             command: "cargo xtask bench cold-start",
             run: Box::new(|printed| setup::run().and_then(|tools| cold_start(&tools, printed))),
         },
@@ -303,20 +303,22 @@ fn joins(tools: &Tools, printed: &mut String) -> Result<()> {
 }
 
 /// Cold start over a real path (web/e2e/cold-start.bench.mjs, docs/cold-start.md): a fresh
-/// Chromium in one namespace opens the lobby served by the release server, with the release
-/// native peer in it, from another namespace, through a userspace delay bridge in a third;
-/// medians per step at 0, 20 and 50 ms added each way, and the round trips used.
+/// Chromium in one namespace opens the example game's page (examples/pong) served by the
+/// release server, with the game's release host in its room, from another namespace, through
+/// a userspace delay bridge in a third; medians per step at 0, 20 and 50 ms added each way,
+/// and the round trips used.
 fn cold_start(tools: &Tools, printed: &mut String) -> Result<()> {
     bundle::build(tools)?;
     let server = build_signal_server(true)?;
-    let peer = build_bin("ackwire-peer", "ackwire-peer", true)?;
+    let host = build_bin("pong", "pong-host", true)?;
     // The script's namespaces carry this tag, so whatever a crashed or killed run leaves is
     // found and removed below.
     let tag = format!("ackcold{}", std::process::id());
     let mut cmd = in_loopback_namespace("node", &["e2e/cold-start.bench.mjs"]);
     cmd.current_dir(paths::web_dir())
         .env("ACKWIRE_SIGNAL_BIN", server)
-        .env("ACKWIRE_PEER_BIN", peer)
+        .env("ACKWIRE_PONG_HOST_BIN", host)
+        .env("ACKWIRE_PONG_WEB_DIR", paths::pong_web_dir())
         .env("ACKWIRE_WEB_DIR", paths::web_dir())
         .env("ACKWIRE_NETNS_TAG", &tag)
         .env("CHROMIUM", "/usr/bin/chromium");

@@ -32,6 +32,10 @@ const pong = {
   side: null, points: null, score: [0, 0], winner: null, results: [], snapshots: 0, history: [], sent: 0,
 };
 window.pong = pong;
+// When each step of joining first happened, in ms after navigation (the cold-start bench reads
+// it): the HTML, join()'s own steps, the welcome, the host's link, its first snapshot.
+pong.timeline = { html: performance.getEntriesByType('navigation')[0]?.responseEnd };
+const mark = (step, at = performance.now()) => { pong.timeline[step] ??= at; };
 let host = null;
 let snapshot = null;
 let target = H / 2;
@@ -84,6 +88,8 @@ try {
     room: params.get('room') ?? 'pong',
   });
   say('joined: waiting for the host');
+  for (const [step, at] of Object.entries(room.timeline)) if (step !== 'start') mark(step, at);
+  room.addEventListener('joined', (e) => mark('welcome', e.timeStamp));
 } catch (err) {
   // A room playing another game, a bad room name...: say why, in the page.
   say(`could not join: ${err.message} (${err.code})`);
@@ -95,6 +101,7 @@ room?.addEventListener('message', (e) => {
     const s = decodeSnapshot(e.data);
     if (!s) return;
     snapshot = s;
+    mark('state', e.timeStamp);
     pong.snapshots += 1;
     pong.history.push([s.tick, s.ball[0], s.ball[1]]);
     if (pong.history.length > HISTORY) pong.history.shift();
@@ -106,6 +113,7 @@ room?.addEventListener('link', (e) => {
   // The host is the room's native member: only its state and events count, inputs go to it.
   if (host === null && e.link.kind === 'native') host = e.peer;
   if (e.peer !== host) return;
+  mark(e.link.state, e.timeStamp);
   if (e.link.state === 'lost') say(`link to the host lost: ${e.link.reason?.message ?? ''}`);
   else if (e.link.state === 'connected' && pong.side) say(`you play ${pong.side}`);
   else if (!pong.side) say(`link to the host: ${e.link.state}`);
