@@ -1,8 +1,9 @@
 // ackwire for the browser: join a room, send to its players, hear what happens. The npm
-// package's JS part; its wasm part is the `ackwire-wasm` crate, bound into `./pkg/` (the
-// signal server serves both: this file at /ackwire.js, the bundle at /pkg/).
+// package `ackwire`'s JS part (its types: `ackwire.d.ts`, beside this file); its wasm part is
+// the `ackwire-wasm` crate, bound into `./pkg/` (the signal server serves both: this file at
+// /ackwire.js, the bundle at /pkg/; the package carries the same files, see xtask/src/npm.rs).
 //
-//   import { join } from '/ackwire.js';
+//   import { join } from 'ackwire';   // or '/ackwire.js' from the signal server
 //   const room = await join(location.href, {
 //     app: 'pong', version: 1, channels: ['unreliable-sequenced', 'reliable-ordered'],
 //   });
@@ -285,6 +286,14 @@ export class Room extends EventTarget {
 
   /** The signalling connection: 'connecting', 'joining', 'joined', 'reconnecting' or 'closed'. @type {string} */
   get signalling() { return this.#handle.signalling; }
+
+  /**
+   * Frames from the signalling server this room could not read (a later server's frame
+   * types, a dashboard's, broken JSON): each was refused and logged on the console, never
+   * dropped unseen. A count that grows: the server speaks a newer schema than this build.
+   * @type {number}
+   */
+  get unreadableFrames() { return this.#handle.unreadableFrames; }
 
   /**
    * When each step of joining happened, in performance.now() ms: `start` (join() called),

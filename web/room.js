@@ -30,12 +30,13 @@ $('emulation').textContent = asked.length ? `emulated: ${asked.join(', ')}` : 'r
 // State the page shows; window.ackwire exposes it to tests and curious developers.
 // Links are keyed by the peer's id in the room (`link`), which stays the same when the signal
 // server restarts; `peer` is its id in the server's current session.
-const links = new Map(); // id -> { link, peer, kind, state, reason, transport, candidate, stats, x, y }
+const links = new Map(); // id -> { link, peer, kind, state, reason, transport, candidate, stats, unconfirmed, x, y }
 const me = { id: undefined, x: Math.random(), y: Math.random(), vx: 0.0021, vy: 0.0013 };
 const metrics = { firstAckMs: undefined };
 // When each step of joining first happened, in ms since navigation (performance.now()): where
 // a join's time goes. The page's HTML received, this module running; join()'s own steps
-// (socket opening and open, wasm loaded, welcome) and the links' states are added below.
+// (socket opening and open, wasm loaded, welcome), the links' states and the first position
+// from another player (`state`) are added below.
 const timeline = {
   html: performance.getEntriesByType('navigation')[0]?.responseEnd,
   script: scriptAt,
@@ -86,6 +87,7 @@ function remember(info) {
     ...known,
     link: info.id, peer: info.serverId, kind: info.kind, state: info.state, reason: info.reason,
     transport: info.transport, candidate: info.candidate, stats: info.stats, attempt_ms: info.attemptMs,
+    unconfirmed: info.unconfirmed,
     x: live ? known?.x : undefined, y: live ? known?.y : undefined,
     snapshots: live ? known?.snapshots : undefined, interval: live ? known?.interval : undefined,
   };
@@ -128,6 +130,9 @@ function listen(r) {
     linksStatus();
   });
   r.addEventListener('message', (e) => {
+    // The first state update: what a player waits for after opening the URL (the cold-start
+    // bench reads it).
+    if (e.channel === POSITION) mark('state', e.timeStamp);
     if (e.channel === CHAT) {
       addChat(name(e.peer), e.text);
     } else if (e.channel === POSITION && e.data.length === 8) {

@@ -518,6 +518,11 @@ impl Endpoint {
             }
         }
 
+        // The arrival as the driver gives it, before the clamp that keeps the endpoint's
+        // clock from running back: a driver that read the datagram late (read coalescing)
+        // but knows when it arrived (a kernel timestamp) passes that earlier time, and the
+        // hold it reports and the RTT it measures start there, not at the read.
+        let arrived = now;
         let now = self.clock(now);
         match newer_by {
             Some(ahead) => {
@@ -528,7 +533,9 @@ impl Endpoint {
                 };
                 self.received_bits |= 1;
                 self.remote = Some(sequence);
-                self.remote_at = now;
+                // Even before the endpoint's start: a connection made after slow work (a
+                // key exchange) may be handed a packet that arrived during it.
+                self.remote_at = arrived;
                 if let (Some(protection), Some(number)) = (&mut self.protection, packet_number) {
                     // The newest packet yet: its number is the largest opened, whose low
                     // bits `remote` holds.
@@ -541,11 +548,14 @@ impl Endpoint {
             }
         }
         self.counters.packets_received += 1;
-        self.counters.bytes_received += datagram.len() as u64;
+        // The datagram as it came off the wire: an opened packet's tag counts, as it does in
+        // `bytes_sent`.
+        let tag_len = if packet_number.is_some() { TAG_LEN } else { 0 };
+        self.counters.bytes_received += (datagram.len() + tag_len) as u64;
         self.ack_pending = true;
 
         if let Some(ack) = ack {
-            self.take_ack(now, ack, header.ack_bits, header.ack_delay);
+            self.take_ack(now, arrived, ack, header.ack_bits, header.ack_delay);
         }
         self.detect_losses(now);
         self.update_congestion(now);
@@ -557,8 +567,8 @@ impl Endpoint {
     }
 
     /// Takes in a validated ack of our packets: `ack` (resolved) and the bitfield below it,
-    /// held `delay` by the peer.
-    fn take_ack(&mut self, now: u64, ack: u16, ack_bits: u32, delay: AckDelay) {
+    /// held `delay` by the peer, in a packet that arrived at `arrived` (at or before `now`).
+    fn take_ack(&mut self, now: u64, arrived: u64, ack: u16, ack_bits: u32, delay: AckDelay) {
         if self.peer_ack.is_none_or(|newest| distance(newest, ack) > 0) {
             self.peer_ack = Some(ack);
         }
@@ -586,7 +596,7 @@ impl Endpoint {
             let acked = ack.wrapping_sub(n as u16);
             // Absent entries were acked or declared lost already: each ack counts once.
             if let Some(sent_at) = self.take_sent(acked) {
-                let rtt = now.saturating_sub(sent_at);
+                let rtt = arrived.saturating_sub(sent_at);
                 // Only the packet `ack` names has a known hold: the peer says how long it
                 // kept it, and the path's round trip is the rest. Never below zero, never
                 // above the measured time; a peer can shade a sample by at most the

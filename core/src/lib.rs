@@ -15,7 +15,11 @@
 //! Time is a [`Duration`](core::time::Duration) since an epoch the driver picks (it must not
 //! go backwards; an earlier value is treated as the latest seen). A browser driver passes
 //! `Duration::from_secs_f64(performance.now() / 1000.0)`; a native one passes
-//! `start.elapsed()` for an `Instant` taken at startup; tests pass virtual time.
+//! `start.elapsed()` for an `Instant` taken at startup; tests pass virtual time. One
+//! exception: `receive` may be given a datagram's arrival time even when it is earlier than
+//! the latest time seen (a driver that reads late but knows when a datagram arrived, from a
+//! kernel receive timestamp): the ack delay and the RTT sample start there, so the wait
+//! before the read counts as this side's hold, not as the path's.
 //!
 //! ## What a driver does
 //!

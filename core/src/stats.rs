@@ -18,9 +18,11 @@ pub struct Counters {
     pub packets_acked: u64,
     /// Sent packets declared lost.
     pub packets_lost: u64,
-    /// Datagram bytes sent, headers included.
+    /// Bytes of the data packets sent, as datagrams on the wire: headers included, and on a
+    /// protected link the 16-byte tag. Control packets (handshake, disconnect) are not counted.
     pub bytes_sent: u64,
-    /// Datagram bytes of accepted packets received, headers included.
+    /// Bytes of the data packets received and accepted, counted as `bytes_sent` counts them
+    /// (headers and tag included), so the two sides of a lossless link agree.
     pub bytes_received: u64,
     /// Header bytes among `bytes_sent`.
     pub header_bytes_sent: u64,

@@ -535,3 +535,34 @@ fn each_side_sends_its_ack_as_a_low_byte_once_the_peer_holds_an_ack_of_it() {
         &lens.1[..100]
     );
 }
+
+#[test]
+fn a_packet_handed_over_after_the_clock_moved_on_is_held_from_its_arrival() {
+    // b's clock has reached 20 ms (it sent at 20) when the driver hands over a's packet,
+    // which the kernel stamped at 12 ms: a read deferred to coalesce wake-ups.
+    let mut a = Endpoint::new(good(), Duration::ZERO).unwrap();
+    let mut b = Endpoint::new(good(), Duration::ZERO).unwrap();
+    let first = send(&mut a, Duration::ZERO);
+    send(&mut b, 20 * MS);
+    b.receive(12 * MS, &first).unwrap();
+    let reply = send(&mut b, 40 * MS);
+    let (header, _) = PacketHeader::decode(&reply).unwrap();
+    // Held from 12 ms to 40 ms, not from the clock's 20 ms.
+    assert_eq!(header.ack_delay, AckDelay::from_nanos(28_000_000));
+    // And a's RTT sample is the path's: 12 ms out, 2 ms back, the 28 ms hold left out.
+    a.receive(42 * MS, &reply).unwrap();
+    assert_eq!(a.stats().rtt_ms, 14.0);
+}
+
+#[test]
+fn an_ack_handed_over_late_measures_the_round_trip_to_its_arrival() {
+    let mut a = Endpoint::new(good(), Duration::ZERO).unwrap();
+    let mut b = Endpoint::new(good(), Duration::ZERO).unwrap();
+    let first = send(&mut a, Duration::ZERO);
+    b.receive(5 * MS, &first).unwrap();
+    let reply = send(&mut b, 5 * MS);
+    // a sent again at 34 ms before its driver handed over the reply that arrived at 10 ms.
+    send(&mut a, 34 * MS);
+    a.receive(10 * MS, &reply).unwrap();
+    assert_eq!(a.stats().rtt_ms, 10.0);
+}

@@ -94,6 +94,15 @@ fn a_sealed_packet_opens_to_its_payload_and_costs_exactly_the_tag() {
         a.stats().counters.bytes_sent,
         plain_a.stats().counters.bytes_sent + 100 * TAG_LEN as u64
     );
+    // Both ends count the datagrams as they were on the wire, tag included: they agree.
+    assert_eq!(
+        b.stats().counters.bytes_received,
+        a.stats().counters.bytes_sent
+    );
+    assert_eq!(
+        a.stats().counters.bytes_received,
+        b.stats().counters.bytes_sent
+    );
 }
 
 #[test]

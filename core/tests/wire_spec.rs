@@ -535,3 +535,40 @@ fn the_documented_key_exchange_runs_byte_for_byte_and_its_keys_seal_the_first_pa
         assert!(opened.windows(5).any(|w| w == message), "{direction}");
     }
 }
+
+#[test]
+fn cookie_nonces_are_the_documented_hmac_of_the_acceptors_challenge_count() {
+    use hmac::{Hmac, KeyInit, Mac};
+    let doc = key_exchange_example();
+    let value = |name: &str| doc.iter().find(|(n, _)| n == name).unwrap().1.clone();
+    let secret: [u8; 32] = value("acceptor cookie secret").try_into().unwrap();
+    // `HMAC-SHA256(secret, "ackwire nonce" ‖ counter)`, counter as 8 bytes big-endian.
+    let nonce = |counter: u64| {
+        let mut mac = Hmac::<sha2::Sha256>::new_from_slice(&secret).unwrap();
+        mac.update(b"ackwire nonce");
+        mac.update(&counter.to_be_bytes());
+        mac.finalize().into_bytes()[..8].to_vec()
+    };
+    // The documented challenge is the acceptor's first: counter 0. Its cookie follows the
+    // type byte: timestamp (8), then the nonce (8).
+    assert_eq!(value("secure challenge")[9..17], nonce(0)[..]);
+    // Each challenge after it takes the next count.
+    let mut acceptor = Acceptor::new(ConnectionConfig::default(), secret).unwrap();
+    let mut reply = [0u8; 128];
+    for counter in 0..3 {
+        let mut client = Connection::connect(ConnectionConfig::default(), Duration::ZERO).unwrap();
+        let mut buf = [0u8; 1200];
+        let len = client
+            .poll_transmit(Duration::ZERO, &mut buf)
+            .unwrap()
+            .unwrap();
+        let Accept::Reply { len } = acceptor
+            .receive(Duration::ZERO, b"a", &buf[..len], &mut reply)
+            .unwrap()
+        else {
+            panic!("a challenge")
+        };
+        assert_eq!(reply[9..17], nonce(counter)[..], "challenge {counter}");
+        assert_eq!(len, 1 + 32, "a challenge: its type and the cookie");
+    }
+}

@@ -1,8 +1,11 @@
 //! Memory of a real `ackwire-peer listen` process: its resident set (VmRSS) while it holds N
 //! connections (default 10,000), idle, with chat-rate reliable traffic, and after the chat
-//! stops.
+//! stops. Twice: as `listen` runs by default (every connection encrypted: a Noise key
+//! exchange in the handshake, AES-256-GCM keys per connection), then `--insecure` with
+//! plaintext clients beside it.
 //!
-//! Run: `cargo bench -p ackwire-peer --bench listen_memory` (`-- --connections N`).
+//! Run: `cargo bench -p ackwire-peer --bench listen_memory` (`-- --connections N`,
+//! `-- --only encrypted|plaintext`).
 //!
 //! The listener is the release binary, a process of its own, so its RSS holds only what a
 //! deployed `listen` holds. The clients run in this process on one thread: lean loops around
@@ -25,7 +28,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread;
 use std::time::Duration;
 
-use ackwire_core::{Config, Connection, ConnectionConfig, ConnectionEvent, ConnectionState};
+use ackwire_core::{
+    Config, Connection, ConnectionConfig, ConnectionEvent, ConnectionState, NoiseInitiator,
+};
 use tokio::net::UdpSocket;
 
 const RATE_PPS: f64 = 10.0;
@@ -42,6 +47,9 @@ struct Flows {
     chat_echoed: AtomicU64,
     chat: AtomicBool,
     stop: AtomicBool,
+    /// Handshakes started again after one gave up (a loaded host can keep a connector
+    /// waiting past its 5 s handshake timeout; a real client tries again).
+    retries: AtomicU64,
 }
 
 fn client_config() -> ConnectionConfig {
@@ -52,15 +60,30 @@ fn client_config() -> ConnectionConfig {
     )
 }
 
-async fn flow(server: SocketAddr, flows: Arc<Flows>) {
+async fn flow(server: SocketAddr, secure: bool, flows: Arc<Flows>) {
     let socket = UdpSocket::bind("127.0.0.1:0").await.expect("bind");
     socket.writable().await.expect("writable");
     let start = tokio::time::Instant::now();
-    let mut connection = Connection::connect(client_config(), Duration::ZERO).expect("config");
+    let connect = |now: Duration| {
+        let mut connection = Connection::connect(client_config(), now).expect("config");
+        if secure {
+            // As `ackwire-peer connect` without a pin: the listener's key is taken on first use.
+            connection
+                .secure(NoiseInitiator::nk(None))
+                .expect("secure before any datagram");
+        }
+        connection
+    };
+    let mut connection = connect(Duration::ZERO);
+    let mut connected = false;
     let (mut buf, mut out) = ([0u8; 2048], [0u8; 1200]);
     let mut packets = 0u64;
     while !flows.stop.load(Ordering::Relaxed) {
         let now = start.elapsed();
+        if !connected && connection.state() == ConnectionState::Closed {
+            flows.retries.fetch_add(1, Ordering::Relaxed);
+            connection = connect(now);
+        }
         if connection.state() == ConnectionState::Connected
             && connection.buffered().unreliable_queued == 0
         {
@@ -79,6 +102,7 @@ async fn flow(server: SocketAddr, flows: Arc<Flows>) {
         while let Some(event) = connection.poll_event() {
             match event {
                 ConnectionEvent::Connected { .. } => {
+                    connected = true;
                     flows.connected.fetch_add(1, Ordering::Relaxed);
                 }
                 ConnectionEvent::Message {
@@ -122,13 +146,26 @@ fn mb(bytes: u64) -> f64 {
     bytes as f64 / 1e6
 }
 
+/// What one run measured.
+struct Run {
+    baseline: u64,
+    phases: [(&'static str, u64); 4],
+    sent: u64,
+    echoed: u64,
+    retries: u64,
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let connections: usize = args
-        .iter()
-        .position(|a| a == "--connections")
-        .and_then(|i| args.get(i + 1)?.parse().ok())
+    let arg = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1).cloned())
+    };
+    let connections: usize = arg("--connections")
+        .and_then(|n| n.parse().ok())
         .unwrap_or(10_000);
+    let only = arg("--only");
     let (_, hard) = rlimit::getrlimit(rlimit::Resource::NOFILE).expect("getrlimit");
     rlimit::setrlimit(
         rlimit::Resource::NOFILE,
@@ -136,7 +173,62 @@ fn main() {
         hard,
     )
     .expect("setrlimit");
+    let mut runs = Vec::new();
+    for (name, secure) in [("encrypted", true), ("plaintext", false)] {
+        if only.as_deref().is_some_and(|o| o != name) {
+            continue;
+        }
+        let run = run(connections, secure);
+        let per =
+            |rss: u64| (rss.saturating_sub(run.baseline)) as f64 / connections as f64 / 1024.0;
+        println!(
+            "ackwire-peer listen{}, {connections} {name} connections (release binary, its own \
+             process): RSS {:.1} MB before any connection",
+            if secure { "" } else { " --insecure" },
+            mb(run.baseline)
+        );
+        for (phase, value) in run.phases {
+            println!(
+                "  {phase:<24} RSS {:>6.1} MB, {:>5.1} KiB per connection beyond the baseline",
+                mb(value),
+                per(value)
+            );
+        }
+        println!(
+            "  chat: {} reliable messages sent, {} echoed back ({:.1}%, counted before the last \
+             ones came back); goal: <= {GOAL_MB} MB at 10,000 connections",
+            run.sent,
+            run.echoed,
+            100.0 * run.echoed as f64 / run.sent.max(1) as f64
+        );
+        println!(
+            "  handshakes started again after timing out on this loaded host: {}",
+            run.retries
+        );
+        assert!(run.sent > 0 && run.echoed > 0, "the chat flowed");
+        runs.push(serde_json::json!({
+            "security": name,
+            "rss_baseline_bytes": run.baseline,
+            "rss_idle_bytes": run.phases[0].1,
+            "rss_chat_bytes": run.phases[1].1,
+            "rss_after_chat_bytes": run.phases[2].1,
+            "rss_chat_again_bytes": run.phases[3].1,
+            "chat_sent": run.sent,
+            "chat_echoed": run.echoed,
+            "handshake_retries": run.retries,
+        }));
+    }
+    let json = serde_json::json!({
+        "bench": "native-peer/listen_memory",
+        "connections": connections,
+        "runs": runs,
+    });
+    println!("{json}");
+}
 
+/// Starts a listener (encrypting unless `secure` is off, then `--insecure`), connects
+/// `connections` clients of the same kind, and reads its RSS through the phases.
+fn run(connections: usize, secure: bool) -> Run {
     // A free port for the listener (bound and released: nothing else binds on loopback here).
     let port = std::net::UdpSocket::bind("127.0.0.1:0")
         .and_then(|s| s.local_addr())
@@ -146,6 +238,7 @@ fn main() {
     let mut listener = Command::new(env!("CARGO_BIN_EXE_ackwire-peer"))
         .args(["listen", "--bind", &server.to_string()])
         .args(["--max-connections", &(connections + 16).to_string()])
+        .args(if secure { &[][..] } else { &["--insecure"][..] })
         .env("RUST_LOG", "info")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -181,7 +274,7 @@ fn main() {
                 let start = tokio::time::Instant::now();
                 for i in 0..connections {
                     tokio::time::sleep_until(start + spread * i as u32 / connections as u32).await;
-                    tasks.spawn(flow(server, flows.clone()));
+                    tasks.spawn(flow(server, secure, flows.clone()));
                 }
                 while tasks.join_next().await.is_some() {}
             })
@@ -220,40 +313,16 @@ fn main() {
     let _ = listener.kill();
     let _ = listener.wait();
 
-    let per = |rss: u64| (rss.saturating_sub(baseline)) as f64 / connections as f64 / 1024.0;
-    println!(
-        "ackwire-peer listen, {connections} connections (release binary, its own process): \
-         RSS {:.1} MB before any connection",
-        mb(baseline)
-    );
-    for (name, value) in [
-        ("state updates only", idle),
-        ("chat (reliable, echoed)", chatting),
-        ("3 s after the chat", after),
-        ("chat again", again),
-    ] {
-        println!(
-            "  {name:<24} RSS {:>6.1} MB, {:>5.1} KiB per connection beyond the baseline",
-            mb(value),
-            per(value)
-        );
+    Run {
+        baseline,
+        phases: [
+            ("state updates only", idle),
+            ("chat (reliable, echoed)", chatting),
+            ("3 s after the chat", after),
+            ("chat again", again),
+        ],
+        sent,
+        echoed,
+        retries: flows.retries.load(Ordering::Relaxed),
     }
-    println!(
-        "  chat: {sent} reliable messages sent, {echoed} echoed back ({:.1}%, counted before \
-         the last ones came back); goal: <= {GOAL_MB} MB at 10,000 connections",
-        100.0 * echoed as f64 / sent.max(1) as f64
-    );
-    assert!(sent > 0 && echoed > 0, "the chat flowed");
-    let json = serde_json::json!({
-        "bench": "native-peer/listen_memory",
-        "connections": connections,
-        "rss_baseline_bytes": baseline,
-        "rss_idle_bytes": idle,
-        "rss_chat_bytes": chatting,
-        "rss_after_chat_bytes": after,
-        "rss_chat_again_bytes": again,
-        "chat_sent": sent,
-        "chat_echoed": echoed,
-    });
-    println!("{json}");
 }

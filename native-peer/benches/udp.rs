@@ -377,7 +377,7 @@ async fn raw_echo(socket: std::net::UdpSocket, run_for: Duration) -> (u64, u64) 
             let c = link.counters();
             return (c.datagrams_in, c.datagrams_out);
         }
-        let read = link.read_ready(Duration::ZERO, &mut buf, |link, from, datagram| {
+        let read = link.read_ready(Duration::ZERO, &mut buf, |link, _, from, datagram| {
             link.send(Duration::ZERO, from, datagram)
         });
         read_again_at = if read > 0 {

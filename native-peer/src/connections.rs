@@ -285,9 +285,16 @@ impl Connections {
     /// changes no connection. A connect request is answered at once with a challenge of the
     /// same size (never larger, so a spoofed source address gains an attacker nothing).
     /// A protected connection opens `datagram` in place (its bytes are unspecified after).
+    ///
+    /// `arrived` is when the datagram arrived (a kernel timestamp, or an emulated arrival's
+    /// due time), `clock` the driver's clock: the core takes the datagram in at `arrived`, so
+    /// the ack delay it reports starts there, and what it answers is stamped with the clock
+    /// read after taking it in (a handshake's key exchange takes its time: this side's hold,
+    /// not the path's).
     pub fn on_datagram(
         &mut self,
-        now: Duration,
+        arrived: Duration,
+        clock: impl Fn() -> Duration,
         from: SocketAddr,
         datagram: &mut [u8],
         link: &mut Link,
@@ -300,14 +307,14 @@ impl Connections {
         let refused = match &mut self.side {
             Side::Listen(listener) => {
                 let address = link::address_bytes(from);
-                match listener.receive_in_place(now, &address, datagram, &mut self.reply) {
+                match listener.receive_in_place(arrived, &address, datagram, &mut self.reply) {
                     Ok(Some(len)) => {
-                        link.send(now, from, &self.reply[..len]);
+                        link.send(clock(), from, &self.reply[..len]);
                         return;
                     }
                     // Answer at once (the echo, a prompt ack), as a raw echo would: the
                     // connection's state is still in cache, and the kernel's too.
-                    Ok(None) => return self.poll(now, link),
+                    Ok(None) => return self.poll(clock(), link),
                     Err(e) => (self.dropped.count_listener(&e), e.to_string()),
                 }
             }
@@ -319,7 +326,7 @@ impl Connections {
                     tracing::debug!(%from, len = datagram.len(), "datagram from a foreign address dropped");
                     return;
                 }
-                match connection.receive_in_place(now, datagram) {
+                match connection.receive_in_place(arrived, datagram) {
                     Ok(()) => return,
                     Err(e) => (self.dropped.count_connection(&e), e.to_string()),
                 }
@@ -611,8 +618,8 @@ mod tests {
     /// Moves every datagram waiting on `from`'s socket to `to` (loopback delivers at send).
     fn pump(now: Duration, link: &mut Link, peer: &mut Connections) -> usize {
         let mut bufs = link::RecvBuffers::new();
-        link.read_ready(now, &mut bufs, |link, from, datagram| {
-            peer.on_datagram(now, from, datagram, link)
+        link.read_ready(now, &mut bufs, |link, arrived, from, datagram| {
+            peer.on_datagram(arrived, || now, from, datagram, link)
         })
     }
 

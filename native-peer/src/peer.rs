@@ -136,19 +136,19 @@ pub async fn run(
         if let (Some(at), Some(period)) = (read_again_at, options.coalesce)
             && now >= at
         {
-            let read = link.read_ready(now, &mut buf, |link, from, datagram| {
-                connections.on_datagram(now, from, datagram, link)
+            let read = link.read_ready(now, &mut buf, |link, arrived, from, datagram| {
+                connections.on_datagram(arrived, clock, from, datagram, link)
             });
             read_again_at = (read > 0).then(|| now + period);
         }
-        // An emulated arrival is handed over at the time it was due, even when the wake-up
-        // came a little later: the core then counts the lateness as its own hold.
+        // An emulated arrival is handed over as arrived at the time it was due, even when the
+        // wake-up came a little later: the core then counts the lateness as its own hold.
         link.poll_emulation(now, |link, due, from, datagram| {
-            connections.on_datagram(due, from, datagram, link)
+            connections.on_datagram(due, clock, from, datagram, link)
         });
         connections.poll(now, &mut link);
         link.poll_emulation(now, |link, due, from, datagram| {
-            connections.on_datagram(due, from, datagram, link)
+            connections.on_datagram(due, clock, from, datagram, link)
         });
         if let (Some(at), Some(every)) = (next_report, interval)
             && now >= at
@@ -218,8 +218,10 @@ pub async fn run(
             ready = link.readable(), if read_again_at.is_none() => {
                 ready?;
                 let now = clock();
-                link.read_ready(now, &mut buf, |link, from, datagram| {
-                    connections.on_datagram(now, from, datagram, link)
+                // Answers are stamped afresh: a handshake's key exchange before them in the
+                // batch takes its time, which is this side's hold, not the path's.
+                link.read_ready(now, &mut buf, |link, arrived, from, datagram| {
+                    connections.on_datagram(arrived, clock, from, datagram, link)
                 });
                 if let Some(period) = options.coalesce {
                     link.unwatch();

@@ -23,6 +23,53 @@ fn parse_turn_url(s: &str) -> Result<String, String> {
     }
 }
 
+/// A directory of a game's own, served under a path of its own (`--static PATH=DIR`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StaticDir {
+    /// `/NAME`: one path segment, outside the server's own routes.
+    pub path: String,
+    /// The directory served there.
+    pub dir: PathBuf,
+}
+
+/// First path segments the server's routes and `web/`'s directories already take.
+const RESERVED_PATHS: &[&str] = &[
+    "ws",
+    "room",
+    "v",
+    "new",
+    "dashboard",
+    "healthz",
+    "metrics",
+    "pkg",
+    "vendor",
+];
+
+fn parse_static(s: &str) -> Result<StaticDir, String> {
+    let (path, dir) = s
+        .split_once('=')
+        .ok_or("expected PATH=DIR, e.g. /pong=examples/pong/web")?;
+    let name = path.strip_prefix('/').unwrap_or(path).trim_end_matches('/');
+    // One segment: the page's relative URLs then resolve under it, and two mounts never nest.
+    if !ackwire_signalling::is_valid_name(name) {
+        return Err(format!(
+            "{path}: the path is one segment of {NAME_RULE} (e.g. /pong)",
+            NAME_RULE = ackwire_signalling::NAME_RULE
+        ));
+    }
+    if RESERVED_PATHS.contains(&name) {
+        return Err(format!("/{name} is one of the server's own paths"));
+    }
+    let dir = PathBuf::from(dir);
+    if !dir.is_dir() {
+        return Err(format!("{}: not a directory", dir.display()));
+    }
+    Ok(StaticDir {
+        path: format!("/{name}"),
+        dir,
+    })
+}
+
 fn parse_ttl_secs(s: &str) -> Result<Duration, String> {
     match s.parse::<u64>() {
         Ok(0) => Err("must be at least 1 second".into()),
@@ -51,6 +98,13 @@ pub struct Config {
     /// changes on disk are picked up at the next page load.
     #[arg(long, env = "ACKWIRE_WEB_DIR")]
     pub web_dir: Option<PathBuf>,
+    /// `PATH=DIR`: serve the files of DIR under `/PATH/` (`/PATH/` itself: DIR's
+    /// `index.html`), `no-cache`, beside the pages: a game's own pages, which import
+    /// `/ackwire.js` from this server. PATH is one segment (`/pong`) outside the server's own
+    /// routes; hidden files (`.name`) are never served. Repeat the flag, or comma-separate the
+    /// variable, for several games. Default: none.
+    #[arg(long = "static", env = "ACKWIRE_STATIC", value_delimiter = ',', value_parser = parse_static)]
+    pub statics: Vec<StaticDir>,
     /// STUN/TURN servers handed to peers in the welcome, as a JSON array of
     /// `{"urls":[..],"username":..,"credential":..}`. Default `[]` (host candidates only).
     #[arg(long, env = "ACKWIRE_ICE_SERVERS", default_value = "[]", value_parser = parse_ice_servers)]
@@ -165,6 +219,17 @@ impl Config {
         )
     }
 
+    /// What cannot be served as configured, checked before anything is: two `--static`
+    /// directories on one path.
+    pub fn check(&self) -> Result<(), String> {
+        for (i, a) in self.statics.iter().enumerate() {
+            if self.statics[..i].iter().any(|b| b.path == a.path) {
+                return Err(format!("--static {} is given twice", a.path));
+            }
+        }
+        Ok(())
+    }
+
     /// Messages larger than this close the connection (the WebSocket layer's hard cap).
     pub fn hard_message_cap(&self) -> usize {
         self.max_message_bytes.saturating_mul(4)
@@ -235,6 +300,40 @@ mod tests {
             let args = std::iter::once("ackwire-signal").chain(refused.iter().copied());
             assert!(Config::try_parse_from(args).is_err(), "{refused:?}");
         }
+    }
+
+    #[test]
+    fn static_dirs_take_one_free_path_segment_and_an_existing_directory() {
+        let dir = std::env::temp_dir();
+        let flag = |value: &str| Config::try_parse_from(["ackwire-signal", "--static", value]);
+        let config = flag(&format!("/pong/={}", dir.display())).unwrap();
+        assert_eq!(
+            config.statics,
+            vec![StaticDir {
+                path: "/pong".into(),
+                dir: dir.clone()
+            }]
+        );
+        assert_eq!(
+            flag(&format!("tag={}", dir.display())).unwrap().statics[0].path,
+            "/tag"
+        );
+        for refused in [
+            "/pong", "/=.", "/a/b=.", "/a.b=.", "/room=.", "/pkg=.", "/ws=.",
+        ] {
+            let refused = refused.replace('.', &dir.display().to_string());
+            assert!(flag(&refused).is_err(), "{refused}");
+        }
+        assert!(flag("/pong=/no/such/dir").is_err());
+        let twice = Config::try_parse_from([
+            "ackwire-signal",
+            "--static",
+            &format!("/pong={}", dir.display()),
+            "--static",
+            &format!("/pong={}", dir.display()),
+        ])
+        .unwrap();
+        assert!(twice.check().unwrap_err().contains("twice"));
     }
 
     #[test]

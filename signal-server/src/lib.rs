@@ -81,15 +81,23 @@ fn app_with_metrics(
         shutdown,
     };
     // Pages and assets are compressed; the upgrade and the small endpoints are left alone.
-    let pages = Router::new()
+    let mut pages = Router::new()
         .route("/", get(pages::index))
         .route("/new", get(pages::new_room))
         .route("/room/{name}", get(pages::room))
         .route("/room/{name}/dashboard", get(pages::room_dashboard))
         .route("/dashboard", get(pages::dashboard))
-        .route("/v/{version}/{*path}", get(pages::versioned))
-        .fallback(pages::asset)
-        .layer(pages::compression());
+        .route("/v/{version}/{*path}", get(pages::versioned));
+    let mut mounted = Vec::new();
+    for mount in &config.statics {
+        // `check` refuses a path given twice; here a repeat would be a router panic.
+        if mounted.contains(&&mount.path) {
+            continue;
+        }
+        mounted.push(&mount.path);
+        pages = pages::mount_static(pages, mount);
+    }
+    let pages = pages.fallback(pages::asset).layer(pages::compression());
     Router::new()
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics_text))
@@ -145,6 +153,9 @@ pub async fn serve(
     config: Config,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    config
+        .check()
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
     let tls = tls::Certificates::load(&config)?;
     let metrics = Arc::new(Metrics::new(config.redis.is_some(), tls.is_some()));
     // Before "listening" is logged: a SIGHUP from then on reloads, never kills.

@@ -32,6 +32,7 @@ use axum::{
         Extensions, HeaderMap, HeaderValue, StatusCode, Uri, Version, header, uri::PathAndQuery,
     },
     response::{IntoResponse, Redirect, Response},
+    routing::get,
 };
 use rust_embed::RustEmbed;
 use sha2::{Digest, Sha256};
@@ -45,7 +46,7 @@ use tower_http::{
     services::ServeDir,
 };
 
-use crate::{AppState, protocol::validate_room_name};
+use crate::{AppState, config::StaticDir, protocol::validate_room_name};
 
 /// `web/` compiled into the binary (release builds; debug builds read the folder at run time).
 #[derive(RustEmbed)]
@@ -53,6 +54,9 @@ use crate::{AppState, protocol::validate_room_name};
 #[exclude = "node_modules/**"]
 #[exclude = "e2e/**"]
 #[exclude = "package*.json"]
+// The npm package's template and its type check (`xtask/src/npm.rs`): tooling, not pages.
+#[exclude = "npm/**"]
+#[exclude = "types-check/**"]
 #[exclude = "test-results/**"]
 struct Embedded;
 
@@ -72,7 +76,10 @@ pub const NO_CACHE: &str = "no-cache";
 /// leaves out too (tooling, tests, their output), and dotfiles.
 fn skipped(name: &str) -> bool {
     name.starts_with('.')
-        || matches!(name, "node_modules" | "e2e" | "test-results")
+        || matches!(
+            name,
+            "node_modules" | "e2e" | "test-results" | "npm" | "types-check"
+        )
         || (name.starts_with("package") && name.ends_with(".json"))
 }
 
@@ -745,6 +752,66 @@ async fn serve_versioned(asset: &Arc<Asset>, headers: &HeaderMap) -> Response {
     }
     res.extensions_mut().insert(Negotiated);
     res
+}
+
+/// Adds `--static` directory `mount` to `router`: `/PATH` redirects to `/PATH/` (so the
+/// page's relative URLs resolve inside it), and `/PATH/{file}` serves the file, `no-cache`.
+pub fn mount_static(router: axum::Router<AppState>, mount: &StaticDir) -> axum::Router<AppState> {
+    let path = mount.path.clone();
+    let dir = Arc::new(mount.dir.clone());
+    let under = path.len();
+    let serve = move |req: Request| {
+        let dir = Arc::clone(&dir);
+        async move { static_file(&dir, under, req).await }
+    };
+    router
+        .route(
+            &path,
+            get(move |uri: Uri| async move {
+                let query = uri.query().map(|q| format!("?{q}")).unwrap_or_default();
+                Redirect::permanent(&format!("{}/{query}", uri.path()))
+            }),
+        )
+        .route(&format!("{path}/"), get(serve.clone()))
+        .route(&format!("{path}/{{*file}}"), get(serve))
+}
+
+/// A file of a `--static` directory: the request's path after its first `under` bytes (the
+/// mount's path), a directory's `index.html`; hidden names are not found.
+async fn static_file(dir: &FsPath, under: usize, mut req: Request) -> Response {
+    let path = req.uri().path().get(under..).unwrap_or("/").to_owned();
+    // Decoded as ServeDir decodes it: `%2e` is a dot too.
+    let hidden = path
+        .split('/')
+        .any(|s| s.starts_with('.') || s.get(..3).is_some_and(|p| p.eq_ignore_ascii_case("%2e")));
+    let path = if path.ends_with('/') {
+        format!("{path}index.html")
+    } else {
+        path
+    };
+    let query = req
+        .uri()
+        .query()
+        .map(|q| format!("?{q}"))
+        .unwrap_or_default();
+    let Ok(uri) = Uri::try_from(format!("{path}{query}")) else {
+        return (StatusCode::NOT_FOUND, "not found").into_response();
+    };
+    if hidden {
+        return (StatusCode::NOT_FOUND, "not found").into_response();
+    }
+    *req.uri_mut() = uri;
+    // ServeDir rejects `..` and other escapes from the directory; a directory named without
+    // its trailing slash is not found (its redirect would not know the mount's path).
+    let serve = ServeDir::new(dir).append_index_html_on_directories(false);
+    match serve.oneshot(req).await {
+        Ok(mut res) => {
+            res.headers_mut()
+                .insert(header::CACHE_CONTROL, HeaderValue::from_static(NO_CACHE));
+            res.into_response()
+        }
+        Err(never) => match never {},
+    }
 }
 
 /// Everything else: static files (`/pkg/*`, `/vendor/*`, scripts, styles), unversioned.

@@ -503,3 +503,66 @@ async fn the_embedded_copy_is_versioned_too() {
     assert_eq!(decoded(&res), style);
     server.stop().await;
 }
+
+#[tokio::test]
+async fn a_games_own_directory_is_served_under_its_path_and_nothing_hidden_or_outside() {
+    let (tmp, web) = web_fixture();
+    let game = tmp.path().join("pong");
+    std::fs::create_dir_all(game.join("pkg")).unwrap();
+    std::fs::write(game.join("index.html"), "<h1>pong</h1>").unwrap();
+    std::fs::write(game.join("pong.js"), "export {};").unwrap();
+    std::fs::write(game.join("pkg/pong.js"), "export const pkg = 1;").unwrap();
+    std::fs::write(game.join(".env"), "secret").unwrap();
+    std::fs::write(tmp.path().join("secret.txt"), "secret").unwrap();
+    let mount = ackwire_signal::config::StaticDir {
+        path: "/pong".into(),
+        dir: game,
+    };
+    let server = Server::start(move |c| {
+        c.web_dir = Some(web);
+        c.statics = vec![mount];
+    })
+    .await;
+    // The bare path sends the browser into the directory, keeping the room in the query.
+    let bare = http_get_with(server.addr, "/pong?room=table", &[]).await;
+    assert_eq!(bare.status, 308);
+    assert_eq!(
+        bare.header("location").as_deref(),
+        Some("/pong/?room=table")
+    );
+    for (path, body) in [
+        ("/pong/?room=table", "<h1>pong</h1>"),
+        ("/pong/index.html", "<h1>pong</h1>"),
+        ("/pong/pong.js", "export {};"),
+        ("/pong/pkg/pong.js", "export const pkg = 1;"),
+    ] {
+        let res = http_get_with(server.addr, path, &[]).await;
+        assert_eq!((res.status, res.text().as_str()), (200, body), "{path}");
+        assert_eq!(
+            res.header("cache-control").as_deref(),
+            Some("no-cache"),
+            "{path}"
+        );
+    }
+    for path in [
+        "/pong/.env",
+        "/pong/%2eenv",
+        "/pong/../secret.txt",
+        "/pong/%2e%2e/secret.txt",
+        "/pong/missing.js",
+        "/pong/pkg",
+    ] {
+        let (status, body) = server.get(path).await;
+        assert_eq!(status, 404, "{path}: {body}");
+    }
+    // The server's own pages and assets are where they were.
+    assert_eq!(
+        server.get("/room/table").await,
+        (200, "<h1>room page</h1>".into())
+    );
+    assert_eq!(
+        server.get("/pkg/ackwire_wasm.js").await,
+        (200, "export default 1;".into())
+    );
+    server.stop().await;
+}

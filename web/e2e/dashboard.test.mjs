@@ -154,8 +154,8 @@ test('150 ms of emulated latency keeps the link in bad mode while a clean link t
   await waitShown(dash, 'clean', c1, c2, (s) => s.mode === 'good', 15000);
   const bad = await waitShown(dash, 'slow', slowId, otherId, (s) => s.rtt > 250, 15000);
   assert.equal(bad.mode, 'bad');
-  await new Promise((r) => setTimeout(r, 2000));
-  const later = await shown(dash, 'slow', slowId, otherId);
+  // Still bad 40 resolved packets later (at its 10 Hz, about the 4 s a clean link needs).
+  const later = await waitShown(dash, 'slow', slowId, otherId, (s) => s.resolved >= bad.resolved + 40, 15000);
   assert.equal(later.mode, 'bad', `link with RTT ${later.rtt} ms`);
   for (const p of [slow, other, clean1, clean2, dash]) await p.page.context().close();
 });

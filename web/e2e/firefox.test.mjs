@@ -5,24 +5,12 @@
 //
 // Firefox gathers no ICE candidates on a network with only `lo`: it uses the default-route
 // interface. The test gives its namespace (made by `cargo xtask test`, loopback only) a veth
-// "LAN" with a default route, in 10.99.0.0/24, which exists only inside that namespace.
+// "LAN" with a default route, in 10.99.0.0/16, which exists only inside that namespace
+// (`lanInNamespace` in harness.mjs).
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { test } from 'node:test';
-import { launchBrowser, launchFirefox, openPage, startServer } from './harness.mjs';
+import { lanInNamespace, launchBrowser, launchFirefox, openPage, startServer } from './harness.mjs';
 import { joinNative } from './native.mjs';
-
-/** A veth pair inside this namespace, 10.99.0.1 ↔ 10.99.0.2, the default route through it. */
-function lanInNamespace() {
-  const ip = (...args) => execFileSync('ip', args);
-  ip('link', 'add', 'lan0', 'type', 'veth', 'peer', 'name', 'lan1');
-  ip('addr', 'add', '10.99.0.1/24', 'dev', 'lan0');
-  ip('addr', 'add', '10.99.0.2/24', 'dev', 'lan1');
-  ip('link', 'set', 'lan0', 'up');
-  ip('link', 'set', 'lan1', 'up');
-  ip('route', 'add', 'default', 'dev', 'lan0');
-  return () => ip('link', 'del', 'lan0');
-}
 
 test('a Firefox player links with a Chromium player and a native peer, chats once, and sees its links measured', async () => {
   const removeLan = lanInNamespace();

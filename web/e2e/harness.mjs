@@ -1,7 +1,7 @@
 // Shared e2e plumbing: the real `ackwire-signal` binary and Debian's Chromium via
 // playwright-core. `cargo xtask test` runs these files inside a network namespace with only
 // loopback up and passes the paths below in the environment.
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { createSocket } from 'node:dgram';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -20,10 +20,16 @@ export const requireEnv = (name) => {
 /**
  * Starts the signal server on `host`:`port` (0: an ephemeral port), with `args` besides;
  * resolves once it is listening, with its URL (https with `--tls-cert`), port and stop().
+ * With `netns`, it runs in that network namespace (`ip netns exec`, which keeps the pid);
+ * `quiet` keeps its log to itself (a bench's output stays readable).
  */
-export async function startServer(port = 0, { args = [], host = '127.0.0.1' } = {}) {
+export async function startServer(port = 0, { args = [], host = '127.0.0.1', netns, quiet = false } = {}) {
   const scheme = args.includes('--tls-cert') ? 'https' : 'http';
-  const child = spawn(requireEnv('ACKWIRE_SIGNAL_BIN'), ['--bind', `${host}:${port}`, '--web-dir', requireEnv('ACKWIRE_WEB_DIR'), ...args], {
+  const argv = ['--bind', `${host}:${port}`, '--web-dir', requireEnv('ACKWIRE_WEB_DIR'), ...args];
+  const [program, programArgs] = netns
+    ? ['ip', ['netns', 'exec', netns, requireEnv('ACKWIRE_SIGNAL_BIN'), ...argv]]
+    : [requireEnv('ACKWIRE_SIGNAL_BIN'), argv];
+  const child = spawn(program, programArgs, {
     env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? 'info', NO_COLOR: '1' },
     stdio: ['ignore', 'inherit', 'pipe'],
   });
@@ -32,7 +38,7 @@ export async function startServer(port = 0, { args = [], host = '127.0.0.1' } = 
     const timer = setTimeout(() => reject(new Error(`server did not report its address:\n${log}`)), 15000);
     child.stderr.on('data', (chunk) => {
       log += chunk;
-      process.stderr.write(chunk);
+      if (!quiet) process.stderr.write(chunk);
       const m = new RegExp(`listening.*?(${host.replaceAll('.', '\\.')}:\\d+)`).exec(log);
       if (m) { clearTimeout(timer); resolve(`${scheme}://${m[1]}`); }
     });
@@ -115,6 +121,26 @@ export function launchFirefox({ executablePath, debuggingPort } = {}) {
 }
 
 /**
+ * A veth pair inside this namespace, 10.99.N.1 ↔ 10.99.N.2, a default route through it: the
+ * "LAN" Firefox needs to gather ICE candidates (it uses the default-route interface; with only
+ * `lo` it gathers none). It exists only inside the namespace `cargo xtask test` made. Its
+ * names, subnet and route metric come from this process's id, so test files running at once
+ * each have their own. Returns the function that removes it.
+ */
+export function lanInNamespace() {
+  const n = process.pid % 250;
+  const [a, b] = [`lan${process.pid}a`, `lan${process.pid}b`];
+  const ip = (...args) => execFileSync('ip', args);
+  ip('link', 'add', a, 'type', 'veth', 'peer', 'name', b);
+  ip('addr', 'add', `10.99.${n}.1/24`, 'dev', a);
+  ip('addr', 'add', `10.99.${n}.2/24`, 'dev', b);
+  ip('link', 'set', a, 'up');
+  ip('link', 'set', b, 'up');
+  ip('route', 'add', 'default', 'dev', a, 'metric', String(process.pid));
+  return () => ip('link', 'del', a);
+}
+
+/**
  * Launches headless Debian Chromium with the flags these machines need, and `extraArgs`;
  * `executablePath` to run it through a wrapper (in another network namespace, say).
  */
@@ -169,4 +195,30 @@ export async function openPage(env, path, viewport = { width: 1280, height: 900 
   page.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(m.text()); });
   await page.goto(env.server.url + path);
   return { page, errors, consoleErrors };
+}
+
+/**
+ * Resolves once nothing `from` sent reliably to `to` can still arrive: `from` has every
+ * reliable message to `to` confirmed, then `to` has accepted a packet `from` sent after that
+ * (its `packets_received` passes what `from` had sent by then). A check that a message arrived
+ * exactly once follows this instead of a pause. Each side is a demo page (`openPage`) or a
+ * native peer (`joinNative`); `fromId` and `toId` are their ids in the server's session.
+ */
+export async function reliableSettled(from, fromId, to, toId, timeout = 10000) {
+  const sent = from.page
+    ? await from.page.waitForFunction((id) => {
+      const l = window.ackwire.players.get(id);
+      return l?.unconfirmed === 0 && l.stats ? { n: l.stats.packets_sent } : null;
+    }, toId, { timeout }).then((h) => h.jsonValue()).then((v) => v.n)
+    : from.link(await from.waitFor(`nothing unconfirmed to ${toId}`, (l) => {
+      const k = l.type === 'stats' && from.link(l, toId);
+      return k && k.unconfirmed === 0 && k.stats;
+    }, timeout, from.lines.length), toId).stats.packets_sent;
+  if (to.page) {
+    await to.page.waitForFunction(([id, n]) => (window.ackwire.players.get(id)?.stats?.packets_received ?? -1) > n,
+      [fromId, sent], { timeout });
+  } else {
+    await to.waitFor(`a packet from ${fromId} sent after its last confirmation`,
+      (l) => l.type === 'stats' && (to.link(l, fromId)?.stats?.packets_received ?? -1) > sent, timeout, to.lines.length);
+  }
 }

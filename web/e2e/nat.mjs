@@ -1,17 +1,17 @@
 // Network topologies for e2e tests: homes behind symmetric NATs on a TEST-NET-3 "internet",
 // all of it namespaces and links the test makes and removes (see nat.test.mjs).
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { inNs, namespaces, run } from './netns.mjs';
+
+export { chromiumIn } from './netns.mjs';
 
 export const PUBLIC = '203.0.113.1';
 /** The internet's upstream router (see buildInternet). */
 const UPSTREAM = '203.0.113.254';
-
-const run = (program, ...args) => execFileSync(program, args, { stdio: ['ignore', 'ignore', 'pipe'] });
-const inNs = (ns, program, ...args) => run('ip', 'netns', 'exec', ns, program, ...args);
 
 /**
  * The internet: a bridge holding PUBLIC, and `count` homes, home k at 192.168.k.2 behind
@@ -23,9 +23,9 @@ const inNs = (ns, program, ...args) => run('ip', 'netns', 'exec', ns, program, .
  */
 export function buildInternet(count, { nat = 'symmetric' } = {}) {
   const tag = `ackw${process.pid}`;
-  const made = [];
+  const made = namespaces(tag);
   const remove = () => {
-    for (const ns of made) { try { run('ip', 'netns', 'del', ns); } catch { /* already gone */ } }
+    made.remove();
     try { run('ip', 'link', 'del', 'nat-inet'); } catch { /* already gone */ }
   };
   try {
@@ -36,9 +36,7 @@ export function buildInternet(count, { nat = 'symmetric' } = {}) {
     // the internet drops private addresses. Without it, a TURN server relaying toward a
     // peer's private host candidate gets ENETUNREACH, and coturn tears the whole allocation
     // down on a failed send.
-    const upstream = `${tag}-up`;
-    run('ip', 'netns', 'add', upstream);
-    made.push(upstream);
+    const upstream = made.add('up');
     run('ip', 'link', 'add', 'nat-up', 'type', 'veth', 'peer', 'name', 'nat-upb');
     run('ip', 'link', 'set', 'nat-upb', 'master', 'nat-inet');
     run('ip', 'link', 'set', 'nat-upb', 'up');
@@ -48,12 +46,8 @@ export function buildInternet(count, { nat = 'symmetric' } = {}) {
     run('ip', 'route', 'add', 'default', 'via', UPSTREAM);
     const homes = [];
     for (let k = 1; k <= count; k++) {
-      const router = `${tag}-r${k}`;
-      const home = `${tag}-h${k}`;
-      run('ip', 'netns', 'add', router);
-      made.push(router);
-      run('ip', 'netns', 'add', home);
-      made.push(home);
+      const router = made.add(`r${k}`);
+      const home = made.add(`h${k}`);
       // The router's public side, on the internet's bridge.
       run('ip', 'link', 'add', `nat-w${k}`, 'type', 'veth', 'peer', 'name', `nat-wb${k}`);
       run('ip', 'link', 'set', `nat-wb${k}`, 'master', 'nat-inet');
@@ -61,7 +55,6 @@ export function buildInternet(count, { nat = 'symmetric' } = {}) {
       run('ip', 'link', 'set', `nat-w${k}`, 'netns', router);
       inNs(router, 'ip', 'addr', 'add', `203.0.113.${10 + k}/24`, 'dev', `nat-w${k}`);
       inNs(router, 'ip', 'link', 'set', `nat-w${k}`, 'up');
-      inNs(router, 'ip', 'link', 'set', 'lo', 'up');
       // The home's LAN: one machine behind the router.
       run('ip', 'link', 'add', `nat-l${k}`, 'type', 'veth', 'peer', 'name', `nat-h${k}`);
       run('ip', 'link', 'set', `nat-l${k}`, 'netns', router);
@@ -70,7 +63,6 @@ export function buildInternet(count, { nat = 'symmetric' } = {}) {
       inNs(router, 'ip', 'link', 'set', `nat-l${k}`, 'up');
       inNs(home, 'ip', 'addr', 'add', `192.168.${k}.2/24`, 'dev', `nat-h${k}`);
       inNs(home, 'ip', 'link', 'set', `nat-h${k}`, 'up');
-      inNs(home, 'ip', 'link', 'set', 'lo', 'up');
       inNs(home, 'ip', 'route', 'add', 'default', 'via', `192.168.${k}.1`);
       // Each new flow out is masqueraded (see `nat`); only replies come in.
       inNs(router, 'sysctl', '-qw', 'net.ipv4.ip_forward=1');
@@ -90,16 +82,6 @@ export function buildInternet(count, { nat = 'symmetric' } = {}) {
     throw e;
   }
 }
-
-/** Chromium in network namespace `ns`: a wrapper playwright launches in its place. */
-export function chromiumIn(ns) {
-  const dir = mkdtempSync(join(tmpdir(), 'ackwire-nat-'));
-  const wrapper = join(dir, 'chromium');
-  writeFileSync(wrapper, `#!/bin/sh\nexec ip netns exec ${ns} ${process.env.CHROMIUM ?? '/usr/bin/chromium'} "$@"\n`);
-  chmodSync(wrapper, 0o755);
-  return { path: wrapper, remove: () => rmSync(dir, { recursive: true, force: true }) };
-}
-
 
 /**
  * Firefox in network namespace `ns`, for `launchFirefox`: a wrapper to launch in its place,

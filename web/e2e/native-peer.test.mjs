@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { artifactsDir, launchBrowser, openPage, startServer, useServerAndBrowser } from './harness.mjs';
+import { artifactsDir, launchBrowser, openPage, reliableSettled, startServer, useServerAndBrowser } from './harness.mjs';
 import { joinNative } from './native.mjs';
 
 const env = useServerAndBrowser();
@@ -22,7 +22,6 @@ const CONNECT_BOUND_MS = 1500;
 // machine and still fails a held ack (33-100 ms).
 const RTT_BOUND_MS = 25;
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const myId = (p) => p.page.waitForFunction(() => window.ackwire?.me.id, null, { timeout: 10000 }).then((h) => h.jsonValue());
 const connectedTo = (p, id, timeout = 10000) => p.page.waitForFunction(
   (peer) => window.ackwire.players.get(peer)?.state === 'connected', id, { timeout },
@@ -69,7 +68,8 @@ test('a browser and a native peer connect over WebRTC both ways: positions, one 
     const at = () => player.page.evaluate((id) => { const p = window.ackwire.players.get(id); return p?.x === undefined ? null : [p.x, p.y]; }, native.id);
     await player.page.waitForFunction((id) => window.ackwire.players.get(id)?.x !== undefined, native.id, { timeout: 5000 });
     const first = await at();
-    await sleep(1000);
+    await player.page.waitForFunction(([id, [x, y]]) => { const p = window.ackwire.players.get(id); return p.x !== x || p.y !== y; },
+      [native.id, first], { timeout: 5000 });
     const second = await at();
     assert.notDeepEqual(first, second, 'the native dot moves');
     for (const v of [...first, ...second]) assert.ok(v >= 0 && v <= 1, `position ${v} on the field`);
@@ -88,7 +88,8 @@ test('a browser and a native peer connect over WebRTC both ways: positions, one 
     await player.page.click('#chat-form button');
     await native.waitFor('the chat line', (l) => l.type === 'chat' && l.peer === browserId && l.text === text, 5000);
     await player.page.waitForFunction(([id, t]) => window.ackwire.chat.some((m) => m.from === `peer ${id}` && m.text === t), [native.id, `echo: ${text}`], { timeout: 5000 });
-    await sleep(1500); // time for any duplicate to show up
+    await reliableSettled(native, native.id, player, browserId);
+    await reliableSettled(player, browserId, native, native.id);
     assert.equal(await chatsFrom(player, native.id, greeting), 1, 'greeting delivered once');
     assert.equal(await chatsFrom(player, native.id, `echo: ${text}`), 1, 'echo delivered once');
     assert.equal(native.lines.filter((l) => l.type === 'chat' && l.text === text).length, 1, 'chat delivered once to the native');

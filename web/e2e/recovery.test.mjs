@@ -4,7 +4,7 @@
 // Real Chromium, real ackwire-signal and ackwire-peer, loopback only.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { launchBrowser, openPage, startServer } from './harness.mjs';
+import { launchBrowser, openPage, reliableSettled, startServer } from './harness.mjs';
 import { joinNative } from './native.mjs';
 
 const myId = (p, timeout = 10000) => p.page.waitForFunction(() => window.ackwire?.me.id, null, { timeout }).then((h) => h.jsonValue());
@@ -14,7 +14,6 @@ const connectedTo = (p, id, timeout = 10000) => p.page.waitForFunction(
 const chatsFrom = (p, id, text) => p.page.evaluate(
   ([from, t]) => window.ackwire.chat.filter((m) => m.from === `peer ${from}` && m.text === t).length, [id, text],
 );
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** A server and a browser of this test's own, so a restart touches no other test. */
 async function world() {
@@ -69,7 +68,8 @@ test('a player whose cable is pulled past the idle timeout loses its links, gets
     await a.page.click('#chat-form button');
     await b.page.waitForFunction(([id, t]) => window.ackwire.chat.some((m) => m.from === `peer ${id}` && m.text === t), [aId, text], { timeout: 5000 });
     await native.waitFor('the chat line', (l) => l.type === 'chat' && l.peer === aId && l.text === text, 5000);
-    await sleep(1500); // time for any duplicate to show up
+    await reliableSettled(a, aId, b, bId);
+    await reliableSettled(a, aId, native, native.id);
     assert.equal(await chatsFrom(b, aId, text), 1, 'delivered once to B');
     assert.equal(native.lines.filter((l) => l.type === 'chat' && l.text === text).length, 1, 'delivered once to the native');
     // The line said while the links were dying came with the new links, once, before the next.
@@ -109,7 +109,11 @@ async function restartScenario(warmup) {
 
     const port = w.env.server.port;
     await w.env.server.stop();
-    await sleep(1500);
+    // Down until every member has seen it go (their sockets closed, reconnecting).
+    for (const p of [a, b]) {
+      await p.page.waitForFunction(() => document.getElementById('status').dataset.state === 'reconnecting', null, { timeout: 10000 });
+    }
+    await native.waitFor('the server gone', (l) => l.type === 'stats' && l.signalling === 'reconnecting', 10000, native.lines.length);
     const mark = native.lines.length;
     w.env.server = await startServer(port);
     const restarted = Date.now();

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { artifactsDir, openPage, useServerAndBrowser } from './harness.mjs';
+import { artifactsDir, openPage, reliableSettled, useServerAndBrowser } from './harness.mjs';
 
 const env = useServerAndBrowser();
 
@@ -78,7 +78,7 @@ test('two players in a room connect, see each other move, and get a first ack qu
   await b.page.fill('#chat-input', text);
   await b.page.click('#chat-form button');
   await a.page.waitForFunction((t) => window.ackwire.chat.some((m) => m.text === t), text, { timeout: 5000 });
-  await new Promise((r) => setTimeout(r, 1500)); // time for any duplicate to show up
+  await reliableSettled(b, bId, a, aId);
   const copies = await a.page.evaluate((t) => window.ackwire.chat.filter((m) => m.text === t).length, text);
   assert.equal(copies, 1, 'chat delivered exactly once');
   await a.page.screenshot({ path: join(artifactsDir(), 'room.png'), fullPage: true });

@@ -1,8 +1,13 @@
 //! The browser bundle: the `ackwire-wasm` crate compiled to wasm32 together with its own
 //! build of std, bound with wasm-bindgen (`--target web`) and shrunk with binaryen's
-//! `wasm-opt -Oz` from npm.
+//! `wasm-opt -Oz` from npm. The example game's Rust client (`examples/pong`) is built the
+//! same way.
 
-use std::{fs, process::Command};
+use std::{
+    fs,
+    path::{Path, PathBuf},
+    process::Command,
+};
 
 use crate::{
     paths,
@@ -26,18 +31,49 @@ const STABLE_GZIP_CEILING: u64 = 140_000;
 
 /// Builds the bundle into `web/pkg/` (served at `/pkg/`).
 /// Always the `wasm-release` cargo profile (opt-level z, fat LTO), std built alongside with
-/// panics as traps, plus `wasm-opt -Oz`: the tests run the bundle users get.
+/// panics as traps when the toolchain allows, plus `wasm-opt -Oz`: the tests run the bundle
+/// users get.
 pub(crate) fn build(tools: &Tools) -> Result<()> {
+    let (wasm, route) = build_package(tools, "ackwire-wasm", &paths::web_dir().join("pkg"))?;
+    vendor_scripts()?;
+    let ceiling = route.ceiling();
+    let gzip_bytes = report_size(
+        &wasm,
+        &format!("; ceiling {ceiling}, {} route", route.name()),
+    )?;
+    if gzip_bytes > ceiling {
+        return Err(format!(
+            "the wasm bundle is {gzip_bytes} bytes gzipped, above its ceiling of {ceiling}: \
+             find what grew with `twiggy top` on a `wasm-opt -g` build (docs/architecture.md)"
+        ));
+    }
+    Ok(())
+}
+
+/// The example game's Rust client (`examples/pong`, the `pong` crate's lib) into
+/// `examples/pong/web/pkg/`, built as the bundle is. No ceiling: it carries the whole room
+/// and core as the bundle does, plus the game; its size is printed.
+pub(crate) fn build_pong(tools: &Tools) -> Result<()> {
+    let (wasm, route) = build_package(tools, "pong", &paths::pong_web_dir().join("pkg"))?;
+    report_size(&wasm, &format!("; {} route", route.name()))?;
+    Ok(())
+}
+
+/// Builds the lib of `package` for wasm32 (profile `wasm-release`), binds it with
+/// wasm-bindgen (`--target web`) into `out_dir` and shrinks it with `wasm-opt -Oz`.
+/// Returns the module's path and the route it was compiled on. A browser package must not
+/// carry native links' crypto.
+fn build_package(tools: &Tools, package: &str, out_dir: &Path) -> Result<(PathBuf, Route)> {
     let cargo_profile = "wasm-release";
     let target_dir = paths::wasm_target_dir(tools.wasm.name());
     println!(
-        "== wasm bundle ({cargo_profile}, {} toolchain)",
+        "== wasm package {package} ({cargo_profile}, {} toolchain)",
         tools.wasm.name()
     );
     let tree = output(tools.wasm.cargo().current_dir(paths::root()).args([
         "tree",
         "-p",
-        "ackwire-wasm",
+        package,
         "--target",
         "wasm32-unknown-unknown",
         "-e",
@@ -52,21 +88,21 @@ pub(crate) fn build(tools: &Tools) -> Result<()> {
         .collect();
     if !carried.is_empty() {
         return Err(format!(
-            "the wasm build depends on native links' crypto ({}): keep the core's `aead` feature off in wasm/",
+            "the wasm build of {package} depends on native links' crypto ({}): keep the core's `aead` feature off on wasm32",
             carried.join(", ")
         ));
     }
-    let route = compile(tools, cargo_profile, &target_dir)?;
+    let route = compile(tools, package, cargo_profile, &target_dir)?;
+    let lib = package.replace('-', "_");
     let module = target_dir
         .join("wasm32-unknown-unknown")
         .join(cargo_profile)
-        .join("ackwire_wasm.wasm");
-    let pkg = paths::web_dir().join("pkg");
+        .join(format!("{lib}.wasm"));
     run(Command::new(&tools.wasm_bindgen)
         .args(["--target", "web", "--no-typescript", "--out-dir"])
-        .arg(&pkg)
+        .arg(out_dir)
         .arg(&module))?;
-    let wasm = pkg.join("ackwire_wasm_bg.wasm");
+    let wasm = out_dir.join(format!("{lib}_bg.wasm"));
     let wasm_opt = paths::web_dir().join("node_modules/.bin/wasm-opt");
     // Rust's wasm32 target emits these post-MVP features by default; wasm-opt must accept them.
     run(Command::new(wasm_opt)
@@ -85,22 +121,18 @@ pub(crate) fn build(tools: &Tools) -> Result<()> {
         .args(["--strip-producers", "--strip-target-features"])
         .args(["--enable-multivalue", "-o"])
         .arg(&wasm))?;
-    vendor_scripts()?;
-    let bytes = fs::metadata(&wasm).map_err(|e| e.to_string())?.len();
-    let gzip_bytes = gzip_size(&wasm)?;
-    let ceiling = route.ceiling();
+    Ok((wasm, route))
+}
+
+/// Prints a module's size, raw and gzipped (level 9, with `note` after); returns the latter.
+fn report_size(wasm: &Path, note: &str) -> Result<u64> {
+    let bytes = fs::metadata(wasm).map_err(|e| e.to_string())?.len();
+    let gzip_bytes = gzip_size(wasm)?;
     println!(
-        "   {}: {bytes} bytes, {gzip_bytes} bytes gzipped (-9; ceiling {ceiling}, {} route)",
-        wasm.strip_prefix(paths::root()).unwrap_or(&wasm).display(),
-        route.name(),
+        "   {}: {bytes} bytes, {gzip_bytes} bytes gzipped (-9{note})",
+        wasm.strip_prefix(paths::root()).unwrap_or(wasm).display()
     );
-    if gzip_bytes > ceiling {
-        return Err(format!(
-            "the wasm bundle is {gzip_bytes} bytes gzipped, above its ceiling of {ceiling}: \
-             find what grew with `twiggy top` on a `wasm-opt -g` build (docs/architecture.md)"
-        ));
-    }
-    Ok(())
+    Ok(gzip_bytes)
 }
 
 /// How std is compiled into the module.
@@ -131,13 +163,13 @@ impl Route {
 
 /// Compiles the module, on the unstable route unless it fails (a toolchain that refuses
 /// `RUSTC_BOOTSTRAP` or has no std source) or `ACKWIRE_BUNDLE_ROUTE=stable` asks for the other.
-fn compile(tools: &Tools, cargo_profile: &str, target_dir: &std::path::Path) -> Result<Route> {
+fn compile(tools: &Tools, package: &str, cargo_profile: &str, target_dir: &Path) -> Result<Route> {
     let build = |route: Route| {
         let mut cargo = tools.wasm.cargo();
         cargo.current_dir(paths::root()).args([
             "build",
             "-p",
-            "ackwire-wasm",
+            package,
             "--lib",
             "--target",
             "wasm32-unknown-unknown",
@@ -200,7 +232,7 @@ fn vendor_scripts() -> Result<()> {
     Ok(())
 }
 
-fn gzip_size(path: &std::path::Path) -> Result<u64> {
+fn gzip_size(path: &Path) -> Result<u64> {
     let out = Command::new("gzip")
         .args(["-9", "-c"])
         .arg(path)

@@ -4,7 +4,9 @@
 //! and keeps downloaded tools outside the repository tree (see [`paths::tools_dir`]) so a
 //! fresh clone on the same machine reuses them.
 
+mod bench;
 mod bundle;
+mod npm;
 mod paths;
 mod process;
 mod setup;
@@ -19,10 +21,18 @@ commands:
   setup   install what building and testing need (idempotent; skips what is present)
   demo    setup, build the wasm bundle (release), start the signal server on 127.0.0.1:8080
           (ACKWIRE_INSTANCES=2: a Redis and two servers sharing rooms, on 8080 and 8081)
-  bundle  setup, then build the wasm bundle into web/pkg/ and print its gzipped size
-  test    setup, then native tests, wasm tests in headless Chromium, browser e2e tests
+  bundle  setup, build the wasm bundle (web/pkg/) and the example game's Rust client
+          (examples/pong/web/pkg/), each size printed
+  pong    setup, both wasm builds, a signal server serving the example game at /pong/ and
+          its host in room `table`; prints the URLs to play (examples/pong/README.md)
+  test    setup, then lints, the type check, native tests, wasm tests in headless Chromium,
+          browser e2e tests
+  types   setup, then `tsc --noEmit` on web/types-check/ (an example and the READMEs' JS
+          snippets) against the npm package's declarations
+  pack    setup, build the wasm bundle, assemble the npm package in target/npm/ackwire/ and
+          `npm pack` it into target/npm/ackwire-<version>.tgz
   bench [NAME..]  run the benchmarks (all, or the stages whose name contains one of NAME,
-          e.g. `joins`)
+          e.g. `joins`, `cold-start`)
   e2e [NAME..]  setup, then only the browser e2e suite (files of web/e2e/ whose name
           contains one of NAME; all without)
 
@@ -41,11 +51,17 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("setup") => setup::run().map(|_| ()),
         Some("demo") => suite::demo(),
-        Some("bundle") => setup::run().and_then(|tools| bundle::build(&tools)),
+        Some("bundle") => suite::bundles(),
+        Some("pong") => suite::pong(),
         Some("test") => suite::test(),
+        Some("types") => setup::run().and_then(|_| npm::types()),
+        Some("pack") => setup::run()
+            .and_then(|tools| bundle::build(&tools))
+            .and_then(|()| npm::pack())
+            .map(|tarball| println!("{}", tarball.display())),
         Some("bench") => {
             let only: Vec<&str> = args[1..].iter().map(String::as_str).collect();
-            suite::bench(&only)
+            bench::bench(&only)
         }
         Some("e2e") => setup::run().and_then(|tools| {
             let only: Vec<&str> = args[1..].iter().map(String::as_str).collect();

@@ -27,6 +27,11 @@ pub(crate) fn web_dir() -> PathBuf {
     root().join("web")
 }
 
+/// The example game's pages (served with `ackwire-signal --static /pong=...`).
+pub(crate) fn pong_web_dir() -> PathBuf {
+    root().join("examples/pong/web")
+}
+
 /// Separate target dirs per wasm toolchain so native and wasm builds (and the two wasm
 /// routes) never invalidate each other.
 pub(crate) fn wasm_target_dir(route: &str) -> PathBuf {

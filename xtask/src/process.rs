@@ -25,6 +25,34 @@ pub(crate) fn status(cmd: &mut Command) -> Result<ExitStatus> {
         .map_err(|e| format!("cannot start `{}`: {e}", describe(cmd)))
 }
 
+/// Runs `cmd`, echoing it first, with its stdout passed through line by line and also
+/// returned (stderr passes through). An unsuccessful exit is an error naming the command,
+/// with what it printed kept in `printed`.
+pub(crate) fn tee(cmd: &mut Command, printed: &mut String) -> Result<()> {
+    use std::io::{BufRead, BufReader};
+    eprintln!("  $ {}", describe(cmd));
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start `{}`: {e}", describe(cmd)))?;
+    if let Some(stdout) = child.stdout.take() {
+        for line in BufReader::new(stdout).lines() {
+            let line = line.map_err(|e| format!("reading `{}`: {e}", describe(cmd)))?;
+            println!("{line}");
+            printed.push_str(&line);
+            printed.push('\n');
+        }
+    }
+    let status = child
+        .wait()
+        .map_err(|e| format!("waiting for `{}`: {e}", describe(cmd)))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("`{}` failed ({status})", describe(cmd)))
+    }
+}
+
 /// Runs `cmd` and returns its stdout (stderr passes through); fails on a non-zero exit.
 pub(crate) fn output(cmd: &mut Command) -> Result<String> {
     let out = cmd

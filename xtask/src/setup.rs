@@ -135,7 +135,9 @@ fn apt_install(packages: &[&str]) -> Result<()> {
 /// the tests of the signal server's TURN credentials, iptables for the home routers (NAT) of
 /// the e2e test that puts players behind symmetric NATs, tcpdump for the packet capture that
 /// shows an encrypted native link carries no plaintext, redis-server (the broker users run
-/// for several signal servers) for the scale-out tests, which start their own.
+/// for several signal servers) for the scale-out tests, which start their own; for the
+/// cold-start bench's delayed path, python3 (its delay bridge) and ethtool (the veths'
+/// offloads off, so the bridge forwards real frames).
 fn system_packages() -> Result<()> {
     let wanted = [
         ("/usr/bin/chromium", "chromium"),
@@ -147,6 +149,8 @@ fn system_packages() -> Result<()> {
         ("/usr/sbin/iptables", "iptables"),
         ("/usr/bin/tcpdump", "tcpdump"),
         ("/usr/bin/redis-server", "redis-server"),
+        ("/usr/bin/python3", "python3"),
+        ("/usr/sbin/ethtool", "ethtool"),
     ];
     let missing: Vec<&str> = wanted
         .iter()
@@ -156,7 +160,7 @@ fn system_packages() -> Result<()> {
     if missing.is_empty() {
         step(
             "system packages",
-            "chromium, chromedriver, firefox-esr, ip, unshare, turnserver, iptables, tcpdump, redis-server present; skipping",
+            "chromium, chromedriver, firefox-esr, ip, unshare, turnserver, iptables, tcpdump, redis-server, python3, ethtool present; skipping",
         );
         return Ok(());
     }

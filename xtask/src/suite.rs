@@ -1,4 +1,4 @@
-//! The user-facing commands: `demo`, `test` and `bench`.
+//! The user-facing commands: `demo`, `test`, `e2e` (and what they share with `bench`).
 
 use std::{
     path::{Path, PathBuf},
@@ -7,14 +7,14 @@ use std::{
 };
 
 use crate::{
-    bundle, paths,
+    bundle, npm, paths,
     process::{Result, describe, in_loopback_namespace, run},
     setup::{self, Tools},
 };
 
 const WASM_TARGET: &str = "wasm32-unknown-unknown";
 
-fn cargo() -> Command {
+pub(crate) fn cargo() -> Command {
     let mut cmd = Command::new(env!("CARGO"));
     cmd.current_dir(paths::root());
     cmd
@@ -22,7 +22,7 @@ fn cargo() -> Command {
 
 /// Builds the signal server (debug or release) and returns the binary's path.
 /// Builds binary `bin` of package `package` and returns its path.
-fn build_bin(package: &str, bin: &str, release: bool) -> Result<PathBuf> {
+pub(crate) fn build_bin(package: &str, bin: &str, release: bool) -> Result<PathBuf> {
     let mut cmd = cargo();
     cmd.args(["build", "-p", package, "--bin", bin]);
     if release {
@@ -33,7 +33,7 @@ fn build_bin(package: &str, bin: &str, release: bool) -> Result<PathBuf> {
     Ok(paths::root().join("target").join(profile).join(bin))
 }
 
-fn build_signal_server(release: bool) -> Result<PathBuf> {
+pub(crate) fn build_signal_server(release: bool) -> Result<PathBuf> {
     build_bin("ackwire-signal", "ackwire-signal", release)
 }
 
@@ -146,6 +146,56 @@ pub(crate) fn demo() -> Result<()> {
     }
     if let Some(redis) = &mut redis {
         redis.stop();
+    }
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("signal server exited: {status}"))
+    }
+}
+
+/// `cargo xtask bundle`: the wasm bundle into `web/pkg/` and the example game's Rust client
+/// into `examples/pong/web/pkg/`.
+pub(crate) fn bundles() -> Result<()> {
+    let tools = setup::run()?;
+    bundle::build(&tools)?;
+    bundle::build_pong(&tools)
+}
+
+/// `cargo xtask pong`: the example game, ready to play: both wasm builds, a signal server
+/// (debug build) serving the game's pages under `/pong/`, and its host in room `table`.
+pub(crate) fn pong() -> Result<()> {
+    bundles()?;
+    let server = build_signal_server(false)?;
+    let host = build_bin("pong", "pong-host", false)?;
+    let bind = std::env::var("ACKWIRE_BIND").unwrap_or_else(|_| "127.0.0.1:8080".into());
+    let mut signal = Command::new(&server)
+        .arg("--bind")
+        .arg(&bind)
+        .arg("--web-dir")
+        .arg(paths::web_dir())
+        .arg("--static")
+        .arg(format!("/pong={}", paths::pong_web_dir().display()))
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", server.display()))?;
+    let url = format!("http://{bind}/pong/?room=table");
+    // Its JSON lines would push the URLs off the screen; it retries until the server is up.
+    let mut game = Command::new(&host)
+        .arg(&url)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", host.display()))?;
+    println!();
+    println!("pong is running (Ctrl-C to stop); the host waits in room `table`:");
+    println!("  players (JS):    {url}   (open it twice: left and right)");
+    println!("  player (Rust):   http://{bind}/pong/rust.html?room=table");
+    println!("  let a paddle play by itself: add &auto=track (or &auto=miss)");
+    println!("  the room's dashboard: http://{bind}/room/table/dashboard");
+    println!();
+    let status = signal.wait().map_err(|e| e.to_string())?;
+    if game.try_wait().map_err(|e| e.to_string())?.is_none() {
+        let _ = game.kill();
+        let _ = game.wait();
     }
     if status.success() {
         Ok(())
@@ -295,6 +345,7 @@ pub(crate) fn test() -> Result<()> {
     let tools = setup::run()?;
     let stages = [
         stage("lints (fmt, clippy, rustdoc, no-default-features)", lints),
+        stage("types (tsc --noEmit: example, README snippets)", npm::types),
         stage("native tests (cargo test --workspace)", native_tests),
         stage("wasm tests in headless Chromium", || {
             wasm_browser_tests(&tools)
@@ -404,6 +455,8 @@ fn wasm_browser_tests(tools: &Tools) -> Result<()> {
 /// With `only`, just the files whose name contains one of those strings.
 pub(crate) fn browser_e2e(tools: &Tools, only: &[&str]) -> Result<()> {
     bundle::build(tools)?;
+    // `package.test.mjs` loads the JS API from the tarball a game would install.
+    let tarball = npm::pack()?;
     let server = build_signal_server(false)?;
     let peer = build_bin("ackwire-peer", "ackwire-peer", false)?;
     let files = e2e_files(only)?;
@@ -427,7 +480,15 @@ pub(crate) fn browser_e2e(tools: &Tools, only: &[&str]) -> Result<()> {
     run(cargo().args(["build", "-p", "ackwire", "--example", "exchange"]))?;
     let exchange = paths::root().join("target/debug/examples/exchange");
     let mut cmd = e2e_command(&files, &[], &server, &peer);
+    // `pong.test.mjs`: the example game's host and its Rust client, built only for it.
+    if files.iter().any(|f| f.ends_with("pong.test.mjs")) {
+        bundle::build_pong(tools)?;
+        let host = build_bin("pong", "pong-host", false)?;
+        cmd.env("ACKWIRE_PONG_HOST_BIN", host)
+            .env("ACKWIRE_PONG_WEB_DIR", paths::pong_web_dir());
+    }
     cmd.env("ACKWIRE_EXCHANGE_BIN", exchange)
+        .env("ACKWIRE_NPM_TARBALL", &tarball)
         .env("ACKWIRE_ARTIFACTS", &artifacts)
         .env("ACKWIRE_E2E_TLS_CERT", tls.join("cert.pem"))
         .env("ACKWIRE_E2E_TLS_KEY", tls.join("key.pem"));
@@ -439,7 +500,7 @@ pub(crate) fn browser_e2e(tools: &Tools, only: &[&str]) -> Result<()> {
 }
 
 /// The e2e files whose name contains one of `only` (all without).
-fn e2e_files(only: &[&str]) -> Result<Vec<String>> {
+pub(crate) fn e2e_files(only: &[&str]) -> Result<Vec<String>> {
     let e2e = paths::web_dir().join("e2e");
     let mut files: Vec<String> = std::fs::read_dir(&e2e)
         .map_err(|e| format!("cannot read {}: {e}", e2e.display()))?
@@ -460,7 +521,7 @@ fn e2e_files(only: &[&str]) -> Result<Vec<String>> {
 
 /// node's test runner on `files` (with `extra` arguments), in the loopback-only namespace,
 /// against these server and native peer binaries.
-fn e2e_command(files: &[String], extra: &[&str], server: &Path, peer: &Path) -> Command {
+pub(crate) fn e2e_command(files: &[String], extra: &[&str], server: &Path, peer: &Path) -> Command {
     let mut args = vec!["--test", "--test-reporter=spec"];
     args.extend(extra);
     args.extend(files.iter().map(String::as_str));
@@ -471,18 +532,6 @@ fn e2e_command(files: &[String], extra: &[&str], server: &Path, peer: &Path) -> 
         .env("ACKWIRE_WEB_DIR", paths::web_dir())
         .env("CHROMIUM", "/usr/bin/chromium");
     cmd
-}
-
-/// The join figures users get: the e2e's ten-join runs (a second browser player, and a
-/// browser joining a native peer) against the release server and native peer that
-/// `cargo xtask demo` runs; each prints its medians.
-fn joins(tools: &Tools) -> Result<()> {
-    bundle::build(tools)?;
-    let server = build_signal_server(true)?;
-    let peer = build_bin("ackwire-peer", "ackwire-peer", true)?;
-    let files = e2e_files(&["room.test", "native-peer.test"])?;
-    let mut cmd = e2e_command(&files, &["--test-name-pattern=^ten "], &server, &peer);
-    run(&mut cmd).map_err(|e| format!("{e}\n   (command: {})", describe(&cmd)))
 }
 
 /// Seconds each fuzz target runs in `cargo xtask test` (`ACKWIRE_FUZZ_SECONDS`); a smoke run
@@ -523,106 +572,4 @@ fn fuzz_smoke(tools: &Tools) -> Result<()> {
         run(&mut fuzz(&args))?;
     }
     Ok(())
-}
-
-/// Every benchmark, each a ratio against a baseline measured in the same run where the
-/// goal is relative: the core against laminar (criterion), the listener at a few connections
-/// against many (what memory costs), the native peer against a raw UDP echo, the signal
-/// server under load.
-pub(crate) fn bench(only: &[&str]) -> Result<()> {
-    let start = Instant::now();
-    type Run = Box<dyn FnOnce() -> Result<()>>;
-    let all: Vec<(&'static str, Run)> = vec![
-        (
-            "core: packets and messages vs laminar",
-            Box::new(|| {
-                run(cargo().args(["bench", "-p", "ackwire-core", "--bench", "packet_path"]))
-            }),
-        ),
-        (
-            "core: listener cost per echo at 64 / 2,000 / 10,000 connections",
-            Box::new(|| {
-                run(cargo().args(["bench", "-p", "ackwire-core", "--bench", "listener_scale"]))
-            }),
-        ),
-        (
-            "core: heap per connection at 2,000 / 10,000 (idle, chat, after)",
-            Box::new(|| {
-                run(cargo().args([
-                    "bench",
-                    "-p",
-                    "ackwire-core",
-                    "--bench",
-                    "connection_memory",
-                ]))
-            }),
-        ),
-        (
-            "native peer: UDP vs raw echo (unbatched, batched), connections/core",
-            Box::new(|| run(cargo().args(["bench", "-p", "ackwire-peer", "--bench", "udp"]))),
-        ),
-        (
-            "room API: messages/s and CPU per message, Room vs core connections over UDP",
-            Box::new(|| run(cargo().args(["bench", "-p", "ackwire-peer", "--bench", "room"]))),
-        ),
-        (
-            "native peer: listen RSS at 10,000 connections",
-            Box::new(|| {
-                run(cargo().args(["bench", "-p", "ackwire-peer", "--bench", "listen_memory"]))
-            }),
-        ),
-        (
-            "signal server: 10k idle clients, 1k relays/s, join latency",
-            Box::new(|| {
-                signal_example(
-                    "load",
-                    &[
-                        "--clients",
-                        "10000",
-                        "--relays-per-sec",
-                        "1000",
-                        "--duration-secs",
-                        "20",
-                    ],
-                )
-            }),
-        ),
-        (
-            "joins: page open -> data channel open, release server and native peer",
-            Box::new(|| setup::run().and_then(|tools| joins(&tools))),
-        ),
-        (
-            "signal servers sharing rooms: 3 x 5,000 clients, relay same vs across, failover",
-            Box::new(|| {
-                signal_example(
-                    "scale_load",
-                    &["--instances", "3", "--clients-per-instance", "5000"],
-                )
-            }),
-        ),
-    ];
-    let stages: Vec<Stage> = all
-        .into_iter()
-        .filter(|(name, _)| only.is_empty() || only.iter().any(|o| name.contains(o)))
-        .map(|(name, f)| stage(name, f))
-        .collect();
-    if stages.is_empty() {
-        return Err(format!("no bench stage matches {}", only.join(" ")));
-    }
-    summarize("bench", &stages, start)
-}
-
-/// Runs one of the signal server's load examples, in release.
-fn signal_example(name: &str, args: &[&str]) -> Result<()> {
-    run(cargo()
-        .args([
-            "run",
-            "--release",
-            "-p",
-            "ackwire-signal",
-            "--example",
-            name,
-            "--",
-        ])
-        .args(args))
 }

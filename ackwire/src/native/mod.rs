@@ -422,11 +422,14 @@ impl Io {
     fn read_udp(&mut self, shared: &mut Shared, buf: &mut RecvBuffers) {
         let now = shared.now();
         let member = &mut shared.member;
-        self.udp.read_ready(now, buf, |_, from, datagram| {
-            if let Err(e) = member.receive(now, Route::Udp(from), datagram) {
-                tracing::debug!(%from, error = %e, "datagram refused");
-            }
-        });
+        // Read as soon as the socket is readable (no coalescing), and the member answers at
+        // once at the same time: the read's time stands for the arrival.
+        self.udp
+            .read_ready(now, buf, |_, _arrived, from, datagram| {
+                if let Err(e) = member.receive(now, Route::Udp(from), datagram) {
+                    tracing::debug!(%from, error = %e, "datagram refused");
+                }
+            });
     }
 }
 

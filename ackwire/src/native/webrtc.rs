@@ -8,7 +8,7 @@
 //! No room logic lives here: the member decides who offers, holds early candidates and
 //! reacts to failures.
 //!
-//! Settings (see `../shared/toolchain.md`): ICE gathers only on the configured UDP address
+//! Settings: ICE gathers only on the configured UDP address
 //! (`with_udp_addrs`), mDNS is off (a `.local` name would hide the address we chose), and
 //! when we answer we take the DTLS server role, which avoids a 200–400 ms stall before the
 //! channel opens.

@@ -30,6 +30,10 @@ use batch::{Arrival, Queued};
 /// enough to amortise the wake-up, small enough that a flood cannot starve the send pacing.
 pub const RECV_BATCH: usize = 256;
 
+/// The longest a datagram is taken to have waited in the socket's buffer before a read: a
+/// bound on what a wall-clock step between the kernel's stamp and the read could claim.
+pub const MAX_BUFFERED_WAIT: Duration = Duration::from_millis(250);
+
 /// Size of each slot of [`RecvBuffers`]: the largest datagram UDP can carry (65,507 payload
 /// bytes over IPv4, 65,527 over IPv6, short of jumbograms). A smaller slot would cut a larger
 /// datagram silently to its own size, and the peer would then report the cut length, not the
@@ -212,6 +216,7 @@ impl Link {
         let emulation = emulation
             .map(|options| TwoWay::new(&options, Duration::ZERO))
             .transpose()?;
+        batch::stamp_arrivals(&socket);
         Ok(Link {
             socket,
             watch: None,
@@ -322,12 +327,21 @@ impl Link {
     /// datagram is opened in place (the core's `receive_in_place`) with no copy. Every
     /// datagram is read whole, so an oversized one shows at its real length. What `deliver`
     /// sends is flushed before this returns. Returns how many datagrams it read.
+    ///
+    /// `deliver` also gets each datagram's arrival on the driver's clock (`now` being the
+    /// driver's time at this call): when the kernel stamped it, the time of its read less
+    /// the time it waited in the socket's buffer (at most [`MAX_BUFFERED_WAIT`]), else the
+    /// time of its read. Handing that to the core's `receive` starts the ack delay when the
+    /// datagram arrived, so a read deferred to coalesce wake-ups counts as this side's hold,
+    /// not as the path's. What `deliver` sends should be stamped with the driver's clock read
+    /// afresh: the datagrams before it in the batch took their time.
     pub fn read_ready(
         &mut self,
         now: Duration,
         bufs: &mut RecvBuffers,
-        mut deliver: impl FnMut(&mut Link, SocketAddr, &mut [u8]),
+        mut deliver: impl FnMut(&mut Link, Duration, SocketAddr, &mut [u8]),
     ) -> usize {
+        let entered = std::time::Instant::now();
         let mut receiver = batch::Receiver::new();
         let mut arrived = [Arrival::default(); IO_BATCH];
         let (mut read, mut errors) = (0, 0);
@@ -353,6 +367,12 @@ impl Link {
                     continue;
                 }
             };
+            // The read's time on both clocks: the driver's (for the arrival handed over)
+            // and the wall clock (the kernel's stamps are on it).
+            let read_now = now + entered.elapsed();
+            let read_at = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default();
             read += count;
             self.counters.datagrams_in += count as u64;
             let slots = bufs.0.chunks_exact_mut(RECV_BUF_LEN);
@@ -360,9 +380,14 @@ impl Link {
                 // UDP datagrams always have a source; `None` only for a family we do not use.
                 let Some(from) = arrival.from else { continue };
                 let datagram = &mut slot[..arrival.len];
+                // A wall clock stepped back reads as no wait; one stepped forward is bounded.
+                let waited = arrival.at.map_or(Duration::ZERO, |at| {
+                    read_at.saturating_sub(at).min(MAX_BUFFERED_WAIT)
+                });
+                let arrived = read_now.saturating_sub(waited);
                 match &mut self.emulation {
-                    Some(emulation) => emulation.arrive(now, &tag(from, datagram)),
-                    None => deliver(self, from, datagram),
+                    Some(emulation) => emulation.arrive(arrived, &tag(from, datagram)),
+                    None => deliver(self, arrived, from, datagram),
                 }
             }
             // A short batch drained the socket. Unless tokio is watching it (then it must
@@ -451,6 +476,39 @@ mod tests {
         socket
     }
 
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_datagram_read_late_is_dated_when_it_arrived() {
+        let mut link = loopback_link();
+        let server = link.local_addr().unwrap();
+        let peer = client();
+        let mut bufs = RecvBuffers::new();
+        let now = Duration::from_secs(10);
+        // The kernel turns receive stamping on for the whole stack in deferred work, so the
+        // first datagrams after a socket asks for it may be stamped only when read (as if
+        // read at once, the behaviour without stamps): a few tries at most.
+        for _ in 0..20 {
+            let sent = std::time::Instant::now();
+            peer.send_to(b"early", server).unwrap();
+            // The datagram waits in the socket's buffer: the condition under test (a read
+            // deferred to coalesce wake-ups), not a synchronisation.
+            std::thread::sleep(Duration::from_millis(30));
+            let mut arrivals = Vec::new();
+            link.read_ready(now, &mut bufs, |_, arrived, _, _| arrivals.push(arrived));
+            let waited = sent.elapsed();
+            assert_eq!(arrivals.len(), 1);
+            let before_read = now - arrivals[0];
+            assert!(
+                before_read <= waited,
+                "dated {before_read:?} before the read; only {waited:?} passed since the send"
+            );
+            if before_read >= Duration::from_millis(30) {
+                return;
+            }
+        }
+        panic!("no datagram was dated before its read");
+    }
+
     #[test]
     fn a_burst_from_many_peers_is_read_whole_in_batches_and_every_answer_reaches_its_sender() {
         let mut link = loopback_link();
@@ -464,7 +522,7 @@ mod tests {
         }
         let mut seen = Vec::new();
         let mut bufs = RecvBuffers::new();
-        let read = link.read_ready(Duration::ZERO, &mut bufs, |link, from, datagram| {
+        let read = link.read_ready(Duration::ZERO, &mut bufs, |link, _, from, datagram| {
             seen.push((from, datagram.to_vec()));
             // Answer with the datagram's length, queued until the read's batch is done.
             link.send(Duration::ZERO, from, &(datagram.len() as u32).to_be_bytes());

@@ -444,11 +444,11 @@ impl std::fmt::Display for Failure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Failure::IceFailed => f.write_str(
-                "no network path to this player: ICE failed; this network needs a TURN server (see README)",
+                "no network path to this player: ICE failed; this network needs a TURN server (see docs/deployment.md)",
             ),
             Failure::Timeout(after) => write!(
                 f,
-                "could not connect within {} s; this network may need a TURN server (see README)",
+                "could not connect within {} s; this network may need a TURN server (see docs/deployment.md)",
                 after.as_secs()
             ),
             Failure::ChannelClosed => f.write_str("the data channel closed"),

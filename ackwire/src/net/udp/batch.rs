@@ -9,15 +9,25 @@
 
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
+use std::time::Duration;
 
 /// Most datagrams one batched call moves.
 pub const IO_BATCH: usize = 32;
 
-/// One datagram a batched read took in: its real length and where it came from.
+/// One datagram a batched read took in: its real length, where it came from, and when the
+/// kernel took it in (wall-clock time since the Unix epoch), where the socket tells.
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Arrival {
     pub(super) len: usize,
     pub(super) from: Option<SocketAddr>,
+    pub(super) at: Option<Duration>,
+}
+
+/// Asks the kernel to stamp each datagram with its arrival time (`SO_TIMESTAMPNS`), so that
+/// the time a datagram waited in the socket buffer counts as this side's hold, not as path.
+/// Where that is not possible, arrivals carry no time and the read's time stands for it.
+pub(super) fn stamp_arrivals(socket: &UdpSocket) {
+    imp::stamp_arrivals(socket)
 }
 
 /// A datagram queued to send: where to, and its bytes' range in the queue's buffer.
@@ -33,10 +43,33 @@ mod imp {
     use std::io::{IoSlice, IoSliceMut};
     use std::os::fd::AsRawFd;
 
-    use nix::sys::socket::{MsgFlags, MultiHeaders, SockaddrLike, SockaddrStorage, recvmmsg};
+    use nix::sys::socket::{
+        ControlMessageOwned, MsgFlags, MultiHeaders, SockaddrLike, SockaddrStorage, recvmmsg,
+        setsockopt, sockopt,
+    };
+    use nix::sys::time::TimeSpec;
     use rustix::net::{MMsgHdr, SendAncillaryBuffer, SendFlags, SocketAddrAny, sendmmsg};
 
     use super::*;
+
+    pub(super) fn stamp_arrivals(socket: &UdpSocket) {
+        if let Err(e) = setsockopt(socket, sockopt::ReceiveTimestampns, &true) {
+            tracing::debug!(error = %e, "no kernel receive timestamps: reads stand for arrivals");
+        }
+    }
+
+    /// The kernel's receive time of one message, if it carries one.
+    fn arrival_time(
+        message: &nix::sys::socket::RecvMsg<'_, '_, SockaddrStorage>,
+    ) -> Option<Duration> {
+        message.cmsgs().ok()?.find_map(|cmsg| match cmsg {
+            ControlMessageOwned::ScmTimestampns(ts) => Some(Duration::new(
+                u64::try_from(ts.tv_sec()).ok()?,
+                u32::try_from(ts.tv_nsec()).ok()?,
+            )),
+            _ => None,
+        })
+    }
 
     /// The message headers of a run of `recvmmsg` calls on one socket. Made per read
     /// (one allocation per wake-up, not per datagram or per call): they hold raw pointers,
@@ -49,7 +82,7 @@ mod imp {
     impl Receiver {
         pub(in crate::net::udp) fn new() -> Receiver {
             Receiver {
-                headers: MultiHeaders::preallocate(IO_BATCH, None),
+                headers: MultiHeaders::preallocate(IO_BATCH, Some(nix::cmsg_space!(TimeSpec))),
             }
         }
 
@@ -81,6 +114,7 @@ mod imp {
                 *arrival = Arrival {
                     len: message.bytes,
                     from: message.address.as_ref().and_then(socket_addr),
+                    at: arrival_time(&message),
                 };
                 count += 1;
             }
@@ -143,6 +177,8 @@ mod imp {
 mod imp {
     use super::*;
 
+    pub(super) fn stamp_arrivals(_socket: &UdpSocket) {}
+
     /// One `recv_from` per call (no `recvmmsg` here).
     #[derive(Debug)]
     pub(in crate::net::udp) struct Receiver;
@@ -163,6 +199,7 @@ mod imp {
             arrived[0] = Arrival {
                 len,
                 from: Some(from),
+                at: None,
             };
             Ok(1)
         }

@@ -1,0 +1,297 @@
+//! `pong-host`: the authoritative side of the example game, a native program on the `ackwire`
+//! crate. It owns the ball and the score and simulates them at 30 Hz; the first two players
+//! whose links connect get the left and the right paddle, everyone else watches (and takes a
+//! side that frees up). Messages: `protocol.rs`.
+//!
+//! ```text
+//! pong-host http://127.0.0.1:8080/pong/?room=table [--points 5] [--bind 0.0.0.0:0] [--ticks]
+//! ```
+//!
+//! The URL is the one players open (or any `http://HOST/room/NAME`). It prints one JSON object
+//! per line: `joined`, `link` (state changes), `seat`, `round`, `goal`, `over`, `paddles`
+//! (every second: each side's peer, target, position and inputs received) and with `--ticks`
+//! `tick` (every snapshot it sends).
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use ackwire::{Event, LinkState, PeerId, Room, RoomConfig};
+use pong::protocol::{
+    BALL_R, EVENTS, GameEvent, HEIGHT, INPUT, PADDLE_H, PADDLE_W, PADDLE_X, STATE, Side, Snapshot,
+    WIDTH, app,
+};
+use serde_json::json;
+
+const TICK: Duration = Duration::from_micros(33_333);
+const DT: f32 = 1.0 / 30.0;
+/// Units per second.
+const PADDLE_SPEED: f32 = 540.0;
+const SERVE_SPEED: f32 = 300.0;
+const MAX_SPEED: f32 = 600.0;
+/// Each return is this much faster, and leaves at an angle set by where it hit the paddle.
+const SPEEDUP: f32 = 1.06;
+const SPIN: f32 = 150.0;
+/// Serve angles in turn (radians): varied, yet every run plays the same.
+const SERVE_ANGLES: [f32; 5] = [0.35, -0.5, 0.15, -0.25, 0.6];
+/// Ticks before a serve (half a second), and after a won round before the next.
+const SERVE_WAIT: u32 = 15;
+const OVER_WAIT: u32 = 90;
+const MIDDLE: [f32; 2] = [WIDTH / 2.0, HEIGHT / 2.0];
+
+#[derive(Default)]
+enum Phase {
+    /// A side is empty.
+    #[default]
+    Waiting,
+    /// The ball is served at this tick.
+    Serving(u32),
+    Playing,
+    /// The next round may start at this tick.
+    Over(u32),
+}
+
+#[derive(Default)]
+struct Game {
+    /// What every tick sends: tick, ball, velocity, paddles.
+    now: Snapshot,
+    targets: [f32; 2],
+    inputs: [u64; 2],
+    seats: [Option<PeerId>; 2],
+    /// Peers watching, in the order they came: the first takes a side that frees up.
+    watching: Vec<PeerId>,
+    score: [u8; 2],
+    points: u8,
+    serves: usize,
+    phase: Phase,
+}
+
+impl Game {
+    /// `peer`'s side: the one it has, else a free one, else a spectator's seat; `true` if new.
+    fn seat(&mut self, peer: PeerId) -> (Side, bool) {
+        if let Some(i) = self.seats.iter().position(|&s| s == Some(peer)) {
+            return ([Side::Left, Side::Right][i], false);
+        }
+        let watching = self.watching.contains(&peer);
+        match self.seats.iter().position(Option::is_none) {
+            Some(i) => {
+                self.seats[i] = Some(peer);
+                self.watching.retain(|&p| p != peer);
+                ([Side::Left, Side::Right][i], true)
+            }
+            None if watching => (Side::Spectator, false),
+            None => {
+                self.watching.push(peer);
+                (Side::Spectator, true)
+            }
+        }
+    }
+
+    /// `peer` is gone; if it played, the game waits for the first spectator, returned, to
+    /// take its side.
+    fn leave(&mut self, peer: PeerId) -> Option<(PeerId, Side)> {
+        self.watching.retain(|&p| p != peer);
+        let i = self.seats.iter().position(|&s| s == Some(peer))?;
+        self.seats[i] = None;
+        self.phase = Phase::Waiting;
+        (self.now.ball, self.now.velocity) = (MIDDLE, [0.0; 2]);
+        let next = *self.watching.first()?;
+        Some((next, self.seat(next).0))
+    }
+
+    fn input(&mut self, peer: PeerId, bytes: &[u8]) {
+        let i = self.seats.iter().position(|&s| s == Some(peer));
+        if let (Some(i), Ok(target)) = (i, <[u8; 4]>::try_from(bytes)) {
+            let target = f32::from_le_bytes(target);
+            if target.is_finite() {
+                self.targets[i] = target.clamp(PADDLE_H / 2.0, HEIGHT - PADDLE_H / 2.0);
+                self.inputs[i] += 1;
+            }
+        }
+    }
+
+    /// The ball waits in the middle, already aimed at `toward`, for half a second.
+    fn serve(&mut self, toward: Side) {
+        let angle = SERVE_ANGLES[self.serves % SERVE_ANGLES.len()];
+        let dir = if toward == Side::Left { -1.0 } else { 1.0 };
+        self.serves += 1;
+        self.now.ball = MIDDLE;
+        self.now.velocity = [dir * angle.cos(), angle.sin()].map(|v| v * SERVE_SPEED);
+        self.phase = Phase::Serving(self.now.tick + SERVE_WAIT);
+    }
+
+    /// One tick; what it decided, for everyone to hear.
+    fn step(&mut self) -> Option<GameEvent> {
+        self.now.tick += 1;
+        for (y, target) in self.now.paddles.iter_mut().zip(self.targets) {
+            *y += (target - *y).clamp(-PADDLE_SPEED * DT, PADDLE_SPEED * DT);
+        }
+        match self.phase {
+            Phase::Waiting if self.seats.iter().all(Option::is_some) => {
+                self.score = [0; 2];
+                self.serve(Side::Left);
+                Some(GameEvent::Score(None, self.score))
+            }
+            Phase::Serving(at) if self.now.tick >= at => {
+                self.phase = Phase::Playing;
+                None
+            }
+            Phase::Over(until) if self.now.tick >= until => {
+                self.phase = Phase::Waiting;
+                None
+            }
+            Phase::Playing => self.fly(),
+            _ => None,
+        }
+    }
+
+    /// Moves the ball one tick: off the walls, off a paddle it crosses, or into a goal.
+    fn fly(&mut self) -> Option<GameEvent> {
+        let (from, v) = (self.now.ball, self.now.velocity);
+        let [x, y] = [from[0] + v[0] * DT, from[1] + v[1] * DT];
+        self.now.ball = [x, y];
+        if !(BALL_R..=HEIGHT - BALL_R).contains(&y) {
+            let wall = if y < BALL_R { BALL_R } else { HEIGHT - BALL_R };
+            self.now.ball[1] = 2.0 * wall - y;
+            self.now.velocity[1] = -v[1];
+        }
+        for (i, dir) in [-1.0, 1.0].into_iter().enumerate() {
+            // The plane the ball's centre touches the paddle's face at: crossed this tick?
+            let face = PADDLE_X[i] - dir * (PADDLE_W / 2.0 + BALL_R);
+            if dir * v[0] <= 0.0 || dir * (from[0] - face) > 0.0 || dir * (x - face) < 0.0 {
+                continue;
+            }
+            let offset =
+                from[1] + (y - from[1]) * (face - from[0]) / (x - from[0]) - self.now.paddles[i];
+            if offset.abs() <= PADDLE_H / 2.0 + BALL_R {
+                let spin = SPIN * offset / (PADDLE_H / 2.0);
+                let v = [-v[0] * SPEEDUP, self.now.velocity[1] + spin];
+                let slower = (MAX_SPEED / v[0].hypot(v[1])).min(1.0);
+                (self.now.ball[0], self.now.velocity) = (face, v.map(|v| v * slower));
+            }
+        }
+        let scorer = match self.now.ball[0] {
+            x if x < -BALL_R => Side::Right,
+            x if x > WIDTH + BALL_R => Side::Left,
+            _ => return None,
+        };
+        self.score[scorer as usize] += 1;
+        let score = self.score;
+        if score[scorer as usize] >= self.points {
+            self.phase = Phase::Over(self.now.tick + OVER_WAIT);
+            self.now.velocity = [0.0; 2];
+            return Some(GameEvent::Over(scorer, score));
+        }
+        // The one who conceded receives.
+        self.serve(scorer.other());
+        Some(GameEvent::Score(Some(scorer), score))
+    }
+}
+
+fn say(value: serde_json::Value) {
+    println!("{value}");
+}
+
+/// An event as the host's output line says it.
+fn line(event: GameEvent) -> serde_json::Value {
+    match event {
+        GameEvent::Score(None, score) => json!({"type": "round", "score": score}),
+        GameEvent::Score(Some(s), score) => {
+            json!({"type": "goal", "scorer": s.name(), "score": score})
+        }
+        GameEvent::Over(s, score) => json!({"type": "over", "winner": s.name(), "score": score}),
+        GameEvent::Side(side, _) => json!({"type": "side", "side": side.name()}),
+    }
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> std::process::ExitCode {
+    let (mut url, mut points, mut bind, mut ticks) = (String::new(), 5u8, None, false);
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let mut value = || args.next().unwrap_or_default();
+        match arg.as_str() {
+            "--points" => points = value().parse().expect("--points N (1-255)"),
+            "--bind" => bind = Some(value().parse().expect("--bind IP:PORT")),
+            "--ticks" => ticks = true,
+            _ => url = arg,
+        }
+    }
+    let mut config = RoomConfig::new(app());
+    // The players' URL names the room in its query.
+    if let Some((_, room)) = url.split_once("room=") {
+        config = config.with_room(room.split(['&', '#']).next().unwrap_or_default());
+    }
+    config.native.bind = bind.unwrap_or(config.native.bind);
+    let mut room = match Room::join(&url, config) {
+        Ok(room) => room,
+        Err(e) => {
+            eprintln!("pong-host: {e}\nusage: pong-host URL [--points N] [--bind ADDR] [--ticks]");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    let points = points.max(1);
+    let middle = Snapshot {
+        ball: MIDDLE,
+        paddles: [HEIGHT / 2.0; 2],
+        ..Snapshot::default()
+    };
+    let mut game = Game {
+        now: middle,
+        targets: [HEIGHT / 2.0; 2],
+        points,
+        ..Game::default()
+    };
+    let mut links: HashMap<PeerId, LinkState> = HashMap::new();
+    let mut tick = tokio::time::interval(TICK);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    // A peer whose link is down misses what is sent meanwhile: it hears its side and the score
+    // again when it reconnects.
+    let tell = |room: &Room, peer, event: GameEvent| room.send(peer, EVENTS, &event.encode());
+    loop {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => break,
+            _ = tick.tick() => {
+                if let Some(event) = game.step() {
+                    say(line(event));
+                    let _ = room.broadcast(EVENTS, &event.encode());
+                }
+                let now = game.now;
+                let _ = room.broadcast_latest(STATE, &now.encode());
+                if ticks {
+                    say(json!({"type": "tick", "tick": now.tick, "ball": now.ball, "paddles": now.paddles}));
+                }
+                if now.tick.is_multiple_of(30) {
+                    let side = |i: usize| json!({"peer": game.seats[i], "target": game.targets[i], "y": now.paddles[i], "inputs": game.inputs[i]});
+                    say(json!({"type": "paddles", "tick": now.tick, "left": side(0), "right": side(1)}));
+                }
+            }
+            event = room.next_event() => match event {
+                Some(Event::Joined { .. }) => say(json!({"type": "joined", "url": url})),
+                Some(Event::Refused { code, message }) => say(json!({"type": "refused", "code": code, "message": message})),
+                Some(Event::Link(link)) if links.insert(link.peer, link.state) != Some(link.state) => {
+                    say(json!({"type": "link", "peer": link.peer, "state": link.state}));
+                    if link.state == LinkState::Connected {
+                        let (side, new) = game.seat(link.peer);
+                        if new {
+                            say(json!({"type": "seat", "peer": link.peer, "side": side.name()}));
+                        }
+                        let _ = tell(&room, link.peer, GameEvent::Side(side, points));
+                        let _ = tell(&room, link.peer, GameEvent::Score(None, game.score));
+                    }
+                }
+                Some(Event::PeerLeft { peer, .. }) => {
+                    links.remove(&peer);
+                    if let Some((next, side)) = game.leave(peer) {
+                        say(json!({"type": "seat", "peer": next, "side": side.name()}));
+                        let _ = tell(&room, next, GameEvent::Side(side, points));
+                    }
+                }
+                Some(Event::Message { peer, channel: INPUT, bytes }) => game.input(peer, &bytes),
+                Some(_) => {}
+                None => break,
+            },
+        }
+    }
+    room.close().await;
+    std::process::ExitCode::SUCCESS
+}

@@ -1,0 +1,454 @@
+// TypeScript declarations of ackwire's JavaScript API (`ackwire.js`), shipped in the npm
+// package next to it. They follow the code: `web/ackwire.js` (join, Room, RoomEvent) and the
+// bindings it wraps (`wasm/src/room.rs`: the events, links and error codes). A native test
+// (`wasm/tests/declarations.rs`) holds the code lists below to the Rust they come from, and
+// `cargo xtask types` type-checks an example and the READMEs' snippets against this file.
+//
+//   import { join } from 'ackwire';
+//   const room = await join('https://play.example.org/room/lobby', {
+//     app: 'pong', version: 1, channels: ['unreliable-sequenced', 'reliable-ordered'],
+//   });
+//   room.addEventListener('message', (e) => console.log(e.peer, e.channel, e.text));
+
+/**
+ * A channel's delivery: `unreliable` (once, maybe), `unreliable-sequenced` (newest wins, stale
+ * ones dropped), `reliable-ordered` (exactly once, in order), `reliable-unordered` (exactly once).
+ */
+export type ChannelKind = 'unreliable' | 'unreliable-sequenced' | 'reliable-ordered' | 'reliable-unordered';
+
+/** Every link through the core's emulator, both directions: to try a game on a bad network. */
+export interface Emulation {
+  /** One-way delay added to every datagram, in ms (0 or more). */
+  latencyMs?: number;
+  /** Each delay varies within latency ± jitter, in ms (0 or more). */
+  jitterMs?: number;
+  /** Share of datagrams dropped, in percent (0 or more). */
+  lossPct?: number;
+  /** The emulator's seed (default 1). */
+  seed?: number;
+}
+
+/** What {@link join} takes: the application every member of the room declares, and more. */
+export interface JoinOptions {
+  /** The application's id: 1-64 of A-Z a-z 0-9 - _; a room plays one. */
+  app: string;
+  /** Its protocol version, a whole number: a room's members all play the same. */
+  version: number;
+  /** Its channels, by index (1 to 63). */
+  channels: readonly ChannelKind[];
+  /** The room's name, when `url` is a server's rather than a room page's. */
+  room?: string;
+  /** ICE over TURN relays only: peers never learn this player's address. */
+  relayOnly?: boolean;
+  /** Emulate a bad network on every link (absent, or all zero: a real link). */
+  emulation?: Emulation | null;
+}
+
+/** A peer as this room knows it, for the room's whole life (server restarts too). */
+export type PeerId = number;
+
+/** A peer's id in the signalling server's current session (it changes when the server restarts). */
+export type ServerId = number;
+
+/** What kind of program a peer is. */
+export type PeerKind = 'browser' | 'native';
+
+/** What carries a link: a WebRTC data channel, or raw UDP between two natives. */
+export type TransportKind = 'webrtc' | 'udp';
+
+/**
+ * Where a link is in its life: `wanted` (nothing started), `negotiating` (offer, answer, ICE),
+ * `open` (the core's handshake runs), `connected` (messages flow: send), `lost` (see `reason`),
+ * `retrying` (it tries again by itself), `gone` (the peer left).
+ */
+export type LinkState = 'wanted' | 'negotiating' | 'open' | 'connected' | 'lost' | 'retrying' | 'gone';
+
+/** An ICE connection state, as WebRTC names them. */
+export type IceState = 'new' | 'checking' | 'connected' | 'completed' | 'disconnected' | 'failed' | 'closed';
+
+/** Why a link was last lost, as a stable code (`Failure::code` in the `ackwire` crate). */
+export type FailureCode =
+  | 'ice_failed'
+  | 'timeout'
+  | 'channel_closed'
+  | 'transport'
+  | 'idle_timeout'
+  | 'peer_closed'
+  | 'handshake_timeout'
+  | 'restarted'
+  | 'unencrypted'
+  | 'key_refused'
+  | 'keying'
+  | 'protocol'
+  | 'no_direct_path';
+
+/** Why a link was lost. */
+export interface Failure {
+  /** Stable, for programs. */
+  code: FailureCode;
+  /** What happened, in words a player understands. */
+  message: string;
+}
+
+/** The core's congestion mode: 30 packets/s while `good`, 10 while `bad`. */
+export type Mode = 'good' | 'bad';
+
+/** The state of a link's core connection. */
+export type ConnectionState = 'connecting' | 'connected' | 'closing' | 'closed';
+
+/**
+ * What a link's core connection measured: the core's `Stats` in its JSON form (snake_case, as
+ * the dashboard and `ackwire-peer` print it). Times in ms.
+ */
+export interface Stats {
+  /** Smoothed round-trip time (0 before the first ack). */
+  rtt_ms: number;
+  /** Smoothed deviation of RTT samples. */
+  jitter_ms: number;
+  /** Lost share of the last `loss_window_packets` resolved packets, in percent: what the mode reacts to. */
+  loss_percent: number;
+  /** How many resolved packets `loss_percent` covers. */
+  loss_window_packets: number;
+  /** Lost share of every packet resolved since the link started, in percent. */
+  loss_cumulative_percent: number;
+  /** The congestion mode. */
+  mode: Mode;
+  /** The current recovery time `t` (good conditions needed before `good`). */
+  recovery_time_ms: number;
+  /** Packets per second the link is paced to now. */
+  send_rate_pps: number;
+  packets_sent: number;
+  /** Received and accepted (duplicates, stale and malformed ones excluded). */
+  packets_received: number;
+  packets_acked: number;
+  packets_lost: number;
+  /** Datagram bytes sent, headers included. */
+  bytes_sent: number;
+  bytes_received: number;
+  /** Header bytes among `bytes_sent`. */
+  header_bytes_sent: number;
+  /** Packets of an encrypted native link that failed to open (always 0 on WebRTC links). */
+  packets_unauthenticated: number;
+  /** Length of the last header sent (5 in steady state). */
+  last_header_len: number;
+  /** Messages accepted by send and sendLatest, less those sendLatest replaced before they went. */
+  messages_sent: number;
+  /** Reliable frames sent again because no ack came in time. */
+  messages_resent: number;
+  /** Messages handed to the application. */
+  messages_delivered: number;
+  /** Unreliable-sequenced messages dropped for arriving after a newer one. */
+  messages_dropped_stale: number;
+  /** Reliable message ids awaiting an ack. */
+  reliable_in_flight: number;
+  connection_state: ConnectionState | null;
+}
+
+/** A link to one peer (a room has one per peer). */
+export interface LinkInfo {
+  /** The peer, as this room knows it for its whole life. */
+  id: PeerId;
+  /** The peer's id in the signalling server's current session. */
+  serverId: ServerId | null;
+  kind: PeerKind;
+  transport: TransportKind;
+  state: LinkState;
+  /** Why it was last lost (kept until it connects again). */
+  reason: Failure | null;
+  /** The ICE connection state (WebRTC links). */
+  ice: IceState | null;
+  /** The chosen path, as the browser names its candidate type: `host`, `srflx`, `prflx` or `relay`. */
+  candidate: string | null;
+  /** How long the current attempt took to connect, or has run, in ms. */
+  attemptMs: number;
+  /** Attempts since it last connected. */
+  attempts: number;
+  /** When its first packet was acknowledged (`performance.now()` ms). */
+  firstAckAt: number | null;
+  /** Datagrams refused on it. */
+  refused: number;
+  /** Reliable messages sent and not yet confirmed. */
+  unconfirmed: number;
+  /** The core's measurements, once the link has a connection. */
+  stats: Stats | null;
+}
+
+/** The signalling connection: `connecting`, `joining`, `joined`, `reconnecting` or `closed`. */
+export type SignallingState = 'connecting' | 'joining' | 'joined' | 'reconnecting' | 'closed';
+
+/**
+ * Why a peer is gone: it `left`, it was `lost` (its signalling dropped and it did not come
+ * back), it was `not_back` after a signalling server restart, or `we_left`.
+ */
+export type GoneReason = 'left' | 'lost' | 'not_back' | 'we_left';
+
+/**
+ * The signal server's refusal codes (`ErrorCode` in docs/signalling.md): what `join()` rejects
+ * with when the server refuses the join, and what a `refused` event carries. `unknown` is a
+ * code from a later server that this version does not know (the message says what it is).
+ */
+export type ServerErrorCode =
+  | 'malformed_message'
+  | 'message_too_large'
+  | 'rate_limited'
+  | 'unsupported_version'
+  | 'invalid_room_name'
+  | 'invalid_instance'
+  | 'room_full'
+  | 'too_many_rooms'
+  | 'invalid_join'
+  | 'invalid_app'
+  | 'app_mismatch'
+  | 'not_joined'
+  | 'already_joined'
+  | 'unknown_peer'
+  | 'peer_id_mismatch'
+  | 'resume_rejected'
+  | 'room_creation_limited'
+  | 'peer_not_reading'
+  | 'admin_token_required'
+  | 'broker_unavailable'
+  | 'unknown';
+
+/**
+ * Why `join()` rejected: the server's refusal ({@link ServerErrorCode}), or before asking it:
+ * `bad_url` (the URL names no room), `invalid_app` (options.app, version or channels),
+ * `invalid_config` (the emulation, or the room's name), `bad_options`, `unsupported_browser`
+ * (no WebSocket or RTCPeerConnection), `load_failed` (the wasm did not load). `join_failed` is
+ * the bindings' word for a kind of failure a later `ackwire` crate adds; this one has none.
+ */
+export type JoinErrorCode =
+  | ServerErrorCode
+  | 'bad_url'
+  | 'invalid_app'
+  | 'invalid_config'
+  | 'bad_options'
+  | 'unsupported_browser'
+  | 'load_failed'
+  | 'join_failed';
+
+/**
+ * Why a send (or `maxMessageSize`, `setOutage`) threw; nothing was sent to anyone:
+ * `unknown_peer` (not one of this room's peers), `not_connected` (wait for a `link` event
+ * saying `connected`), `unknown_channel`, `too_large`, `reliable` (sendLatest on a reliable
+ * channel), `full` (1,024 reliable messages to this peer await confirmation: try later),
+ * `closed` (the room was closed), `bad_payload` (data neither a Uint8Array nor a string).
+ * `send_failed` is the bindings' word for a kind of failure a later `ackwire` crate adds;
+ * this one has none.
+ */
+export type SendErrorCode =
+  | 'unknown_peer'
+  | 'not_connected'
+  | 'unknown_channel'
+  | 'too_large'
+  | 'reliable'
+  | 'full'
+  | 'closed'
+  | 'bad_payload'
+  | 'send_failed';
+
+/** Every `code` an error of this API carries. */
+export type ErrorCode = JoinErrorCode | SendErrorCode;
+
+/** The `Error`s this API throws or rejects with: a plain `Error` with a string `code`. */
+export interface AckwireError<C extends ErrorCode = ErrorCode> extends Error {
+  code: C;
+}
+
+/** What `join()` rejects with. */
+export type JoinError = AckwireError<JoinErrorCode>;
+
+/** What `send`, `sendLatest`, `broadcast`, `broadcastLatest`, `maxMessageSize` and `setOutage` throw. */
+export type SendError = AckwireError<SendErrorCode>;
+
+/**
+ * The events of a {@link Room}: an `Event` with the fields of its kind (see {@link RoomEventMap}).
+ */
+export declare class RoomEvent extends Event {
+  /** Every field but `type` becomes a property of the event. */
+  constructor(fields: { type: string; [field: string]: unknown });
+  /** A message's bytes as UTF-8 text (`undefined` for other events). */
+  readonly text: string | undefined;
+}
+
+/** The connection to the signal server changed. */
+export interface SignallingEvent extends RoomEvent {
+  readonly type: 'signalling';
+  readonly state: SignallingState;
+  /** Why, when there is a reason (a refusal, a dropped socket). */
+  readonly detail: string | null;
+}
+
+/** The server took us in (again after it restarted: `resumed`, with a new `serverId`). */
+export interface JoinedEvent extends RoomEvent {
+  readonly type: 'joined';
+  readonly serverId: ServerId;
+  readonly resumed: boolean;
+}
+
+/** The server refused a request; with a refusal no retry can cure, signalling goes `closed`. */
+export interface RefusedEvent extends RoomEvent {
+  readonly type: 'refused';
+  readonly code: ServerErrorCode;
+  readonly message: string;
+}
+
+/** A program instance we had not met entered the room. */
+export interface PeerJoinEvent extends RoomEvent {
+  readonly type: 'peerjoin';
+  readonly peer: PeerId;
+  readonly serverId: ServerId;
+  readonly kind: PeerKind;
+}
+
+/** A peer is gone for good. */
+export interface PeerLeaveEvent extends RoomEvent {
+  readonly type: 'peerleave';
+  readonly peer: PeerId;
+  readonly serverId: ServerId | null;
+  readonly reason: GoneReason;
+}
+
+/** A link changed state, or learned its path or its first ack. */
+export interface LinkEvent extends RoomEvent {
+  readonly type: 'link';
+  readonly peer: PeerId;
+  readonly link: LinkInfo;
+}
+
+/** A message from a peer, with its channel's promise. */
+export interface RoomMessageEvent extends RoomEvent {
+  readonly type: 'message';
+  readonly peer: PeerId;
+  readonly channel: number;
+  readonly data: Uint8Array;
+  /** `data` as UTF-8 text. */
+  readonly text: string;
+}
+
+/** A reliable message whose peer left before confirming it: it may or may not have arrived. */
+export interface UndeliveredEvent extends RoomEvent {
+  readonly type: 'undelivered';
+  readonly peer: PeerId;
+  readonly channel: number;
+  readonly data: Uint8Array;
+  /** `data` as UTF-8 text. */
+  readonly text: string;
+}
+
+/** Every link with its measurements, once a second. */
+export interface StatsEvent extends RoomEvent {
+  readonly type: 'stats';
+  readonly links: LinkInfo[];
+}
+
+/** The events of a {@link Room} by name: what `addEventListener` hands each listener. */
+export interface RoomEventMap {
+  signalling: SignallingEvent;
+  joined: JoinedEvent;
+  refused: RefusedEvent;
+  peerjoin: PeerJoinEvent;
+  peerleave: PeerLeaveEvent;
+  link: LinkEvent;
+  message: RoomMessageEvent;
+  undelivered: UndeliveredEvent;
+  stats: StatsEvent;
+}
+
+/** When each step of joining happened, in `performance.now()` ms. */
+export interface JoinTimeline {
+  /** `join()` was called. */
+  start: number;
+  /** The signalling socket started opening (when `join()` could open it before the wasm loaded). */
+  connect?: number;
+  /** That socket opened. */
+  socket?: number;
+  /** The wasm loaded. */
+  wasm?: number;
+  /** The server's welcome: joined. */
+  welcome?: number;
+}
+
+/** A message's bytes, or text sent as UTF-8. */
+export type Payload = Uint8Array | string;
+
+/**
+ * A room as one player sees it: send to its peers, hear what happens (an `EventTarget`; see
+ * {@link RoomEventMap}). It runs by itself: links are set up, kept, measured and recovered
+ * whether or not the page calls in. Rooms come from {@link join}. Every method that sends
+ * throws a {@link SendError}, and then nothing was sent.
+ */
+export declare class Room extends EventTarget {
+  private constructor();
+  /**
+   * Sends `data` to `peer` on `channel`, as the channel promises: once on an unreliable one;
+   * exactly once (in order, if ordered) on a reliable one, across lost links too, or handed
+   * back as an `undelivered` event if the peer leaves first.
+   */
+  send(peer: PeerId, channel: number, data: Payload): void;
+  /**
+   * Sends `data` on an unreliable channel in place of what it holds for `peer` and has not
+   * sent yet: call it every frame with the newest state; each packet carries the newest.
+   */
+  sendLatest(peer: PeerId, channel: number, data: Payload): void;
+  /** {@link send} to every connected peer, checked for all before it is queued for any; how many peers it went to. */
+  broadcast(channel: number, data: Payload): number;
+  /** {@link sendLatest} to every connected peer; how many peers it went to. */
+  broadcastLatest(channel: number, data: Payload): number;
+  /** Every link (one per peer) with its state, path and stats; none once closed. */
+  links(): LinkInfo[];
+  /** The room's peers: their links, as {@link links} gives them. */
+  readonly peers: LinkInfo[];
+  /** Our id in the signalling server's current session, once joined (it changes when the server restarts). */
+  readonly serverId: ServerId | undefined;
+  /** The signalling connection's state. */
+  readonly signalling: SignallingState;
+  /**
+   * Frames from the signalling server this room could not read (a later server's frame types,
+   * a dashboard's, broken JSON), each refused and logged on the console, never dropped unseen.
+   */
+  readonly unreadableFrames: number;
+  /** When each step of joining happened. */
+  readonly timeline: JoinTimeline;
+  /** The largest message `channel` takes, in bytes. */
+  maxMessageSize(channel: number): number;
+  /**
+   * Pulls (`true`) or plugs back this player's network cable for its links (signalling stays
+   * up): links go quiet, are lost after the idle timeout, and recover once plugged back.
+   */
+  setOutage(on: boolean): void;
+  /**
+   * Leaves the room: links say goodbye, the server hears it, and reliable messages peers
+   * never confirmed come back as `undelivered` events. Calls after it throw `closed`.
+   */
+  close(): Promise<void>;
+
+  addEventListener<K extends keyof RoomEventMap>(
+    type: K,
+    listener: (this: Room, event: RoomEventMap[K]) => unknown,
+    options?: boolean | AddEventListenerOptions,
+  ): void;
+  addEventListener(
+    type: string,
+    listener: EventListenerOrEventListenerObject | null,
+    options?: boolean | AddEventListenerOptions,
+  ): void;
+  removeEventListener<K extends keyof RoomEventMap>(
+    type: K,
+    listener: (this: Room, event: RoomEventMap[K]) => unknown,
+    options?: boolean | EventListenerOptions,
+  ): void;
+  removeEventListener(
+    type: string,
+    listener: EventListenerOrEventListenerObject | null,
+    options?: boolean | EventListenerOptions,
+  ): void;
+}
+
+/**
+ * Joins a room and resolves with it once the server took us in; rejects with a
+ * {@link JoinError} whose `code` says why not (the server's refusal, such as `app_mismatch`
+ * when the room plays another game, with the server's message).
+ * @param url a room page's URL (`location.href` works), or a server's with `options.room`
+ */
+export declare function join(url: string, options: JoinOptions): Promise<Room>;

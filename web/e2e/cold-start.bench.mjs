@@ -1,0 +1,177 @@
+// Cold start: from opening the example game's URL (examples/pong, its JS page) to its first
+// state update from the host, on a path with no added delay and with a fixed delay each way
+// (docs/cold-start.md). The real release `ackwire-signal` serving the game's pages and the
+// game's release host (`pong-host`, room `table`) sit in a "server" namespace, a fresh
+// Chromium (new profile, empty cache) in a "client" one, and delayed-path.mjs's userspace
+// bridge between them. Prints each step's medians and the round trips it used; asserts only
+// that every join completed with no page error.
+//
+// `cargo xtask bench cold-start` runs it (release builds, under `unshare --net`).
+// ACKWIRE_COLD_RUNS joins per delay (7), ACKWIRE_COLD_DELAYS the delays each way in ms
+// (0,20,50; the summary counts round trips between the first and last added delay, and from
+// 0 to the first).
+import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { spawn } from 'node:child_process';
+import { launchBrowser, requireEnv, startServer } from './harness.mjs';
+import { SERVER_ADDR, buildDelayedPath } from './delayed-path.mjs';
+import { chromiumIn } from './netns.mjs';
+import { jsonLines } from './host.mjs';
+
+const RUNS = Number(process.env.ACKWIRE_COLD_RUNS ?? 7);
+const DELAYS = (process.env.ACKWIRE_COLD_DELAYS ?? '0,20,50').split(',').map(Number);
+assert.ok(RUNS >= 1 && DELAYS.length >= 2 && DELAYS[0] === 0, 'ACKWIRE_COLD_DELAYS starts at 0 and has a larger delay');
+
+// The page's timeline (`pong.timeline` in examples/pong/web/pong.js, ms after navigation) and
+// the least round trips each step can take from navigation (docs/cold-start.md, "The
+// minimum").
+const STEPS = [
+  ['html', 'html received', 2],
+  ['socket', 'socket open', 4],
+  ['wasm', 'wasm ready', 4],
+  ['welcome', 'welcome', 4],
+  ['open', 'data channel open', 10],
+  ['connected', 'core connected', 11],
+  ['state', 'first state update', 11],
+];
+const MINIMUM = 11;
+
+const median = (values) => {
+  const v = values.filter(Number.isFinite).sort((a, b) => a - b);
+  if (!v.length) return NaN;
+  return v.length % 2 ? v[v.length >> 1] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
+};
+const f = (v, digits = 0) => (Number.isFinite(v) ? v.toFixed(digits) : '—');
+
+const tag = process.env.ACKWIRE_NETNS_TAG ?? `ackcold${process.pid}`;
+const path = await buildDelayedPath(tag);
+let server;
+let host;
+let chromium;
+const cleanup = async () => {
+  await host?.stop().catch(() => {});
+  await server?.stop().catch(() => {});
+  chromium?.remove();
+  await path.remove();
+};
+for (const signal of ['SIGINT', 'SIGTERM']) process.once(signal, () => cleanup().finally(() => process.exit(130)));
+
+/** One cold join: a new Chromium (fresh profile) opens the game; its timeline once state came. */
+async function coldJoin(url) {
+  const from = host.lines.length;
+  const browser = await launchBrowser([], { executablePath: chromium.path });
+  let peer;
+  try {
+    const page = await browser.newPage();
+    const errors = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+    await page.goto(url, { timeout: 30000 });
+    // Waited for on the host's output first: a wait on the page injects Playwright's script
+    // into the middle of the join (see the joins stage).
+    const linked = await host.waitFor('a browser connected', (l) => l.type === 'link' && l.state === 'connected', 30000, from);
+    peer = linked.peer;
+    const timeline = await page.waitForFunction(() => window.pong.timeline.state && window.pong.timeline,
+      null, { timeout: 15000 }).then((h) => h.jsonValue());
+    assert.deepEqual(errors, [], 'the page reported errors');
+    return timeline;
+  } finally {
+    const left = host.lines.length;
+    await browser.close();
+    // The next join starts with the host alone in the room again.
+    if (peer !== undefined) {
+      await host.waitFor('the browser gone', (l) => l.type === 'link' && l.peer === peer && l.state !== 'connected', 10000, left).catch(() => {});
+    }
+  }
+}
+
+try {
+  // What the path is at each delay, before it is used.
+  const probes = {};
+  for (const d of DELAYS) {
+    path.setDelay(d);
+    await sleep(50);
+    const p = await path.probe(30);
+    probes[d] = { udp: median(p.udp), udpMin: Math.min(...p.udp), tcp: median(p.tcp), tcpMin: Math.min(...p.tcp) };
+  }
+  path.setDelay(0);
+  server = await startServer(8080, {
+    host: SERVER_ADDR, netns: path.server, quiet: true, args: ['--static', `/pong=${requireEnv('ACKWIRE_PONG_WEB_DIR')}`],
+  });
+  const url = `${server.url}/pong/?room=table`;
+  // The game's host, in the server's namespace, on its every interface as a deployed host
+  // binds; its log at errors only (its JSON lines are read, not printed): each join ends with
+  // the page closed under it, which it would warn about.
+  const child = spawn('ip', ['netns', 'exec', path.server, requireEnv('ACKWIRE_PONG_HOST_BIN'), url], {
+    env: { ...process.env, RUST_LOG: process.env.ACKWIRE_COLD_NATIVE_LOG ?? 'error', NO_COLOR: '1' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  host = jsonLines(child);
+  await host.waitFor('the host joined', (l) => l.type === 'joined', 15000);
+  chromium = chromiumIn(path.client);
+  console.log(`cold start: ${url} opened in a new Chromium (fresh profile, empty cache) in the client namespace; `
+    + `${RUNS} joins at each of ${DELAYS.map((d) => `${d} ms`).join(', ')} added each way, interleaved; medians`);
+  // A join not counted: the server's and the host's first page and link after start.
+  await coldJoin(url);
+  const runs = Object.fromEntries(DELAYS.map((d) => [d, []]));
+  for (let i = 0; i < RUNS; i++) {
+    for (const d of DELAYS) {
+      path.setDelay(d);
+      await sleep(100);
+      const timeline = await coldJoin(url);
+      runs[d].push(timeline);
+      console.log(`  join ${i + 1}/${RUNS} at ${d} ms each way: state ${f(timeline.state)} ms `
+        + `(html ${f(timeline.html)}, welcome ${f(timeline.welcome)}, open ${f(timeline.open)}, connected ${f(timeline.connected)})`);
+    }
+  }
+  const bridge = await path.stats();
+
+  // The path's RTT: the least TCP connect time of the probe (the server's kernel answers, so
+  // only the path and the probing process's wake-up are in it; the medians also carry this
+  // shared host's scheduling delays, which the joins carry at every delay alike).
+  const rtt = (d) => probes[d].tcpMin;
+  console.log('\npath, client -> server, probed before the joins (30 each; median, min):');
+  for (const d of DELAYS) {
+    const p = probes[d];
+    console.log(`  ${String(d).padStart(3)} ms each way: UDP echo ${f(p.udp, 2)} ms (min ${f(p.udpMin, 2)}), TCP connect ${f(p.tcp, 2)} ms (min ${f(p.tcpMin, 2)})`);
+  }
+  console.log('bridge, frames forwarded and how late they left (p50 / p99 / max):');
+  for (const [d, s] of Object.entries(bridge)) {
+    console.log(`  ${String(Number(d)).padStart(3)} ms each way: ${s.frames} frames, ${f(s.late_p50_us)} / ${f(s.late_p99_us)} / ${f(s.late_max_us)} us late, ${s.dropped} dropped`);
+  }
+  const [base, ...others] = DELAYS;
+  const medians = Object.fromEntries(DELAYS.map((d) => [d, Object.fromEntries(STEPS.map(([k]) => [k, median(runs[d].map((t) => t[k]))]))]));
+  // Round trips a step used between two delays: its extra time over the extra RTT. From 0,
+  // as the summary counts; between two added delays as well, where the page's own CPU time
+  // (a fresh renderer, the wasm compiled) is hidden under network waits at both ends and
+  // only round trips remain (docs/cold-start.md, "Counting round trips").
+  const slope = (from, to, k) => (medians[to][k] - medians[from][k]) / (rtt(to) - rtt(from));
+  const pairs = [...others.map((d) => [base, d]), ...others.slice(1).map((d, i) => [others[i], d])];
+  const header = ['step'.padEnd(20), ...DELAYS.map((d) => `${f(rtt(d), 1)} ms RTT`.padStart(12)),
+    ...pairs.map(([a, b]) => `RTs ${f(rtt(a), 0)}-${f(rtt(b), 0)}`.padStart(11)), 'minimum'.padStart(8)];
+  console.log(`\nms after navigation (medians of ${RUNS}); RTs a-b = (median at b - median at a) / (RTT b - RTT a), RTT by the probe's least TCP connect:`);
+  console.log(`  ${header.join(' ')}`);
+  for (const [k, label, min] of STEPS) {
+    const cells = [label.padEnd(20), ...DELAYS.map((d) => f(medians[d][k]).padStart(12)),
+      ...pairs.map(([a, b]) => f(slope(a, b, k), 1).padStart(11)), String(min).padStart(8)];
+    console.log(`  ${cells.join(' ')}`);
+  }
+  // After the handshake the first snapshot leaves at the host's next tick (30 Hz) or its next
+  // paced packet (the core starts at 10 packets/s): shown per join, since on a short path the
+  // pacing, not the RTT, decides it.
+  const after = (d) => runs[d].map((t) => t.state - t.connected);
+  console.log(`first state update after core connected, per join (ms): ${DELAYS.map((d) => `at ${f(rtt(d), 1)} ms RTT ${after(d).map((v) => f(v)).join(' ')}`).join('; ')}`);
+  // The summary: the round trips between the two largest delays when there are three (the
+  // count that only round trips make), and the brief's count from no added delay beside it.
+  const top = others[0];
+  const far = others.at(-1);
+  const at = (d) => `${f(medians[d].state)} ms at ${f(rtt(d), d === base ? 2 : 1)} ms RTT`;
+  const counted = others.length > 1
+    ? `${f(slope(top, far, 'state'), 1)} round trips between ${f(rtt(top), 0)} and ${f(rtt(far), 0)} ms RTT (minimum ${MINIMUM}; `
+      + `data channel open ${f(slope(top, far, 'open'), 1)}, minimum 10), ${f(slope(base, top, 'state'), 1)} from ${f(rtt(base), 1)} to ${f(rtt(top), 0)} ms RTT`
+    : `${f(slope(base, top, 'state'), 1)} round trips (minimum ${MINIMUM}; data channel open ${f(slope(base, top, 'open'), 1)}, minimum 10)`;
+  console.log(`\ncold-start: first state update ${DELAYS.map(at).join(', ')}; ${counted}; `
+    + `${RUNS} cold joins at each delay, all completed`);
+} finally {
+  await cleanup();
+}

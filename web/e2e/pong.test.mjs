@@ -1,0 +1,146 @@
+// The example game (examples/pong) plays a round: its native host (`pong-host`, on the
+// `ackwire` crate) against players on the public APIs alone, served by the signal server with
+// `--static /pong=examples/pong/web`: the JS page (web/ackwire.js) in Chromium and in Firefox,
+// and the same client in Rust compiled to wasm32 (`rust.html`) in Chromium. Each round is
+// first to 2 between a paddle that plays by itself (`?auto=track`) and one that misses on
+// purpose (`?auto=miss`), so its winner and score are known before it starts.
+//
+// Shown for each round: the players' inputs reach the host (its `paddles` lines), the host's
+// snapshots reach every page (each page's history of ball positions matches the host's
+// `tick` lines, bit for bit, and the ball moves), and the score is decided the same on the
+// host and on every page, with no console errors. Firefox needs the veth "LAN" firefox.test.mjs
+// describes.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { after, before, test } from 'node:test';
+import { join } from 'node:path';
+import { artifactsDir, lanInNamespace, launchBrowser, launchFirefox, requireEnv, startServer } from './harness.mjs';
+import { jsonLines } from './native.mjs';
+
+const POINTS = 2;
+/** Both autoplayers' targets when missing: the paddle's centre at the top or the bottom. */
+const MISS_TARGETS = [40, 440];
+const env = {};
+
+before(async () => {
+  env.removeLan = lanInNamespace();
+  env.server = await startServer(0, { args: ['--static', `/pong=${requireEnv('ACKWIRE_PONG_WEB_DIR')}`] });
+  env.chromium = await launchBrowser();
+});
+after(async () => {
+  await env.firefox?.close();
+  await env.chromium?.close();
+  await env.server?.stop();
+  env.removeLan?.();
+});
+
+/** The host in `room`, on loopback (browsers here gather loopback candidates), every tick logged. */
+async function startHost(room) {
+  const child = spawn(requireEnv('ACKWIRE_PONG_HOST_BIN'),
+    [`${env.server.url}/pong/?room=${room}`, '--points', String(POINTS), '--bind', '127.0.0.1:0', '--ticks'],
+    { env: { ...process.env, RUST_LOG: 'warn', NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const host = jsonLines(child);
+  await host.waitFor('joined', (l) => l.type === 'joined', 15000);
+  return host;
+}
+
+/**
+ * Opens `path` in Chromium (a context of its own) or Firefox, collecting uncaught errors and
+ * console errors; `wait(fn, arg)` resolves once `fn(arg)` is truthy in the page.
+ */
+async function player(browser, path, name) {
+  const errors = [];
+  let page;
+  if (browser === 'firefox') {
+    env.firefox ??= await launchFirefox();
+    page = await env.firefox.newPage();
+  } else {
+    page = await (await env.chromium.newContext()).newPage();
+  }
+  page.on('pageerror', (err) => errors.push(err.message));
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+  await page.goto(env.server.url + path);
+  const wait = (fn, arg, timeout = 20000) => (browser === 'firefox'
+    ? page.waitForFunction(fn, { timeout }, arg)
+    : page.waitForFunction(fn, arg, { timeout }));
+  // As JSON: WebDriver BiDi hands an object met twice (the score in `results` and in `score`)
+  // back only once.
+  const state = async () => JSON.parse(await page.evaluate(() => JSON.stringify(window.pong)));
+  return { page, errors, path, name, wait, state };
+}
+
+/** Opens `path` and waits until the host gave it `side`; `name` names its screenshot. */
+async function seated(browser, path, side, name) {
+  const p = await player(browser, path, name);
+  await p.wait((s) => window.pong?.side === s, side);
+  return p;
+}
+
+/**
+ * Plays one round to its end and checks everything the file's header promises; `winner` and
+ * `loser` are the seated players, `watchers` every other page.
+ */
+async function playRound(host, { winner, loser, watchers = [] }) {
+  const pages = [winner, loser, ...watchers];
+  const over = await host.waitFor('the round decided', (l) => l.type === 'over', 60000);
+  const winnerSide = (await winner.state()).side;
+  const story = () => host.lines.filter((l) => l.type !== 'tick').map((l) => JSON.stringify(l)).join('\n');
+  assert.equal(over.winner, winnerSide, `the tracking paddle wins; the host said:\n${story()}`);
+  assert.deepEqual(over.score, winnerSide === 'left' ? [POINTS, 0] : [0, POINTS], `the missing paddle never scores; the host said:\n${story()}`);
+  const goals = host.lines.filter((l) => l.type === 'goal');
+  assert.equal(goals.length, POINTS - 1, 'a goal for each point but the last (the last ends the round)');
+
+  // Inputs reached the host: both sides' targets moved it, the missing one's to where it aims.
+  const paddles = host.lines.filter((l) => l.type === 'paddles' && l.left.peer !== null && l.right.peer !== null);
+  const last = paddles.at(-1);
+  const loserSide = winnerSide === 'left' ? 'right' : 'left';
+  assert.ok(last[winnerSide].inputs > 0 && last[loserSide].inputs > 0, `inputs from both: ${JSON.stringify(last)}`);
+  assert.ok(paddles.some((l) => MISS_TARGETS.includes(l[loserSide].target)), 'the missing paddle\'s targets reached the host');
+  assert.ok(paddles.some((l) => l[winnerSide].target !== 240), 'the tracking paddle\'s targets reached the host');
+
+  // Every page: the round's result, and the host's own ball positions.
+  const ticks = new Map(host.lines.filter((l) => l.type === 'tick').map((l) => [l.tick, l.ball]));
+  for (const p of pages) {
+    await p.wait(() => window.pong.results.length > 0, null, 10000);
+    const s = await p.state();
+    assert.deepEqual(s.results[0], { winner: over.winner, score: over.score }, `${p.path}: the result`);
+    const matched = s.history.filter(([tick]) => ticks.has(tick));
+    assert.ok(matched.length >= 10, `${p.path}: ${matched.length} snapshots matched the host's ticks`);
+    for (const [tick, x, y] of matched) {
+      const [hx, hy] = ticks.get(tick);
+      assert.ok(Math.fround(hx) === x && Math.fround(hy) === y, `${p.path}: tick ${tick} at ${x},${y}; the host had ${hx},${hy}`);
+    }
+    assert.ok(new Set(s.history.map(([, x]) => x)).size > 10, `${p.path}: the ball moves`);
+    const shot = join(artifactsDir(), `pong-${p.name}.png`);
+    await p.page.screenshot({ path: shot });
+    console.log(`${p.path}: ${s.side}, ${s.snapshots} snapshots, ${s.sent} inputs sent, ${matched.length} checked against the host`);
+    assert.deepEqual(p.errors, [], `${p.path}: no errors`);
+  }
+  console.log(`round over: ${over.winner} ${over.score.join('-')}; inputs the host took: ${JSON.stringify(last)}`);
+}
+
+test('a Chromium player and a Firefox player on the JS API play a round against the native host: inputs reach it, state reaches both, the score is decided', async () => {
+  const host = await startHost('js-round');
+  try {
+    const started = Date.now();
+    // Sides go by the order links connect: the first page is left.
+    const chromium = await seated('chromium', '/pong/?room=js-round&auto=track', 'left', 'chromium');
+    const firefox = await seated('firefox', '/pong/?room=js-round&auto=miss', 'right', 'firefox');
+    await playRound(host, { winner: chromium, loser: firefox });
+    console.log(`Chromium vs Firefox: decided ${Date.now() - started} ms after the first page opened`);
+  } finally {
+    await host.stop();
+  }
+});
+
+test('the Rust client compiled to wasm32 plays a round against a JS player and the host; a third page watches', async () => {
+  const host = await startHost('rust-round');
+  try {
+    const rust = await seated('chromium', '/pong/rust.html?room=rust-round&auto=track', 'left', 'rust');
+    const js = await seated('chromium', '/pong/?room=rust-round&auto=miss', 'right', 'js');
+    const watcher = await seated('chromium', '/pong/?room=rust-round', 'spectator', 'watcher');
+    await playRound(host, { winner: rust, loser: js, watchers: [watcher] });
+  } finally {
+    await host.stop();
+  }
+});

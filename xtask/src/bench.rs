@@ -1,0 +1,351 @@
+//! `cargo xtask bench`: every benchmark, each a ratio against a baseline measured in the
+//! same run where the goal is relative (the core against laminar, the listener at a few
+//! connections against many, the native peer against a raw UDP echo, the room API against
+//! bare core connections), and the figures users meet (the signal server under load, joins,
+//! the cold start). A full green run writes what every stage printed to
+//! `docs/measurements.md`, with the run's date and machine: the figures there all come from
+//! one run.
+
+use std::{fmt::Write as _, fs, process::Command, time::Instant};
+
+use crate::{
+    bundle, paths,
+    process::{Result, describe, in_loopback_namespace, tee},
+    setup::{self, Tools},
+    suite::{build_bin, build_signal_server, cargo, e2e_command, e2e_files},
+};
+
+/// How xtask runs a stage; what it prints goes into the `String`.
+type Run = Box<dyn FnOnce(&mut String) -> Result<()>>;
+
+/// A bench stage: its name (what `cargo xtask bench NAME` matches), the command a reader
+/// runs to measure it alone, and how xtask runs it (what it prints goes into `printed`).
+struct Bench {
+    name: &'static str,
+    command: &'static str,
+    run: Run,
+}
+
+/// What one stage did.
+struct Outcome {
+    name: &'static str,
+    command: &'static str,
+    printed: String,
+    result: Result<()>,
+    seconds: f64,
+}
+
+fn cargo_bench(package: &'static str, bench: &'static str) -> Run {
+    Box::new(move |printed| {
+        tee(
+            cargo().args(["bench", "-p", package, "--bench", bench]),
+            printed,
+        )
+    })
+}
+
+fn benches() -> Vec<Bench> {
+    vec![
+        Bench {
+            name: "core: packets and messages vs laminar",
+            command: "cargo bench -p ackwire-core --bench packet_path",
+            run: cargo_bench("ackwire-core", "packet_path"),
+        },
+        Bench {
+            name: "core: listener cost per echo at 64 / 2,000 / 10,000 connections",
+            command: "cargo bench -p ackwire-core --bench listener_scale",
+            run: cargo_bench("ackwire-core", "listener_scale"),
+        },
+        Bench {
+            name: "core: heap per connection at 2,000 / 10,000 (idle, chat, after)",
+            command: "cargo bench -p ackwire-core --bench connection_memory",
+            run: cargo_bench("ackwire-core", "connection_memory"),
+        },
+        Bench {
+            name: "native peer: UDP vs raw echo (unbatched, batched), encrypted vs plaintext, connections/core",
+            command: "cargo bench -p ackwire-peer --bench udp",
+            run: cargo_bench("ackwire-peer", "udp"),
+        },
+        Bench {
+            name: "room API: messages/s and CPU per message, Room vs core connections over UDP",
+            command: "cargo bench -p ackwire-peer --bench room",
+            run: cargo_bench("ackwire-peer", "room"),
+        },
+        Bench {
+            name: "native peer: listen RSS at 10,000 connections, encrypted and plaintext",
+            command: "cargo bench -p ackwire-peer --bench listen_memory",
+            run: cargo_bench("ackwire-peer", "listen_memory"),
+        },
+        Bench {
+            name: "signal server: 10k idle clients, 1k relays/s, join latency",
+            command: "cargo run --release -p ackwire-signal --example load -- --clients 10000 --relays-per-sec 1000 --duration-secs 20",
+            run: Box::new(|printed| {
+                signal_example(
+                    "load",
+                    &[
+                        "--clients",
+                        "10000",
+                        "--relays-per-sec",
+                        "1000",
+                        "--duration-secs",
+                        "20",
+                    ],
+                    printed,
+                )
+            }),
+        },
+        Bench {
+            name: "joins: page open -> data channel open, release server and native peer",
+            command: "cargo xtask bench joins",
+            run: Box::new(|printed| setup::run().and_then(|tools| joins(&tools, printed))),
+        },
+        Bench {
+            name: "cold-start: the example game's URL -> first state update at 0, 40 and 100 ms RTT, round trips",
+            command: "cargo xtask bench cold-start",
+            run: Box::new(|printed| setup::run().and_then(|tools| cold_start(&tools, printed))),
+        },
+        Bench {
+            name: "signal servers sharing rooms: 3 x 5,000 clients, relay same vs across, failover",
+            command: "cargo run --release -p ackwire-signal --example scale_load -- --instances 3 --clients-per-instance 5000",
+            run: Box::new(|printed| {
+                signal_example(
+                    "scale_load",
+                    &["--instances", "3", "--clients-per-instance", "5000"],
+                    printed,
+                )
+            }),
+        },
+    ]
+}
+
+/// Runs the stages whose name contains one of `only` (all without), prints a summary, and
+/// after a full run where every stage passed writes `docs/measurements.md` (otherwise
+/// `target/measurements.md`, so a partial or failing run never replaces the figures of a
+/// green one).
+pub(crate) fn bench(only: &[&str]) -> Result<()> {
+    let start = Instant::now();
+    let all = benches();
+    let total = all.len();
+    let outcomes: Vec<Outcome> = all
+        .into_iter()
+        .filter(|b| only.is_empty() || only.iter().any(|o| b.name.contains(o)))
+        .map(|b| {
+            println!("== {}", b.name);
+            let began = Instant::now();
+            let mut printed = String::new();
+            let result = (b.run)(&mut printed);
+            let seconds = began.elapsed().as_secs_f64();
+            match &result {
+                Ok(()) => println!("== {}: ok ({seconds:.1}s)", b.name),
+                Err(e) => println!("== {}: FAILED ({seconds:.1}s): {e}", b.name),
+            }
+            Outcome {
+                name: b.name,
+                command: b.command,
+                printed,
+                result,
+                seconds,
+            }
+        })
+        .collect();
+    if outcomes.is_empty() {
+        return Err(format!("no bench stage matches {}", only.join(" ")));
+    }
+    let failed = outcomes.iter().filter(|o| o.result.is_err()).count();
+    println!();
+    for o in &outcomes {
+        let mark = if o.result.is_ok() { "ok    " } else { "FAILED" };
+        println!("  {mark} {:<45} {:>6.1}s", o.name, o.seconds);
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    let summary = format!(
+        "{}/{} stages passed in {seconds:.1}s",
+        outcomes.len() - failed,
+        outcomes.len()
+    );
+    println!("xtask bench: {summary}");
+    let green_and_full = failed == 0 && outcomes.len() == total;
+    let path = if green_and_full {
+        paths::root().join("docs").join("measurements.md")
+    } else {
+        paths::root().join("target").join("measurements.md")
+    };
+    fs::write(&path, measurements(&outcomes, &summary, green_and_full))
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    println!(
+        "   {} written{}",
+        path.strip_prefix(paths::root()).unwrap_or(&path).display(),
+        if green_and_full {
+            ""
+        } else {
+            " (docs/measurements.md is written by a full run where every stage passes)"
+        }
+    );
+    if failed == 0 {
+        Ok(())
+    } else {
+        Err(format!("{failed} stage(s) failed"))
+    }
+}
+
+/// The Markdown of a run: when and where, then each stage's command and what it printed
+/// (criterion's progress lines left out).
+fn measurements(outcomes: &[Outcome], summary: &str, full: bool) -> String {
+    let mut md = String::from("# Measurements\n\n");
+    md.push_str(
+        "Written by `cargo xtask bench` from its own run, nothing edited by hand: every figure \
+         below comes from the one run described here, each stage's output as it printed it \
+         (criterion's progress lines left out). Ratios are against a baseline measured in the \
+         same run; absolute figures depend on the machine and its load. The README's headline \
+         table quotes this file. Each stage's command measures it alone.\n\n",
+    );
+    let _ = writeln!(md, "- run: {}", now_utc());
+    let _ = writeln!(md, "- machine: {}", machine());
+    let _ = writeln!(
+        md,
+        "- {summary}{}\n",
+        if full {
+            ""
+        } else {
+            " (a partial or failing run: not the project's figures)"
+        }
+    );
+    for o in outcomes {
+        let _ = writeln!(md, "## {}\n", o.name);
+        let status = match &o.result {
+            Ok(()) => format!("ok in {:.0} s", o.seconds),
+            Err(e) => format!("FAILED after {:.0} s: {e}", o.seconds),
+        };
+        let _ = writeln!(md, "`{}` · {status}\n", o.command);
+        md.push_str("```text\n");
+        for line in o.printed.lines().filter(|l| !is_progress(l)) {
+            md.push_str(line.trim_end());
+            md.push('\n');
+        }
+        md.push_str("```\n\n");
+    }
+    md
+}
+
+/// Criterion's progress and setup chatter: not results.
+fn is_progress(line: &str) -> bool {
+    line.starts_with("Benchmarking ") || line.starts_with("Gnuplot not found")
+}
+
+fn now_utc() -> String {
+    Command::new("date")
+        .args(["-u", "+%Y-%m-%d %H:%M UTC"])
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// Cores, memory, kernel and compiler: what the figures depend on.
+fn machine() -> String {
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let memory = fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            let kb: u64 = m.lines().next()?.split_whitespace().nth(1)?.parse().ok()?;
+            Some(format!("{:.0} GiB", kb as f64 / (1024.0 * 1024.0)))
+        })
+        .unwrap_or_else(|| "? GiB".into());
+    let first_line = |program: &str, args: &[&str]| {
+        Command::new(program)
+            .args(args)
+            .output()
+            .ok()
+            .map(|o| {
+                String::from_utf8_lossy(&o.stdout)
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .to_owned()
+            })
+            .unwrap_or_default()
+    };
+    format!(
+        "{cores} cores, {memory}, Linux {}, {}",
+        first_line("uname", &["-r"]),
+        first_line("rustc", &["--version"]),
+    )
+}
+
+/// Runs one of the signal server's load examples, in release.
+fn signal_example(name: &str, args: &[&str], printed: &mut String) -> Result<()> {
+    tee(
+        cargo()
+            .args([
+                "run",
+                "--release",
+                "-p",
+                "ackwire-signal",
+                "--example",
+                name,
+                "--",
+            ])
+            .args(args),
+        printed,
+    )
+}
+
+/// The join figures users get: the e2e's ten-join runs (a second browser player, and a
+/// browser joining a native peer) against the release server and native peer that
+/// `cargo xtask demo` runs; each prints its medians.
+fn joins(tools: &Tools, printed: &mut String) -> Result<()> {
+    bundle::build(tools)?;
+    let server = build_signal_server(true)?;
+    let peer = build_bin("ackwire-peer", "ackwire-peer", true)?;
+    let files = e2e_files(&["room.test", "native-peer.test"])?;
+    let mut cmd = e2e_command(&files, &["--test-name-pattern=^ten "], &server, &peer);
+    tee(&mut cmd, printed).map_err(|e| format!("{e}\n   (command: {})", describe(&cmd)))
+}
+
+/// Cold start over a real path (web/e2e/cold-start.bench.mjs, docs/cold-start.md): a fresh
+/// Chromium in one namespace opens the example game's page (examples/pong) served by the
+/// release server, with the game's release host in its room, from another namespace, through
+/// a userspace delay bridge in a third; medians per step at 0, 20 and 50 ms added each way,
+/// and the round trips used.
+fn cold_start(tools: &Tools, printed: &mut String) -> Result<()> {
+    bundle::build(tools)?;
+    let server = build_signal_server(true)?;
+    let host = build_bin("pong", "pong-host", true)?;
+    // The script's namespaces carry this tag, so whatever a crashed or killed run leaves is
+    // found and removed below.
+    let tag = format!("ackcold{}", std::process::id());
+    let mut cmd = in_loopback_namespace("node", &["e2e/cold-start.bench.mjs"]);
+    cmd.current_dir(paths::web_dir())
+        .env("ACKWIRE_SIGNAL_BIN", server)
+        .env("ACKWIRE_PONG_HOST_BIN", host)
+        .env("ACKWIRE_PONG_WEB_DIR", paths::pong_web_dir())
+        .env("ACKWIRE_WEB_DIR", paths::web_dir())
+        .env("ACKWIRE_NETNS_TAG", &tag)
+        .env("CHROMIUM", "/usr/bin/chromium");
+    let outcome =
+        tee(&mut cmd, printed).map_err(|e| format!("{e}\n   (command: {})", describe(&cmd)));
+    remove_namespaces(&tag);
+    outcome
+}
+
+/// Removes the network namespaces named `tag-*` (only this run's), ending the processes this
+/// run started in them first.
+fn remove_namespaces(tag: &str) {
+    let Ok(list) = crate::process::output(Command::new("ip").args(["netns", "list"])) else {
+        return;
+    };
+    let prefix = format!("{tag}-");
+    for name in list
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|n| n.starts_with(&prefix))
+    {
+        if let Ok(pids) = crate::process::output(Command::new("ip").args(["netns", "pids", name])) {
+            for pid in pids.split_whitespace() {
+                let _ = Command::new("kill").args(["-KILL", pid]).status();
+            }
+        }
+        eprintln!("   removing namespace {name} left by the bench");
+        let _ = Command::new("ip").args(["netns", "del", name]).status();
+    }
+}
