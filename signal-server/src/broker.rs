@@ -3,9 +3,9 @@
 //!
 //! Redis holds what every instance must agree on: each room's peers (their info, resume
 //! token and home instance), the peer id counter, the set of rooms and which instances are
-//! alive. Each instance keeps its own [`Hub`] as before, for the sockets it holds, plus a
-//! mirror of the other instances' peers in the rooms it serves; events reach it over Redis
-//! pub/sub:
+//! alive. Each instance keeps its own hub (`rooms::Hub`, which the broker reaches only
+//! through [`Mirror`]) for the sockets it holds, plus a mirror of the other instances' peers
+//! in the rooms it serves; events reach it over Redis pub/sub:
 //! - `ackwire:room:{room}`: joins, leaves, moves (a resume on another instance) and stats
 //!   reports of one room, published by the instance where they happen;
 //! - `ackwire:to:{instance}`: frames for the peers an instance holds (relayed signals).

@@ -21,10 +21,10 @@ pub struct UrlJoin {
     /// A native's UDP address for the other natives.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub udp_addr: Option<SocketAddr>,
-    /// This program instance's id (see [`PeerInfo::instance`]).
+    /// This program instance's id (see [`PeerInfo::instance`](crate::PeerInfo::instance)).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instance: Option<String>,
-    /// A native's public key for encrypted UDP links (see [`PeerInfo::udp_key`]).
+    /// A native's public key for encrypted UDP links (see [`PeerInfo::udp_key`](crate::PeerInfo::udp_key)).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub udp_key: Option<PublicKey>,
     /// The application's id ([`AppInfo::id`]); with `app_version` and `channels`.
