@@ -403,6 +403,11 @@ export declare class Room extends EventTarget {
   readonly serverId: ServerId | undefined;
   /** The signalling connection's state. */
   readonly signalling: SignallingState;
+  /**
+   * Frames from the signalling server this room could not read (a later server's frame types,
+   * a dashboard's, broken JSON), each refused and logged on the console, never dropped unseen.
+   */
+  readonly unreadableFrames: number;
   /** When each step of joining happened. */
   readonly timeline: JoinTimeline;
   /** The largest message `channel` takes, in bytes. */

@@ -288,6 +288,14 @@ export class Room extends EventTarget {
   get signalling() { return this.#handle.signalling; }
 
   /**
+   * Frames from the signalling server this room could not read (a later server's frame
+   * types, a dashboard's, broken JSON): each was refused and logged on the console, never
+   * dropped unseen. A count that grows: the server speaks a newer schema than this build.
+   * @type {number}
+   */
+  get unreadableFrames() { return this.#handle.unreadableFrames; }
+
+  /**
    * When each step of joining happened, in performance.now() ms: `start` (join() called),
    * `connect` (socket opening), `socket` (open), `wasm` (loaded), `welcome` (joined).
    * @type {Record<string, number>}

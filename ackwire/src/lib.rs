@@ -85,14 +85,14 @@ mod room;
 pub use room::{JoinError, Room, RoomConfig};
 
 pub use ackwire_core::emulator::EmulatorConfig;
-pub use ackwire_core::{ChannelKind, ConnectionConfig, Mode, Stats};
+pub use ackwire_core::{ConnectionConfig, Mode, Stats};
 pub use ackwire_room::emulation::Emulation;
 pub use ackwire_room::member::{
     Event, Failure, GoneReason, IceState, LinkInfo, LinkState, MemberError, PeerId, SendError,
     ServerId, SignallingState, TransportKind,
 };
-pub use ackwire_room::signalling::{
-    AppInfo as App, BadRoomUrl, ErrorCode, InvalidApp, PeerKind, RoomUrl,
+pub use ackwire_signalling::{
+    AppInfo as App, BadRoomUrl, ChannelKind, ErrorCode, InvalidApp, PeerKind, RoomUrl,
 };
 
 #[cfg(target_arch = "wasm32")]

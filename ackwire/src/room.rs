@@ -203,6 +203,15 @@ impl Room {
         self.driver.with_member(|m, _| m.signalling_state())
     }
 
+    /// Frames from the signalling server this room could not read so far: not JSON of the
+    /// protocol, of a type this version does not know (a later server's), or meant for
+    /// dashboards. Each was refused with a typed error and logged (the console, in a
+    /// browser), never dropped unseen; a count that grows means the server speaks a newer
+    /// schema than this build.
+    pub fn unreadable_frames(&self) -> u64 {
+        self.driver.with_member(|m, _| m.unreadable_frames())
+    }
+
     /// The largest message `channel` takes, to any peer (`None` for an undeclared channel).
     pub fn max_message_size(&self, channel: u8) -> Option<usize> {
         self.driver.with_member(|m, _| m.max_message_size(channel))

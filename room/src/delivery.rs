@@ -26,7 +26,8 @@
 use std::collections::VecDeque;
 
 use ackwire_core::sequence::distance;
-use ackwire_core::{ChannelKind, Connection, SendError};
+use ackwire_core::{Connection, SendError};
+use ackwire_signalling::ChannelKind;
 
 /// Reliable messages a member keeps per peer and channel before it refuses more
 /// ([`SendError::WindowFull`]): the core's window, so every copy fits a new connection.
@@ -531,8 +532,8 @@ mod tests {
     fn config() -> ConnectionConfig {
         ConnectionConfig::default()
             .with_channels(vec![
-                ChannelKind::ReliableOrdered,
-                ChannelKind::ReliableOrdered,
+                ackwire_core::ChannelKind::ReliableOrdered,
+                ackwire_core::ChannelKind::ReliableOrdered,
             ])
             .with_min_resend_interval(Duration::from_millis(300))
     }

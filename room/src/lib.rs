@@ -10,8 +10,8 @@
 //! - [`member`]: the [`Member`](member::Member): links, their lifecycle and recovery, roles,
 //!   identities across server restarts, the message API, stats reports.
 //! - `delivery`: reliable messages that survive a lost link (exactly once, per peer).
-//! - [`signalling`]: the `/ws` JSON frames in both directions (`docs/signalling.md`): the one
-//!   schema, shared with the signal server (`ackwire-signal`), and the room URL.
+//! - [`signalling`]: the `/ws` JSON frames in both directions (`docs/signalling.md`), the
+//!   `ackwire-signalling` crate re-exported: the one schema, shared with the signal server.
 //! - [`webrtc`]: the WebRTC policy both drivers follow (the data channel, ICE states, paths).
 //! - [`emulation`]: the core's link emulator around one link, both directions.
 //! - [`backoff`]: the one retry policy (signalling and links).
@@ -25,8 +25,10 @@ mod delivery;
 pub mod emulation;
 pub mod keys;
 pub mod member;
-pub mod signalling;
 pub mod webrtc;
+
+/// The signalling schema (`ackwire-signalling`), which the member's API speaks.
+pub use ackwire_signalling as signalling;
 
 pub use core_link::RefusedDatagram;
 pub use delivery::DeliveryError;

@@ -49,8 +49,8 @@ fn app() -> AppInfo {
         "alloc-test",
         1,
         [
-            ChannelKind::UnreliableSequenced,
-            ChannelKind::ReliableOrdered,
+            ackwire_room::signalling::ChannelKind::UnreliableSequenced,
+            ackwire_room::signalling::ChannelKind::ReliableOrdered,
         ],
     )
 }

@@ -8,9 +8,10 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use ackwire_room::member::{
-    Event, Failure, LinkState, MemberConfig, ReceiveError, Route, SendError, TransportKind,
+    Event, Failure, FrameError, LinkState, MemberConfig, ReceiveError, Route, SendError,
+    TransportKind,
 };
-use ackwire_room::signalling::PeerKind;
+use ackwire_room::signalling::{PeerKind, ServerFrameType};
 use world::World;
 
 const S: Duration = Duration::from_secs(1);
@@ -494,16 +495,25 @@ fn bad_frames_and_datagrams_are_refused_with_typed_errors_and_change_nothing() {
     let now = w.now;
     let before = w.links(a);
     let m = &mut w.nodes[a].member;
-    assert!(m.handle_frame(now, "not json").is_err());
-    assert!(
-        m.handle_frame(now, r#"{"type":"signal","from":2,"data":{"x":1}}"#)
-            .is_err()
-    );
-    // Unknown frame types are for later versions: ignored.
-    assert!(
-        m.handle_frame(now, r#"{"type":"subscribed","rooms":[]}"#)
-            .is_ok()
-    );
+    assert!(matches!(
+        m.handle_frame(now, "not json"),
+        Err(FrameError::Malformed(_))
+    ));
+    assert!(matches!(
+        m.handle_frame(now, r#"{"type":"signal","from":2,"data":{"x":1}}"#),
+        Err(FrameError::BadSignal { from: 2, .. })
+    ));
+    // A later version's frame type, and a dashboard's: refused by name and counted, never
+    // dropped unseen.
+    assert!(matches!(
+        m.handle_frame(now, r#"{"type":"teleport","to":1}"#),
+        Err(FrameError::UnknownType(name)) if name == "teleport"
+    ));
+    assert!(matches!(
+        m.handle_frame(now, r#"{"type":"subscribed","rooms":[]}"#),
+        Err(FrameError::NotForMembers(ServerFrameType::Subscribed))
+    ));
+    assert_eq!(m.unreadable_frames(), 4);
     let stranger = "127.0.0.9:9".parse().unwrap();
     assert_eq!(
         m.receive(now, Route::Udp(stranger), b"hi"),

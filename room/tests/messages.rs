@@ -262,7 +262,7 @@ fn a_room_playing_another_application_refuses_the_join_and_the_member_stops_sayi
     let other = AppInfo::new(
         "another-game",
         1,
-        [ackwire_core::ChannelKind::ReliableOrdered],
+        [ackwire_room::signalling::ChannelKind::ReliableOrdered],
     );
     let b = w.add(PeerKind::Browser, |c| c.app = other);
     w.run_for(5 * S);
@@ -428,10 +428,14 @@ fn encrypted_links_refuse_a_datagram_size_without_room_for_the_tag_where_it_is_c
 fn members_of_different_applications_never_complete_a_handshake() {
     // Even with no server between them (a server that did not check): the core's protocol id
     // is the application's.
-    let a = MemberConfig::new("lobby", world::app(), PeerKind::Native, "a").link_config();
+    let a = MemberConfig::new("lobby", world::app(), PeerKind::Native, "a")
+        .link_config()
+        .unwrap();
     let mut other_app = world::app();
     other_app.version += 1;
-    let b = MemberConfig::new("lobby", other_app, PeerKind::Native, "b").link_config();
+    let b = MemberConfig::new("lobby", other_app, PeerKind::Native, "b")
+        .link_config()
+        .unwrap();
     assert_ne!(a.protocol_id, b.protocol_id);
     assert_eq!(
         a.channels.len(),
@@ -507,11 +511,13 @@ fn the_protocol_id_is_the_fnv_hash_docs_wire_md_shows() {
         "pong",
         1,
         [
-            ackwire_core::ChannelKind::UnreliableSequenced,
-            ackwire_core::ChannelKind::ReliableOrdered,
+            ackwire_room::signalling::ChannelKind::UnreliableSequenced,
+            ackwire_room::signalling::ChannelKind::ReliableOrdered,
         ],
     );
     assert_eq!(text, format!("ackwire-room/1 {app}"));
-    let config = MemberConfig::new("lobby", app, PeerKind::Native, "a").link_config();
+    let config = MemberConfig::new("lobby", app, PeerKind::Native, "a")
+        .link_config()
+        .unwrap();
     assert_eq!(config.protocol_id, fnv);
 }

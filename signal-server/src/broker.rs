@@ -3,9 +3,9 @@
 //!
 //! Redis holds what every instance must agree on: each room's peers (their info, resume
 //! token and home instance), the peer id counter, the set of rooms and which instances are
-//! alive. Each instance keeps its own [`Hub`] as before, for the sockets it holds, plus a
-//! mirror of the other instances' peers in the rooms it serves; events reach it over Redis
-//! pub/sub:
+//! alive. Each instance keeps its own hub (`rooms::Hub`, which the broker reaches only
+//! through [`Mirror`]) for the sockets it holds, plus a mirror of the other instances' peers
+//! in the rooms it serves; events reach it over Redis pub/sub:
 //! - `ackwire:room:{room}`: joins, leaves, moves (a resume on another instance) and stats
 //!   reports of one room, published by the instance where they happen;
 //! - `ackwire:to:{instance}`: frames for the peers an instance holds (relayed signals).
@@ -25,7 +25,7 @@ use std::{
     time::Duration,
 };
 
-use ackwire_room::signalling::{AppInfo, LeaveReason, PeerId, PeerInfo, Resume, RoomSnapshot};
+use ackwire_signalling::{AppInfo, LeaveReason, PeerId, PeerInfo, Resume, RoomSnapshot};
 use futures_util::StreamExt;
 use redis::{
     AsyncCommands, Script,
@@ -35,10 +35,50 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::{OnceCell, mpsc};
 
-use crate::{
-    error::SignalError,
-    rooms::{Hub, tokens_match},
-};
+use ackwire_signalling::rules::tokens_match;
+
+use crate::error::SignalError;
+
+/// What the broker tells this instance's rooms of the other instances (the hub implements
+/// it; the broker knows no hub).
+pub trait Mirror: Send + Sync + std::fmt::Debug {
+    /// The key of network tags every instance shares from now on.
+    fn set_network_key(&self, key: [u8; 32]);
+    /// The peers other instances serve in `room` (`me` is this instance), read when this
+    /// instance starts serving it; `app`: the room's application as Redis holds it (`None`
+    /// when it holds none).
+    fn mirror(&self, room: &str, me: &str, records: Vec<Record>, app: Option<Option<AppInfo>>);
+    /// As [`Mirror::mirror`], after Redis was out of reach: remote peers it no longer lists
+    /// are gone.
+    fn resync(&self, room: &str, me: &str, records: Vec<Record>, app: Option<Option<AppInfo>>);
+    /// Another instance's peer joined a room this instance serves, which plays `app`.
+    fn mirror_joined(&self, room: &str, info: PeerInfo, home: String, app: Option<AppInfo>);
+    /// A peer of a room this instance serves left on another instance (or was evicted, or
+    /// replaced).
+    fn mirror_left(&self, room: &str, peer_id: PeerId, reason: LeaveReason);
+    /// A peer resumed on `home`.
+    fn mirror_moved(&self, room: &str, info: PeerInfo, home: String);
+    /// Another instance's peer reported stats, for this instance's watchers of the room.
+    fn mirror_stats(&self, room: &str, peer_id: PeerId, links: &Value);
+    /// A peer joined a room of another instance (for all-rooms watchers).
+    fn watched_joined(&self, room: &str, info: &PeerInfo);
+    /// A peer left a room of another instance (for all-rooms watchers).
+    fn watched_left(&self, room: &str, peer_id: PeerId, reason: LeaveReason);
+    /// A stats report in a room of another instance (for all-rooms watchers).
+    fn watched_stats(&self, room: &str, peer_id: PeerId, links: &Value);
+    /// A frame another instance relayed to one of this instance's peers.
+    fn deliver(&self, room: &str, to: PeerId, text: &str);
+    /// This instance's own peers, as Redis keeps them (home left for the broker to fill),
+    /// each with its room's application.
+    fn local_records(&self) -> Vec<(String, Option<AppInfo>, Record)>;
+    /// The instances this one mirrors peers of (orphans aside).
+    fn remote_homes(&self) -> HashSet<String>;
+    /// These instances died: their peers wait out the reconnect grace for a resume on
+    /// another instance. The peers newly orphaned, as `(room, peer, home)`.
+    fn homes_lost(&self, dead: &HashSet<String>) -> Vec<(String, PeerId, String)>;
+    /// How long a peer whose connection dropped may resume.
+    fn reconnect_grace(&self) -> Duration;
+}
 
 /// How often an instance says it is alive, and how long that lasts: an instance silent for
 /// [`ALIVE_TTL`] is dead, and its peers wait out the reconnect grace for a resume elsewhere.
@@ -254,7 +294,9 @@ pub struct Broker {
     rooms: Mutex<HashMap<String, Arc<OnceCell<()>>>>,
     ops: mpsc::UnboundedSender<Op>,
     healthy: AtomicBool,
-    hub: OnceLock<Weak<Hub>>,
+    hub: OnceLock<Weak<dyn Mirror>>,
+    /// Itself, for the tasks it starts.
+    this: Weak<Broker>,
     reserve: Script,
     swap: Script,
     remove: Script,
@@ -270,17 +312,22 @@ pub struct Broker {
 impl Broker {
     /// A broker for the Redis at `url` (checked by the config), and its task, which connects
     /// and keeps reconnecting; `hub` hears what the other instances do.
-    pub fn start(url: &str, hub: &Arc<Hub>) -> Result<Arc<Broker>, redis::RedisError> {
+    pub fn start<M: Mirror + 'static>(
+        url: &str,
+        hub: &Arc<M>,
+    ) -> Result<Arc<Broker>, redis::RedisError> {
         let (ops, rx) = mpsc::unbounded_channel();
-        let broker = Arc::new(Broker {
+        let client = redis::Client::open(url)?;
+        let broker = Arc::new_cyclic(|this| Broker {
             instance: format!("{:016x}", rand::random::<u64>()),
-            client: redis::Client::open(url)?,
+            client,
             conn: Mutex::new(None),
             sink: Mutex::new(None),
             rooms: Mutex::new(HashMap::new()),
             ops,
             healthy: AtomicBool::new(false),
             hub: OnceLock::new(),
+            this: this.clone(),
             reserve: Script::new(RESERVE),
             swap: Script::new(SWAP),
             remove: Script::new(REMOVE),
@@ -289,7 +336,8 @@ impl Broker {
             epoch: Mutex::new(None),
             watching_all: AtomicBool::new(false),
         });
-        let _ = broker.hub.set(Arc::downgrade(hub));
+        let hub: Weak<M> = Arc::downgrade(hub);
+        let _ = broker.hub.set(hub);
         tokio::spawn(Arc::clone(&broker).run(rx));
         Ok(broker)
     }
@@ -299,7 +347,7 @@ impl Broker {
         self.healthy.load(Ordering::Relaxed)
     }
 
-    fn hub(&self) -> Option<Arc<Hub>> {
+    fn hub(&self) -> Option<Arc<dyn Mirror>> {
         self.hub.get().and_then(Weak::upgrade)
     }
 
@@ -532,7 +580,7 @@ impl Broker {
                 .records(&room)
                 .await?
                 .into_iter()
-                .map(|r| crate::rooms::watched(&r.info))
+                .map(|r| r.info.watched())
                 .collect();
             peers.sort_unstable_by_key(|p| p.id);
             if !peers.is_empty() {
@@ -1004,8 +1052,18 @@ impl Broker {
             .filter(|(_, a)| a.is_none())
             .map(|(h, _)| h)
             .collect();
-        if !dead.is_empty() {
-            hub.homes_lost(&dead);
+        if dead.is_empty() {
+            return;
+        }
+        for (room, peer_id, home) in hub.homes_lost(&dead) {
+            tracing::info!(%room, peer_id, %home, "peer's instance is gone; waiting for its resume");
+            let (grace, this) = (hub.reconnect_grace(), self.this.clone());
+            tokio::spawn(async move {
+                tokio::time::sleep(grace).await;
+                if let Some(broker) = this.upgrade() {
+                    broker.evict(&room, peer_id, &home).await;
+                }
+            });
         }
     }
 }

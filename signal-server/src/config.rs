@@ -2,7 +2,7 @@
 
 use std::{net::SocketAddr, path::PathBuf, time::Duration};
 
-use ackwire_room::signalling::IceServer;
+use ackwire_signalling::IceServer;
 use clap::Parser;
 
 fn parse_ice_servers(s: &str) -> Result<IceServers, String> {
@@ -51,9 +51,10 @@ fn parse_static(s: &str) -> Result<StaticDir, String> {
         .ok_or("expected PATH=DIR, e.g. /pong=examples/pong/web")?;
     let name = path.strip_prefix('/').unwrap_or(path).trim_end_matches('/');
     // One segment: the page's relative URLs then resolve under it, and two mounts never nest.
-    if !ackwire_room::signalling::is_valid_name(name) {
+    if !ackwire_signalling::is_valid_name(name) {
         return Err(format!(
-            "{path}: the path is one segment of 1-64 of A-Z a-z 0-9 - _ (e.g. /pong)"
+            "{path}: the path is one segment of {NAME_RULE} (e.g. /pong)",
+            NAME_RULE = ackwire_signalling::NAME_RULE
         ));
     }
     if RESERVED_PATHS.contains(&name) {

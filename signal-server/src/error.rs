@@ -1,6 +1,7 @@
 //! Every refusal the server can send, each with a stable code for the error frame and metrics.
 
-use ackwire_room::signalling::{AppInfo, ErrorCode, InvalidApp, PeerId, VERSION};
+use ackwire_signalling::rules::{AppMismatch, RuleError};
+use ackwire_signalling::{AppInfo, ErrorCode, InvalidApp, NAME_RULE, PeerId, VERSION};
 
 /// A request the server refused; sent to the client as `{"type":"error","code":..,"message":..}`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -22,10 +23,10 @@ pub enum SignalError {
     #[error("unsupported protocol version {0}; this server speaks {expected}", expected = VERSION)]
     UnsupportedVersion(u32),
     /// The room name is empty, too long or has characters outside `A-Z a-z 0-9 - _`.
-    #[error("invalid room name {0:?}: use 1-64 of A-Z a-z 0-9 - _")]
+    #[error("invalid room name {0:?}: use {NAME_RULE}")]
     InvalidRoomName(String),
     /// The join's instance id is empty, too long or has characters outside `A-Z a-z 0-9 - _`.
-    #[error("invalid instance {0:?}: use 1-64 of A-Z a-z 0-9 - _")]
+    #[error("invalid instance {0:?}: use {NAME_RULE}")]
     InvalidInstance(String),
     /// The room already holds the maximum number of peers.
     #[error("room {0:?} is full")]
@@ -119,41 +120,22 @@ impl SignalError {
         room_app: Option<AppInfo>,
         joining: Option<AppInfo>,
     ) -> SignalError {
-        SignalError::AppMismatch(Box::new(AppMismatch {
-            room: room.into(),
-            room_app,
-            joining,
-        }))
+        RuleError::app_mismatch(room, room_app, joining).into()
     }
 }
 
-/// Both sides of a refused join's application (boxed in [`SignalError::AppMismatch`]: the
-/// other errors stay small).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AppMismatch {
-    /// The room.
-    pub room: String,
-    /// What the room plays (set by its first member); `None`: its members declare none.
-    pub room_app: Option<AppInfo>,
-    /// What the refused join declared.
-    pub joining: Option<AppInfo>,
-}
-
-impl std::fmt::Display for AppMismatch {
-    /// `room "lobby" plays pong v2 (channels: ...); this program is pong v1 (channels: ...)`:
-    /// both sides named, so a player sees it is the wrong room or an old build, and a
-    /// developer sees which field differs.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "room {:?} ", self.room)?;
-        match &self.room_app {
-            Some(app) => write!(f, "plays {app}")?,
-            None => f.write_str("plays no declared application (its members declare none)")?,
+impl From<RuleError> for SignalError {
+    /// A room rule's refusal, under the same code.
+    fn from(err: RuleError) -> SignalError {
+        match err {
+            RuleError::RoomFull(room) => SignalError::RoomFull(room),
+            RuleError::AppMismatch(mismatch) => SignalError::AppMismatch(mismatch),
+            RuleError::ResumeRejected(peer) => SignalError::ResumeRejected(peer),
+            RuleError::NotJoined => SignalError::NotJoined,
+            RuleError::UnknownPeer(peer) => SignalError::UnknownPeer(peer),
+            // A refusal of a later schema: malformed, as far as this server can say.
+            other => SignalError::Malformed(other.to_string()),
         }
-        match &self.joining {
-            Some(app) => write!(f, "; this program is {app}")?,
-            None => f.write_str("; this program declares no application")?,
-        }
-        f.write_str(": join another room, or run what it plays")
     }
 }
 

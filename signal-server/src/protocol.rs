@@ -1,9 +1,9 @@
 //! The server's side of the `/ws` frames. The frames themselves are the one schema in
-//! `ackwire_room::signalling`, shared with the clients (`docs/signalling.md` is their
+//! `ackwire_signalling`, shared with the clients (`docs/signalling.md` is their
 //! reference); here are the rules the server checks on top of the types, and the one way a
 //! frame becomes text.
 
-use ackwire_room::signalling::{ServerFrame, is_valid_name};
+use ackwire_signalling::{ServerFrame, is_valid_name};
 use axum::extract::ws::Utf8Bytes;
 
 use crate::error::SignalError;

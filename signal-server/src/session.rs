@@ -8,7 +8,8 @@ use std::{
     time::{Duration, Instant, SystemTime},
 };
 
-use ackwire_room::signalling::{
+use ackwire_signalling::rules::tokens_match;
+use ackwire_signalling::{
     ClientFrame, IceServer, LeaveReason, PeerId, PeerKind, ServerFrame, UrlJoin, VERSION,
 };
 use axum::{
@@ -28,7 +29,7 @@ use crate::{
     error::SignalError,
     metrics::CloseCause,
     protocol::{error_frame, to_text, validate_instance, validate_room_name},
-    rooms::{ConnId, Hub, JoinRequest, Joined, Kick, Link, new_token, tokens_match},
+    rooms::{ConnId, Hub, JoinRequest, Joined, Kick, Link, new_token},
 };
 
 /// How long a closing connection waits for the client's close reply, reading what it sends.
@@ -228,8 +229,8 @@ impl Session {
         }
         if let Some((room, peer)) = self.joined.take() {
             match end {
-                End::Clean => self.hub.leave(&room, peer, self.conn, LeaveReason::Left),
-                End::Lost => self.hub.detach(&room, peer, self.conn),
+                End::Clean => self.hub.leave(&room, peer, &self.link, LeaveReason::Left),
+                End::Lost => self.hub.detach(&room, peer, &self.link),
                 End::Replaced => {}
             }
         }
@@ -503,27 +504,18 @@ impl Session {
                 let room = request.room.clone();
                 let joined = Box::pin(join(self.hub.clone(), self.link.clone(), request)).await?;
                 self.joined = Some((room.clone(), joined.peer_id));
-                let welcome = ServerFrame::Welcome {
-                    version: VERSION,
-                    room: Cow::Borrowed(&room),
-                    peer_id: joined.peer_id,
-                    token: Cow::Borrowed(&joined.token),
-                    resumed: joined.resumed,
-                    peers: joined.peers,
-                    ice_servers: self.ice_servers(joined.peer_id),
-                    network: joined.network.as_deref().map(Cow::Borrowed),
-                };
+                let ice_servers = self.ice_servers(joined.peer_id);
                 // The client's failure to read shows up again at the next write or ping.
-                let _ = self.reply(&welcome).await;
+                let _ = self.reply(&joined.welcome(&room, ice_servers)).await;
                 Ok(())
             }
             ClientFrame::Signal { to, from, data } => {
                 let (room, id) = self.own_id(from)?;
-                self.hub.relay(room, id, self.conn, to, &data)
+                self.hub.relay(room, id, &self.link, to, &data)
             }
             ClientFrame::Stats { from, links } => {
                 let (room, id) = self.own_id(from)?;
-                self.hub.report_stats(room, id, self.conn, &links)
+                self.hub.report_stats(room, id, &self.link, &links)
             }
             ClientFrame::Subscribe { room, token } => {
                 match &room {
@@ -549,7 +541,7 @@ impl Session {
             }
             ClientFrame::Leave => {
                 let (room, id) = self.joined.take().ok_or(SignalError::NotJoined)?;
-                self.hub.leave(&room, id, self.conn, LeaveReason::Left);
+                self.hub.leave(&room, id, &self.link, LeaveReason::Left);
                 Ok(())
             }
         }

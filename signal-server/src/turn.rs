@@ -8,7 +8,7 @@
 use std::fmt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use ackwire_room::signalling::{IceServer, PeerId};
+use ackwire_signalling::{IceServer, PeerId};
 use base64::Engine;
 use hmac::{Hmac, KeyInit, Mac};
 use sha1::Sha1;

@@ -7,7 +7,7 @@ mod common;
 
 use std::{net::SocketAddr, time::Duration};
 
-use ackwire_room::signalling::{PeerKind, UrlJoin};
+use ackwire_signalling::{PeerKind, UrlJoin};
 use common::{Client, Server, WAIT, peer_id, upgrade};
 use serde_json::json;
 use tokio::time::Instant;

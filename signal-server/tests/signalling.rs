@@ -4,7 +4,7 @@ mod common;
 
 use std::time::Duration;
 
-use ackwire_room::signalling::IceServer;
+use ackwire_signalling::IceServer;
 use common::{Server, peer_id};
 use serde_json::json;
 

@@ -126,6 +126,13 @@ impl WasmRoom {
         to_js(&state)
     }
 
+    /// `Room::unreadable_frames`: frames from the signalling server this room could not read
+    /// (unknown types, dashboards' frames, broken JSON), each refused and logged.
+    #[wasm_bindgen(getter, js_name = unreadableFrames)]
+    pub fn unreadable_frames(&self) -> f64 {
+        self.with_room(Room::unreadable_frames).unwrap_or(0) as f64
+    }
+
     /// `Room::max_message_size`: the largest message `channel` takes.
     #[wasm_bindgen(js_name = maxMessageSize)]
     pub fn max_message_size(&self, channel: &JsValue) -> Result<u32, JsValue> {

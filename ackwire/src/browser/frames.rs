@@ -3,12 +3,14 @@
 //!
 //! - In: the socket's text goes through `JSON.parse`, then [`server_frame`] reads the frame
 //!   types a room member acts on into the member's [`MemberServerFrame`], by the rules of
-//!   `ackwire_room::signalling` (which the server and the native peer parse with serde): a
+//!   `ackwire_signalling` (which the server and the native peer parse with serde): a
 //!   missing `Option` field or a `null` one is `None`; a missing required field, or one of
-//!   another type, refuses the frame; unknown fields are ignored; a frame type the member does
-//!   not read (`subscribed`, `stats`, a later server's addition) is
-//!   [`ServerFrame::Other`]. The browser test suite checks it against serde on every frame
-//!   type (`frames/tests.rs`).
+//!   another type, refuses the frame; unknown fields are ignored. The match is over
+//!   [`ServerFrameType`] without a wildcard, so every type of the schema has an answer: a
+//!   dashboard's frame (`subscribed`, `stats`) is [`FrameError::NotForMembers`], a later
+//!   server's type [`FrameError::UnknownType`]; the driver counts both in the member
+//!   (`Member::note_unreadable_frame`) and logs them. The browser test suite checks it
+//!   against serde on every frame type (`frames/tests.rs`).
 //! - Out: [`to_js`] turns the member's serde types (frames, events, link snapshots) into plain
 //!   JS objects with `serde-wasm-bindgen`; frames then go through `JSON.stringify`.
 //!
@@ -18,9 +20,9 @@
 use std::borrow::Cow;
 
 use ackwire_room::member::MemberServerFrame;
-use ackwire_room::signalling::{
+use ackwire_signalling::{
     ErrorCode, IceServer, LeaveReason, PeerId, PeerInfo, PeerKind, Sdp, SdpKind, ServerFrame,
-    SignalData,
+    ServerFrameType, SignalData,
 };
 use js_sys::{Array, Reflect};
 use serde::Serialize;
@@ -36,6 +38,14 @@ pub(crate) enum FrameError {
     /// Not an object with a string `type`.
     #[error("unreadable server frame: not an object with a string `type`")]
     NoType,
+    /// A frame type this version does not know (a later server's). Without its name: an
+    /// error that owns nothing needs no drop code on every path of the decoder (the driver
+    /// logs the frame itself).
+    #[error("a server frame of a type this version does not know")]
+    UnknownType,
+    /// A frame for dashboards (`subscribed`, `stats`), which a member never subscribes to.
+    #[error("a `{0}` frame is for dashboards, not room members")]
+    NotForMembers(ServerFrameType),
     /// A field the frame type requires is missing, or a field has another type.
     #[error("unreadable `{frame}` frame: `{field}` must be {expected}")]
     Field {
@@ -60,13 +70,14 @@ pub(crate) fn server_frame(text: &str) -> Result<MemberServerFrame<'static>, Fra
     if !value.is_object() || Array::is_array(&value) {
         return Err(FrameError::NoType);
     }
-    let kind = get(&value, "type").as_string().ok_or(FrameError::NoType)?;
+    let name = get(&value, "type").as_string().ok_or(FrameError::NoType)?;
+    let kind = ServerFrameType::from_name(&name).ok_or(FrameError::UnknownType)?;
     let frame = |frame| Fields {
         value: &value,
         frame,
     };
-    Ok(match kind.as_str() {
-        "welcome" => {
+    Ok(match kind {
+        ServerFrameType::Welcome => {
             let f = frame("welcome");
             ServerFrame::Welcome {
                 version: f.u32("version")?,
@@ -82,14 +93,14 @@ pub(crate) fn server_frame(text: &str) -> Result<MemberServerFrame<'static>, Fra
                 network: f.opt_string("network")?.map(Cow::Owned),
             }
         }
-        "peer_joined" => {
+        ServerFrameType::PeerJoined => {
             let f = frame("peer_joined");
             ServerFrame::PeerJoined {
                 room: f.string("room")?.into(),
                 peer: peer_info(&f.object("peer", "a peer")?)?,
             }
         }
-        "peer_left" => {
+        ServerFrameType::PeerLeft => {
             let f = frame("peer_left");
             let reason = match f.string("reason")?.as_str() {
                 "left" => LeaveReason::Left,
@@ -103,7 +114,7 @@ pub(crate) fn server_frame(text: &str) -> Result<MemberServerFrame<'static>, Fra
                 reason,
             }
         }
-        "signal" => {
+        ServerFrameType::Signal => {
             let f = frame("signal");
             let from = f.id("from")?;
             let data = f
@@ -114,7 +125,7 @@ pub(crate) fn server_frame(text: &str) -> Result<MemberServerFrame<'static>, Fra
                 data: signal_data(&data).ok_or(FrameError::BadSignal { from })?,
             }
         }
-        "ice_servers" => {
+        ServerFrameType::IceServers => {
             let f = frame("ice_servers");
             ServerFrame::IceServers {
                 ice_servers: Cow::Owned(f.list(
@@ -124,14 +135,16 @@ pub(crate) fn server_frame(text: &str) -> Result<MemberServerFrame<'static>, Fra
                 )?),
             }
         }
-        "error" => {
+        ServerFrameType::Error => {
             let f = frame("error");
             ServerFrame::Error {
                 code: ErrorCode::from_name(&f.string("code")?),
                 message: f.string("message")?,
             }
         }
-        _ => ServerFrame::Other,
+        ServerFrameType::Subscribed | ServerFrameType::Stats => {
+            return Err(FrameError::NotForMembers(kind));
+        }
     })
 }
 

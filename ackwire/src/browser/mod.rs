@@ -25,7 +25,7 @@ use std::task::{Poll, Waker};
 use std::time::Duration;
 
 use ackwire_room::member::{Event, Member, MemberConfig, Output, Route, TransportId};
-use ackwire_room::signalling::{PeerKind, RoomUrl};
+use ackwire_signalling::{PeerKind, RoomUrl};
 use js_sys::Reflect;
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;

@@ -4,7 +4,7 @@
 use std::rc::{Rc, Weak};
 
 use ackwire_room::member::MemberFrame;
-use ackwire_room::signalling::UrlJoin;
+use ackwire_signalling::UrlJoin;
 use js_sys::Reflect;
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
@@ -144,11 +144,14 @@ fn current(weak: &Weak<std::cell::RefCell<State>>, number: u64) -> Option<Shared
 }
 
 /// A frame from the signalling server, to the member. One the browser cannot read never
-/// reaches it; it is told on the console (the native driver logs it).
+/// reaches it: the member counts it and the console tells why (as the native driver logs it).
 fn server_frame(state: &mut State, now: std::time::Duration, text: &str) {
     match frames::server_frame(text) {
         Ok(frame) => state.member.handle_server_frame(now, frame),
-        Err(err) => web_sys::console::warn_1(&format!("ackwire: {err}").into()),
+        Err(err) => {
+            state.member.note_unreadable_frame();
+            web_sys::console::warn_2(&format!("ackwire: {err}").into(), &text.into());
+        }
     }
 }
 

@@ -4,8 +4,8 @@
 use std::rc::{Rc, Weak};
 
 use ackwire_room::member::{Command, Route, TransportEvent, TransportId};
-use ackwire_room::signalling::{IceServer, Sdp, SdpKind, SignalData};
 use ackwire_room::webrtc::{DATA_CHANNEL, PATH_POLL, PATH_POLLS, ice_state, path_type};
+use ackwire_signalling::{IceServer, Sdp, SdpKind, SignalData};
 use js_sys::{Function, Reflect, Uint8Array};
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;

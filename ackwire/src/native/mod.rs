@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use ackwire_room::keys::NoiseKeys;
 use ackwire_room::member::{Command, Event, Member, MemberConfig, Output, Route, TransportId};
-use ackwire_room::signalling::{PeerKind, RoomUrl};
+use ackwire_signalling::{PeerKind, RoomUrl};
 use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::time::Instant;
 

@@ -29,7 +29,7 @@ use webrtc::peer_connection::{
 };
 
 use ackwire_room::member::{TransportEvent, TransportId};
-use ackwire_room::signalling::{IceServer, Sdp, SdpKind, SignalData};
+use ackwire_signalling::{IceServer, Sdp, SdpKind, SignalData};
 
 use ackwire_room::webrtc::{DATA_CHANNEL, PATH_POLL, PATH_POLLS};
 /// Datagrams queued for a channel before further ones are dropped (the core sends tens per

@@ -79,7 +79,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ackwire_core::{ChannelKind, ConnectionConfig, ConnectionConfigError, Stats};
+use ackwire_core::{ConnectionConfig, ConnectionConfigError, Stats};
 use serde::Serialize;
 use serde::ser::SerializeStruct;
 
@@ -89,8 +89,8 @@ use crate::delivery::{DeliveryError, MAX_PREFIX};
 use crate::emulation::Emulation;
 use crate::keys::UdpKeys;
 use crate::signalling::{
-    AppInfo, ClientFrame, ErrorCode, IceServer, InvalidApp, PeerKind, ServerFrame, SignalData,
-    UrlJoin,
+    AppInfo, ChannelKind, ClientFrame, ErrorCode, IceServer, InvalidApp, PeerKind, ServerFrame,
+    ServerFrameType, SignalData, UrlJoin,
 };
 
 pub use links::LinkState;
@@ -189,14 +189,33 @@ impl MemberConfig {
 
     /// The core configuration every link runs: the application's channels, then the
     /// member's control channel (reliable-ordered), and a protocol id of the application's.
-    pub fn link_config(&self) -> ConnectionConfig {
-        let mut channels = self.app.channels.clone();
-        channels.push(ChannelKind::ReliableOrdered);
-        self.connection
+    /// Refused when the application declares a channel kind the core does not run.
+    pub fn link_config(&self) -> Result<ConnectionConfig, InvalidApp> {
+        let mut channels = Vec::with_capacity(self.app.channels.len() + 1);
+        for &kind in &self.app.channels {
+            channels.push(core_kind(kind)?);
+        }
+        channels.push(ackwire_core::ChannelKind::ReliableOrdered);
+        Ok(self
+            .connection
             .clone()
             .with_channels(channels)
-            .with_protocol_id(protocol_id(&self.app))
+            .with_protocol_id(protocol_id(&self.app)))
     }
+}
+
+/// The core's channel kind for one a join declares: the same delivery, under the same name.
+/// The schema names the kinds itself, so the signal server needs no core.
+fn core_kind(kind: ChannelKind) -> Result<ackwire_core::ChannelKind, InvalidApp> {
+    use ackwire_core::ChannelKind as Core;
+    Ok(match kind {
+        ChannelKind::Unreliable => Core::Unreliable,
+        ChannelKind::UnreliableSequenced => Core::UnreliableSequenced,
+        ChannelKind::ReliableOrdered => Core::ReliableOrdered,
+        ChannelKind::ReliableUnordered => Core::ReliableUnordered,
+        // A kind the schema learned before this member's core did.
+        _ => return Err(InvalidApp::ChannelKind(kind.as_str().to_owned())),
+    })
 }
 
 /// The core's protocol id for `app`: FNV-1a of its declaration, so a handshake between
@@ -221,8 +240,9 @@ pub enum MemberError {
     /// The emulation settings are invalid.
     #[error("link emulation: {0}")]
     Emulation(#[from] ackwire_core::emulator::EmulatorError),
-    /// The room name or the instance id is not 1–64 of `A-Z a-z 0-9 - _`.
-    #[error("{what} \"{value}\": 1-64 characters of A-Z a-z 0-9 - _")]
+    /// The room name or the instance id breaks the name rule
+    /// ([`is_valid_name`](crate::signalling::is_valid_name)).
+    #[error("{what} \"{value}\": use {rule}", rule = crate::signalling::NAME_RULE)]
     Name {
         /// `room` or `instance`.
         what: &'static str,
@@ -245,17 +265,25 @@ pub enum MemberError {
 /// are typed. It serializes to the JSON the server expects.
 pub type MemberFrame = ClientFrame<SignalData, Vec<LinkReport>>;
 
-/// A frame from the server as a member reads it: relayed signals as [`SignalData`]. Dashboard
-/// stats, which a member never subscribes to, are [`ServerFrame::Other`].
+/// A frame from the server as a member reads it: relayed signals as [`SignalData`]. The
+/// dashboards' frames (`subscribed`, `stats`), which a member never asks for, are refused
+/// before they become one ([`FrameError::NotForMembers`]).
 pub type MemberServerFrame<'a> = ServerFrame<'a, SignalData>;
 
-/// Why a signalling frame was refused. Nothing changed.
+/// Why a signalling frame was refused. Nothing changed; the member counts it
+/// ([`Member::unreadable_frames`]).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum FrameError {
     /// Not a frame of the signalling protocol.
     #[error("unreadable server frame: {0}")]
     Malformed(serde_json::Error),
+    /// A frame type this version does not know (a later server's), by its name.
+    #[error("unknown server frame type \"{0}\"")]
+    UnknownType(String),
+    /// A frame for dashboards, which a member never subscribes to.
+    #[error("a `{0}` frame is for dashboards, not room members")]
+    NotForMembers(ServerFrameType),
     /// A relayed signal that is neither a description nor a candidate.
     #[error("signal from peer {from} is not an SDP or ICE candidate: {error}")]
     BadSignal {
@@ -748,7 +776,7 @@ impl Member {
     /// socket.
     pub fn new(config: MemberConfig, now: Duration) -> Result<Member, MemberError> {
         config.app.validate()?;
-        let link_config = config.link_config();
+        let link_config = config.link_config()?;
         link_config.validate()?;
         if let Some(e) = &config.emulation {
             e.config.validate()?;

@@ -11,7 +11,7 @@ use super::{
 };
 use crate::signalling::{
     ClientFrame, ErrorCode, IceServer, LeaveReason, PeerInfo, PublicKey, Resume, ServerFrame,
-    UrlJoin, VERSION,
+    UnreadableFrame, UrlJoin, VERSION, parse_server_frame,
 };
 
 /// The member's signalling state.
@@ -30,6 +30,8 @@ pub(super) struct Session {
     network: Option<String>,
     /// We left the room, or the server refused us for good: no more sockets.
     left: bool,
+    /// Server frames refused (see [`Member::unreadable_frames`]).
+    unreadable_frames: u64,
 }
 
 impl Session {
@@ -45,6 +47,7 @@ impl Session {
             ice_servers: Vec::new(),
             network: None,
             left: false,
+            unreadable_frames: 0,
         }
     }
 
@@ -168,56 +171,52 @@ impl Member {
         );
     }
 
-    /// A text frame from the signalling server. Unknown frame types are ignored; frames that
-    /// are not JSON of the protocol are refused with a typed error and change nothing.
+    /// A text frame from the signalling server. A frame that is not JSON of the protocol, of a
+    /// type this version does not know, or meant for dashboards is refused with a typed error,
+    /// counted ([`unreadable_frames`](Self::unreadable_frames)), and changes nothing.
     pub fn handle_frame(&mut self, now: Duration, text: &str) -> Result<(), FrameError> {
-        let frame: ServerFrame = serde_json::from_str(text).map_err(FrameError::Malformed)?;
-        let frame = match frame {
-            ServerFrame::Signal { from, data } => ServerFrame::Signal {
-                from,
-                data: serde_json::from_value(data.into_owned())
-                    .map_err(|error| FrameError::BadSignal { from, error })?,
-            },
-            ServerFrame::Welcome {
-                version,
-                room,
-                peer_id,
-                token,
-                resumed,
-                peers,
-                ice_servers,
-                network,
-            } => ServerFrame::Welcome {
-                version,
-                room,
-                peer_id,
-                token,
-                resumed,
-                peers,
-                ice_servers,
-                network,
-            },
-            ServerFrame::PeerJoined { room, peer } => ServerFrame::PeerJoined { room, peer },
-            ServerFrame::PeerLeft {
-                room,
-                peer_id,
-                reason,
-            } => ServerFrame::PeerLeft {
-                room,
-                peer_id,
-                reason,
-            },
-            ServerFrame::IceServers { ice_servers } => ServerFrame::IceServers { ice_servers },
-            ServerFrame::Error { code, message } => ServerFrame::Error { code, message },
-            // Frames a member never asks for (dashboard subscriptions) or does not know.
-            _ => ServerFrame::Other,
-        };
+        let frame = self
+            .read_frame(text)
+            .inspect_err(|_| self.note_unreadable_frame())?;
         self.handle_server_frame(now, frame);
         Ok(())
     }
 
+    fn read_frame(&self, text: &str) -> Result<MemberServerFrame<'static>, FrameError> {
+        let frame = parse_server_frame(text).map_err(|e| match e {
+            UnreadableFrame::UnknownType(name) => FrameError::UnknownType(name),
+            UnreadableFrame::Malformed(error) => FrameError::Malformed(error),
+            // A later schema's reason: still a frame this member cannot read.
+            other => FrameError::UnknownType(other.to_string()),
+        })?;
+        let kind = frame.frame_type();
+        if !kind.for_members() {
+            return Err(FrameError::NotForMembers(kind));
+        }
+        let from = match &frame {
+            ServerFrame::Signal { from, .. } => *from,
+            _ => 0,
+        };
+        frame
+            .try_map(|data| serde_json::from_value(data.into_owned()))
+            .map_err(|error| FrameError::BadSignal { from, error })
+    }
+
+    /// Counts a frame a driver decoding frames itself (the browser's) could not read, with
+    /// the member's own refusals.
+    pub fn note_unreadable_frame(&mut self) {
+        self.session.unreadable_frames += 1;
+    }
+
+    /// Frames from the server refused so far: unreadable, of an unknown type, or not for
+    /// members. Each was also refused with a typed error its driver logs.
+    pub fn unreadable_frames(&self) -> u64 {
+        self.session.unreadable_frames
+    }
+
     /// A signalling frame a driver decoded itself (the browser's through its own
-    /// `JSON.parse`). Unknown frame types ([`ServerFrame::Other`]) are ignored.
+    /// `JSON.parse`). The dashboards' frames are counted and changes nothing: the decoders
+    /// refuse them before.
     pub fn handle_server_frame(&mut self, now: Duration, frame: MemberServerFrame<'_>) {
         match frame {
             ServerFrame::Welcome {
@@ -260,7 +259,10 @@ impl Member {
             }
             ServerFrame::Signal { from, data } => self.on_signal(now, from, data),
             ServerFrame::Error { code, message } => self.on_refusal(now, code, &message),
-            _ => {}
+            ServerFrame::Subscribed { .. } | ServerFrame::Stats { .. } => {
+                self.note_unreadable_frame();
+                return;
+            }
         }
         self.drive(now);
     }

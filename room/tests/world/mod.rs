@@ -9,13 +9,13 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use ackwire_core::ChannelKind;
 use ackwire_room::member::{
     Command, Event, IceState, LinkInfo, LinkState, Member, MemberConfig, Output,
     PeerId as PeerIdOf, Route, TransportEvent, TransportId,
 };
+use ackwire_room::signalling::rules::{self, Effect, Room};
 use ackwire_room::signalling::{
-    AppInfo, ClientFrame, ErrorCode, LeaveReason, PeerId, PeerInfo, PeerKind, SdpKind, ServerFrame,
+    AppInfo, ChannelKind, ClientFrame, LeaveReason, PeerId, PeerKind, SdpKind, ServerFrame,
     SignalData,
 };
 
@@ -76,21 +76,39 @@ struct Pc {
     since: Option<Duration>,
 }
 
-#[derive(Debug, Clone)]
-struct ServerPeer {
-    member: usize,
-    conn: u64,
-    info: PeerInfo,
-    token: String,
+/// A signalling connection as the server's rules name it: (member, connection number).
+type Conn = (usize, u64);
+
+/// The signalling server's memory: lost when it dies. Its room runs the signal server's own
+/// rules (`ackwire_signalling::rules`); the world only carries out what they say.
+#[derive(Debug)]
+struct Server {
+    room: Room<Conn>,
+    next_id: PeerId,
+    /// The peer each connection joined as (the server's sessions).
+    sessions: HashMap<Conn, PeerId>,
+    /// Peers whose resume token the server lost ([`World::forget_token`]).
+    forgotten: BTreeSet<PeerId>,
 }
 
-/// The signalling server's memory: lost when it dies.
-#[derive(Debug, Default)]
-struct Server {
-    next_id: PeerId,
-    peers: Vec<ServerPeer>,
-    /// The application the room plays, fixed by its first member (`None`: declared none).
-    app: Option<Option<AppInfo>>,
+impl Server {
+    fn new(next_id: PeerId) -> Server {
+        Server {
+            room: Room::new("lobby", 1000),
+            next_id,
+            sessions: HashMap::new(),
+            forgotten: BTreeSet::new(),
+        }
+    }
+
+    /// The peer member `n` is in the room as (its socket open or inside its grace).
+    fn peer_of(&self, n: usize) -> Option<PeerId> {
+        self.sessions
+            .iter()
+            .filter(|((member, _), _)| *member == n)
+            .map(|(_, id)| *id)
+            .find(|id| self.room.holds_local(*id))
+    }
 }
 
 /// The application the world's members play: channel 0 unreliable-sequenced (positions),
@@ -161,11 +179,7 @@ impl World {
             queue: BTreeMap::new(),
             seq: 0,
             nodes: Vec::new(),
-            server: Some(Server {
-                next_id: 1,
-                peers: Vec::new(),
-                app: None,
-            }),
+            server: Some(Server::new(1)),
             next_conn: 1,
             restart_ids_from: 1,
             pcs: Vec::new(),
@@ -386,13 +400,15 @@ impl World {
     }
 
     fn server_receive(&mut self, from: usize, conn: u64, frame: ClientFrame) {
+        let network = self.nodes[from].network.clone();
         let Some(server) = self.server.as_mut() else {
             return;
         };
-        let sender = server
-            .peers
-            .iter()
-            .position(|p| p.member == from && p.conn == conn);
+        let me = (from, conn);
+        let sender = server.sessions.get(&me).copied();
+        // Frames straight back to the sender, then what the rules say.
+        let mut replies: Vec<ServerFrame<'static>> = Vec::new();
+        let mut effects = Vec::new();
         match frame {
             ClientFrame::Join {
                 kind,
@@ -400,145 +416,104 @@ impl World {
                 instance,
                 udp_key,
                 app,
-                resume,
+                mut resume,
                 ..
             } => {
-                let resumed = resume.as_ref().and_then(|r| {
-                    server
-                        .peers
-                        .iter()
-                        .position(|p| p.info.id == r.peer_id && p.token == r.token)
-                });
-                if let Some(i) = resumed {
-                    server.peers[i].conn = conn;
-                    let me = server.peers[i].clone();
-                    let peers = server
-                        .peers
-                        .iter()
-                        .filter(|p| p.info.id != me.info.id)
-                        .map(|p| p.info.clone())
-                        .collect();
-                    let welcome = welcome(
-                        me.info.id,
-                        &me.token,
-                        true,
-                        peers,
-                        &self.nodes[from].network,
-                    );
-                    self.send_to_member(from, conn, &welcome);
-                    return;
+                if let Some(r) = &mut resume
+                    && server.forgotten.contains(&r.peer_id)
+                {
+                    r.token = "forgotten".into();
                 }
-                if resume.is_some() {
-                    let err = ServerFrame::Error {
-                        code: ErrorCode::ResumeRejected,
-                        message: "unknown id".into(),
-                    };
-                    self.send_to_member(from, conn, &err);
-                    return;
-                }
-                // A room plays one application: its first member's.
-                if server.peers.is_empty() {
-                    server.app = None;
-                }
-                match &server.app {
-                    Some(room_app) if *room_app != app => {
-                        let err = ServerFrame::Error {
-                            code: ErrorCode::AppMismatch,
-                            message: format!("the room plays {room_app:?}"),
-                        };
-                        self.send_to_member(from, conn, &err);
-                        return;
-                    }
-                    Some(_) => {}
-                    None => server.app = Some(app),
-                }
-                // The same program joining afresh replaces its old entry (`docs/signalling.md`).
-                let replaced = instance.as_ref().and_then(|inst| {
-                    let i = server
-                        .peers
-                        .iter()
-                        .position(|p| p.info.instance.as_ref() == Some(inst))?;
-                    Some(server.peers.remove(i).info.id)
-                });
-                let id = server.next_id;
-                server.next_id += 1;
-                let info = PeerInfo {
-                    id,
+                let join = rules::Join {
+                    conn: me,
+                    id: server.next_id,
+                    // Tokens are secrets: never the same twice, even from a restarted server.
+                    token: format!("tok{conn}"),
                     kind,
                     udp_addr,
-                    instance,
                     udp_key,
-                    network: Some(self.nodes[from].network.clone()),
+                    instance,
+                    app,
+                    resume,
+                    network: Some(network),
+                    reserved: false,
                 };
-                // Tokens are secrets: never the same twice, even from a restarted server.
-                let token = format!("tok{conn}");
-                let peers: Vec<PeerInfo> = server.peers.iter().map(|p| p.info.clone()).collect();
-                let others: Vec<(usize, u64)> =
-                    server.peers.iter().map(|p| (p.member, p.conn)).collect();
-                server.peers.push(ServerPeer {
-                    member: from,
-                    conn,
-                    info: info.clone(),
-                    token: token.clone(),
-                });
-                let welcome = welcome(id, &token, false, peers, &self.nodes[from].network);
-                self.send_to_member(from, conn, &welcome);
-                if let Some(old) = replaced {
-                    for &(member, c) in &others {
-                        let left = ServerFrame::PeerLeft {
-                            room: "lobby".into(),
-                            peer_id: old,
-                            reason: LeaveReason::Replaced,
-                        };
-                        self.send_to_member(member, c, &left);
+                match server.room.join(join) {
+                    Ok(mut joined) => {
+                        if !joined.resumed {
+                            server.next_id += 1;
+                        }
+                        server.sessions.insert(me, joined.peer_id);
+                        effects = std::mem::take(&mut joined.effects);
+                        let welcome = joined.welcome("lobby", Vec::new().into());
+                        replies.push(to_owned_frame(&welcome));
                     }
-                }
-                for (member, c) in others {
-                    let joined = ServerFrame::PeerJoined {
-                        room: "lobby".into(),
-                        peer: info.clone(),
-                    };
-                    self.send_to_member(member, c, &joined);
+                    Err(err) => replies.push(error(&err)),
                 }
             }
             ClientFrame::Signal { to, data, .. } => {
-                let Some(sender) = sender else { return };
-                let from_id = server.peers[sender].info.id;
-                let Some(target) = server.peers.iter().find(|p| p.info.id == to).cloned() else {
-                    return;
-                };
-                if let Some(sdp) = data.get("sdp") {
-                    self.offers_relayed += 1;
-                    if sdp.get("type").and_then(|t| t.as_str()) == Some("offer") {
-                        let from = server.peers[sender].member;
-                        self.offers.push((from, target.member));
+                let Some(from_id) = sender else { return };
+                match server.room.relay(from_id, &me, to) {
+                    Ok(rules::Route::Local(&(member, c))) => {
+                        if let Some(sdp) = data.get("sdp") {
+                            self.offers_relayed += 1;
+                            if sdp.get("type").and_then(|t| t.as_str()) == Some("offer") {
+                                self.offers.push((from, member));
+                            }
+                        }
+                        let frame = ServerFrame::Signal {
+                            from: from_id,
+                            data: std::borrow::Cow::Owned(data),
+                        };
+                        self.send_to_member(member, c, &frame);
+                        return;
                     }
+                    Ok(_) => unreachable!("one server"),
+                    Err(err) => replies.push(error(&err)),
                 }
-                let frame = ServerFrame::Signal {
-                    from: from_id,
-                    data: std::borrow::Cow::Owned(data),
-                };
-                self.send_to_member(target.member, target.conn, &frame);
             }
             ClientFrame::Leave => {
-                let Some(sender) = sender else { return };
-                let gone = server.peers.remove(sender);
-                self.announce_left(gone.info.id, LeaveReason::Left);
+                let Some(id) = server.sessions.remove(&me) else {
+                    return;
+                };
+                effects = server.room.leave(id, &me, LeaveReason::Left);
             }
             _ => {}
         }
+        for reply in &replies {
+            self.send_to_member(from, conn, reply);
+        }
+        self.carry_out(effects);
     }
 
-    fn announce_left(&mut self, id: PeerId, reason: LeaveReason) {
-        let Some(server) = &self.server else { return };
-        let others: Vec<(usize, u64)> = server.peers.iter().map(|p| (p.member, p.conn)).collect();
-        for (member, conn) in others {
-            let frame = ServerFrame::PeerLeft {
-                room: "lobby".into(),
-                peer_id: id,
-                reason,
-            };
-            self.send_to_member(member, conn, &frame);
+    /// Does what the server's rules said.
+    fn carry_out(&mut self, effects: Vec<Effect<Conn>>) {
+        for effect in effects {
+            match effect {
+                Effect::Send { to, frame } => {
+                    for (member, conn) in to {
+                        self.send_to_member(member, conn, &frame);
+                    }
+                }
+                // The connection a resume or a replacing join took over is closed.
+                Effect::Close {
+                    conn: (member, conn),
+                    ..
+                } => self.at(HOP, Action::SocketClosed { to: member, conn }),
+                // No dashboards, no other servers.
+                _ => {}
+            }
+        }
+    }
+
+    /// Member `n`'s peer leaves the room for `reason` (its grace ran out, say).
+    fn evict(&mut self, n: usize, reason: LeaveReason) {
+        let Some(server) = self.server.as_mut() else {
+            return;
+        };
+        if let Some(id) = server.peer_of(n) {
+            let effects = server.room.evict(id, reason);
+            self.carry_out(effects);
         }
     }
 
@@ -555,11 +530,7 @@ impl World {
 
     /// A new server process: it knows no one.
     pub fn start_server(&mut self) {
-        self.server = Some(Server {
-            next_id: self.restart_ids_from,
-            peers: Vec::new(),
-            app: None,
-        });
+        self.server = Some(Server::new(self.restart_ids_from));
     }
 
     /// Member `n` vanishes without a word (its tab closed): the server notices and tells the
@@ -567,12 +538,7 @@ impl World {
     pub fn vanish(&mut self, n: usize) {
         self.nodes[n].conn = 0;
         self.blackout_node(n);
-        if let Some(server) = &mut self.server
-            && let Some(i) = server.peers.iter().position(|p| p.member == n)
-        {
-            let gone = server.peers.remove(i);
-            self.announce_left(gone.info.id, LeaveReason::Lost);
-        }
+        self.evict(n, LeaveReason::Lost);
     }
 
     /// The server loses member `n`'s socket and forgets it (as after its grace ran out): the
@@ -580,29 +546,30 @@ impl World {
     /// joins afresh with its instance. Its links, and its members' memory of it, diverge: the
     /// others forget it, it remembers them.
     pub fn forget_member(&mut self, n: usize) {
-        if let Some(server) = &mut self.server
-            && let Some(i) = server.peers.iter().position(|p| p.member == n)
-        {
-            let gone = server.peers.remove(i);
-            self.announce_left(gone.info.id, LeaveReason::Lost);
-        }
+        self.evict(n, LeaveReason::Lost);
         self.drop_socket(n);
     }
 
     /// The server forgets member `n`'s resume token (as after its grace ran out, while the
     /// entry itself is still there): its next resume is rejected.
     pub fn forget_token(&mut self, n: usize) {
-        if let Some(server) = &mut self.server {
-            for p in server.peers.iter_mut().filter(|p| p.member == n) {
-                p.token = "forgotten".into();
-            }
+        if let Some(server) = &mut self.server
+            && let Some(id) = server.peer_of(n)
+        {
+            server.forgotten.insert(id);
         }
     }
 
-    /// Member `n` drops its signalling socket (the server keeps its id for resuming).
+    /// Member `n` drops its signalling socket (the server keeps its id for resuming, within
+    /// a grace that never runs out here).
     pub fn drop_socket(&mut self, n: usize) {
         let conn = self.nodes[n].conn;
         if conn != 0 {
+            if let Some(server) = &mut self.server
+                && let Some(id) = server.peer_of(n)
+            {
+                server.room.detach(id, &(n, conn));
+            }
             self.at(Duration::ZERO, Action::SocketClosed { to: n, conn });
         }
     }
@@ -931,21 +898,16 @@ impl World {
     }
 }
 
-fn welcome(
-    id: PeerId,
-    token: &str,
-    resumed: bool,
-    peers: Vec<PeerInfo>,
-    network: &str,
-) -> ServerFrame<'static> {
-    ServerFrame::Welcome {
-        version: 1,
-        room: "lobby".into(),
-        peer_id: id,
-        token: token.to_owned().into(),
-        resumed,
-        peers,
-        ice_servers: Vec::new().into(),
-        network: Some(network.to_owned().into()),
+/// `frame`, owning its data (as the member will read it from the wire).
+fn to_owned_frame(frame: &ServerFrame<'_>) -> ServerFrame<'static> {
+    let text = serde_json::to_string(frame).expect("server frames serialize");
+    serde_json::from_str(&text).expect("server frames parse")
+}
+
+/// The error frame for a rule's refusal.
+fn error(err: &rules::RuleError) -> ServerFrame<'static> {
+    ServerFrame::Error {
+        code: err.code(),
+        message: err.to_string(),
     }
 }

@@ -6,13 +6,13 @@ use std::borrow::Cow;
 use std::time::Duration;
 
 use super::{FrameError, server_frame, to_json};
-use ackwire_core::{ChannelKind, ConnectionState, Counters, Mode, Stats};
+use ackwire_core::{ConnectionState, Counters, Mode, Stats};
 use ackwire_room::member::{
     EmulationReport, Failure, LinkReport, LinkState, MemberFrame, MemberServerFrame, TransportKind,
 };
-use ackwire_room::signalling::{
-    AppInfo, ClientFrame, ErrorCode, IceServer, LeaveReason, PeerInfo, PeerKind, PublicKey, Resume,
-    Sdp, SdpKind, ServerFrame, SignalData, VERSION,
+use ackwire_signalling::{
+    AppInfo, ChannelKind, ClientFrame, ErrorCode, IceServer, LeaveReason, PeerInfo, PeerKind,
+    PublicKey, Resume, Sdp, SdpKind, ServerFrame, ServerFrameType, SignalData, VERSION,
 };
 use wasm_bindgen_test::*;
 
@@ -30,14 +30,7 @@ fn native(id: u64) -> PeerInfo {
 }
 
 fn browser(id: u64) -> PeerInfo {
-    PeerInfo {
-        id,
-        kind: PeerKind::Browser,
-        udp_addr: None,
-        instance: None,
-        udp_key: None,
-        network: None,
-    }
+    PeerInfo::new(id, PeerKind::Browser)
 }
 
 fn candidate(mid: Option<&str>, index: Option<u16>) -> SignalData {
@@ -176,13 +169,39 @@ fn a_natives_key_is_not_read_by_the_browser() {
 }
 
 #[wasm_bindgen_test]
-fn frames_a_member_does_not_read_are_other() {
-    for text in [
-        r#"{"type":"subscribed","rooms":[]}"#,
-        r#"{"type":"stats","room":"lobby","peer_id":1,"links":[]}"#,
-        r#"{"type":"teleport","to":{"x":1},"when":[1,2]}"#,
-    ] {
-        assert_eq!(server_frame(text), Ok(ServerFrame::Other), "{text}");
+fn dashboard_frames_and_unknown_types_are_refused_by_name() {
+    assert_eq!(
+        server_frame(r#"{"type":"subscribed","rooms":[]}"#),
+        Err(FrameError::NotForMembers(ServerFrameType::Subscribed))
+    );
+    assert_eq!(
+        server_frame(r#"{"type":"stats","room":"lobby","peer_id":1,"links":[]}"#),
+        Err(FrameError::NotForMembers(ServerFrameType::Stats))
+    );
+    let later = r#"{"type":"teleport","to":{"x":1},"when":[1,2]}"#;
+    assert_eq!(server_frame(later), Err(FrameError::UnknownType));
+    // serde tells the same apart.
+    assert!(matches!(
+        ackwire_signalling::parse_server_frame(later),
+        Err(ackwire_signalling::UnreadableFrame::UnknownType(name)) if name == "teleport"
+    ));
+}
+
+/// Every type the schema has is read or refused by name: none falls through unseen.
+#[wasm_bindgen_test]
+fn every_frame_type_of_the_schema_has_an_answer() {
+    let read: Vec<ServerFrameType> = every_server_frame()
+        .iter()
+        .map(ServerFrame::frame_type)
+        .collect();
+    for kind in ServerFrameType::ALL {
+        let text = format!(r#"{{"type":"{kind}"}}"#);
+        match server_frame(&text) {
+            // The types a member reads refuse a frame without their fields.
+            Err(FrameError::Field { .. }) => assert!(read.contains(&kind), "{kind}"),
+            Err(FrameError::NotForMembers(k)) => assert!(k == kind && !kind.for_members()),
+            other => panic!("{kind}: {other:?}"),
+        }
     }
 }
 
