@@ -119,9 +119,8 @@ fn benches() -> Vec<Bench> {
 }
 
 /// Runs the stages whose name contains one of `only` (all without), prints a summary, and
-/// after a full run where every stage passed writes `docs/measurements.md` (otherwise
-/// `target/measurements.md`, so a partial or failing run never replaces the figures of a
-/// green one).
+/// after a full run writes `docs/measurements.md`, a failed stage marked as such (a partial
+/// run writes `target/measurements.md`, so it never replaces a full run's figures).
 pub(crate) fn bench(only: &[&str]) -> Result<()> {
     let start = Instant::now();
     let all = benches();
@@ -164,21 +163,21 @@ pub(crate) fn bench(only: &[&str]) -> Result<()> {
         outcomes.len()
     );
     println!("xtask bench: {summary}");
-    let green_and_full = failed == 0 && outcomes.len() == total;
-    let path = if green_and_full {
+    let full = outcomes.len() == total;
+    let path = if full {
         paths::root().join("docs").join("measurements.md")
     } else {
         paths::root().join("target").join("measurements.md")
     };
-    fs::write(&path, measurements(&outcomes, &summary, green_and_full))
+    fs::write(&path, measurements(&outcomes, &summary, full))
         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     println!(
         "   {} written{}",
         path.strip_prefix(paths::root()).unwrap_or(&path).display(),
-        if green_and_full {
+        if full {
             ""
         } else {
-            " (docs/measurements.md is written by a full run where every stage passes)"
+            " (docs/measurements.md is written by a full run)"
         }
     );
     if failed == 0 {
@@ -201,15 +200,24 @@ fn measurements(outcomes: &[Outcome], summary: &str, full: bool) -> String {
     );
     let _ = writeln!(md, "- run: {}", now_utc());
     let _ = writeln!(md, "- machine: {}", machine());
-    let _ = writeln!(
-        md,
-        "- {summary}{}\n",
-        if full {
-            ""
-        } else {
-            " (a partial or failing run: not the project's figures)"
-        }
-    );
+    let failed: Vec<&str> = outcomes
+        .iter()
+        .filter(|o| o.result.is_err())
+        .map(|o| o.name)
+        .collect();
+    let _ = writeln!(md, "- {summary}");
+    if !full {
+        md.push_str("- a partial run (some stages only): not the project's figures\n");
+    }
+    if !failed.is_empty() {
+        let _ = writeln!(
+            md,
+            "- **failed**: {}; their figures are missing below, and the README quotes only \
+             stages that passed",
+            failed.join("; ")
+        );
+    }
+    md.push('\n');
     for o in outcomes {
         let _ = writeln!(md, "## {}\n", o.name);
         let status = match &o.result {
