@@ -16,7 +16,7 @@ import { spawn } from 'node:child_process';
 import { launchBrowser, requireEnv, startServer } from './harness.mjs';
 import { SERVER_ADDR, buildDelayedPath } from './delayed-path.mjs';
 import { chromiumIn } from './netns.mjs';
-import { jsonLines } from './host.mjs';
+import { jsonLines } from './native.mjs';
 
 const RUNS = Number(process.env.ACKWIRE_COLD_RUNS ?? 7);
 const DELAYS = (process.env.ACKWIRE_COLD_DELAYS ?? '0,20,50').split(',').map(Number);
