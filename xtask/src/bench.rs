@@ -235,9 +235,23 @@ fn measurements(outcomes: &[Outcome], summary: &str, full: bool) -> String {
     md
 }
 
-/// Criterion's progress and setup chatter: not results.
+/// Not results: criterion's progress and setup chatter, and the log lines of the programs a
+/// stage runs (a timestamped tracing line, or one a test relays as `[native PID] …`), and
+/// the tests node's runner skipped for not being the stage's.
 fn is_progress(line: &str) -> bool {
-    line.starts_with("Benchmarking ") || line.starts_with("Gnuplot not found")
+    let log = line
+        .strip_prefix('[')
+        .and_then(|rest| rest.split_once("] "))
+        .map_or(line, |(_, after)| after);
+    let timestamped = log.len() > 20
+        && log.as_bytes()[..4].iter().all(u8::is_ascii_digit)
+        && log.as_bytes()[4] == b'-'
+        && log.as_bytes()[10] == b'T';
+    let level = log.split_whitespace().nth(1).unwrap_or("");
+    line.starts_with("Benchmarking ")
+        || line.starts_with("Gnuplot not found")
+        || line.ends_with("# test name does not match pattern")
+        || (timestamped && ["TRACE", "DEBUG", "INFO", "WARN", "ERROR"].contains(&level))
 }
 
 fn now_utc() -> String {
