@@ -121,10 +121,13 @@ fn garbage_datagrams_are_counted_by_kind_and_leave_a_live_connection_untouched()
     let mut sent = Sent::default();
     let mut answers = 0;
     let mut buf = [0u8; 2048];
+    // From the moment the connection is live (its first ack), for 4 s: 2,000 datagrams,
+    // mode changes included.
+    client
+        .wait_for_report(Duration::from_secs(10), |r| num(r, "packets_acked") > 0.0)
+        .expect("the client connects");
     let start = Instant::now();
-    // 2 s in, for 4 s: 2,000 datagrams while the connection is live, mode changes included.
-    thread::sleep(Duration::from_secs(2));
-    while start.elapsed() < Duration::from_secs(6) {
+    while start.elapsed() < Duration::from_secs(4) {
         for _ in 0..5 {
             attacker
                 .send_to(&garbage(&mut rng, &mut sent), listener.addr)
