@@ -103,6 +103,9 @@ async fn main() -> std::process::ExitCode {
     let mut report = tokio::time::interval(Duration::from_secs(1));
     let stop = tokio::time::sleep(args.duration);
     tokio::pin!(stop);
+    // Made once: a Ctrl-C arriving between two turns of the loop is then not lost.
+    let interrupted = tokio::signal::ctrl_c();
+    tokio::pin!(interrupted);
     let report_all = |received: &BTreeMap<PeerId, [Vec<u32>; 4]>| {
         for (peer, channels) in received {
             for (channel, numbers) in channels.iter().enumerate() {
@@ -115,7 +118,7 @@ async fn main() -> std::process::ExitCode {
     loop {
         tokio::select! {
             () = &mut stop => break,
-            _ = tokio::signal::ctrl_c() => break,
+            _ = &mut interrupted => break,
             _ = report.tick() => report_all(&received),
             _ = tick.tick() => {
                 for (&peer, s) in &mut sending {

@@ -305,6 +305,9 @@ pub enum ConnectionError {
 enum Phase {
     /// Sending connect requests, waiting for a challenge.
     Requesting,
+    /// Sending channel requests, waiting for `Accepted` (the channel handshake: see
+    /// [`Connection::connect_on_channel`]).
+    ChannelRequesting,
     /// Sending the echoed cookie (`Connection::cookie`), waiting for `Accepted`.
     Responding,
     Connected,
@@ -432,6 +435,26 @@ impl Connection {
         Connection::new(Arc::new(config), packet, now, Phase::Requesting)
     }
 
+    /// A connector for an authenticated channel (a WebRTC data channel, whose ICE checks
+    /// proved the path and whose DTLS handshake authenticated the peer), at time `now`: it
+    /// sends channel requests, which an acceptor made by [`Acceptor::on_channel`] answers
+    /// with `accepted` at once. One round trip where [`connect`](Self::connect) takes two;
+    /// the cookie round trip it skips stops spoofed sources, which such a channel cannot
+    /// have. An acceptor on raw UDP refuses it
+    /// ([`HandshakeError::ChannelRequest`](crate::HandshakeError::ChannelRequest)). The
+    /// connection is plaintext at this layer (DTLS encrypts the channel): [`secure`] refuses
+    /// it.
+    ///
+    /// [`Acceptor::on_channel`]: crate::Acceptor::on_channel
+    /// [`secure`]: Self::secure
+    pub fn connect_on_channel(
+        config: ConnectionConfig,
+        now: Duration,
+    ) -> Result<Connection, ConnectionConfigError> {
+        let packet = Arc::new(Settings::new(config.packet.clone())?);
+        Connection::new(Arc::new(config), packet, now, Phase::ChannelRequesting)
+    }
+
     /// The acceptor side of a handshake just completed with cookie nonce `connection_id`.
     /// `answer` is the key exchange's answer of a secure handshake.
     pub(crate) fn accepted(
@@ -545,8 +568,10 @@ impl Connection {
         if self.secure.is_some() || self.endpoint.is_protected() {
             return Err(ProtectError::AlreadyProtected);
         }
-        if self.phase != Phase::Requesting {
-            return Err(ProtectError::TrafficStarted);
+        match self.phase {
+            Phase::Requesting => {}
+            Phase::ChannelRequesting => return Err(ProtectError::ChannelHandshake),
+            _ => return Err(ProtectError::TrafficStarted),
         }
         self.secure = Some(Box::new(Secure {
             initiator: Some(Box::new(initiator)),
@@ -575,7 +600,9 @@ impl Connection {
     /// Where the connection is in its life.
     pub fn state(&self) -> ConnectionState {
         match self.phase {
-            Phase::Requesting | Phase::Responding => ConnectionState::Connecting,
+            Phase::Requesting | Phase::ChannelRequesting | Phase::Responding => {
+                ConnectionState::Connecting
+            }
             Phase::Connected => ConnectionState::Connected,
             Phase::Closing { .. } => ConnectionState::Closing,
             Phase::Closed => ConnectionState::Closed,
@@ -809,6 +836,14 @@ impl Connection {
                 self.connected_at(now, connection_id);
                 Ok(())
             }
+            (Phase::ChannelRequesting, ControlPacket::Accepted { connection_id }) => {
+                // No cookie to check the id against: the channel vouches for its sender,
+                // and the id only names the connection in disconnects from now on.
+                let now = self.endpoint.clock(now);
+                self.endpoint = Endpoint::with_settings(self.endpoint.settings().clone(), now);
+                self.connected_at(now, connection_id);
+                Ok(())
+            }
             (Phase::Responding, ControlPacket::Accepted { connection_id }) if !secure => {
                 check_id(Some(cookie_id), connection_id)?;
                 let now = self.endpoint.clock(now);
@@ -834,6 +869,17 @@ impl Connection {
             {
                 // The connector did not hear our answer: say it again (the same bytes).
                 check_id(self.connection_id, u64::from_be_bytes(cookie.nonce))?;
+                self.accepted_due = true;
+                Ok(())
+            }
+            (Phase::Connected, ControlPacket::ChannelRequest { protocol_id })
+                if self.is_acceptor && !secure =>
+            {
+                // The connector did not hear our `Accepted` (or its request was repeated
+                // before it could): say it again.
+                if protocol_id != self.config.protocol_id {
+                    return Err(unexpected);
+                }
                 self.accepted_due = true;
                 Ok(())
             }
@@ -882,9 +928,14 @@ impl Connection {
         let budget = buf.len().min(self.config.max_datagram_size);
         let buf = &mut buf[..budget];
         let control = match self.phase {
-            Phase::Requesting | Phase::Responding if now < self.next_handshake_at => {
+            Phase::Requesting | Phase::ChannelRequesting | Phase::Responding
+                if now < self.next_handshake_at =>
+            {
                 return Ok(None);
             }
+            Phase::ChannelRequesting => ControlPacket::ChannelRequest {
+                protocol_id: self.config.protocol_id,
+            },
             Phase::Requesting if self.secure.is_some() => ControlPacket::SecureRequest {
                 protocol_id: self.config.protocol_id,
             },
@@ -933,7 +984,7 @@ impl Connection {
                 available: budget,
             })?;
         match self.phase {
-            Phase::Requesting | Phase::Responding => {
+            Phase::Requesting | Phase::ChannelRequesting | Phase::Responding => {
                 self.next_handshake_at =
                     now.saturating_add(nanos(self.config.handshake_resend_interval));
             }
@@ -1077,7 +1128,7 @@ impl Connection {
     fn handle_timeout_nanos(&mut self, now: u64) {
         let now = self.endpoint.clock(now);
         match self.phase {
-            Phase::Requesting | Phase::Responding
+            Phase::Requesting | Phase::ChannelRequesting | Phase::Responding
                 if now
                     >= self
                         .started
@@ -1110,10 +1161,12 @@ impl Connection {
     /// [`poll_timeout`](Self::poll_timeout) in nanoseconds, `NEVER` for none.
     pub(crate) fn poll_timeout_nanos(&self) -> u64 {
         match self.phase {
-            Phase::Requesting | Phase::Responding => self.next_handshake_at.min(
-                self.started
-                    .saturating_add(nanos(self.config.handshake_timeout)),
-            ),
+            Phase::Requesting | Phase::ChannelRequesting | Phase::Responding => {
+                self.next_handshake_at.min(
+                    self.started
+                        .saturating_add(nanos(self.config.handshake_timeout)),
+                )
+            }
             Phase::Connected if self.accepted_due => self.endpoint.now_nanos(),
             Phase::Connected => self.endpoint.poll_timeout_nanos().min(
                 self.last_received
@@ -1151,7 +1204,7 @@ impl Connection {
                     copies_left: self.config.disconnect_copies,
                 };
             }
-            Phase::Requesting | Phase::Responding => self.finish(reason),
+            Phase::Requesting | Phase::ChannelRequesting | Phase::Responding => self.finish(reason),
             Phase::Closing { .. } | Phase::Closed => {}
         }
     }

@@ -15,6 +15,7 @@
 //! 0xA6 secure challenge  cookie (32), acceptor's static key (32)      65 bytes
 //! 0xA7 secure response   protocol id (8, BE), cookie (32), message (48)  89 bytes
 //! 0xA8 secure accepted   connection id (8, BE), answer (48)           57 bytes
+//! 0xA9 channel request   protocol id (8, BE)                           9 bytes
 //!
 //! cookie = timestamp_ms (8, BE) | nonce (8) | mac (16)
 //! ```
@@ -22,6 +23,9 @@
 //! A request is padded to the size of the challenge it asks for, so an acceptor never sends
 //! more bytes than it received (no amplification from spoofed addresses). The secure
 //! variants carry the key exchange ([`crate::key_exchange`]) of a protected connection.
+//! The channel request is the one-round-trip handshake of a transport that already
+//! authenticated the peer (a WebRTC data channel: ICE checked the path, DTLS the peer): it is
+//! answered with `accepted` at once, and refused by an acceptor on raw UDP.
 
 use thiserror::Error;
 
@@ -41,6 +45,7 @@ const SECURE_REQUEST: u8 = 5;
 const SECURE_CHALLENGE: u8 = 6;
 const SECURE_RESPONSE: u8 = 7;
 const SECURE_ACCEPTED: u8 = 8;
+const CHANNEL_REQUEST: u8 = 9;
 
 /// Zero padding after a request's protocol id (request length = challenge length).
 const REQUEST_PADDING: usize = Cookie::LEN - 8;
@@ -141,6 +146,12 @@ pub enum ControlPacket {
         /// The second handshake message.
         answer: [u8; HANDSHAKE_MESSAGE_LEN],
     },
+    /// Connector → acceptor, on an authenticated channel only: "I speak `protocol_id`;
+    /// accept me." Answered with [`Accepted`](Self::Accepted), no challenge.
+    ChannelRequest {
+        /// The connector's 64-bit protocol id.
+        protocol_id: u64,
+    },
 }
 
 /// Why a control packet could not be decoded or encoded.
@@ -199,6 +210,7 @@ impl ControlPacket {
             ControlPacket::SecureChallenge { .. } => SECURE_CHALLENGE,
             ControlPacket::SecureResponse { .. } => SECURE_RESPONSE,
             ControlPacket::SecureAccepted { .. } => SECURE_ACCEPTED,
+            ControlPacket::ChannelRequest { .. } => CHANNEL_REQUEST,
         }
     }
 
@@ -214,6 +226,7 @@ impl ControlPacket {
             ControlPacket::SecureChallenge { .. } => "secure challenge",
             ControlPacket::SecureResponse { .. } => "secure response",
             ControlPacket::SecureAccepted { .. } => "secure accepted",
+            ControlPacket::ChannelRequest { .. } => "channel request",
         }
     }
 
@@ -222,7 +235,7 @@ impl ControlPacket {
             REQUEST => Some(1 + 8 + REQUEST_PADDING),
             CHALLENGE => Some(1 + Cookie::LEN),
             RESPONSE => Some(1 + 8 + Cookie::LEN),
-            ACCEPTED | DISCONNECT => Some(1 + 8),
+            ACCEPTED | DISCONNECT | CHANNEL_REQUEST => Some(1 + 8),
             SECURE_REQUEST => Some(1 + 8 + SECURE_REQUEST_PADDING),
             SECURE_CHALLENGE => Some(1 + Cookie::LEN + PUBLIC_KEY_LEN),
             SECURE_RESPONSE => Some(1 + 8 + Cookie::LEN + HANDSHAKE_MESSAGE_LEN),
@@ -292,6 +305,9 @@ impl ControlPacket {
             ACCEPTED => ControlPacket::Accepted {
                 connection_id: u64_at(1),
             },
+            CHANNEL_REQUEST => ControlPacket::ChannelRequest {
+                protocol_id: u64_at(1),
+            },
             _ => ControlPacket::Disconnect {
                 connection_id: u64_at(1),
             },
@@ -346,6 +362,9 @@ impl ControlPacket {
             ControlPacket::Accepted { connection_id }
             | ControlPacket::Disconnect { connection_id } => {
                 buf[1..9].copy_from_slice(&connection_id.to_be_bytes());
+            }
+            ControlPacket::ChannelRequest { protocol_id } => {
+                buf[1..9].copy_from_slice(&protocol_id.to_be_bytes());
             }
         }
         Ok(len)
@@ -420,6 +439,21 @@ mod tests {
     }
 
     #[test]
+    fn a_channel_request_is_nine_bytes_no_longer_than_the_accepted_it_asks_for() {
+        let request = ControlPacket::ChannelRequest {
+            protocol_id: 0x0102_0304_0506_0708,
+        };
+        let mut buf = [0u8; 16];
+        assert_eq!(request.emit(&mut buf), Ok(9));
+        assert_eq!(buf[..9], [0xA9, 1, 2, 3, 4, 5, 6, 7, 8]);
+        assert_eq!(ControlPacket::parse(&buf[..9]), Ok(request));
+        assert_eq!(
+            request.encoded_len(),
+            ControlPacket::Accepted { connection_id: 1 }.encoded_len()
+        );
+    }
+
+    #[test]
     fn data_headers_are_never_taken_for_control_packets() {
         // Every valid data prefix has bit 5 clear.
         assert!((0x80..0xA0).all(|b: u8| !is_control(&[b])));
@@ -440,6 +474,10 @@ mod tests {
         assert_eq!(
             ControlPacket::parse(&[0xBF]),
             Err(ControlError::UnknownType(31))
+        );
+        assert_eq!(
+            ControlPacket::parse(&[0xAA]),
+            Err(ControlError::UnknownType(10))
         );
         let mut request = [0u8; 33];
         ControlPacket::ConnectRequest { protocol_id: 5 }

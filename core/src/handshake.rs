@@ -9,6 +9,11 @@
 //!    fails), checks the cookie's age, and refuses a cookie already used. Only then does it
 //!    create state: a [`Connection`] whose id is the cookie's nonce.
 //!
+//! On an authenticated channel (a WebRTC data channel: ICE checked the path, DTLS
+//! authenticated the peer) there is no spoofed source to stop, so an acceptor made with
+//! [`Acceptor::on_channel`] also takes the one-round-trip channel handshake: a channel
+//! request is answered with `accepted` at once. An acceptor for raw UDP refuses it.
+//!
 //! Randomness comes from the driver: the 32-byte secret given to [`Acceptor::new`] (fresh
 //! random bytes at each start, as the seed advises). Nonces are the HMAC of a counter under
 //! that secret, unpredictable to anyone without it, so no randomness is needed per request.
@@ -100,6 +105,11 @@ pub enum HandshakeError {
     /// request gets a plain challenge, which a secure connector refuses.
     #[error("a secure handshake, and this acceptor has no key exchange")]
     EncryptionUnavailable,
+    /// A channel request ([`Connection::connect_on_channel`]) to an acceptor that is not on an
+    /// authenticated channel (raw UDP): without the cookie round trip anyone could connect
+    /// from a spoofed address.
+    #[error("a channel handshake, and this acceptor is not on an authenticated channel")]
+    ChannelRequest,
     /// The key exchange's first message was refused: see the error.
     #[error("key exchange: {0}")]
     KeyExchange(#[from] KeyExchangeError),
@@ -122,6 +132,8 @@ pub struct Acceptor {
     /// Runs the key exchange of every secure handshake; plain ones are refused while set
     /// ([`with_responder`](Self::with_responder)).
     responder: Option<Box<dyn Responder>>,
+    /// On an authenticated channel: channel requests are accepted ([`on_channel`](Self::on_channel)).
+    channel: bool,
 }
 
 impl Acceptor {
@@ -145,7 +157,22 @@ impl Acceptor {
             now: Duration::ZERO,
             keys: None,
             responder: None,
+            channel: false,
         })
+    }
+
+    /// An acceptor for one authenticated channel (a WebRTC data channel): as
+    /// [`new`](Self::new), and it also accepts the channel handshake
+    /// ([`Connection::connect_on_channel`]), one round trip with no cookie. Only for a
+    /// transport that authenticated the peer and checked the path: on raw UDP the cookie is
+    /// what stops spoofed sources.
+    pub fn on_channel(
+        config: ConnectionConfig,
+        secret: [u8; 32],
+    ) -> Result<Acceptor, ConnectionConfigError> {
+        let mut acceptor = Acceptor::new(config, secret)?;
+        acceptor.channel = true;
+        Ok(acceptor)
     }
 
     /// Requires the key exchange ([`crate::key_exchange`]) of every connector, run by
@@ -230,8 +257,13 @@ impl Acceptor {
         let secure = matches!(packet, ControlPacket::SecureResponse { .. });
         let plain = matches!(
             packet,
-            ControlPacket::ConnectRequest { .. } | ControlPacket::ConnectResponse { .. }
+            ControlPacket::ConnectRequest { .. }
+                | ControlPacket::ConnectResponse { .. }
+                | ControlPacket::ChannelRequest { .. }
         );
+        if matches!(packet, ControlPacket::ChannelRequest { .. }) && !self.channel {
+            return Err(HandshakeError::ChannelRequest);
+        }
         if secure && self.responder.is_none() {
             return Err(HandshakeError::EncryptionUnavailable);
         }
@@ -286,6 +318,14 @@ impl Acceptor {
                     &mut answer,
                 )?;
                 Ok(self.accept(now, &cookie, Some(keys), Some(answer)))
+            }
+            ControlPacket::ChannelRequest { protocol_id } => {
+                self.check_protocol(protocol_id)?;
+                let id = u64::from_be_bytes(self.nonce());
+                self.counter += 1;
+                self.now = now;
+                let keys = self.keys.as_mut().map(|source| source.keys(id, from));
+                Ok(self.connection(now, id, keys, None))
             }
             // Disconnects are sent several times and not acked, so copies outlive their
             // connection; told apart here so a driver need not parse the datagram again.
@@ -346,7 +386,17 @@ impl Acceptor {
         }
         self.used.push_back((cookie.timestamp_ms, cookie.nonce));
         self.now = now;
-        let id = u64::from_be_bytes(cookie.nonce);
+        self.connection(now, u64::from_be_bytes(cookie.nonce), keys, answer)
+    }
+
+    /// The accepted connection `id`, protected with `keys` when given.
+    fn connection(
+        &self,
+        now: Duration,
+        id: u64,
+        keys: Option<PacketKeys>,
+        answer: Option<[u8; HANDSHAKE_MESSAGE_LEN]>,
+    ) -> Accept {
         let mut connection =
             Connection::accepted(self.config.clone(), self.packet.clone(), now, id, answer);
         if let Some(keys) = keys {

@@ -143,6 +143,12 @@ pub enum ProtectError {
     /// with the first data packet or not at all.
     #[error("traffic started before protection")]
     TrafficStarted,
+    /// A channel handshake's connector ([`Connection::connect_on_channel`]) carries no key
+    /// exchange: the channel it runs on (DTLS) encrypts.
+    ///
+    /// [`Connection::connect_on_channel`]: crate::Connection::connect_on_channel
+    #[error("a channel handshake carries no key exchange: the channel encrypts")]
+    ChannelHandshake,
     /// `max_datagram_size` cannot hold a full reliable fragment and the tag.
     #[error("max_datagram_size {0} cannot hold a full fragment and the {TAG_LEN}-byte tag")]
     DatagramSize(usize),

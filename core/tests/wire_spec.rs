@@ -247,7 +247,7 @@ fn the_first_documented_data_packet_is_what_a_connector_sends_first() {
 #[test]
 fn every_documented_control_packet_parses_and_emits_byte_for_byte() {
     let examples = block("control-example");
-    assert_eq!(examples.len(), 5, "docs/wire.md lost a control example");
+    assert_eq!(examples.len(), 6, "docs/wire.md lost a control example");
     for (bytes, fields) in examples {
         let field = |name: &str| {
             fields[1..]
@@ -275,6 +275,9 @@ fn every_documented_control_packet_parses_and_emits_byte_for_byte() {
             },
             "disconnect" => ControlPacket::Disconnect {
                 connection_id: hex_u64("connection_id"),
+            },
+            "channel-request" => ControlPacket::ChannelRequest {
+                protocol_id: hex_u64("protocol_id"),
             },
             other => panic!("unknown control packet {other}"),
         };

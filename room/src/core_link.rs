@@ -60,6 +60,27 @@ pub(crate) enum SetupError {
     Role,
 }
 
+/// Which core handshake a link runs (`docs/wire.md`, "The channel handshake").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Handshake {
+    /// Raw UDP: the stateless cookie round trip stops spoofed sources.
+    Cookie,
+    /// A WebRTC data channel, which ICE and DTLS already authenticated: one round trip.
+    Channel,
+}
+
+/// Which end of the core handshake a link is.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Role {
+    /// Runs the acceptor, keyed with `secret` (the member's, new at each start).
+    Accept {
+        /// The acceptor's cookie and nonce key.
+        secret: [u8; 32],
+    },
+    /// Connects at once.
+    Connect,
+}
+
 #[derive(Debug)]
 enum Side {
     Accepting(Box<Acceptor>),
@@ -79,35 +100,46 @@ pub(crate) struct CoreLink {
 }
 
 impl CoreLink {
-    /// `accept`: run the acceptor, keyed with `secret`; else connect at once. With `keys`,
-    /// the handshake runs that key exchange and the link is encrypted (its role must match
-    /// `accept`). Refused, rather than run in plaintext, when the keys cannot be used (the
-    /// datagram size leaves no room for the tag: the member checks it when it is made).
+    /// `role`: accept (an acceptor keyed with its secret) or connect at once, with
+    /// `handshake` (an acceptor takes either, and refuses the channel handshake unless it is
+    /// `Channel`). With `keys`, the handshake runs that key exchange and the link is
+    /// encrypted (their role must match). Refused, rather than run in plaintext, when the keys
+    /// cannot be used (the datagram size leaves no room for the tag: the member checks it
+    /// when it is made).
     pub(crate) fn new(
         now: Duration,
         config: &ConnectionConfig,
-        accept: bool,
-        secret: [u8; 32],
+        role: Role,
+        handshake: Handshake,
         address: Vec<u8>,
         emulation: Option<&Emulation>,
         keys: Option<LinkKeys>,
     ) -> Result<CoreLink, SetupError> {
-        let side = if accept {
-            let mut acceptor = Acceptor::new(config.clone(), secret)?;
-            match keys {
-                Some(LinkKeys::Accept(responder)) => acceptor.set_responder(responder)?,
-                Some(LinkKeys::Connect(_)) => return Err(SetupError::Role),
-                None => {}
+        let side = match role {
+            Role::Accept { secret } => {
+                let mut acceptor = match handshake {
+                    Handshake::Cookie => Acceptor::new(config.clone(), secret)?,
+                    Handshake::Channel => Acceptor::on_channel(config.clone(), secret)?,
+                };
+                match keys {
+                    Some(LinkKeys::Accept(responder)) => acceptor.set_responder(responder)?,
+                    Some(LinkKeys::Connect(_)) => return Err(SetupError::Role),
+                    None => {}
+                }
+                Side::Accepting(Box::new(acceptor))
             }
-            Side::Accepting(Box::new(acceptor))
-        } else {
-            let mut connection = Connection::connect(config.clone(), now)?;
-            match keys {
-                Some(LinkKeys::Connect(initiator)) => connection.secure(initiator)?,
-                Some(LinkKeys::Accept(_)) => return Err(SetupError::Role),
-                None => {}
+            Role::Connect => {
+                let mut connection = match handshake {
+                    Handshake::Cookie => Connection::connect(config.clone(), now)?,
+                    Handshake::Channel => Connection::connect_on_channel(config.clone(), now)?,
+                };
+                match keys {
+                    Some(LinkKeys::Connect(initiator)) => connection.secure(initiator)?,
+                    Some(LinkKeys::Accept(_)) => return Err(SetupError::Role),
+                    None => {}
+                }
+                Side::Connection(Box::new(connection))
             }
-            Side::Connection(Box::new(connection))
         };
         Ok(CoreLink {
             side,

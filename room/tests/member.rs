@@ -86,6 +86,42 @@ fn natives_link_over_udp_and_with_browsers_over_webrtc() {
     assert_eq!(w.offers_relayed, 4);
 }
 
+/// From the first moment either end of `a`–`b` is open to the moment both are connected.
+fn open_to_connected(w: &mut World, a: usize, b: usize) -> Duration {
+    let state = |w: &World, n, m| w.link(n, m).map(|l| l.state);
+    let open = |w: &World| {
+        [(a, b), (b, a)]
+            .iter()
+            .any(|&(n, m)| state(w, n, m) == Some(LinkState::Open))
+    };
+    let limit = w.now + 2 * S;
+    while !open(w) {
+        assert!(w.now < limit, "never open");
+        w.run_for(ms(1));
+    }
+    let opened = w.now;
+    while !(w.connected(a, b) && w.connected(b, a)) {
+        assert!(w.now < limit, "never connected");
+        w.run_for(ms(1));
+    }
+    w.now - opened
+}
+
+#[test]
+fn a_link_on_a_data_channel_connects_one_round_trip_after_it_opens_and_raw_udp_in_two() {
+    // The core's channel handshake on WebRTC (ICE and DTLS vouch for the peer); the cookie
+    // round trip on raw UDP, where it is what stops spoofed sources (docs/wire.md).
+    let mut w = World::new();
+    let b = w.add(PeerKind::Browser, |_| {});
+    let n = w.add(PeerKind::Native, |_| {});
+    assert_eq!(open_to_connected(&mut w, b, n), 2 * world::HOP);
+    let mut w = World::new();
+    let n1 = w.add(PeerKind::Native, |_| {});
+    let n2 = w.add(PeerKind::Native, |_| {});
+    assert_eq!(open_to_connected(&mut w, n1, n2), 4 * world::HOP);
+    assert_eq!(w.link(n1, n2).unwrap().transport, TransportKind::Udp);
+}
+
 #[test]
 fn the_player_already_in_the_room_offers_and_browsers_offer_to_natives() {
     let mut w = World::new();

@@ -76,11 +76,22 @@ export function jsonLines(child) {
         check();
       });
     },
-    /** Stops the program (Ctrl-C: it closes its links and leaves the room). */
+    /**
+     * Stops the program (Ctrl-C: it closes its links and leaves the room). One that is still
+     * running 10 s later is killed and the call fails: a program deaf to Ctrl-C is a bug.
+     */
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return;
       child.kill('SIGINT');
-      await exited;
+      let timer;
+      const late = new Promise((resolve) => { timer = setTimeout(resolve, 10000, 'late'); });
+      const outcome = await Promise.race([exited, late]);
+      clearTimeout(timer);
+      if (outcome === 'late') {
+        child.kill('SIGKILL');
+        await exited;
+        throw new Error(`native ${child.pid} did not stop within 10 s of Ctrl-C`);
+      }
     },
     exited,
   };

@@ -522,7 +522,9 @@ pub(crate) fn e2e_files(only: &[&str]) -> Result<Vec<String>> {
 /// node's test runner on `files` (with `extra` arguments), in the loopback-only namespace,
 /// against these server and native peer binaries.
 pub(crate) fn e2e_command(files: &[String], extra: &[&str], server: &Path, peer: &Path) -> Command {
-    let mut args = vec!["--test", "--test-reporter=spec"];
+    // A test that hangs fails after 5 minutes (the longest take about one) instead of
+    // holding the suite until CI's own limit.
+    let mut args = vec!["--test", "--test-reporter=spec", "--test-timeout=300000"];
     args.extend(extra);
     args.extend(files.iter().map(String::as_str));
     let mut cmd = in_loopback_namespace("node", &args);

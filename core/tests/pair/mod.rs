@@ -75,6 +75,15 @@ impl ConnPair {
         }
     }
 
+    /// The same over an authenticated channel: the channel handshake.
+    pub fn on_channel(config: ConnectionConfig, link: EmulatorConfig, seed: u64) -> ConnPair {
+        ConnPair {
+            client: Connection::connect_on_channel(config.clone(), Duration::ZERO).unwrap(),
+            acceptor: Acceptor::on_channel(config.clone(), SECRET).unwrap(),
+            ..ConnPair::new(config, link, seed)
+        }
+    }
+
     pub fn server(&mut self) -> &mut Connection {
         self.server.as_mut().expect("accepted")
     }

@@ -247,9 +247,12 @@ async fn main() -> std::process::ExitCode {
     // A peer whose link is down misses what is sent meanwhile: it hears its side and the score
     // again when it reconnects.
     let tell = |room: &Room, peer, event: GameEvent| room.send(peer, EVENTS, &event.encode());
+    // One listener for the loop: one made each turn misses a Ctrl-C that comes mid-turn.
+    let interrupted = tokio::signal::ctrl_c();
+    tokio::pin!(interrupted);
     loop {
         tokio::select! {
-            _ = tokio::signal::ctrl_c() => break,
+            _ = &mut interrupted => break,
             _ = tick.tick() => {
                 if let Some(event) = game.step() {
                     say(line(event));

@@ -14,7 +14,7 @@ use super::{
     EARLY_TTL, Event, Failure, GoneReason, LinkInfo, Member, Output, PeerId, ReceiveError, Route,
     ServerId, TransportKind,
 };
-use crate::core_link::{CoreEvent, CoreLink, RefusedDatagram, SetupError};
+use crate::core_link::{CoreEvent, CoreLink, Handshake, RefusedDatagram, Role, SetupError};
 use crate::delivery::Delivery;
 use crate::keys::LinkKeys;
 use crate::signalling::{PeerInfo, PeerKind, PublicKey};
@@ -466,7 +466,7 @@ impl Member {
                     _ => None,
                 };
                 let deadline = now + self.config.direct_timeout;
-                match self.new_core(now, !lead, peer, i, keys) {
+                match self.new_core(now, !lead, Handshake::Cookie, peer, i, keys) {
                     Ok(core) => {
                         self.links[i].attempt = Attempt::Open {
                             transport: Transport::Udp,
@@ -488,6 +488,7 @@ impl Member {
         &self,
         now: Duration,
         accept: bool,
+        handshake: Handshake,
         peer: ServerId,
         i: usize,
         keys: Option<LinkKeys>,
@@ -500,8 +501,14 @@ impl Member {
         CoreLink::new(
             now,
             &self.link_config,
-            accept,
-            self.config.secret,
+            if accept {
+                Role::Accept {
+                    secret: self.config.secret,
+                }
+            } else {
+                Role::Connect
+            },
+            handshake,
             cookie_address(peer),
             emulation.as_ref(),
             keys,

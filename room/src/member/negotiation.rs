@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use super::links::{Attempt, Transport};
 use super::{Command, EARLY_MAX, Failure, IceState, Member, ServerId, TransportEvent, TransportId};
+use crate::core_link::Handshake;
 use crate::signalling::{ClientFrame, SdpKind, SignalData};
 
 /// Candidates held for a peer connection whose remote description is not set yet.
@@ -197,7 +198,7 @@ impl Member {
             return;
         };
         let accept = !rtc.offerer;
-        match self.new_core(now, accept, peer, i, None) {
+        match self.new_core(now, accept, Handshake::Channel, peer, i, None) {
             Ok(core) => {
                 let link = &mut self.links[i];
                 let Attempt::Negotiating { rtc, deadline } =
