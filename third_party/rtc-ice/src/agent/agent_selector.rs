@@ -563,14 +563,20 @@ impl ControlledSelector for Agent {
                     // Failed.
                     //
                     // ackwire patch: the request is answered (Section 7.3.1.4 answers
-                    // every valid request) and the nomination kept for the triggered
-                    // check's success (`handle_success_response`). Unanswered, a browser
+                    // every valid request), as webrtc-rs/webrtc#647 did for the
+                    // `webrtc-ice` crate (from pion/ice@e0db6d2): unanswered, a browser
                     // that nominates on its first check (Chromium does) waits for its
-                    // retransmission, ~50 ms later. As webrtc-rs/webrtc#647 did for the
-                    // `webrtc-ice` crate (from pion/ice@e0db6d2).
+                    // retransmission, ~50 ms later. And the pair is selected at once, as an
+                    // ICE-lite agent would: the browser starts DTLS as soon as our answer
+                    // reaches it, and its ClientHello, arriving before our triggered check
+                    // came back, was dropped (nothing is delivered before a pair is
+                    // selected) until its retransmission.
                     self.candidate_pairs[pair_index].nominated = true;
                     self.send_binding_success(now, m, local_index, remote_index);
                     self.ping_candidate(now, local_index, remote_index);
+                    if self.get_selected_pair().is_none() {
+                        self.set_selected_pair(Some(now), Some(pair_index));
+                    }
                 }
             } else {
                 self.send_binding_success(now, m, local_index, remote_index);
