@@ -164,20 +164,98 @@ function openEarlySocket(url, o, timeline) {
     });
     const ws = new WebSocket(`${scheme}//${u.host}/ws?${join}`);
     timeline.connect = performance.now();
-    const early = { ws, instance, messages: [], opened: false };
+    const early = earlyLinks({ ws, instance, messages: [], opened: false }, o, timeline);
     // The driver replaces these handlers when it adopts the socket ...
     ws.onopen = () => { early.opened = true; };
-    ws.onmessage = (m) => { early.messages.push(m.data); };
+    ws.onmessage = (m) => { if (!early.take(m.data)) early.messages.push(m.data); };
     // ... but not this one: when the socket opened, for the timeline.
     ws.addEventListener('open', () => { timeline.socket = performance.now(); });
     // The DTLS certificate for this room's links, made now: a link's first offer would
     // otherwise wait for one.
-    globalThis.RTCPeerConnection?.generateCertificate({ name: 'ECDSA', namedCurve: 'P-256' })
+    early.made = globalThis.RTCPeerConnection?.generateCertificate({ name: 'ECDSA', namedCurve: 'P-256' })
       .then((c) => { early.certificate = c; }, () => {});
     return early;
   } catch {
     return undefined;
   }
+}
+
+/**
+ * The links a page offers while its wasm loads (docs/api.md, "Cold start"). A browser always
+ * offers to a native (the room member's rule, `room/src/member/roles.rs`), so as soon as the
+ * welcome names natives, each gets its peer connection, made as the driver makes one
+ * (`ackwire/src/browser/webrtc.rs`: the one pre-negotiated data channel, the welcome's ICE
+ * servers, this page's certificate), and its offer; their answers and candidates are applied
+ * here and not handed to the member. When the driver's member opens its offering link to
+ * that peer it adopts the live connection (`claim`), offer sent, maybe already open; what no
+ * member claims is closed (`release`). Everything else about links stays the member's.
+ */
+function earlyLinks(early, o, timeline) {
+  const links = new Map();
+  const send = (frame) => { if (early.ws.readyState === WebSocket.OPEN) early.ws.send(JSON.stringify(frame)); };
+  /** The peer connection to `peer`, at once (the driver may claim it any time from now on). */
+  const connect = (peer, iceServers) => {
+    const config = { iceServers };
+    if (early.certificate) config.certificates = [early.certificate];
+    if (o.relayOnly) config.iceTransportPolicy = 'relay';
+    const pc = new RTCPeerConnection(config);
+    const channel = pc.createDataChannel('ackwire', { ordered: false, maxRetransmits: 0, negotiated: true, id: 0 });
+    channel.binaryType = 'arraybuffer';
+    pc.onicecandidate = ({ candidate: c }) => {
+      if (c) send({ type: 'signal', to: peer, data: { candidate: c.candidate, sdpMid: c.sdpMid, sdpMLineIndex: c.sdpMLineIndex } });
+    };
+    return { pc, channel, settled: Promise.resolve(), error: null };
+  };
+  const offer = async (peer, { pc }) => {
+    const description = await pc.createOffer();
+    const applied = pc.setLocalDescription(description);
+    send({ type: 'signal', to: peer, data: { sdp: { type: 'offer', sdp: description.sdp } } });
+    timeline.offer ??= performance.now();
+    await applied;
+  };
+  const later = (link, step) => {
+    link.settled = link.settled.then(step).catch((err) => { link.error ??= `early link: ${err?.message ?? err}`; });
+  };
+  /** Takes a frame the early links handle; `false` for the member's. */
+  early.take = (text) => {
+    let frame;
+    try { frame = JSON.parse(text); } catch { return false; }
+    if (frame?.type === 'welcome' && Array.isArray(frame.peers) && globalThis.RTCPeerConnection && !early.released) {
+      for (const peer of frame.peers) {
+        if (peer?.kind !== 'native' || !Number.isInteger(peer.id) || links.has(peer.id)) continue;
+        let link;
+        try {
+          link = connect(peer.id, frame.ice_servers ?? []);
+        } catch {
+          continue; // the member's own attempt will say why
+        }
+        links.set(peer.id, link);
+        later(link, () => offer(peer.id, link));
+      }
+      return false;
+    }
+    const link = frame?.type === 'signal' ? links.get(frame.from) : undefined;
+    if (!link) return false;
+    const { sdp, candidate, sdpMid, sdpMLineIndex } = frame.data ?? {};
+    if (sdp?.type === 'answer') later(link, () => link.pc.setRemoteDescription(sdp));
+    // A candidate the browser cannot use (another address family) is not fatal.
+    else if (typeof candidate === 'string') later(link, () => link.pc.addIceCandidate({ candidate, sdpMid, sdpMLineIndex }).catch(() => {}));
+    else return false;
+    return true;
+  };
+  /** The driver adopts the link to `peer`: `{ pc, channel, settled, error }`, or none. */
+  early.claim = (peer) => {
+    const link = links.get(peer);
+    links.delete(peer);
+    return link;
+  };
+  /** No member will claim a link any more: close those left. */
+  early.release = () => {
+    early.released = true;
+    for (const link of links.values()) link.settled.then(() => { link.channel.close(); link.pc.close(); });
+    links.clear();
+  };
+  return early;
 }
 
 /**

@@ -437,15 +437,14 @@ impl Connection {
 
     /// A connector for an authenticated channel (a WebRTC data channel, whose ICE checks
     /// proved the path and whose DTLS handshake authenticated the peer), at time `now`: it
-    /// sends channel requests, which an acceptor made by [`Acceptor::on_channel`] answers
-    /// with `accepted` at once. One round trip where [`connect`](Self::connect) takes two;
+    /// sends channel requests, which a [`ChannelAcceptor`] answers with `accepted` at once. One round trip where [`connect`](Self::connect) takes two;
     /// the cookie round trip it skips stops spoofed sources, which such a channel cannot
     /// have. An acceptor on raw UDP refuses it
     /// ([`HandshakeError::ChannelRequest`](crate::HandshakeError::ChannelRequest)). The
     /// connection is plaintext at this layer (DTLS encrypts the channel): [`secure`] refuses
     /// it.
     ///
-    /// [`Acceptor::on_channel`]: crate::Acceptor::on_channel
+    /// [`ChannelAcceptor`]: crate::ChannelAcceptor
     /// [`secure`]: Self::secure
     pub fn connect_on_channel(
         config: ConnectionConfig,

@@ -10,9 +10,9 @@
 //!    create state: a [`Connection`] whose id is the cookie's nonce.
 //!
 //! On an authenticated channel (a WebRTC data channel: ICE checked the path, DTLS
-//! authenticated the peer) there is no spoofed source to stop, so an acceptor made with
-//! [`Acceptor::on_channel`] also takes the one-round-trip channel handshake: a channel
-//! request is answered with `accepted` at once. An acceptor for raw UDP refuses it.
+//! authenticated the peer) there is no spoofed source to stop: a [`ChannelAcceptor`] takes
+//! the one-round-trip channel handshake, answering a channel request with `accepted` at once,
+//! and needs no secret, no cookie and no hash. An [`Acceptor`] (raw UDP) refuses it.
 //!
 //! Randomness comes from the driver: the 32-byte secret given to [`Acceptor::new`] (fresh
 //! random bytes at each start, as the seed advises). Nonces are the HMAC of a counter under
@@ -105,11 +105,15 @@ pub enum HandshakeError {
     /// request gets a plain challenge, which a secure connector refuses.
     #[error("a secure handshake, and this acceptor has no key exchange")]
     EncryptionUnavailable,
-    /// A channel request ([`Connection::connect_on_channel`]) to an acceptor that is not on an
-    /// authenticated channel (raw UDP): without the cookie round trip anyone could connect
-    /// from a spoofed address.
+    /// A channel request ([`Connection::connect_on_channel`]) to an [`Acceptor`], which is not
+    /// on an authenticated channel (raw UDP): without the cookie round trip anyone could
+    /// connect from a spoofed address.
     #[error("a channel handshake, and this acceptor is not on an authenticated channel")]
     ChannelRequest,
+    /// A cookie handshake (plain or secure) to a [`ChannelAcceptor`], which takes the channel
+    /// handshake only.
+    #[error("a cookie handshake, and this acceptor takes the channel handshake only")]
+    ChannelOnly,
     /// The key exchange's first message was refused: see the error.
     #[error("key exchange: {0}")]
     KeyExchange(#[from] KeyExchangeError),
@@ -132,8 +136,6 @@ pub struct Acceptor {
     /// Runs the key exchange of every secure handshake; plain ones are refused while set
     /// ([`with_responder`](Self::with_responder)).
     responder: Option<Box<dyn Responder>>,
-    /// On an authenticated channel: channel requests are accepted ([`on_channel`](Self::on_channel)).
-    channel: bool,
 }
 
 impl Acceptor {
@@ -157,22 +159,7 @@ impl Acceptor {
             now: Duration::ZERO,
             keys: None,
             responder: None,
-            channel: false,
         })
-    }
-
-    /// An acceptor for one authenticated channel (a WebRTC data channel): as
-    /// [`new`](Self::new), and it also accepts the channel handshake
-    /// ([`Connection::connect_on_channel`]), one round trip with no cookie. Only for a
-    /// transport that authenticated the peer and checked the path: on raw UDP the cookie is
-    /// what stops spoofed sources.
-    pub fn on_channel(
-        config: ConnectionConfig,
-        secret: [u8; 32],
-    ) -> Result<Acceptor, ConnectionConfigError> {
-        let mut acceptor = Acceptor::new(config, secret)?;
-        acceptor.channel = true;
-        Ok(acceptor)
     }
 
     /// Requires the key exchange ([`crate::key_exchange`]) of every connector, run by
@@ -257,11 +244,9 @@ impl Acceptor {
         let secure = matches!(packet, ControlPacket::SecureResponse { .. });
         let plain = matches!(
             packet,
-            ControlPacket::ConnectRequest { .. }
-                | ControlPacket::ConnectResponse { .. }
-                | ControlPacket::ChannelRequest { .. }
+            ControlPacket::ConnectRequest { .. } | ControlPacket::ConnectResponse { .. }
         );
-        if matches!(packet, ControlPacket::ChannelRequest { .. }) && !self.channel {
+        if matches!(packet, ControlPacket::ChannelRequest { .. }) {
             return Err(HandshakeError::ChannelRequest);
         }
         if secure && self.responder.is_none() {
@@ -318,14 +303,6 @@ impl Acceptor {
                     &mut answer,
                 )?;
                 Ok(self.accept(now, &cookie, Some(keys), Some(answer)))
-            }
-            ControlPacket::ChannelRequest { protocol_id } => {
-                self.check_protocol(protocol_id)?;
-                let id = u64::from_be_bytes(self.nonce());
-                self.counter += 1;
-                self.now = now;
-                let keys = self.keys.as_mut().map(|source| source.keys(id, from));
-                Ok(self.connection(now, id, keys, None))
             }
             // Disconnects are sent several times and not acked, so copies outlive their
             // connection; told apart here so a driver need not parse the datagram again.
@@ -386,17 +363,7 @@ impl Acceptor {
         }
         self.used.push_back((cookie.timestamp_ms, cookie.nonce));
         self.now = now;
-        self.connection(now, u64::from_be_bytes(cookie.nonce), keys, answer)
-    }
-
-    /// The accepted connection `id`, protected with `keys` when given.
-    fn connection(
-        &self,
-        now: Duration,
-        id: u64,
-        keys: Option<PacketKeys>,
-        answer: Option<[u8; HANDSHAKE_MESSAGE_LEN]>,
-    ) -> Accept {
+        let id = u64::from_be_bytes(cookie.nonce);
         let mut connection =
             Connection::accepted(self.config.clone(), self.packet.clone(), now, id, answer);
         if let Some(keys) = keys {
@@ -459,5 +426,84 @@ impl Acceptor {
         self.cookie_mac(protocol_id, cookie.timestamp_ms, &cookie.nonce, from)
             .verify_truncated_left(&cookie.mac)
             .map_err(|_| HandshakeError::ForgedCookie)
+    }
+}
+
+/// Accepts the channel handshake on one authenticated channel (a WebRTC data channel: ICE
+/// checked the path, DTLS authenticated the peer), where there is no spoofed source to stop:
+/// a channel request ([`Connection::connect_on_channel`]) is answered by a connection at
+/// once, whose first `poll_transmit` is the `accepted`. One round trip where the cookie
+/// handshake takes two, and no secret, cookie or hash: the browser's bundle carries none.
+/// Cookie handshakes are refused ([`HandshakeError::ChannelOnly`]); never use it on raw UDP,
+/// where the cookie is what stops spoofing.
+#[derive(Debug)]
+pub struct ChannelAcceptor {
+    config: Arc<ConnectionConfig>,
+    packet: Arc<crate::endpoint::Settings>,
+    /// The id of the next connection accepted.
+    next_id: u64,
+}
+
+impl ChannelAcceptor {
+    /// An acceptor for connections configured by `config`; `seed` is the id of its first
+    /// connection, each later one the next number (an id only names its connection in
+    /// disconnects: on an authenticated channel nobody else can send one).
+    pub fn new(config: ConnectionConfig, seed: u64) -> Result<Self, ConnectionConfigError> {
+        config.validate()?;
+        Ok(ChannelAcceptor {
+            packet: Arc::new(
+                crate::endpoint::Settings::new(config.packet.clone())
+                    .expect("validated with the connection config"),
+            ),
+            config: Arc::new(config),
+            next_id: seed,
+        })
+    }
+
+    /// The configuration new connections get.
+    pub fn config(&self) -> &ConnectionConfig {
+        &self.config
+    }
+
+    /// Handles one datagram from the channel while it has no connection: a valid channel
+    /// request gives the connection. On error nothing changed.
+    pub fn receive(
+        &mut self,
+        now: Duration,
+        datagram: &[u8],
+    ) -> Result<Box<Connection>, HandshakeError> {
+        if !is_control(datagram) {
+            return Err(match datagram.first() {
+                Some(&b) if b >> 6 != WIRE_VERSION => HandshakeError::UnsupportedVersion(b >> 6),
+                _ => HandshakeError::UnknownConnection,
+            });
+        }
+        match ControlPacket::parse(datagram)? {
+            ControlPacket::ChannelRequest { protocol_id } => {
+                if protocol_id != self.config.protocol_id {
+                    return Err(HandshakeError::WrongProtocolId {
+                        expected: self.config.protocol_id,
+                        got: protocol_id,
+                    });
+                }
+                let id = self.next_id;
+                self.next_id = id.wrapping_add(1);
+                Ok(Box::new(Connection::accepted(
+                    self.config.clone(),
+                    self.packet.clone(),
+                    now,
+                    id,
+                    None,
+                )))
+            }
+            ControlPacket::ConnectRequest { .. }
+            | ControlPacket::ConnectResponse { .. }
+            | ControlPacket::SecureRequest { .. }
+            | ControlPacket::SecureResponse { .. } => Err(HandshakeError::ChannelOnly),
+            ControlPacket::Disconnect { connection_id } => {
+                Err(HandshakeError::LateDisconnect { connection_id })
+            }
+            _ => Err(HandshakeError::UnknownConnection),
+        }
     }
 }

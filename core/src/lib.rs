@@ -39,8 +39,10 @@
 //! routes by address (a hash table), drops closed connections, and no call scans the
 //! connections: a timing wheel holds each one's deadline and only those that are due are
 //! visited.
-//! A side with one peer (a WebRTC data channel) can use an [`Acceptor`] directly: datagrams
-//! go to [`Acceptor::receive`] until it hands out the `Connection`, then to that connection.
+//! A side with one peer on a WebRTC data channel, which ICE and DTLS already authenticated,
+//! uses a [`ChannelAcceptor`] and the other side [`Connection::connect_on_channel`]: the
+//! channel handshake, one round trip and no cookie. Datagrams go to
+//! [`ChannelAcceptor::receive`] until it hands out the `Connection`, then to that connection.
 //! Between two browsers (no server in the path) the roles must be decided deterministically,
 //! e.g. the peer with the lower signalling id accepts; both roles can live in one process.
 //!
@@ -97,7 +99,8 @@
 //!    (reliable channels refuse it with [`SendError::Reliable`]).
 //! 10. [`control`] and [`handshake`]: connect request → stateless HMAC cookie challenge →
 //!     response → accepted; the [`Acceptor`] keeps nothing until a valid response, checks the
-//!     64-bit protocol id, and refuses forged, expired and replayed cookies.
+//!     64-bit protocol id, and refuses forged, expired and replayed cookies. On an
+//!     authenticated channel: channel request → accepted ([`ChannelAcceptor`]).
 //!     [`connection`]: the state machine around it all (keep-alive, idle timeout, redundant
 //!     disconnect), with [`ConnectionEvent`]s for the application.
 //! 11. [`protection`]: optional per-packet AEAD for links with no encryption of their own
@@ -254,7 +257,7 @@ pub use connection::{
     ConnectionState, DisconnectReason, MIN_DATAGRAM_SIZE, MIN_PROTECTED_DATAGRAM_SIZE,
 };
 pub use endpoint::{Endpoint, Event, ReceiveError, Received, Transmit, TransmitError};
-pub use handshake::{Accept, Acceptor, HandshakeError};
+pub use handshake::{Accept, Acceptor, ChannelAcceptor, HandshakeError};
 pub use key_exchange::{Initiator, KeyExchangeError, Responder};
 #[cfg(feature = "aead")]
 pub use key_exchange::{NoiseInitiator, NoiseResponder, StaticKey};

@@ -8,8 +8,8 @@ use std::time::Duration;
 use ackwire_core::control::ControlPacket;
 use ackwire_core::emulator::EmulatorConfig;
 use ackwire_core::{
-    Accept, Acceptor, Connection, ConnectionConfig, ConnectionError, ConnectionEvent,
-    ConnectionState, DisconnectReason, HandshakeError, ProtectError,
+    Accept, Acceptor, ChannelAcceptor, Connection, ConnectionConfig, ConnectionError,
+    ConnectionEvent, ConnectionState, DisconnectReason, HandshakeError, ProtectError,
 };
 use pair::{CLIENT_ADDR, ConnPair, SECRET};
 
@@ -60,10 +60,9 @@ fn on_a_channel_the_first_message_arrives_one_round_trip_sooner() {
     assert_eq!(connected_at(&channel.server_side), 50 * MS);
     assert_eq!(connected_at(&channel.client_side), 100 * MS);
     assert_eq!(first_message(&channel.server_side), Some(150 * MS));
-    // Both ends agree on the id, and the acceptor stored no cookie.
-    let id = channel.client.connection_id().unwrap();
-    assert_eq!(channel.server().connection_id(), Some(id));
-    assert_eq!(channel.acceptor.used_cookies(), 0);
+    // Both ends agree on the id: the acceptor's seed (7) for its first connection.
+    assert_eq!(channel.client.connection_id(), Some(7));
+    assert_eq!(channel.server().connection_id(), Some(7));
     assert!(channel.handshake_errors.is_empty());
 }
 
@@ -131,32 +130,63 @@ fn a_channel_connector_and_a_udp_acceptor_never_connect_and_the_connector_says_s
 }
 
 #[test]
-fn a_channel_acceptor_refuses_another_protocol_and_takes_the_cookie_handshake_too() {
-    let mut acceptor = Acceptor::on_channel(ConnectionConfig::default(), SECRET).unwrap();
+fn a_channel_acceptor_refuses_another_protocol_and_the_cookie_handshake() {
+    let mut acceptor = ChannelAcceptor::new(ConnectionConfig::default(), 7).unwrap();
     let theirs = emit(ControlPacket::ChannelRequest {
         protocol_id: 0x1234,
     });
     assert!(matches!(
-        acceptor.receive(Duration::ZERO, CLIENT_ADDR, &theirs, &mut [0u8; 64]),
+        acceptor.receive(Duration::ZERO, &theirs),
         Err(HandshakeError::WrongProtocolId { got: 0x1234, .. })
     ));
+    let cookie = emit(ControlPacket::ConnectRequest {
+        protocol_id: ConnectionConfig::default().protocol_id,
+    });
+    assert_eq!(
+        acceptor.receive(Duration::ZERO, &cookie).unwrap_err(),
+        HandshakeError::ChannelOnly
+    );
+    for (datagram, error) in [
+        (vec![0x90, 0, 0, 0, 0], HandshakeError::UnknownConnection),
+        (vec![0x50, 0, 0], HandshakeError::UnsupportedVersion(1)),
+        (
+            vec![0xA9, 0],
+            HandshakeError::Control(ackwire_core::control::ControlError::BadLength {
+                kind: 9,
+                expected: 9,
+                got: 2,
+            }),
+        ),
+    ] {
+        assert_eq!(
+            acceptor.receive(Duration::ZERO, &datagram).unwrap_err(),
+            error
+        );
+    }
+    // None of that used up an id: the first connection still gets the seed.
+    let connection = acceptor
+        .receive(Duration::ZERO, &channel_request())
+        .unwrap();
+    assert_eq!(connection.connection_id(), Some(7));
+    // And a cookie connector never connects to it.
     let mut pair = ConnPair::on_channel(ConnectionConfig::default(), EmulatorConfig::default(), 4);
     pair.client = Connection::connect(ConnectionConfig::default(), Duration::ZERO).unwrap();
-    pair.connect();
-    assert_eq!(pair.acceptor.used_cookies(), 1, "the cookie handshake ran");
+    pair.run_for(Duration::from_secs(6));
+    assert!(pair.server.is_none());
+    assert!(
+        pair.handshake_errors
+            .iter()
+            .all(|e| *e == HandshakeError::ChannelOnly)
+    );
+    assert_eq!(pair.client.state(), ConnectionState::Closed);
 }
 
 #[test]
 fn a_repeated_channel_request_gets_accepted_again_with_the_same_id() {
-    let mut acceptor = Acceptor::on_channel(ConnectionConfig::default(), SECRET).unwrap();
-    let Ok(Accept::Connection(mut server)) = acceptor.receive(
-        Duration::ZERO,
-        CLIENT_ADDR,
-        &channel_request(),
-        &mut [0u8; 64],
-    ) else {
-        panic!("not accepted");
-    };
+    let mut acceptor = ChannelAcceptor::new(ConnectionConfig::default(), 7).unwrap();
+    let mut server = acceptor
+        .receive(Duration::ZERO, &channel_request())
+        .unwrap();
     let id = server.connection_id().unwrap();
     let mut buf = [0u8; 1500];
     let accepted = |buf: &[u8]| ControlPacket::parse(buf).unwrap();
@@ -182,13 +212,9 @@ fn a_repeated_channel_request_gets_accepted_again_with_the_same_id() {
         server.receive(20 * MS, &theirs),
         Err(ConnectionError::Unexpected { .. })
     ));
-    // Two acceptances make two ids: each request stands for a new channel.
-    let Ok(Accept::Connection(other)) =
-        acceptor.receive(30 * MS, CLIENT_ADDR, &channel_request(), &mut [0u8; 64])
-    else {
-        panic!("not accepted");
-    };
-    assert_ne!(other.connection_id(), Some(id));
+    // Each request that reaches the acceptor stands for a new channel: a new id.
+    let other = acceptor.receive(30 * MS, &channel_request()).unwrap();
+    assert_eq!(other.connection_id(), Some(id + 1));
 }
 
 #[test]

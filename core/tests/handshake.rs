@@ -417,7 +417,7 @@ fn a_malformed_control_packet_to_a_connection_is_refused_with_its_control_error(
     long_disconnect.push(0);
     for (datagram, error) in [
         (request, ControlError::BadPadding),
-        (vec![0xA9; 9], ControlError::UnknownType(9)),
+        (vec![0xAA; 9], ControlError::UnknownType(10)),
         (
             long_disconnect,
             ControlError::BadLength {

@@ -5,8 +5,10 @@
 
 use std::time::Duration;
 
+#[cfg(not(target_arch = "wasm32"))]
+use ackwire_core::{Accept, Acceptor};
 use ackwire_core::{
-    Accept, Acceptor, Connection, ConnectionConfig, ConnectionConfigError, ConnectionEvent,
+    ChannelAcceptor, Connection, ConnectionConfig, ConnectionConfigError, ConnectionEvent,
     ConnectionState, DisconnectReason, ProtectError, Stats,
 };
 
@@ -58,6 +60,10 @@ pub(crate) enum SetupError {
     /// Keys of the other role.
     #[error("cannot encrypt the link: keys of the other role")]
     Role,
+    /// The cookie handshake's acceptor in a browser, which has no raw UDP.
+    #[cfg(target_arch = "wasm32")]
+    #[error("no raw UDP in a browser")]
+    NoUdp,
 }
 
 /// Which core handshake a link runs (`docs/wire.md`, "The channel handshake").
@@ -83,7 +89,11 @@ pub(crate) enum Role {
 
 #[derive(Debug)]
 enum Side {
+    /// The cookie handshake's acceptor (raw UDP). Not in the browser's build: a browser has
+    /// no raw UDP, and its bundle then carries no SHA-256 and HMAC for cookies.
+    #[cfg(not(target_arch = "wasm32"))]
     Accepting(Box<Acceptor>),
+    ChannelAccepting(Box<ChannelAcceptor>),
     Connection(Box<Connection>),
 }
 
@@ -91,6 +101,7 @@ enum Side {
 pub(crate) struct CoreLink {
     side: Side,
     /// The remote as the acceptor's cookie binds it.
+    #[cfg(not(target_arch = "wasm32"))]
     address: Vec<u8>,
     emulator: Option<TwoWay>,
     /// Datagrams ready for the transport.
@@ -100,10 +111,10 @@ pub(crate) struct CoreLink {
 }
 
 impl CoreLink {
-    /// `role`: accept (an acceptor keyed with its secret) or connect at once, with
-    /// `handshake` (an acceptor takes either, and refuses the channel handshake unless it is
-    /// `Channel`). With `keys`, the handshake runs that key exchange and the link is
-    /// encrypted (their role must match). Refused, rather than run in plaintext, when the keys
+    /// `role`: accept or connect at once, with `handshake`: the cookie handshake (the acceptor
+    /// keyed with the secret) or the channel handshake (its first connection id from the
+    /// secret). With `keys`, the cookie handshake runs that key exchange and the link is
+    /// encrypted (their role must match; the channel handshake takes none: DTLS encrypts). Refused, rather than run in plaintext, when the keys
     /// cannot be used (the datagram size leaves no room for the tag: the member checks it
     /// when it is made).
     pub(crate) fn new(
@@ -115,12 +126,19 @@ impl CoreLink {
         emulation: Option<&Emulation>,
         keys: Option<LinkKeys>,
     ) -> Result<CoreLink, SetupError> {
+        #[cfg(target_arch = "wasm32")]
+        let _ = address; // only the cookie acceptor binds it
         let side = match role {
+            Role::Accept { secret } if handshake == Handshake::Channel => {
+                if keys.is_some() {
+                    return Err(SetupError::Keys(ProtectError::ChannelHandshake));
+                }
+                let seed = u64::from_be_bytes(secret[..8].try_into().expect("8 bytes"));
+                Side::ChannelAccepting(Box::new(ChannelAcceptor::new(config.clone(), seed)?))
+            }
+            #[cfg(not(target_arch = "wasm32"))]
             Role::Accept { secret } => {
-                let mut acceptor = match handshake {
-                    Handshake::Cookie => Acceptor::new(config.clone(), secret)?,
-                    Handshake::Channel => Acceptor::on_channel(config.clone(), secret)?,
-                };
+                let mut acceptor = Acceptor::new(config.clone(), secret)?;
                 match keys {
                     Some(LinkKeys::Accept(responder)) => acceptor.set_responder(responder)?,
                     Some(LinkKeys::Connect(_)) => return Err(SetupError::Role),
@@ -128,6 +146,8 @@ impl CoreLink {
                 }
                 Side::Accepting(Box::new(acceptor))
             }
+            #[cfg(target_arch = "wasm32")]
+            Role::Accept { .. } => return Err(SetupError::NoUdp),
             Role::Connect => {
                 let mut connection = match handshake {
                     Handshake::Cookie => Connection::connect(config.clone(), now)?,
@@ -143,6 +163,7 @@ impl CoreLink {
         };
         Ok(CoreLink {
             side,
+            #[cfg(not(target_arch = "wasm32"))]
             address,
             // Validated when the member was made.
             emulator: emulation.and_then(|e| TwoWay::new(e, now).ok()),
@@ -155,7 +176,7 @@ impl CoreLink {
     pub(crate) fn connection(&self) -> Option<&Connection> {
         match &self.side {
             Side::Connection(c) => Some(c),
-            Side::Accepting(_) => None,
+            _ => None,
         }
     }
 
@@ -191,6 +212,10 @@ impl CoreLink {
     ) -> Result<(), RefusedDatagram> {
         match &mut self.side {
             Side::Connection(connection) => connection.receive(now, datagram)?,
+            Side::ChannelAccepting(acceptor) => {
+                self.side = Side::Connection(acceptor.receive(now, datagram)?);
+            }
+            #[cfg(not(target_arch = "wasm32"))]
             Side::Accepting(acceptor) => {
                 // Room for a secure challenge (65 bytes).
                 let mut reply = [0u8; 128];
@@ -314,7 +339,7 @@ impl CoreLink {
                         .and_then(TwoWay::poll_timeout)
                         .is_none()
             }
-            Side::Accepting(_) => true,
+            _ => true,
         }
     }
 }

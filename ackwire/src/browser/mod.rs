@@ -115,6 +115,10 @@ struct State {
     tick: Option<Closure<dyn FnMut()>>,
     /// The DTLS certificate every RTCPeerConnection of this room uses.
     certificate: webrtc::Certificate,
+    /// The early socket's holder, whose peer connections (offered while the driver loaded)
+    /// the member's first links may adopt; none once the early socket's frames were handed
+    /// over, or it was not adopted.
+    early_links: Option<JsValue>,
     /// Closed: sockets and peer connections are gone, and no timer is armed again.
     shut: bool,
 }
@@ -283,6 +287,7 @@ impl Driver {
             Some((early, _)) => webrtc::Certificate::Early(early.holder.clone()),
             None => webrtc::Certificate::Pending,
         };
+        let early_links = early.as_ref().map(|(early, _)| early.holder.clone());
         let shared = Rc::new(RefCell::new(State {
             url,
             early: early.map(|(early, _)| early),
@@ -295,6 +300,7 @@ impl Driver {
             timer: None,
             tick: None,
             certificate,
+            early_links,
             shut: false,
         }));
         if matches!(shared.borrow().certificate, webrtc::Certificate::Pending) {

@@ -12,7 +12,7 @@ use wasm_bindgen_futures::spawn_local;
 use web_sys::{CloseEvent, MessageEvent, WebSocket};
 
 use super::frames::{self, to_json};
-use super::{Early, Shared, State, js_err, now, with_state};
+use super::{Early, Shared, State, js_err, now, webrtc, with_state};
 
 /// The current signalling socket.
 pub(super) struct Socket {
@@ -55,6 +55,9 @@ pub(super) fn open(state: &mut State, shared: &Shared, join: Option<UrlJoin>) {
         }
         let _ = early.ws.close();
     }
+    // Links the page offered on a socket that was not adopted (or whose frames are all
+    // handed over already) are not the member's.
+    webrtc::release_early(state);
     match WebSocket::new(&url) {
         Ok(ws) => state.socket = Some(attach(shared, ws, number)),
         Err(e) => {
@@ -124,10 +127,12 @@ fn adopt(shared: &Shared, early: Early, number: u64) -> Socket {
         for text in messages {
             // A frame may have ended this socket (a refusal): the rest is not for the member.
             if current(&weak, number).is_none() {
-                return;
+                break;
             }
             with_state(&shared, |state, now| server_frame(state, now, &text));
         }
+        // The welcome was among them: its links claimed what the page opened for them.
+        with_state(&shared, |state, _| webrtc::release_early(state));
     });
     socket
 }

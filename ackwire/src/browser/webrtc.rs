@@ -3,7 +3,7 @@
 
 use std::rc::{Rc, Weak};
 
-use ackwire_room::member::{Command, Route, TransportEvent, TransportId};
+use ackwire_room::member::{Command, Route, ServerId, TransportEvent, TransportId};
 use ackwire_room::webrtc::{DATA_CHANNEL, PATH_POLL, PATH_POLLS, ice_state, path_type};
 use ackwire_signalling::{IceServer, Sdp, SdpKind, SignalData};
 use js_sys::{Function, Reflect, Uint8Array};
@@ -109,9 +109,13 @@ pub(super) fn run_command(state: &mut State, shared: &Shared, command: Command) 
     match command {
         Command::OpenPeerConnection {
             transport,
+            peer,
             offer,
             ice_servers,
         } => {
+            if offer && claim(state, peer).is_some_and(|l| adopt(state, shared, transport, &l)) {
+                return;
+            }
             let certificate = state.certificate.get();
             match open(
                 shared,
@@ -269,7 +273,17 @@ fn open(
     init.set_id(DATA_CHANNEL.id);
     let channel = pc.create_data_channel_with_data_channel_dict(DATA_CHANNEL.label, &init);
     channel.set_binary_type(RtcDataChannelType::Arraybuffer);
+    Ok(attach(shared, transport, pc, channel))
+}
 
+/// Our handlers on a peer connection and its channel: their events go to the member as
+/// `transport`'s.
+fn attach(
+    shared: &Shared,
+    transport: TransportId,
+    pc: RtcPeerConnection,
+    channel: RtcDataChannel,
+) -> Pc {
     let weak = Rc::downgrade(shared);
     let on_candidate = Closure::<dyn FnMut(RtcPeerConnectionIceEvent)>::new({
         let weak = weak.clone();
@@ -299,25 +313,7 @@ fn open(
     let on_open = Closure::<dyn FnMut()>::new({
         let weak = weak.clone();
         let pc = pc.clone();
-        move || {
-            tell(&weak, transport, TransportEvent::ChannelOpen);
-            // Which path ICE chose (host, srflx, relay): for the player and the dashboard. The
-            // stats may name the chosen pair a moment after the channel opens (the controlled
-            // side, through a relay): ask again until they do, while the connection lives.
-            let (weak, pc) = (weak.clone(), pc.clone());
-            spawn_local(async move {
-                for _ in 0..PATH_POLLS {
-                    if weak.upgrade().is_none() {
-                        return;
-                    }
-                    if let Some(path) = selected_path(&pc).await {
-                        tell(&weak, transport, TransportEvent::CandidateType(path));
-                        return;
-                    }
-                    sleep(PATH_POLL).await;
-                }
-            });
-        }
+        move || opened(&weak, transport, &pc)
     });
     let on_message = Closure::<dyn FnMut(MessageEvent)>::new({
         let weak = weak.clone();
@@ -337,7 +333,7 @@ fn open(
     channel.set_onopen(Some(on_open.as_ref().unchecked_ref()));
     channel.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
     channel.set_onclose(Some(on_close.as_ref().unchecked_ref()));
-    Ok(Pc {
+    Pc {
         pc,
         channel,
         _callbacks: vec![
@@ -347,7 +343,100 @@ fn open(
             Box::new(on_message),
             Box::new(on_close),
         ],
-    })
+    }
+}
+
+/// The channel of `transport` opened: the member hears it, then which path ICE chose (host,
+/// srflx, relay), for the player and the dashboard. The stats may name the chosen pair a
+/// moment after the channel opens (the controlled side, through a relay): asked again until
+/// they do, while the connection lives.
+fn opened(weak: &WeakState, transport: TransportId, pc: &RtcPeerConnection) {
+    tell(weak, transport, TransportEvent::ChannelOpen);
+    let (weak, pc) = (weak.clone(), pc.clone());
+    spawn_local(async move {
+        for _ in 0..PATH_POLLS {
+            if weak.upgrade().is_none() {
+                return;
+            }
+            if let Some(path) = selected_path(&pc).await {
+                tell(&weak, transport, TransportEvent::CandidateType(path));
+                return;
+            }
+            sleep(PATH_POLL).await;
+        }
+    });
+}
+
+/// The connection the page opened to `peer` while the driver loaded (`earlyLinks` in
+/// `web/ackwire.js`), if there is one: the driver takes it over.
+fn claim(state: &State, peer: ServerId) -> Option<JsValue> {
+    let holder = state.early_links.as_ref()?;
+    let claim: Function = Reflect::get(holder, &"claim".into())
+        .ok()?
+        .dyn_into()
+        .ok()?;
+    // A Number, as the page read it from the welcome (ids stay far below 2^53).
+    let link = claim.call1(holder, &JsValue::from_f64(peer as f64)).ok()?;
+    link.is_object().then_some(link)
+}
+
+/// Takes over a connection the page opened early as `transport`: our handlers replace the
+/// page's, and once what the page started on it is done (its offer sent, maybe the answer
+/// and candidates applied), the member hears how far it got, as it would have heard it.
+/// `false` if the page's object is not a connection (the driver then opens its own).
+fn adopt(state: &mut State, shared: &Shared, transport: TransportId, link: &JsValue) -> bool {
+    let part = |name: &str| Reflect::get(link, &name.into()).unwrap_or_default();
+    let (Ok(pc), Ok(channel), Ok(settled)) = (
+        part("pc").dyn_into::<RtcPeerConnection>(),
+        part("channel").dyn_into::<RtcDataChannel>(),
+        part("settled").dyn_into::<js_sys::Promise>(),
+    ) else {
+        return false;
+    };
+    state.pcs.insert(
+        transport,
+        attach(shared, transport, pc.clone(), channel.clone()),
+    );
+    let weak = Rc::downgrade(shared);
+    let link = link.clone();
+    spawn_local(async move {
+        let _ = JsFuture::from(settled).await;
+        if let Some(err) = Reflect::get(&link, &"error".into())
+            .ok()
+            .and_then(|e| e.as_string())
+        {
+            return tell(&weak, transport, TransportEvent::Failed(err));
+        }
+        if Reflect::get(&pc, &"remoteDescription".into()).is_ok_and(|d| d.is_object()) {
+            tell(&weak, transport, TransportEvent::RemoteDescriptionSet);
+        }
+        // What our handlers would have said had they been there: the ICE state, the open.
+        let open = channel.ready_state() == RtcDataChannelState::Open;
+        for (target, handler) in [
+            (JsValue::from(pc), "oniceconnectionstatechange"),
+            (JsValue::from(channel), if open { "onopen" } else { "" }),
+        ] {
+            if let Ok(f) =
+                Reflect::get(&target, &handler.into()).and_then(|f| f.dyn_into::<Function>())
+            {
+                let _ = f.call0(&target);
+            }
+        }
+    });
+    true
+}
+
+/// The page's early connections no member claimed are closed, and no more are made.
+pub(super) fn release_early(state: &mut State) {
+    let Some(holder) = state.early_links.take() else {
+        return;
+    };
+    if let Some(release) = Reflect::get(&holder, &"release".into())
+        .ok()
+        .and_then(|f| f.dyn_into::<Function>().ok())
+    {
+        let _ = release.call0(&holder);
+    }
 }
 
 /// The path of the pair ICE chose ([`path_type`] of its two ends): the transport's

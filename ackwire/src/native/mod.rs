@@ -367,6 +367,7 @@ impl Io {
                 transport,
                 offer,
                 ice_servers,
+                ..
             } => {
                 let ice = IceOptions {
                     servers: ice_servers,

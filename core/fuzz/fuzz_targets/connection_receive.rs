@@ -1,10 +1,11 @@
 //! A stream of arbitrary datagrams into a connected connection (and into the acceptor that
-//! made it): nothing panics, and a refused datagram changes no state, stats or buffers.
+//! made it, and a channel acceptor): nothing panics, and a refused datagram changes no state,
+//! stats or buffers.
 #![no_main]
 
 use std::time::Duration;
 
-use ackwire_core::{Accept, Acceptor, Connection, ConnectionConfig};
+use ackwire_core::{Accept, Acceptor, ChannelAcceptor, Connection, ConnectionConfig};
 use libfuzzer_sys::fuzz_target;
 
 const ADDRESS: &[u8] = b"fuzz";
@@ -33,6 +34,9 @@ fn connected() -> (Acceptor, Connection, Connection) {
 
 fuzz_target!(|data: &[u8]| {
     let (mut acceptor, mut client, mut server) = connected();
+    // Only a datagram it accepts moves a channel acceptor on: ids follow each other.
+    let mut channel = ChannelAcceptor::new(ConnectionConfig::default(), 100).unwrap();
+    let mut next_id = 100;
     client.send(1, b"state").unwrap();
     server.send(1, &[7u8; 3000]).unwrap();
     let mut buf = [0u8; 1200];
@@ -56,6 +60,10 @@ fuzz_target!(|data: &[u8]| {
         let used = acceptor.used_cookies();
         if acceptor.receive(now, ADDRESS, datagram, &mut [0u8; 64]).is_err() {
             assert_eq!(acceptor.used_cookies(), used);
+        }
+        if let Ok(connection) = channel.receive(now, datagram) {
+            assert_eq!(connection.connection_id(), Some(next_id));
+            next_id += 1;
         }
         rest = next;
     }

@@ -10,8 +10,8 @@ mod common;
 
 use ackwire_core::emulator::{EmulatorConfig, LinkEmulator};
 use ackwire_core::{
-    Accept, Acceptor, Connection, ConnectionConfig, ConnectionError, ConnectionEvent,
-    HandshakeError,
+    Accept, Acceptor, ChannelAcceptor, Connection, ConnectionConfig, ConnectionError,
+    ConnectionEvent, HandshakeError,
 };
 
 pub const CLIENT_ADDR: &[u8] = b"10.0.0.2:5000";
@@ -52,6 +52,8 @@ pub struct ConnPair {
     pub now: Duration,
     pub client: Connection,
     pub acceptor: Acceptor,
+    /// Takes the datagrams in place of `acceptor` when set (an authenticated channel).
+    pub channel_acceptor: Option<ChannelAcceptor>,
     pub server: Option<Connection>,
     pub to_server: LinkEmulator,
     pub to_client: LinkEmulator,
@@ -66,6 +68,7 @@ impl ConnPair {
             now: Duration::ZERO,
             client: Connection::connect(config.clone(), Duration::ZERO).unwrap(),
             acceptor: Acceptor::new(config, SECRET).unwrap(),
+            channel_acceptor: None,
             server: None,
             to_server: LinkEmulator::new(link.clone(), seed).unwrap(),
             to_client: LinkEmulator::new(link, seed.wrapping_add(1)).unwrap(),
@@ -79,7 +82,7 @@ impl ConnPair {
     pub fn on_channel(config: ConnectionConfig, link: EmulatorConfig, seed: u64) -> ConnPair {
         ConnPair {
             client: Connection::connect_on_channel(config.clone(), Duration::ZERO).unwrap(),
-            acceptor: Acceptor::on_channel(config.clone(), SECRET).unwrap(),
+            channel_acceptor: Some(ChannelAcceptor::new(config.clone(), 7).unwrap()),
             ..ConnPair::new(config, link, seed)
         }
     }
@@ -101,6 +104,13 @@ impl ConnPair {
                 Some(server) => {
                     if let Err(e) = server.receive(now, &datagram) {
                         self.server_side.receive_errors.push(e);
+                    }
+                }
+                None if self.channel_acceptor.is_some() => {
+                    let acceptor = self.channel_acceptor.as_mut().expect("checked");
+                    match acceptor.receive(now, &datagram) {
+                        Ok(connection) => self.server = Some(*connection),
+                        Err(e) => self.handshake_errors.push(e),
                     }
                 }
                 None => match self.acceptor.receive(now, CLIENT_ADDR, &datagram, &mut buf) {

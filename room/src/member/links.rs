@@ -477,7 +477,7 @@ impl Member {
                     Err(failure) => return self.lose(now, i, failure),
                 }
             }
-            None => self.open_rtc(now, i, lead),
+            None => self.open_rtc(now, i, peer, lead),
         }
         self.link_event(now, i);
     }
@@ -520,6 +520,8 @@ impl Member {
                 // bundle (their formatting would bring the float printer).
                 SetupError::Config(_) => "the connection configuration is invalid".to_owned(),
                 SetupError::Role => "keys of the other role".to_owned(),
+                #[cfg(target_arch = "wasm32")]
+                SetupError::NoUdp => "no raw UDP in a browser".to_owned(),
             })
         })
     }

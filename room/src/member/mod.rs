@@ -526,10 +526,14 @@ pub enum IceState {
 pub enum Command {
     /// Create a peer connection with the one pre-negotiated data channel
     /// ([`crate::webrtc::DATA_CHANNEL`]). With `offer`, create the offer and set it locally;
-    /// its SDP and candidates come back as [`TransportEvent::LocalSignal`].
+    /// its SDP and candidates come back as [`TransportEvent::LocalSignal`]. A browser driver
+    /// may instead adopt the offering connection its page opened to `peer` while the driver
+    /// loaded (its offer already sent): it then reports what that connection reached.
     OpenPeerConnection {
         /// The new transport.
         transport: TransportId,
+        /// The peer, by its id in the current server session.
+        peer: ServerId,
         /// Whether we offer.
         offer: bool,
         /// STUN/TURN servers from the welcome.

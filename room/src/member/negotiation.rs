@@ -30,8 +30,9 @@ pub(in crate::member) struct Rtc {
 }
 
 impl Member {
-    /// A new WebRTC attempt on link `i`: a peer connection of its own, offering or answering.
-    pub(super) fn open_rtc(&mut self, now: Duration, i: usize, offerer: bool) {
+    /// A new WebRTC attempt on link `i` with `peer`: a peer connection of its own, offering or
+    /// answering.
+    pub(super) fn open_rtc(&mut self, now: Duration, i: usize, peer: ServerId, offerer: bool) {
         let transport = TransportId(self.next_transport);
         self.next_transport += 1;
         let rtc = Rtc {
@@ -49,18 +50,19 @@ impl Member {
         self.links[i].attempt = Attempt::Negotiating { rtc, deadline };
         self.command(Command::OpenPeerConnection {
             transport,
+            peer,
             offer: offerer,
             ice_servers: self.session.ice_servers().to_vec(),
         });
     }
 
-    /// A fresh answering peer connection for link `i`, replacing whatever it had.
-    fn start_answering(&mut self, now: Duration, i: usize) {
+    /// A fresh answering peer connection for link `i` with `peer`, replacing whatever it had.
+    fn start_answering(&mut self, now: Duration, i: usize, peer: ServerId) {
         self.close_transport(now, i);
         self.links[i].started = now;
         self.links[i].took = None;
         self.links[i].first_ack = None;
-        self.open_rtc(now, i, false);
+        self.open_rtc(now, i, peer, false);
         let info = self.links[i].info(now);
         self.event(super::Event::Link(info));
     }
@@ -82,7 +84,7 @@ impl Member {
             }
             // The other native found no direct UDP path and fell back to WebRTC: follow.
             self.links[i].via_ice = true;
-            self.start_answering(now, i);
+            self.start_answering(now, i, from);
         }
         match data {
             SignalData::Sdp { .. } if offer => {
@@ -96,7 +98,7 @@ impl Member {
                         self.links[i].attempt,
                         Attempt::Open { .. } | Attempt::Connected { .. }
                     );
-                    self.start_answering(now, i);
+                    self.start_answering(now, i, from);
                     if was_up {
                         self.links[i].reason = Some(Failure::Restarted);
                     }
