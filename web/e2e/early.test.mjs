@@ -1,0 +1,127 @@
+// A join does not wait for the wasm (docs/api.md, "Cold start"): the page's script opens the
+// signalling socket at once and, once the welcome names natives, offers to each of them from
+// JS; the browser driver adopts those live connections when the wasm is there. Here the wasm
+// is held back until the native's end of the link is open, then the page's member takes the
+// link over and it connects (one DTLS handshake on the wire: the adopted connection, not a
+// second one), chats, and survives a signalling server restart. The other order, the wasm
+// before the welcome, is the ordinary path; forced here by holding the welcome back.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { captureUdp } from './capture.mjs';
+import { launchBrowser, startServer } from './harness.mjs';
+import { joinNative } from './native.mjs';
+
+const connectedTo = (page, id, timeout = 15000) => page.waitForFunction(
+  (peer) => window.ackwire?.players.get(peer)?.state === 'connected', id, { timeout },
+);
+
+/** A page on `url` whose wasm is only served once `release()` is called. */
+async function pageWithHeldWasm(browser, url) {
+  const page = await (await browser.newContext()).newPage();
+  const errors = [];
+  page.on('pageerror', (err) => errors.push(err.message));
+  let release;
+  const released = new Promise((resolve) => { release = resolve; });
+  let requested;
+  const asked = new Promise((resolve) => { requested = resolve; });
+  await page.route(/ackwire_wasm_bg\.wasm/, async (route) => {
+    requested();
+    await released;
+    await route.continue();
+  });
+  await page.goto(url);
+  return { page, errors, release, asked };
+}
+
+test('the wasm arriving after the welcome: the page offered already, the driver adopts the open link, and it survives a server restart', async () => {
+  const server = await startServer(0);
+  const browser = await launchBrowser();
+  const room = 'early';
+  const url = `${server.url}/room/${room}`;
+  const native = await joinNative(url);
+  let restarted;
+  try {
+    const capture = await captureUdp('early-join');
+    const player = await pageWithHeldWasm(browser, url);
+    await player.asked;
+    // With the wasm still held, the native's end of the link opens: offer, answer, ICE, DTLS
+    // and SCTP all ran on the page's JS alone.
+    const open = await native.waitFor('its link to the page open', (l) => l.type === 'link' && l.state === 'open', 15000);
+    player.release();
+    await connectedTo(player.page, native.id);
+    const connected = await native.waitFor('the link connected', (l) => native.linkState(l, open.peer, 'connected'), 10000);
+    assert.equal(connected.transport, 'webrtc');
+    const timeline = await player.page.evaluate(() => window.ackwire.metrics.timeline);
+    assert.ok(timeline.offer < timeline.wasm, `offered at ${timeline.offer} ms, wasm ready at ${timeline.wasm} ms`);
+    console.log(`offer ${timeline.offer.toFixed(0)} ms, wasm ${timeline.wasm.toFixed(0)} ms, `
+      + `connected ${timeline.connected?.toFixed(0)} ms after navigation (the wasm held until the native's end was open)`);
+    // One DTLS handshake: the page's connection was adopted, no second one made.
+    const handshakes = await capture.stop();
+    const hellos = handshakes.filter((m) => m.type === 'ClientHello');
+    assert.equal(hellos.length, 1, handshakes.map((m) => `${m.type} ${m.from} → ${m.to}`).join('\n'));
+
+    // Reliable chat both ways over the adopted link, exactly once.
+    const greeting = `hello from native peer ${native.id}`;
+    await player.page.waitForFunction(([id, t]) => window.ackwire.chat.some((m) => m.from === `peer ${id}` && m.text === t), [native.id, greeting], { timeout: 5000 });
+    await player.page.fill('#chat-input', 'early bird');
+    await player.page.click('#chat-form button');
+    await native.waitFor('the chat line', (l) => l.type === 'chat' && l.text === 'early bird', 5000);
+
+    // The signalling server restarts: the link does not pass through it and keeps flowing; the
+    // page joins the new server (its early socket long adopted) and still links with the native.
+    const mark = native.lines.length;
+    await server.stop();
+    restarted = await startServer(server.port);
+    const welcome = await native.waitFor('a new welcome', (l) => l.type === 'welcome', 15000, mark);
+    await player.page.waitForFunction(
+      () => window.ackwire.log.filter((l) => l.startsWith('welcomed as peer')).length >= 2, null, { timeout: 15000 },
+    );
+    await connectedTo(player.page, welcome.peer_id);
+    await player.page.fill('#chat-input', 'after the restart');
+    await player.page.click('#chat-form button');
+    await native.waitFor('the chat line after the restart', (l) => l.type === 'chat' && l.text === 'after the restart', 5000, mark);
+    assert.deepEqual(player.errors, []);
+  } finally {
+    await native.stop();
+    await browser.close();
+    await (restarted ?? server).stop();
+  }
+});
+
+test('the wasm before the welcome: the member offers as always, and nothing was offered early', async () => {
+  const server = await startServer(0);
+  const browser = await launchBrowser();
+  const room = 'late-welcome';
+  const url = `${server.url}/room/${room}`;
+  const native = await joinNative(url);
+  try {
+    const page = await (await browser.newContext()).newPage();
+    const errors = [];
+    page.on('pageerror', (err) => errors.push(err.message));
+    // The page's wasm instantiated, as a flag the test can wait on.
+    await page.addInitScript(() => {
+      const streaming = WebAssembly.instantiateStreaming;
+      WebAssembly.instantiateStreaming = (...args) => streaming(...args).then((r) => { window.wasmReady = true; return r; });
+    });
+    // The server's frames wait until then; the page's go through.
+    await page.routeWebSocket(/\/ws/, (ws) => {
+      const upstream = ws.connectToServer();
+      const held = [];
+      let open = false;
+      const flush = () => { while (held.length) ws.send(held.shift()); };
+      upstream.onMessage((m) => { if (open) ws.send(m); else held.push(m); });
+      ws.onMessage((m) => upstream.send(m));
+      page.waitForFunction(() => window.wasmReady, null, { timeout: 15000 }).then(() => { open = true; flush(); }, () => {});
+    });
+    await page.goto(url);
+    await connectedTo(page, native.id);
+    const timeline = await page.evaluate(() => window.ackwire.metrics.timeline);
+    assert.equal(timeline.offer, undefined, 'no early offer');
+    assert.ok(timeline.welcome > timeline.wasm, `welcome ${timeline.welcome} ms, wasm ${timeline.wasm} ms`);
+    assert.deepEqual(errors, []);
+  } finally {
+    await native.stop();
+    await browser.close();
+    await server.stop();
+  }
+});
