@@ -363,6 +363,10 @@ export interface JoinTimeline {
   connect?: number;
   /** That socket opened. */
   socket?: number;
+  /** The first offer left, made before the wasm loaded (to a native the welcome named). */
+  offer?: number;
+  /** The first answer left, made before the wasm loaded (to a browser already in the room). */
+  answer?: number;
   /** The wasm loaded. */
   wasm?: number;
   /** The server's welcome: joined. */

@@ -167,7 +167,7 @@ function openEarlySocket(url, o, timeline) {
     const early = earlyLinks({ ws, instance, messages: [], opened: false }, o, timeline);
     // The driver replaces these handlers when it adopts the socket ...
     ws.onopen = () => { early.opened = true; };
-    ws.onmessage = (m) => { if (!early.take(m.data)) early.messages.push(m.data); };
+    ws.onmessage = (m) => { early.see(m.data); early.messages.push(m.data); };
     // ... but not this one: when the socket opened, for the timeline.
     ws.addEventListener('open', () => { timeline.socket = performance.now(); });
     // The DTLS certificate for this room's links, made now: a link's first offer would
@@ -181,20 +181,24 @@ function openEarlySocket(url, o, timeline) {
 }
 
 /**
- * The links a page offers while its wasm loads (docs/api.md, "Cold start"). A browser always
- * offers to a native (the room member's rule, `room/src/member/roles.rs`), so as soon as the
- * welcome names natives, each gets its peer connection, made as the driver makes one
- * (`ackwire/src/browser/webrtc.rs`: the one pre-negotiated data channel, the welcome's ICE
- * servers, this page's certificate), and its offer; their answers and candidates are applied
- * here and not handed to the member. When the driver's member opens its offering link to
- * that peer it adopts the live connection (`claim`), offer sent, maybe already open; what no
- * member claims is closed (`release`). Everything else about links stays the member's.
+ * The links a page starts while its wasm loads (docs/api.md, "Cold start"), by the room
+ * member's roles (`room/src/member/roles.rs`): a browser offers to a native, and answers the
+ * browsers already in the room, which offer to a newcomer. So once the welcome names natives,
+ * each gets its peer connection, made as the driver makes one (`ackwire/src/browser/webrtc.rs`:
+ * the one pre-negotiated data channel, the welcome's ICE servers, this page's certificate),
+ * and its offer; an offer from a browser the welcome named gets its connection and answer.
+ * Answers and candidates are applied here, and every frame still goes to the member. When the
+ * member opens its link to that peer the driver adopts the live connection (`claim`); it then
+ * skips the description this page already applied. What no member claims is closed
+ * (`release`). Everything else about links stays the member's.
  */
 function earlyLinks(early, o, timeline) {
   const links = new Map();
+  const browsers = new Set();
+  let iceServers = [];
   const send = (frame) => { if (early.ws.readyState === WebSocket.OPEN) early.ws.send(JSON.stringify(frame)); };
   /** The peer connection to `peer`, at once (the driver may claim it any time from now on). */
-  const connect = (peer, iceServers) => {
+  const connect = (peer) => {
     const config = { iceServers };
     if (early.certificate) config.certificates = [early.certificate];
     if (o.relayOnly) config.iceTransportPolicy = 'relay';
@@ -204,46 +208,72 @@ function earlyLinks(early, o, timeline) {
     pc.onicecandidate = ({ candidate: c }) => {
       if (c) send({ type: 'signal', to: peer, data: { candidate: c.candidate, sdpMid: c.sdpMid, sdpMLineIndex: c.sdpMLineIndex } });
     };
-    return { pc, channel, settled: Promise.resolve(), error: null };
+    const link = { pc, channel, settled: Promise.resolve(), error: null, described: false, received: [] };
+    // A peer whose end is up starts its handshake: kept for the member, as the socket's frames are.
+    channel.onmessage = (e) => link.received.push(e.data);
+    links.set(peer, link);
+    return link;
   };
-  const offer = async (peer, { pc }) => {
-    const description = await pc.createOffer();
+  /** Our description of `kind` for `peer`, relayed at once, then set here. */
+  const describe = async (peer, { pc }, kind) => {
+    const description = await (kind === 'offer' ? pc.createOffer() : pc.createAnswer());
     const applied = pc.setLocalDescription(description);
-    send({ type: 'signal', to: peer, data: { sdp: { type: 'offer', sdp: description.sdp } } });
-    timeline.offer ??= performance.now();
+    send({ type: 'signal', to: peer, data: { sdp: { type: kind, sdp: description.sdp } } });
+    timeline[kind] ??= performance.now();
     await applied;
   };
   const later = (link, step) => {
     link.settled = link.settled.then(step).catch((err) => { link.error ??= `early link: ${err?.message ?? err}`; });
   };
-  /** Takes a frame the early links handle; `false` for the member's. */
-  early.take = (text) => {
+  /** Sees a frame before the member does (it gets every one). */
+  early.see = (text) => {
+    if (early.released || !globalThis.RTCPeerConnection) return;
     let frame;
-    try { frame = JSON.parse(text); } catch { return false; }
-    if (frame?.type === 'welcome' && Array.isArray(frame.peers) && globalThis.RTCPeerConnection && !early.released) {
+    try { frame = JSON.parse(text); } catch { return; }
+    if (frame?.type === 'welcome' && Array.isArray(frame.peers)) {
+      iceServers = frame.ice_servers ?? [];
       for (const peer of frame.peers) {
-        if (peer?.kind !== 'native' || !Number.isInteger(peer.id) || links.has(peer.id)) continue;
-        let link;
-        try {
-          link = connect(peer.id, frame.ice_servers ?? []);
-        } catch {
-          continue; // the member's own attempt will say why
+        if (!Number.isInteger(peer?.id) || links.has(peer.id)) continue;
+        if (peer.kind === 'browser') {
+          browsers.add(peer.id);
+        } else if (peer.kind === 'native') {
+          try {
+            const link = connect(peer.id);
+            later(link, () => describe(peer.id, link, 'offer'));
+          } catch {
+            // The member's own attempt will say why.
+          }
         }
-        links.set(peer.id, link);
-        later(link, () => offer(peer.id, link));
       }
-      return false;
+      return;
     }
-    const link = frame?.type === 'signal' ? links.get(frame.from) : undefined;
-    if (!link) return false;
+    if (frame?.type !== 'signal') return;
     const { sdp, candidate, sdpMid, sdpMLineIndex } = frame.data ?? {};
-    if (sdp?.type === 'answer') later(link, () => link.pc.setRemoteDescription(sdp));
-    // A candidate the browser cannot use (another address family) is not fatal.
-    else if (typeof candidate === 'string') later(link, () => link.pc.addIceCandidate({ candidate, sdpMid, sdpMLineIndex }).catch(() => {}));
-    else return false;
-    return true;
+    let link = links.get(frame.from);
+    if (!link && sdp?.type === 'offer' && browsers.delete(frame.from)) {
+      try {
+        link = connect(frame.from);
+      } catch {
+        return;
+      }
+      link.described = true;
+      later(link, async () => {
+        await link.pc.setRemoteDescription(sdp);
+        await describe(frame.from, link, 'answer');
+      });
+    } else if (link && sdp?.type === 'answer' && !link.described) {
+      link.described = true;
+      later(link, () => link.pc.setRemoteDescription(sdp));
+    } else if (link && typeof candidate === 'string') {
+      // A candidate the browser cannot use (another address family) is not fatal.
+      later(link, () => link.pc.addIceCandidate({ candidate, sdpMid, sdpMLineIndex }).catch(() => {}));
+    }
   };
-  /** The driver adopts the link to `peer`: `{ pc, channel, settled, error }`, or none. */
+  /**
+   * The driver adopts the link to `peer`: `{ pc, channel, settled, error, described, received }`
+   * (`described`: this page set the peer's description; `received`: the channel's messages
+   * so far), or none.
+   */
   early.claim = (peer) => {
     const link = links.get(peer);
     links.delete(peer);
@@ -375,7 +405,8 @@ export class Room extends EventTarget {
 
   /**
    * When each step of joining happened, in performance.now() ms: `start` (join() called),
-   * `connect` (socket opening), `socket` (open), `wasm` (loaded), `welcome` (joined).
+   * `connect` (socket opening), `socket` (open), `offer` and `answer` (the first made before
+   * the wasm loaded), `wasm` (loaded), `welcome` (joined).
    * @type {Record<string, number>}
    */
   get timeline() { return { ...this.#timeline }; }

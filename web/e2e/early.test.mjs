@@ -1,10 +1,11 @@
 // A join does not wait for the wasm (docs/api.md, "Cold start"): the page's script opens the
 // signalling socket at once and, once the welcome names natives, offers to each of them from
-// JS; the browser driver adopts those live connections when the wasm is there. Here the wasm
-// is held back until the native's end of the link is open, then the page's member takes the
-// link over and it connects (one DTLS handshake on the wire: the adopted connection, not a
-// second one), chats, and survives a signalling server restart. The other order, the wasm
-// before the welcome, is the ordinary path; forced here by holding the welcome back.
+// JS, and answers the offers of the browsers already in the room; the browser driver adopts
+// those live connections when the wasm is there. Here the wasm is held back until the other
+// end of the link is open, then the page's member takes the link over and it connects (one
+// DTLS handshake on the wire: the adopted connection, not a second one), chats, and survives
+// a signalling server restart. The other order, the wasm before the welcome, is the ordinary
+// path; forced here by holding the welcome back.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { captureUdp } from './capture.mjs';
@@ -85,6 +86,43 @@ test('the wasm arriving after the welcome: the page offered already, the driver 
     await native.stop();
     await browser.close();
     await (restarted ?? server).stop();
+  }
+});
+
+test('a newcomer whose wasm arrives after the offer of a player already in the room answers from JS, and the driver adopts the open link', async () => {
+  const server = await startServer(0);
+  const browser = await launchBrowser();
+  const url = `${server.url}/room/early-pair`;
+  try {
+    const first = await (await browser.newContext()).newPage();
+    await first.goto(url);
+    const firstId = await first.waitForFunction(() => window.ackwire?.me.id, null, { timeout: 10000 }).then((h) => h.jsonValue());
+    const capture = await captureUdp('early-pair');
+    const newcomer = await pageWithHeldWasm(browser, url);
+    await newcomer.asked;
+    // The player already in the room offers to the newcomer; the newcomer's JS answers, and
+    // the link opens on the first player's side while the newcomer's wasm is still held.
+    const newcomerId = await first.waitForFunction(
+      () => [...window.ackwire.players.entries()].find(([, p]) => p.state === 'open' || p.state === 'connected')?.[0],
+      null, { timeout: 15000 },
+    ).then((h) => h.jsonValue());
+    newcomer.release();
+    await connectedTo(newcomer.page, firstId);
+    await connectedTo(first, newcomerId);
+    const timeline = await newcomer.page.evaluate(() => window.ackwire.metrics.timeline);
+    assert.ok(timeline.answer < timeline.wasm, `answered at ${timeline.answer} ms, wasm ready at ${timeline.wasm} ms`);
+    console.log(`answer ${timeline.answer.toFixed(0)} ms, wasm ${timeline.wasm.toFixed(0)} ms, `
+      + `connected ${timeline.connected?.toFixed(0)} ms after navigation (the wasm held until the other end was open)`);
+    const hellos = (await capture.stop()).filter((m) => m.type === 'ClientHello');
+    assert.equal(hellos.length, 1, 'one DTLS handshake: the adopted connection');
+    // Chat both ways, once each.
+    await newcomer.page.fill('#chat-input', 'hi from the newcomer');
+    await newcomer.page.click('#chat-form button');
+    await first.waitForFunction((t) => window.ackwire.chat.filter((m) => m.text === t).length === 1, 'hi from the newcomer', { timeout: 5000 });
+    assert.deepEqual(newcomer.errors, []);
+  } finally {
+    await browser.close();
+    await server.stop();
   }
 });
 

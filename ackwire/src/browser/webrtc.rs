@@ -25,6 +25,9 @@ type WeakState = Weak<std::cell::RefCell<State>>;
 pub(super) struct Pc {
     pc: RtcPeerConnection,
     channel: RtcDataChannel,
+    /// Adopted from the page with the peer's description set there: the member's copy of it
+    /// (the next it hands over) is not applied again. The page's link (`settled`).
+    described_early: Option<JsValue>,
     /// Browser callbacks must outlive the objects they are attached to.
     _callbacks: Vec<Box<dyn std::any::Any>>,
 }
@@ -113,7 +116,7 @@ pub(super) fn run_command(state: &mut State, shared: &Shared, command: Command) 
             offer,
             ice_servers,
         } => {
-            if offer && claim(state, peer).is_some_and(|l| adopt(state, shared, transport, &l)) {
+            if claim(state, peer).is_some_and(|l| adopt(state, shared, transport, &l)) {
                 return;
             }
             let certificate = state.certificate.get();
@@ -144,10 +147,23 @@ pub(super) fn run_command(state: &mut State, shared: &Shared, command: Command) 
             }
         }
         Command::ApplyRemoteSignal { transport, data } => {
-            let Some(pc) = state.pcs.get(&transport).map(|p| p.pc.clone()) else {
+            let Some(adopted) = state.pcs.get_mut(&transport) else {
                 return;
             };
             let weak = Rc::downgrade(shared);
+            if let (SignalData::Sdp { .. }, Some(link)) = (&data, adopted.described_early.take()) {
+                // The page set it before the driver came (and answered an offer): once that is
+                // done, the member hears it as if it had been done here.
+                spawn_local(async move {
+                    let settled = Reflect::get(&link, &"settled".into()).unwrap_or_default();
+                    if let Ok(settled) = settled.dyn_into::<js_sys::Promise>() {
+                        let _ = JsFuture::from(settled).await;
+                    }
+                    tell(&weak, transport, TransportEvent::RemoteDescriptionSet);
+                });
+                return;
+            }
+            let pc = adopted.pc.clone();
             spawn_local(async move {
                 apply_signal(&weak, transport, &pc, data).await;
             });
@@ -336,6 +352,7 @@ fn attach(
     Pc {
         pc,
         channel,
+        described_early: None,
         _callbacks: vec![
             Box::new(on_candidate),
             Box::new(on_ice),
@@ -381,9 +398,10 @@ fn claim(state: &State, peer: ServerId) -> Option<JsValue> {
 }
 
 /// Takes over a connection the page opened early as `transport`: our handlers replace the
-/// page's, and once what the page started on it is done (its offer sent, maybe the answer
-/// and candidates applied), the member hears how far it got, as it would have heard it.
-/// `false` if the page's object is not a connection (the driver then opens its own).
+/// page's, and once what the page started on it is done (its offer or answer sent, maybe the
+/// peer's description and candidates applied), the member hears how far ICE and the channel
+/// got, as it would have heard it. `false` if the page's object is not a connection (the
+/// driver then opens its own).
 fn adopt(state: &mut State, shared: &Shared, transport: TransportId, link: &JsValue) -> bool {
     let part = |name: &str| Reflect::get(link, &name.into()).unwrap_or_default();
     let (Ok(pc), Ok(channel), Ok(settled)) = (
@@ -393,10 +411,9 @@ fn adopt(state: &mut State, shared: &Shared, transport: TransportId, link: &JsVa
     ) else {
         return false;
     };
-    state.pcs.insert(
-        transport,
-        attach(shared, transport, pc.clone(), channel.clone()),
-    );
+    let mut adopted = attach(shared, transport, pc.clone(), channel.clone());
+    adopted.described_early = part("described").is_truthy().then(|| link.clone());
+    state.pcs.insert(transport, adopted);
     let weak = Rc::downgrade(shared);
     let link = link.clone();
     spawn_local(async move {
@@ -407,10 +424,9 @@ fn adopt(state: &mut State, shared: &Shared, transport: TransportId, link: &JsVa
         {
             return tell(&weak, transport, TransportEvent::Failed(err));
         }
-        if Reflect::get(&pc, &"remoteDescription".into()).is_ok_and(|d| d.is_object()) {
-            tell(&weak, transport, TransportEvent::RemoteDescriptionSet);
-        }
-        // What our handlers would have said had they been there: the ICE state, the open.
+        // What our handlers would have said had they been there: the ICE state, the open, and
+        // what the channel carried meanwhile (the peer's first handshake packet, if its end
+        // opened first), all before any later event of theirs (those are tasks).
         let open = channel.ready_state() == RtcDataChannelState::Open;
         for (target, handler) in [
             (JsValue::from(pc), "oniceconnectionstatechange"),
@@ -421,6 +437,13 @@ fn adopt(state: &mut State, shared: &Shared, transport: TransportId, link: &JsVa
             {
                 let _ = f.call0(&target);
             }
+        }
+        let received = Reflect::get(&link, &"received".into()).unwrap_or_default();
+        for data in js_sys::Array::from(&received).iter() {
+            let bytes = Uint8Array::new(&data).to_vec();
+            with_weak(&weak, |state, now| {
+                let _ = state.member.receive(now, Route::WebRtc(transport), &bytes);
+            });
         }
     });
     true
