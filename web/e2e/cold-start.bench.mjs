@@ -1,12 +1,14 @@
-// Cold start: from opening the example game's URL (examples/pong, its JS page) to its first
-// state update from the host, on a path with no added delay and with a fixed delay each way
-// (docs/cold-start.md). The real release `ackwire-signal` serving the game's pages and the
-// game's release host (`pong-host`, room `table`) sit in a "server" namespace, a fresh
-// Chromium (new profile, empty cache) in a "client" one, and delayed-path.mjs's userspace
-// bridge between them. Prints each step's medians and the round trips it used; asserts only
-// that every join completed with no page error.
+// Cold start, counted in round trips: from opening the example game's URL (examples/pong, its
+// JS page) to its first state update from the host, and from opening the demo's room page to
+// a connected link with a browser already in the room, on a path with no added delay and with
+// a fixed delay each way (docs/cold-start.md). The real release `ackwire-signal` serving the
+// pages, the game's release host (`pong-host`, room `table`) and the resident browser (a
+// Chromium on the demo's `/room/pair`) sit in a "server" namespace, a fresh Chromium (new
+// profile, empty cache) in a "client" one, and delayed-path.mjs's userspace bridge between
+// them. Prints each step's medians and the round trips it used; asserts only that every join
+// completed with no page error.
 //
-// `cargo xtask bench cold-start` runs it (release builds, under `unshare --net`).
+// `cargo xtask bench join-rtt` runs it (release builds, under `unshare --net`).
 // ACKWIRE_COLD_RUNS joins per delay (7), ACKWIRE_COLD_DELAYS the delays each way in ms
 // (0,20,50; the summary counts round trips between the first and last added delay, and from
 // 0 to the first).
@@ -30,11 +32,17 @@ const STEPS = [
   ['socket', 'socket open', 4],
   ['wasm', 'wasm ready', 4],
   ['welcome', 'welcome', 4],
+  ['offer', 'offer sent', 4],
   ['open', 'data channel open', 10],
   ['connected', 'core connected', 11],
   ['state', 'first state update', 11],
 ];
 const MINIMUM = 11;
+// A browser joining a browser: the demo page's timeline (web/room.js) up to its link with
+// the resident player connected. The resident offers as the newcomer's welcome leaves, so its
+// offer arrives with it: the same minimum.
+const PAIR_STEPS = STEPS.filter(([k]) => k !== 'state')
+  .map((step) => (step[0] === 'offer' ? ['answer', 'answer sent', 4] : step));
 
 const median = (values) => {
   const v = values.filter(Number.isFinite).sort((a, b) => a - b);
@@ -48,7 +56,10 @@ const path = await buildDelayedPath(tag);
 let server;
 let host;
 let chromium;
+let resident;
 const cleanup = async () => {
+  await resident?.browser.close().catch(() => {});
+  resident?.chromium.remove();
   await host?.stop().catch(() => {});
   await server?.stop().catch(() => {});
   chromium?.remove();
@@ -83,6 +94,55 @@ async function coldJoin(url) {
       await host.waitFor('the browser gone', (l) => l.type === 'link' && l.peer === peer && l.state !== 'connected', 10000, left).catch(() => {});
     }
   }
+}
+
+/**
+ * One cold join of the demo's room page where the resident player waits: its timeline once
+ * its link with the resident connected (seen on the resident's page first, as above).
+ */
+async function coldPairJoin(url) {
+  const before = await resident.page.evaluate(() => [...window.ackwire.players.keys()]);
+  const browser = await launchBrowser([], { executablePath: chromium.path });
+  try {
+    const page = await browser.newPage();
+    const errors = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+    await page.goto(url, { timeout: 30000 });
+    await resident.page.waitForFunction((old) => [...window.ackwire.players.entries()]
+      .some(([id, p]) => !old.includes(id) && p.state === 'connected'), before, { timeout: 30000 });
+    const timeline = await page.waitForFunction(() => window.ackwire.metrics.timeline.connected && window.ackwire.metrics.timeline,
+      null, { timeout: 15000 }).then((h) => h.jsonValue());
+    assert.deepEqual(errors, [], 'the page reported errors');
+    return timeline;
+  } finally {
+    await browser.close();
+    // The next join starts with the resident alone in the room again.
+    await resident.page.waitForFunction((old) => [...window.ackwire.players.keys()].every((id) => old.includes(id)),
+      before, { timeout: 15000 }).catch(() => {});
+  }
+}
+
+/** Prints each step's medians and round trips at each delay; returns the medians and `slope`. */
+function report(runs, steps, rtt, title) {
+  const [base, ...others] = DELAYS;
+  const medians = Object.fromEntries(DELAYS.map((d) => [d, Object.fromEntries(steps.map(([k]) => [k, median(runs[d].map((t) => t[k]))]))]));
+  // Round trips a step used between two delays: its extra time over the extra RTT. From 0,
+  // as the summary counts; between two added delays as well, where the page's own CPU time
+  // (a fresh renderer, the wasm compiled) is hidden under network waits at both ends and
+  // only round trips remain (docs/cold-start.md, "Counting round trips").
+  const slope = (from, to, k) => (medians[to][k] - medians[from][k]) / (rtt(to) - rtt(from));
+  const pairs = [...others.map((d) => [base, d]), ...others.slice(1).map((d, i) => [others[i], d])];
+  const header = ['step'.padEnd(20), ...DELAYS.map((d) => `${f(rtt(d), 1)} ms RTT`.padStart(12)),
+    ...pairs.map(([a, b]) => `RTs ${f(rtt(a), 0)}-${f(rtt(b), 0)}`.padStart(11)), 'minimum'.padStart(8)];
+  console.log(`\n${title}: ms after navigation (medians of ${RUNS}); RTs a-b = (median at b - median at a) / (RTT b - RTT a), RTT by the probe's least TCP connect:`);
+  console.log(`  ${header.join(' ')}`);
+  for (const [k, label, min] of steps) {
+    const cells = [label.padEnd(20), ...DELAYS.map((d) => f(medians[d][k]).padStart(12)),
+      ...pairs.map(([a, b]) => f(slope(a, b, k), 1).padStart(11)), String(min).padStart(8)];
+    console.log(`  ${cells.join(' ')}`);
+  }
+  return { medians, slope };
 }
 
 try {
@@ -140,22 +200,7 @@ try {
     console.log(`  ${String(Number(d)).padStart(3)} ms each way: ${s.frames} frames, ${f(s.late_p50_us)} / ${f(s.late_p99_us)} / ${f(s.late_max_us)} us late, ${s.dropped} dropped`);
   }
   const [base, ...others] = DELAYS;
-  const medians = Object.fromEntries(DELAYS.map((d) => [d, Object.fromEntries(STEPS.map(([k]) => [k, median(runs[d].map((t) => t[k]))]))]));
-  // Round trips a step used between two delays: its extra time over the extra RTT. From 0,
-  // as the summary counts; between two added delays as well, where the page's own CPU time
-  // (a fresh renderer, the wasm compiled) is hidden under network waits at both ends and
-  // only round trips remain (docs/cold-start.md, "Counting round trips").
-  const slope = (from, to, k) => (medians[to][k] - medians[from][k]) / (rtt(to) - rtt(from));
-  const pairs = [...others.map((d) => [base, d]), ...others.slice(1).map((d, i) => [others[i], d])];
-  const header = ['step'.padEnd(20), ...DELAYS.map((d) => `${f(rtt(d), 1)} ms RTT`.padStart(12)),
-    ...pairs.map(([a, b]) => `RTs ${f(rtt(a), 0)}-${f(rtt(b), 0)}`.padStart(11)), 'minimum'.padStart(8)];
-  console.log(`\nms after navigation (medians of ${RUNS}); RTs a-b = (median at b - median at a) / (RTT b - RTT a), RTT by the probe's least TCP connect:`);
-  console.log(`  ${header.join(' ')}`);
-  for (const [k, label, min] of STEPS) {
-    const cells = [label.padEnd(20), ...DELAYS.map((d) => f(medians[d][k]).padStart(12)),
-      ...pairs.map(([a, b]) => f(slope(a, b, k), 1).padStart(11)), String(min).padStart(8)];
-    console.log(`  ${cells.join(' ')}`);
-  }
+  const { medians, slope } = report(runs, STEPS, rtt, 'a browser joining the example game\'s native host');
   // After the handshake the first snapshot leaves at the host's next tick (30 Hz) or its next
   // paced packet (the core starts at 10 packets/s): shown per join, since on a short path the
   // pacing, not the RTT, decides it.
@@ -171,6 +216,36 @@ try {
       + `data channel open ${f(slope(top, far, 'open'), 1)}, minimum 10), ${f(slope(base, top, 'state'), 1)} from ${f(rtt(base), 1)} to ${f(rtt(top), 0)} ms RTT`
     : `${f(slope(base, top, 'state'), 1)} round trips (minimum ${MINIMUM}; data channel open ${f(slope(base, top, 'open'), 1)}, minimum 10)`;
   console.log(`\ncold-start: first state update ${DELAYS.map(at).join(', ')}; ${counted}; `
+    + `${RUNS} cold joins at each delay, all completed`);
+
+  // A browser joining a browser already in the room.
+  const residentChromium = chromiumIn(path.server);
+  const residentBrowser = await launchBrowser([], { executablePath: residentChromium.path });
+  resident = { chromium: residentChromium, browser: residentBrowser };
+  const pairUrl = `${server.url}/room/pair`;
+  resident.page = await residentBrowser.newPage();
+  await resident.page.goto(pairUrl);
+  await resident.page.waitForFunction(() => window.ackwire?.me.id, null, { timeout: 15000 });
+  console.log(`\n${pairUrl}: a resident Chromium in the server namespace; a new one (fresh profile) joins it from the client namespace`);
+  await coldPairJoin(pairUrl);
+  const pairRuns = Object.fromEntries(DELAYS.map((d) => [d, []]));
+  for (let i = 0; i < RUNS; i++) {
+    for (const d of DELAYS) {
+      path.setDelay(d);
+      await sleep(100);
+      const timeline = await coldPairJoin(pairUrl);
+      pairRuns[d].push(timeline);
+      console.log(`  join ${i + 1}/${RUNS} at ${d} ms each way: connected ${f(timeline.connected)} ms `
+        + `(html ${f(timeline.html)}, welcome ${f(timeline.welcome)}, answer ${f(timeline.answer)}, wasm ${f(timeline.wasm)}, open ${f(timeline.open)})`);
+    }
+  }
+  const pair = report(pairRuns, PAIR_STEPS, rtt, 'a browser joining a browser');
+  const pairAt = (d) => `${f(pair.medians[d].connected)} ms at ${f(rtt(d), d === base ? 2 : 1)} ms RTT`;
+  const pairCounted = others.length > 1
+    ? `${f(pair.slope(top, far, 'connected'), 1)} round trips between ${f(rtt(top), 0)} and ${f(rtt(far), 0)} ms RTT (minimum ${MINIMUM}), `
+      + `${f(pair.slope(base, top, 'connected'), 1)} from ${f(rtt(base), 1)} to ${f(rtt(top), 0)} ms RTT`
+    : `${f(pair.slope(base, top, 'connected'), 1)} round trips (minimum ${MINIMUM})`;
+  console.log(`\njoin-rtt, browser to browser: link connected ${DELAYS.map(pairAt).join(', ')}; ${pairCounted}; `
     + `${RUNS} cold joins at each delay, all completed`);
 } finally {
   await cleanup();

@@ -100,8 +100,8 @@ fn benches() -> Vec<Bench> {
             run: Box::new(|printed| setup::run().and_then(|tools| joins(&tools, printed))),
         },
         Bench {
-            name: "cold-start: the example game's URL -> first state update at 0, 40 and 100 ms RTT, round trips",
-            command: "cargo xtask bench cold-start",
+            name: "join-rtt (cold-start): a browser joining the example game's native host, and a browser, at 0, 40 and 100 ms RTT, round trips",
+            command: "cargo xtask bench join-rtt",
             run: Box::new(|printed| setup::run().and_then(|tools| cold_start(&tools, printed))),
         },
         Bench {
