@@ -131,6 +131,7 @@ export async function join(url, options) {
     wasm = await loading;
   } catch (err) {
     early?.ws.close();
+    early?.release();
     throw codeError('load_failed', `ackwire's WebAssembly did not load: ${err?.message ?? err}`);
   }
   timeline.wasm = performance.now();
@@ -331,6 +332,7 @@ export class Room extends EventTarget {
         this.#handle = new wasm.WasmRoom(url, { ...options, onEvent });
       } catch (err) {
         options.earlySocket?.ws.close();
+        options.earlySocket?.release();
         reject(err);
       }
     });

@@ -53,10 +53,14 @@ pub struct BrowserOptions {
 /// `join()` does before it awaits the wasm).
 ///
 /// The holder is a plain JS object the page keeps filling until the driver takes the socket
-/// over: `{ ws, instance, messages, opened, certificate? }`, where `ws` is the `WebSocket`,
-/// `instance` the program instance its join declared (the member joins as it), `messages` the
-/// text frames received so far, `opened` whether it opened, and `certificate` an
-/// `RTCCertificate` the page made meanwhile (ECDSA P-256), for every link's peer connection.
+/// over: `{ ws, instance, messages, opened, certificate?, claim?, release? }`, where `ws` is
+/// the `WebSocket`, `instance` the program instance its join declared (the member joins as
+/// it), `messages` the text frames received so far, `opened` whether it opened,
+/// `certificate` an `RTCCertificate` the page made meanwhile (ECDSA P-256), for every link's
+/// peer connection, and `claim(peer)` / `release()` the peer connections the page started by
+/// the member's roles meanwhile (`earlyLinks` in `web/ackwire.js`): `claim` hands the one to
+/// a peer over (`{ pc, channel, settled, error, described, received }`), `release` closes
+/// those no link claimed.
 /// The driver adopts the socket only if its URL carries exactly the join the member makes
 /// (same server, room, instance, application); otherwise it closes it and joins on a socket of
 /// its own.
@@ -127,6 +131,7 @@ impl State {
     /// Closes every socket and peer connection and stops the timer.
     fn shut_down(&mut self) {
         self.shut = true;
+        webrtc::release_early(self);
         if let (Some(id), Some(window)) = (self.timer.take(), web_sys::window()) {
             window.clear_timeout_with_handle(id);
         }
