@@ -125,7 +125,7 @@ export async function join(url, options) {
   const o = { ...options };
   const timeline = { start: performance.now() };
   const loading = loadBindings();
-  const early = openEarlySocket(url, o, timeline);
+  const early = pageSocket(o, timeline) ?? openEarlySocket(url, o, timeline);
   let wasm;
   try {
     wasm = await loading;
@@ -165,20 +165,41 @@ function openEarlySocket(url, o, timeline) {
     });
     const ws = new WebSocket(`${scheme}//${u.host}/ws?${join}`);
     timeline.connect = performance.now();
-    const early = earlyLinks({ ws, instance, messages: [], opened: false }, o, timeline);
-    // The driver replaces these handlers when it adopts the socket ...
-    ws.onopen = () => { early.opened = true; };
-    ws.onmessage = (m) => { early.see(m.data); early.messages.push(m.data); };
-    // ... but not this one: when the socket opened, for the timeline.
     ws.addEventListener('open', () => { timeline.socket = performance.now(); });
-    // The DTLS certificate for this room's links, made now: a link's first offer would
-    // otherwise wait for one.
-    early.made = globalThis.RTCPeerConnection?.generateCertificate({ name: 'ECDSA', namedCurve: 'P-256' })
-      .then((c) => { early.certificate = c; }, () => {});
-    return early;
+    return holder({ ws, instance, messages: [], opened: false }, o, timeline);
   } catch {
     return undefined;
   }
+}
+
+/**
+ * The socket the page opened from its HTML, if it did (`window.ackwireSocket`, docs/api.md,
+ * "Cold start": two round trips sooner than from this module); the driver adopts it like its
+ * own early socket, or, should its join differ from this one, closes it and joins anew.
+ */
+function pageSocket(o, timeline) {
+  const early = globalThis.ackwireSocket;
+  if (early === undefined) return undefined;
+  delete globalThis.ackwireSocket;
+  if (!(early?.ws instanceof WebSocket) || typeof early.instance !== 'string' || !Array.isArray(early.messages)) return undefined;
+  timeline.connect = early.connect;
+  if (early.openedAt !== undefined) timeline.socket = early.openedAt;
+  else early.ws.addEventListener('open', () => { timeline.socket = performance.now(); });
+  return holder({ ws: early.ws, instance: early.instance, messages: early.messages, opened: early.ws.readyState === WebSocket.OPEN }, o, timeline);
+}
+
+/** The early socket's holder for the driver: its frames kept, its links started, a certificate made. */
+function holder(early, o, timeline) {
+  earlyLinks(early, o, timeline);
+  for (const text of early.messages) early.see(text);
+  // The driver replaces these handlers when it adopts the socket.
+  early.ws.onopen = () => { early.opened = true; };
+  early.ws.onmessage = (m) => { early.see(m.data); early.messages.push(m.data); };
+  // The DTLS certificate for this room's links, made now: a link's first offer would
+  // otherwise wait for one.
+  early.made = globalThis.RTCPeerConnection?.generateCertificate({ name: 'ECDSA', namedCurve: 'P-256' })
+    .then((c) => { early.certificate = c; }, () => {});
+  return early;
 }
 
 /**

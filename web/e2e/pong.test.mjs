@@ -12,6 +12,7 @@
 // describes.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import { join } from 'node:path';
 import { artifactsDir, lanInNamespace, launchBrowser, launchFirefox, requireEnv, startServer } from './harness.mjs';
@@ -59,6 +60,8 @@ async function player(browser, path, name) {
   }
   page.on('pageerror', (err) => errors.push(err.message));
   page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+  const sockets = [];
+  page.on('websocket', (ws) => sockets.push(ws.url()));
   await page.goto(env.server.url + path);
   const wait = (fn, arg, timeout = 20000) => (browser === 'firefox'
     ? page.waitForFunction(fn, { timeout }, arg)
@@ -66,7 +69,7 @@ async function player(browser, path, name) {
   // As JSON: WebDriver BiDi hands an object met twice (the score in `results` and in `score`)
   // back only once.
   const state = async () => JSON.parse(await page.evaluate(() => JSON.stringify(window.pong)));
-  return { page, errors, path, name, wait, state };
+  return { page, errors, path, name, wait, state, sockets };
 }
 
 /** Opens `path` and waits until the host gave it `side`; `name` names its screenshot. */
@@ -119,6 +122,14 @@ async function playRound(host, { winner, loser, watchers = [] }) {
   console.log(`round over: ${over.winner} ${over.score.join('-')}; inputs the host took: ${JSON.stringify(last)}`);
 }
 
+test('the socket script docs/api.md shows is the one the example game\'s page runs', () => {
+  const root = join(requireEnv('ACKWIRE_WEB_DIR'), '..');
+  const script = (text) => /<script>\s*(window\.ackwireSocket[\s\S]*?)<\/script>/.exec(text)?.[1].replace(/\s+/g, ' ').trim();
+  const documented = script(readFileSync(join(root, 'docs/api.md'), 'utf8'));
+  assert.ok(documented, 'docs/api.md shows the script');
+  assert.equal(script(readFileSync(join(root, 'examples/pong/web/index.html'), 'utf8')), documented);
+});
+
 test('a Chromium player and a Firefox player on the JS API play a round against the native host: inputs reach it, state reaches both, the score is decided', async () => {
   const host = await startHost('js-round');
   try {
@@ -127,6 +138,11 @@ test('a Chromium player and a Firefox player on the JS API play a round against 
     const chromium = await seated('chromium', '/pong/?room=js-round&auto=track', 'left', 'chromium');
     const firefox = await seated('firefox', '/pong/?room=js-round&auto=miss', 'right', 'firefox');
     await playRound(host, { winner: chromium, loser: firefox });
+    // The page's head opened the room's socket before its module ran, and join() adopted it:
+    // the only one the page opened.
+    const timeline = await chromium.page.evaluate(() => window.pong.timeline);
+    assert.ok(timeline.connect < timeline.script, `socket opening at ${timeline.connect} ms, the module at ${timeline.script} ms`);
+    assert.equal(chromium.sockets.filter((u) => new URL(u).pathname === '/ws').length, 1, chromium.sockets.join('\n'));
     console.log(`Chromium vs Firefox: decided ${Date.now() - started} ms after the first page opened`);
   } finally {
     await host.stop();

@@ -33,8 +33,9 @@ const pong = {
 };
 window.pong = pong;
 // When each step of joining first happened, in ms after navigation (the cold-start bench reads
-// it): the HTML, join()'s own steps, the welcome, the host's link, its first snapshot.
-pong.timeline = { html: performance.getEntriesByType('navigation')[0]?.responseEnd };
+// it): the HTML, this module running, join()'s own steps (`connect`: the socket the HTML
+// opened), the welcome, the host's link, its first snapshot.
+pong.timeline = { html: performance.getEntriesByType('navigation')[0]?.responseEnd, script: performance.now() };
 const mark = (step, at = performance.now()) => { pong.timeline[step] ??= at; };
 let host = null;
 let snapshot = null;
