@@ -125,6 +125,25 @@ async function coldPairJoin(url) {
   }
 }
 
+/**
+ * RUNS joins at each delay, interleaved (0, 20, 50, 0, …) so the machine's load drifts alike
+ * across them; each printed by its `last` step, then `steps`. The timelines by delay.
+ */
+async function joinsAtEachDelay(join, last, steps) {
+  const runs = Object.fromEntries(DELAYS.map((d) => [d, []]));
+  for (let i = 0; i < RUNS; i++) {
+    for (const d of DELAYS) {
+      path.setDelay(d);
+      await sleep(100);
+      const timeline = await join();
+      runs[d].push(timeline);
+      console.log(`  join ${i + 1}/${RUNS} at ${d} ms each way: ${last} ${f(timeline[last])} ms `
+        + `(${steps.map((k) => `${k} ${f(timeline[k])}`).join(', ')})`);
+    }
+  }
+  return runs;
+}
+
 /** Prints each step's medians and round trips at each delay; returns the medians and `slope`. */
 function report(runs, steps, rtt, title) {
   const [base, ...others] = DELAYS;
@@ -175,17 +194,7 @@ try {
     + `${RUNS} joins at each of ${DELAYS.map((d) => `${d} ms`).join(', ')} added each way, interleaved; medians`);
   // A join not counted: the server's and the host's first page and link after start.
   await coldJoin(url);
-  const runs = Object.fromEntries(DELAYS.map((d) => [d, []]));
-  for (let i = 0; i < RUNS; i++) {
-    for (const d of DELAYS) {
-      path.setDelay(d);
-      await sleep(100);
-      const timeline = await coldJoin(url);
-      runs[d].push(timeline);
-      console.log(`  join ${i + 1}/${RUNS} at ${d} ms each way: state ${f(timeline.state)} ms `
-        + `(html ${f(timeline.html)}, welcome ${f(timeline.welcome)}, open ${f(timeline.open)}, connected ${f(timeline.connected)})`);
-    }
-  }
+  const runs = await joinsAtEachDelay(() => coldJoin(url), 'state', ['html', 'welcome', 'offer', 'open', 'connected']);
   const bridge = await path.stats();
 
   // The path's RTT: the least TCP connect time of the probe (the server's kernel answers, so
@@ -230,17 +239,7 @@ try {
   await resident.page.waitForFunction(() => window.ackwire?.me.id, null, { timeout: 15000 });
   console.log(`\n${pairUrl}: a resident Chromium in the server namespace; a new one (fresh profile) joins it from the client namespace`);
   await coldPairJoin(pairUrl);
-  const pairRuns = Object.fromEntries(DELAYS.map((d) => [d, []]));
-  for (let i = 0; i < RUNS; i++) {
-    for (const d of DELAYS) {
-      path.setDelay(d);
-      await sleep(100);
-      const timeline = await coldPairJoin(pairUrl);
-      pairRuns[d].push(timeline);
-      console.log(`  join ${i + 1}/${RUNS} at ${d} ms each way: connected ${f(timeline.connected)} ms `
-        + `(html ${f(timeline.html)}, welcome ${f(timeline.welcome)}, answer ${f(timeline.answer)}, wasm ${f(timeline.wasm)}, open ${f(timeline.open)})`);
-    }
-  }
+  const pairRuns = await joinsAtEachDelay(() => coldPairJoin(pairUrl), 'connected', ['html', 'welcome', 'answer', 'wasm', 'open']);
   const pair = report(pairRuns, PAIR_STEPS, rtt, 'a browser joining a browser');
   const pairAt = (d) => `${f(pair.medians[d].connected)} ms at ${f(rtt(d), d === base ? 2 : 1)} ms RTT`;
   const pairCounted = others.length > 1
