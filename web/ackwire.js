@@ -197,7 +197,7 @@ function holder(early, o, timeline) {
   early.ws.onmessage = (m) => { early.see(m.data); early.messages.push(m.data); };
   // The DTLS certificate for this room's links, made now: a link's first offer would
   // otherwise wait for one.
-  early.made = globalThis.RTCPeerConnection?.generateCertificate({ name: 'ECDSA', namedCurve: 'P-256' })
+  globalThis.RTCPeerConnection?.generateCertificate({ name: 'ECDSA', namedCurve: 'P-256' })
     .then((c) => { early.certificate = c; }, () => {});
   return early;
 }

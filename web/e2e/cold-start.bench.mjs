@@ -69,17 +69,23 @@ const cleanup = async () => {
 };
 for (const signal of ['SIGINT', 'SIGTERM']) process.once(signal, () => cleanup().finally(() => process.exit(130)));
 
+/** `url` in a new page of `browser`, collecting the page's errors and console errors. */
+async function openCold(browser, url) {
+  const page = await browser.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+  await page.goto(url, { timeout: 30000 });
+  return { page, errors };
+}
+
 /** One cold join: a new Chromium (fresh profile) opens the game; its timeline once state came. */
 async function coldJoin(url) {
   const from = host.lines.length;
   const browser = await launchBrowser([], { executablePath: chromium.path });
   let peer;
   try {
-    const page = await browser.newPage();
-    const errors = [];
-    page.on('pageerror', (e) => errors.push(e.message));
-    page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
-    await page.goto(url, { timeout: 30000 });
+    const { page, errors } = await openCold(browser, url);
     // Waited for on the host's output first: a wait on the page injects Playwright's script
     // into the middle of the join (see the joins stage).
     const linked = await host.waitFor('a browser connected', (l) => l.type === 'link' && l.state === 'connected', 30000, from);
@@ -106,11 +112,7 @@ async function coldPairJoin(url) {
   const before = await resident.page.evaluate(() => [...window.ackwire.players.keys()]);
   const browser = await launchBrowser([], { executablePath: chromium.path });
   try {
-    const page = await browser.newPage();
-    const errors = [];
-    page.on('pageerror', (e) => errors.push(e.message));
-    page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
-    await page.goto(url, { timeout: 30000 });
+    const { page, errors } = await openCold(browser, url);
     await resident.page.waitForFunction((old) => [...window.ackwire.players.entries()]
       .some(([id, p]) => !old.includes(id) && p.state === 'connected'), before, { timeout: 30000 });
     const timeline = await page.waitForFunction(() => window.ackwire.metrics.timeline.connected && window.ackwire.metrics.timeline,

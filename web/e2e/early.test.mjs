@@ -34,12 +34,16 @@ async function pageWithHeldWasm(browser, url) {
   return { page, errors, release, asked };
 }
 
-test('the wasm arriving after the welcome: the page offered already, the driver adopts the open link, and it survives a server restart', async () => {
+/** A signal server, a browser to open pages in, and a native peer in `room`. */
+async function nativeRoom(room) {
   const server = await startServer(0);
   const browser = await launchBrowser();
-  const room = 'early';
   const url = `${server.url}/room/${room}`;
-  const native = await joinNative(url);
+  return { server, browser, url, native: await joinNative(url) };
+}
+
+test('the wasm arriving after the welcome: the page offered already, the driver adopts the open link, and it survives a server restart', async () => {
+  const { server, browser, url, native } = await nativeRoom('early');
   let restarted;
   try {
     const capture = await captureUdp('early-join');
@@ -127,11 +131,7 @@ test('a newcomer whose wasm arrives after the offer of a player already in the r
 });
 
 test('the wasm before the welcome: the member offers as always, and nothing was offered early', async () => {
-  const server = await startServer(0);
-  const browser = await launchBrowser();
-  const room = 'late-welcome';
-  const url = `${server.url}/room/${room}`;
-  const native = await joinNative(url);
+  const { server, browser, url, native } = await nativeRoom('late-welcome');
   try {
     const page = await (await browser.newContext()).newPage();
     const errors = [];
