@@ -92,7 +92,8 @@ pub use ackwire_room::member::{
     ServerId, SignallingState, TransportKind,
 };
 pub use ackwire_signalling::{
-    AppInfo as App, BadRoomUrl, ChannelKind, ErrorCode, InvalidApp, PeerKind, RoomUrl,
+    AppInfo as App, BadRoomUrl, ChannelKind, ErrorCode, InvalidApp, PeerKind, Role, RoomUrl,
+    Topology,
 };
 
 #[cfg(target_arch = "wasm32")]

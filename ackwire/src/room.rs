@@ -12,8 +12,8 @@ use crate::browser as driver;
 #[cfg(not(target_arch = "wasm32"))]
 use crate::native as driver;
 use crate::{
-    App, BadRoomUrl, ConnectionConfig, Emulation, Event, LinkInfo, MemberError, PeerId, RoomUrl,
-    SendError, ServerId, SignallingState,
+    App, BadRoomUrl, ConnectionConfig, Emulation, Event, LinkInfo, MemberError, PeerId, Role,
+    RoomUrl, SendError, ServerId, SignallingState,
 };
 
 /// How a [`Room`] joins and behaves; [`RoomConfig::new`] gives the documented defaults.
@@ -25,6 +25,13 @@ pub struct RoomConfig {
     /// The room's name when [`Room::join`] is given a server's URL rather than a room page's.
     /// Default: none.
     pub room: Option<String>,
+    /// What this player is in the room: [`Role::Peer`] of a mesh (every player links to
+    /// every other), or in a host room the [`Role::Host`] (an authoritative server every
+    /// client links to) or a [`Role::Client`] (linked to the host alone). The room's first
+    /// member fixes its topology; a join of the other is refused
+    /// ([`ErrorCode::TopologyMismatch`](crate::ErrorCode::TopologyMismatch)), and so is a
+    /// second host while the first is connected. Default: [`Role::Peer`].
+    pub role: Role,
     /// Every link through the core's link emulator, both directions (latency, jitter,
     /// loss): to try a game on a bad network. Default: none (real links).
     pub emulation: Option<Emulation>,
@@ -49,6 +56,7 @@ impl RoomConfig {
         RoomConfig {
             app,
             room: None,
+            role: Role::Peer,
             emulation: None,
             connection: ConnectionConfig::default(),
             stats_period: Duration::from_secs(1),
@@ -63,6 +71,12 @@ impl RoomConfig {
     /// The same, joining room `name` (for a server's URL).
     pub fn with_room(mut self, name: impl Into<String>) -> RoomConfig {
         self.room = Some(name.into());
+        self
+    }
+
+    /// The same, as `role` (a host room's host or client).
+    pub fn with_role(mut self, role: Role) -> RoomConfig {
+        self.role = role;
         self
     }
 
@@ -190,6 +204,13 @@ impl Room {
     /// Every link (one per peer) with its state, path and the core's [`Stats`](crate::Stats).
     pub fn links(&self) -> Vec<LinkInfo> {
         self.driver.with_member(|m, now| m.links(now))
+    }
+
+    /// The host of a host room while it is in the room: a client's one peer. `None` in a
+    /// mesh, before the host joins, and after it left or was lost (the client waits for it;
+    /// its link comes back when the host does).
+    pub fn host(&self) -> Option<PeerId> {
+        self.driver.with_member(|m, _| m.host())
     }
 
     /// Our id in the signalling server's current session (for logs and dashboards), once

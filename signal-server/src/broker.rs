@@ -25,7 +25,9 @@ use std::{
     time::Duration,
 };
 
-use ackwire_signalling::{AppInfo, LeaveReason, PeerId, PeerInfo, Resume, RoomSnapshot};
+use ackwire_signalling::{
+    AppInfo, LeaveReason, PeerId, PeerInfo, Resume, Role, RoomSnapshot, Topology,
+};
 use futures_util::StreamExt;
 use redis::{
     AsyncCommands, Script,
@@ -585,7 +587,17 @@ impl Broker {
             peers.sort_unstable_by_key(|p| p.id);
             if !peers.is_empty() {
                 let app = app.and_then(|text| parse_app(&room, &text)).flatten();
-                snapshots.push(RoomSnapshot { room, app, peers });
+                // Its members' roles say how it links: a host room's are hosts and clients.
+                let topology = match peers.iter().any(|p| p.role != Role::Peer) {
+                    true => Topology::Host,
+                    false => Topology::Mesh,
+                };
+                snapshots.push(RoomSnapshot {
+                    room,
+                    app,
+                    topology,
+                    peers,
+                });
             }
         }
         Ok(snapshots)

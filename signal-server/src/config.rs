@@ -144,6 +144,10 @@ pub struct Config {
     /// Peers allowed in one room. Default 16.
     #[arg(long, env = "ACKWIRE_MAX_PEERS_PER_ROOM", default_value_t = 16)]
     pub max_peers_per_room: usize,
+    /// Peers allowed in one host room (a host and its clients: made for hundreds, and a
+    /// client's join or leave is news to the host alone). Default 256.
+    #[arg(long, env = "ACKWIRE_MAX_PEERS_PER_HOST_ROOM", default_value_t = ackwire_signalling::rules::DEFAULT_MAX_PEERS_PER_HOST_ROOM)]
+    pub max_peers_per_host_room: usize,
     /// Rooms allowed at once. Default 10000.
     #[arg(long, env = "ACKWIRE_MAX_ROOMS", default_value_t = 10_000)]
     pub max_rooms: usize,

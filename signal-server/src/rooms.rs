@@ -27,7 +27,8 @@ use std::{
 
 use ackwire_signalling::rules::{self, Effect, Room, Route, Shared, Takeover};
 use ackwire_signalling::{
-    AppInfo, LeaveReason, PeerId, PeerInfo, PeerKind, PublicKey, Resume, RoomSnapshot, ServerFrame,
+    AppInfo, LeaveReason, PeerId, PeerInfo, PeerKind, PublicKey, Resume, Role, RoomSnapshot,
+    ServerFrame,
 };
 use axum::extract::ws::Utf8Bytes;
 use serde_json::Value;
@@ -153,6 +154,8 @@ pub struct JoinRequest {
     pub room: String,
     /// Browser or native.
     pub kind: PeerKind,
+    /// A mesh peer, or a host room's host or client.
+    pub role: Role,
     /// Natives' UDP address.
     pub udp_addr: Option<SocketAddr>,
     /// Natives' public key for encrypted UDP links (only with `udp_addr`).
@@ -271,7 +274,8 @@ impl Hub {
     ) -> Option<R> {
         if create && !st.rooms.contains_key(room) {
             self.metrics.rooms.inc();
-            let new = Room::new(room, self.config.max_peers_per_room);
+            let new = Room::new(room, self.config.max_peers_per_room)
+                .with_host_room_cap(self.config.max_peers_per_host_room);
             st.rooms.insert(room.to_owned(), new);
         }
         let r = st.rooms.get_mut(room)?;
@@ -351,6 +355,7 @@ impl Hub {
             id,
             token: new_token(),
             kind: req.kind,
+            role: req.role,
             udp_addr: req.udp_addr,
             udp_key: req.udp_key,
             instance: req.instance,
@@ -788,6 +793,7 @@ mod tests {
         JoinRequest {
             room: room.into(),
             kind: PeerKind::Browser,
+            role: Role::Peer,
             udp_addr: None,
             udp_key: None,
             client: LOOPBACK,

@@ -10,7 +10,7 @@ use std::{
 
 use ackwire_signalling::rules::tokens_match;
 use ackwire_signalling::{
-    ClientFrame, IceServer, LeaveReason, PeerId, PeerKind, ServerFrame, UrlJoin, VERSION,
+    ClientFrame, IceServer, LeaveReason, PeerId, PeerKind, ServerFrame, Topology, UrlJoin, VERSION,
 };
 use axum::{
     extract::{
@@ -463,6 +463,7 @@ impl Session {
                 instance,
                 udp_key,
                 app,
+                role,
                 resume,
             } => {
                 if let Some((room, _)) = &self.joined {
@@ -493,6 +494,7 @@ impl Session {
                 let request = JoinRequest {
                     room,
                     kind,
+                    role,
                     udp_addr,
                     udp_key,
                     client: self.permit.client(),
@@ -568,11 +570,11 @@ async fn join(hub: Arc<Hub>, link: Link, mut request: JoinRequest) -> Result<Joi
             None => {
                 let replaced = hub.instance_peer(&room, request.instance.as_deref());
                 let config = hub.config();
-                let limits = (
-                    config.max_peers_per_room,
-                    config.max_rooms,
-                    config.rooms_per_ip_per_min,
-                );
+                let cap = match request.role.topology() {
+                    Topology::Mesh => config.max_peers_per_room,
+                    Topology::Host => config.max_peers_per_host_room,
+                };
+                let limits = (cap, config.max_rooms, config.rooms_per_ip_per_min);
                 let id = broker
                     .reserve(
                         &room,

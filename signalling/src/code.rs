@@ -30,6 +30,13 @@ pub enum ErrorCode {
     InvalidApp,
     /// The room plays another application (id, version or channels) than the join declares.
     AppMismatch,
+    /// A join whose role belongs in the other topology: a `peer` joining a host room, or a
+    /// `host` or `client` joining a mesh.
+    TopologyMismatch,
+    /// A second `host` joining a host room whose host is connected.
+    HostTaken,
+    /// A signal between two clients of a host room: clients link to the host alone.
+    ClientToClient,
     /// A room frame before a successful join.
     NotJoined,
     /// A second join on a joined connection.
@@ -68,6 +75,9 @@ impl ErrorCode {
             Self::InvalidJoin => "invalid_join",
             Self::InvalidApp => "invalid_app",
             Self::AppMismatch => "app_mismatch",
+            Self::TopologyMismatch => "topology_mismatch",
+            Self::HostTaken => "host_taken",
+            Self::ClientToClient => "client_to_client",
             Self::NotJoined => "not_joined",
             Self::AlreadyJoined => "already_joined",
             Self::UnknownPeer => "unknown_peer",
@@ -82,7 +92,7 @@ impl ErrorCode {
     }
 
     /// Every code, for tests and documentation checks.
-    pub const ALL: [ErrorCode; 21] = [
+    pub const ALL: [ErrorCode; 24] = [
         Self::MalformedMessage,
         Self::MessageTooLarge,
         Self::RateLimited,
@@ -94,6 +104,9 @@ impl ErrorCode {
         Self::InvalidJoin,
         Self::InvalidApp,
         Self::AppMismatch,
+        Self::TopologyMismatch,
+        Self::HostTaken,
+        Self::ClientToClient,
         Self::NotJoined,
         Self::AlreadyJoined,
         Self::UnknownPeer,

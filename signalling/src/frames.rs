@@ -32,6 +32,86 @@ impl PeerKind {
     }
 }
 
+/// How a room's members link, fixed by its first member's [`Role`]: a mesh (every member
+/// links to every other; the default) or a host room (one host, every other member links to
+/// it alone).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Topology {
+    /// Every member links to every other: right for a few players with no server of their
+    /// own.
+    #[default]
+    Mesh,
+    /// One authoritative host; every other member is its client and links to it alone.
+    Host,
+}
+
+impl Topology {
+    /// The name on the wire: `mesh` or `host`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Mesh => "mesh",
+            Self::Host => "host",
+        }
+    }
+
+    /// Whether this is a mesh (then the field is left out of frames).
+    pub fn is_mesh(&self) -> bool {
+        *self == Self::Mesh
+    }
+}
+
+/// What a member is in its room, declared in its join. A room's first member fixes the
+/// room's [`Topology`] by it: a `peer` makes a mesh, a `host` or a `client` a host room; a
+/// join of the other topology is refused with `topology_mismatch`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// A member of a mesh room (the default).
+    #[default]
+    Peer,
+    /// The one host of a host room: it sees every client and links to each.
+    Host,
+    /// A client of a host room: it sees the host alone and links to it alone.
+    Client,
+}
+
+impl Role {
+    /// The name on the wire: `peer`, `host` or `client`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Peer => "peer",
+            Self::Host => "host",
+            Self::Client => "client",
+        }
+    }
+
+    /// The topology of the rooms this role belongs in.
+    pub fn topology(self) -> Topology {
+        match self {
+            Self::Peer => Topology::Mesh,
+            Self::Host | Self::Client => Topology::Host,
+        }
+    }
+
+    /// Whether this is a mesh peer (then the field is left out of frames).
+    pub fn is_peer(&self) -> bool {
+        *self == Self::Peer
+    }
+}
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::fmt::Display for Topology {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Proof of identity for taking back a peer id after the signalling link dropped.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Resume {
@@ -48,6 +128,9 @@ pub struct PeerInfo {
     pub id: PeerId,
     /// Browser or native.
     pub kind: PeerKind,
+    /// Its role in its room: in a host room, the host or a client (absent in a mesh).
+    #[serde(default, skip_serializing_if = "Role::is_peer")]
+    pub role: Role,
     /// A native's UDP address, if it gave one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub udp_addr: Option<SocketAddr>,
@@ -78,6 +161,7 @@ impl PeerInfo {
         PeerInfo {
             id,
             kind,
+            role: Role::Peer,
             udp_addr: None,
             instance: None,
             udp_key: None,
@@ -146,6 +230,9 @@ pub struct RoomSnapshot {
     /// The application the room plays, if its members declared one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub app: Option<AppInfo>,
+    /// How its members link (absent for a mesh).
+    #[serde(default, skip_serializing_if = "Topology::is_mesh")]
+    pub topology: Topology,
     /// Its current peers (those inside their reconnect grace included).
     pub peers: Vec<PeerInfo>,
 }
@@ -182,6 +269,12 @@ pub enum ClientFrame<S = Value, L = Value> {
         /// declares another (or none, in a room with one) is refused with `app_mismatch`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         app: Option<AppInfo>,
+        /// What it is in the room: a mesh `peer` (the default, left out), or in a host room
+        /// the `host` or a `client`. The room's first member fixes the room's topology by
+        /// it; a join of the other topology is refused with `topology_mismatch`, a second
+        /// host with `host_taken`.
+        #[serde(default, skip_serializing_if = "Role::is_peer")]
+        role: Role,
         /// Take back a peer id after a dropped link.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         resume: Option<Resume>,
@@ -577,6 +670,7 @@ mod tests {
         let peer = PeerInfo {
             id: 3,
             kind: PeerKind::Browser,
+            role: Role::Peer,
             udp_addr: None,
             instance: None,
             udp_key: None,
@@ -634,6 +728,7 @@ mod tests {
                 instance: Some("proc-1".into()),
                 udp_key: Some(PublicKey([7; 32])),
                 app: Some(AppInfo::new("pong", 1, [ChannelKind::ReliableOrdered])),
+                role: Role::Peer,
                 resume: Some(Resume {
                     peer_id: 4,
                     token: "t".into(),
@@ -758,6 +853,7 @@ mod tests {
             instance: None,
             udp_key: None,
             app: None,
+            role: Role::Peer,
             resume: None,
         };
         assert_eq!(
@@ -772,6 +868,7 @@ mod tests {
             instance: None,
             udp_key: Some(PublicKey(core::array::from_fn(|i| i as u8))),
             app: None,
+            role: Role::Peer,
             resume: Some(Resume {
                 peer_id: 7,
                 token: "t".into(),
@@ -789,6 +886,7 @@ mod tests {
             instance: Some("k3J9-x_2".into()),
             udp_key: None,
             app: Some(AppInfo::new("pong", 2, [ChannelKind::ReliableOrdered])),
+            role: Role::Peer,
             resume: None,
         };
         let text = serde_json::to_string(&with_instance).unwrap();
@@ -807,6 +905,7 @@ mod tests {
         let peer = PeerInfo {
             id: 4,
             kind: PeerKind::Browser,
+            role: Role::Peer,
             udp_addr: None,
             instance: Some("tab-1".into()),
             udp_key: None,

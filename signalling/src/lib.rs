@@ -37,8 +37,8 @@ mod url;
 pub use app::{AppInfo, ChannelKind, InvalidApp};
 pub use code::ErrorCode;
 pub use frames::{
-    ClientFrame, IceServer, LeaveReason, PeerId, PeerInfo, PeerKind, Resume, RoomSnapshot,
-    ServerFrame, ServerFrameType, UnreadableFrame, parse_server_frame,
+    ClientFrame, IceServer, LeaveReason, PeerId, PeerInfo, PeerKind, Resume, Role, RoomSnapshot,
+    ServerFrame, ServerFrameType, Topology, UnreadableFrame, parse_server_frame,
 };
 pub use key::{InvalidPublicKey, PublicKey};
 pub use signal::{Sdp, SdpKind, SignalData};

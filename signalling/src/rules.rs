@@ -42,12 +42,16 @@ use std::net::SocketAddr;
 
 use crate::{
     AppInfo, ErrorCode, IceServer, LeaveReason, PeerId, PeerInfo, PeerKind, PublicKey, Resume,
-    RoomSnapshot, ServerFrame, VERSION,
+    Role, RoomSnapshot, ServerFrame, Topology, VERSION,
 };
 
 /// Peers that left a room lately, so a snapshot of another server read before their leave
 /// cannot bring them back.
 const GONE_KEPT: usize = 64;
+
+/// A host room's cap unless the carrier sets another ([`Room::with_host_room_cap`]): a host
+/// room is made for hundreds of clients, where a mesh stays at a few peers.
+pub const DEFAULT_MAX_PEERS_PER_HOST_ROOM: usize = 256;
 
 /// Why a rule refused. Nothing changed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -69,6 +73,30 @@ pub enum RuleError {
     /// The signal's target is not a connected peer of the sender's room.
     #[error("no connected peer {0} in your room")]
     UnknownPeer(PeerId),
+    /// The join's role belongs in the other topology (a `peer` in a host room, a `host` or
+    /// `client` in a mesh).
+    #[error(
+        "room {room:?} is a {topology} room; a {role} cannot join it (a mesh takes peers, a host room its host and clients)"
+    )]
+    TopologyMismatch {
+        /// The room.
+        room: String,
+        /// Its topology.
+        topology: Topology,
+        /// The refused join's role.
+        role: Role,
+    },
+    /// A second host joined a host room whose host is connected.
+    #[error("room {room:?} has a host (peer {host}); join it as a client")]
+    HostTaken {
+        /// The room.
+        room: String,
+        /// Its host.
+        host: PeerId,
+    },
+    /// A signal between two clients of a host room.
+    #[error("peer {0} is another client of this host room: clients link to the host alone")]
+    ClientToClient(PeerId),
 }
 
 impl RuleError {
@@ -80,6 +108,9 @@ impl RuleError {
             Self::ResumeRejected(_) => ErrorCode::ResumeRejected,
             Self::NotJoined => ErrorCode::NotJoined,
             Self::UnknownPeer(_) => ErrorCode::UnknownPeer,
+            Self::TopologyMismatch { .. } => ErrorCode::TopologyMismatch,
+            Self::HostTaken { .. } => ErrorCode::HostTaken,
+            Self::ClientToClient(_) => ErrorCode::ClientToClient,
         }
     }
 
@@ -207,6 +238,9 @@ pub struct Join<C> {
     pub token: String,
     /// Browser or native.
     pub kind: PeerKind,
+    /// A mesh peer, or a host room's host or client: the room's first member fixes the
+    /// room's topology by it (a resume keeps the role it had).
+    pub role: Role,
     /// A native's UDP address.
     pub udp_addr: Option<SocketAddr>,
     /// A native's public key (only with `udp_addr`).
@@ -235,6 +269,7 @@ impl<C> Join<C> {
             id,
             token: token.into(),
             kind,
+            role: Role::Peer,
             udp_addr: None,
             udp_key: None,
             instance: None,
@@ -308,15 +343,23 @@ struct Slot<C> {
 }
 
 /// One room: its peers (this server's, and with a broker the ones other servers hold), its
-/// application, and the rules. `C` names a connection (the carrier's handle, compared to
-/// tell whether a connection still speaks for its peer).
+/// application, its topology, and the rules. `C` names a connection (the carrier's handle,
+/// compared to tell whether a connection still speaks for its peer).
+///
+/// In a host room ([`Topology::Host`]) a client hears of the host alone and the host of
+/// every client: a client's join or leave is one frame, to the host, however many clients
+/// the room holds.
 #[derive(Debug, Clone)]
 pub struct Room<C> {
     name: String,
     max_peers: usize,
+    max_host_peers: usize,
     peers: BTreeMap<PeerId, Slot<C>>,
     gone: VecDeque<PeerId>,
     app: Option<AppInfo>,
+    topology: Topology,
+    /// A host room's host, while it has one.
+    host: Option<PeerId>,
 }
 
 /// A comparison that takes as long wherever the strings differ, so tokens cannot be guessed
@@ -330,15 +373,38 @@ pub fn tokens_match(a: &str, b: &str) -> bool {
 }
 
 impl<C: Clone + PartialEq> Room<C> {
-    /// An empty room of at most `max_peers` peers.
+    /// An empty room of at most `max_peers` peers as a mesh, and
+    /// [`DEFAULT_MAX_PEERS_PER_HOST_ROOM`] as a host room.
     pub fn new(name: impl Into<String>, max_peers: usize) -> Room<C> {
         Room {
             name: name.into(),
             max_peers,
+            max_host_peers: DEFAULT_MAX_PEERS_PER_HOST_ROOM,
             peers: BTreeMap::new(),
             gone: VecDeque::new(),
             app: None,
+            topology: Topology::Mesh,
+            host: None,
         }
+    }
+
+    /// The same room, holding at most `max` peers (its host included) when it is a host
+    /// room.
+    pub fn with_host_room_cap(self, max: usize) -> Room<C> {
+        Room {
+            max_host_peers: max,
+            ..self
+        }
+    }
+
+    /// How its members link (its first member's role fixed it).
+    pub fn topology(&self) -> Topology {
+        self.topology
+    }
+
+    /// A host room's host, while it has one.
+    pub fn host(&self) -> Option<PeerId> {
+        self.host
     }
 
     /// The room's name.
@@ -399,6 +465,7 @@ impl<C: Clone + PartialEq> Room<C> {
         RoomSnapshot {
             room: self.name.clone(),
             app: self.app.clone(),
+            topology: self.topology,
             peers: self.peers.values().map(|p| p.info.watched()).collect(),
         }
     }
@@ -432,10 +499,42 @@ impl<C: Clone + PartialEq> Room<C> {
         Cow::Owned(self.name.clone())
     }
 
-    /// `peer_joined` to the others (and, without addresses, to the watchers).
+    /// The connections that hear of `about`'s join or leave: everyone else's in a mesh; in a
+    /// host room the host's alone for a client, every client's for the host.
+    fn audience(&self, about: &PeerInfo) -> Vec<C> {
+        if self.topology == Topology::Host && about.role != Role::Host {
+            return self
+                .host
+                .and_then(|host| self.peers.get(&host))
+                .and_then(|s| s.conn.clone())
+                .into_iter()
+                .collect();
+        }
+        self.conns(Some(about.id))
+    }
+
+    /// Whether `viewer` sees `peer` in its peer list (and may signal it): everyone sees
+    /// everyone in a mesh; in a host room, the host and a client see each other.
+    fn sees(&self, viewer: Role, peer: Role) -> bool {
+        self.topology == Topology::Mesh || viewer == Role::Host || peer == Role::Host
+    }
+
+    /// Puts a peer into the room; the first one fixes the room's topology.
+    fn insert_slot(&mut self, slot: Slot<C>) {
+        if self.peers.is_empty() {
+            self.topology = slot.info.role.topology();
+        }
+        if slot.info.role == Role::Host {
+            self.host = Some(slot.info.id);
+        }
+        self.gone.retain(|id| *id != slot.info.id);
+        self.peers.insert(slot.info.id, slot);
+    }
+
+    /// `peer_joined` to those who see it (and, without addresses, to the watchers).
     fn announce_joined(&self, info: &PeerInfo, effects: &mut Vec<Effect<C>>) {
         effects.push(Effect::Send {
-            to: self.conns(Some(info.id)),
+            to: self.audience(info),
             frame: ServerFrame::PeerJoined {
                 room: self.room(),
                 peer: info.clone(),
@@ -447,15 +546,16 @@ impl<C: Clone + PartialEq> Room<C> {
         }));
     }
 
-    /// `peer_left` to the room and its watchers (no address in it: one frame for both).
-    fn announce_left(&self, peer_id: PeerId, reason: LeaveReason, effects: &mut Vec<Effect<C>>) {
+    /// `peer_left` to those who saw it and to the watchers (no address in it: one frame for
+    /// both).
+    fn announce_left(&self, left: &PeerInfo, reason: LeaveReason, effects: &mut Vec<Effect<C>>) {
         let frame = ServerFrame::PeerLeft {
             room: self.room(),
-            peer_id,
+            peer_id: left.id,
             reason,
         };
         effects.push(Effect::Send {
-            to: self.conns(None),
+            to: self.audience(left),
             frame: frame.clone(),
         });
         effects.push(Effect::Watchers(frame));
@@ -463,6 +563,9 @@ impl<C: Clone + PartialEq> Room<C> {
 
     fn forget_peer(&mut self, peer_id: PeerId) -> Option<Slot<C>> {
         let slot = self.peers.remove(&peer_id)?;
+        if self.host == Some(peer_id) {
+            self.host = None;
+        }
         if self.gone.len() == GONE_KEPT {
             self.gone.pop_front();
         }
@@ -472,16 +575,25 @@ impl<C: Clone + PartialEq> Room<C> {
 
     fn welcome_of(&self, peer_id: PeerId, resumed: bool, effects: Vec<Effect<C>>) -> Joined<C> {
         let slot = &self.peers[&peer_id];
+        // A client's welcome names the host alone: one lookup, not a walk of the room.
+        let peers = if self.topology == Topology::Host && slot.info.role != Role::Host {
+            self.host
+                .and_then(|host| self.peers.get(&host))
+                .map(|host| host.info.clone())
+                .into_iter()
+                .collect()
+        } else {
+            self.peers
+                .values()
+                .filter(|p| p.info.id != peer_id)
+                .map(|p| p.info.clone())
+                .collect()
+        };
         Joined {
             peer_id,
             token: slot.token.clone(),
             resumed,
-            peers: self
-                .peers
-                .values()
-                .filter(|p| p.info.id != peer_id)
-                .map(|p| p.info.clone())
-                .collect(),
+            peers,
             network: slot.info.network.clone(),
             effects,
         }
@@ -542,17 +654,53 @@ impl<C: Clone + PartialEq> Room<C> {
                 join.app,
             ));
         }
-        if !join.reserved && others >= self.max_peers {
+        let topology = join.role.topology();
+        if others > 0 && topology != self.topology {
+            return Err(RuleError::TopologyMismatch {
+                room: self.name.clone(),
+                topology: self.topology,
+                role: join.role,
+            });
+        }
+        // A host whose connection is down (inside its grace, or on a dead server) gives its
+        // seat to a new host, so a host that crashed and restarted need not wait the grace
+        // out; a connected one keeps it.
+        let seat = self
+            .host
+            .filter(|host| join.role == Role::Host && Some(*host) != replaced);
+        let vacated = match seat.and_then(|host| self.peers.get(&host)) {
+            Some(old) if old.conn.is_some() || (old.home.is_some() && !old.orphaned) => {
+                return Err(RuleError::HostTaken {
+                    room: self.name.clone(),
+                    host: old.info.id,
+                });
+            }
+            Some(old) => Some(old.info.id),
+            None => None,
+        };
+        let cap = match topology {
+            Topology::Mesh => self.max_peers,
+            Topology::Host => self.max_host_peers,
+        };
+        if !join.reserved && others - usize::from(vacated.is_some()) >= cap {
             return Err(RuleError::RoomFull(self.name.clone()));
         }
         // Nothing below can fail.
         if fixes_app {
             self.app = join.app;
         }
+        if others == 0 {
+            self.topology = topology;
+        }
         let mut effects = Vec::new();
+        if let Some(old_host) = vacated {
+            effects.extend(self.evict(old_host, LeaveReason::Lost));
+        }
+        let mut replaced_info = None;
         if let Some(old_id) = replaced
             && let Some(old) = self.forget_peer(old_id)
         {
+            replaced_info = Some(old.info.clone());
             if let Some(conn) = old.conn {
                 effects.push(Effect::Close {
                     conn,
@@ -568,33 +716,30 @@ impl<C: Clone + PartialEq> Room<C> {
         let info = PeerInfo {
             id: join.id,
             kind: join.kind,
+            role: join.role,
             udp_addr: join.udp_addr,
             instance: join.instance,
             udp_key: join.udp_key,
             // Natives only: they alone choose a path by it.
             network: join.udp_addr.and(join.network),
         };
-        self.gone.retain(|id| *id != info.id);
         effects.push(Effect::Shared(Shared::Joined {
             info: info.clone(),
             token: join.token.clone(),
             app: self.app.clone(),
         }));
-        if let Some(old_id) = replaced {
-            self.announce_left(old_id, LeaveReason::Replaced, &mut effects);
+        if let Some(old) = &replaced_info {
+            self.announce_left(old, LeaveReason::Replaced, &mut effects);
         }
         let peer_id = info.id;
-        self.peers.insert(
-            peer_id,
-            Slot {
-                info: info.clone(),
-                token: join.token,
-                conn: Some(join.conn),
-                generation: 0,
-                home: None,
-                orphaned: false,
-            },
-        );
+        self.insert_slot(Slot {
+            info: info.clone(),
+            token: join.token,
+            conn: Some(join.conn),
+            generation: 0,
+            home: None,
+            orphaned: false,
+        });
         self.announce_joined(&info, &mut effects);
         Ok(self.welcome_of(peer_id, false, effects))
     }
@@ -610,6 +755,10 @@ impl<C: Clone + PartialEq> Room<C> {
             .get(&to)
             .filter(|_| to != from)
             .ok_or(RuleError::UnknownPeer(to))?;
+        let sender = self.peers[&from].info.role;
+        if !self.sees(sender, slot.info.role) {
+            return Err(RuleError::ClientToClient(to));
+        }
         match (&slot.home, &slot.conn) {
             (Some(home), _) => Ok(Route::Remote(home)),
             (None, Some(conn)) => Ok(Route::Local(conn)),
@@ -672,7 +821,7 @@ impl<C: Clone + PartialEq> Room<C> {
         if slot.home.is_none() {
             effects.push(Effect::Shared(Shared::Left { peer_id, reason }));
         }
-        self.announce_left(peer_id, reason, &mut effects);
+        self.announce_left(&slot.info, reason, &mut effects);
         effects
     }
 
@@ -706,7 +855,7 @@ impl<C: Clone + PartialEq> Room<C> {
                 Some(_) => {}
                 None => {
                     joined.push(info.clone());
-                    self.peers.insert(info.id, remote(info, home));
+                    self.insert_slot(remote(info, home));
                 }
             }
         }
@@ -716,15 +865,17 @@ impl<C: Clone + PartialEq> Room<C> {
             .filter(|p| prune && p.home.is_some() && !ids.contains(&p.info.id))
             .map(|p| p.info.id)
             .collect();
-        for id in &left {
-            self.forget_peer(*id);
-        }
+        let left: Vec<PeerInfo> = left
+            .into_iter()
+            .filter_map(|id| self.forget_peer(id))
+            .map(|slot| slot.info)
+            .collect();
         let mut effects = Vec::new();
         for info in &joined {
             self.announce_joined(info, &mut effects);
         }
-        for id in left {
-            self.announce_left(id, LeaveReason::Lost, &mut effects);
+        for info in &left {
+            self.announce_left(info, LeaveReason::Lost, &mut effects);
         }
         effects
     }
@@ -752,8 +903,7 @@ impl<C: Clone + PartialEq> Room<C> {
     }
 
     fn add_remote(&mut self, info: PeerInfo, home: String) -> Vec<Effect<C>> {
-        self.gone.retain(|id| *id != info.id);
-        self.peers.insert(info.id, remote(info.clone(), home));
+        self.insert_slot(remote(info.clone(), home));
         let mut effects = Vec::new();
         self.announce_joined(&info, &mut effects);
         effects
@@ -782,8 +932,9 @@ impl<C: Clone + PartialEq> Room<C> {
                 });
             }
         }
-        self.forget_peer(peer_id);
-        self.announce_left(peer_id, reason, &mut effects);
+        if let Some(slot) = self.forget_peer(peer_id) {
+            self.announce_left(&slot.info, reason, &mut effects);
+        }
         effects
     }
 
@@ -819,17 +970,14 @@ impl<C: Clone + PartialEq> Room<C> {
     ) -> Joined<C> {
         info.network = info.udp_addr.and(network);
         let peer_id = info.id;
-        self.peers.insert(
-            peer_id,
-            Slot {
-                info,
-                token,
-                conn: Some(conn),
-                generation: 0,
-                home: None,
-                orphaned: false,
-            },
-        );
+        self.insert_slot(Slot {
+            info,
+            token,
+            conn: Some(conn),
+            generation: 0,
+            home: None,
+            orphaned: false,
+        });
         self.welcome_of(peer_id, true, Vec::new())
     }
 

@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{AppInfo, ClientFrame, InvalidApp, PeerKind, PublicKey, VERSION, is_valid_name};
+use crate::{AppInfo, ClientFrame, InvalidApp, PeerKind, PublicKey, Role, VERSION, is_valid_name};
 
 /// A join carried in the `/ws` URL's query (`?version=1&room=lobby&kind=browser`), so the
 /// server's first frame is the welcome and joining costs no extra round trip. It stands for
@@ -36,6 +36,9 @@ pub struct UrlJoin {
     /// The application's channels, comma-separated ([`AppInfo::channel_list`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub channels: Option<String>,
+    /// Its role in the room ([`Role`]): absent for a mesh `peer`.
+    #[serde(default, skip_serializing_if = "Role::is_peer")]
+    pub role: Role,
 }
 
 impl UrlJoin {
@@ -52,7 +55,13 @@ impl UrlJoin {
             app: None,
             app_version: None,
             channels: None,
+            role: Role::Peer,
         }
+    }
+
+    /// The same join, as `role`.
+    pub fn with_role(self, role: Role) -> UrlJoin {
+        UrlJoin { role, ..self }
     }
 
     /// The same join, declaring `app`.
@@ -107,6 +116,9 @@ impl UrlJoin {
         if let Some(channels) = &self.channels {
             pairs.push(("channels", channels.clone()));
         }
+        if !self.role.is_peer() {
+            pairs.push(("role", self.role.as_str().to_owned()));
+        }
         let encode = |value: &str| {
             value
                 .bytes()
@@ -137,6 +149,7 @@ impl UrlJoin {
             instance: self.instance,
             udp_key: self.udp_key,
             app,
+            role: self.role,
             resume: None,
         })
     }

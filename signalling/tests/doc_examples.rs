@@ -151,6 +151,7 @@ fn the_documented_browser_join_serializes_byte_for_byte() {
         instance: None,
         udp_key: None,
         app: None,
+        role: Default::default(),
         resume: None,
     };
     let text = serde_json::to_string(&join).unwrap();

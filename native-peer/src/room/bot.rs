@@ -229,8 +229,9 @@ impl Bot {
                 peer,
                 server_id,
                 kind,
+                role,
             } => {
-                tracing::info!(peer = server_id, kind = kind.as_str(), "peer joined");
+                tracing::info!(peer = server_id, kind = kind.as_str(), %role, "peer joined");
                 self.peers.insert(
                     peer,
                     Peer {
@@ -239,16 +240,17 @@ impl Bot {
                         state: None,
                     },
                 );
-                self.json(json!({"type": "peer-joined", "link": peer, "peer_id": server_id, "kind": kind}));
+                self.json(json!({"type": "peer-joined", "link": peer, "peer_id": server_id, "kind": kind, "role": role}));
             }
             Event::PeerLeft {
                 peer,
                 server_id,
                 reason,
+                role,
             } => {
-                tracing::info!(peer = server_id, ?reason, "peer left");
+                tracing::info!(peer = server_id, ?reason, %role, "peer left");
                 self.peers.remove(&peer);
-                self.json(json!({"type": "peer-left", "link": peer, "peer_id": server_id, "reason": reason}));
+                self.json(json!({"type": "peer-left", "link": peer, "peer_id": server_id, "reason": reason, "role": role}));
             }
             Event::Link(info) => self.on_link(&info),
             Event::Message {

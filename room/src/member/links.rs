@@ -17,7 +17,7 @@ use super::{
 use crate::core_link::{CoreEvent, CoreLink, Handshake, RefusedDatagram, Role, SetupError};
 use crate::delivery::Delivery;
 use crate::keys::LinkKeys;
-use crate::signalling::{PeerInfo, PeerKind, PublicKey};
+use crate::signalling::{self, PeerInfo, PeerKind, PublicKey};
 
 /// A closed link keeps sending its disconnect packets at most this long.
 const CLOSING_MAX: Duration = Duration::from_secs(1);
@@ -142,6 +142,8 @@ pub(super) struct Link {
     pub(super) instance: String,
     pub(super) server_id: Option<ServerId>,
     pub(super) kind: PeerKind,
+    /// A mesh peer, or the host or a client of a host room.
+    pub(super) role: signalling::Role,
     /// The peer's UDP address, between two natives.
     pub(super) udp: Option<SocketAddr>,
     /// Between natives: the link runs over WebRTC (ICE, TURN) instead of raw UDP to `udp`
@@ -387,6 +389,7 @@ impl Member {
             }
             link.server_id = Some(info.id);
             link.kind = info.kind;
+            link.role = info.role;
             link.udp_key = info.udp_key;
             link.network = info.network.clone();
             link.orphaned_at = None;
@@ -408,6 +411,7 @@ impl Member {
             instance,
             server_id: Some(info.id),
             kind: info.kind,
+            role: info.role,
             udp,
             via_ice: false,
             udp_key: info.udp_key,
@@ -426,6 +430,7 @@ impl Member {
             peer: id,
             server_id: info.id,
             kind: info.kind,
+            role: info.role,
         });
         let i = self.links.len() - 1;
         self.start_attempt(now, i);
@@ -607,6 +612,7 @@ impl Member {
             peer,
             server_id: link.server_id,
             reason,
+            role: link.role,
         });
     }
 

@@ -89,8 +89,8 @@ use crate::delivery::{DeliveryError, MAX_PREFIX};
 use crate::emulation::Emulation;
 use crate::keys::UdpKeys;
 use crate::signalling::{
-    AppInfo, ChannelKind, ClientFrame, ErrorCode, IceServer, InvalidApp, PeerKind, ServerFrame,
-    ServerFrameType, SignalData, UrlJoin,
+    AppInfo, ChannelKind, ClientFrame, ErrorCode, IceServer, InvalidApp, PeerKind, Role,
+    ServerFrame, ServerFrameType, SignalData, UrlJoin,
 };
 
 pub use links::LinkState;
@@ -127,6 +127,11 @@ pub struct MemberConfig {
     pub kind: PeerKind,
     /// Natives: where other natives reach our UDP socket. `None` for browsers.
     pub udp_addr: Option<SocketAddr>,
+    /// What this member is in its room: a mesh [`Role::Peer`] (the default: it links to
+    /// every other member), or in a host room the [`Role::Host`] (it links to every client)
+    /// or a [`Role::Client`] (it links to the host alone). The room's first member fixes
+    /// the room's topology; a member of the other topology is refused.
+    pub role: Role,
     /// This program instance: random, 1–64 of `A-Z a-z 0-9 - _` (see the module docs).
     pub instance: String,
     /// 32 random bytes keying the cookies of the links we accept.
@@ -173,6 +178,7 @@ impl MemberConfig {
             app,
             kind,
             udp_addr: None,
+            role: Role::Peer,
             instance: instance.into(),
             secret: [0; 32],
             seed: 0,
@@ -649,7 +655,8 @@ pub enum Event {
         /// Its words.
         message: String,
     },
-    /// A peer entered the room (a program instance this member had not met).
+    /// A peer entered the room (a program instance this member had not met). A client of a
+    /// host room hears of the host alone.
     PeerJoined {
         /// The member's id for it, for its whole life.
         peer: PeerId,
@@ -657,8 +664,12 @@ pub enum Event {
         server_id: ServerId,
         /// Browser or native.
         kind: PeerKind,
+        /// A mesh peer, or the host or a client of a host room.
+        role: Role,
     },
-    /// A peer is gone for good; its link with it.
+    /// A peer is gone for good; its link with it. For a client whose `role` here is
+    /// [`Role::Host`], the host left (`Left`) or was lost (`Lost`): the client stays in the
+    /// room, and links again when a host joins.
     PeerLeft {
         /// Who.
         peer: PeerId,
@@ -666,6 +677,8 @@ pub enum Event {
         server_id: Option<ServerId>,
         /// Why.
         reason: GoneReason,
+        /// What it was in the room.
+        role: Role,
     },
     /// A link changed state (or learned its path or first ack).
     Link(LinkInfo),
@@ -823,6 +836,19 @@ impl Member {
     /// The application this member plays.
     pub fn app(&self) -> &AppInfo {
         &self.config.app
+    }
+
+    /// What this member is in its room.
+    pub fn role(&self) -> Role {
+        self.config.role
+    }
+
+    /// The host of a host room, while it is in the room (a client's one peer).
+    pub fn host(&self) -> Option<PeerId> {
+        self.links
+            .iter()
+            .find(|l| l.role == Role::Host && l.server_id.is_some())
+            .map(|l| l.id)
     }
 
     /// Every link, as the application and the JSON output show them.

@@ -88,6 +88,8 @@ fn refused_for_good(code: ErrorCode) -> bool {
     matches!(
         code,
         ErrorCode::AppMismatch
+            | ErrorCode::TopologyMismatch
+            | ErrorCode::HostTaken
             | ErrorCode::InvalidApp
             | ErrorCode::InvalidRoomName
             | ErrorCode::InvalidInstance
@@ -131,7 +133,9 @@ impl Member {
             udp_addr: self.config.udp_addr,
             instance: Some(self.config.instance.clone()),
             udp_key: self.udp_key(),
-            ..UrlJoin::new(self.config.room.clone(), self.config.kind).with_app(&self.config.app)
+            ..UrlJoin::new(self.config.room.clone(), self.config.kind)
+                .with_app(&self.config.app)
+                .with_role(self.config.role)
         });
         self.session.joined_in_url = join.is_some();
         self.out.push_back(Output::OpenSignalling { join });
@@ -299,6 +303,7 @@ impl Member {
             instance: Some(self.config.instance.clone()),
             udp_key: self.udp_key(),
             app: Some(self.config.app.clone()),
+            role: self.config.role,
             resume,
         }));
     }

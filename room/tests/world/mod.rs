@@ -416,6 +416,7 @@ impl World {
                 instance,
                 udp_key,
                 app,
+                role,
                 mut resume,
                 ..
             } => {
@@ -430,6 +431,7 @@ impl World {
                     // Tokens are secrets: never the same twice, even from a restarted server.
                     token: format!("tok{conn}"),
                     kind,
+                    role,
                     udp_addr,
                     udp_key,
                     instance,

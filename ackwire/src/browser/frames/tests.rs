@@ -22,6 +22,7 @@ fn native(id: u64) -> PeerInfo {
     PeerInfo {
         id,
         kind: PeerKind::Native,
+        role: Default::default(),
         udp_addr: Some("[2001:db8::7]:40000".parse().unwrap()),
         instance: Some(format!("n-{id}")),
         udp_key: None,
@@ -318,6 +319,7 @@ fn what_the_browser_writes_is_what_serde_writes() {
                     ChannelKind::ReliableOrdered,
                 ],
             )),
+            role: Default::default(),
             resume: Some(Resume {
                 peer_id: 7,
                 token: "04a7".into(),
