@@ -1,0 +1,197 @@
+//! Host rooms in virtual time: clients link to the host alone, hear when it leaves or is
+//! lost, wait, and link again when a host comes back, without joining again; and the
+//! refusals that keep a room a star.
+
+mod world;
+
+use std::time::Duration;
+
+use ackwire_room::member::{Event, GoneReason, SignallingState};
+use ackwire_room::signalling::{ErrorCode, PeerKind, Role};
+use world::World;
+
+const S: Duration = Duration::from_secs(1);
+
+fn as_role(role: Role) -> impl FnOnce(&mut ackwire_room::member::MemberConfig) {
+    move |c| c.role = role
+}
+
+/// Member `n`'s `Joined` events: a member that never joins again has one.
+fn joins(w: &World, n: usize) -> usize {
+    w.nodes[n]
+        .events
+        .iter()
+        .filter(|e| matches!(e, Event::Joined { .. }))
+        .count()
+}
+
+/// Whether host `h` and each client are linked, each client to the host alone.
+fn star(w: &World, h: usize, clients: &[usize]) -> bool {
+    w.links(h).len() == clients.len()
+        && clients
+            .iter()
+            .all(|&c| w.links(c).len() == 1 && w.connected(c, h) && w.connected(h, c))
+}
+
+#[test]
+fn clients_link_to_the_host_alone_over_webrtc_and_udp_and_the_host_relays() {
+    let mut w = World::new();
+    let host = w.add(PeerKind::Native, as_role(Role::Host));
+    let clients = [
+        w.add(PeerKind::Browser, as_role(Role::Client)),
+        w.add(PeerKind::Browser, as_role(Role::Client)),
+        w.add(PeerKind::Native, as_role(Role::Client)),
+    ];
+    w.run_until_true(3 * S, "a star", |w| star(w, host, &clients));
+    // Nobody else was ever offered to: every negotiation had the host at one end.
+    assert!(w.offers.iter().all(|&(a, b)| a == host || b == host));
+    for &c in &clients {
+        assert_eq!(w.nodes[c].member.role(), Role::Client);
+        let host_id = w.nodes[c].member.host().expect("a client knows its host");
+        assert_eq!(host_id, w.peer(c, host));
+        assert!(w.nodes[c].events.iter().any(|e| matches!(
+            e,
+            Event::PeerJoined {
+                role: Role::Host,
+                ..
+            }
+        )));
+    }
+    // The native client reaches the native host over raw UDP, the browsers over WebRTC.
+    assert_eq!(
+        w.link(clients[2], host).unwrap().transport,
+        ackwire_room::member::TransportKind::Udp
+    );
+    // A client speaks to the host; the host (the game's server) relays to the others.
+    assert_eq!(w.say(clients[0], "hi all"), 1);
+    w.run_until_true(S, "the host heard", |w| w.chats(host, "hi all") == 1);
+    assert_eq!(w.say(host, "hi all"), 3);
+    w.run_for(S);
+    for &c in &clients {
+        assert_eq!(w.chats(c, "hi all"), 1, "client {c}, exactly once");
+    }
+    assert_eq!(w.chats(host, "hi all"), 1);
+}
+
+#[test]
+fn clients_hear_the_host_left_wait_and_link_to_the_next_host_without_joining_again() {
+    let mut w = World::new();
+    let host = w.add(PeerKind::Native, as_role(Role::Host));
+    let clients = [
+        w.add(PeerKind::Browser, as_role(Role::Client)),
+        w.add(PeerKind::Native, as_role(Role::Client)),
+    ];
+    w.run_until_true(3 * S, "a star", |w| star(w, host, &clients));
+    let now = w.now;
+    w.nodes[host].member.close(now);
+    w.run_for(2 * S);
+    for &c in &clients {
+        assert!(
+            w.nodes[c].events.iter().any(|e| matches!(
+                e,
+                Event::PeerLeft {
+                    role: Role::Host,
+                    reason: GoneReason::Left,
+                    ..
+                }
+            )),
+            "client {c} heard the host left"
+        );
+        assert!(w.links(c).is_empty());
+        assert_eq!(w.nodes[c].member.host(), None);
+        assert_eq!(
+            w.nodes[c].member.signalling_state(),
+            SignallingState::Joined
+        );
+    }
+    // The host comes back (its instance again): the clients link without a new join.
+    let back = w.add(PeerKind::Native, |c| {
+        c.role = Role::Host;
+        c.instance = "inst0".into();
+    });
+    w.run_until_true(3 * S, "a star again", |w| star(w, back, &clients));
+    for &c in &clients {
+        assert_eq!(joins(&w, c), 1, "client {c} joined once");
+    }
+}
+
+#[test]
+fn clients_hear_they_lost_the_host_and_a_restarted_host_takes_its_seat_at_once() {
+    let mut w = World::new();
+    let host = w.add(PeerKind::Native, as_role(Role::Host));
+    let clients = [
+        w.add(PeerKind::Browser, as_role(Role::Client)),
+        w.add(PeerKind::Browser, as_role(Role::Client)),
+    ];
+    w.run_until_true(3 * S, "a star", |w| star(w, host, &clients));
+    // The host's process dies: its socket drops; inside the server's grace a new process
+    // (another instance) joins as host and takes the seat.
+    w.drop_socket(host);
+    w.set_blackout(host, clients[0], true);
+    w.set_blackout(host, clients[1], true);
+    let restarted = w.add(PeerKind::Native, as_role(Role::Host));
+    w.run_until_true(3 * S, "a star with the new host", |w| {
+        star(w, restarted, &clients)
+    });
+    for &c in &clients {
+        assert!(w.nodes[c].events.iter().any(|e| matches!(
+            e,
+            Event::PeerLeft {
+                role: Role::Host,
+                reason: GoneReason::Lost,
+                ..
+            }
+        )));
+        assert_eq!(joins(&w, c), 1);
+    }
+    // The old process, back on its feet, finds its seat taken and stops: a room has one host.
+    let refusals = |w: &World| {
+        w.nodes[host]
+            .events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Refused { code, .. } => Some(*code),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+    };
+    w.run_until_true(10 * S, "the old host refused", |w| {
+        refusals(w).contains(&ErrorCode::HostTaken)
+    });
+    assert_eq!(
+        w.nodes[host].member.signalling_state(),
+        SignallingState::Closed
+    );
+    assert!(star(&w, restarted, &clients));
+}
+
+#[test]
+fn a_second_host_and_a_mesh_peer_are_refused_for_good_and_the_star_is_untouched() {
+    let mut w = World::new();
+    let host = w.add(PeerKind::Native, as_role(Role::Host));
+    let client = w.add(PeerKind::Browser, as_role(Role::Client));
+    w.run_until_true(3 * S, "a star", |w| star(w, host, &[client]));
+    let second = w.add(PeerKind::Native, as_role(Role::Host));
+    let peer = w.add(PeerKind::Browser, as_role(Role::Peer));
+    w.run_for(2 * S);
+    for (n, code) in [
+        (second, ErrorCode::HostTaken),
+        (peer, ErrorCode::TopologyMismatch),
+    ] {
+        assert!(
+            w.nodes[n]
+                .events
+                .iter()
+                .any(|e| matches!(e, Event::Refused { code: c, .. } if *c == code)),
+            "{code}"
+        );
+        assert_eq!(
+            w.nodes[n].member.signalling_state(),
+            SignallingState::Closed
+        );
+        assert!(w.links(n).is_empty());
+        assert_eq!(joins(&w, n), 0);
+    }
+    assert!(star(&w, host, &[client]));
+    assert_eq!(w.links(client).len(), 1);
+}
