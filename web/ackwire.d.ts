@@ -28,6 +28,15 @@ export interface Emulation {
   seed?: number;
 }
 
+/**
+ * What a player is in its room: a mesh `peer` (every player links to every other: a few
+ * players, no server), or in a host room the one `host` (an authoritative program every client
+ * links to, usually a native server) or a `client` (linked to the host alone, and hearing of
+ * no other client). The room's first member fixes its topology: a join of the other topology
+ * is refused with `topology_mismatch`, a second host with `host_taken`.
+ */
+export type Role = 'peer' | 'host' | 'client';
+
 /** What {@link join} takes: the application every member of the room declares, and more. */
 export interface JoinOptions {
   /** The application's id: 1-64 of A-Z a-z 0-9 - _; a room plays one. */
@@ -38,6 +47,8 @@ export interface JoinOptions {
   channels: readonly ChannelKind[];
   /** The room's name, when `url` is a server's rather than a room page's. */
   room?: string;
+  /** What this player is in the room (default `peer`: a mesh). */
+  role?: Role;
   /** ICE over TURN relays only: peers never learn this player's address. */
   relayOnly?: boolean;
   /** Emulate a bad network on every link (absent, or all zero: a real link). */
@@ -199,6 +210,9 @@ export type ServerErrorCode =
   | 'invalid_join'
   | 'invalid_app'
   | 'app_mismatch'
+  | 'topology_mismatch'
+  | 'host_taken'
+  | 'client_to_client'
   | 'not_joined'
   | 'already_joined'
   | 'unknown_peer'
@@ -213,7 +227,8 @@ export type ServerErrorCode =
 /**
  * Why `join()` rejected: the server's refusal ({@link ServerErrorCode}), or before asking it:
  * `bad_url` (the URL names no room), `invalid_app` (options.app, version or channels),
- * `invalid_config` (the emulation, or the room's name), `bad_options`, `unsupported_browser`
+ * `invalid_config` (the emulation, or the room's name), `bad_options` (`onEvent`, or a `role`
+ * that is none of `peer`, `host`, `client`), `unsupported_browser`
  * (no WebSocket or RTCPeerConnection), `load_failed` (the wasm did not load). `join_failed` is
  * the bindings' word for a kind of failure a later `ackwire` crate adds; this one has none.
  */
@@ -293,20 +308,27 @@ export interface RefusedEvent extends RoomEvent {
   readonly message: string;
 }
 
-/** A program instance we had not met entered the room. */
+/** A program instance we had not met entered the room (a host room's client hears of its host alone). */
 export interface PeerJoinEvent extends RoomEvent {
   readonly type: 'peerjoin';
   readonly peer: PeerId;
   readonly serverId: ServerId;
   readonly kind: PeerKind;
+  /** A mesh `peer`, or a host room's `host` or `client`. */
+  readonly role: Role;
 }
 
-/** A peer is gone for good. */
+/**
+ * A peer is gone for good. A client whose `host` left (`left`) or was lost (`lost`) stays in
+ * the room, and links again when a host joins.
+ */
 export interface PeerLeaveEvent extends RoomEvent {
   readonly type: 'peerleave';
   readonly peer: PeerId;
   readonly serverId: ServerId | null;
   readonly reason: GoneReason;
+  /** What it was in the room. */
+  readonly role: Role;
 }
 
 /** A link changed state, or learned its path or its first ack. */
@@ -405,6 +427,11 @@ export declare class Room extends EventTarget {
   readonly peers: LinkInfo[];
   /** Our id in the signalling server's current session, once joined (it changes when the server restarts). */
   readonly serverId: ServerId | undefined;
+  /**
+   * In a host room, the host's id while it is in the room (a client's one peer); `null` in a
+   * mesh, before the host joins and while it is away (its link comes back when it does).
+   */
+  readonly host: PeerId | null;
   /** The signalling connection's state. */
   readonly signalling: SignallingState;
   /**

@@ -11,8 +11,8 @@
 //   room.addEventListener('message', (e) => console.log(`peer ${e.peer} on ${e.channel}: ${e.text}`));
 //
 // Every error this API throws or rejects with is an `Error` with a string `code`:
-//   joining:  the server's refusal (`app_mismatch`, `room_full`, `invalid_room_name`, ... as
-//             docs/signalling.md lists them), `bad_url`, `invalid_app`, `invalid_config`,
+//   joining:  the server's refusal (`app_mismatch`, `room_full`, `topology_mismatch`,
+//             `host_taken`, ... as docs/signalling.md lists them), `bad_url`, `invalid_app`, `invalid_config`,
 //             `bad_options`, `unsupported_browser`, `load_failed` (the wasm did not load);
 //   sending:  `unknown_peer`, `not_connected`, `unknown_channel`, `too_large`, `reliable`
 //             (sendLatest on a reliable channel), `full` (the peer's queue: try later),
@@ -35,11 +35,19 @@
  */
 
 /**
+ * What a player is in its room: a mesh `peer` (every player links to every other), or in a
+ * host room the one `host` (an authoritative server every client links to) or a `client`
+ * (linked to the host alone). The room's first member fixes its topology.
+ * @typedef {'peer' | 'host' | 'client'} Role
+ */
+
+/**
  * @typedef {object} JoinOptions
  * @property {string} app the application's id: 1-64 of A-Z a-z 0-9 - _; a room plays one
  * @property {number} version its protocol version: a room's members all play the same
  * @property {ChannelKind[]} channels its channels, by index (1 to 63)
  * @property {string} [room] the room's name, when `url` is a server's rather than a room page's
+ * @property {Role} [role] `peer` (the default), or a host room's `host` or `client`
  * @property {boolean} [relayOnly] ICE over TURN relays only: peers never learn this player's address
  * @property {Emulation} [emulation] emulate a bad network on every link
  */
@@ -75,8 +83,9 @@
  * - `signalling`: `state` ('connecting' | 'joining' | 'joined' | 'reconnecting' | 'closed'), `detail`
  * - `joined`: `serverId`, `resumed` (again after a signalling server restart, with a new serverId)
  * - `refused`: `code`, `message` (a request the server refused)
- * - `peerjoin`: `peer`, `serverId`, `kind`
- * - `peerleave`: `peer`, `serverId`, `reason` ('left' | 'lost' | 'not_back' | 'we_left')
+ * - `peerjoin`: `peer`, `serverId`, `kind`, `role` ({@link Role}; a client hears of its host alone)
+ * - `peerleave`: `peer`, `serverId`, `reason` ('left' | 'lost' | 'not_back' | 'we_left'), `role`
+ *   (a client whose host left or was lost stays in the room and links again when a host joins)
  * - `link`: `peer`, `link` ({@link LinkInfo}): a link changed state, or learned its path or first ack
  * - `message`: `peer`, `channel`, `data` (Uint8Array), `text` (`data` as UTF-8)
  * - `undelivered`: `peer`, `channel`, `data`, `text`: a reliable message whose peer left first
@@ -157,12 +166,15 @@ function openEarlySocket(url, o, timeline) {
     const room = inPath ?? o.room;
     if (!scheme || !NAME.test(room ?? '') || (inPath && o.room && inPath !== o.room)) return undefined;
     if (typeof o.app !== 'string' || !Number.isInteger(o.version) || !Array.isArray(o.channels)) return undefined;
+    if (o.role != null && !['peer', 'host', 'client'].includes(o.role)) return undefined;
     const instance = `b${Array.from(crypto.getRandomValues(new Uint8Array(8)), (b) => b.toString(16).padStart(2, '0')).join('')}`;
     const join = new URLSearchParams({
       // The signalling protocol's version (ackwire_room::signalling::VERSION).
       version: '1', room, kind: 'browser', instance,
       app: o.app, app_version: String(o.version), channels: o.channels.join(','),
     });
+    // A mesh peer's join names no role (`UrlJoin::query`).
+    if (o.role === 'host' || o.role === 'client') join.set('role', o.role);
     const ws = new WebSocket(`${scheme}//${u.host}/ws?${join}`);
     timeline.connect = performance.now();
     ws.addEventListener('open', () => { timeline.socket = performance.now(); });
@@ -212,7 +224,9 @@ function holder(early, o, timeline) {
  * Answers and candidates are applied here, and every frame still goes to the member. When the
  * member opens its link to that peer the driver adopts the live connection (`claim`); it then
  * skips the description this page already applied. What no member claims is closed
- * (`release`). Everything else about links stays the member's.
+ * (`release`). Everything else about links stays the member's. The roles are the same in a
+ * host room, which only narrows who is named: a client's welcome names the host alone (one
+ * link, offered to a native host or answered to a browser host), a host's every client.
  */
 function earlyLinks(early, o, timeline) {
   const links = new Map();
@@ -414,6 +428,13 @@ export class Room extends EventTarget {
 
   /** Our id in the signalling server's current session (it changes when the server restarts). @type {number | undefined} */
   get serverId() { return this.#handle.serverId; }
+
+  /**
+   * In a host room, the host's `id` while it is in the room (a client's one peer); `null` in
+   * a mesh, before the host joins and while it is away (its link comes back when it does).
+   * @type {number | null}
+   */
+  get host() { return this.#handle.host ?? null; }
 
   /** The signalling connection: 'connecting', 'joining', 'joined', 'reconnecting' or 'closed'. @type {string} */
   get signalling() { return this.#handle.signalling; }

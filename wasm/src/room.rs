@@ -17,8 +17,8 @@ use std::time::Duration;
 
 use ackwire::{
     App, ChannelKind, EarlySocket, Emulation, EmulatorConfig, Event, Failure, GoneReason, IceState,
-    JoinError, LinkInfo, LinkState, MemberError, PeerId, PeerKind, Room, RoomConfig, SendError,
-    ServerId, SignallingState, Stats, TransportKind,
+    JoinError, LinkInfo, LinkState, MemberError, PeerId, PeerKind, Role, Room, RoomConfig,
+    SendError, ServerId, SignallingState, Stats, TransportKind,
 };
 use js_sys::{Array, Function, Object, Reflect, Uint8Array};
 use serde::Serialize;
@@ -44,7 +44,8 @@ impl WasmRoom {
     /// Joins the room at `url` (a room page's URL, or a server's with `options.room`).
     ///
     /// `options`: `app` (id), `version`, `channels` (kinds by name: `unreliable`,
-    /// `unreliable-sequenced`, `reliable-ordered`, `reliable-unordered`), `room`, `relayOnly`,
+    /// `unreliable-sequenced`, `reliable-ordered`, `reliable-unordered`), `room`, `role`
+    /// (`peer`, the default, `host` or `client`), `relayOnly`,
     /// `emulation` (`{ latencyMs, jitterMs, lossPct, seed }`, each optional), `earlySocket`
     /// (see `ackwire::EarlySocket`) and `onEvent(event)`, called with every event of the
     /// room as a plain object with a `type`, outside any call into the room.
@@ -57,6 +58,7 @@ impl WasmRoom {
         if let Some(room) = get(options, "room").as_string() {
             config = config.with_room(room);
         }
+        config = config.with_role(role(&get(options, "role"))?);
         if let Some(emulation) = emulation(&get(options, "emulation"))? {
             config = config.with_emulation(emulation);
         }
@@ -114,6 +116,16 @@ impl WasmRoom {
             .ok()
             .flatten()
             .map(|id| id as f64)
+    }
+
+    /// `Room::host`: in a host room, the host's id while it is in the room; `undefined` in a
+    /// mesh, before the host joins and while it is away.
+    #[wasm_bindgen(getter)]
+    pub fn host(&self) -> Option<f64> {
+        self.with_room(Room::host)
+            .ok()
+            .flatten()
+            .map(|id| f64::from(id.0))
     }
 
     /// The signalling connection's state: `connecting`, `joining`, `joined`, `reconnecting`
@@ -279,12 +291,14 @@ enum JsEvent<'a> {
         peer: PeerId,
         server_id: ServerId,
         kind: PeerKind,
+        role: Role,
     },
     #[serde(rename = "peerleave")]
     PeerLeft {
         peer: PeerId,
         server_id: Option<ServerId>,
         reason: GoneReason,
+        role: Role,
     },
     Link {
         peer: PeerId,
@@ -325,19 +339,23 @@ fn event_to_js(event: &Event) -> Option<JsValue> {
             peer,
             server_id,
             kind,
+            role,
         } => JsEvent::PeerJoined {
             peer: *peer,
             server_id: *server_id,
             kind: *kind,
+            role: *role,
         },
         Event::PeerLeft {
             peer,
             server_id,
             reason,
+            role,
         } => JsEvent::PeerLeft {
             peer: *peer,
             server_id: *server_id,
             reason: *reason,
+            role: *role,
         },
         Event::Link(info) => JsEvent::Link {
             peer: info.peer,
@@ -466,6 +484,22 @@ fn app(options: &JsValue) -> Result<App, JsValue> {
     Ok(App::new(id, version, channels))
 }
 
+/// `options.role`: absent (or `null`) is a mesh `peer`.
+fn role(value: &JsValue) -> Result<Role, JsValue> {
+    if value.is_undefined() || value.is_null() {
+        return Ok(Role::Peer);
+    }
+    match value.as_string().as_deref() {
+        Some("peer") => Ok(Role::Peer),
+        Some("host") => Ok(Role::Host),
+        Some("client") => Ok(Role::Client),
+        _ => Err(error(
+            "bad_options",
+            "options.role: 'peer', 'host' or 'client'",
+        )),
+    }
+}
+
 /// `{ latencyMs, jitterMs, lossPct, seed }`: absent, or all zero, is a real link.
 fn emulation(value: &JsValue) -> Result<Option<Emulation>, JsValue> {
     if value.is_undefined() || value.is_null() {
@@ -543,19 +577,24 @@ mod tests {
             peer: PeerId(2),
             server_id: 17,
             kind: PeerKind::Native,
+            role: Role::Host,
         })
         .unwrap();
         assert_eq!(field(&js, "type").as_string().unwrap(), "peerjoin");
         assert_eq!(field(&js, "serverId").as_f64(), Some(17.0));
         assert_eq!(field(&js, "kind").as_string().unwrap(), "native");
+        assert_eq!(field(&js, "role").as_string().unwrap(), "host");
         let js = event_to_js(&Event::PeerLeft {
             peer: PeerId(2),
             server_id: None,
             reason: GoneReason::NotBack,
+            role: Role::Peer,
         })
         .unwrap();
         assert_eq!(field(&js, "type").as_string().unwrap(), "peerleave");
         assert_eq!(field(&js, "reason").as_string().unwrap(), "not_back");
+        // A mesh peer's role is named too: every peer event has one.
+        assert_eq!(field(&js, "role").as_string().unwrap(), "peer");
     }
 
     #[wasm_bindgen_test]

@@ -108,6 +108,20 @@ fn the_server_codes_are_every_error_code_of_the_signalling_protocol() {
 }
 
 #[test]
+fn the_roles_are_the_signalling_protocols() {
+    use ackwire::Role;
+    let all = [Role::Peer, Role::Host, Role::Client];
+    // A role added to the protocol fails to compile here until it is listed above.
+    for role in all {
+        match role {
+            Role::Peer | Role::Host | Role::Client => {}
+        }
+    }
+    let names: Set = all.iter().map(|r| r.as_str().to_owned()).collect();
+    assert_eq!(union("Role"), names);
+}
+
+#[test]
 fn the_send_codes_are_those_the_bindings_throw_from_sending() {
     let thrown = binding_codes(&["send_error", "payload", "peer_id", "channel_index"]);
     assert_eq!(union("SendErrorCode"), thrown);
@@ -115,7 +129,7 @@ fn the_send_codes_are_those_the_bindings_throw_from_sending() {
 
 #[test]
 fn the_join_codes_are_the_servers_and_those_the_bindings_and_ackwire_js_throw_from_joining() {
-    let mut thrown = binding_codes(&["join_error", "app", "emulation", "new"]);
+    let mut thrown = binding_codes(&["join_error", "app", "emulation", "role", "new"]);
     for piece in ACKWIRE_JS.split("codeError('").skip(1) {
         thrown.insert(piece.split('\'').next().unwrap().to_owned());
     }

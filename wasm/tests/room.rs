@@ -21,6 +21,8 @@ const SERVER: &str = "http://127.0.0.1:9/room/typed";
 const JOIN_URL: &str = "ws://127.0.0.1:9/ws?version=1&room=typed&kind=browser&instance=btest0001&app=typed-test&app_version=3&channels=unreliable-sequenced%2Creliable-ordered";
 /// What the server would have said first: we are 1, and browser 2 is in the room.
 const WELCOME: &str = r#"{"type":"welcome","version":1,"room":"typed","peer_id":1,"token":"t","resumed":false,"peers":[{"id":2,"kind":"browser","instance":"bpeer0002"}],"ice_servers":[]}"#;
+/// A client's welcome in a host room: it is 5, and sees the host (native 3) alone.
+const CLIENT_WELCOME: &str = r#"{"type":"welcome","version":1,"room":"typed","peer_id":5,"token":"t","resumed":false,"peers":[{"id":3,"kind":"native","role":"host","instance":"nhost0003"}],"ice_servers":[]}"#;
 
 fn set(object: &JsValue, key: &str, value: impl Into<JsValue>) {
     Reflect::set(object, &key.into(), &value.into()).unwrap();
@@ -32,12 +34,17 @@ fn get(object: &JsValue, key: &str) -> JsValue {
 
 /// The page's holder of an early socket to `url` that opened and received `WELCOME`.
 fn early_socket(url: &str) -> (JsValue, WebSocket) {
+    early_socket_with(url, WELCOME)
+}
+
+/// The page's holder of an early socket to `url` that opened and received `welcome`.
+fn early_socket_with(url: &str, welcome: &str) -> (JsValue, WebSocket) {
     let ws = WebSocket::new(url).unwrap();
     let holder: JsValue = Object::new().into();
     set(&holder, "ws", ws.clone());
     set(&holder, "instance", "btest0001");
     set(&holder, "opened", true);
-    set(&holder, "messages", Array::of1(&WELCOME.into()));
+    set(&holder, "messages", Array::of1(&welcome.into()));
     (holder, ws)
 }
 
@@ -47,6 +54,16 @@ struct Events {
     first: Promise,
     on_event: Function,
     _closure: Closure<dyn FnMut(JsValue)>,
+}
+
+impl Events {
+    /// The first event of type `kind` so far.
+    fn find(&self, kind: &str) -> JsValue {
+        self.all
+            .iter()
+            .find(|e| get(e, "type").as_string().as_deref() == Some(kind))
+            .unwrap_or_else(|| panic!("a {kind} event"))
+    }
 }
 
 fn events(awaited: &'static str) -> Events {
@@ -101,6 +118,9 @@ async fn bad_inputs_throw_typed_errors_and_close_hands_over_the_last_events() {
     let peer = get(&joined, "peer");
     assert_eq!(get(&joined, "serverId").as_f64(), Some(2.0));
     assert_eq!(room.server_id(), Some(1.0));
+    // A mesh: the peer's role is `peer`, and the room has no host.
+    assert_eq!(get(&joined, "role").as_string().unwrap(), "peer");
+    assert_eq!(room.host(), None);
     let links = Array::from(&room.links());
     assert_eq!(links.length(), 1);
     assert_eq!(get(&links.get(0), "id"), peer);
@@ -171,33 +191,63 @@ async fn bad_inputs_throw_typed_errors_and_close_hands_over_the_last_events() {
     assert_eq!(Array::from(&room.links()).length(), 0);
     assert_eq!(room.signalling().as_string().unwrap(), "closed");
     // Leaving ended the link: its last events came before close resolved.
-    let left = events
-        .all
-        .iter()
-        .find(|e| get(e, "type").as_string().as_deref() == Some("peerleave"))
-        .expect("a peerleave event");
+    let left = events.find("peerleave");
     assert_eq!(get(&left, "reason").as_string().unwrap(), "we_left");
 }
 
 #[wasm_bindgen_test]
 async fn an_early_socket_that_joined_otherwise_is_closed_not_adopted() {
-    // Another instance in its URL: the member would not be the peer the server welcomed.
-    let (holder, ws) = early_socket(&JOIN_URL.replace("btest0001", "bother0001"));
-    let events = events("joined");
-    let room = WasmRoom::new(SERVER, &options(&events, Some(&holder))).unwrap();
+    let client = format!("{JOIN_URL}&role=client");
+    for (url, role) in [
+        // Another instance in its URL: the member would not be the peer the server welcomed.
+        (JOIN_URL.replace("btest0001", "bother0001"), "peer"),
+        // A mesh peer's join, and the member joins as a client; and the other way round.
+        (JOIN_URL.to_owned(), "client"),
+        (client, "peer"),
+    ] {
+        let (holder, ws) = early_socket(&url);
+        let events = events("joined");
+        let options = options(&events, Some(&holder));
+        set(&options, "role", role);
+        let room = WasmRoom::new(SERVER, &options).unwrap();
+        assert!(
+            ws.ready_state() >= WebSocket::CLOSING,
+            "the early socket is closed: {url} as {role}"
+        );
+        // The replay would have run in the first microtask after the join: nothing came of it.
+        JsFuture::from(Promise::resolve(&JsValue::NULL))
+            .await
+            .unwrap();
+        JsFuture::from(Promise::resolve(&JsValue::NULL))
+            .await
+            .unwrap();
+        assert_eq!(room.server_id(), None);
+        assert_eq!(room.host(), None);
+        JsFuture::from(room.close()).await.unwrap();
+    }
+}
+
+#[wasm_bindgen_test]
+async fn a_client_adopts_a_socket_whose_url_joins_as_client_and_knows_its_host() {
+    // The member's fresh join as a client: `role=client` last, as `UrlJoin::query` writes it.
+    let (holder, ws) = early_socket_with(&format!("{JOIN_URL}&role=client"), CLIENT_WELCOME);
+    let events = events("peerjoin");
+    let options = options(&events, Some(&holder));
+    set(&options, "role", "client");
+    let room = WasmRoom::new(SERVER, &options).unwrap();
     assert!(
-        ws.ready_state() >= WebSocket::CLOSING,
-        "the early socket is closed"
+        ws.ready_state() < WebSocket::CLOSING,
+        "the early socket is adopted"
     );
-    // The replay would have run in the first microtask after the join: nothing came of it.
-    JsFuture::from(Promise::resolve(&JsValue::NULL))
-        .await
-        .unwrap();
-    JsFuture::from(Promise::resolve(&JsValue::NULL))
-        .await
-        .unwrap();
-    assert_eq!(room.server_id(), None);
+    let joined = JsFuture::from(events.first.clone()).await.unwrap();
+    assert_eq!(get(&joined, "role").as_string().unwrap(), "host");
+    assert_eq!(get(&joined, "kind").as_string().unwrap(), "native");
+    assert_eq!(room.server_id(), Some(5.0));
+    assert_eq!(room.host(), get(&joined, "peer").as_f64());
     JsFuture::from(room.close()).await.unwrap();
+    let left = events.find("peerleave");
+    assert_eq!(get(&left, "role").as_string().unwrap(), "host");
+    assert_eq!(room.host(), None, "closed: no host");
 }
 
 #[wasm_bindgen_test]
@@ -232,4 +282,13 @@ fn a_join_that_cannot_start_throws_a_typed_error() {
     set(&emulation, "lossPct", -5);
     set(&bad_emulation, "emulation", emulation);
     assert_eq!(code(join(SERVER, &bad_emulation)), "invalid_config");
+    for bad in [
+        JsValue::from("server"),
+        JsValue::from(1),
+        JsValue::from("Host"),
+    ] {
+        let bad_role = options(&events, None);
+        set(&bad_role, "role", bad);
+        assert_eq!(code(join(SERVER, &bad_role)), "bad_options");
+    }
 }

@@ -18,6 +18,7 @@ import {
   type LinkState,
   type Payload,
   type PeerId,
+  type Role,
   type RoomEventMap,
   type SendError,
   type SendErrorCode,
@@ -42,6 +43,11 @@ const kinds: readonly ChannelKind[] = options.channels;
 const misspelt: JoinOptions = { app: 'x', version: 1, channels: ['reliable'] };
 // @ts-expect-error: the version is a number
 const unversioned: JoinOptions = { app: 'x', version: '1', channels: [] };
+// A host room's client: it links to the host alone.
+const client: JoinOptions = { ...options, room: 'arena', role: 'client' };
+const roles: Role[] = ['peer', 'host', client.role ?? 'peer'];
+// @ts-expect-error: a role is peer, host or client
+const server: JoinOptions = { app: 'x', version: 1, channels: [], role: 'server' };
 // @ts-expect-error: a Room comes from join()
 new Room();
 
@@ -114,7 +120,8 @@ async function play(url: string): Promise<Room | undefined> {
     room = await join(url, options);
   } catch (err) {
     const { code, message } = err as JoinError;
-    const server: ServerErrorCode | undefined = code === 'app_mismatch' || code === 'room_full' ? code : undefined;
+    const server: ServerErrorCode | undefined = code === 'app_mismatch' || code === 'room_full'
+      || code === 'topology_mismatch' || code === 'host_taken' || code === 'client_to_client' ? code : undefined;
     const local: JoinErrorCode[] = ['bad_url', 'invalid_app', 'invalid_config', 'bad_options', 'unsupported_browser', 'load_failed', 'join_failed'];
     console.error(server ?? (local.includes(code) ? 'cannot join' : code), message);
     return undefined;
@@ -126,10 +133,11 @@ async function play(url: string): Promise<Room | undefined> {
     const code: ServerErrorCode = e.code;
     console.warn(code, e.message);
   });
-  room.addEventListener('peerjoin', (e) => console.log(`peer ${e.peer} (server id ${e.serverId}) is a ${e.kind}`));
+  room.addEventListener('peerjoin', (e) => console.log(`peer ${e.peer} (server id ${e.serverId}) is a ${e.kind} ${e.role}`));
   room.addEventListener('peerleave', (e) => {
     const why: 'left' | 'lost' | 'not_back' | 'we_left' = e.reason;
     players.delete(e.peer);
+    if (e.role === 'host') console.log('the host is away: waiting for it to come back');
     console.log(e.serverId, why);
   });
   room.addEventListener('link', (e) => {
@@ -168,6 +176,8 @@ async function play(url: string): Promise<Room | undefined> {
   const links: LinkInfo[] = room.links();
   const peers: LinkInfo[] = room.peers;
   const me: number | undefined = room.serverId;
+  const host: PeerId | null = room.host;
+  if (host !== null) trySend(room, host, CHAT, 'hello, host');
   const signalling: 'connecting' | 'joining' | 'joined' | 'reconnecting' | 'closed' = room.signalling;
   const { start, connect, socket, wasm, welcome } = room.timeline;
   console.log(kinds, reached, told, biggest, links.length, peers.length, me, signalling,
@@ -195,4 +205,4 @@ async function main(): Promise<void> {
 }
 
 void main();
-void [misspelt, unversioned];
+void [misspelt, unversioned, roles, server];

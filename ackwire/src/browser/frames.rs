@@ -21,7 +21,7 @@ use std::borrow::Cow;
 
 use ackwire_room::member::MemberServerFrame;
 use ackwire_signalling::{
-    ErrorCode, IceServer, LeaveReason, PeerId, PeerInfo, PeerKind, Sdp, SdpKind, ServerFrame,
+    ErrorCode, IceServer, LeaveReason, PeerId, PeerInfo, PeerKind, Role, Sdp, SdpKind, ServerFrame,
     ServerFrameType, SignalData,
 };
 use js_sys::{Array, Reflect};
@@ -252,13 +252,20 @@ fn object<'a>(value: &'a JsValue, frame: &'static str) -> Result<Fields<'a>, Fra
     }
 }
 
-/// A peer. A browser links over WebRTC only, so it does not read a native's `udp_key`.
+/// A peer. A browser links over WebRTC only, so it does not read a native's `udp_key`. A
+/// missing `role` is a mesh `peer`, as serde reads it.
 fn peer_info(value: &JsValue) -> Result<PeerInfo, FrameError> {
     let f = object(value, "peer")?;
     let kind = match f.string("kind")?.as_str() {
         "browser" => PeerKind::Browser,
         "native" => PeerKind::Native,
         _ => return Err(f.wrong("kind", "browser or native")),
+    };
+    let role = match f.opt_string("role")?.as_deref() {
+        None | Some("peer") => Role::Peer,
+        Some("host") => Role::Host,
+        Some("client") => Role::Client,
+        Some(_) => return Err(f.wrong("role", "peer, host or client")),
     };
     let udp_addr = f
         .opt_string("udp_addr")?
@@ -267,6 +274,7 @@ fn peer_info(value: &JsValue) -> Result<PeerInfo, FrameError> {
     Ok(PeerInfo {
         id: f.id("id")?,
         kind,
+        role,
         udp_addr,
         instance: f.opt_string("instance")?,
         udp_key: None,

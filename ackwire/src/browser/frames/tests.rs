@@ -12,7 +12,7 @@ use ackwire_room::member::{
 };
 use ackwire_signalling::{
     AppInfo, ChannelKind, ClientFrame, ErrorCode, IceServer, LeaveReason, PeerInfo, PeerKind,
-    PublicKey, Resume, Sdp, SdpKind, ServerFrame, ServerFrameType, SignalData, VERSION,
+    PublicKey, Resume, Role, Sdp, SdpKind, ServerFrame, ServerFrameType, SignalData, VERSION,
 };
 use wasm_bindgen_test::*;
 
@@ -32,6 +32,11 @@ fn native(id: u64) -> PeerInfo {
 
 fn browser(id: u64) -> PeerInfo {
     PeerInfo::new(id, PeerKind::Browser)
+}
+
+/// A member of a host room.
+fn with_role(peer: PeerInfo, role: Role) -> PeerInfo {
+    PeerInfo { role, ..peer }
 }
 
 fn candidate(mid: Option<&str>, index: Option<u16>) -> SignalData {
@@ -85,6 +90,25 @@ fn every_server_frame() -> Vec<MemberServerFrame<'static>> {
         ServerFrame::PeerJoined {
             room: "lobby".into(),
             peer: browser(13),
+        },
+        // A host room: a client's welcome names the host alone; the host hears of clients.
+        ServerFrame::Welcome {
+            version: VERSION,
+            room: "arena".into(),
+            peer_id: 8,
+            token: "t".into(),
+            resumed: false,
+            peers: vec![with_role(native(1), Role::Host)],
+            ice_servers: Cow::Owned(Vec::new()),
+            network: None,
+        },
+        ServerFrame::PeerJoined {
+            room: "arena".into(),
+            peer: with_role(browser(14), Role::Client),
+        },
+        ServerFrame::PeerJoined {
+            room: "arena".into(),
+            peer: with_role(browser(15), Role::Host),
         },
         ServerFrame::IceServers {
             ice_servers: Cow::Owned(vec![turn]),
@@ -235,6 +259,12 @@ fn malformed_frames_are_refused_with_what_is_wrong() {
         ("peer", "udp_addr")
     );
     assert_eq!(
+        field(
+            r#"{"type":"peer_joined","room":"arena","peer":{"id":1,"kind":"native","role":"king"}}"#
+        ),
+        ("peer", "role")
+    );
+    assert_eq!(
         field(r#"{"type":"ice_servers","ice_servers":[{"urls":[1]}]}"#),
         ("ice server", "urls")
     );
@@ -247,6 +277,7 @@ fn malformed_frames_are_refused_with_what_is_wrong() {
         r#"{"type":"welcome"}"#,
         r#"{"type":"peer_left","room":"lobby","peer_id":1.5,"reason":"left"}"#,
         r#"{"type":"peer_left","room":"lobby","peer_id":1,"reason":"gone"}"#,
+        r#"{"type":"peer_joined","room":"arena","peer":{"id":1,"kind":"native","role":"king"}}"#,
     ] {
         assert!(serde_json::from_str::<ServerFrame>(text).is_err(), "{text}");
     }
@@ -324,6 +355,17 @@ fn what_the_browser_writes_is_what_serde_writes() {
                 peer_id: 7,
                 token: "04a7".into(),
             }),
+        },
+        ClientFrame::Join {
+            version: VERSION,
+            room: "arena".into(),
+            kind: PeerKind::Browser,
+            udp_addr: None,
+            instance: Some("b0123456789abcdef".into()),
+            udp_key: None,
+            app: None,
+            role: Role::Client,
+            resume: None,
         },
         ClientFrame::Signal {
             to: 3,
