@@ -64,6 +64,11 @@ pub enum Command {
     /// Join a room through a signalling server: browsers over WebRTC, natives over UDP.
     #[cfg(feature = "rooms")]
     Join(crate::room::JoinArgs),
+    /// Host a room (a host room, which the first member creates): the demo's authoritative
+    /// relay. Every client links to it alone; it forwards each client's dot and chat to the
+    /// others, each tagged with its origin.
+    #[cfg(feature = "rooms")]
+    Host(crate::room::JoinArgs),
 }
 
 /// Flags shared by both subcommands.
@@ -199,7 +204,7 @@ impl Command {
                 )
             }
             #[cfg(feature = "rooms")]
-            Command::Join(_) => return Err(ArgError::NotAUdpPeer),
+            Command::Join(_) | Command::Host(_) => return Err(ArgError::NotAUdpPeer),
         };
         let coalesce = match role {
             Role::Listen { .. } => Some(crate::peer::READ_COALESCE),

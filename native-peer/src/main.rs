@@ -30,8 +30,14 @@ fn main() -> ExitCode {
         .init();
     let cli = Cli::parse();
     #[cfg(feature = "rooms")]
-    if let ackwire_peer::cli::Command::Join(join) = &cli.command {
-        return ackwire_peer::room::main(join);
+    match &cli.command {
+        ackwire_peer::cli::Command::Join(join) => {
+            return ackwire_peer::room::main(join, join.role.into());
+        }
+        ackwire_peer::cli::Command::Host(join) => {
+            return ackwire_peer::room::main(join, ackwire::Role::Host);
+        }
+        _ => {}
     }
     let (bind, options) = match cli.command.options() {
         Ok(parsed) => parsed,

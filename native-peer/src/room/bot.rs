@@ -3,9 +3,10 @@
 //!
 //! Its JSON lines (`--json`, one object per line on stdout) are what the e2e tests read:
 //! `welcome` (`peer_id`: our server id), `signalling`, `peer-joined` / `peer-left`
-//! (`peer_id`), `link` (a link's state: `link` is the room's stable id for the peer, `peer` its
-//! current server id), `chat` (`peer`, `text`), `refused` (`code`, `message`), `stats` once a
-//! second (`links`, each with the peer's last `position`), and `left` at the end.
+//! (`peer_id`, `role`), `link` (a link's state: `link` is the room's stable id for the peer,
+//! `peer` its current server id), `chat` (`peer`, `text`; `origin` when the host relayed it),
+//! `refused` (`code`, `message`), `stats` once a second (`links`, each with the peer's last
+//! `position`; `relayed`: the dots the host relays, by origin), and `left` at the end.
 
 use std::collections::HashMap;
 use std::f32::consts::TAU;
@@ -14,13 +15,13 @@ use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
 use ackwire::{
-    App, Emulation, Event, LinkInfo, LinkState, NativeOptions, PeerId, PeerKind, Room, RoomConfig,
-    SignallingState,
+    App, Emulation, Event, LinkInfo, LinkState, NativeOptions, PeerId, PeerKind, Role, Room,
+    RoomConfig, SignallingState,
 };
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use super::demo::{self, CHAT, POSITION};
+use super::demo::{self, CHAT, FROM_HOST, POSITION, Relayed};
 use super::{JoinArgs, RoomError};
 use crate::cli::ArgError;
 
@@ -59,7 +60,11 @@ struct Bot {
     start: Instant,
     console: Console,
     room: Room,
+    /// A mesh peer, a host room's host (the relay) or a client.
+    role: Role,
     peers: HashMap<PeerId, Peer>,
+    /// A client's view of the other players: their dots as the host relays them, by origin.
+    relayed: HashMap<u32, (f32, f32)>,
     /// Lines of the terminal view last drawn.
     live_lines: usize,
     /// The server refused the room for good, and why.
@@ -75,14 +80,14 @@ fn seconds(flag: &'static str, value: Option<f64>) -> Result<Option<Duration>, A
         .transpose()
 }
 
-/// The room configuration `join`'s flags ask for.
-fn config(args: &JoinArgs) -> Result<RoomConfig, RoomError> {
+/// The room configuration `join`'s flags (and `host`'s `role`) ask for.
+fn config(args: &JoinArgs, role: Role) -> Result<RoomConfig, RoomError> {
     let app = if args.app == demo::APP_ID && args.app_version == demo::APP_VERSION {
         demo::app()
     } else {
         App::new(args.app.clone(), args.app_version, demo::app().channels)
     };
-    let mut config = RoomConfig::new(app);
+    let mut config = RoomConfig::new(app).with_role(role);
     config.emulation = args.common.emulation()?.map(|e: Emulation| e);
     let mut native = NativeOptions::default();
     native.bind = args.bind;
@@ -95,8 +100,13 @@ fn config(args: &JoinArgs) -> Result<RoomConfig, RoomError> {
     Ok(config)
 }
 
-/// Joins the room `args.url` and plays until `stop` resolves or `--duration` passes.
-pub async fn run(args: &JoinArgs, stop: impl Future<Output = ()>) -> Result<(), RoomError> {
+/// Joins the room `args.url` as `role` and plays until `stop` resolves or `--duration`
+/// passes.
+pub async fn run(
+    args: &JoinArgs,
+    role: Role,
+    stop: impl Future<Output = ()>,
+) -> Result<(), RoomError> {
     let duration = seconds("duration", args.common.duration)?;
     // When the cable is pulled and plugged back (`--outage-at`, `--outage-for`).
     let mut outage = match (
@@ -106,7 +116,7 @@ pub async fn run(args: &JoinArgs, stop: impl Future<Output = ()>) -> Result<(), 
         (Some(at), Some(length)) => vec![(at + length, false), (at, true)],
         _ => Vec::new(),
     };
-    let room = Room::join(&args.url, config(args)?)?;
+    let room = Room::join(&args.url, config(args, role)?)?;
     let start = Instant::now();
     let console = if args.common.json {
         Console::Json
@@ -119,7 +129,9 @@ pub async fn run(args: &JoinArgs, stop: impl Future<Output = ()>) -> Result<(), 
         start,
         console,
         room,
+        role,
         peers: HashMap::new(),
+        relayed: HashMap::new(),
         live_lines: 0,
         refused: None,
     };
@@ -139,7 +151,8 @@ pub async fn run(args: &JoinArgs, stop: impl Future<Output = ()>) -> Result<(), 
                     bot.room.set_outage(on);
                 }
             }
-            _ = tick.tick() => {
+            // The host relays; it has no dot of its own.
+            _ = tick.tick(), if role != Role::Host => {
                 let (x, y) = demo_position(start.elapsed());
                 // Nobody connected yet is not an error; nothing else can fail here.
                 let _ = bot.room.broadcast_latest(POSITION, &demo::encode_position(x, y));
@@ -258,10 +271,19 @@ impl Bot {
                 channel: POSITION,
                 bytes,
             } => {
-                if let (Some(p), Some(position)) =
+                if self.is_host(peer) {
+                    if let Some(relayed) = Relayed::decode(&bytes)
+                        && let Some(position) = demo::decode_position(relayed.payload)
+                    {
+                        self.relayed.insert(relayed.origin, position);
+                    }
+                } else if let (Some(p), Some(position)) =
                     (self.peers.get_mut(&peer), demo::decode_position(&bytes))
                 {
                     p.position = Some(position);
+                    if self.role == Role::Host {
+                        self.relay(peer, POSITION, &bytes);
+                    }
                 }
             }
             Event::Message {
@@ -269,10 +291,24 @@ impl Bot {
                 channel: CHAT,
                 bytes,
             } => {
-                let text = demo::chat_text(&bytes);
                 let server_id = self.server_id(peer);
+                if self.is_host(peer) {
+                    let Some(relayed) = Relayed::decode(&bytes) else {
+                        tracing::warn!(len = bytes.len(), "a relayed chat line without its origin");
+                        return;
+                    };
+                    let text = demo::chat_text(relayed.payload);
+                    tracing::info!(origin = relayed.origin, %text, "chat (relayed)");
+                    self.json(json!({"type": "chat", "link": peer, "peer": server_id, "origin": relayed.origin, "text": text}));
+                    return;
+                }
+                let text = demo::chat_text(&bytes);
                 tracing::info!(peer = ?server_id, %text, "chat");
                 self.json(json!({"type": "chat", "link": peer, "peer": server_id, "text": text}));
+                if self.role == Role::Host {
+                    self.relay(peer, CHAT, &bytes);
+                    return;
+                }
                 // Players (browsers) get an echo; natives only greet each other, so two
                 // natives never answer each other forever.
                 if self
@@ -295,6 +331,33 @@ impl Bot {
             }
             Event::Stats { links } => self.report(&links),
             _ => {}
+        }
+    }
+
+    /// Whether `peer` is the host of our host room (then what it sends is relayed).
+    fn is_host(&self, peer: PeerId) -> bool {
+        self.role == Role::Client && self.room.host() == Some(peer)
+    }
+
+    /// The host's job: `bytes` from client `from` to every other connected client, behind
+    /// its origin; positions newest-wins, chat reliably.
+    fn relay(&mut self, from: PeerId, channel: u8, bytes: &[u8]) {
+        let relayed = Relayed::encode(from.0, bytes);
+        let clients: Vec<PeerId> = self
+            .peers
+            .iter()
+            .filter(|(id, p)| **id != from && p.state == Some(LinkState::Connected))
+            .map(|(id, _)| *id)
+            .collect();
+        for to in clients {
+            let sent = if channel == POSITION {
+                self.room.send_latest(to, channel, &relayed)
+            } else {
+                self.room.send(to, channel, &relayed)
+            };
+            if let Err(e) = sent {
+                tracing::warn!(%to, channel, error = %e, "not relayed");
+            }
         }
     }
 
@@ -327,8 +390,13 @@ impl Bot {
         // first ack).
         if info.state == LinkState::Connected && info.first_ack_at.is_none() {
             let me = self.room.server_id().unwrap_or_default();
-            let greeting = format!("hello from native peer {me}");
-            if let Err(e) = self.room.send(info.peer, CHAT, greeting.as_bytes()) {
+            let greeting = match self.role {
+                Role::Host => {
+                    Relayed::encode(FROM_HOST, format!("hello from native host {me}").as_bytes())
+                }
+                _ => format!("hello from native peer {me}").into_bytes(),
+            };
+            if let Err(e) = self.room.send(info.peer, CHAT, &greeting) {
                 tracing::warn!(peer, error = %e, "greeting not sent");
             }
         }
@@ -343,6 +411,7 @@ impl Bot {
                     "type": "stats", "t_s": self.start.elapsed().as_secs_f64(),
                     "peer_id": self.room.server_id(),
                     "signalling": self.room.signalling_state(), "links": links,
+                    "relayed": self.relayed.iter().map(|(o, p)| (o.to_string(), json!(p))).collect::<serde_json::Map<_, _>>(),
                 }));
             }
             Console::Live => {

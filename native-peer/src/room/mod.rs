@@ -5,7 +5,12 @@
 //! dot on the position channel, greets each peer once when their link connects
 //! (`hello from native peer N`), answers every chat line from a browser with `echo: <text>`,
 //! and reports each link's stats once a second, as JSON lines (`--json`), a live terminal
-//! view, or log lines.
+//! view, or log lines. With `--role client` it joins a host room as a client: its one link
+//! is to the host, and what the host relays carries each message's origin.
+//!
+//! `ackwire-peer host URL` hosts a host room instead: the demo's authoritative relay. It has
+//! no dot of its own; it forwards each client's dot and chat to every other client
+//! ([`demo::Relayed`]) and greets each client.
 //!
 //! - [`demo`]: the demo application (its id, channels, position bytes), shared with the page.
 //! - [`bot`]: the loop around the room's events.
@@ -16,7 +21,7 @@ pub mod demo;
 use std::net::{IpAddr, SocketAddr};
 use std::process::ExitCode;
 
-use clap::Args;
+use clap::{Args, ValueEnum};
 
 use crate::cli::{ArgError, CommonArgs};
 
@@ -60,9 +65,35 @@ pub struct JoinArgs {
     /// The declared application's version.
     #[arg(long, value_name = "N", default_value_t = demo::APP_VERSION)]
     pub app_version: u32,
+    /// What this player is in the room: a mesh `peer`, or a host room's `client` (`host` is
+    /// what `ackwire-peer host` runs). The room's first member decides which kind of room it
+    /// is; the server refuses the other kind.
+    #[arg(long, value_enum, default_value_t = RoleArg::Peer)]
+    pub role: RoleArg,
     /// Reporting and emulation flags (emulation applies to each link, both directions).
     #[command(flatten)]
     pub common: CommonArgs,
+}
+
+/// `--role`: [`ackwire::Role`] on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RoleArg {
+    /// A member of a mesh room.
+    Peer,
+    /// A client of a host room.
+    Client,
+    /// The host of a host room (as `ackwire-peer host`).
+    Host,
+}
+
+impl From<RoleArg> for ackwire::Role {
+    fn from(role: RoleArg) -> ackwire::Role {
+        match role {
+            RoleArg::Peer => ackwire::Role::Peer,
+            RoleArg::Client => ackwire::Role::Client,
+            RoleArg::Host => ackwire::Role::Host,
+        }
+    }
 }
 
 /// Why `join` could not start or went on no longer.
@@ -106,8 +137,9 @@ impl From<ackwire::JoinError> for RoomError {
     }
 }
 
-/// Runs `join` until Ctrl-C, SIGTERM or `--duration`; the exit code says how it ended.
-pub fn main(args: &JoinArgs) -> ExitCode {
+/// Runs `join` (or `host`: `role`) until Ctrl-C, SIGTERM or `--duration`; the exit code says
+/// how it ended.
+pub fn main(args: &JoinArgs, role: ackwire::Role) -> ExitCode {
     let result = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -118,7 +150,7 @@ pub fn main(args: &JoinArgs) -> ExitCode {
                     crate::peer::stop_signal().await;
                     tracing::info!("interrupted, leaving the room");
                 };
-                bot::run(args, stop).await
+                bot::run(args, role, stop).await
             })
         });
     match result {

@@ -175,6 +175,16 @@ impl Peer {
 
     /// `join` with extra flags, inside network namespace `netns` if given (`ip netns exec`).
     pub fn join_in(netns: Option<&str>, url: &str, extra: &[&str]) -> Peer {
+        Peer::spawn(netns, "join", url, extra)
+    }
+
+    /// `host` (a host room's relay) with extra flags.
+    pub fn host(url: &str, extra: &[&str]) -> Peer {
+        Peer::spawn(None, "host", url, extra)
+    }
+
+    /// `ackwire-peer SUBCOMMAND URL --json` on loopback, with extra flags.
+    fn spawn(netns: Option<&str>, subcommand: &str, url: &str, extra: &[&str]) -> Peer {
         let binary = env!("CARGO_BIN_EXE_ackwire-peer");
         let mut command = match netns {
             Some(netns) => {
@@ -186,13 +196,13 @@ impl Peer {
         };
         let mut child = command
             // On this machine only (the default binds every interface).
-            .args(["join", url, "--json", "--bind", "127.0.0.1:0"])
+            .args([subcommand, url, "--json", "--bind", "127.0.0.1:0"])
             .args(extra)
             .env("RUST_LOG", "info")
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .expect("spawn ackwire-peer join");
+            .expect("spawn ackwire-peer");
         let stderr = BufReader::new(child.stderr.take().unwrap());
         let pid = child.id();
         thread::spawn(move || {
