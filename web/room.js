@@ -2,6 +2,11 @@
 // the room named in the URL as app `ackwire-demo`, sends its dot's position every animation
 // frame on channel 0 (unreliable-sequenced: newest wins) and chat on channel 1
 // (reliable-ordered), and shows every player's dot and each link's health.
+//
+// With `?role=client` it joins a host room (`ackwire-peer host`) as a client: its one link is
+// to the host, which relays every other player's dot and chat behind a 4-byte origin (u32
+// little-endian: the host's id for the player; 0 for the host's own words), as
+// native-peer/src/room/demo.rs defines.
 import { join } from '/ackwire.js';
 
 const APP = { app: 'ackwire-demo', version: 1, channels: ['unreliable-sequenced', 'reliable-ordered'] };
@@ -15,8 +20,11 @@ const num = (key) => (params.has(key) ? Number(params.get(key)) : undefined);
 const emulation = { latencyMs: num('latency'), jitterMs: num('jitter'), lossPct: num('loss'), seed: num('seed') };
 // ?relay: ICE over TURN relays only (no TURN server configured: no path at all).
 const relayOnly = params.has('relay');
+// ?role=client: a client of a host room.
+const role = params.get('role') ?? undefined;
 // Joining starts first: the signalling socket opens before anything else here runs.
-const joining = join(location.href, { ...APP, relayOnly, emulation });
+const joining = join(location.href, { ...APP, relayOnly, emulation, role });
+const ORIGIN = 4; // a relayed message's origin: u32 little-endian
 
 const $ = (id) => document.getElementById(id);
 $('room-name').textContent = room;
@@ -43,9 +51,11 @@ const timeline = {
 };
 metrics.timeline = timeline;
 const mark = (step, at = performance.now()) => { timeline[step] ??= at; };
-const chat = []; // { from, text }
+const chat = []; // { from, text, origin? }
+// A client's other players, as the host relays them: origin -> { origin, x, y, snapshots }.
+const relayed = new Map();
 window.ackwire = {
-  links, me, metrics, chat, log: [],
+  links, me, metrics, chat, relayed, role: role ?? 'peer', log: [],
   /** The links by the other peer's current server id (links whose peer is not in the room are left out). */
   get players() {
     return new Map([...links.values()].filter((l) => l.peer != null).map((l) => [l.peer, l]));
@@ -109,9 +119,15 @@ function listen(r) {
     log(`welcomed as peer ${e.serverId}${e.resumed ? ' (resumed)' : ''}`);
   });
   r.addEventListener('refused', (e) => log(`refused by the server (${e.code}): ${e.message}`));
-  r.addEventListener('peerjoin', (e) => log(`peer ${e.serverId} (${e.kind}) joined`));
+  r.addEventListener('peerjoin', (e) => log(`peer ${e.serverId} (${e.kind}${e.role === 'peer' ? '' : `, ${e.role}`}) joined`));
   r.addEventListener('peerleave', (e) => {
-    log(`peer ${e.serverId ?? '?'} left (${e.reason})`);
+    if (e.role === 'host') {
+      // The client stays in the room, and links to the host when it is back.
+      log(e.reason === 'left' ? 'the host left: waiting for it to come back' : 'lost the host: waiting for it to come back');
+      relayed.clear();
+    } else {
+      log(`peer ${e.serverId ?? '?'} left (${e.reason})`);
+    }
     links.delete(e.peer);
     linksStatus();
   });
@@ -133,7 +149,9 @@ function listen(r) {
     // The first state update: what a player waits for after opening the URL (the cold-start
     // bench reads it).
     if (e.channel === POSITION) mark('state', e.timeStamp);
-    if (e.channel === CHAT) {
+    if (role === 'client' && e.peer === r.host) {
+      hearRelayed(e);
+    } else if (e.channel === CHAT) {
       addChat(name(e.peer), e.text);
     } else if (e.channel === POSITION && e.data.length === 8) {
       const l = links.get(e.peer);
@@ -149,8 +167,25 @@ function listen(r) {
   });
 }
 
-function addChat(from, text) {
-  chat.push({ from, text });
+/** What the host relays to a client: another player's dot or chat line, or its own words. */
+function hearRelayed(e) {
+  if (e.data.length < ORIGIN) return;
+  const origin = new DataView(e.data.buffer, e.data.byteOffset, ORIGIN).getUint32(0, true);
+  const payload = e.data.subarray(ORIGIN);
+  if (e.channel === CHAT) {
+    addChat(origin === 0 ? 'host' : `player ${origin}`, new TextDecoder().decode(payload), origin);
+  } else if (e.channel === POSITION && payload.length === 8 && origin !== 0) {
+    const view = new DataView(payload.buffer, payload.byteOffset, 8);
+    const [x, y] = [view.getFloat32(0, true), view.getFloat32(4, true)];
+    const p = relayed.get(origin) ?? { origin };
+    Object.assign(p, { x, y });
+    relayed.set(origin, p);
+    snapshot(p, performance.now(), x, y);
+  }
+}
+
+function addChat(from, text, origin) {
+  chat.push(origin === undefined ? { from, text } : { from, text, origin });
   const li = document.createElement('li');
   li.textContent = `${from}: ${text}`;
   $('chat').append(li);
@@ -230,6 +265,10 @@ function draw() {
     if (l.state !== 'connected' || l.x === undefined) continue;
     l.drawn = smooth ? interpolated(l, now) : { x: l.x, y: l.y };
     dot(l.drawn.x, l.drawn.y, color(l.link), `peer ${l.peer ?? '?'}`);
+  }
+  for (const p of relayed.values()) {
+    p.drawn = smooth ? interpolated(p, now) : { x: p.x, y: p.y };
+    dot(p.drawn.x, p.drawn.y, color(p.origin + 7), `player ${p.origin}`);
   }
   dot(me.x, me.y, '#222', 'you');
 }

@@ -4,13 +4,13 @@ import { spawn } from 'node:child_process';
 import { requireEnv as env } from './harness.mjs';
 
 /**
- * Starts `ackwire-peer join url --json --bind 127.0.0.1:0 ...extra`; resolves once it has been
- * welcomed. With `netns`, it runs in that network namespace (`ip netns exec`) with `join`'s
+ * Starts `ackwire-peer join url --json --bind 127.0.0.1:0 ...extra` (`command: 'host'`: the
+ * demo's host-room relay instead); resolves once it has been welcomed. With `netns`, it runs in that network namespace (`ip netns exec`) with `join`'s
  * own defaults (every interface) instead of loopback.
  */
-export async function joinNative(url, extra = [], { netns } = {}) {
+export async function joinNative(url, extra = [], { netns, command = 'join' } = {}) {
   // On this machine only (`join` binds every interface by default; the namespace has only lo).
-  const args = ['join', url, '--json', ...(netns ? [] : ['--bind', '127.0.0.1:0']), ...extra];
+  const args = [command, url, '--json', ...(netns ? [] : ['--bind', '127.0.0.1:0']), ...extra];
   const [program, argv] = netns
     ? ['ip', ['netns', 'exec', netns, env('ACKWIRE_PEER_BIN'), ...args]]
     : [env('ACKWIRE_PEER_BIN'), args];

@@ -5,7 +5,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use ackwire::{Event, LinkState, PeerId, PeerKind, Room, RoomConfig};
+use ackwire::{Event, GoneReason, LinkState, PeerId, Role, Room, RoomConfig};
 use js_sys::{Array, Object, Reflect};
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
@@ -48,8 +48,9 @@ pub fn start(canvas: HtmlCanvasElement) -> Result<(), JsValue> {
     let window = web_sys::window().ok_or("no window")?;
     let href = window.location().href()?;
     let params = web_sys::Url::new(&href)?.search_params();
-    let config =
-        RoomConfig::new(app()).with_room(params.get("room").unwrap_or_else(|| "pong".into()));
+    let config = RoomConfig::new(app())
+        .with_room(params.get("room").unwrap_or_else(|| "pong".into()))
+        .with_role(Role::Client);
     let room = Room::join(&href, config).map_err(|e| e.to_string())?;
     let ctx: CanvasRenderingContext2d = canvas
         .get_context("2d")?
@@ -224,17 +225,26 @@ impl Client {
             },
             Event::Joined { .. } => self.line = "joined: waiting for the host".into(),
             Event::Refused { message, .. } => self.line = format!("refused: {message}"),
-            Event::Link(link) => {
-                // The host is the room's native member: inputs go to it.
-                if self.host.is_none() && link.kind == PeerKind::Native {
-                    self.host = Some(link.peer);
+            // The room's host: a player links to it alone, and inputs go to it. When it leaves
+            // or is lost the player waits, and links to the next host by itself.
+            Event::PeerJoined {
+                peer,
+                role: Role::Host,
+                ..
+            } => self.host = Some(peer),
+            Event::PeerLeft { peer, reason, .. } if Some(peer) == self.host => {
+                self.host = None;
+                self.line = match reason {
+                    GoneReason::Left => "the host left: waiting for it to come back",
+                    _ => "lost the host: waiting for it to come back",
                 }
-                if Some(link.peer) == self.host {
-                    self.line = match (link.state, &link.reason) {
-                        (LinkState::Lost, Some(why)) => format!("link to the host lost: {why}"),
-                        (state, _) => format!("link to the host: {state:?}").to_lowercase(),
-                    };
-                }
+                .into();
+            }
+            Event::Link(link) if Some(link.peer) == self.host => {
+                self.line = match (link.state, &link.reason) {
+                    (LinkState::Lost, Some(why)) => format!("link to the host lost: {why}"),
+                    (state, _) => format!("link to the host: {state:?}").to_lowercase(),
+                };
             }
             _ => {}
         }

@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use ackwire::{Event, LinkState, PeerId, Room, RoomConfig};
+use ackwire::{Event, LinkState, PeerId, Role, Room, RoomConfig};
 use pong::protocol::{
     BALL_R, EVENTS, GameEvent, HEIGHT, INPUT, PADDLE_H, PADDLE_W, PADDLE_X, STATE, Side, Snapshot,
     WIDTH, app,
@@ -216,7 +216,8 @@ async fn main() -> std::process::ExitCode {
             _ => url = arg,
         }
     }
-    let mut config = RoomConfig::new(app());
+    // A host room: every player links to this host alone.
+    let mut config = RoomConfig::new(app()).with_role(Role::Host);
     // The players' URL names the room in its query.
     if let Some((_, room)) = url.split_once("room=") {
         config = config.with_room(room.split(['&', '#']).next().unwrap_or_default());

@@ -87,6 +87,8 @@ try {
     app: 'pong', version: 1,
     channels: ['unreliable-sequenced', 'unreliable-sequenced', 'reliable-ordered'],
     room: params.get('room') ?? 'pong',
+    // The host room pong-host made: players link to the host alone.
+    role: 'client',
   });
   say('joined: waiting for the host');
   for (const [step, at] of Object.entries(room.timeline)) if (step !== 'start') mark(step, at);
@@ -110,9 +112,17 @@ room?.addEventListener('message', (e) => {
     hearEvent(e.data);
   }
 });
+// The room's host: only its state and events count, inputs go to it. A player links to it
+// alone; when it leaves or is lost the player waits, and links to the next host by itself.
+room?.addEventListener('peerjoin', (e) => {
+  if (e.role === 'host') host = e.peer;
+});
+room?.addEventListener('peerleave', (e) => {
+  if (e.peer !== host) return;
+  host = null;
+  say(e.reason === 'left' ? 'the host left: waiting for it to come back' : 'lost the host: waiting for it to come back');
+});
 room?.addEventListener('link', (e) => {
-  // The host is the room's native member: only its state and events count, inputs go to it.
-  if (host === null && e.link.kind === 'native') host = e.peer;
   if (e.peer !== host) return;
   mark(e.link.state, e.timeStamp);
   if (e.link.state === 'lost') say(`link to the host lost: ${e.link.reason?.message ?? ''}`);
