@@ -1,7 +1,9 @@
-// Live dashboard: subscribes to one room (/room/{name}/dashboard) or all (/dashboard). A
-// table of every directed link first (the two directions of a pair side by side); a row
-// opens its card: RTT with its jitter band and the 250 ms threshold, loss beside the send
-// rate on their own axes, the congestion mode as shaded bands, and the series for export.
+// Live dashboard: subscribes to one room (/room/{name}/dashboard) or all (/dashboard). Each
+// room at a glance (a mesh as a grid of its directed links, a host room as a star: the host
+// in the centre, a spoke to each client), then a table of every directed link (the two
+// directions of a pair side by side); a row opens its card: RTT with its jitter band and the
+// 250 ms threshold, loss beside the send rate on their own axes, the congestion mode as
+// shaded bands, and the series for export.
 import uPlot from '/vendor/uPlot.esm.js';
 
 const parts = location.pathname.split('/');
@@ -18,9 +20,45 @@ let windowS = Number($('window').value);
 const links = new Map();
 // "room/peer" -> what that player emulates on its links (from its own reports)
 const emulations = new Map();
-window.ackwireDashboard = { links, events: [] };
+// room -> { topology: 'mesh' | 'host', roles: peer id -> 'peer' | 'host' | 'client' }, from
+// the server's snapshots and peer_joined frames
+const rooms = new Map();
+window.ackwireDashboard = { links, rooms, events: [] };
 
 const linkKey = (r, from, to) => `${r}/${from}→${to}`;
+const topologyOf = (r) => rooms.get(r)?.topology ?? 'mesh';
+const roleOf = (r, peer) => rooms.get(r)?.roles.get(peer) ?? 'peer';
+
+/** A room as the server's snapshot shows it (the topology is absent for a mesh, a role for a mesh peer). */
+function onSnapshot(snapshot) {
+  rooms.set(snapshot.room, {
+    topology: snapshot.topology ?? 'mesh',
+    roles: new Map((snapshot.peers ?? []).map((p) => [p.id, p.role ?? 'peer'])),
+  });
+}
+
+function onPeerJoined(r, peer) {
+  if (typeof peer?.id !== 'number') return;
+  if (!rooms.has(r)) rooms.set(r, { topology: 'mesh', roles: new Map() });
+  const info = rooms.get(r);
+  const role = peer?.role ?? 'peer';
+  info.roles.set(peer.id, role);
+  // The room's first member fixed its topology, and every member's role is of it.
+  info.topology = role === 'peer' ? 'mesh' : 'host';
+}
+
+function showTopology() {
+  if (!room) return;
+  $('topology').hidden = !rooms.has(room);
+  $('topology').textContent = topologyOf(room) === 'host' ? '· host room' : '· mesh';
+  $('topology').dataset.topology = topologyOf(room);
+}
+
+/** "3 (host) → 5": a host room's host is named so. */
+function who(l) {
+  const name = (peer) => `${peer}${roleOf(l.room, peer) === 'host' ? ' (host)' : ''}`;
+  return `${room ? '' : `${l.room} · `}${name(l.from)} → ${name(l.to)}`;
+}
 
 function setStatus(state, text) {
   $('status').dataset.state = state;
@@ -77,7 +115,7 @@ function addLink(r, from, to, transport) {
   row.dataset.link = key;
   row.tabIndex = 0;
   row.setAttribute('aria-expanded', 'false');
-  row.innerHTML = `<td class="who">${room ? '' : `${r} · `}${from} → ${to}</td>${'<td></td>'.repeat(8)}`;
+  row.innerHTML = `<td class="who"></td>${'<td></td>'.repeat(8)}`;
   const toggle = () => {
     card.hidden = !card.hidden;
     row.setAttribute('aria-expanded', String(!card.hidden));
@@ -159,18 +197,27 @@ function exportSeries(link, format) {
   setTimeout(() => URL.revokeObjectURL(a.href), 1000);
 }
 
-/** One grid per room: a row per reporter, a column per peer, each cell a directed link. */
+/**
+ * Each room at a glance: a mesh as a grid (a row per reporter, a column per peer, each cell a
+ * directed link), a host room as a star.
+ */
 function renderGrids() {
-  const rooms = new Map();
-  for (const l of links.values()) {
-    const peers = rooms.get(l.room) ?? new Set();
-    peers.add(l.from).add(l.to);
-    rooms.set(l.room, peers);
+  const seen = new Map();
+  const peersOf = (r) => seen.get(r) ?? seen.set(r, new Set()).get(r);
+  for (const l of links.values()) peersOf(l.room).add(l.from).add(l.to);
+  // A host room shows its members before their links are up.
+  for (const [r, info] of rooms) {
+    if (info.topology !== 'host') continue;
+    for (const peer of info.roles.keys()) peersOf(r).add(peer);
   }
   const grids = $('grids');
   grids.replaceChildren();
-  for (const [r, peerSet] of [...rooms].sort(([a], [b]) => (a < b ? -1 : 1))) {
+  for (const [r, peerSet] of [...seen].sort(([a], [b]) => (a < b ? -1 : 1))) {
     const peers = [...peerSet].sort((a, b) => a - b);
+    if (topologyOf(r) === 'host') {
+      grids.append(star(r, peers));
+      continue;
+    }
     const table = document.createElement('table');
     table.className = 'grid';
     table.dataset.room = r;
@@ -201,6 +248,73 @@ function renderGrids() {
     }
     grids.append(table);
   }
+}
+
+const SVG = 'http://www.w3.org/2000/svg';
+
+function svg(tag, attrs, title) {
+  const e = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+  if (title) e.append(Object.assign(document.createElementNS(SVG, 'title'), { textContent: title }));
+  return e;
+}
+
+/**
+ * A host room as a star: the host in the centre, its clients on a circle around it, a spoke
+ * per host↔client link (clients link to the host alone), coloured by its state and mode and
+ * labelled with its RTT as the host reports it (else as the client does). A spoke opens that
+ * link's card. Beyond 32 clients, nodes shrink to dots and go unlabelled.
+ */
+function star(r, peers) {
+  const host = peers.find((p) => roleOf(r, p) === 'host');
+  const clients = peers.filter((p) => p !== host);
+  const figure = document.createElement('figure');
+  figure.className = 'star';
+  figure.dataset.room = r;
+  figure.dataset.topology = 'host';
+  const caption = document.createElement('figcaption');
+  caption.textContent = `${room ? '' : `${r}: `}host room · ${host === undefined ? 'no host' : `host ${host}`}`
+    + ` · ${clients.length} client${clients.length === 1 ? '' : 's'}`;
+  const size = 360;
+  const centre = size / 2;
+  const drawing = svg('svg', { viewBox: `0 0 ${size} ${size}`, width: size, height: size });
+  const labelled = clients.length <= 32;
+  const spokes = [];
+  const nodes = [];
+  const node = (peer, role, x, y) => {
+    const g = svg('g', { class: 'node', 'data-peer': peer, 'data-role': role }, `${role} ${peer}`);
+    g.append(svg('circle', { cx: x, cy: y, r: role === 'host' ? 24 : labelled ? 14 : 5 }));
+    if (role === 'host' || labelled) {
+      const text = svg('text', { x, y, 'text-anchor': 'middle', 'dominant-baseline': 'central' });
+      text.textContent = role === 'host' ? `host ${peer}` : peer;
+      g.append(text);
+    }
+    nodes.push(g);
+  };
+  clients.forEach((client, i) => {
+    const angle = (2 * Math.PI * i) / clients.length - Math.PI / 2;
+    const [x, y] = [centre + (centre - 24) * Math.cos(angle), centre + (centre - 24) * Math.sin(angle)];
+    node(client, roleOf(r, client), x, y);
+    const link = host !== undefined && (links.get(linkKey(r, host, client)) ?? links.get(linkKey(r, client, host)));
+    if (!link) return;
+    const s = link.latest;
+    const connected = link.state === 'connected';
+    const spoke = svg('line', {
+      class: 'spoke', x1: centre, y1: centre, x2: x, y2: y,
+      'data-host': host, 'data-client': client, 'data-state': link.state ?? '', 'data-mode': connected ? s?.mode ?? '' : '',
+    }, `${host} ↔ ${client}: ${link.state ?? '—'}${s?.packets_acked > 0 ? `, RTT ${s.rtt_ms.toFixed(1)} ms, ${s.mode}` : ''}`);
+    spoke.addEventListener('click', () => link.toggle());
+    spokes.push(spoke);
+    if (labelled && connected && s?.packets_acked > 0) {
+      const rtt = svg('text', { class: 'rtt', x: centre + (x - centre) * 0.55, y: centre + (y - centre) * 0.55, dx: 6 });
+      rtt.textContent = `${s.rtt_ms.toFixed(0)} ms`;
+      spokes.push(rtt);
+    }
+  });
+  if (host !== undefined) node(host, 'host', centre, centre);
+  drawing.append(...spokes, ...nodes);
+  figure.append(caption, drawing);
+  return figure;
 }
 
 function dropLinks(predicate) {
@@ -235,6 +349,7 @@ function renderRow(link) {
   // RTT and jitter mean nothing until the first ack.
   const measured = s?.packets_acked > 0;
   const cells = link.row.children;
+  cells[0].textContent = who(link);
   cells[1].textContent = `${report?.transport ?? '—'}${report?.ice ? ` · ${report.ice}` : ''}`;
   cells[2].textContent = report?.state ?? '—';
   cells[2].dataset.state = report?.state ?? '';
@@ -334,10 +449,23 @@ function connect(attempt = 0) {
         // A (re)subscription starts a fresh picture: after a server restart the old peer ids
         // mean nothing, and live links report again within a second.
         if (attempt > 0) dropLinks(() => true);
+        rooms.clear();
+        for (const snapshot of ev.rooms ?? []) onSnapshot(snapshot);
         setStatus('connected', 'live'); attempt = 0;
+        showTopology();
+        renderGrids();
         break;
       case 'stats': onStats(ev.room, ev.peer_id, ev.links); break;
-      case 'peer_left': removePeer(ev.room, ev.peer_id); break;
+      case 'peer_joined':
+        onPeerJoined(ev.room, ev.peer);
+        showTopology();
+        renderGrids();
+        break;
+      case 'peer_left':
+        rooms.get(ev.room)?.roles.delete(ev.peer_id);
+        removePeer(ev.room, ev.peer_id);
+        renderGrids();
+        break;
       case 'error':
         setStatus('failed', ev.code === 'admin_token_required'
           ? 'watching every room needs the admin token: open /dashboard#token=<token>, or a room\'s own dashboard (/room/<name>/dashboard)'
