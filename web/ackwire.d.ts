@@ -429,7 +429,8 @@ export declare class Room extends EventTarget {
   readonly serverId: ServerId | undefined;
   /**
    * In a host room, the host's id while it is in the room (a client's one peer); `null` in a
-   * mesh, before the host joins and while it is away (its link comes back when it does).
+   * mesh, on the host itself, and while the room has no host (a client links to the next host
+   * that joins, without joining again).
    */
   readonly host: PeerId | null;
   /** The signalling connection's state. */

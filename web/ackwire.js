@@ -431,7 +431,8 @@ export class Room extends EventTarget {
 
   /**
    * In a host room, the host's `id` while it is in the room (a client's one peer); `null` in
-   * a mesh, before the host joins and while it is away (its link comes back when it does).
+   * a mesh, on the host itself, and while the room has no host (a client links to the next
+   * host that joins, without joining again).
    * @type {number | null}
    */
   get host() { return this.#handle.host ?? null; }

@@ -119,7 +119,7 @@ impl WasmRoom {
     }
 
     /// `Room::host`: in a host room, the host's id while it is in the room; `undefined` in a
-    /// mesh, before the host joins and while it is away.
+    /// mesh, on the host itself, and while the room has no host.
     #[wasm_bindgen(getter)]
     pub fn host(&self) -> Option<f64> {
         self.with_room(Room::host)
