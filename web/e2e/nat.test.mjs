@@ -153,6 +153,75 @@ test('Chromium, Firefox and native players, each behind its own symmetric NAT, l
   }
 });
 
+test('a native host on the public side: Chromium, Firefox and native clients, each behind its own symmetric NAT, link to it directly without TURN', async () => {
+  const internet = buildInternet(3);
+  const [cHome, fHome, nHome] = internet.homes;
+  const wrapper = chromiumIn(cHome);
+  const ffWrapper = await firefoxIn(fHome);
+  // No TURN, no STUN: a public host's candidates are public, which is all a client needs.
+  const server = await startServer(0, { host: PUBLIC });
+  const browser = await launchBrowser([], { executablePath: wrapper.path });
+  const firefox = await launchFirefox({ executablePath: ffWrapper.path, debuggingPort: ffWrapper.port });
+  const room = 'public-host';
+  const url = `${server.url}/room/${room}`;
+  const host = await joinNative(url, [], { command: 'host', bind: `${PUBLIC}:0` });
+  let native;
+  try {
+    const cr = await openPage({ server, browser }, `/room/${room}?role=client`);
+    const crId = await cr.page.waitForFunction(() => window.ackwire?.me.id, null, { timeout: 15000 }).then((h) => h.jsonValue());
+    const ffPage = await firefox.newPage();
+    const ffErrors = [];
+    ffPage.on('pageerror', (err) => ffErrors.push(err.message));
+    await ffPage.goto(`${url}?role=client`);
+    const fId = await ffPage.waitForFunction(() => window.ackwire?.me.id, { timeout: 15000 }).then((h) => h.jsonValue());
+    native = await joinNative(url, ['--role', 'client'], { netns: nHome });
+    const allPresent = Date.now();
+    const pages = [
+      player('Chromium', crId, cr.page, cr.errors, false),
+      player('Firefox', fId, ffPage, ffErrors, true),
+    ];
+    // Each page's one link: to the host, on a direct path (the pages' tables say which).
+    for (const page of pages) {
+      const [peer, candidate, attemptMs] = await page.waitFor(() => {
+        const links = [...window.ackwire.links.values()];
+        return links.length === 1 && links[0].state === 'connected' && links[0].candidate
+          && [links[0].peer, links[0].candidate, links[0].attempt_ms];
+      }, undefined, 25000).catch(async (e) => {
+        const l = await page.evaluate(() => JSON.stringify([...window.ackwire.links.values()]));
+        throw new Error(`${page.name}'s links: ${l}`, { cause: e });
+      });
+      assert.equal(peer, host.id);
+      assert.ok(['host', 'srflx', 'prflx'].includes(candidate), `${page.name} → the host: a direct path, not ${candidate}`);
+      console.log(`behind a symmetric NAT, to a public host: ${page.name} connected directly (${candidate}) ${Math.round(attemptMs)} ms after its link began`);
+    }
+    const line = await native.waitFor('its link to the host', (l) => l.type === 'stats' && l.links.length === 1
+      && l.links[0].state === 'connected' && l.links[0].candidate, 25000);
+    const link = line.links[0];
+    assert.equal(link.peer, host.id);
+    // Another network than the host's: straight to ICE, which finds the public host's path.
+    assert.equal(link.transport, 'webrtc');
+    assert.ok(['host', 'srflx', 'prflx'].includes(link.candidate), `native client → the host: ${link.candidate}`);
+    console.log(`behind a symmetric NAT, to a public host: the native client connected directly (${link.candidate}) ${Math.round(link.attempt_ms)} ms after its link began; all three ${Date.now() - allPresent} ms after all were present`);
+    await host.waitFor('three clients', (l) => l.type === 'stats' && l.links.filter((k) => k.state === 'connected').length === 3, 10000);
+
+    // Chat through the host, once: from the Chromium page to Firefox and the native.
+    await pages[0].chat('hello through the host');
+    await pages[1].waitFor((t) => window.ackwire.chat.some((m) => m.text === t), 'hello through the host', 10000);
+    await native.waitFor('the relayed line', (l) => l.type === 'chat' && l.text === 'hello through the host', 10000);
+    assert.equal(await pages[1].evaluate((t) => window.ackwire.chat.filter((m) => m.text === t).length, 'hello through the host'), 1);
+    assert.deepEqual(pages.flatMap((p) => p.errors), []);
+  } finally {
+    await native?.stop();
+    await host.stop();
+    await firefox.close();
+    await browser.close();
+    await server.stop();
+    wrapper.remove();
+    ffWrapper.remove();
+    internet.remove();
+  }
+});
+
 test('two Chromium players behind cone NATs, with a STUN server only, link directly and chat once', async () => {
   const internet = buildInternet(2, { nat: 'cone' });
   const wrappers = internet.homes.map(chromiumIn);

@@ -5,12 +5,13 @@ import { requireEnv as env } from './harness.mjs';
 
 /**
  * Starts `ackwire-peer join url --json --bind 127.0.0.1:0 ...extra` (`command: 'host'`: the
- * demo's host-room relay instead); resolves once it has been welcomed. With `netns`, it runs in that network namespace (`ip netns exec`) with `join`'s
+ * demo's host-room relay instead; `bind`: another local address); resolves once it has been
+ * welcomed. With `netns`, it runs in that network namespace (`ip netns exec`) with `join`'s
  * own defaults (every interface) instead of loopback.
  */
-export async function joinNative(url, extra = [], { netns, command = 'join' } = {}) {
+export async function joinNative(url, extra = [], { netns, command = 'join', bind = '127.0.0.1:0' } = {}) {
   // On this machine only (`join` binds every interface by default; the namespace has only lo).
-  const args = [command, url, '--json', ...(netns ? [] : ['--bind', '127.0.0.1:0']), ...extra];
+  const args = [command, url, '--json', ...(netns ? [] : ['--bind', bind]), ...extra];
   const [program, argv] = netns
     ? ['ip', ['netns', 'exec', netns, env('ACKWIRE_PEER_BIN'), ...args]]
     : [env('ACKWIRE_PEER_BIN'), args];
