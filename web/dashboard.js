@@ -250,6 +250,18 @@ function renderGrids() {
   }
 }
 
+let gridsDue = false;
+
+/** Redraws the rooms at a glance once a frame, however many reports came meanwhile (a host room of 256 sends 257 a second). */
+function renderGridsSoon() {
+  if (gridsDue) return;
+  gridsDue = true;
+  requestAnimationFrame(() => {
+    gridsDue = false;
+    renderGrids();
+  });
+}
+
 const SVG = 'http://www.w3.org/2000/svg';
 
 function svg(tag, attrs, title) {
@@ -327,7 +339,7 @@ function dropLinks(predicate) {
     for (const c of Object.values(link.charts)) c.destroy();
     links.delete(key);
   }
-  if (removed) renderGrids();
+  if (removed) renderGridsSoon();
   summary();
 }
 
@@ -420,7 +432,7 @@ function onStats(r, from, reports) {
   }
   // The reporter's emulation shows on the rows where it is the peer, too.
   for (const link of links.values()) if (link.room === r && link.to === from) renderRow(link);
-  renderGrids();
+  renderGridsSoon();
   // When the shared RTT scale moves, every open card follows; otherwise only the reported.
   const max = sharedRttMax();
   const moved = max !== rttMax;
@@ -453,18 +465,18 @@ function connect(attempt = 0) {
         for (const snapshot of ev.rooms ?? []) onSnapshot(snapshot);
         setStatus('connected', 'live'); attempt = 0;
         showTopology();
-        renderGrids();
+        renderGridsSoon();
         break;
       case 'stats': onStats(ev.room, ev.peer_id, ev.links); break;
       case 'peer_joined':
         onPeerJoined(ev.room, ev.peer);
         showTopology();
-        renderGrids();
+        renderGridsSoon();
         break;
       case 'peer_left':
         rooms.get(ev.room)?.roles.delete(ev.peer_id);
         removePeer(ev.room, ev.peer_id);
-        renderGrids();
+        renderGridsSoon();
         break;
       case 'error':
         setStatus('failed', ev.code === 'admin_token_required'
