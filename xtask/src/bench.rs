@@ -77,6 +77,11 @@ fn benches() -> Vec<Bench> {
             run: cargo_bench("ackwire-peer", "listen_memory"),
         },
         Bench {
+            name: "host room: 256 players (UDP and WebRTC) on one host process: CPU, RSS per player, joins, loss",
+            command: "cargo bench -p ackwire-peer --bench host",
+            run: cargo_bench("ackwire-peer", "host"),
+        },
+        Bench {
             name: "signal server: 10k idle clients, 1k relays/s, join latency",
             command: "cargo run --release -p ackwire-signal --example load -- --clients 10000 --relays-per-sec 1000 --duration-secs 20",
             run: Box::new(|printed| {
