@@ -195,3 +195,41 @@ fn a_second_host_and_a_mesh_peer_are_refused_for_good_and_the_star_is_untouched(
     assert!(star(&w, host, &[client]));
     assert_eq!(w.links(client).len(), 1);
 }
+
+#[test]
+fn a_host_with_many_clients_reports_its_links_in_frames_the_server_takes() {
+    let mut w = World::new();
+    let host = w.add(PeerKind::Native, as_role(Role::Host));
+    let clients: Vec<usize> = (0..40)
+        .map(|i| {
+            let kind = if i % 4 == 0 {
+                PeerKind::Native
+            } else {
+                PeerKind::Browser
+            };
+            w.add(kind, as_role(Role::Client))
+        })
+        .collect();
+    w.run_until_true(10 * S, "a star of 40", |w| star(w, host, &clients));
+    w.run_for(2 * S);
+    let before = w.nodes[host].stats_sent.len();
+    w.run_for(S);
+    let frames = &w.nodes[host].stats_sent[before..];
+    // One period's report: every link once, in frames of at most 16 links, each far under
+    // the server's default 16 KiB message cap.
+    assert_eq!(frames.len(), 3, "40 links in frames of 16");
+    let mut peers: Vec<u64> = Vec::new();
+    for frame in frames {
+        let links = frame.as_array().expect("a list of links");
+        assert!(links.len() <= ackwire_room::member::REPORT_LINKS_PER_FRAME);
+        assert!(
+            frame.to_string().len() < 16 * 1024,
+            "{} bytes",
+            frame.to_string().len()
+        );
+        peers.extend(links.iter().map(|l| l["peer"].as_u64().unwrap()));
+    }
+    peers.sort_unstable();
+    peers.dedup();
+    assert_eq!(peers.len(), 40);
+}

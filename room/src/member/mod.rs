@@ -94,7 +94,7 @@ use crate::signalling::{
 };
 
 pub use links::LinkState;
-pub use reports::{EmulationReport, LinkReport};
+pub use reports::{EmulationReport, LinkReport, REPORT_LINKS_PER_FRAME};
 
 use links::{Closing, Link};
 

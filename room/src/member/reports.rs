@@ -9,6 +9,12 @@ use serde::Serialize;
 use super::{Event, Failure, LinkState, Member, ServerId, TransportKind};
 use crate::signalling::ClientFrame;
 
+/// Links in one `stats` frame at most. A link's report is about 700 bytes of JSON, so a frame
+/// stays under the server's default message cap (16 KiB) however many links a host holds:
+/// a larger report goes out as several frames in the same period, each naming its links
+/// (dashboards key a report by its link).
+pub const REPORT_LINKS_PER_FRAME: usize = 16;
+
 /// One link in a member's stats report (`stats` frames, forwarded to dashboards; see
 /// `docs/signalling.md`, "Stats").
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -65,10 +71,10 @@ impl Member {
                 })
             })
             .collect();
-        if !reports.is_empty() {
+        for chunk in reports.chunks(REPORT_LINKS_PER_FRAME) {
             self.send_frame(ClientFrame::Stats {
                 from: None,
-                links: reports,
+                links: chunk.to_vec(),
             });
         }
         self.event(Event::Stats { links });
