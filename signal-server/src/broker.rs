@@ -25,6 +25,7 @@ use std::{
     time::Duration,
 };
 
+use ackwire_signalling::rules::RuleError;
 use ackwire_signalling::{
     AppInfo, LeaveReason, PeerId, PeerInfo, Resume, Role, RoomSnapshot, Topology,
 };
@@ -183,6 +184,12 @@ fn app_key(room: &str) -> String {
     format!("ackwire:app:{room}")
 }
 
+/// How the room links (`mesh` or `host`, [`Topology::as_str`]); set by the reservation of its
+/// first member, gone with its last.
+fn topology_key(room: &str) -> String {
+    format!("ackwire:topology:{room}")
+}
+
 /// A room's application as Redis keeps it: canonical JSON (serde writes the fields in one
 /// order), `null` for none, so the scripts compare two by their text.
 fn app_json(app: Option<&AppInfo>) -> String {
@@ -214,16 +221,21 @@ const EPOCH_KEY: &str = "ackwire:epoch";
 /// The placeholder a reservation stores until its join completes.
 const RESERVED: &str = "reserved";
 
-/// Takes a place in a room if it has one and may exist, as `{answer, room's app}`: answer 0
-/// when it is full, -1 when the server holds too many rooms, -2 when the client created too
-/// many rooms this minute, -3 when the room plays another application than `ARGV[6]` (then
-/// with the room's); otherwise the new peer's id, held by a placeholder until the join's
-/// record replaces it. The first member (none other left but the peer it replaces) fixes the
-/// room's application; a room whose application Redis lost (a restart) takes the joiner's.
+/// Takes a place in a room if it has one and may exist, as `{answer, room's app or
+/// topology}`: answer 0 when it is full (`ARGV[1]` peers, the cap of the join's topology), -1
+/// when the server holds too many rooms, -2 when the client created too many rooms this
+/// minute, -3 when the room plays another application than `ARGV[6]` (then with the room's),
+/// -4 when it links otherwise than `ARGV[7]` (then with the room's topology); otherwise the
+/// new peer's id, held by a placeholder until the join's record replaces it. The places of
+/// the peers listed in `ARGV[2]` (space-separated: the join's program's old peer, a dropped
+/// host's seat) are the join's. The first member (none other left but those) fixes the
+/// room's application and topology; a room whose application or topology Redis lost (a
+/// restart) takes the joiner's.
 const RESERVE: &str = r"
-local peers, counter, rooms, created, app_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local max_peers, replaced, room = tonumber(ARGV[1]), ARGV[2], ARGV[3]
-local max_rooms, per_ip, app = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
+local peers, counter, rooms, created = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local app_key, topology_key = KEYS[5], KEYS[6]
+local max_peers, taken, room = tonumber(ARGV[1]), ARGV[2], ARGV[3]
+local max_rooms, per_ip, app, topology = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6], ARGV[7]
 local n = redis.call('HLEN', peers)
 if n == 0 then
   if redis.call('SCARD', rooms) >= max_rooms then return {-1, ''} end
@@ -231,14 +243,19 @@ if n == 0 then
   if made == 1 then redis.call('EXPIRE', created, 60) end
   if made > per_ip then return {-2, ''} end
 end
-if replaced ~= '' and redis.call('HEXISTS', peers, replaced) == 1 then n = n - 1 end
+for id in string.gmatch(taken, '%d+') do
+  if redis.call('HEXISTS', peers, id) == 1 then n = n - 1 end
+end
 local current = redis.call('GET', app_key)
 if n > 0 and current and current ~= app then return {-3, current} end
+local shape = redis.call('GET', topology_key)
+if n > 0 and shape and shape ~= topology then return {-4, shape} end
 if n >= max_peers then return {0, ''} end
 local id = redis.call('INCR', counter)
 redis.call('HSET', peers, id, 'reserved')
 redis.call('SADD', rooms, room)
 redis.call('SET', app_key, app)
+redis.call('SET', topology_key, topology)
 return {id, ''}
 ";
 
@@ -251,14 +268,14 @@ end
 return 0
 ";
 
-/// Drops a peer (and an emptied room, with its application, which the next first member
-/// chooses afresh): with `ARGV[2]`, only if its record is still that one.
+/// Drops a peer (and an emptied room, with its application and topology, which the next
+/// first member chooses afresh): with `ARGV[2]`, only if its record is still that one.
 const REMOVE: &str = r"
 if ARGV[2] ~= '' and redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
 local gone = redis.call('HDEL', KEYS[1], ARGV[1])
 if redis.call('HLEN', KEYS[1]) == 0 then
   redis.call('SREM', KEYS[2], ARGV[3])
-  redis.call('DEL', KEYS[3])
+  redis.call('DEL', KEYS[3], KEYS[4])
 end
 return gone
 ";
@@ -408,45 +425,57 @@ impl Broker {
             .collect())
     }
 
-    /// A place in `room` for a new peer playing `app`, within the limits every instance
-    /// shares (room size, rooms, rooms created per address per minute) and in a room that
-    /// plays `app` (or is empty: then it plays `app` from now on); `replaced` is the peer of
-    /// the same program instance it will replace, whose place it takes.
+    /// A place in `room` for a new peer playing `app` as `role`, within the limits every
+    /// instance shares (room size, the cap of the role's topology; rooms; rooms created per
+    /// address per minute) and in a room that plays `app` and links as the role does (or is
+    /// empty: then it plays `app` and links so from now on); `taken` are the peers whose
+    /// places it takes (its program's old peer it replaces, a dropped host's seat).
     pub async fn reserve(
         &self,
         room: &str,
-        replaced: Option<PeerId>,
+        taken: &[PeerId],
         client: IpAddr,
         limits: (usize, usize, u32),
-        app: Option<&AppInfo>,
+        (app, role): (Option<&AppInfo>, Role),
     ) -> Result<PeerId, SignalError> {
         let (max_peers, max_rooms, per_ip) = limits;
+        let taken: Vec<String> = taken.iter().map(PeerId::to_string).collect();
         let mut conn = self.connection()?;
-        let (answer, room_app): (i64, String) = self
+        let (answer, room_has): (i64, String) = self
             .reserve
             .key(peers_key(room))
             .key(NEXT_PEER_KEY)
             .key(ROOMS_KEY)
             .key(format!("ackwire:created:{client}"))
             .key(app_key(room))
+            .key(topology_key(room))
             .arg(max_peers)
-            .arg(replaced.map(|id| id.to_string()).unwrap_or_default())
+            .arg(taken.join(" "))
             .arg(room)
             .arg(max_rooms)
             .arg(per_ip)
             .arg(app_json(app))
+            .arg(role.topology().as_str())
             .invoke_async(&mut conn)
             .await
             .map_err(unavailable)?;
+        // What Redis holds in a form this version cannot read (a later one wrote it) cannot be
+        // named, nor a join checked against it.
         match answer {
             0 => Err(SignalError::RoomFull(room.to_owned())),
             -1 => Err(SignalError::TooManyRooms),
             -2 => Err(SignalError::RoomCreationLimited),
-            -3 => match parse_app(room, &room_app) {
+            -3 => match parse_app(room, &room_has) {
                 Some(room_app) => Err(SignalError::app_mismatch(room, room_app, app.cloned())),
-                // Written by a later version in a form this one cannot read: no way to name
-                // it, and no way to check a join against it.
                 None => Err(SignalError::BrokerUnavailable),
+            },
+            -4 => match serde_json::from_value::<Topology>(Value::from(room_has)) {
+                Ok(topology) => Err(SignalError::Rule(RuleError::TopologyMismatch {
+                    room: room.to_owned(),
+                    topology,
+                    role,
+                })),
+                Err(_) => Err(SignalError::BrokerUnavailable),
             },
             id => Ok(id as PeerId),
         }
@@ -528,13 +557,7 @@ impl Broker {
             return;
         }
         let removed: i64 = self
-            .remove
-            .key(peers_key(room))
-            .key(ROOMS_KEY)
-            .key(app_key(room))
-            .arg(peer_id)
-            .arg(&current)
-            .arg(room)
+            .removal(room, peer_id, &current)
             .invoke_async(&mut conn)
             .await
             .unwrap_or(0);
@@ -551,6 +574,20 @@ impl Broker {
                 },
             );
         }
+    }
+
+    /// The `remove` script for `peer_id` of `room`: only if its record is still `only`, or
+    /// whatever it is with `""`.
+    fn removal(&self, room: &str, peer_id: PeerId, only: &str) -> redis::ScriptInvocation<'_> {
+        let mut call = self.remove.prepare_invoke();
+        call.key(peers_key(room))
+            .key(ROOMS_KEY)
+            .key(app_key(room))
+            .key(topology_key(room))
+            .arg(peer_id)
+            .arg(only)
+            .arg(room);
+        call
     }
 
     /// For an all-rooms dashboard: listen to every room from now on, and every room as Redis
@@ -828,9 +865,12 @@ impl Broker {
                     .ignore()
                     .sadd(ROOMS_KEY, room)
                     .ignore()
-                    // A Redis that restarted empty learns the room's application back; one
-                    // that kept it (or heard it from another instance first) keeps its own.
+                    // A Redis that restarted empty learns the room's application and topology
+                    // back; one that kept them (or heard them from another instance first)
+                    // keeps its own.
                     .set_nx(app_key(room), app_json(app.as_ref()))
+                    .ignore()
+                    .set_nx(topology_key(room), record.info.role.topology().as_str())
                     .ignore()
                     .publish(
                         room_channel(room),
@@ -924,9 +964,11 @@ impl Broker {
                         .sadd(ROOMS_KEY, room)
                         .ignore();
                     if let Some(app) = announce {
-                        // The reservation set it already; a peer put back after the others
+                        // The reservation set them already; a peer put back after the others
                         // took this instance for dead may find its room emptied meanwhile.
                         pipe.set_nx(app_key(room), app_json(app.as_ref())).ignore();
+                        let topology = record.info.role.topology();
+                        pipe.set_nx(topology_key(room), topology.as_str()).ignore();
                         let event = RoomEvent::Joined {
                             origin: self.instance.clone(),
                             peer: record.info.clone(),
@@ -942,16 +984,8 @@ impl Broker {
                     peer_id,
                     reason,
                 } => {
-                    pipe.invoke_script(
-                        self.remove
-                            .key(peers_key(room))
-                            .key(ROOMS_KEY)
-                            .key(app_key(room))
-                            .arg(*peer_id)
-                            .arg("")
-                            .arg(room),
-                    )
-                    .ignore();
+                    pipe.invoke_script(&self.removal(room, *peer_id, ""))
+                        .ignore();
                     let event = RoomEvent::Left {
                         origin: self.instance.clone(),
                         peer_id: *peer_id,
@@ -961,16 +995,8 @@ impl Broker {
                     pipe.publish(room_channel(room), message).ignore();
                 }
                 Op::Release { room, peer_id } => {
-                    pipe.invoke_script(
-                        self.remove
-                            .key(peers_key(room))
-                            .key(ROOMS_KEY)
-                            .key(app_key(room))
-                            .arg(*peer_id)
-                            .arg(RESERVED)
-                            .arg(room),
-                    )
-                    .ignore();
+                    pipe.invoke_script(&self.removal(room, *peer_id, RESERVED))
+                        .ignore();
                 }
                 Op::Publish { channel, message } => {
                     pipe.publish(channel, message).ignore();

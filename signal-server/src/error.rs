@@ -82,6 +82,10 @@ pub enum SignalError {
     /// resumes and new room watches wait until it can (peers already in rooms carry on).
     #[error("the server cannot reach its broker (Redis) now; try again shortly")]
     BrokerUnavailable,
+    /// A room rule refused under a code of its own, with its own message (a host room's
+    /// `topology_mismatch`, `host_taken`, `client_to_client`). Nothing changed.
+    #[error("{0}")]
+    Rule(RuleError),
 }
 
 impl SignalError {
@@ -109,6 +113,7 @@ impl SignalError {
             Self::PeerNotReading(_) => ErrorCode::PeerNotReading,
             Self::AdminTokenRequired => ErrorCode::AdminTokenRequired,
             Self::BrokerUnavailable => ErrorCode::BrokerUnavailable,
+            Self::Rule(err) => err.code(),
         }
     }
 }
@@ -133,8 +138,8 @@ impl From<RuleError> for SignalError {
             RuleError::ResumeRejected(peer) => SignalError::ResumeRejected(peer),
             RuleError::NotJoined => SignalError::NotJoined,
             RuleError::UnknownPeer(peer) => SignalError::UnknownPeer(peer),
-            // A refusal of a later schema: malformed, as far as this server can say.
-            other => SignalError::Malformed(other.to_string()),
+            // Its code says it all (a host room's refusals, and any later rule's).
+            other => SignalError::Rule(other),
         }
     }
 }
@@ -173,6 +178,7 @@ mod tests {
             SignalError::PeerNotReading(1),
             SignalError::AdminTokenRequired,
             SignalError::BrokerUnavailable,
+            SignalError::Rule(RuleError::ClientToClient(1)),
         ]
     }
 
@@ -198,6 +204,7 @@ mod tests {
             SignalError::PeerNotReading(_) => 17,
             SignalError::AdminTokenRequired => 18,
             SignalError::BrokerUnavailable => 19,
+            SignalError::Rule(_) => 20,
         }
     }
 
@@ -207,7 +214,7 @@ mod tests {
         let slots: std::collections::BTreeSet<usize> = all.iter().map(slot).collect();
         assert_eq!(
             slots,
-            (0..20).collect(),
+            (0..21).collect(),
             "one_of_each lists every variant once"
         );
         for err in &all {

@@ -523,9 +523,19 @@ impl Hub {
 
     // ----- shared rooms (with a broker) -----
 
-    /// The room's peer that joined with `instance`: a new join of it replaces that one.
-    pub fn instance_peer(&self, room: &str, instance: Option<&str>) -> Option<PeerId> {
-        self.lock().rooms.get(room)?.instance_peer(instance)
+    /// Before a fresh join's reservation across instances: whether it fits the room's
+    /// topology and host seat as this instance sees them (refused as the join would be), and
+    /// the peers whose places it takes (its program's old peer, a dropped host's seat).
+    pub fn places_taken(
+        &self,
+        room: &str,
+        role: Role,
+        instance: Option<&str>,
+    ) -> Result<Vec<PeerId>, SignalError> {
+        match self.lock().rooms.get(room) {
+            Some(r) => Ok(r.places_taken(role, instance)?),
+            None => Ok(Vec::new()),
+        }
     }
 
     /// Whether this instance holds the peer (its socket is, or was until it dropped, here).

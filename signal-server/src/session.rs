@@ -568,7 +568,9 @@ async fn join(hub: Arc<Hub>, link: Link, mut request: JoinRequest) -> Result<Joi
             }
             Some(_) => hub.join(request, link.clone()),
             None => {
-                let replaced = hub.instance_peer(&room, request.instance.as_deref());
+                // The room's shape and host seat first: a join they refuse is told so, not
+                // that the room is full.
+                let taken = hub.places_taken(&room, request.role, request.instance.as_deref())?;
                 let config = hub.config();
                 let cap = match request.role.topology() {
                     Topology::Mesh => config.max_peers_per_room,
@@ -578,10 +580,10 @@ async fn join(hub: Arc<Hub>, link: Link, mut request: JoinRequest) -> Result<Joi
                 let id = broker
                     .reserve(
                         &room,
-                        replaced,
+                        &taken,
                         request.client,
                         limits,
-                        request.app.as_ref(),
+                        (request.app.as_ref(), request.role),
                     )
                     .await?;
                 request.id = Some(id);

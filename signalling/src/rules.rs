@@ -655,29 +655,7 @@ impl<C: Clone + PartialEq> Room<C> {
             ));
         }
         let topology = join.role.topology();
-        if others > 0 && topology != self.topology {
-            return Err(RuleError::TopologyMismatch {
-                room: self.name.clone(),
-                topology: self.topology,
-                role: join.role,
-            });
-        }
-        // A host whose connection is down (inside its grace, or on a dead server) gives its
-        // seat to a new host, so a host that crashed and restarted need not wait the grace
-        // out; a connected one keeps it.
-        let seat = self
-            .host
-            .filter(|host| join.role == Role::Host && Some(*host) != replaced);
-        let vacated = match seat.and_then(|host| self.peers.get(&host)) {
-            Some(old) if old.conn.is_some() || (old.home.is_some() && !old.orphaned) => {
-                return Err(RuleError::HostTaken {
-                    room: self.name.clone(),
-                    host: old.info.id,
-                });
-            }
-            Some(old) => Some(old.info.id),
-            None => None,
-        };
+        let vacated = self.seat(join.role, replaced)?;
         let cap = match topology {
             Topology::Mesh => self.max_peers,
             Topology::Host => self.max_host_peers,
@@ -742,6 +720,50 @@ impl<C: Clone + PartialEq> Room<C> {
         });
         self.announce_joined(&info, &mut effects);
         Ok(self.welcome_of(peer_id, false, effects))
+    }
+
+    /// Whether a fresh join as `role` fits the room's topology and its host's seat, the peer
+    /// its program replaces (`replaced`) aside: the dropped host whose seat it takes, if any.
+    fn seat(&self, role: Role, replaced: Option<PeerId>) -> Result<Option<PeerId>, RuleError> {
+        let others = self.peers.len() - usize::from(replaced.is_some());
+        if others > 0 && role.topology() != self.topology {
+            return Err(RuleError::TopologyMismatch {
+                room: self.name.clone(),
+                topology: self.topology,
+                role,
+            });
+        }
+        // A host whose connection is down (inside its grace, or on a dead server) gives its
+        // seat to a new host, so a host that crashed and restarted need not wait the grace
+        // out; a connected one keeps it.
+        let seat = self
+            .host
+            .filter(|host| role == Role::Host && Some(*host) != replaced);
+        match seat.and_then(|host| self.peers.get(&host)) {
+            Some(old) if old.conn.is_some() || (old.home.is_some() && !old.orphaned) => {
+                Err(RuleError::HostTaken {
+                    room: self.name.clone(),
+                    host: old.info.id,
+                })
+            }
+            Some(old) => Ok(Some(old.info.id)),
+            None => Ok(None),
+        }
+    }
+
+    /// For a carrier that counts a room's places elsewhere before the join (a broker's
+    /// reservation): whether a fresh join as `role` from program `instance` fits the room's
+    /// topology and its host's seat (refused as [`Room::join`] would refuse it, with
+    /// `topology_mismatch` or `host_taken`), and the peers whose places it would take: its
+    /// program's old peer, a dropped host's seat.
+    pub fn places_taken(
+        &self,
+        role: Role,
+        instance: Option<&str>,
+    ) -> Result<Vec<PeerId>, RuleError> {
+        let replaced = self.instance_peer(instance);
+        let vacated = self.seat(role, replaced)?;
+        Ok(replaced.into_iter().chain(vacated).collect())
     }
 
     /// Where a signal from `from` on `conn` to `to` goes: to an attached peer of this room

@@ -211,3 +211,34 @@ fn the_hosts_leave_is_told_to_every_client_and_the_room_waits_for_a_host() {
     let host = room.join(join(5, Role::Host)).unwrap();
     assert_eq!(ids(&host.peers), [2, 3, 4]);
 }
+
+#[test]
+fn places_taken_answers_before_a_reservation_as_the_join_would() {
+    let mut room = R::new("arena", 16).with_host_room_cap(3);
+    let host = Join {
+        instance: Some("run-1".into()),
+        ..join(1, Role::Host)
+    };
+    room.join(host).unwrap();
+    room.join(join(2, Role::Client)).unwrap();
+    room.join(join(3, Role::Client)).unwrap();
+    assert_eq!(
+        room.places_taken(Role::Peer, None).unwrap_err().code(),
+        ErrorCode::TopologyMismatch
+    );
+    assert_eq!(
+        room.places_taken(Role::Host, None).unwrap_err(),
+        RuleError::HostTaken {
+            room: "arena".into(),
+            host: 1
+        }
+    );
+    assert_eq!(room.places_taken(Role::Client, None), Ok(vec![]));
+    // The host's own program takes its place back; a dropped host's seat is free.
+    assert_eq!(room.places_taken(Role::Host, Some("run-1")), Ok(vec![1]));
+    room.detach(1, &1).unwrap();
+    assert_eq!(room.places_taken(Role::Host, Some("run-2")), Ok(vec![1]));
+    // ...and its place in the full room with it.
+    assert_eq!(ids(&room.join(join(4, Role::Host)).unwrap().peers), [2, 3]);
+    assert_eq!(room.len(), 3);
+}

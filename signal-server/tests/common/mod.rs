@@ -1,6 +1,8 @@
 //! A real server on 127.0.0.1 and real WebSocket clients, shared by the test files.
 #![allow(dead_code, unreachable_pub)]
 
+pub mod redis;
+
 use std::{net::SocketAddr, time::Duration};
 
 use ackwire_signal::Config;
@@ -259,6 +261,16 @@ pub enum Event {
 
 pub fn peer_id(welcome: &Value) -> u64 {
     welcome["peer_id"].as_u64().unwrap()
+}
+
+/// The ids of the peers a welcome lists.
+pub fn ids(welcome: &Value) -> Vec<u64> {
+    welcome["peers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["id"].as_u64().unwrap())
+        .collect()
 }
 
 /// How a WebSocket upgrade went: a client, or the HTTP status it was refused with.
