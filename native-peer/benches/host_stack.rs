@@ -177,6 +177,20 @@ fn say(line: &str) {
     let _ = out.flush();
 }
 
+/// The orchestrator's lines, for an async role (read on a thread of their own).
+fn stdin_lines() -> tokio::sync::mpsc::UnboundedReceiver<String> {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lock().lines() {
+            let Ok(line) = line else { return };
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}
+
 fn raise_fd_limit() {
     let (_, hard) = rlimit::getrlimit(rlimit::Resource::NOFILE).expect("getrlimit");
     rlimit::setrlimit(rlimit::Resource::NOFILE, hard.min(65_536), hard).expect("setrlimit");
@@ -216,11 +230,9 @@ mod webrtc_host {
         let counters = Counters::new();
         let channels: Channels = Arc::default();
         tokio::spawn(tick(counters.clone(), channels.clone()));
-        let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(
-            tokio::io::stdin(),
-        ));
+        let mut lines = stdin_lines();
         say("ready");
-        while let Ok(Some(line)) = lines.next_line().await {
+        while let Some(line) = lines.recv().await {
             if let Some(ack) = counters.set_phase(&line) {
                 say(&ack);
             } else if let Some(phase) = line.strip_prefix("report ") {
@@ -575,15 +587,13 @@ mod loadgen {
         let routes: Routes = Arc::default();
         let (events, mut event_rx) = unbounded_channel();
         let slots = Arc::new(tokio::sync::Semaphore::new(IN_FLIGHT));
-        let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(
-            tokio::io::stdin(),
-        ));
+        let mut lines = stdin_lines();
         let (mut clients, mut open, mut target) = (0usize, 0usize, 0usize);
         say("ready");
         loop {
             tokio::select! {
-                line = lines.next_line() => {
-                    let Ok(Some(line)) = line else { return };
+                line = lines.recv() => {
+                    let Some(line) = line else { return };
                     if let Some(ack) = counters.set_phase(&line) {
                         say(&ack);
                     } else if let Some(phase) = line.strip_prefix("report ") {
@@ -687,7 +697,7 @@ mod loadgen {
                     }
                     Output::Event(Event::ChannelOpen(..)) => {
                         open = true;
-                        slot = None;
+                        drop(slot.take());
                         let _ = events.send(ClientEvent::Open(id, started.elapsed()));
                     }
                     Output::Event(Event::ChannelData(data)) => {

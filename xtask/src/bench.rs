@@ -72,6 +72,11 @@ fn benches() -> Vec<Bench> {
             run: cargo_bench("ackwire-peer", "room"),
         },
         Bench {
+            name: "host-stack: a WebRTC connection's cost to a host, webrtc crate vs str0m",
+            command: "cargo bench -p ackwire-peer --bench host_stack",
+            run: cargo_bench("ackwire-peer", "host_stack"),
+        },
+        Bench {
             name: "native peer: listen RSS at 10,000 connections, encrypted and plaintext",
             command: "cargo bench -p ackwire-peer --bench listen_memory",
             run: cargo_bench("ackwire-peer", "listen_memory"),
