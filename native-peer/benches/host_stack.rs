@@ -231,6 +231,10 @@ mod webrtc_host {
         let channels: Channels = Arc::default();
         tokio::spawn(tick(counters.clone(), channels.clone()));
         let mut lines = stdin_lines();
+        // As the str0m host does: one-time initialisation before the baseline.
+        let warm = peer_connection(usize::MAX).await.expect("a peer connection");
+        warm.close().await.expect("closed");
+        drop(warm);
         say("ready");
         while let Some(line) = lines.recv().await {
             if let Some(ack) = counters.set_phase(&line) {
@@ -297,6 +301,17 @@ mod webrtc_host {
             .build()
     }
 
+    /// A peer connection for client `id`, gathering on 127.0.0.1 only.
+    async fn peer_connection(id: usize) -> Result<impl PeerConnection, webrtc::error::Error> {
+        PeerConnectionBuilder::new()
+            .with_configuration(RTCConfigurationBuilder::new().build())
+            .with_setting_engine(settings())
+            .with_handler(Arc::new(Candidates { id }))
+            .with_udp_addrs(vec![SocketAddr::from(([127, 0, 0, 1], 0))])
+            .build()
+            .await
+    }
+
     /// One client's peer connection, from its offer until the channel closes.
     async fn connection(
         id: usize,
@@ -304,13 +319,7 @@ mod webrtc_host {
         counters: Arc<Counters>,
         channels: Channels,
     ) -> Result<(), webrtc::error::Error> {
-        let pc = PeerConnectionBuilder::new()
-            .with_configuration(RTCConfigurationBuilder::new().build())
-            .with_setting_engine(settings())
-            .with_handler(Arc::new(Candidates { id }))
-            .with_udp_addrs(vec![SocketAddr::from(([127, 0, 0, 1], 0))])
-            .build()
-            .await?;
+        let pc = peer_connection(id).await?;
         let channel = pc
             .create_data_channel(
                 LABEL,
@@ -375,6 +384,9 @@ mod str0m_host {
         // A report waits for the window's last messages: (window, give up at).
         let mut report: Option<(u8, Instant)> = None;
         let stdin = std::io::stdin();
+        // One-time initialisation (the crypto library, the first certificate: ~75 ms) before
+        // the baseline, so it counts in neither RSS per connection nor a connect time.
+        drop(Rtc::builder().set_ice_lite(true).build(Instant::now()));
         say("ready");
         loop {
             let now = Instant::now();
@@ -589,6 +601,7 @@ mod loadgen {
         let slots = Arc::new(tokio::sync::Semaphore::new(IN_FLIGHT));
         let mut lines = stdin_lines();
         let (mut clients, mut open, mut target) = (0usize, 0usize, 0usize);
+        drop(Rtc::builder().build(Instant::now()));
         say("ready");
         loop {
             tokio::select! {
@@ -672,12 +685,12 @@ mod loadgen {
             .await
             .map_err(|e| e.to_string())?;
         let local = socket.local_addr().map_err(|e| e.to_string())?;
-        let started = Instant::now();
-        let mut rtc = Rtc::builder().build(started);
+        let mut rtc = Rtc::builder().build(Instant::now());
         rtc.add_local_candidate(Candidate::host(local, "udp").map_err(|e| e.to_string())?);
         let mut changes = rtc.sdp_api();
         let channel = changes.add_channel_with_config(super::str0m_host::channel_config());
         let (offer, pending) = changes.apply().ok_or("no offer")?;
+        let started = Instant::now();
         say(&signal_line("offer", id, &offer.to_sdp_string()));
         let mut pending = Some(pending);
         // Candidates that arrive before the answer wait for it.
@@ -910,7 +923,8 @@ struct Row {
     loadgen_cpu_core: f64,
     threads: u64,
     tasks: Option<u64>,
-    sockets: usize,
+    /// Sockets, and how many of them are UDP.
+    sockets: (usize, usize),
     up: (u64, u64),
     down: (u64, u64),
     connect_p50: Duration,
@@ -942,12 +956,30 @@ fn cpu_time(pid: u32) -> Duration {
     Duration::from_millis((fields[11] + fields[12]) * 10)
 }
 
-fn sockets(pid: u32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/fd"))
+/// `pid`'s open sockets: all of them, and how many are UDP.
+fn sockets(pid: u32) -> (usize, usize) {
+    let inodes: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
         .expect("fds")
         .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
-        .filter(|target| target.to_string_lossy().starts_with("socket:"))
-        .count()
+        .filter_map(|target| {
+            let target = target.to_string_lossy().into_owned();
+            Some(target.strip_prefix("socket:[")?.strip_suffix(']')?.to_owned())
+        })
+        .collect();
+    // The inode is the 10th column of the namespace's UDP table.
+    let udp: Vec<String> = ["udp", "udp6"]
+        .iter()
+        .filter_map(|t| std::fs::read_to_string(format!("/proc/{pid}/net/{t}")).ok())
+        .flat_map(|table| {
+            table
+                .lines()
+                .skip(1)
+                .filter_map(|l| l.split_whitespace().nth(9).map(str::to_owned))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let udp_count = inodes.iter().filter(|i| udp.contains(i)).count();
+    (inodes.len(), udp_count)
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -1042,27 +1074,27 @@ fn print(rows: &[Row], window: Duration) {
         window.as_secs()
     );
     println!(
-        "{:<7}| {:>4} | {:>12} | {:>17} | {:>7} | {:>11} | {:>7} | {:>15} | {:>17}",
+        "{:<7}| {:>4} | {:>12} | {:>17} | {:>7} | {:>11} | {:>13} | {:>15} | {:>17}",
         "stack",
         "N",
         "RSS/conn KiB",
         "CPU (% of a core)",
         "threads",
         "tokio tasks",
-        "sockets",
+        "sockets (UDP)",
         "loss up / down",
         "connect p50 / p99"
     );
     for r in rows {
         println!(
-            "{:<7}| {:>4} | {:>12.1} | {:>17.1} | {:>7} | {:>11} | {:>7} | {:>6.2}% / {:.2}% | {:>6.1} / {:>5.1} ms",
+            "{:<7}| {:>4} | {:>12.1} | {:>17.1} | {:>7} | {:>11} | {:>13} | {:>6.2}% / {:.2}% | {:>6.1} / {:>5.1} ms",
             r.stack.name(),
             r.n,
             r.rss_kib_per_conn,
             r.cpu_core * 100.0,
             r.threads,
             r.tasks.map_or("-".into(), |t| t.to_string()),
-            r.sockets,
+            format!("{} ({})", r.sockets.0, r.sockets.1),
             loss(r.up),
             loss(r.down),
             ms(r.connect_p50),
@@ -1133,7 +1165,8 @@ fn json(rows: &[Row], window: Duration) -> serde_json::Value {
                 "loadgen_cpu_cores": r.loadgen_cpu_core,
                 "threads": r.threads,
                 "tokio_tasks": r.tasks,
-                "sockets": r.sockets,
+                "sockets": r.sockets.0,
+                "udp_sockets": r.sockets.1,
                 "up_sent": r.up.0,
                 "up_received": r.up.1,
                 "down_sent": r.down.0,
