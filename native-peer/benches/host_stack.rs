@@ -56,6 +56,10 @@ const LABEL: &str = "ackwire";
 
 const ROLE: &str = "HOST_STACK_ROLE";
 
+/// The allocator of the `ackwire-peer` binary, which a host would run (RSS depends on it).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     match std::env::var(ROLE).as_deref() {
         Ok("host-webrtc") => webrtc_host::run(),
@@ -372,8 +376,9 @@ mod str0m_host {
     pub(super) fn run() {
         raise_fd_limit();
         str0m::crypto::from_feature_flags().install_process_default();
-        let socket = UdpSocket::bind("127.0.0.1:0").expect("bind");
-        socket.set_nonblocking(true).expect("nonblocking");
+        // The shared socket as `ackwire`'s UDP listener makes its own: 4 MiB buffers (every
+        // client's burst lands in one queue), non-blocking.
+        let socket = ackwire::net::udp::bind(([127, 0, 0, 1], 0).into()).expect("bind");
         let local = socket.local_addr().expect("address");
         let counters = Counters::new();
         let mut peers: Vec<Peer> = Vec::new();
@@ -925,6 +930,8 @@ struct Row {
     tasks: Option<u64>,
     /// Sockets, and how many of them are UDP.
     sockets: (usize, usize),
+    /// Datagrams dropped for full receive buffers: in the window, since the host started.
+    drops: (u64, u64),
     up: (u64, u64),
     down: (u64, u64),
     connect_p50: Duration,
@@ -982,6 +989,20 @@ fn sockets(pid: u32) -> (usize, usize) {
     (inodes.len(), udp_count)
 }
 
+/// Datagrams the kernel dropped for full receive buffers, in this network namespace (the
+/// host's and the load generator's sockets alike), from `/proc/self/net/snmp`.
+fn udp_drops() -> u64 {
+    let snmp = std::fs::read_to_string("/proc/self/net/snmp").expect("snmp");
+    let mut udp = snmp.lines().filter(|l| l.starts_with("Udp:"));
+    let (names, values) = (udp.next().expect("Udp header"), udp.next().expect("Udp values"));
+    names
+        .split_whitespace()
+        .zip(values.split_whitespace())
+        .find(|(name, _)| *name == "RcvbufErrors")
+        .and_then(|(_, value)| value.parse().ok())
+        .expect("RcvbufErrors")
+}
+
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[i.min(sorted.len() - 1)]
@@ -989,6 +1010,7 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 
 /// One stack: a host grown from 0 to each of `ns` connections, a window measured at each.
 fn measure(stack: Stack, ns: &[usize], window: Duration) -> Vec<Row> {
+    let drops_before = udp_drops();
     let mut p = Processes::start(stack);
     let (host, loadgen) = (p.host.id(), p.loadgen.id());
     let baseline = rss_kib(host);
@@ -1001,9 +1023,11 @@ fn measure(stack: Stack, ns: &[usize], window: Duration) -> Vec<Row> {
         let phase = u8::try_from(2 * k + 1).expect("few windows");
         p.both(&format!("phase {phase}"));
         let (began, host_cpu, loadgen_cpu) = (Instant::now(), cpu_time(host), cpu_time(loadgen));
+        let window_drops = udp_drops();
         std::thread::sleep(window);
         p.both(&format!("phase {}", phase + 1));
         let seconds = began.elapsed().as_secs_f64();
+        let drops = (udp_drops() - window_drops, udp_drops() - drops_before);
         let cpu_core = (cpu_time(host) - host_cpu).as_secs_f64() / seconds;
         let loadgen_cpu_core = (cpu_time(loadgen) - loadgen_cpu).as_secs_f64() / seconds;
         let rss = rss_kib(host);
@@ -1021,6 +1045,7 @@ fn measure(stack: Stack, ns: &[usize], window: Duration) -> Vec<Row> {
             threads,
             tasks: tasks.filter(|_| stack == Stack::Webrtc),
             sockets,
+            drops,
             up: (client_sent, host_received),
             down: (host_sent, client_received),
             connect_p50: percentile(&sorted, 0.5),
@@ -1108,13 +1133,16 @@ fn print(rows: &[Row], window: Duration) {
     );
     for r in rows {
         println!(
-            "  {} at {}: messages up {} sent / {} received, down {} / {}; load generator {:.1}% of a core",
+            "  {} at {}: messages up {} sent / {} received, down {} / {}; datagrams dropped for full \
+             receive buffers {} in the window, {} since the host started; load generator {:.1}% of a core",
             r.stack.name(),
             r.n,
             r.up.0,
             r.up.1,
             r.down.0,
             r.down.1,
+            r.drops.0,
+            r.drops.1,
             r.loadgen_cpu_core * 100.0
         );
     }
@@ -1171,6 +1199,8 @@ fn json(rows: &[Row], window: Duration) -> serde_json::Value {
                 "up_received": r.up.1,
                 "down_sent": r.down.0,
                 "down_received": r.down.1,
+                "udp_drops_window": r.drops.0,
+                "udp_drops_total": r.drops.1,
                 "connect_p50_ms": ms(r.connect_p50),
                 "connect_p99_ms": ms(r.connect_p99),
             })
