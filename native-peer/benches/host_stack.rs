@@ -140,7 +140,10 @@ impl Counters {
     /// A control line every process understands: `phase P` (stamp P from now on).
     fn set_phase(&self, line: &str) -> Option<String> {
         let phase: u8 = line.strip_prefix("phase ")?.parse().ok()?;
-        assert!(usize::from(phase) + 1 < PHASES, "window {phase} out of range");
+        assert!(
+            usize::from(phase) + 1 < PHASES,
+            "window {phase} out of range"
+        );
         self.phase.store(phase, Ordering::Relaxed);
         Some(format!("phase {phase}"))
     }
@@ -195,6 +198,18 @@ fn stdin_lines() -> tokio::sync::mpsc::UnboundedReceiver<String> {
     rx
 }
 
+/// Runs an async role, and exits when it returns without waiting for the runtime's tasks and
+/// blocking threads (the stdin reader) to wind down.
+fn run_async(runtime: &mut tokio::runtime::Builder, role: impl Future<Output = ()>) -> ! {
+    raise_fd_limit();
+    runtime
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(role);
+    std::process::exit(0)
+}
+
 fn raise_fd_limit() {
     let (_, hard) = rlimit::getrlimit(rlimit::Resource::NOFILE).expect("getrlimit");
     rlimit::setrlimit(rlimit::Resource::NOFILE, hard.min(65_536), hard).expect("setrlimit");
@@ -211,23 +226,15 @@ mod webrtc_host {
     use rtc::peer_connection::transport::RTCDtlsRole;
     use webrtc::data_channel::{DataChannel, DataChannelEvent, RTCDataChannelInit};
     use webrtc::peer_connection::{
-        PeerConnection, PeerConnectionBuilder, PeerConnectionEventHandler,
-        RTCConfigurationBuilder, RTCPeerConnectionIceEvent, RTCSessionDescription,
-        SettingEngineBuilder,
+        PeerConnection, PeerConnectionBuilder, PeerConnectionEventHandler, RTCConfigurationBuilder,
+        RTCPeerConnectionIceEvent, RTCSessionDescription, SettingEngineBuilder,
     };
 
     type Channels = Arc<Mutex<Vec<Arc<dyn DataChannel>>>>;
 
     pub(super) fn run() {
-        raise_fd_limit();
         // The runtime a host built on the `webrtc` crate runs: tokio's default, a worker per core.
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
-        runtime.block_on(serve());
-        // Not waiting for the runtime's tasks and blocking threads (stdin) to wind down.
-        std::process::exit(0);
+        run_async(&mut tokio::runtime::Builder::new_multi_thread(), serve());
     }
 
     async fn serve() {
@@ -236,7 +243,9 @@ mod webrtc_host {
         tokio::spawn(tick(counters.clone(), channels.clone()));
         let mut lines = stdin_lines();
         // As the str0m host does: one-time initialisation before the baseline.
-        let warm = peer_connection(usize::MAX).await.expect("a peer connection");
+        let warm = peer_connection(usize::MAX)
+            .await
+            .expect("a peer connection");
         warm.close().await.expect("closed");
         drop(warm);
         say("ready");
@@ -403,7 +412,10 @@ mod str0m_host {
                 .min()
                 .unwrap_or(next_tick);
             // Whole milliseconds, rounded up: never wake before a deadline.
-            let millis = wake.saturating_duration_since(now).as_micros().div_ceil(1000);
+            let millis = wake
+                .saturating_duration_since(now)
+                .as_micros()
+                .div_ceil(1000);
             let (socket_ready, stdin_ready) = {
                 let mut fds = [
                     PollFd::new(socket.as_fd(), PollFlags::POLLIN),
@@ -589,14 +601,11 @@ mod loadgen {
     type Routes = Arc<Mutex<HashMap<usize, UnboundedSender<Signal>>>>;
 
     pub(super) fn run() {
-        raise_fd_limit();
         str0m::crypto::from_feature_flags().install_process_default();
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
-        runtime.block_on(generate());
-        std::process::exit(0);
+        run_async(
+            &mut tokio::runtime::Builder::new_current_thread(),
+            generate(),
+        );
     }
 
     async fn generate() {
@@ -836,7 +845,9 @@ impl Processes {
     fn start(stack: Stack) -> Processes {
         let (tx, lines) = mpsc::channel();
         let (host, host_in) = spawn_role(&format!("host-{}", stack.name()), Who::Host, &tx);
-        let first = lines.recv_timeout(CONNECT_DEADLINE).expect("the host starts");
+        let first = lines
+            .recv_timeout(CONNECT_DEADLINE)
+            .expect("the host starts");
         assert_eq!(first, (Who::Host, "ready".into()), "the host starts");
         let (loadgen, loadgen_in) = spawn_role("loadgen", Who::Loadgen, &tx);
         let mut processes = Processes {
@@ -875,7 +886,11 @@ impl Processes {
                 (Who::Loadgen, Some("offer")) => self.tell(Who::Host, &line),
                 (Who::Host, Some("answer" | "candidate")) => self.tell(Who::Loadgen, &line),
                 (Who::Loadgen, Some("open")) => {
-                    let micros: u64 = line.rsplit(' ').next().and_then(|m| m.parse().ok()).expect("micros");
+                    let micros: u64 = line
+                        .rsplit(' ')
+                        .next()
+                        .and_then(|m| m.parse().ok())
+                        .expect("micros");
                     opened.push(Duration::from_micros(micros));
                 }
                 _ => {}
@@ -970,7 +985,12 @@ fn sockets(pid: u32) -> (usize, usize) {
         .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
         .filter_map(|target| {
             let target = target.to_string_lossy().into_owned();
-            Some(target.strip_prefix("socket:[")?.strip_suffix(']')?.to_owned())
+            Some(
+                target
+                    .strip_prefix("socket:[")?
+                    .strip_suffix(']')?
+                    .to_owned(),
+            )
         })
         .collect();
     // The inode is the 10th column of the namespace's UDP table.
@@ -994,7 +1014,10 @@ fn sockets(pid: u32) -> (usize, usize) {
 fn udp_drops() -> u64 {
     let snmp = std::fs::read_to_string("/proc/self/net/snmp").expect("snmp");
     let mut udp = snmp.lines().filter(|l| l.starts_with("Udp:"));
-    let (names, values) = (udp.next().expect("Udp header"), udp.next().expect("Udp values"));
+    let (names, values) = (
+        udp.next().expect("Udp header"),
+        udp.next().expect("Udp values"),
+    );
     names
         .split_whitespace()
         .zip(values.split_whitespace())
@@ -1175,7 +1198,11 @@ fn print(rows: &[Row], window: Duration) {
             r.stack.name(),
             r.n,
             r.rss_kib_per_conn,
-            if r.rss_kib_per_conn <= GOAL_RSS_KIB { "meets" } else { "MISSES" },
+            if r.rss_kib_per_conn <= GOAL_RSS_KIB {
+                "meets"
+            } else {
+                "MISSES"
+            },
             if at_goal <= 1.0 { "meets" } else { "MISSES" },
         );
     }
@@ -1229,10 +1256,8 @@ fn orchestrate() {
         ns.windows(2).all(|w| w[0] < w[1]) && ns.first().is_some_and(|n| *n > 0),
         "--connections grows"
     );
-    let window = Duration::from_secs(
-        arg("--seconds")
-            .map_or(10, |s| s.parse().expect("--seconds S")),
-    );
+    let window =
+        Duration::from_secs(arg("--seconds").map_or(10, |s| s.parse().expect("--seconds S")));
     enter_loopback_namespace();
     let mut rows = Vec::new();
     for stack in [Stack::Webrtc, Stack::Str0m] {
