@@ -9,8 +9,9 @@
 //!   - `webrtc`: the `webrtc` crate 0.21 set up as `ackwire/src/native/webrtc.rs` sets up a
 //!     browser link (its settings, a pre-negotiated channel id 0, unordered, 0 retransmits),
 //!     one peer connection per client on the default multi-threaded tokio runtime;
-//!   - `str0m`: one `Rtc` per client, ICE-lite, all of them on ONE UDP socket and one thread,
-//!     incoming datagrams demultiplexed by source address (`Rtc::accepts` for a new one);
+//!   - `str0m`: one `Rtc` per client, ICE-lite, all of them on ONE UDP socket (made as
+//!     `ackwire`'s UDP listener makes its own, 4 MiB buffers) and one thread, incoming
+//!     datagrams demultiplexed by source address (`Rtc::accepts` for a new one);
 //! - the **load generator**, the same for both hosts: str0m clients (full ICE agents, as
 //!   browsers are), each on a UDP socket of its own, on one thread;
 //! - this **orchestrator**, which relays the offers, answers and candidates between the two
@@ -23,7 +24,11 @@
 //! When all N are open, a window of `--seconds` is measured: the host's CPU (utime + stime),
 //! then its RSS, threads and sockets, and the messages of the window both ways (each carries
 //! the window's number, so sent and received are counted for the same messages). The host
-//! grows from 0 to each N in turn; RSS per connection is (RSS at N − RSS at 0) / N.
+//! grows from 0 to each N in turn; RSS per connection is (RSS at N − RSS at 0) / N. Each
+//! host builds (and drops) one connection before it reports ready, so one-time
+//! initialisation (the crypto library, the first certificate) is in its baseline. The
+//! allocator is mimalloc, as in the `ackwire-peer` binary a host runs. Docs:
+//! `docs/host-stack.md`.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
