@@ -72,6 +72,11 @@ fn benches() -> Vec<Bench> {
             run: cargo_bench("ackwire-peer", "room"),
         },
         Bench {
+            name: "host-stack: a WebRTC connection's cost to a host, webrtc crate vs str0m",
+            command: "cargo bench -p ackwire-peer --bench host_stack",
+            run: cargo_bench("ackwire-peer", "host_stack"),
+        },
+        Bench {
             name: "native peer: listen RSS at 10,000 connections, encrypted and plaintext",
             command: "cargo bench -p ackwire-peer --bench listen_memory",
             run: cargo_bench("ackwire-peer", "listen_memory"),
@@ -123,6 +128,22 @@ fn benches() -> Vec<Bench> {
     ]
 }
 
+/// A stage's first word (`host` in "host room: ..."), its short name.
+fn first_word(name: &str) -> &str {
+    name.split([' ', ':']).next().unwrap_or(name)
+}
+
+/// Whether `filter` picks the stage `name`: the stages whose first word it is, when any has
+/// it (`host` is the host-room stage alone, not every stage that mentions a host); else every
+/// stage whose name contains it.
+fn selects(names: &[&str], name: &str, filter: &str) -> bool {
+    if names.iter().any(|n| first_word(n) == filter) {
+        first_word(name) == filter
+    } else {
+        name.contains(filter)
+    }
+}
+
 /// Runs the stages whose name contains one of `only` (all without), prints a summary, and
 /// after a full run writes `docs/measurements.md`, a failed stage marked as such (a partial
 /// run writes `target/measurements.md`, so it never replaces a full run's figures).
@@ -130,9 +151,10 @@ pub(crate) fn bench(only: &[&str]) -> Result<()> {
     let start = Instant::now();
     let all = benches();
     let total = all.len();
+    let names: Vec<&'static str> = all.iter().map(|b| b.name).collect();
     let outcomes: Vec<Outcome> = all
         .into_iter()
-        .filter(|b| only.is_empty() || only.iter().any(|o| b.name.contains(o)))
+        .filter(|b| only.is_empty() || only.iter().any(|o| selects(&names, b.name, o)))
         .map(|b| {
             println!("== {}", b.name);
             let began = Instant::now();
@@ -374,5 +396,28 @@ fn remove_namespaces(tag: &str) {
         }
         eprintln!("   removing namespace {name} left by the bench");
         let _ = Command::new("ip").args(["netns", "del", name]).status();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stages_first_word_picks_it_alone_and_other_words_pick_every_stage_that_has_them() {
+        let names: Vec<&'static str> = benches().iter().map(|b| b.name).collect();
+        let picked = |filter: &str| -> Vec<&str> {
+            names
+                .iter()
+                .copied()
+                .filter(|n| selects(&names, n, filter))
+                .collect()
+        };
+        assert_eq!(picked("host").len(), 1);
+        assert!(picked("host")[0].starts_with("host room:"));
+        assert!(picked("host-stack")[0].starts_with("host-stack:"));
+        assert_eq!(picked("joins").len(), 1);
+        assert!(picked("cold-start")[0].starts_with("join-rtt"));
+        assert!(picked("laminar")[0].starts_with("core:"));
     }
 }
