@@ -141,7 +141,7 @@ pub struct Config {
     /// Rate-limited messages in a row after which the connection is closed. Default 20.
     #[arg(long, env = "ACKWIRE_RATE_STRIKES", default_value_t = 20)]
     pub rate_strikes: u32,
-    /// Peers allowed in one room. Default 16.
+    /// Peers allowed in one mesh room (every peer linked to every other). Default 16.
     #[arg(long, env = "ACKWIRE_MAX_PEERS_PER_ROOM", default_value_t = 16)]
     pub max_peers_per_room: usize,
     /// Peers allowed in one host room (a host and its clients: made for hundreds, and a

@@ -164,3 +164,38 @@ fn the_documented_browser_join_serializes_byte_for_byte() {
         "the worked exchange shows this join"
     );
 }
+
+#[test]
+fn the_documented_host_room_refusals_carry_the_rules_own_messages() {
+    use ackwire_signalling::rules::RuleError;
+    use ackwire_signalling::{ErrorCode, Role, Topology};
+    let refusals = [
+        RuleError::TopologyMismatch {
+            room: "arena".into(),
+            topology: Topology::Host,
+            role: Role::Peer,
+        },
+        RuleError::HostTaken {
+            room: "arena".into(),
+            host: 1,
+        },
+        RuleError::ClientToClient(3),
+    ];
+    for err in refusals {
+        let frame: ServerFrame<'static> = ServerFrame::Error {
+            code: err.code(),
+            message: err.to_string(),
+        };
+        let text = serde_json::to_string(&frame).unwrap();
+        assert!(
+            DOC.contains(&format!("← {text}")),
+            "the host room's worked exchange shows {text}"
+        );
+        assert!(
+            DOC.contains(&format!("| `{}` |", err.code().as_str())),
+            "the Errors table lists {}",
+            err.code().as_str()
+        );
+        assert_ne!(err.code(), ErrorCode::Unknown);
+    }
+}
