@@ -538,7 +538,16 @@ impl Hub {
         }
     }
 
-    /// Whether this instance holds the peer (its socket is, or was until it dropped, here).
+    /// Whether `peer_id` is the host of `room` (a host room's, here or on another instance).
+    pub fn is_host(&self, room: &str, peer_id: PeerId) -> bool {
+        self.lock()
+            .rooms
+            .get(room)
+            .is_some_and(|r| r.host() == Some(peer_id))
+    }
+
+    /// Whether this instance holds `peer_id` of `room` (its connection is, or was until it
+    /// dropped, here).
     pub fn holds_local(&self, room: &str, peer_id: PeerId) -> bool {
         self.lock()
             .rooms

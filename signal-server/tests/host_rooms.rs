@@ -700,3 +700,50 @@ async fn concurrent_first_joins_of_both_topologies_on_two_instances_leave_one_to
         assert_eq!(winners.len(), 1, "{room}: both topologies got in");
     }
 }
+
+#[tokio::test]
+async fn a_host_may_signal_for_all_its_clients_where_a_client_is_held_to_the_rate_limit() {
+    let server = Server::start(|_| {}).await;
+    let (mut host, welcome) = joined(server.addr, "busy", "host").await;
+    let idh = peer_id(&welcome);
+    let (mut client, welcome) = joined(server.addr, "busy", "client").await;
+    let idc = peer_id(&welcome);
+    assert_eq!(host.recv().await["type"], "peer_joined");
+    // 300 frames at once (its stats reports here): what a host signalling for all its
+    // clients after a restart sends. Far over a client's burst (40), inside the host's (40 +
+    // 4 per place of the host-room cap): no refusal comes back, and it is still connected.
+    for _ in 0..300 {
+        host.send(json!({"type": "stats", "links": []})).await;
+    }
+    next_is_signal(&mut client, idc, &mut host, idh).await;
+    next_is_signal(&mut host, idh, &mut client, idc).await;
+    // A client sending as much is held to the limit: refused with rate_limited, and the host
+    // hears at most the burst. Another client's signal after the refusal marks the end of
+    // what the first one got through (the server relayed those before refusing).
+    let (mut other, welcome) = joined(server.addr, "busy", "client").await;
+    let ido = peer_id(&welcome);
+    assert_eq!(host.recv().await["type"], "peer_joined");
+    for n in 0..60 {
+        client
+            .send(json!({"type": "signal", "to": idh, "data": {"n": n}}))
+            .await;
+    }
+    let refusal = client.recv().await;
+    assert_eq!(refusal["code"], "rate_limited", "{refusal}");
+    other
+        .send(json!({"type": "signal", "to": idh, "data": "end"}))
+        .await;
+    let mut heard = 0;
+    loop {
+        let frame = host.recv().await;
+        assert_eq!(frame["type"], "signal", "{frame}");
+        if frame["from"] == ido {
+            break;
+        }
+        heard += 1;
+    }
+    assert!(
+        (1..60).contains(&heard),
+        "the host heard {heard} of the client's 60"
+    );
+}
