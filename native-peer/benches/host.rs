@@ -177,8 +177,9 @@ impl Host {
         }
     }
 
-    /// The host's newest stats line (after waiting for a fresh one).
+    /// A stats line the host printed from now on (the ones queued meanwhile are stale).
     fn stats(&mut self) -> serde_json::Value {
+        while self.lines.try_recv().is_ok() {}
         self.wait("a stats line", Duration::from_secs(5), |l| {
             l["type"] == "stats"
         });
