@@ -72,6 +72,11 @@ mod readme {}
 #[doc = include_str!("../../docs/api.md")]
 mod guide {}
 
+/// Host rooms' Rust example (`docs/host-rooms.md`), compiled as a doctest likewise.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/host-rooms.md")]
+mod host_rooms {}
+
 #[cfg(target_arch = "wasm32")]
 mod browser;
 #[cfg(all(not(target_arch = "wasm32"), feature = "rooms"))]
