@@ -10,12 +10,14 @@
 //!
 //! Settings: ICE gathers only on the configured UDP address
 //! (`with_udp_addrs`), mDNS is off (a `.local` name would hide the address we chose), and
-//! when we answer we take the DTLS server role: as the client, the `rtc` crate sends its first
-//! flight only at its next timer, ~200 ms after ICE connects. As the server it sends no
-//! HelloVerifyRequest (`third_party/rtc-dtls/PATCHED.md`), so that role costs no round trip.
+//! when we answer we take the DTLS server role, which sends no HelloVerifyRequest
+//! (`third_party/rtc-dtls/PATCHED.md`), so that role costs no round trip; as the client (when
+//! we offer) our ClientHello leaves as ICE selects its pair (the same file). ICE timing: see
+//! `setting_engine`.
 
 use std::net::IpAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use bytes::BytesMut;
@@ -167,7 +169,13 @@ async fn selected_path(pc: &impl PeerConnection) -> Option<String> {
 const RELAY_FLUSH: Duration = Duration::from_millis(2);
 
 /// How long the ICE agent waits before it may nominate a relayed pair (see `setting_engine`).
-const RELAY_ACCEPTANCE_MIN_WAIT: Duration = Duration::from_millis(500);
+const RELAY_ACCEPTANCE_MIN_WAIT: Duration = Duration::from_millis(100);
+
+/// How often the ICE agent checks its pairs and decides on a nomination while it connects
+/// (the `rtc` default is 200 ms), and how many checks a pair gets before it fails: the
+/// default 1.4 s of attempts, at this pace (see `setting_engine`).
+const ICE_CHECK_INTERVAL: Duration = Duration::from_millis(50);
+const ICE_MAX_BINDING_REQUESTS: u16 = 28;
 
 fn setting_engine(ice: &IceOptions) -> webrtc::peer_connection::SettingEngine {
     let mut settings = SettingEngineBuilder::new()
@@ -177,12 +185,17 @@ fn setting_engine(ice: &IceOptions) -> webrtc::peer_connection::SettingEngine {
         // trickled candidates, so its address is first learnt as peer-reflexive, a pair the
         // controlling agent would otherwise wait 1 s to accept.
         .with_prflx_acceptance_min_wait(Some(Duration::ZERO))
-        // When we control (offering to another native), a pair through a TURN relay is
-        // nominated after the agent has run this long (the `rtc` default is 2 s). That wait
-        // exists so a direct pair still being checked can win; a direct pair that works
-        // usually succeeds within the server-reflexive wait (500 ms), and when the peer is
-        // reachable only through a relay (symmetric NATs on both sides) every link paid the
-        // full 2 s (`docs/native-rooms.md`).
+        // When we control (offering to another native), the agent nominates the best pair
+        // that succeeded only at its periodic check (`contact`), every 200 ms by default: a
+        // link waited up to that long after its first successful check, and a relayed pair
+        // up to that long after its acceptance wait. Checked every 50 ms, with as many
+        // attempts per pair as the default 1.4 s holds.
+        .with_ice_connection_attempts(Some(ICE_CHECK_INTERVAL), Some(ICE_MAX_BINDING_REQUESTS))
+        // When we control, a pair through a TURN relay is nominated after the agent has run
+        // this long (the `rtc` default is 2 s). That wait exists so a direct pair still being
+        // checked can win: one that works answers its first checks within a round trip, and
+        // when the peer is reachable only through a relay (symmetric NATs on both sides) every
+        // link paid the whole wait (`docs/native-rooms.md`).
         .with_relay_acceptance_min_wait(Some(RELAY_ACCEPTANCE_MIN_WAIT))
         .with_include_loopback_candidate(ice.bind.ip().is_loopback());
     if let Some(ip) = ice.public_ip {
@@ -231,7 +244,13 @@ async fn run(
         pc.set_local_description(description.clone()).await?;
         handler.tell(description_signal(SdpKind::Offer, description.sdp));
     }
-    let reader = tokio::spawn(read_channel(peer, channel.clone(), events.clone()));
+    let open = Arc::new(AtomicBool::new(false));
+    let reader = tokio::spawn(read_channel(
+        peer,
+        channel.clone(),
+        events.clone(),
+        open.clone(),
+    ));
     // Works around the `webrtc` crate's driver (0.21.1): each pass flushes its TURN client's
     // queue *before* it drains the connection's own packets, so a packet for a relayed pair
     // is only queued, and leaves at the driver's next wake-up: its next timer (up to 200 ms
@@ -239,7 +258,12 @@ async fn run(
     // other took 200-400 ms per DTLS flight, and read an RTT of 87 ms on a 1 ms path (each
     // datagram waited for the next). A no-op call that wakes the driver every RELAY_FLUSH
     // bounds that wait (2.7-3.3 ms RTT there; `web/e2e/nat.test.mjs`). Only connections
-    // given a TURN server pay for the wake-ups.
+    // given a TURN server pay for the wake-ups once the channel is open.
+    //
+    // Until it opens, every connection is woken so: each pass of the driver also sends the
+    // connection's packets *before* it hands the connection the events that make some, so
+    // the SCTP INIT that the end of the DTLS handshake queues waited for the next timer too
+    // (~200 ms on loopback). Opening takes a few round trips, so a few wake-ups a link.
     let may_relay = ice
         .servers
         .iter()
@@ -259,7 +283,7 @@ async fn run(
                     path_polls = PATH_POLLS;
                 }
             }
-            _ = relay_flush.tick(), if may_relay => {
+            _ = relay_flush.tick(), if may_relay || !open.load(Ordering::Relaxed) => {
                 // Our channel never uses the low-water mark (0, its default): setting it
                 // again changes nothing but wakes the driver.
                 let _ = channel.set_buffered_amount_low_threshold(0).await;
@@ -380,10 +404,18 @@ fn description_signal(kind: SdpKind, sdp: String) -> TransportEvent {
     })
 }
 
-async fn read_channel(peer: TransportId, channel: Arc<dyn DataChannel>, events: Events) {
+async fn read_channel(
+    peer: TransportId,
+    channel: Arc<dyn DataChannel>,
+    events: Events,
+    open: Arc<AtomicBool>,
+) {
     while let Some(event) = channel.poll().await {
         let event = match event {
-            DataChannelEvent::OnOpen => WebRtcEvent::Transport(TransportEvent::ChannelOpen),
+            DataChannelEvent::OnOpen => {
+                open.store(true, Ordering::Relaxed);
+                WebRtcEvent::Transport(TransportEvent::ChannelOpen)
+            }
             DataChannelEvent::OnMessage(message) => WebRtcEvent::Datagram(message.data.to_vec()),
             DataChannelEvent::OnClose => WebRtcEvent::Transport(TransportEvent::ChannelClosed),
             _ => continue,

@@ -331,7 +331,15 @@ impl Endpoint {
     /// When `remote`'s association next needs [`Self::handle_timeout`].
     pub fn poll_timeout(&self, remote: &SocketAddr) -> Option<Instant> {
         if let Some(conn) = self.connections.get(remote) {
-            conn.current_retransmit_timer
+            // ackwire patch: a queued transmit is due at once. `connect` queues the client's
+            // first flight, but its owner drains `poll_transmit` only after a read or a
+            // timeout; reporting the flight as a deadline has it sent now rather than at the
+            // owner's next timer (~200 ms later in the `rtc` crate); see PATCHED.md.
+            let queued = self.transmits.front().map(|t| t.now);
+            match (conn.current_retransmit_timer, queued) {
+                (Some(timer), Some(queued)) => Some(timer.min(queued)),
+                (timer, queued) => timer.or(queued),
+            }
         } else {
             None
         }
