@@ -23,7 +23,7 @@ use std::time::Duration;
 use bytes::BytesMut;
 use rtc::ice::mdns::MulticastDnsMode;
 use rtc::peer_connection::transport::RTCDtlsRole;
-use tokio::sync::mpsc;
+use tokio::sync::{Notify, mpsc};
 use webrtc::data_channel::{DataChannel, DataChannelEvent, RTCDataChannelInit};
 use webrtc::peer_connection::{
     PeerConnection, PeerConnectionBuilder, PeerConnectionEventHandler, RTCConfigurationBuilder,
@@ -117,6 +117,9 @@ impl Drop for Session {
 struct Handler {
     peer: TransportId,
     events: Events,
+    /// Whether ICE has connected (see the wake-ups in `run`), and a wake-up when that changes.
+    ice_connected: AtomicBool,
+    ice_changed: Notify,
 }
 
 impl Handler {
@@ -141,6 +144,13 @@ impl PeerConnectionEventHandler for Handler {
     }
 
     async fn on_ice_connection_state_change(&self, state: RTCIceConnectionState) {
+        let connected = matches!(
+            state,
+            RTCIceConnectionState::Connected | RTCIceConnectionState::Completed
+        );
+        if self.ice_connected.swap(connected, Ordering::Relaxed) != connected {
+            self.ice_changed.notify_one();
+        }
         let state = ackwire_room::webrtc::ice_state(&state.to_string());
         self.tell(TransportEvent::Ice(state));
     }
@@ -216,6 +226,8 @@ async fn run(
     let handler = Arc::new(Handler {
         peer,
         events: events.clone(),
+        ice_connected: AtomicBool::new(false),
+        ice_changed: Notify::new(),
     });
     let pc = PeerConnectionBuilder::new()
         .with_configuration(
@@ -260,10 +272,11 @@ async fn run(
     // bounds that wait (2.7-3.3 ms RTT there; `web/e2e/nat.test.mjs`). Only connections
     // given a TURN server pay for the wake-ups once the channel is open.
     //
-    // Until it opens, every connection is woken so: each pass of the driver also sends the
-    // connection's packets *before* it hands the connection the events that make some, so
-    // the SCTP INIT that the end of the DTLS handshake queues waited for the next timer too
-    // (~200 ms on loopback). Opening takes a few round trips, so a few wake-ups a link.
+    // From ICE connected until the channel opens, every connection is woken so: each pass of
+    // the driver also sends the connection's packets *before* it hands the connection the
+    // events that make some, so the SCTP INIT that the end of the DTLS handshake queues
+    // waited for the next timer too (~200 ms on loopback). That takes a few round trips, so
+    // a few wake-ups a link (none while ICE checks, or fails).
     let may_relay = ice
         .servers
         .iter()
@@ -283,11 +296,14 @@ async fn run(
                     path_polls = PATH_POLLS;
                 }
             }
-            _ = relay_flush.tick(), if may_relay || !open.load(Ordering::Relaxed) => {
+            _ = relay_flush.tick(), if may_relay
+                || (handler.ice_connected.load(Ordering::Relaxed) && !open.load(Ordering::Relaxed)) => {
                 // Our channel never uses the low-water mark (0, its default): setting it
                 // again changes nothing but wakes the driver.
                 let _ = channel.set_buffered_amount_low_threshold(0).await;
             }
+            // Only to look at the wake-ups' condition again.
+            () = handler.ice_changed.notified() => {}
             command = commands.recv() => match command {
                 None | Some(Command::Close) => break,
                 Some(Command::Remote(SignalData::Sdp { sdp })) => {
