@@ -190,6 +190,12 @@ fn topology_key(room: &str) -> String {
     format!("ackwire:topology:{room}")
 }
 
+/// A host room's host seat: its host's peer id. Set by the reservation of a host's join,
+/// gone with that host (or with the room's last peer).
+fn host_key(room: &str) -> String {
+    format!("ackwire:host:{room}")
+}
+
 /// A room's application as Redis keeps it: canonical JSON (serde writes the fields in one
 /// order), `null` for none, so the scripts compare two by their text.
 fn app_json(app: Option<&AppInfo>) -> String {
@@ -225,17 +231,20 @@ const RESERVED: &str = "reserved";
 /// topology}`: answer 0 when it is full (`ARGV[1]` peers, the cap of the join's topology), -1
 /// when the server holds too many rooms, -2 when the client created too many rooms this
 /// minute, -3 when the room plays another application than `ARGV[6]` (then with the room's),
-/// -4 when it links otherwise than `ARGV[7]` (then with the room's topology); otherwise the
-/// new peer's id, held by a placeholder until the join's record replaces it. The places of
-/// the peers listed in `ARGV[2]` (space-separated: the join's program's old peer, a dropped
-/// host's seat) are the join's. The first member (none other left but those) fixes the
-/// room's application and topology; a room whose application or topology Redis lost (a
-/// restart) takes the joiner's.
+/// -4 when it links otherwise than `ARGV[7]` (then with the room's topology), -5 when the join
+/// is a host's (`ARGV[8]` is 1) and the room's host seat is another peer's (then with its
+/// id); otherwise the new peer's id, held by a placeholder until the join's record replaces
+/// it, and for a host the seat's. The places of the peers listed in `ARGV[2]`
+/// (space-separated: the join's program's old peer, a dropped host's seat) are the join's,
+/// and so is the seat if one of them holds it. The first member (none other left but those)
+/// fixes the room's application and topology; a room whose application or topology Redis
+/// lost (a restart) takes the joiner's.
 const RESERVE: &str = r"
 local peers, counter, rooms, created = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local app_key, topology_key = KEYS[5], KEYS[6]
+local app_key, topology_key, host_key = KEYS[5], KEYS[6], KEYS[7]
 local max_peers, taken, room = tonumber(ARGV[1]), ARGV[2], ARGV[3]
 local max_rooms, per_ip, app, topology = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6], ARGV[7]
+local host = ARGV[8] == '1'
 local n = redis.call('HLEN', peers)
 if n == 0 then
   if redis.call('SCARD', rooms) >= max_rooms then return {-1, ''} end
@@ -243,19 +252,28 @@ if n == 0 then
   if made == 1 then redis.call('EXPIRE', created, 60) end
   if made > per_ip then return {-2, ''} end
 end
+local given = {}
 for id in string.gmatch(taken, '%d+') do
+  given[id] = true
   if redis.call('HEXISTS', peers, id) == 1 then n = n - 1 end
 end
 local current = redis.call('GET', app_key)
 if n > 0 and current and current ~= app then return {-3, current} end
 local shape = redis.call('GET', topology_key)
 if n > 0 and shape and shape ~= topology then return {-4, shape} end
+if host then
+  local seat = redis.call('GET', host_key)
+  if seat and not given[seat] and redis.call('HEXISTS', peers, seat) == 1 then
+    return {-5, seat}
+  end
+end
 if n >= max_peers then return {0, ''} end
 local id = redis.call('INCR', counter)
 redis.call('HSET', peers, id, 'reserved')
 redis.call('SADD', rooms, room)
 redis.call('SET', app_key, app)
 redis.call('SET', topology_key, topology)
+if host then redis.call('SET', host_key, id) end
 return {id, ''}
 ";
 
@@ -268,14 +286,16 @@ end
 return 0
 ";
 
-/// Drops a peer (and an emptied room, with its application and topology, which the next
-/// first member chooses afresh): with `ARGV[2]`, only if its record is still that one.
+/// Drops a peer, and the host seat if it holds it (and an emptied room, with its
+/// application, topology and seat, which the next first member chooses afresh): with
+/// `ARGV[2]`, only if its record is still that one.
 const REMOVE: &str = r"
 if ARGV[2] ~= '' and redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
 local gone = redis.call('HDEL', KEYS[1], ARGV[1])
+if redis.call('GET', KEYS[5]) == ARGV[1] then redis.call('DEL', KEYS[5]) end
 if redis.call('HLEN', KEYS[1]) == 0 then
   redis.call('SREM', KEYS[2], ARGV[3])
-  redis.call('DEL', KEYS[3], KEYS[4])
+  redis.call('DEL', KEYS[3], KEYS[4], KEYS[5])
 end
 return gone
 ";
@@ -449,6 +469,7 @@ impl Broker {
             .key(format!("ackwire:created:{client}"))
             .key(app_key(room))
             .key(topology_key(room))
+            .key(host_key(room))
             .arg(max_peers)
             .arg(taken.join(" "))
             .arg(room)
@@ -456,6 +477,7 @@ impl Broker {
             .arg(per_ip)
             .arg(app_json(app))
             .arg(role.topology().as_str())
+            .arg(u8::from(role == Role::Host))
             .invoke_async(&mut conn)
             .await
             .map_err(unavailable)?;
@@ -474,6 +496,13 @@ impl Broker {
                     room: room.to_owned(),
                     topology,
                     role,
+                })),
+                Err(_) => Err(SignalError::BrokerUnavailable),
+            },
+            -5 => match room_has.parse::<PeerId>() {
+                Ok(host) => Err(SignalError::Rule(RuleError::HostTaken {
+                    room: room.to_owned(),
+                    host,
                 })),
                 Err(_) => Err(SignalError::BrokerUnavailable),
             },
@@ -584,6 +613,7 @@ impl Broker {
             .key(ROOMS_KEY)
             .key(app_key(room))
             .key(topology_key(room))
+            .key(host_key(room))
             .arg(peer_id)
             .arg(only)
             .arg(room);
@@ -871,12 +901,16 @@ impl Broker {
                     .set_nx(app_key(room), app_json(app.as_ref()))
                     .ignore()
                     .set_nx(topology_key(room), record.info.role.topology().as_str())
-                    .ignore()
-                    .publish(
-                        room_channel(room),
-                        serde_json::to_string(&joined).unwrap_or_default(),
-                    )
                     .ignore();
+                if record.info.role == Role::Host {
+                    // Its seat too, unless another host holds it by now.
+                    pipe.set_nx(host_key(room), record.info.id).ignore();
+                }
+                pipe.publish(
+                    room_channel(room),
+                    serde_json::to_string(&joined).unwrap_or_default(),
+                )
+                .ignore();
             }
             if !local.is_empty() {
                 let () = pipe.query_async(&mut conn).await?;
@@ -969,6 +1003,9 @@ impl Broker {
                         pipe.set_nx(app_key(room), app_json(app.as_ref())).ignore();
                         let topology = record.info.role.topology();
                         pipe.set_nx(topology_key(room), topology.as_str()).ignore();
+                        if record.info.role == Role::Host {
+                            pipe.set_nx(host_key(room), record.info.id).ignore();
+                        }
                         let event = RoomEvent::Joined {
                             origin: self.instance.clone(),
                             peer: record.info.clone(),

@@ -633,6 +633,20 @@ async fn a_restarted_host_takes_its_dropped_seat_in_a_full_shared_room_at_once()
     hear_host_left(&mut [&mut c1, &mut c2], peer_id(&wh), "lost").await;
     let mut clients = [(&mut c1, id1), (&mut c2, id2)];
     hear_host_back(&mut restarted, peer_id(&back), &mut clients).await;
+    // The seat in Redis is the restarted host's (the dropped one's removal, which the
+    // clients heard, left it so): a host on either instance is refused, naming it.
+    let idh2 = peer_id(&back).to_string();
+    assert_eq!(
+        redis_get(&redis, "ackwire:host:arena").await,
+        Some(idh2.clone())
+    );
+    for addr in [two.addr, one.addr] {
+        let (_, error) = refused(addr, ("arena", "host"), false, "host_taken").await;
+        assert!(
+            error["message"].as_str().unwrap().contains(&idh2),
+            "{error}"
+        );
+    }
 }
 
 /// What Redis holds under `key`.
@@ -650,9 +664,11 @@ async fn a_shared_rooms_topology_outlives_a_redis_restart_and_goes_with_its_last
     let redis = Redis::start().await;
     let one = instance(&redis, |_| {}).await;
     let two = instance(&redis, |_| {}).await;
-    let (host, _) = joined(one.addr, "arena", "host").await;
+    let (host, wh) = joined(one.addr, "arena", "host").await;
     let key = "ackwire:topology:arena";
+    let (seat, idh) = ("ackwire:host:arena", peer_id(&wh).to_string());
     assert_eq!(redis_get(&redis, key).await.as_deref(), Some("host"));
+    assert_eq!(redis_get(&redis, seat).await, Some(idh.clone()));
     let port = redis.kill().await;
     healthz_says(one.addr, 503).await;
     let redis = Redis::start_on(port).await;
@@ -660,13 +676,17 @@ async fn a_shared_rooms_topology_outlives_a_redis_restart_and_goes_with_its_last
     healthz_says(one.addr, 200).await;
     healthz_says(two.addr, 200).await;
     assert_eq!(redis_get(&redis, key).await.as_deref(), Some("host"));
+    // The host's seat is back too.
+    assert_eq!(redis_get(&redis, seat).await, Some(idh));
     refused(two.addr, ("arena", "peer"), false, "topology_mismatch").await;
+    refused(two.addr, ("arena", "host"), false, "host_taken").await;
     // Emptied, the room is gone with its topology: its next first member makes a mesh.
     assert!(host.close().await);
     // (Its last peer's removal drops the room and its topology in one step.)
     two.metric_falls_to("ackwire_signal_shared_rooms", 0.0)
         .await;
     assert_eq!(redis_get(&redis, key).await, None);
+    assert_eq!(redis_get(&redis, seat).await, None);
     let (_p, wp) = joined(two.addr, "arena", "peer").await;
     assert_eq!(ids(&wp), Vec::<u64>::new());
     assert_eq!(redis_get(&redis, key).await.as_deref(), Some("mesh"));
@@ -699,6 +719,117 @@ async fn concurrent_first_joins_of_both_topologies_on_two_instances_leave_one_to
         }
         assert_eq!(winners.len(), 1, "{room}: both topologies got in");
     }
+}
+
+/// Waits until `addr`'s copy of `room` lists peer `id` (an instance that serves the room
+/// hears of another's peers through Redis, a moment later).
+async fn until_listed(addr: SocketAddr, room: &str, id: u64) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while !roles(&snapshot(addr, room).await)
+        .iter()
+        .any(|(p, _)| *p == id)
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{addr} never listed {id}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// `c` joins `room` as a host: its welcome's peer id, or the error frame.
+async fn host_answer(c: &mut Client, room: &str) -> Result<u64, Value> {
+    c.send(join_as(room, "host")).await;
+    let answer = c.recv().await;
+    match answer["type"].as_str() {
+        Some("welcome") => Ok(peer_id(&answer)),
+        _ => Err(answer),
+    }
+}
+
+#[tokio::test]
+async fn concurrent_hosts_on_two_instances_leave_one_host_and_the_seat_passes_when_it_leaves() {
+    let redis = Redis::start().await;
+    // Each round creates a room, from one address.
+    let one = instance(&redis, |c| c.rooms_per_ip_per_min = 100).await;
+    let two = instance(&redis, |c| c.rooms_per_ip_per_min = 100).await;
+    for round in 0..10 {
+        let room = format!("seat{round}");
+        let seat = format!("ackwire:host:{room}");
+        // Two hosts, one on each instance, join at the same instant (the first on `one` in
+        // even rounds, on `two` in odd ones).
+        let (first, second) = match round % 2 {
+            0 => (one.addr, two.addr),
+            _ => (two.addr, one.addr),
+        };
+        let (mut a, mut b) = (Client::connect(first).await, Client::connect(second).await);
+        let answers = tokio::join!(host_answer(&mut a, &room), host_answer(&mut b, &room));
+        let (winner, idh, mut loser, error, loser_addr) = match answers {
+            (Ok(id), Err(error)) => (a, id, b, error, second),
+            (Err(error), Ok(id)) => (b, id, a, error, first),
+            (Ok(x), Ok(y)) => panic!("{room}: both hosts got in ({x} and {y})"),
+            (Err(x), Err(y)) => panic!("{room}: neither host got in ({x}, {y})"),
+        };
+        // The other is refused as the local rule refuses it, naming the seat's holder, which
+        // Redis holds.
+        assert_eq!(error["code"], "host_taken", "{room}: {error}");
+        let message = error["message"].as_str().unwrap();
+        assert!(message.contains(&format!("peer {idh}")), "{room}: {error}");
+        assert_eq!(redis_get(&redis, &seat).await, Some(idh.to_string()));
+
+        // Clients on both instances see the one host.
+        until_listed(loser_addr, &room, idh).await;
+        let (mut c1, w1) = joined(one.addr, &room, "client").await;
+        let (mut c2, w2) = joined(two.addr, &room, "client").await;
+        assert_eq!(ids(&w1), [idh]);
+        assert_eq!(ids(&w2), [idh]);
+        // The host leaves: its seat goes with it (the room, its clients, stays a host room),
+        // and the refused host, on the other instance, takes it.
+        assert!(winner.close().await);
+        for c in [&mut c1, &mut c2] {
+            let left = json!({"type": "peer_left", "room": room, "peer_id": idh, "reason": "left"});
+            assert_eq!(c.recv().await, left);
+        }
+        assert_eq!(redis_get(&redis, &seat).await, None);
+        let topology = format!("ackwire:topology:{room}");
+        assert_eq!(redis_get(&redis, &topology).await.as_deref(), Some("host"));
+        let idh2 = host_answer(&mut loser, &room)
+            .await
+            .unwrap_or_else(|e| panic!("{room}: the seat did not pass: {e}"));
+        assert_eq!(redis_get(&redis, &seat).await, Some(idh2.to_string()));
+        for c in [&mut c1, &mut c2] {
+            assert_eq!(c.recv().await["peer"]["id"], idh2);
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_host_replacing_its_programs_old_peer_keeps_the_shared_seat() {
+    let redis = Redis::start().await;
+    let one = instance(&redis, |_| {}).await;
+    let two = instance(&redis, |_| {}).await;
+    let mut old = Client::connect(one.addr).await;
+    let idh = peer_id(&old.join_with(host_join("host-run-1")).await);
+    let (mut c, wc) = joined(two.addr, "arena", "client").await;
+    assert_eq!(ids(&wc), [idh]);
+    // The same program joins again (a new socket, same instance id): it replaces its old
+    // peer and takes the seat that peer holds.
+    let mut new = Client::connect(one.addr).await;
+    let idh2 = peer_id(&new.join_with(host_join("host-run-1")).await);
+    assert_eq!(
+        c.recv().await,
+        json!({"type": "peer_left", "room": "arena", "peer_id": idh, "reason": "replaced"})
+    );
+    assert_eq!(c.recv().await["peer"]["id"], idh2);
+    // (The old peer's removal, which the client heard, left the new one's seat alone.)
+    let seat = redis_get(&redis, "ackwire:host:arena").await;
+    assert_eq!(seat, Some(idh2.to_string()));
+    for addr in [two.addr, one.addr] {
+        let (_, error) = refused(addr, ("arena", "host"), false, "host_taken").await;
+        let message = error["message"].as_str().unwrap();
+        assert!(message.contains(&format!("peer {idh2}")), "{error}");
+    }
+    next_is_signal(&mut new, idh2, &mut c, peer_id(&wc)).await;
 }
 
 #[tokio::test]
