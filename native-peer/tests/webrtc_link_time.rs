@@ -27,8 +27,9 @@ async fn a_native_links_to_a_native_over_webrtc_in_a_few_round_trips() {
             assert_eq!(line["transport"], "webrtc", "{line}");
             let ms = line["attempt_ms"].as_f64().expect("attempt_ms");
             eprintln!("native {other} → connected over WebRTC {ms:.0} ms after the link began");
-            // ~20-45 ms here (a debug build); ~600 ms before. A wide bound, for load.
-            assert!(ms < 300.0, "the link took {ms} ms: {line}");
+            // 17-78 ms here (a debug build; up to ~210 ms with the cores busy), 614-641 ms
+            // before. A wide bound, for load.
+            assert!(ms < 500.0, "the link took {ms} ms: {line}");
         }
     })
     .await;
