@@ -437,13 +437,19 @@ impl Member {
         self.replay_early(now, i);
     }
 
+    /// Whether we lead link `i` (see `roles`).
+    fn we_lead(&self, me: ServerId, i: usize, peer: ServerId) -> bool {
+        let ours = (self.config.kind, self.config.role);
+        roles::we_lead(ours, me, (self.links[i].kind, self.links[i].role), peer)
+    }
+
     /// Starts (or restarts) link `i` with its peer, as this pair's roles say.
     pub(super) fn start_attempt(&mut self, now: Duration, i: usize) {
         self.close_transport(now, i);
         let (Some(me), Some(peer)) = (self.session.me(), self.links[i].server_id) else {
             return;
         };
-        let lead = roles::we_lead(self.config.kind, me, self.links[i].kind, peer);
+        let lead = self.we_lead(me, i, peer);
         let network = self.session.network().map(str::to_owned);
         let link = &mut self.links[i];
         link.started = now;
@@ -557,9 +563,7 @@ impl Member {
     /// still in the room.
     pub(super) fn lose(&mut self, now: Duration, i: usize, failure: Failure) {
         let lead = match (self.session.me(), self.links[i].server_id) {
-            (Some(me), Some(peer)) => {
-                roles::we_lead(self.config.kind, me, self.links[i].kind, peer)
-            }
+            (Some(me), Some(peer)) => self.we_lead(me, i, peer),
             _ => false,
         };
         // No direct path between two natives (symmetric NATs, a firewall): the next attempt

@@ -14,15 +14,27 @@
 //!   this way; `cargo xtask bench joins`).
 //! - **two natives**: nothing to negotiate; the higher id connects over UDP and the lower
 //!   accepts. When no direct path works, the higher id falls back to ICE and offers.
+//! - **a host and its client**: the client, whatever their kinds, as clients connect to
+//!   servers. A native host answers every WebRTC offer on one socket with an ICE-lite agent,
+//!   which only answers checks and so must never offer; a host that restarts (a higher id)
+//!   still only accepts.
 
 use std::net::{IpAddr, SocketAddr};
 
 use super::ServerId;
-use crate::signalling::{PeerInfo, PeerKind};
+use crate::signalling::{PeerInfo, PeerKind, Role};
 
-/// Whether we (`me`, of kind `ours`) lead the link with `peer` (of kind `theirs`).
-pub(super) fn we_lead(ours: PeerKind, me: ServerId, theirs: PeerKind, peer: ServerId) -> bool {
-    match (ours, theirs) {
+/// One end of a pair: its kind and its role in the room.
+pub(super) type End = (PeerKind, Role);
+
+/// Whether we (`me`, of kind and role `ours`) lead the link with `peer` (`theirs`).
+pub(super) fn we_lead(ours: End, me: ServerId, theirs: End, peer: ServerId) -> bool {
+    match (ours.1, theirs.1) {
+        (Role::Client, Role::Host) => return true,
+        (Role::Host, Role::Client) => return false,
+        _ => {}
+    }
+    match (ours.0, theirs.0) {
         (PeerKind::Browser, PeerKind::Browser) => me < peer,
         (PeerKind::Native, PeerKind::Browser) => false,
         (PeerKind::Browser, PeerKind::Native) => true,
@@ -97,23 +109,36 @@ mod tests {
     #[test]
     fn exactly_one_side_of_every_pair_leads() {
         use PeerKind::{Browser, Native};
-        for (a, b) in [
-            (Browser, Browser),
-            (Browser, Native),
-            (Native, Browser),
-            (Native, Native),
-        ] {
-            for (x, y) in [(1, 2), (2, 1)] {
-                assert_ne!(
-                    we_lead(a, x, b, y),
-                    we_lead(b, y, a, x),
-                    "{a:?} {x} / {b:?} {y}"
-                );
+        for roles in [(Role::Peer, Role::Peer), (Role::Client, Role::Host)] {
+            for (a, b) in [
+                (Browser, Browser),
+                (Browser, Native),
+                (Native, Browser),
+                (Native, Native),
+            ] {
+                for (x, y) in [(1, 2), (2, 1)] {
+                    let (one, other) = ((a, roles.0), (b, roles.1));
+                    assert_ne!(
+                        we_lead(one, x, other, y),
+                        we_lead(other, y, one, x),
+                        "{one:?} {x} / {other:?} {y}"
+                    );
+                }
             }
         }
         // A browser leads with a native whoever came first.
-        assert!(we_lead(Browser, 9, Native, 1));
-        assert!(!we_lead(Native, 1, Browser, 9));
+        assert!(we_lead((Browser, Role::Peer), 9, (Native, Role::Peer), 1));
+        assert!(!we_lead((Native, Role::Peer), 1, (Browser, Role::Peer), 9));
+    }
+
+    #[test]
+    fn a_client_leads_with_its_host_even_a_restarted_one() {
+        use PeerKind::{Browser, Native};
+        let host = (Native, Role::Host);
+        // The host restarted: its id is the higher; the native client still connects.
+        assert!(we_lead((Native, Role::Client), 3, host, 9));
+        assert!(!we_lead(host, 9, (Native, Role::Client), 3));
+        assert!(we_lead((Browser, Role::Client), 3, host, 1));
     }
 
     #[test]
