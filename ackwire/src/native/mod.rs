@@ -1,13 +1,14 @@
 //! The native driver: a thin adapter around the room member (`ackwire_room::member`).
 //!
 //! One tokio task owns the clock, one UDP socket for every native peer, one WebRTC session
-//! per browser link ([`webrtc`]) and the signalling WebSocket ([`signalling`]); it moves
-//! bytes and events between them and the member, and hands the member's events to the
-//! [`Room`](crate::Room). The member sits behind a mutex the room's calls share with the
+//! per browser link ([`webrtc`]; a host: every client's on one socket of its own, [`lite`])
+//! and the signalling WebSocket ([`signalling`]); it moves bytes and events between them and
+//! the member, and hands the member's events to the [`Room`](crate::Room). The member sits behind a mutex the room's calls share with the
 //! task: a send is checked and queued in the caller's call, and the task is woken to carry
 //! it out. Every decision about links — who offers, when to retry, what a failure means — is
 //! the member's, shared with the browser driver.
 
+pub(crate) mod lite;
 pub(crate) mod signalling;
 pub(crate) mod webrtc;
 
@@ -19,10 +20,11 @@ use std::time::Duration;
 
 use ackwire_room::keys::NoiseKeys;
 use ackwire_room::member::{Command, Event, Member, MemberConfig, Output, Route, TransportId};
-use ackwire_signalling::{PeerKind, RoomUrl};
+use ackwire_signalling::{PeerKind, Role, RoomUrl};
 use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::time::Instant;
 
+use self::lite::{LiteError, LiteHost};
 use self::signalling::{Socket, SocketEvent, Trust};
 use self::webrtc::{IceOptions, Session, WebRtcEvent};
 use crate::net::timer::Timer;
@@ -57,6 +59,15 @@ pub struct NativeOptions {
     /// links ride DTLS either way). Default `true`; `false` only to read packet captures:
     /// natives that encrypt reach this one through WebRTC instead.
     pub encrypt: bool,
+    /// As a room's host ([`Role::Host`]), answer every client's WebRTC on ONE UDP socket,
+    /// bound at `ice_bind`, with an ICE-lite agent (str0m): about 62 KiB a client against
+    /// 476 KiB and a socket each on the `webrtc` crate (`docs/host-stack.md`). Its one
+    /// candidate is `public_ip`, else `ice_bind`'s IP, else the interface the signalling
+    /// server is reached through; it gathers nothing and uses no TURN, so clients must be
+    /// able to reach that address (a public or LAN host). Default `true`; `false` for a host
+    /// behind a NAT: each client's link then goes as a peer's does (STUN, TURN). Ignored
+    /// unless the role is `Host`.
+    pub host_ice_lite: bool,
 }
 
 impl Default for NativeOptions {
@@ -68,6 +79,7 @@ impl Default for NativeOptions {
             public_ip: None,
             tls_ca: None,
             encrypt: true,
+            host_ice_lite: true,
         }
     }
 }
@@ -189,6 +201,28 @@ impl Driver {
             .ice_bind
             .unwrap_or_else(|| SocketAddr::new(options.bind.ip(), 0));
         tracing::info!(room = %url.room, server = %url.ws_url, %udp_addr, %ice_bind, "joining");
+        // A host's one WebRTC candidate: an address its clients can reach.
+        let lite = match (config.role, options.host_ice_lite) {
+            (Role::Host, true) => {
+                let ip = match (options.public_ip, ice_bind.ip()) {
+                    (Some(ip), _) => ip,
+                    (None, ip) if !ip.is_unspecified() => ip,
+                    (None, _) if !udp_addr.ip().is_unspecified() => udp_addr.ip(),
+                    (None, _) => {
+                        let server = url.server();
+                        route_to(&server, ice_bind).map_err(|source| {
+                            JoinError::NothingToAdvertise {
+                                bind: ice_bind,
+                                server,
+                                source,
+                            }
+                        })?
+                    }
+                };
+                Some((ice_bind, SocketAddr::new(ip, ice_bind.port())))
+            }
+            _ => None,
+        };
 
         let shared = Arc::new(Mutex::new(Shared {
             member,
@@ -206,18 +240,28 @@ impl Driver {
                 public_ip: options.public_ip,
                 servers: Vec::new(),
             };
-            move || -> std::io::Result<_> {
-                let mut udp = Link::new(socket, None).map_err(std::io::Error::other)?;
+            let epoch = lock(&shared).start.into_std();
+            move || -> Result<_, JoinError> {
+                let mut udp = Link::new(socket, None)
+                    .map_err(|e| JoinError::Runtime(std::io::Error::other(e)))?;
                 // A room's few links wake the loop per datagram; it never reads on a timer.
-                udp.watch()?;
-                let io = Io::new(url, trust, udp, ice, events_tx);
+                udp.watch().map_err(JoinError::Runtime)?;
+                let mut io = Io::new(url, trust, udp, ice, events_tx);
+                if let Some((bind, advertise)) = lite {
+                    let host = LiteHost::bind(bind, advertise, epoch).map_err(|e| match e {
+                        LiteError::Bind { addr, source } => JoinError::Bind { addr, source },
+                        other => JoinError::Runtime(std::io::Error::other(other)),
+                    })?;
+                    tracing::info!(webrtc = %host.local_addr(), "host: every client's WebRTC on one socket (ICE-lite)");
+                    io.lite = Some(host);
+                }
                 Ok(run(shared, wake, io, precise, stop_rx, done_tx))
             }
         };
         match tokio::runtime::Handle::try_current() {
             Ok(handle) => {
                 let _entered = handle.enter();
-                let task = setup().map_err(JoinError::Runtime)?;
+                let task = setup()?;
                 handle.spawn(task);
             }
             Err(_) => {
@@ -228,7 +272,7 @@ impl Driver {
                     .map_err(JoinError::Runtime)?;
                 let task = {
                     let _entered = runtime.enter();
-                    setup().map_err(JoinError::Runtime)?
+                    setup()?
                 };
                 std::thread::Builder::new()
                     .name("ackwire-room".into())
@@ -289,6 +333,8 @@ struct Io {
     socket_events: mpsc::UnboundedSender<(u64, SocketEvent)>,
     socket_rx: mpsc::UnboundedReceiver<(u64, SocketEvent)>,
     sessions: HashMap<TransportId, Session>,
+    /// A host's clients' WebRTC, all on one socket (instead of `sessions`).
+    lite: Option<LiteHost>,
     webrtc_events: mpsc::UnboundedSender<(TransportId, WebRtcEvent)>,
     webrtc_rx: mpsc::UnboundedReceiver<(TransportId, WebRtcEvent)>,
     events: mpsc::UnboundedSender<Event>,
@@ -314,14 +360,33 @@ impl Io {
             socket_events,
             socket_rx,
             sessions: HashMap::new(),
+            lite: None,
             webrtc_events,
             webrtc_rx,
             events,
         }
     }
 
-    /// Does everything the member asked for.
+    /// Does everything the member asked for, and tells it what a host's WebRTC has to tell
+    /// (which may ask for more).
     fn flush(&mut self, shared: &mut Shared) {
+        loop {
+            self.flush_member(shared);
+            let Some(lite) = &mut self.lite else { break };
+            let now = shared.now();
+            let mut told = false;
+            while let Some((transport, event)) = lite.pop() {
+                told = true;
+                deliver(&mut shared.member, now, transport, event);
+            }
+            if !told {
+                break;
+            }
+        }
+        self.udp.flush();
+    }
+
+    fn flush_member(&mut self, shared: &mut Shared) {
         let now = shared.now();
         let member = &mut shared.member;
         while let Some(output) = member.poll_output() {
@@ -343,11 +408,14 @@ impl Io {
                         tracing::debug!("signalling queue full: a frame was dropped");
                     }
                 }
-                Output::Command(command) => self.command(command),
+                Output::Command(command) => self.command(now, command),
                 Output::Transmit { route, datagram } => {
-                    match route {
-                        Route::Udp(addr) => self.udp.send(now, addr, &datagram),
-                        Route::WebRtc(transport) => {
+                    match (route, &mut self.lite) {
+                        (Route::Udp(addr), _) => self.udp.send(now, addr, &datagram),
+                        (Route::WebRtc(transport), Some(lite)) if lite.has(transport) => {
+                            lite.send(now, transport, &datagram);
+                        }
+                        (Route::WebRtc(transport), _) => {
                             if let Some(session) = self.sessions.get(&transport) {
                                 session.send(&datagram);
                             }
@@ -359,10 +427,21 @@ impl Io {
                 Output::Event(event) => drop(self.events.send(event)),
             }
         }
-        self.udp.flush();
     }
 
-    fn command(&mut self, command: Command) {
+    fn command(&mut self, now: Duration, command: Command) {
+        if let Some(lite) = &mut self.lite {
+            match command {
+                Command::OpenPeerConnection {
+                    transport, offer, ..
+                } => lite.open(now, transport, offer),
+                Command::ApplyRemoteSignal { transport, data } => {
+                    lite.remote_signal(now, transport, data);
+                }
+                Command::ClosePeerConnection { transport } => lite.close(transport),
+            }
+            return;
+        }
         match command {
             Command::OpenPeerConnection {
                 transport,
@@ -408,17 +487,7 @@ impl Io {
 
     fn on_webrtc(&mut self, shared: &mut Shared, transport: TransportId, event: WebRtcEvent) {
         let now = shared.now();
-        match event {
-            WebRtcEvent::Transport(event) => shared.member.handle_transport(now, transport, event),
-            WebRtcEvent::Datagram(datagram) => {
-                if let Err(e) = shared
-                    .member
-                    .receive(now, Route::WebRtc(transport), &datagram)
-                {
-                    tracing::debug!(error = %e, "datagram refused");
-                }
-            }
-        }
+        deliver(&mut shared.member, now, transport, event);
     }
 
     fn read_udp(&mut self, shared: &mut Shared, buf: &mut RecvBuffers) {
@@ -432,6 +501,26 @@ impl Io {
                     tracing::debug!(%from, error = %e, "datagram refused");
                 }
             });
+    }
+}
+
+/// Hands a WebRTC transport's event or datagram to the member.
+fn deliver(member: &mut Member, now: Duration, transport: TransportId, event: WebRtcEvent) {
+    match event {
+        WebRtcEvent::Transport(event) => member.handle_transport(now, transport, event),
+        WebRtcEvent::Datagram(datagram) => {
+            if let Err(e) = member.receive(now, Route::WebRtc(transport), &datagram) {
+                tracing::debug!(error = %e, "datagram refused");
+            }
+        }
+    }
+}
+
+/// Until a host's WebRTC socket may have datagrams; never without one.
+async fn lite_readable(lite: Option<&LiteHost>) -> std::io::Result<()> {
+    match lite {
+        Some(lite) => lite.readable().await,
+        None => std::future::pending().await,
     }
 }
 
@@ -452,7 +541,11 @@ async fn run(
         let next = {
             let mut guard = lock(&shared);
             io.flush(&mut guard);
-            guard.member.poll_timeout()
+            let lite = io.lite.as_ref().and_then(LiteHost::poll_timeout);
+            match (guard.member.poll_timeout(), lite) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            }
         };
         match next {
             Some(at) => timer.reset(start + at, precise),
@@ -474,11 +567,25 @@ async fn run(
                 }
                 io.read_udp(&mut lock(&shared), &mut buf);
             }
+            ready = lite_readable(io.lite.as_ref()) => {
+                if let Err(e) = ready {
+                    tracing::warn!(error = %e, "host WebRTC socket");
+                }
+                let now = lock(&shared).now();
+                if let Some(lite) = &mut io.lite {
+                    lite.read_ready(now);
+                }
+            }
         }
         let mut guard = lock(&shared);
         let now = guard.now();
         if guard.member.poll_timeout().is_some_and(|t| t <= now) {
             guard.member.handle_timeout(now);
+        }
+        if let Some(lite) = &mut io.lite
+            && lite.poll_timeout().is_some_and(|t| t <= now)
+        {
+            lite.handle_timeout(now);
         }
     }
     leave(&shared, &mut io).await;

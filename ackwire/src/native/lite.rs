@@ -1,0 +1,531 @@
+//! A host's WebRTC: every client's peer connection on ONE UDP socket, each an ICE-lite str0m
+//! [`Rtc`] driven in the room's own task, with no task, socket or timer per client.
+//!
+//! The `webrtc` crate (the [`webrtc`](super::webrtc) sessions peers use) costs a host 476 KiB
+//! and a socket per connection; str0m 62 KiB on one socket, at 0.39× the CPU
+//! (`cargo xtask bench host-stack`, `docs/host-stack.md`). A host only ever answers: its
+//! clients lead (`ackwire_room`'s `roles`), so ICE-lite suffices. It answers the clients'
+//! checks and never sends its own, and its one candidate is an address the clients can reach
+//! (a public or LAN address, or the 1:1 NAT's public IP). It gathers nothing and uses no
+//! TURN server: a client behind any NAT reaches it from its own side (`prflx` at the client,
+//! or through the client's relay), which is what a server with a reachable address is for.
+//!
+//! The same policy as every link ([`ackwire_room::webrtc`]): one pre-negotiated data channel,
+//! unordered, no retransmissions; the member's [`TransportEvent`]s out, its signals in.
+
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ackwire_room::member::{IceState, TransportEvent, TransportId};
+use ackwire_room::webrtc::{DATA_CHANNEL, path_type};
+use ackwire_signalling::{Sdp, SdpKind, SignalData};
+use str0m::change::SdpOffer;
+use str0m::channel::{ChannelConfig, ChannelId, Reliability};
+use str0m::crypto::CryptoProvider;
+use str0m::crypto::dtls::DtlsCert;
+use str0m::net::{Protocol, Receive};
+use str0m::{Candidate, CandidateKind, Event, IceConnectionState, Input, Output, Rtc};
+
+use super::webrtc::WebRtcEvent;
+
+/// A received datagram larger than this is cut and refused by its `Rtc` (a DTLS record of
+/// the channel's messages is far smaller; the core's datagrams are at most 1,200 bytes).
+const RECV_BUFFER: usize = 2048;
+
+/// Why the host's WebRTC socket could not be set up.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum LiteError {
+    /// The socket could not be bound.
+    #[error("cannot bind the host's WebRTC socket at {addr}: {source}")]
+    Bind {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The crypto library gave no DTLS certificate.
+    #[error("no DTLS certificate could be made for the host's WebRTC")]
+    Certificate,
+}
+
+/// One client's peer connection.
+struct Session {
+    rtc: Rtc,
+    channel: Option<ChannelId>,
+    /// When `rtc` wants [`Input::Timeout`] next.
+    deadline: Instant,
+    /// Relay candidates the client trickled: a path from one of them is `relay`.
+    relays: Vec<SocketAddr>,
+    /// Where the client's last datagram came from: the nominated pair's far end.
+    source: Option<SocketAddr>,
+    /// Whether the session has failed (told once; the member closes it).
+    failed: bool,
+}
+
+/// Every client's WebRTC on one socket: open, signal and close per client, and the socket's
+/// datagrams in; the member's events and the clients' datagrams out through [`Self::pop`].
+pub(crate) struct LiteHost {
+    socket: tokio::net::UdpSocket,
+    /// The address in our one candidate, and what str0m is told datagrams arrive at.
+    local: SocketAddr,
+    crypto: Arc<CryptoProvider>,
+    /// One certificate for every session, as a browser has one per origin: a session costs no
+    /// key generation.
+    cert: DtlsCert,
+    sessions: HashMap<TransportId, Session>,
+    /// Which session a source address belongs to (learnt from the first datagram it accepts).
+    by_source: HashMap<SocketAddr, TransportId>,
+    events: VecDeque<(TransportId, WebRtcEvent)>,
+    buf: Vec<u8>,
+    /// The clock str0m runs on: the driver's `now` is `epoch + now`.
+    epoch: Instant,
+}
+
+impl std::fmt::Debug for LiteHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LiteHost")
+            .field("local", &self.local)
+            .field("sessions", &self.sessions.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl LiteHost {
+    /// Binds the socket at `bind`; clients are told `advertise` (the bound port is used when
+    /// its port is 0). Needs a tokio runtime.
+    pub(crate) fn bind(
+        bind: SocketAddr,
+        advertise: SocketAddr,
+        epoch: Instant,
+    ) -> Result<LiteHost, LiteError> {
+        let bind_error = |source| LiteError::Bind { addr: bind, source };
+        let socket = crate::net::udp::bind(bind).map_err(bind_error)?;
+        let bound = socket.local_addr().map_err(bind_error)?;
+        let socket = tokio::net::UdpSocket::from_std(socket).map_err(bind_error)?;
+        let local = match advertise.port() {
+            0 => SocketAddr::new(advertise.ip(), bound.port()),
+            _ => advertise,
+        };
+        let crypto = str0m::crypto::from_feature_flags();
+        let cert = crypto
+            .dtls_provider
+            .generate_certificate()
+            .ok_or(LiteError::Certificate)?;
+        Ok(LiteHost {
+            socket,
+            local,
+            crypto: Arc::new(crypto),
+            cert,
+            sessions: HashMap::new(),
+            by_source: HashMap::new(),
+            events: VecDeque::new(),
+            buf: vec![0; RECV_BUFFER],
+            epoch,
+        })
+    }
+
+    /// The address clients reach us at.
+    pub(crate) fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// How many clients have a peer connection.
+    #[cfg(test)]
+    pub(crate) fn sessions(&self) -> usize {
+        self.sessions.len()
+    }
+
+    fn at(&self, now: Duration) -> Instant {
+        self.epoch + now
+    }
+
+    /// A peer connection for `transport`, waiting for the client's offer. A host never offers
+    /// (its clients lead); asked to, it says the attempt failed.
+    pub(crate) fn open(&mut self, now: Duration, transport: TransportId, offer: bool) {
+        if offer {
+            let why = "an ICE-lite host answers and never offers";
+            self.tell(transport, TransportEvent::Failed(why.into()));
+            return;
+        }
+        let mut rtc = Rtc::builder()
+            .set_ice_lite(true)
+            .set_crypto_provider(self.crypto.clone())
+            .set_dtls_cert(self.cert.clone())
+            .build(self.at(now));
+        match Candidate::host(self.local, "udp") {
+            Ok(candidate) => drop(rtc.add_local_candidate(candidate)),
+            Err(e) => {
+                self.tell(transport, TransportEvent::Failed(e.to_string()));
+                return;
+            }
+        }
+        let session = Session {
+            rtc,
+            channel: None,
+            deadline: self.at(now),
+            relays: Vec::new(),
+            source: None,
+            failed: false,
+        };
+        self.sessions.insert(transport, session);
+    }
+
+    /// A signal from the client: its offer (answered at once, candidates included) or a
+    /// trickled candidate.
+    pub(crate) fn remote_signal(
+        &mut self,
+        now: Duration,
+        transport: TransportId,
+        data: SignalData,
+    ) {
+        let Some(session) = self.sessions.get_mut(&transport) else {
+            return;
+        };
+        match data {
+            SignalData::Sdp { sdp } if sdp.kind == SdpKind::Offer => {
+                let answer = SdpOffer::from_sdp_string(&sdp.sdp)
+                    .map_err(|e| e.to_string())
+                    .and_then(|offer| {
+                        session
+                            .rtc
+                            .sdp_api()
+                            .accept_offer(offer)
+                            .map_err(|e| e.to_string())
+                    });
+                match answer {
+                    Ok(answer) => {
+                        session
+                            .rtc
+                            .direct_api()
+                            .create_data_channel(channel_config());
+                        self.tell(transport, TransportEvent::RemoteDescriptionSet);
+                        let sdp = Sdp {
+                            kind: SdpKind::Answer,
+                            sdp: answer.to_sdp_string(),
+                        };
+                        let signal = SignalData::Sdp { sdp };
+                        self.tell(transport, TransportEvent::LocalSignal(signal));
+                    }
+                    Err(e) => {
+                        let why = format!("session description refused: {e}");
+                        self.tell(transport, TransportEvent::Failed(why));
+                    }
+                }
+            }
+            SignalData::Sdp { .. } => {
+                let why = "an answer, to a host that made no offer";
+                self.tell(transport, TransportEvent::Failed(why.into()));
+            }
+            SignalData::Candidate { candidate, .. } => {
+                // An ICE-lite agent needs none (it learns each client's address from its
+                // checks); a relay's address is kept to name the path. End-of-candidates (an
+                // empty string), mDNS names and other families are of no use here.
+                match Candidate::from_sdp_string(&candidate) {
+                    Ok(c) if c.kind() == CandidateKind::Relayed => session.relays.push(c.addr()),
+                    Ok(_) => {}
+                    Err(e) => {
+                        tracing::trace!(transport = transport.0, error = %e, "candidate unused")
+                    }
+                }
+            }
+        }
+        self.drive(now, transport);
+    }
+
+    /// Closes `transport`'s peer connection (nothing more is told about it).
+    pub(crate) fn close(&mut self, transport: TransportId) {
+        if let Some(mut session) = self.sessions.remove(&transport) {
+            session.rtc.disconnect();
+            self.by_source.retain(|_, t| *t != transport);
+        }
+    }
+
+    /// Sends `datagram` on `transport`'s channel, if it has one open: dropped otherwise, or
+    /// when the channel is backed up, as UDP would.
+    pub(crate) fn send(&mut self, now: Duration, transport: TransportId, datagram: &[u8]) -> bool {
+        let Some(session) = self.sessions.get_mut(&transport) else {
+            return false;
+        };
+        let Some(mut channel) = session.channel.and_then(|id| session.rtc.channel(id)) else {
+            return false;
+        };
+        let sent = channel.write(true, datagram).unwrap_or(false);
+        self.drive(now, transport);
+        sent
+    }
+
+    /// Whether `transport` is one of ours.
+    pub(crate) fn has(&self, transport: TransportId) -> bool {
+        self.sessions.contains_key(&transport)
+    }
+
+    /// Waits until the socket may have datagrams.
+    pub(crate) async fn readable(&self) -> std::io::Result<()> {
+        self.socket.readable().await
+    }
+
+    /// Reads every datagram waiting and hands each to the session it belongs to.
+    pub(crate) fn read_ready(&mut self, now: Duration) {
+        loop {
+            let (n, source) = match self.socket.try_recv_from(&mut self.buf) {
+                Ok(received) => received,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
+                // An ICMP error from an earlier send (a client gone): nothing to read.
+                Err(e) => {
+                    tracing::debug!(error = %e, "host WebRTC socket");
+                    continue;
+                }
+            };
+            self.receive(now, source, n);
+        }
+    }
+
+    fn receive(&mut self, now: Duration, source: SocketAddr, n: usize) {
+        let at = self.at(now);
+        let Ok(contents) = self.buf[..n].try_into() else {
+            // Neither STUN, DTLS nor RTP: not WebRTC at all.
+            return;
+        };
+        let input = Input::Receive(
+            at,
+            Receive {
+                proto: Protocol::Udp,
+                source,
+                destination: self.local,
+                contents,
+            },
+        );
+        // A known address, or the session whose ICE credentials its STUN check carries.
+        let transport = match self.by_source.get(&source) {
+            Some(t) => *t,
+            None => {
+                let found = self.sessions.iter().find(|(_, s)| s.rtc.accepts(&input));
+                let Some((t, _)) = found else { return };
+                self.by_source.insert(source, *t);
+                *t
+            }
+        };
+        let Some(session) = self.sessions.get_mut(&transport) else {
+            return;
+        };
+        session.source = Some(source);
+        if let Err(e) = session.rtc.handle_input(input) {
+            tracing::debug!(transport = transport.0, error = %e, "datagram refused");
+        }
+        self.drive(now, transport);
+    }
+
+    /// When the next session wants its timeout.
+    pub(crate) fn poll_timeout(&self) -> Option<Duration> {
+        let earliest = self.sessions.values().map(|s| s.deadline).min()?;
+        Some(earliest.saturating_duration_since(self.epoch))
+    }
+
+    /// Gives every session whose deadline has come its timeout.
+    pub(crate) fn handle_timeout(&mut self, now: Duration) {
+        let at = self.at(now);
+        let due: Vec<TransportId> = self
+            .sessions
+            .iter()
+            .filter(|(_, s)| s.deadline <= at)
+            .map(|(t, _)| *t)
+            .collect();
+        for transport in due {
+            if let Some(session) = self.sessions.get_mut(&transport)
+                && let Err(e) = session.rtc.handle_input(Input::Timeout(at))
+            {
+                tracing::debug!(transport = transport.0, error = %e, "timeout refused");
+            }
+            self.drive(now, transport);
+        }
+    }
+
+    /// The next event for the member, or a client's datagram.
+    pub(crate) fn pop(&mut self) -> Option<(TransportId, WebRtcEvent)> {
+        self.events.pop_front()
+    }
+
+    fn tell(&mut self, transport: TransportId, event: TransportEvent) {
+        self.events
+            .push_back((transport, WebRtcEvent::Transport(event)));
+    }
+
+    /// Polls `transport`'s session until only a timeout is left: sends what it transmits and
+    /// queues what it tells.
+    fn drive(&mut self, now: Duration, transport: TransportId) {
+        let Some(session) = self.sessions.get_mut(&transport) else {
+            return;
+        };
+        if session.failed {
+            return;
+        }
+        loop {
+            match session.rtc.poll_output() {
+                Ok(Output::Timeout(at)) => {
+                    session.deadline = at;
+                    break;
+                }
+                Ok(Output::Transmit(t)) => {
+                    // Dropped on a full buffer, as the datagram would be on the way.
+                    let _ = self.socket.try_send_to(&t.contents, t.destination);
+                }
+                Ok(Output::Event(event)) => {
+                    let event = match event {
+                        Event::IceConnectionStateChange(state) => {
+                            WebRtcEvent::Transport(TransportEvent::Ice(ice_state(state)))
+                        }
+                        Event::ChannelOpen(id, _) => {
+                            session.channel = Some(id);
+                            let relayed =
+                                session.source.is_some_and(|s| session.relays.contains(&s));
+                            let remote = if relayed { "relay" } else { "host" };
+                            let path = path_type("host", remote);
+                            self.events.push_back((
+                                transport,
+                                WebRtcEvent::Transport(TransportEvent::ChannelOpen),
+                            ));
+                            WebRtcEvent::Transport(TransportEvent::CandidateType(path))
+                        }
+                        Event::ChannelData(data) => WebRtcEvent::Datagram(data.data),
+                        Event::ChannelClose(_) => {
+                            session.channel = None;
+                            WebRtcEvent::Transport(TransportEvent::ChannelClosed)
+                        }
+                        _ => continue,
+                    };
+                    self.events.push_back((transport, event));
+                }
+                Err(e) => {
+                    session.failed = true;
+                    session.deadline = self.epoch + now + Duration::from_secs(3600);
+                    self.events.push_back((
+                        transport,
+                        WebRtcEvent::Transport(TransportEvent::Failed(e.to_string())),
+                    ));
+                    return;
+                }
+            }
+        }
+        if !session.rtc.is_alive() {
+            session.failed = true;
+            let why = "the peer connection closed";
+            self.tell(transport, TransportEvent::Failed(why.into()));
+        }
+    }
+}
+
+/// str0m's ICE state as the member knows it (str0m has no `failed` or `closed`: a session
+/// that stays disconnected is no longer alive, which the member hears as a failure).
+fn ice_state(state: IceConnectionState) -> IceState {
+    match state {
+        IceConnectionState::New => IceState::New,
+        IceConnectionState::Checking => IceState::Checking,
+        IceConnectionState::Connected => IceState::Connected,
+        IceConnectionState::Completed => IceState::Completed,
+        IceConnectionState::Disconnected => IceState::Disconnected,
+    }
+}
+
+/// The data channel of every link ([`DATA_CHANNEL`]) in str0m's terms.
+fn channel_config() -> ChannelConfig {
+    ChannelConfig {
+        label: DATA_CHANNEL.label.into(),
+        ordered: DATA_CHANNEL.ordered,
+        reliability: Reliability::MaxRetransmits {
+            retransmits: DATA_CHANNEL.max_retransmits,
+        },
+        negotiated: Some(DATA_CHANNEL.id),
+        protocol: String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn host() -> LiteHost {
+        let loopback: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        LiteHost::bind(loopback, loopback, Instant::now()).unwrap()
+    }
+
+    fn events(host: &mut LiteHost) -> Vec<(TransportId, WebRtcEvent)> {
+        std::iter::from_fn(|| host.pop()).collect()
+    }
+
+    fn offer(text: &str) -> SignalData {
+        SignalData::Sdp {
+            sdp: Sdp {
+                kind: SdpKind::Offer,
+                sdp: text.into(),
+            },
+        }
+    }
+
+    #[tokio::test]
+    async fn bad_signals_fail_the_attempt_with_the_reason_and_a_host_never_offers() {
+        let mut host = host();
+        let t = TransportId(1);
+        host.open(Duration::ZERO, t, false);
+        host.remote_signal(Duration::ZERO, t, offer("v=0 not a session"));
+        let told = events(&mut host);
+        assert!(
+            matches!(&told[..], [(_, WebRtcEvent::Transport(TransportEvent::Failed(why)))]
+                if why.starts_with("session description refused")),
+            "{told:?}"
+        );
+        let answer = SignalData::Sdp {
+            sdp: Sdp {
+                kind: SdpKind::Answer,
+                sdp: "v=0".into(),
+            },
+        };
+        host.remote_signal(Duration::ZERO, t, answer);
+        assert!(matches!(
+            &events(&mut host)[..],
+            [(_, WebRtcEvent::Transport(TransportEvent::Failed(_)))]
+        ));
+        // A candidate it cannot parse is passed over.
+        let candidate = SignalData::Candidate {
+            candidate: "candidate:garbage".into(),
+            sdp_mid: None,
+            sdp_m_line_index: None,
+        };
+        host.remote_signal(Duration::ZERO, t, candidate);
+        assert!(events(&mut host).is_empty());
+        // Asked to offer: refused, nothing opened.
+        host.open(Duration::ZERO, TransportId(2), true);
+        assert!(!host.has(TransportId(2)));
+        assert!(matches!(
+            &events(&mut host)[..],
+            [(t, WebRtcEvent::Transport(TransportEvent::Failed(_)))] if *t == TransportId(2)
+        ));
+        // Signals for a transport it does not have change nothing.
+        host.remote_signal(Duration::ZERO, TransportId(9), offer("v=0"));
+        assert!(events(&mut host).is_empty());
+        assert_eq!(host.sessions(), 1);
+        host.close(t);
+        assert_eq!(host.sessions(), 0);
+    }
+
+    #[tokio::test]
+    async fn datagrams_no_session_accepts_are_dropped_and_change_nothing() {
+        let mut host = host();
+        host.open(Duration::ZERO, TransportId(1), false);
+        let sender = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        // Not WebRTC at all, a DTLS-looking record, and a STUN request with unknown credentials.
+        let mut stun = vec![0x00, 0x01, 0x00, 0x00, 0x21, 0x12, 0xa4, 0x42];
+        stun.extend_from_slice(&[7; 12]);
+        // On loopback a datagram is queued at the receiver when `send_to` returns.
+        for datagram in [&b"hello"[..], &[22, 254, 253, 0, 0][..], &stun[..]] {
+            sender.send_to(datagram, host.local_addr()).unwrap();
+        }
+        host.readable().await.unwrap();
+        host.read_ready(Duration::ZERO);
+        assert!(events(&mut host).is_empty());
+        assert!(host.by_source.is_empty(), "no source was tied to a session");
+        assert_eq!(host.sessions(), 1);
+    }
+}
