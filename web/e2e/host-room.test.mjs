@@ -6,7 +6,10 @@
 // joining again.
 //
 // Firefox needs an interface with a default route to gather candidates: the namespace gets a
-// veth "LAN" in 10.99.0.0/16 that exists only inside it (`lanInNamespace`).
+// veth "LAN" in 10.99.0.0/16 that exists only inside it (`lanInNamespace`). The host listens
+// on every interface, as a server does: its ICE-lite WebRTC answers checks and sends none, so
+// its candidates must be addresses Firefox pairs with (Firefox pairs no LAN candidate of its
+// own with a loopback one).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { lanInNamespace, launchBrowser, launchFirefox, openPage, startServer } from './harness.mjs';
@@ -37,7 +40,7 @@ test('a native host relays for three Chromium pages, a Firefox page and a native
   const firefox = await launchFirefox();
   const room = 'arena';
   const url = `${server.url}/room/${room}`;
-  let host = await joinNative(url, [], { command: 'host' });
+  let host = await joinNative(url, [], { command: 'host', bind: '0.0.0.0:0' });
   let native;
   try {
     const pages = [];
@@ -107,7 +110,7 @@ test('a native host relays for three Chromium pages, a Firefox page and a native
         && window.ackwire.log.some((l) => l.startsWith('the host left')), undefined, 10000);
     }
     await native.waitFor('the host left', (l) => l.type === 'peer-left' && l.role === 'host' && l.reason === 'left', 10000);
-    host = await joinNative(url, [], { command: 'host' });
+    host = await joinNative(url, [], { command: 'host', bind: '0.0.0.0:0' });
     const back = Date.now();
     for (const p of pages) await waitIn(p, linkedToHost, host.id, Math.max(1, 5000 - (Date.now() - back)));
     await native.waitFor('a link to the new host', nativeLinked(host.id), Math.max(1, 5000 - (Date.now() - back)), native.lines.length);

@@ -35,10 +35,13 @@ after(async () => {
   env.removeLan?.();
 });
 
-/** The host in `room`, on loopback (browsers here gather loopback candidates), every tick logged. */
+/**
+ * The host in `room`, every tick logged, on every interface as a server listens: its ICE-lite
+ * WebRTC sends no checks, so it must offer addresses Firefox pairs with (the LAN, not loopback).
+ */
 async function startHost(room) {
   const child = spawn(requireEnv('ACKWIRE_PONG_HOST_BIN'),
-    [`${env.server.url}/pong/?room=${room}`, '--points', String(POINTS), '--bind', '127.0.0.1:0', '--ticks'],
+    [`${env.server.url}/pong/?room=${room}`, '--points', String(POINTS), '--bind', '0.0.0.0:0', '--ticks'],
     { env: { ...process.env, RUST_LOG: 'warn', NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
   const host = jsonLines(child);
   await host.waitFor('joined', (l) => l.type === 'joined', 15000);

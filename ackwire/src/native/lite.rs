@@ -1,21 +1,24 @@
-//! A host's WebRTC: every client's peer connection on ONE UDP socket, each an ICE-lite str0m
-//! [`Rtc`] driven in the room's own task, with no task, socket or timer per client.
+//! A host's WebRTC: every client's peer connection on one UDP socket per address the host
+//! offers (a server has one), each an ICE-lite str0m [`Rtc`] driven in the room's own task,
+//! with no task, socket or timer per client.
 //!
 //! The `webrtc` crate (the [`webrtc`](super::webrtc) sessions peers use) costs a host 476 KiB
 //! and a socket per connection; str0m 62 KiB on one socket, at 0.39× the CPU
 //! (`cargo xtask bench host-stack`, `docs/host-stack.md`). A host only ever answers: its
 //! clients lead (`ackwire_room`'s `roles`), so ICE-lite suffices. It answers the clients'
-//! checks and never sends its own, and its one candidate is an address the clients can reach
-//! (a public or LAN address, or the 1:1 NAT's public IP). It gathers nothing and uses no
-//! TURN server: a client behind any NAT reaches it from its own side (`prflx` at the client,
-//! or through the client's relay), which is what a server with a reachable address is for.
+//! checks and never sends its own, and its candidates are addresses the clients can reach
+//! ([`plan`]: the 1:1 NAT's public IP, the bound IP, or every interface's). It gathers nothing
+//! and uses no TURN server: a client behind any NAT reaches it from its own side (`prflx` at
+//! the client, or through the client's relay), which is what a server with a reachable
+//! address is for.
 //!
 //! The same policy as every link ([`ackwire_room::webrtc`]): one pre-negotiated data channel,
 //! unordered, no retransmissions; the member's [`TransportEvent`]s out, its signals in.
 
 use std::collections::{HashMap, VecDeque};
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use ackwire_room::member::{IceState, TransportEvent, TransportId};
@@ -65,12 +68,89 @@ struct Session {
     failed: bool,
 }
 
-/// Every client's WebRTC on one socket: open, signal and close per client, and the socket's
-/// datagrams in; the member's events and the clients' datagrams out through [`Self::pop`].
-pub(crate) struct LiteHost {
+/// One address the host offers: a socket, and the candidate address it stands for (what
+/// str0m is told its datagrams arrive at).
+struct Port {
     socket: tokio::net::UdpSocket,
-    /// The address in our one candidate, and what str0m is told datagrams arrive at.
     local: SocketAddr,
+}
+
+/// The sockets a host's WebRTC binds and the candidate each stands for: `(bind, candidate
+/// IP)`. With a 1:1 NAT's `public_ip`, one socket at `bind` advertised as that IP; with a
+/// bound IP, that one; with a wildcard, one per interface address of its family (loopback
+/// only when there is nothing else), as the `webrtc` crate gathers; where interfaces cannot
+/// be listed, the address `route` finds (the way to the signalling server).
+pub(crate) fn plan(
+    bind: SocketAddr,
+    public_ip: Option<IpAddr>,
+    route: impl FnOnce() -> std::io::Result<IpAddr>,
+) -> std::io::Result<Vec<(SocketAddr, IpAddr)>> {
+    if let Some(ip) = public_ip {
+        return Ok(vec![(bind, ip)]);
+    }
+    if !bind.ip().is_unspecified() {
+        return Ok(vec![(bind, bind.ip())]);
+    }
+    let mut ips = interface_ips(bind.is_ipv4());
+    if ips.is_empty() {
+        ips.push(route()?);
+    }
+    Ok(ips
+        .into_iter()
+        .map(|ip| (SocketAddr::new(ip, bind.port()), ip))
+        .collect())
+}
+
+/// The addresses of this machine's interfaces that are up, of one family: all but loopback
+/// and IPv6 link-local, or loopback's alone when that is all there is.
+#[cfg(target_os = "linux")]
+fn interface_ips(v4: bool) -> Vec<IpAddr> {
+    use nix::net::if_::InterfaceFlags;
+    let Ok(interfaces) = nix::ifaddrs::getifaddrs() else {
+        return Vec::new();
+    };
+    let mut ips: Vec<(IpAddr, bool)> = Vec::new();
+    for interface in interfaces {
+        if !interface.flags.contains(InterfaceFlags::IFF_UP) {
+            continue;
+        }
+        let address = interface.address.as_ref();
+        let ip = match (
+            address.and_then(|a| a.as_sockaddr_in()),
+            address.and_then(|a| a.as_sockaddr_in6()),
+        ) {
+            (Some(v4addr), _) if v4 => IpAddr::V4(v4addr.ip()),
+            (_, Some(v6addr)) if !v4 && (v6addr.ip().segments()[0] & 0xffc0) != 0xfe80 => {
+                IpAddr::V6(v6addr.ip())
+            }
+            _ => continue,
+        };
+        if !ips.iter().any(|(known, _)| *known == ip) {
+            ips.push((ip, ip.is_loopback()));
+        }
+    }
+    let outside: Vec<IpAddr> = ips
+        .iter()
+        .filter(|(_, lo)| !lo)
+        .map(|(ip, _)| *ip)
+        .collect();
+    if outside.is_empty() {
+        ips.into_iter().map(|(ip, _)| ip).collect()
+    } else {
+        outside
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn interface_ips(_v4: bool) -> Vec<IpAddr> {
+    Vec::new()
+}
+
+/// Every client's WebRTC on the host's few sockets: open, signal and close per client, and
+/// the sockets' datagrams in; the member's events and the clients' datagrams out through
+/// [`Self::pop`].
+pub(crate) struct LiteHost {
+    ports: Vec<Port>,
     crypto: Arc<CryptoProvider>,
     /// One certificate for every session, as a browser has one per origin: a session costs no
     /// key generation.
@@ -87,36 +167,35 @@ pub(crate) struct LiteHost {
 impl std::fmt::Debug for LiteHost {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LiteHost")
-            .field("local", &self.local)
+            .field("candidates", &self.local_addrs())
             .field("sessions", &self.sessions.len())
             .finish_non_exhaustive()
     }
 }
 
 impl LiteHost {
-    /// Binds the socket at `bind`; clients are told `advertise` (the bound port is used when
-    /// its port is 0). Needs a tokio runtime.
+    /// Binds a socket for each `(bind, candidate IP)` of the [`plan`]; the candidate has the
+    /// bound port. Needs a tokio runtime.
     pub(crate) fn bind(
-        bind: SocketAddr,
-        advertise: SocketAddr,
+        plan: &[(SocketAddr, IpAddr)],
         epoch: Instant,
     ) -> Result<LiteHost, LiteError> {
-        let bind_error = |source| LiteError::Bind { addr: bind, source };
-        let socket = crate::net::udp::bind(bind).map_err(bind_error)?;
-        let bound = socket.local_addr().map_err(bind_error)?;
-        let socket = tokio::net::UdpSocket::from_std(socket).map_err(bind_error)?;
-        let local = match advertise.port() {
-            0 => SocketAddr::new(advertise.ip(), bound.port()),
-            _ => advertise,
-        };
+        let mut ports = Vec::new();
+        for &(bind, ip) in plan {
+            let bind_error = |source| LiteError::Bind { addr: bind, source };
+            let socket = crate::net::udp::bind(bind).map_err(bind_error)?;
+            let bound = socket.local_addr().map_err(bind_error)?;
+            let socket = tokio::net::UdpSocket::from_std(socket).map_err(bind_error)?;
+            let local = SocketAddr::new(ip, bound.port());
+            ports.push(Port { socket, local });
+        }
         let crypto = str0m::crypto::from_feature_flags();
         let cert = crypto
             .dtls_provider
             .generate_certificate()
             .ok_or(LiteError::Certificate)?;
         Ok(LiteHost {
-            socket,
-            local,
+            ports,
             crypto: Arc::new(crypto),
             cert,
             sessions: HashMap::new(),
@@ -127,9 +206,9 @@ impl LiteHost {
         })
     }
 
-    /// The address clients reach us at.
-    pub(crate) fn local_addr(&self) -> SocketAddr {
-        self.local
+    /// The addresses clients reach us at: our candidates.
+    pub(crate) fn local_addrs(&self) -> Vec<SocketAddr> {
+        self.ports.iter().map(|p| p.local).collect()
     }
 
     /// How many clients have a peer connection.
@@ -155,11 +234,13 @@ impl LiteHost {
             .set_crypto_provider(self.crypto.clone())
             .set_dtls_cert(self.cert.clone())
             .build(self.at(now));
-        match Candidate::host(self.local, "udp") {
-            Ok(candidate) => drop(rtc.add_local_candidate(candidate)),
-            Err(e) => {
-                self.tell(transport, TransportEvent::Failed(e.to_string()));
-                return;
+        for port in &self.ports {
+            match Candidate::host(port.local, "udp") {
+                Ok(candidate) => drop(rtc.add_local_candidate(candidate)),
+                Err(e) => {
+                    self.tell(transport, TransportEvent::Failed(e.to_string()));
+                    return;
+                }
             }
         }
         let session = Session {
@@ -262,28 +343,39 @@ impl LiteHost {
         self.sessions.contains_key(&transport)
     }
 
-    /// Waits until the socket may have datagrams.
+    /// Waits until a socket may have datagrams.
     pub(crate) async fn readable(&self) -> std::io::Result<()> {
-        self.socket.readable().await
+        std::future::poll_fn(|cx| {
+            for port in &self.ports {
+                if let Poll::Ready(ready) = port.socket.poll_recv_ready(cx) {
+                    return Poll::Ready(ready);
+                }
+            }
+            Poll::Pending
+        })
+        .await
     }
 
     /// Reads every datagram waiting and hands each to the session it belongs to.
     pub(crate) fn read_ready(&mut self, now: Duration) {
-        loop {
-            let (n, source) = match self.socket.try_recv_from(&mut self.buf) {
-                Ok(received) => received,
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
-                // An ICMP error from an earlier send (a client gone): nothing to read.
-                Err(e) => {
-                    tracing::debug!(error = %e, "host WebRTC socket");
-                    continue;
-                }
-            };
-            self.receive(now, source, n);
+        for p in 0..self.ports.len() {
+            loop {
+                let (n, source) = match self.ports[p].socket.try_recv_from(&mut self.buf) {
+                    Ok(received) => received,
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                    // An ICMP error from an earlier send (a client gone): nothing to read.
+                    Err(e) => {
+                        tracing::debug!(error = %e, "host WebRTC socket");
+                        continue;
+                    }
+                };
+                let local = self.ports[p].local;
+                self.receive(now, local, source, n);
+            }
         }
     }
 
-    fn receive(&mut self, now: Duration, source: SocketAddr, n: usize) {
+    fn receive(&mut self, now: Duration, local: SocketAddr, source: SocketAddr, n: usize) {
         let at = self.at(now);
         let Ok(contents) = self.buf[..n].try_into() else {
             // Neither STUN, DTLS nor RTP: not WebRTC at all.
@@ -294,7 +386,7 @@ impl LiteHost {
             Receive {
                 proto: Protocol::Udp,
                 source,
-                destination: self.local,
+                destination: local,
                 contents,
             },
         );
@@ -369,8 +461,12 @@ impl LiteHost {
                     break;
                 }
                 Ok(Output::Transmit(t)) => {
-                    // Dropped on a full buffer, as the datagram would be on the way.
-                    let _ = self.socket.try_send_to(&t.contents, t.destination);
+                    // From the candidate's socket; dropped on a full buffer, as the datagram
+                    // would be on the way.
+                    let port = self.ports.iter().find(|p| p.local == t.source);
+                    if let Some(port) = port.or(self.ports.first()) {
+                        let _ = port.socket.try_send_to(&t.contents, t.destination);
+                    }
                 }
                 Ok(Output::Event(event)) => {
                     let event = match event {
@@ -448,7 +544,28 @@ mod tests {
 
     fn host() -> LiteHost {
         let loopback: SocketAddr = "127.0.0.1:0".parse().unwrap();
-        LiteHost::bind(loopback, loopback, Instant::now()).unwrap()
+        LiteHost::bind(&[(loopback, loopback.ip())], Instant::now()).unwrap()
+    }
+
+    fn local(host: &LiteHost) -> SocketAddr {
+        host.local_addrs()[0]
+    }
+
+    #[test]
+    fn the_plan_advertises_the_public_ip_else_the_bound_one_else_every_interface() {
+        let any: SocketAddr = "0.0.0.0:5000".parse().unwrap();
+        let public: IpAddr = "203.0.113.9".parse().unwrap();
+        let no_route = || Err(std::io::Error::other("no route"));
+        assert_eq!(plan(any, Some(public), no_route).unwrap(), [(any, public)]);
+        let bound: SocketAddr = "192.0.2.4:0".parse().unwrap();
+        assert_eq!(plan(bound, None, no_route).unwrap(), [(bound, bound.ip())]);
+        // A wildcard: this machine's interfaces, at the port asked for, never a wildcard.
+        let ips = plan(any, None, || Ok(IpAddr::from([127, 0, 0, 1]))).unwrap();
+        assert!(!ips.is_empty());
+        for (bind, ip) in ips {
+            assert_eq!(bind, SocketAddr::new(ip, 5000));
+            assert!(ip.is_ipv4() && !ip.is_unspecified());
+        }
     }
 
     fn events(host: &mut LiteHost) -> Vec<(TransportId, WebRtcEvent)> {
@@ -520,7 +637,7 @@ mod tests {
         stun.extend_from_slice(&[7; 12]);
         // On loopback a datagram is queued at the receiver when `send_to` returns.
         for datagram in [&b"hello"[..], &[22, 254, 253, 0, 0][..], &stun[..]] {
-            sender.send_to(datagram, host.local_addr()).unwrap();
+            sender.send_to(datagram, local(&host)).unwrap();
         }
         host.readable().await.unwrap();
         host.read_ready(Duration::ZERO);

@@ -59,14 +59,14 @@ pub struct NativeOptions {
     /// links ride DTLS either way). Default `true`; `false` only to read packet captures:
     /// natives that encrypt reach this one through WebRTC instead.
     pub encrypt: bool,
-    /// As a room's host ([`Role::Host`]), answer every client's WebRTC on ONE UDP socket,
-    /// bound at `ice_bind`, with an ICE-lite agent (str0m): about 62 KiB a client against
-    /// 476 KiB and a socket each on the `webrtc` crate (`docs/host-stack.md`). Its one
-    /// candidate is `public_ip`, else `ice_bind`'s IP, else the interface the signalling
-    /// server is reached through; it gathers nothing and uses no TURN, so clients must be
-    /// able to reach that address (a public or LAN host). Default `true`; `false` for a host
-    /// behind a NAT: each client's link then goes as a peer's does (STUN, TURN). Ignored
-    /// unless the role is `Host`.
+    /// As a room's host ([`Role::Host`]), answer every client's WebRTC with an ICE-lite agent
+    /// (str0m) on one UDP socket per address offered, shared by all clients: about 62 KiB a
+    /// client against 476 KiB and a socket each on the `webrtc` crate (`docs/host-stack.md`).
+    /// The addresses: `public_ip` (one socket at `ice_bind`), else `ice_bind`'s IP, else each
+    /// interface's. It gathers nothing and uses no TURN, so clients must be able to reach one
+    /// of them (a public or LAN host). Default `true`; `false` for a host behind a NAT: each
+    /// client's link then goes as a peer's does (STUN, TURN). Ignored unless the role is
+    /// `Host`.
     pub host_ice_lite: bool,
 }
 
@@ -201,25 +201,17 @@ impl Driver {
             .ice_bind
             .unwrap_or_else(|| SocketAddr::new(options.bind.ip(), 0));
         tracing::info!(room = %url.room, server = %url.ws_url, %udp_addr, %ice_bind, "joining");
-        // A host's one WebRTC candidate: an address its clients can reach.
+        // A host's WebRTC sockets, each with the address its clients reach it at.
         let lite = match (config.role, options.host_ice_lite) {
             (Role::Host, true) => {
-                let ip = match (options.public_ip, ice_bind.ip()) {
-                    (Some(ip), _) => ip,
-                    (None, ip) if !ip.is_unspecified() => ip,
-                    (None, _) if !udp_addr.ip().is_unspecified() => udp_addr.ip(),
-                    (None, _) => {
-                        let server = url.server();
-                        route_to(&server, ice_bind).map_err(|source| {
-                            JoinError::NothingToAdvertise {
-                                bind: ice_bind,
-                                server,
-                                source,
-                            }
-                        })?
-                    }
-                };
-                Some((ice_bind, SocketAddr::new(ip, ice_bind.port())))
+                let server = url.server();
+                let plan = lite::plan(ice_bind, options.public_ip, || route_to(&server, ice_bind))
+                    .map_err(|source| JoinError::NothingToAdvertise {
+                        bind: ice_bind,
+                        server: server.clone(),
+                        source,
+                    })?;
+                Some(plan)
             }
             _ => None,
         };
@@ -247,12 +239,12 @@ impl Driver {
                 // A room's few links wake the loop per datagram; it never reads on a timer.
                 udp.watch().map_err(JoinError::Runtime)?;
                 let mut io = Io::new(url, trust, udp, ice, events_tx);
-                if let Some((bind, advertise)) = lite {
-                    let host = LiteHost::bind(bind, advertise, epoch).map_err(|e| match e {
+                if let Some(plan) = lite {
+                    let host = LiteHost::bind(&plan, epoch).map_err(|e| match e {
                         LiteError::Bind { addr, source } => JoinError::Bind { addr, source },
                         other => JoinError::Runtime(std::io::Error::other(other)),
                     })?;
-                    tracing::info!(webrtc = %host.local_addr(), "host: every client's WebRTC on one socket (ICE-lite)");
+                    tracing::info!(candidates = ?host.local_addrs(), "host: every client's WebRTC on these sockets (ICE-lite)");
                     io.lite = Some(host);
                 }
                 Ok(run(shared, wake, io, precise, stop_rx, done_tx))
