@@ -343,17 +343,17 @@ impl Bot {
     /// its origin; positions newest-wins, chat reliably.
     fn relay(&mut self, from: PeerId, channel: u8, bytes: &[u8]) {
         let relayed = Relayed::encode(from.0, bytes);
-        let clients: Vec<PeerId> = self
-            .peers
+        // The peers and the room borrowed apart: no list of recipients per message.
+        let (peers, room) = (&self.peers, &mut self.room);
+        let clients = peers
             .iter()
             .filter(|(id, p)| **id != from && p.state == Some(LinkState::Connected))
-            .map(|(id, _)| *id)
-            .collect();
+            .map(|(id, _)| *id);
         for to in clients {
             let sent = if channel == POSITION {
-                self.room.send_latest(to, channel, &relayed)
+                room.send_latest(to, channel, &relayed)
             } else {
-                self.room.send(to, channel, &relayed)
+                room.send(to, channel, &relayed)
             };
             if let Err(e) = sent {
                 tracing::warn!(%to, channel, error = %e, "not relayed");
