@@ -6,8 +6,8 @@
 //!
 //! Players come in two kinds, as a public host meets them: natives over raw UDP (encrypted,
 //! one socket on the host for all), and WebRTC players: load-generator members that announce
-//! no key, which an encrypting host reaches over a WebRTC data channel (the same `webrtc`
-//! stack and data channel a browser's link has on the host). The UDP players join first, then
+//! no key, which an encrypting host reaches over a WebRTC data channel (on the host, the same
+//! ICE-lite session on one socket and data channel a browser's link has). The UDP players join first, then
 //! the WebRTC ones, one after the other, each timed from `Room::join` to its link to the host
 //! connected (signalling, the data channel or UDP path, and the core's handshake). The host's
 //! RSS is read before, between and after, so each kind's cost per player is its own.

@@ -96,6 +96,7 @@ fn config(args: &JoinArgs, role: Role) -> Result<RoomConfig, RoomError> {
     native.public_ip = args.public_ip;
     native.tls_ca = args.tls_ca.clone();
     native.encrypt = !args.common.insecure;
+    native.host_ice_lite = !args.full_ice;
     config.native = native;
     Ok(config)
 }

@@ -65,6 +65,11 @@ pub struct JoinArgs {
     /// The declared application's version.
     #[arg(long, value_name = "N", default_value_t = demo::APP_VERSION)]
     pub app_version: u32,
+    /// As a host: answer each client's WebRTC with a full stack per client (the `webrtc`
+    /// crate: STUN, TURN, ~476 KiB each) instead of ICE-lite on one socket (~62 KiB each),
+    /// for a host behind a NAT that clients cannot reach directly (docs/host-rooms.md).
+    #[arg(long)]
+    pub full_ice: bool,
     /// What this player is in the room: a mesh `peer`, or a host room's `client` (`host` is
     /// what `ackwire-peer host` runs). The room's first member decides which kind of room it
     /// is; the server refuses the other kind.
