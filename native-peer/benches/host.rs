@@ -16,7 +16,10 @@
 //! `/proc/PID/stat`, as a share of one core), threads, sockets, and every link's packets lost
 //! on both ends.
 //!
-//! Run: `cargo bench -p ackwire-peer --bench host` (`-- --players 256 --udp 32 --seconds 10`).
+//! Run: `cargo bench -p ackwire-peer --bench host` (`-- --players 256 --udp 128 --seconds 10`).
+//! Half the players are natives: a per-player figure from a few dozen would mostly be the
+//! allocator's steps (glibc grows a heap by fixed amounts), as 32 UDP players read 28 KiB
+//! each where 128 read 14.6 KiB, for about the same live heap per player (14.4 and 13.1 KiB).
 //! Prints a summary, the goals of `docs/host-rooms.md` met or not, and one JSON line. The
 //! machine is shared by the host, the load generator (which holds every player's side of
 //! every link) and the signal server: read the figures as what this machine gave, not as a
@@ -30,6 +33,18 @@ use std::time::{Duration, Instant};
 
 use ackwire::{App, ChannelKind, Event, LinkState, PeerId, Role, Room, RoomConfig};
 use serde_json::json;
+use stats_alloc::{INSTRUMENTED_SYSTEM, StatsAlloc};
+
+/// The host's heap, counted: what its data holds, apart from what the allocator keeps
+/// resident around it (RSS). A few atomic adds per allocation, in both processes.
+#[global_allocator]
+static GLOBAL: &StatsAlloc<std::alloc::System> = &INSTRUMENTED_SYSTEM;
+
+/// Bytes the process has allocated and not freed.
+fn heap_bytes() -> i64 {
+    let s = GLOBAL.stats();
+    s.bytes_allocated as i64 - s.bytes_deallocated as i64 + s.bytes_reallocated as i64
+}
 
 /// The environment variable that makes this binary the host, with the room's URL.
 const HOST_ENV: &str = "ACKWIRE_BENCH_HOST_URL";
@@ -66,7 +81,7 @@ fn main() {
             .unwrap_or(default)
     };
     let players = flag("--players", 256.0) as usize;
-    let udp = (flag("--udp", 32.0) as usize).min(players);
+    let udp = (flag("--udp", 128.0) as usize).min(players);
     let seconds = flag("--seconds", 10.0);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -114,7 +129,8 @@ fn host(url: &str) {
                             received += s.counters.packets_received;
                         }
                         let line = json!({"type": "stats", "links": links.len(), "connected": connected,
-                            "lost": lost, "sent": sent, "received": received, "inputs": inputs});
+                            "lost": lost, "sent": sent, "received": received, "inputs": inputs,
+                            "heap": heap_bytes()});
                         let _ = writeln!(out, "{line}");
                     }
                     Some(_) => {}
@@ -318,11 +334,11 @@ async fn load(players: usize, udp: usize, seconds: f64) {
         l["type"] == "joined"
     });
     // The host idle in its room: the baseline its players add to.
-    host.stats();
+    let heap_empty = host.stats()["heap"].as_i64().unwrap_or(0);
     let rss_empty = host.rss_kib();
     let counters = Arc::new(Counters::default());
     let mut joins: Vec<(bool, f64)> = Vec::new();
-    let mut rss_after_udp = rss_empty;
+    let (mut rss_after_udp, mut heap_after_udp) = (rss_empty, heap_empty);
     for i in 0..players {
         let is_udp = i < udp;
         let (tx, rx) = tokio::sync::oneshot::channel();
@@ -334,7 +350,7 @@ async fn load(players: usize, udp: usize, seconds: f64) {
         joins.push((is_udp, took.as_secs_f64() * 1e3));
         if i + 1 == udp {
             // Let the host's allocations for them settle into its RSS.
-            host.stats();
+            heap_after_udp = host.stats()["heap"].as_i64().unwrap_or(0);
             rss_after_udp = host.rss_kib();
         }
         if (i + 1) % 32 == 0 {
@@ -358,7 +374,7 @@ async fn load(players: usize, udp: usize, seconds: f64) {
             s["connected"]
         );
     }
-    host.stats();
+    let heap_full = host.stats()["heap"].as_i64().unwrap_or(0);
     let rss_full = host.rss_kib();
     let before = host.stats();
     let (cpu0, t0, states0) = (
@@ -385,6 +401,8 @@ async fn load(players: usize, udp: usize, seconds: f64) {
     let webrtc = players - udp;
     let udp_kib = (rss_after_udp as f64 - rss_empty as f64) / udp.max(1) as f64;
     let webrtc_kib = (rss_full as f64 - rss_after_udp as f64) / webrtc.max(1) as f64;
+    let udp_heap_kib = (heap_after_udp - heap_empty) as f64 / 1024.0 / udp.max(1) as f64;
+    let webrtc_heap_kib = (heap_full - heap_after_udp) as f64 / 1024.0 / webrtc.max(1) as f64;
     let mut all: Vec<f64> = joins.iter().map(|(_, ms)| *ms).collect();
     let last_join = *all.last().unwrap_or(&f64::NAN);
     all.sort_by(f64::total_cmp);
@@ -413,6 +431,10 @@ async fn load(players: usize, udp: usize, seconds: f64) {
     println!(
         "  host RSS: {} KiB empty, {} KiB with {udp} UDP players, {} KiB with all: {udp_kib:.1} KiB per UDP player, {webrtc_kib:.1} KiB per WebRTC player",
         rss_empty, rss_after_udp, rss_full
+    );
+    println!(
+        "  host heap (live bytes): {:.0} KiB empty; {udp_heap_kib:.1} KiB per UDP player, {webrtc_heap_kib:.1} KiB per WebRTC player",
+        heap_empty as f64 / 1024.0
     );
     println!(
         "  packets per player per second at the host: {per_player_pps_out:.1} out, {per_player_pps_in:.1} in; inputs taken {inputs}, states delivered to players {}",
@@ -453,7 +475,8 @@ async fn load(players: usize, udp: usize, seconds: f64) {
         json!({
             "bench": "host", "players": players, "udp": udp, "webrtc": webrtc, "held": held,
             "cpu_cores": cpu_share, "rss_empty_kib": rss_empty, "rss_per_udp_kib": udp_kib,
-            "rss_per_webrtc_kib": webrtc_kib, "threads": host.threads(), "sockets": host.sockets(),
+            "rss_per_webrtc_kib": webrtc_kib,
+            "heap_per_udp_kib": udp_heap_kib, "heap_per_webrtc_kib": webrtc_heap_kib, "threads": host.threads(), "sockets": host.sockets(),
             "join_p50_ms": percentile(&all, 0.5), "join_p99_ms": percentile(&all, 0.99),
             "join_last_ms": last_join, "lost": lost, "sent": sent, "received": received,
             "pps_out_per_player": per_player_pps_out, "pps_in_per_player": per_player_pps_in,
