@@ -151,7 +151,8 @@ pub struct Config {
     /// Rooms allowed at once. Default 10000.
     #[arg(long, env = "ACKWIRE_MAX_ROOMS", default_value_t = 10_000)]
     pub max_rooms: usize,
-    /// Frames queued for one client before it counts as not reading and is closed. Default 64.
+    /// Frames queued for one client before it counts as not reading and is closed. Default 64;
+    /// a host room's host gets 8 more per place of `--max-peers-per-host-room` (2,112).
     #[arg(long, env = "ACKWIRE_OUTBOUND_QUEUE", default_value_t = 64)]
     pub outbound_queue: usize,
     /// Interval between pings, in milliseconds. Default 15000.

@@ -20,7 +20,7 @@ use std::{
     net::{IpAddr, SocketAddr},
     sync::{
         Arc, Mutex, MutexGuard, OnceLock,
-        atomic::{AtomicU64, Ordering},
+        atomic::{AtomicU64, AtomicUsize, Ordering},
     },
     time::Duration,
 };
@@ -81,27 +81,59 @@ pub struct Link {
     /// The connection.
     pub conn: ConnId,
     tx: mpsc::Sender<Utf8Bytes>,
+    /// How many frames may wait in `tx` before the client counts as not reading: `queue`, or
+    /// up to the channel's capacity once [`Link::widen`] says it is a host.
+    limit: Arc<AtomicUsize>,
     kick: Arc<Kick>,
 }
 
 impl Link {
-    /// A link and the receiving end of its bounded outbound queue.
-    pub fn new(conn: ConnId, queue: usize, kick: Arc<Kick>) -> (Self, mpsc::Receiver<Utf8Bytes>) {
-        let (tx, rx) = mpsc::channel(queue.max(1));
-        (Link { conn, tx, kick }, rx)
+    /// A link and the receiving end of its outbound queue: `queue` frames, or `most` once
+    /// [`widened`](Link::widen) (a channel's capacity costs nothing until it is used).
+    pub fn new(
+        conn: ConnId,
+        queue: usize,
+        most: usize,
+        kick: Arc<Kick>,
+    ) -> (Self, mpsc::Receiver<Utf8Bytes>) {
+        let queue = queue.max(1);
+        let (tx, rx) = mpsc::channel(most.max(queue));
+        let limit = Arc::new(AtomicUsize::new(queue));
+        (
+            Link {
+                conn,
+                tx,
+                limit,
+                kick,
+            },
+            rx,
+        )
+    }
+
+    /// Lets the whole capacity queue: a host receives for all its clients at once (every
+    /// offer and candidate when they come back after its restart).
+    pub fn widen(&self) {
+        self.limit.store(self.tx.max_capacity(), Ordering::Relaxed);
     }
 
     /// Queue a frame, or say why it was dropped (and count it). A full queue means the
     /// client stopped reading, so it is closed at once (its task stops waiting on the socket).
     fn send(&self, text: &Utf8Bytes, metrics: &Metrics) -> Result<(), DropReason> {
-        let reason = match self.tx.try_send(text.clone()) {
-            Ok(()) => return Ok(()),
-            Err(mpsc::error::TrySendError::Full(_)) => {
-                self.kick.kick(CloseCause::SlowReader);
-                DropReason::QueueFull
+        let queued = self.tx.max_capacity() - self.tx.capacity();
+        let reason = if self.tx.is_closed() {
+            DropReason::Closing
+        } else if queued >= self.limit.load(Ordering::Relaxed) {
+            DropReason::QueueFull
+        } else {
+            match self.tx.try_send(text.clone()) {
+                Ok(()) => return Ok(()),
+                Err(mpsc::error::TrySendError::Full(_)) => DropReason::QueueFull,
+                Err(mpsc::error::TrySendError::Closed(_)) => DropReason::Closing,
             }
-            Err(mpsc::error::TrySendError::Closed(_)) => DropReason::Closing,
         };
+        if matches!(reason, DropReason::QueueFull) {
+            self.kick.kick(CloseCause::SlowReader);
+        }
         metrics.frame_dropped(reason);
         Err(reason)
     }
@@ -804,7 +836,7 @@ mod tests {
 
     fn link(hub: &Hub) -> (Link, mpsc::Receiver<Utf8Bytes>, Arc<Kick>) {
         let kick = Arc::new(Kick::default());
-        let (link, rx) = Link::new(hub.next_conn_id(), 8, kick.clone());
+        let (link, rx) = Link::new(hub.next_conn_id(), 8, 8, kick.clone());
         (link, rx, kick)
     }
 
@@ -825,6 +857,36 @@ mod tests {
 
     fn kicked(kick: &Kick) -> Option<CloseCause> {
         *kick.cause.lock().unwrap()
+    }
+
+    #[test]
+    fn a_widened_link_queues_up_to_its_capacity_before_it_counts_as_not_reading() {
+        let metrics = Metrics::default();
+        let frame = Utf8Bytes::from_static("{}");
+        let kick = Arc::new(Kick::default());
+        let (link, _rx) = Link::new(1, 4, 10, kick.clone());
+        for _ in 0..4 {
+            link.send(&frame, &metrics).unwrap();
+        }
+        assert!(matches!(
+            link.send(&frame, &metrics),
+            Err(DropReason::QueueFull)
+        ));
+        assert_eq!(kicked(&kick), Some(CloseCause::SlowReader));
+        let kick = Arc::new(Kick::default());
+        let (host, _rx) = Link::new(2, 4, 10, kick.clone());
+        // Every clone (the one the room holds) sees the widening.
+        let held = host.clone();
+        host.widen();
+        for _ in 0..10 {
+            held.send(&frame, &metrics).unwrap();
+        }
+        assert_eq!(kicked(&kick), None);
+        assert!(matches!(
+            held.send(&frame, &metrics),
+            Err(DropReason::QueueFull)
+        ));
+        assert_eq!(kicked(&kick), Some(CloseCause::SlowReader));
     }
 
     #[test]

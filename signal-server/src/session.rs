@@ -192,7 +192,13 @@ impl Session {
     fn new(hub: Arc<Hub>, socket: WebSocket, permit: Permit) -> Self {
         let conn = hub.next_conn_id();
         let kick = Arc::new(Kick::default());
-        let (link, rx) = Link::new(conn, hub.config().outbound_queue, kick.clone());
+        let config = hub.config();
+        let (link, rx) = Link::new(
+            conn,
+            config.outbound_queue,
+            host_queue(config),
+            kick.clone(),
+        );
         let rate = RateLimit::new(hub.config().rate_burst);
         Session {
             hub,
@@ -519,6 +525,7 @@ impl Session {
                 self.host = self.hub.is_host(&room, joined.peer_id);
                 if self.host {
                     self.rate.fill(allowance(self.hub.config(), true).1);
+                    self.link.widen();
                 }
                 let ice_servers = self.ice_servers(joined.peer_id);
                 // The client's failure to read shows up again at the next write or ping.
@@ -578,6 +585,16 @@ fn allowance(config: &crate::config::Config, host: bool) -> (u32, u32) {
         config.rate_per_sec.saturating_add(places.saturating_mul(2)),
         config.rate_burst.saturating_add(places.saturating_mul(4)),
     )
+}
+
+/// The frames a host room's host may have waiting before it counts as not reading: it
+/// receives for all its clients (their offers, candidates, joins and leaves, all at once when
+/// they come back after its restart), so the queue grows by 8 frames per place of the host
+/// room's cap: 2,112 at the defaults. Anyone else's is `--outbound-queue`.
+fn host_queue(config: &crate::config::Config) -> usize {
+    config
+        .outbound_queue
+        .saturating_add(config.max_peers_per_host_room.saturating_mul(8))
 }
 
 /// Puts a connection in a room. With a broker the room is shared: its peers on other
