@@ -1,9 +1,10 @@
 //! The native driver: a thin adapter around the room member (`ackwire_room::member`).
 //!
 //! One tokio task owns the clock, one UDP socket for every native peer, one WebRTC session
-//! per browser link ([`webrtc`]; a host: every client's on one socket of its own, [`lite`])
-//! and the signalling WebSocket ([`signalling`]); it moves bytes and events between them and
-//! the member, and hands the member's events to the [`Room`](crate::Room). The member sits behind a mutex the room's calls share with the
+//! per browser link ([`webrtc`]; a host instead holds all its clients' in the task, on a
+//! socket of their own: [`lite`]) and the signalling WebSocket ([`signalling`]); it moves
+//! bytes and events between them and the member, and hands the member's events to the
+//! [`Room`](crate::Room). The member sits behind a mutex the room's calls share with the
 //! task: a send is checked and queued in the caller's call, and the task is woken to carry
 //! it out. Every decision about links — who offers, when to retry, what a failure means — is
 //! the member's, shared with the browser driver.
