@@ -5,38 +5,17 @@
 //! and join again, and the same from a host on the `webrtc` crate when lite is off.
 #![cfg(all(feature = "rooms", not(target_arch = "wasm32")))]
 
+mod common;
+
+use common::{server, wait_for};
+
 use std::collections::HashMap;
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use ackwire::{
     App, ChannelKind, Event, LinkInfo, LinkState, PeerId, Role, Room, RoomConfig, TransportKind,
 };
-use tokio::net::TcpListener;
-use tokio::sync::oneshot;
 use tokio::time::timeout;
-
-struct Server {
-    addr: SocketAddr,
-    _stop: oneshot::Sender<()>,
-}
-
-async fn server() -> Server {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (stop, stopped) = oneshot::channel();
-    let config = ackwire_signal::config::Config {
-        bind: addr,
-        ..ackwire_signal::config::Config::default()
-    };
-    tokio::spawn(async move {
-        let _ = ackwire_signal::serve(listener, config, async {
-            let _ = stopped.await;
-        })
-        .await;
-    });
-    Server { addr, _stop: stop }
-}
 
 fn config(role: Role, encrypt: bool) -> RoomConfig {
     let app = App::new("lite-test", 1, [ChannelKind::ReliableOrdered]);
@@ -44,19 +23,6 @@ fn config(role: Role, encrypt: bool) -> RoomConfig {
     config.native.bind = "127.0.0.1:0".parse().unwrap();
     config.native.encrypt = encrypt;
     config
-}
-
-async fn wait_for<T>(room: &mut Room, what: &str, mut pick: impl FnMut(Event) -> Option<T>) -> T {
-    timeout(Duration::from_secs(15), async {
-        loop {
-            let event = room.next_event().await.expect("the room is open");
-            if let Some(found) = pick(event) {
-                return found;
-            }
-        }
-    })
-    .await
-    .unwrap_or_else(|_| panic!("no {what} within 15 s"))
 }
 
 /// The client's link to its host, once connected.

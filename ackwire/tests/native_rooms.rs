@@ -4,39 +4,17 @@
 //! kind's promise, refusals with their reasons, and typed errors for bad sends.
 #![cfg(all(feature = "rooms", not(target_arch = "wasm32")))]
 
-use std::net::SocketAddr;
+mod common;
+
+use common::{server, wait_for};
+
 use std::time::Duration;
 
 use ackwire::{
     App, ChannelKind, Emulation, EmulatorConfig, ErrorCode, Event, JoinError, LinkState,
     MemberError, PeerId, Room, RoomConfig, SendError, SignallingState,
 };
-use tokio::net::TcpListener;
-use tokio::sync::oneshot;
 use tokio::time::timeout;
-
-/// A signal server in this process, on loopback; stopped when dropped.
-struct Server {
-    addr: SocketAddr,
-    _stop: oneshot::Sender<()>,
-}
-
-async fn server() -> Server {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (stop, stopped) = oneshot::channel();
-    let config = ackwire_signal::config::Config {
-        bind: addr,
-        ..ackwire_signal::config::Config::default()
-    };
-    tokio::spawn(async move {
-        let _ = ackwire_signal::serve(listener, config, async {
-            let _ = stopped.await;
-        })
-        .await;
-    });
-    Server { addr, _stop: stop }
-}
 
 /// Every kind of channel: 0 unreliable, 1 sequenced, 2 reliable-ordered, 3 reliable-unordered.
 fn app() -> App {
@@ -63,20 +41,6 @@ fn config(loss: f64) -> RoomConfig {
         });
     }
     config
-}
-
-/// Waits for the first event `pick` takes (other events are passed over).
-async fn wait_for<T>(room: &mut Room, what: &str, mut pick: impl FnMut(Event) -> Option<T>) -> T {
-    timeout(Duration::from_secs(15), async {
-        loop {
-            let event = room.next_event().await.expect("the room is open");
-            if let Some(found) = pick(event) {
-                return found;
-            }
-        }
-    })
-    .await
-    .unwrap_or_else(|_| panic!("no {what} within 15 s"))
 }
 
 /// The peer whose link connected first.
