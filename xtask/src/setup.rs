@@ -28,6 +28,11 @@ const RUSTC_WEB_DEBS: &[&str] = &[
 /// Runtime libraries of Debian's rustc-web, installed as ordinary packages.
 const RUSTC_WEB_LIBS: &[&str] = &["libllvm22", "lld-22", "libgit2-1.5"];
 const WASM_LINKER: &str = "wasm-ld-22";
+/// What a fresh clone's `cargo xtask test` leaves under `target/` (14 GiB measured on these
+/// machines), with a margin: below this, setup warns before a build runs out of disk.
+const DISK_WANTED_GIB: u64 = 16;
+/// Below this nothing builds: setup stops with the figure instead of npm's or rustc's ENOSPC.
+const DISK_NEEDED_GIB: u64 = 1;
 
 /// What later steps need from setup.
 #[derive(Debug)]
@@ -92,6 +97,7 @@ fn debian_env(cmd: &mut Command, usr: &Path) {
 pub(crate) fn run() -> Result<Tools> {
     let start = Instant::now();
     println!("== setup (tools in {})", paths::tools_dir().display());
+    disk_space()?;
     system_packages()?;
     let wasm = wasm_toolchain()?;
     let (wasm_bindgen, wasm_bindgen_test_runner) = wasm_bindgen_cli()?;
@@ -104,6 +110,47 @@ pub(crate) fn run() -> Result<Tools> {
         wasm_bindgen_test_runner,
         cargo_fuzz,
     })
+}
+
+/// Checks the free space where builds go. A full disk otherwise shows up minutes later as
+/// an ENOSPC deep in npm's or the linker's output.
+fn disk_space() -> Result<()> {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(paths::root);
+    let df = process::output(Command::new("df").arg("-Pk").arg(&target))?;
+    let free_kib = df_available_kib(&df).ok_or_else(|| {
+        format!(
+            "cannot read free space from `df -Pk {}`:\n{df}",
+            target.display()
+        )
+    })?;
+    let free_gib = free_kib as f64 / (1024.0 * 1024.0);
+    let place = target.display();
+    if free_kib < DISK_NEEDED_GIB * 1024 * 1024 {
+        return Err(format!(
+            "{free_gib:.1} GiB free under {place}: builds need at least {DISK_NEEDED_GIB} GiB \
+             (the suite ~{DISK_WANTED_GIB}); free some space (an old target/ is the usual one)"
+        ));
+    }
+    if free_kib < DISK_WANTED_GIB * 1024 * 1024 {
+        step(
+            "disk",
+            &format!(
+                "warning: {free_gib:.1} GiB free under {place}; `cargo xtask test` from a \
+                 fresh clone writes ~14 GiB and may run out"
+            ),
+        );
+    } else {
+        step("disk", &format!("{free_gib:.0} GiB free under {place}"));
+    }
+    Ok(())
+}
+
+/// The "Available" column (KiB) of `df -Pk`'s one data line (POSIX format: fixed columns,
+/// never wrapped).
+fn df_available_kib(df: &str) -> Option<u64> {
+    df.lines().nth(1)?.split_whitespace().nth(3)?.parse().ok()
 }
 
 fn step(name: &str, what: &str) {
@@ -464,4 +511,22 @@ fn npm_packages() -> Result<()> {
 
 fn mkdir(p: &Path) -> Result<()> {
     fs::create_dir_all(p).map_err(|e| format!("cannot create {}: {e}", p.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::df_available_kib;
+
+    #[test]
+    fn free_space_is_read_from_posix_df() {
+        let df = "Filesystem     1024-blocks     Used Available Capacity Mounted on\n\
+                  /dev/vda         264140800 95420416    178176     100% /\n";
+        assert_eq!(df_available_kib(df), Some(178_176));
+    }
+
+    #[test]
+    fn unreadable_df_output_is_none() {
+        assert_eq!(df_available_kib("Filesystem 1024-blocks\n"), None);
+        assert_eq!(df_available_kib(""), None);
+    }
 }
