@@ -15,7 +15,8 @@
 //! The same policy as every link ([`ackwire_room::webrtc`]): one pre-negotiated data channel,
 //! unordered, no retransmissions; the member's [`TransportEvent`]s out, its signals in.
 
-use std::collections::{HashMap, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::task::Poll;
@@ -60,6 +61,9 @@ struct Session {
     channel: Option<ChannelId>,
     /// When `rtc` wants [`Input::Timeout`] next.
     deadline: Instant,
+    /// The earliest of this session's entries in [`LiteHost::timers`] (never after
+    /// `deadline`), or `None` when it has none left that counts.
+    scheduled: Option<Instant>,
     /// Relay candidates the client trickled: a path from one of them is `relay`.
     relays: Vec<SocketAddr>,
     /// Where the client's last datagram came from: the nominated pair's far end.
@@ -159,6 +163,10 @@ pub(crate) struct LiteHost {
     /// Which session a source address belongs to (learnt from the first datagram it accepts).
     by_source: HashMap<SocketAddr, TransportId>,
     events: VecDeque<(TransportId, WebRtcEvent)>,
+    /// Sessions by deadline, earliest first, so a wake-up touches only the sessions due. An
+    /// entry goes stale when its session's deadline moves or the session closes; a stale
+    /// entry costs one look when it comes due (see [`Session::scheduled`]).
+    timers: BinaryHeap<Reverse<(Instant, TransportId)>>,
     buf: Vec<u8>,
     /// The clock str0m runs on: the driver's `now` is `epoch + now`.
     epoch: Instant,
@@ -201,6 +209,7 @@ impl LiteHost {
             sessions: HashMap::new(),
             by_source: HashMap::new(),
             events: VecDeque::new(),
+            timers: BinaryHeap::new(),
             buf: vec![0; RECV_BUFFER],
             epoch,
         })
@@ -243,25 +252,22 @@ impl LiteHost {
                 }
             }
         }
-        let session = Session {
+        let mut session = Session {
             rtc,
             channel: None,
             deadline: self.at(now),
+            scheduled: None,
             relays: Vec::new(),
             source: None,
             failed: false,
         };
+        schedule(&mut self.timers, transport, &mut session);
         self.sessions.insert(transport, session);
     }
 
     /// A signal from the client: its offer (answered at once, candidates included) or a
     /// trickled candidate.
-    pub(crate) fn remote_signal(
-        &mut self,
-        now: Duration,
-        transport: TransportId,
-        data: SignalData,
-    ) {
+    pub(crate) fn remote_signal(&mut self, transport: TransportId, data: SignalData) {
         let Some(session) = self.sessions.get_mut(&transport) else {
             return;
         };
@@ -313,7 +319,7 @@ impl LiteHost {
                 }
             }
         }
-        self.drive(now, transport);
+        self.drive(transport);
     }
 
     /// Closes `transport`'s peer connection (nothing more is told about it).
@@ -326,7 +332,7 @@ impl LiteHost {
 
     /// Sends `datagram` on `transport`'s channel, if it has one open: dropped otherwise, or
     /// when the channel is backed up, as UDP would.
-    pub(crate) fn send(&mut self, now: Duration, transport: TransportId, datagram: &[u8]) -> bool {
+    pub(crate) fn send(&mut self, transport: TransportId, datagram: &[u8]) -> bool {
         let Some(session) = self.sessions.get_mut(&transport) else {
             return false;
         };
@@ -334,7 +340,7 @@ impl LiteHost {
             return false;
         };
         let sent = channel.write(true, datagram).unwrap_or(false);
-        self.drive(now, transport);
+        self.drive(transport);
         sent
     }
 
@@ -393,6 +399,9 @@ impl LiteHost {
         // A known address, or the session whose ICE credentials its STUN check carries.
         let transport = match self.by_source.get(&source) {
             Some(t) => *t,
+            // Only a STUN check (first byte 0–3, RFC 7983) starts a path: anything else from
+            // an unknown address is dropped without asking every session.
+            None if self.buf[0] > 3 => return,
             None => {
                 let found = self.sessions.iter().find(|(_, s)| s.rtc.accepts(&input));
                 let Some((t, _)) = found else { return };
@@ -407,31 +416,40 @@ impl LiteHost {
         if let Err(e) = session.rtc.handle_input(input) {
             tracing::debug!(transport = transport.0, error = %e, "datagram refused");
         }
-        self.drive(now, transport);
+        self.drive(transport);
     }
 
-    /// When the next session wants its timeout.
+    /// When the next session wants its timeout (possibly a little early: a stale entry).
     pub(crate) fn poll_timeout(&self) -> Option<Duration> {
-        let earliest = self.sessions.values().map(|s| s.deadline).min()?;
+        let Reverse((earliest, _)) = self.timers.peek()?;
         Some(earliest.saturating_duration_since(self.epoch))
     }
 
     /// Gives every session whose deadline has come its timeout.
     pub(crate) fn handle_timeout(&mut self, now: Duration) {
         let at = self.at(now);
-        let due: Vec<TransportId> = self
-            .sessions
-            .iter()
-            .filter(|(_, s)| s.deadline <= at)
-            .map(|(t, _)| *t)
-            .collect();
-        for transport in due {
-            if let Some(session) = self.sessions.get_mut(&transport)
-                && let Err(e) = session.rtc.handle_input(Input::Timeout(at))
-            {
+        while let Some(&Reverse((due, transport))) = self.timers.peek()
+            && due <= at
+        {
+            self.timers.pop();
+            let Some(session) = self.sessions.get_mut(&transport) else {
+                continue; // closed
+            };
+            if session.scheduled == Some(due) {
+                session.scheduled = None;
+            }
+            if session.failed {
+                continue; // told once; the member closes it
+            }
+            if session.deadline > at {
+                // Stale: the deadline moved later since this entry was made.
+                schedule(&mut self.timers, transport, session);
+                continue;
+            }
+            if let Err(e) = session.rtc.handle_input(Input::Timeout(at)) {
                 tracing::debug!(transport = transport.0, error = %e, "timeout refused");
             }
-            self.drive(now, transport);
+            self.drive(transport);
         }
     }
 
@@ -447,7 +465,7 @@ impl LiteHost {
 
     /// Polls `transport`'s session until only a timeout is left: sends what it transmits and
     /// queues what it tells.
-    fn drive(&mut self, now: Duration, transport: TransportId) {
+    fn drive(&mut self, transport: TransportId) {
         let Some(session) = self.sessions.get_mut(&transport) else {
             return;
         };
@@ -458,6 +476,7 @@ impl LiteHost {
             match session.rtc.poll_output() {
                 Ok(Output::Timeout(at)) => {
                     session.deadline = at;
+                    schedule(&mut self.timers, transport, session);
                     break;
                 }
                 Ok(Output::Transmit(t)) => {
@@ -496,7 +515,6 @@ impl LiteHost {
                 }
                 Err(e) => {
                     session.failed = true;
-                    session.deadline = self.epoch + now + Duration::from_secs(3600);
                     self.events.push_back((
                         transport,
                         WebRtcEvent::Transport(TransportEvent::Failed(e.to_string())),
@@ -510,6 +528,19 @@ impl LiteHost {
             let why = "the peer connection closed";
             self.tell(transport, TransportEvent::Failed(why.into()));
         }
+    }
+}
+
+/// Makes sure `session` has an entry in `timers` no later than its deadline. Only a deadline
+/// that moves earlier adds one, so a session keeps few entries however often it is driven.
+fn schedule(
+    timers: &mut BinaryHeap<Reverse<(Instant, TransportId)>>,
+    transport: TransportId,
+    session: &mut Session,
+) {
+    if session.scheduled.is_none_or(|s| session.deadline < s) {
+        timers.push(Reverse((session.deadline, transport)));
+        session.scheduled = Some(session.deadline);
     }
 }
 
@@ -586,7 +617,7 @@ mod tests {
         let mut host = host();
         let t = TransportId(1);
         host.open(Duration::ZERO, t, false);
-        host.remote_signal(Duration::ZERO, t, offer("v=0 not a session"));
+        host.remote_signal(t, offer("v=0 not a session"));
         let told = events(&mut host);
         assert!(
             matches!(&told[..], [(_, WebRtcEvent::Transport(TransportEvent::Failed(why)))]
@@ -599,7 +630,7 @@ mod tests {
                 sdp: "v=0".into(),
             },
         };
-        host.remote_signal(Duration::ZERO, t, answer);
+        host.remote_signal(t, answer);
         assert!(matches!(
             &events(&mut host)[..],
             [(_, WebRtcEvent::Transport(TransportEvent::Failed(_)))]
@@ -610,7 +641,7 @@ mod tests {
             sdp_mid: None,
             sdp_m_line_index: None,
         };
-        host.remote_signal(Duration::ZERO, t, candidate);
+        host.remote_signal(t, candidate);
         assert!(events(&mut host).is_empty());
         // Asked to offer: refused, nothing opened.
         host.open(Duration::ZERO, TransportId(2), true);
@@ -620,7 +651,7 @@ mod tests {
             [(t, WebRtcEvent::Transport(TransportEvent::Failed(_)))] if *t == TransportId(2)
         ));
         // Signals for a transport it does not have change nothing.
-        host.remote_signal(Duration::ZERO, TransportId(9), offer("v=0"));
+        host.remote_signal(TransportId(9), offer("v=0"));
         assert!(events(&mut host).is_empty());
         assert_eq!(host.sessions(), 1);
         host.close(t);
@@ -644,5 +675,46 @@ mod tests {
         assert!(events(&mut host).is_empty());
         assert!(host.by_source.is_empty(), "no source was tied to a session");
         assert_eq!(host.sessions(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_wake_up_gives_timeouts_to_the_sessions_due_and_closed_sessions_leave_no_timer() {
+        let mut host = host();
+        assert_eq!(host.poll_timeout(), None, "no sessions, no wake-up");
+        for t in 1..=3 {
+            host.open(Duration::from_millis(t), TransportId(t), false);
+        }
+        // A new session wants its first timeout at once.
+        assert_eq!(host.poll_timeout(), Some(Duration::from_millis(1)));
+        // Only the first is due at 1 ms: after it, the earliest is the second's.
+        host.handle_timeout(Duration::from_millis(1));
+        assert_eq!(host.poll_timeout(), Some(Duration::from_millis(2)));
+        host.handle_timeout(Duration::from_millis(3));
+        let next = host.poll_timeout().expect("live sessions keep a timer");
+        assert!(
+            next > Duration::from_millis(3),
+            "each asked for a later one: {next:?}"
+        );
+        // Waking up often adds no entries: each session keeps one.
+        for ms in 4..100 {
+            host.handle_timeout(Duration::from_millis(ms));
+        }
+        assert!(host.timers.len() <= 3, "{} entries", host.timers.len());
+        // None failed or was told anything but that it is checking (no client yet).
+        let told = events(&mut host);
+        assert!(
+            told.iter().all(|(_, e)| matches!(
+                e,
+                WebRtcEvent::Transport(TransportEvent::Ice(IceState::Checking))
+            )),
+            "{told:?}"
+        );
+        for t in 1..=3 {
+            host.close(TransportId(t));
+        }
+        // Closed sessions' entries are dropped as they come due, and none are made.
+        host.handle_timeout(Duration::from_secs(3600));
+        assert_eq!(host.poll_timeout(), None);
+        assert!(events(&mut host).is_empty());
     }
 }

@@ -406,7 +406,7 @@ impl Io {
                     match (route, &mut self.lite) {
                         (Route::Udp(addr), _) => self.udp.send(now, addr, &datagram),
                         (Route::WebRtc(transport), Some(lite)) if lite.has(transport) => {
-                            lite.send(now, transport, &datagram);
+                            lite.send(transport, &datagram);
                         }
                         (Route::WebRtc(transport), _) => {
                             if let Some(session) = self.sessions.get(&transport) {
@@ -429,7 +429,7 @@ impl Io {
                     transport, offer, ..
                 } => lite.open(now, transport, offer),
                 Command::ApplyRemoteSignal { transport, data } => {
-                    lite.remote_signal(now, transport, data);
+                    lite.remote_signal(transport, data);
                 }
                 Command::ClosePeerConnection { transport } => lite.close(transport),
             }
