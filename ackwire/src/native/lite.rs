@@ -419,10 +419,28 @@ impl LiteHost {
         self.drive(transport);
     }
 
-    /// When the next session wants its timeout (possibly a little early: a stale entry).
-    pub(crate) fn poll_timeout(&self) -> Option<Duration> {
-        let Reverse((earliest, _)) = self.timers.peek()?;
-        Some(earliest.saturating_duration_since(self.epoch))
+    /// When the next session wants its timeout. Stale entries at the front are settled
+    /// first (dropped, or moved to their session's deadline), so the driver never wakes for
+    /// one: a session's deadline moves later on most datagrams.
+    pub(crate) fn poll_timeout(&mut self) -> Option<Duration> {
+        while let Some(&Reverse((due, transport))) = self.timers.peek() {
+            let Some(session) = self.sessions.get_mut(&transport) else {
+                self.timers.pop(); // closed
+                continue;
+            };
+            if session.failed || session.deadline > due {
+                self.timers.pop();
+                if session.scheduled == Some(due) {
+                    session.scheduled = None;
+                }
+                if !session.failed {
+                    schedule(&mut self.timers, transport, session);
+                }
+                continue;
+            }
+            return Some(due.saturating_duration_since(self.epoch));
+        }
+        None
     }
 
     /// Gives every session whose deadline has come its timeout.

@@ -534,7 +534,7 @@ async fn run(
         let next = {
             let mut guard = lock(&shared);
             io.flush(&mut guard);
-            let lite = io.lite.as_ref().and_then(LiteHost::poll_timeout);
+            let lite = io.lite.as_mut().and_then(LiteHost::poll_timeout);
             match (guard.member.poll_timeout(), lite) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
