@@ -621,7 +621,7 @@ mod tests {
         std::iter::from_fn(|| host.pop()).collect()
     }
 
-    fn offer(text: &str) -> SignalData {
+    fn offer_signal(text: &str) -> SignalData {
         SignalData::Sdp {
             sdp: Sdp {
                 kind: SdpKind::Offer,
@@ -635,7 +635,7 @@ mod tests {
         let mut host = host();
         let t = TransportId(1);
         host.open(Duration::ZERO, t, false);
-        host.remote_signal(t, offer("v=0 not a session"));
+        host.remote_signal(t, offer_signal("v=0 not a session"));
         let told = events(&mut host);
         assert!(
             matches!(&told[..], [(_, WebRtcEvent::Transport(TransportEvent::Failed(why)))]
@@ -669,7 +669,7 @@ mod tests {
             [(t, WebRtcEvent::Transport(TransportEvent::Failed(_)))] if *t == TransportId(2)
         ));
         // Signals for a transport it does not have change nothing.
-        host.remote_signal(TransportId(9), offer("v=0"));
+        host.remote_signal(TransportId(9), offer_signal("v=0"));
         assert!(events(&mut host).is_empty());
         assert_eq!(host.sessions(), 1);
         host.close(t);
@@ -734,5 +734,117 @@ mod tests {
         host.handle_timeout(Duration::from_secs(3600));
         assert_eq!(host.poll_timeout(), None);
         assert!(events(&mut host).is_empty());
+    }
+
+    /// Whether `datagram` is a STUN request carrying USE-CANDIDATE (attribute 0x0025): a
+    /// nomination.
+    fn nominates(datagram: &[u8]) -> bool {
+        if datagram.len() < 20 || datagram[0] > 3 {
+            return false;
+        }
+        let mut at = 20;
+        while at + 4 <= datagram.len() {
+            let kind = u16::from_be_bytes([datagram[at], datagram[at + 1]]);
+            let len = usize::from(u16::from_be_bytes([datagram[at + 2], datagram[at + 3]]));
+            if kind == 0x0025 {
+                return true;
+            }
+            at += 4 + len.div_ceil(4) * 4;
+        }
+        false
+    }
+
+    /// Chromium nominates an ICE-lite host's pair only with a later check than its first (on
+    /// its ~60 ms ping schedule), and sends its ClientHello as soon as the first is answered.
+    /// The host answers DTLS on the path the client's checks came from without waiting for
+    /// the nomination (the `is` crate's ackwire patch): here a client whose nominations never
+    /// arrive still opens the channel with the host.
+    #[tokio::test]
+    async fn the_host_answers_dtls_before_the_client_nominates_its_pair() {
+        use str0m::change::SdpAnswer;
+        let epoch = Instant::now();
+        let mut host = host();
+        let t = TransportId(1);
+        host.open(Duration::ZERO, t, false);
+        // The client: a full agent that offers (so controls), on its own loopback socket.
+        let socket = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let client_addr = socket.local_addr().unwrap();
+        let mut client = Rtc::builder().build(epoch);
+        client.add_local_candidate(Candidate::host(client_addr, "udp").unwrap());
+        let mut change = client.sdp_api();
+        change.add_channel_with_config(channel_config());
+        let (offer, pending) = change.apply().unwrap();
+        host.remote_signal(t, offer_signal(&offer.to_sdp_string()));
+        let answer = events(&mut host)
+            .into_iter()
+            .find_map(|(_, e)| match e {
+                WebRtcEvent::Transport(TransportEvent::LocalSignal(SignalData::Sdp { sdp })) => {
+                    Some(sdp.sdp)
+                }
+                _ => None,
+            })
+            .expect("the host answers the offer at once");
+        let answer = SdpAnswer::from_sdp_string(&answer).unwrap();
+        client.sdp_api().accept_answer(pending, answer).unwrap();
+
+        let (mut nominations_dropped, mut host_open, mut client_open) = (0, false, false);
+        let mut buf = vec![0; 2048];
+        while !(host_open && client_open) {
+            let now = epoch.elapsed();
+            // The client's output, its nominations dropped on the way.
+            let client_deadline = loop {
+                match client.poll_output().unwrap() {
+                    Output::Timeout(at) => break at,
+                    Output::Transmit(out) if nominates(&out.contents) => nominations_dropped += 1,
+                    Output::Transmit(out) => {
+                        drop(socket.try_send_to(&out.contents, out.destination))
+                    }
+                    Output::Event(Event::ChannelOpen(..)) => client_open = true,
+                    Output::Event(_) => {}
+                }
+            };
+            for (_, event) in events(&mut host) {
+                match event {
+                    WebRtcEvent::Transport(TransportEvent::ChannelOpen) => host_open = true,
+                    WebRtcEvent::Transport(TransportEvent::Failed(why)) => panic!("{why}"),
+                    _ => {}
+                }
+            }
+            if host_open && client_open {
+                break;
+            }
+            assert!(
+                now < Duration::from_secs(10),
+                "no channel: the host waited for a nomination"
+            );
+            let host_deadline = host
+                .poll_timeout()
+                .map_or(now + Duration::from_secs(1), |d| d);
+            let wake = (epoch + host_deadline).min(client_deadline);
+            tokio::select! {
+                received = socket.recv_from(&mut buf) => {
+                    let (n, source) = received.unwrap();
+                    let input = Input::Receive(Instant::now(), Receive {
+                        proto: Protocol::Udp,
+                        source,
+                        destination: client_addr,
+                        contents: buf[..n].try_into().unwrap(),
+                    });
+                    client.handle_input(input).unwrap();
+                }
+                ready = host.readable() => {
+                    ready.unwrap();
+                    host.read_ready(epoch.elapsed());
+                }
+                () = tokio::time::sleep_until(wake.into()) => {
+                    client.handle_input(Input::Timeout(Instant::now())).unwrap();
+                    host.handle_timeout(epoch.elapsed());
+                }
+            }
+        }
+        assert!(
+            nominations_dropped > 0,
+            "the client did nominate; none reached the host"
+        );
     }
 }

@@ -205,6 +205,15 @@ fn line(event: GameEvent) -> serde_json::Value {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> std::process::ExitCode {
+    // The game's lines go to stdout; the stack's log to stderr, at warnings unless `RUST_LOG`
+    // asks for more (`RUST_LOG=str0m=debug` shows the players' WebRTC sessions).
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
+        .init();
     let (mut url, mut points, mut bind, mut ticks) = (String::new(), 5u8, None, false);
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
