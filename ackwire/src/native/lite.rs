@@ -165,7 +165,7 @@ pub(crate) struct LiteHost {
     events: VecDeque<(TransportId, WebRtcEvent)>,
     /// Sessions by deadline, earliest first, so a wake-up touches only the sessions due. An
     /// entry goes stale when its session's deadline moves or the session closes; a stale
-    /// entry costs one look when it comes due (see [`Session::scheduled`]).
+    /// entry is settled when it reaches the front ([`Self::next_due`], [`Session::scheduled`]).
     timers: BinaryHeap<Reverse<(Instant, TransportId)>>,
     buf: Vec<u8>,
     /// The clock str0m runs on: the driver's `now` is `epoch + now`.
@@ -419,53 +419,50 @@ impl LiteHost {
         self.drive(transport);
     }
 
-    /// When the next session wants its timeout. Stale entries at the front are settled
-    /// first (dropped, or moved to their session's deadline), so the driver never wakes for
-    /// one: a session's deadline moves later on most datagrams.
-    pub(crate) fn poll_timeout(&mut self) -> Option<Duration> {
+    /// The earliest entry that stands for a live session's deadline, left in place. Stale
+    /// entries in front of it (a closed or failed session, or a deadline that moved later,
+    /// as it does on most datagrams) are settled first, so the driver never wakes for one.
+    fn next_due(&mut self) -> Option<(Instant, TransportId)> {
         while let Some(&Reverse((due, transport))) = self.timers.peek() {
             let Some(session) = self.sessions.get_mut(&transport) else {
                 self.timers.pop(); // closed
                 continue;
             };
-            if session.failed || session.deadline > due {
-                self.timers.pop();
-                if session.scheduled == Some(due) {
-                    session.scheduled = None;
-                }
-                if !session.failed {
-                    schedule(&mut self.timers, transport, session);
-                }
-                continue;
+            if !session.failed && session.deadline <= due {
+                return Some((due, transport));
             }
-            return Some(due.saturating_duration_since(self.epoch));
+            self.timers.pop();
+            if session.scheduled == Some(due) {
+                session.scheduled = None;
+            }
+            // A failed session was told once; the member closes it.
+            if !session.failed {
+                schedule(&mut self.timers, transport, session);
+            }
         }
         None
+    }
+
+    /// When the next session wants its timeout.
+    pub(crate) fn poll_timeout(&mut self) -> Option<Duration> {
+        let (due, _) = self.next_due()?;
+        Some(due.saturating_duration_since(self.epoch))
     }
 
     /// Gives every session whose deadline has come its timeout.
     pub(crate) fn handle_timeout(&mut self, now: Duration) {
         let at = self.at(now);
-        while let Some(&Reverse((due, transport))) = self.timers.peek()
+        while let Some((due, transport)) = self.next_due()
             && due <= at
         {
             self.timers.pop();
-            let Some(session) = self.sessions.get_mut(&transport) else {
-                continue; // closed
-            };
-            if session.scheduled == Some(due) {
-                session.scheduled = None;
-            }
-            if session.failed {
-                continue; // told once; the member closes it
-            }
-            if session.deadline > at {
-                // Stale: the deadline moved later since this entry was made.
-                schedule(&mut self.timers, transport, session);
-                continue;
-            }
-            if let Err(e) = session.rtc.handle_input(Input::Timeout(at)) {
-                tracing::debug!(transport = transport.0, error = %e, "timeout refused");
+            if let Some(session) = self.sessions.get_mut(&transport) {
+                if session.scheduled == Some(due) {
+                    session.scheduled = None;
+                }
+                if let Err(e) = session.rtc.handle_input(Input::Timeout(at)) {
+                    tracing::debug!(transport = transport.0, error = %e, "timeout refused");
+                }
             }
             self.drive(transport);
         }
