@@ -235,8 +235,7 @@ impl CoreLink {
             .is_some_and(|c| c.state() == ConnectionState::Connected)
     }
 
-    /// Delivers emulated arrivals, writes what is due into buffers from `pool` and puts them
-    /// in `ready` for the transport, and reports what happened.
+    /// [`poll_arrivals`](Self::poll_arrivals), then [`poll_transmit`](Self::poll_transmit).
     pub(crate) fn poll(
         &mut self,
         now: Duration,
@@ -244,11 +243,30 @@ impl CoreLink {
         ready: &mut Vec<Vec<u8>>,
         events: &mut Vec<CoreEvent>,
     ) {
+        self.poll_arrivals(now, events);
+        self.poll_transmit(now, pool, ready, events);
+    }
+
+    /// Delivers the emulated arrivals that are due and reports what they brought. The member
+    /// handles those events before [`poll_transmit`](Self::poll_transmit), so a message it
+    /// refuses fails the connection before an ack of its packet leaves.
+    pub(crate) fn poll_arrivals(&mut self, now: Duration, events: &mut Vec<CoreEvent>) {
         while let Some((due, datagram)) = self.emulator.as_mut().and_then(|e| e.poll_arrive(now)) {
             // Refused after emulation: dropped exactly as off the wire. Handed over at the
             // time it was due, so a late wake-up counts as our hold, not as path.
             let _ = self.deliver(due, &datagram, events);
         }
+    }
+
+    /// Writes what is due into buffers from `pool` and puts them in `ready` for the
+    /// transport, and reports what happened.
+    pub(crate) fn poll_transmit(
+        &mut self,
+        now: Duration,
+        pool: &mut Vec<Vec<u8>>,
+        ready: &mut Vec<Vec<u8>>,
+        events: &mut Vec<CoreEvent>,
+    ) {
         let mut out = std::mem::take(&mut self.out);
         if let Side::Connection(connection) = &mut self.side {
             loop {

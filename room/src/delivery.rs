@@ -1,27 +1,36 @@
 //! Reliable messages that outlive a link's connections: what a member sends reliably to a peer
-//! is delivered exactly once (and in order on an ordered channel) even when the link dies and
-//! a new core connection replaces it, as long as the peer is the same program instance.
+//! is delivered to it exactly once (and in order on an ordered channel) even when the link
+//! dies and a new core connection replaces it, or is handed back as undelivered exactly once.
 //!
 //! A core connection delivers reliable messages exactly once *within* itself; a link that is
 //! lost (a pulled cable past the idle timeout, ICE failure, the peer starting over) starts a
 //! new connection, and what the old one had not delivered would be gone. So the member keeps,
 //! per peer and reliable channel:
-//! - **sending**: a copy of every message it queued until the peer is known to have it
-//!   (`retained`), each numbered (`index`, a 32-bit counter per channel); on every new
-//!   connection the copies not yet confirmed go out again, in order, before anything new;
+//! - **sending**: a copy of every message it accepted until the peer is known to have it
+//!   (`retained`), each numbered (`index`, a 32-bit counter per channel); a message sent while
+//!   no connection is up is kept the same way. On every new connection the copies not yet
+//!   confirmed go out again, in order, before anything new;
 //! - **receiving**: the next index it expects (ordered) or which indices it has delivered
 //!   (unordered, a 1024-wide window), so a copy it already delivered is dropped.
 //!
 //! Each reliable message travels as `varint(index) ‖ payload` (LEB128, 1–5 bytes). On each new
 //! connection both sides first send, on the member's own control channel (the last one, after
-//! the application's), a `hello`: a random id of the sender's *life* for this peer (new when
-//! it forgets the peer and meets it again) and, per reliable channel, the index it (re)starts
-//! from. A receiver holds reliable messages of a new connection until that connection's hello
-//! has come (it says whether to keep counting or start over), then answers `hello-ack`. A
-//! sender drops a copy only when the core says the peer's connection took the message and
+//! the application's), a `hello`: the sender's *life* for this peer (random, new when it starts
+//! counting afresh), the peer life whose messages it counts (its receive state), whether any
+//! of its copies went out before (`fresh`), and per reliable channel the index it (re)starts
+//! from. A receiver holds reliable messages of a new connection until it takes a hello: one of
+//! the life it counts with (it keeps counting), or a fresh one (it starts over at the bases).
+//! A hello that is neither is ignored: the sender, told by our own hello that we do not count
+//! its life, hands back the copies that went out before (they may have reached a life of ours
+//! that is gone) and sends a fresh hello under a new life. A sender whose copies went out before
+//! sends nothing reliable on a new connection until the peer's hello says which case it is.
+//!
+//! A sender drops a copy only when the core says the peer's connection took the message and
 //! every one before it (`Connection::reliable_ids`), and only after the `hello-ack` of that
 //! connection: before it, the peer may still have been holding the message, to lose it if the
-//! link died. `docs/wire.md`, "Room members", has the bytes.
+//! link died. Until that ack it queues at most [`HOLD_LIMIT`] bytes, which is what a receiver
+//! holds at most: anything beyond is a broken peer, and the member fails the connection before
+//! its core acknowledges the packet (`docs/wire.md`, "Room members", has the bytes and rules).
 
 use std::collections::VecDeque;
 
@@ -36,20 +45,29 @@ pub(crate) const MAX_RETAINED: usize = ackwire_core::frame::RELIABLE_WINDOW as u
 /// Longest index prefix (a 32-bit LEB128).
 pub(crate) const MAX_PREFIX: usize = 5;
 
-/// Reliable messages of a new connection held until its hello arrives, at most.
-const MAX_HELD: usize = MAX_RETAINED;
+/// Bytes of reliable messages (index prefixes included) a sender queues on a connection before
+/// its hello-ack, and so the most a receiver holds before the connection's hello: a wire
+/// constant, both sides must agree. At least one largest message (256 KiB) fits.
+pub const HOLD_LIMIT: usize = 1 << 20;
+
+/// Bytes of copies (index prefixes included) kept per peer by default before a reliable send to
+/// it is refused ([`SendError::WindowFull`]); the member's `peer_budget` changes it.
+pub const DEFAULT_PEER_BUDGET: usize = 4 << 20;
 
 /// Spare buffers kept for the next reliable messages (so a steady stream allocates nothing).
 const MAX_SPARE: usize = 64;
 
 const HELLO: u8 = 1;
 const HELLO_ACK: u8 = 2;
+/// `hello`'s fixed part: type, id, life, counting, fresh, n.
+const HELLO_FIXED: usize = 1 + 8 + 8 + 8 + 1 + 1;
 
-/// Why a reliable message from the peer was not delivered.
+/// Why a reliable message from the peer was not delivered. Each one fails the link's
+/// connection before its core acknowledges the packet, so an honest sender's copy comes again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum DeliveryError {
-    /// It does not start with a valid index.
+    /// It does not start with a valid (shortest-form) index.
     #[error("reliable message without a valid index")]
     NoIndex,
     /// An index no honest peer sends now (beyond what it may have in flight).
@@ -63,8 +81,9 @@ pub enum DeliveryError {
     /// The member's control channel carried something it cannot read.
     #[error("malformed control message")]
     Control,
-    /// More reliable messages arrived before the connection's hello than any peer sends.
-    #[error("too many messages before the hello")]
+    /// More reliable bytes arrived before the connection's hello than a sender may queue
+    /// before its hello-ack ([`HOLD_LIMIT`]).
+    #[error("more than {HOLD_LIMIT} bytes before the hello")]
     TooManyHeld,
     /// Our own control message (hello, hello-ack) could not be queued: without it the peer
     /// holds our messages, or keeps its copies, forever, so the link must start over.
@@ -85,7 +104,9 @@ fn put_varint(out: &mut Vec<u8>, mut value: u32) {
     }
 }
 
-/// Reads a LEB128 u32 from the start of `bytes`: the value and its length.
+/// Reads a shortest-form LEB128 u32 from the start of `bytes`: the value and its length. An
+/// overlong form (a last byte of `00` after the first, as in `80 00`) is refused, so every
+/// index has exactly one encoding.
 fn get_varint(bytes: &[u8]) -> Option<(u32, usize)> {
     let mut value = 0u32;
     for (i, &byte) in bytes.iter().enumerate().take(MAX_PREFIX) {
@@ -95,6 +116,9 @@ fn get_varint(bytes: &[u8]) -> Option<(u32, usize)> {
         }
         value |= bits << (7 * i);
         if byte & 0x80 == 0 {
+            if i > 0 && byte == 0 {
+                return None;
+            }
             return Some((value, i + 1));
         }
     }
@@ -109,15 +133,21 @@ struct Retained {
     framed: Vec<u8>,
     /// The ids the current connection gave it (`[first, end)`), once queued there.
     ids: Option<(u16, u16)>,
+    /// Queued on some connection: the peer may have it (or had, in a life it forgot).
+    exposed: bool,
 }
 
 #[derive(Debug, Default)]
 struct SendLane {
     next: u32,
     retained: VecDeque<Retained>,
+    /// How many copies at the front are queued on the current connection (they always form
+    /// a prefix: copies go out in order).
+    queued: usize,
 }
 
-#[derive(Debug)]
+/// What a member knows of the messages it received from one life of a peer.
+#[derive(Debug, Clone)]
 struct ReceiveLane {
     expected: u32,
     /// Unordered channels: bit `i % 1024` set when index `i` in `[expected, expected + 1024)`
@@ -136,29 +166,17 @@ impl ReceiveLane {
         self.seen.as_ref().is_some_and(|s| s[word] & mask != 0)
     }
 
-    /// Whether `index` is new; an error when no honest peer sends it now.
+    /// Whether `index` is new (taking it in if so); an error, and no change, when no honest
+    /// peer sends it now.
     fn admit(&mut self, index: u32, ordered: bool) -> Result<bool, DeliveryError> {
+        self.check(index, ordered)?;
         let ahead = distance_u32(self.expected, index);
         if ahead < 0 {
             return Ok(false);
         }
-        let beyond = DeliveryError::BeyondWindow {
-            index,
-            expected: self.expected,
-        };
         if ordered {
-            // Copies come again in order from an index the peer had not confirmed, so on an
-            // ordered channel the next new one is always the one expected.
-            return match ahead {
-                0 => {
-                    self.expected = self.expected.wrapping_add(1);
-                    Ok(true)
-                }
-                _ => Err(beyond),
-            };
-        }
-        if ahead >= MAX_RETAINED as i64 {
-            return Err(beyond);
+            self.expected = self.expected.wrapping_add(1);
+            return Ok(true);
         }
         if self.is_seen(index) {
             return Ok(false);
@@ -176,6 +194,22 @@ impl ReceiveLane {
             self.expected = self.expected.wrapping_add(1);
         }
         Ok(true)
+    }
+
+    /// Whether an honest peer may send `index` now.
+    fn check(&self, index: u32, ordered: bool) -> Result<(), DeliveryError> {
+        let ahead = distance_u32(self.expected, index);
+        // Copies come again in order from an index the peer had not confirmed, so on an
+        // ordered channel the next new one is always the one expected; on an unordered one a
+        // sender has at most the window's worth outstanding.
+        let limit = if ordered { 1 } else { MAX_RETAINED as i64 };
+        if ahead >= limit {
+            return Err(DeliveryError::BeyondWindow {
+                index,
+                expected: self.expected,
+            });
+        }
+        Ok(())
     }
 
     fn restart_at(&mut self, base: u32) {
@@ -197,6 +231,14 @@ struct Lane {
     receive: ReceiveLane,
 }
 
+/// What a member keeps of a peer it forgot, so that meeting the same program instance again
+/// never delivers one of its messages twice ([`Delivery::receiving`]).
+#[derive(Debug, Clone)]
+pub(crate) struct Receiving {
+    peer_life: u64,
+    lanes: Vec<(u8, ReceiveLane)>,
+}
+
 /// What arrived on a reliable or control channel, for the member.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Arrived {
@@ -206,29 +248,63 @@ pub(crate) enum Arrived {
     Nothing,
 }
 
+/// Which receiver our copies that went out on earlier connections may have reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Exposure {
+    /// None went out (or every one that did is confirmed).
+    None,
+    /// Only the peer's delivery with this id.
+    To(u64),
+    /// One whose id we never learned, or several.
+    Unknown,
+}
+
 /// One peer's reliable delivery, across its link's connections.
 #[derive(Debug)]
 pub(crate) struct Delivery {
-    /// Our life for this peer: new each time the member meets the peer afresh.
+    /// This delivery's id, for the peer: random, the same for its whole life, so the peer can
+    /// tell us from a delivery that replaced us when we forgot it.
+    id: u64,
+    /// Our life for this peer: what the peer counts our messages under; new each time we
+    /// start counting afresh.
     life: u64,
+    /// Where the copies that went out on earlier connections may be.
+    exposure: Exposure,
+    /// Copies went out on the current connection.
+    sent_here: bool,
+    /// The peer delivery's id, from its hello on the current connection.
+    peer_here: Option<u64>,
     /// The application channels' count: the control channel's index.
     control: u8,
     /// The reliable channels, with their index.
     lanes: Vec<Lane>,
-    /// The life of the peer's we last counted with (`None` before the first hello).
+    /// The life of the peer's we count with (`None` before the first hello we took).
     peer_life: Option<u64>,
     /// The current connection's hello from the peer was taken in.
     hello_in: bool,
     /// The peer took in our hello of the current connection.
     hello_acked: bool,
-    /// Reliable messages of the current connection that came before its hello.
+    /// Copies went out on an earlier connection: send nothing reliable on this one until the
+    /// peer's hello says whether it still counts our life.
+    gated: bool,
+    /// Reliable bytes queued on the current connection before its hello-ack.
+    before_ack: usize,
+    /// Reliable messages of the current connection that came before its hello, and their
+    /// bytes.
     held: Vec<(u8, Vec<u8>)>,
+    held_bytes: usize,
+    /// Bytes of every copy kept, and the most allowed.
+    kept: usize,
+    budget: usize,
+    /// Copies given up on (the peer forgot the life they went to), for the application.
+    handed_back: Vec<(u8, Vec<u8>)>,
     spare: Vec<Vec<u8>>,
 }
 
 impl Delivery {
-    /// Delivery for the application's `channels`; `life` is random.
-    pub(crate) fn new(life: u64, channels: &[ChannelKind]) -> Delivery {
+    /// Delivery for the application's `channels`; `id` is random (and the first life); at
+    /// most `budget` bytes of copies are kept.
+    pub(crate) fn new(id: u64, channels: &[ChannelKind], budget: usize) -> Delivery {
         let lanes = channels
             .iter()
             .enumerate()
@@ -244,15 +320,47 @@ impl Delivery {
             })
             .collect();
         Delivery {
-            life,
+            id,
+            life: nonzero(id),
+            exposure: Exposure::None,
+            sent_here: false,
+            peer_here: None,
             control: channels.len() as u8,
             lanes,
             peer_life: None,
             hello_in: false,
             hello_acked: false,
+            gated: false,
+            before_ack: 0,
             held: Vec::new(),
+            held_bytes: 0,
+            kept: 0,
+            budget,
+            handed_back: Vec::new(),
             spare: Vec::new(),
         }
+    }
+
+    /// What we know of the peer's messages, to keep when we forget it.
+    pub(crate) fn receiving(&self) -> Option<Receiving> {
+        Some(Receiving {
+            peer_life: self.peer_life?,
+            lanes: self
+                .lanes
+                .iter()
+                .map(|l| (l.channel, l.receive.clone()))
+                .collect(),
+        })
+    }
+
+    /// Picks up counting where a forgotten link to the same program instance left off.
+    pub(crate) fn resume_receiving(&mut self, receiving: Receiving) {
+        for lane in &mut self.lanes {
+            if let Some((_, receive)) = receiving.lanes.iter().find(|(c, _)| *c == lane.channel) {
+                lane.receive = receive.clone();
+            }
+        }
+        self.peer_life = Some(receiving.peer_life);
     }
 
     /// The member's own channel: the one after the application's.
@@ -269,80 +377,109 @@ impl Delivery {
         self.lanes.iter().any(|l| l.channel == channel)
     }
 
-    /// Whether a reliable message of `len` bytes can be queued on `channel` of `core` now.
-    pub(crate) fn check(
-        &self,
-        core: &Connection,
-        channel: u8,
-        len: usize,
-    ) -> Result<(), SendError> {
+    /// Whether a reliable message of `len` bytes on `channel` can be kept now: the channel's
+    /// copies stay within the core's window, and the peer's bytes within the budget (one
+    /// message always fits when nothing is kept).
+    pub(crate) fn check(&self, channel: u8, len: usize) -> Result<(), SendError> {
         let Some(lane) = self.lanes.iter().find(|l| l.channel == channel) else {
-            return core.check_send(channel, len);
+            return Err(SendError::UnknownChannel(channel));
         };
-        // Copies still waiting for room in the window go first; a new one waits with them.
-        let backlog = lane.send.retained.back().is_some_and(|r| r.ids.is_none());
-        if lane.send.retained.len() >= MAX_RETAINED || backlog {
+        let over_budget = self.kept > 0 && self.kept + len + MAX_PREFIX > self.budget;
+        if lane.send.retained.len() >= MAX_RETAINED || over_budget {
             return Err(SendError::WindowFull {
                 channel,
                 needed: 1,
                 free: 0,
             });
         }
-        core.check_send(channel, len + MAX_PREFIX)
+        Ok(())
     }
 
-    /// Queues `payload` on reliable `channel` of `core` (checked with [`check`](Self::check)),
-    /// keeping a copy until the peer confirms it.
+    /// Keeps `payload` for reliable `channel` (checked with [`check`](Self::check)) and, on a
+    /// connection, queues what may go out now.
     pub(crate) fn send(
         &mut self,
-        core: &mut Connection,
+        core: Option<&mut Connection>,
         channel: u8,
         payload: &[u8],
     ) -> Result<(), SendError> {
-        self.check(core, channel, payload.len())?;
-        let Some(lane) = self.lanes.iter_mut().find(|l| l.channel == channel) else {
-            return core.send(channel, payload);
-        };
+        self.check(channel, payload.len())?;
         let mut framed = self.spare.pop().unwrap_or_default();
+        let Some(lane) = self.lanes.iter_mut().find(|l| l.channel == channel) else {
+            return Err(SendError::UnknownChannel(channel));
+        };
         framed.clear();
         put_varint(&mut framed, lane.send.next);
         framed.extend_from_slice(payload);
-        let first = core.reliable_ids(channel).map(|(_, next)| next);
-        core.send(channel, &framed)?;
-        let end = core.reliable_ids(channel).map(|(_, next)| next);
+        self.kept += framed.len();
         lane.send.retained.push_back(Retained {
             index: lane.send.next,
             framed,
-            ids: first.zip(end),
+            ids: None,
+            exposed: false,
         });
         lane.send.next = lane.send.next.wrapping_add(1);
+        if let Some(core) = core {
+            self.flush(core);
+        }
         Ok(())
     }
 
     /// A new connection is up: say hello, then send every copy the peer has not confirmed,
-    /// in order. On error the connection cannot carry reliable messages: drop it.
+    /// in order (or wait for the peer's hello first when copies went out before). On error
+    /// the connection cannot carry reliable messages: drop it.
     pub(crate) fn connected(&mut self, core: &mut Connection) -> Result<(), DeliveryError> {
         self.hello_in = false;
         self.hello_acked = false;
+        self.before_ack = 0;
         self.held.clear();
-        let hello = self.hello();
+        self.held_bytes = 0;
         for lane in &mut self.lanes {
+            lane.send.queued = 0;
             for retained in &mut lane.send.retained {
                 retained.ids = None;
             }
         }
+        if self.sent_here {
+            self.exposure = match (self.exposure, self.peer_here) {
+                (Exposure::None, Some(peer)) => Exposure::To(peer),
+                (Exposure::To(seen), Some(peer)) if seen == peer => Exposure::To(seen),
+                _ => Exposure::Unknown,
+            };
+        }
+        (self.sent_here, self.peer_here) = (false, None);
+        if self.is_fresh() {
+            self.exposure = Exposure::None;
+        }
+        self.gated = !self.is_fresh();
+        self.say_hello(core)
+    }
+
+    /// Whether no copy we keep ever went out.
+    fn is_fresh(&self) -> bool {
+        self.lanes
+            .iter()
+            .all(|l| l.send.retained.front().is_none_or(|r| !r.exposed))
+    }
+
+    fn say_hello(&mut self, core: &mut Connection) -> Result<(), DeliveryError> {
+        let hello = self.hello();
         core.send(self.control, &hello)
             .map_err(DeliveryError::ControlRefused)?;
         self.flush(core);
         Ok(())
     }
 
-    /// This connection's hello: our life, and where each reliable channel (re)starts: the
-    /// oldest copy the peer has not confirmed, or the next new message.
+    /// This connection's hello: our life, the peer's life we count, whether none of our
+    /// copies went out before, and where each reliable channel (re)starts: the oldest copy the
+    /// peer has not confirmed, or the next new message.
     fn hello(&self) -> Vec<u8> {
-        let mut hello = Vec::with_capacity(10 + 5 * self.lanes.len());
+        let mut hello = Vec::with_capacity(HELLO_FIXED + 5 * self.lanes.len());
         hello.push(HELLO);
+        hello.extend_from_slice(&self.id.to_le_bytes());
         hello.extend_from_slice(&self.life.to_le_bytes());
+        hello.extend_from_slice(&self.peer_life.unwrap_or(0).to_le_bytes());
+        hello.push(u8::from(self.is_fresh()));
         hello.push(self.lanes.len() as u8);
         for lane in &self.lanes {
             let base = lane
@@ -356,11 +493,29 @@ impl Delivery {
         hello
     }
 
-    /// Queues copies that did not fit the window yet, in order; drops the copies the peer
+    /// Queues copies that did not go out on this connection yet, in order, as far as the
+    /// window (and, before the hello-ack, [`HOLD_LIMIT`]) allows; drops the copies the peer
     /// confirmed.
     pub(crate) fn flush(&mut self, core: &mut Connection) {
-        for lane in &mut self.lanes {
-            for retained in lane.send.retained.iter_mut().filter(|r| r.ids.is_none()) {
+        let Self {
+            lanes,
+            gated,
+            hello_acked,
+            before_ack,
+            kept,
+            spare,
+            sent_here,
+            ..
+        } = self;
+        if *gated {
+            return;
+        }
+        for lane in lanes {
+            for retained in lane.send.retained.range_mut(lane.send.queued..) {
+                let len = retained.framed.len();
+                if !*hello_acked && *before_ack > 0 && *before_ack + len > HOLD_LIMIT {
+                    break;
+                }
                 let Some((_, first)) = core.reliable_ids(lane.channel) else {
                     break;
                 };
@@ -371,8 +526,14 @@ impl Delivery {
                     .reliable_ids(lane.channel)
                     .map_or(first, |(_, next)| next);
                 retained.ids = Some((first, end));
+                retained.exposed = true;
+                *sent_here = true;
+                lane.send.queued += 1;
+                if !*hello_acked {
+                    *before_ack += len;
+                }
             }
-            if !self.hello_acked {
+            if !*hello_acked {
                 continue;
             }
             let Some((oldest, _)) = core.reliable_ids(lane.channel) else {
@@ -381,10 +542,12 @@ impl Delivery {
             while let Some(front) = lane.send.retained.front() {
                 match front.ids {
                     Some((_, end)) if distance(end, oldest) >= 0 => {
-                        if let Some(done) = lane.send.retained.pop_front()
-                            && self.spare.len() < MAX_SPARE
-                        {
-                            self.spare.push(done.framed);
+                        if let Some(done) = lane.send.retained.pop_front() {
+                            lane.send.queued -= 1;
+                            *kept -= done.framed.len();
+                            if spare.len() < MAX_SPARE {
+                                spare.push(done.framed);
+                            }
                         }
                     }
                     _ => break,
@@ -394,22 +557,25 @@ impl Delivery {
     }
 
     /// A message arrived on a reliable `channel` or the control channel of the current
-    /// connection. On error nothing was delivered and nothing changed.
+    /// connection. On error nothing was delivered and nothing changed: the caller fails the
+    /// connection before its core acknowledges the packet.
     pub(crate) fn arrived(
         &mut self,
         core: &mut Connection,
         channel: u8,
         bytes: Vec<u8>,
+        new_life: u64,
         deliver: &mut dyn FnMut(u8, Vec<u8>),
     ) -> Result<(), DeliveryError> {
         if channel == self.control {
-            return self.control(core, &bytes, deliver);
+            return self.control(core, &bytes, new_life, deliver);
         }
         if !self.hello_in {
-            if self.held.len() >= MAX_HELD {
+            get_varint(&bytes).ok_or(DeliveryError::NoIndex)?;
+            if self.held_bytes + bytes.len() > HOLD_LIMIT {
                 return Err(DeliveryError::TooManyHeld);
             }
-            get_varint(&bytes).ok_or(DeliveryError::NoIndex)?;
+            self.held_bytes += bytes.len();
             self.held.push((channel, bytes));
             return Ok(());
         }
@@ -437,47 +603,24 @@ impl Delivery {
         &mut self,
         core: &mut Connection,
         bytes: &[u8],
+        new_life: u64,
         deliver: &mut dyn FnMut(u8, Vec<u8>),
     ) -> Result<(), DeliveryError> {
         match bytes.first() {
             Some(&HELLO) => {
-                let (life, bases) = parse_hello(bytes).ok_or(DeliveryError::Control)?;
-                if self.hello_in {
-                    return Ok(());
-                }
-                if self.peer_life != Some(life) {
-                    // The peer counts from scratch (or we never met it): take its numbering.
-                    for lane in &mut self.lanes {
-                        let base = bases
-                            .clone()
-                            .find(|(channel, _)| *channel == lane.channel)
-                            .map_or(0, |(_, base)| base);
-                        lane.receive.restart_at(base);
-                    }
-                    self.peer_life = Some(life);
-                }
-                self.hello_in = true;
-                let mut ack = [0u8; 9];
-                ack[0] = HELLO_ACK;
-                ack[1..].copy_from_slice(&life.to_le_bytes());
-                core.send(self.control, &ack)
-                    .map_err(DeliveryError::ControlRefused)?;
-                for (channel, bytes) in std::mem::take(&mut self.held) {
-                    // A held copy that fails now is dropped, as on arrival.
-                    if let Ok(Arrived::Deliver(bytes)) = self.accept(channel, bytes) {
-                        deliver(channel, bytes);
-                    }
-                }
-                Ok(())
+                let hello = Hello::parse(bytes, &self.lanes).ok_or(DeliveryError::Control)?;
+                self.take_hello(core, &hello, deliver)?;
+                self.answer_hello(core, &hello, new_life)
             }
             Some(&HELLO_ACK) => {
                 let life = bytes
-                    .get(1..9)
+                    .get(1..)
                     .and_then(|b| b.try_into().ok())
                     .map(u64::from_le_bytes)
                     .ok_or(DeliveryError::Control)?;
-                if life == self.life {
+                if life == self.life && !self.hello_acked {
                     self.hello_acked = true;
+                    self.flush(core);
                 }
                 Ok(())
             }
@@ -487,16 +630,121 @@ impl Delivery {
         }
     }
 
+    /// The receiving half of a hello: count on, start over, or wait for a fresh one.
+    fn take_hello(
+        &mut self,
+        core: &mut Connection,
+        hello: &Hello,
+        deliver: &mut dyn FnMut(u8, Vec<u8>),
+    ) -> Result<(), DeliveryError> {
+        if self.hello_in {
+            return Ok(());
+        }
+        let restart = self.peer_life != Some(hello.life);
+        if restart && !hello.fresh {
+            // Its copies went out before, maybe to a life of ours that is gone: it hands them
+            // back and says a fresh hello once ours tells it we do not count its life.
+            return Ok(());
+        }
+        // Every held message must be one an honest sender sends: otherwise nothing changes
+        // and the connection fails, before anything is acknowledged.
+        let mut receive: Vec<ReceiveLane> = self.lanes.iter().map(|l| l.receive.clone()).collect();
+        if restart {
+            for (lane, receive) in self.lanes.iter().zip(&mut receive) {
+                receive.restart_at(hello.base(lane.channel).unwrap_or(0));
+            }
+        }
+        let mut check = receive.clone();
+        for (channel, bytes) in &self.held {
+            let (index, _) = get_varint(bytes).ok_or(DeliveryError::NoIndex)?;
+            if let Some(at) = self.lanes.iter().position(|l| l.channel == *channel) {
+                check[at].admit(index, self.lanes[at].ordered)?;
+            }
+        }
+        let mut ack = [0u8; 9];
+        ack[0] = HELLO_ACK;
+        ack[1..].copy_from_slice(&hello.life.to_le_bytes());
+        core.send(self.control, &ack)
+            .map_err(DeliveryError::ControlRefused)?;
+        for (lane, receive) in self.lanes.iter_mut().zip(receive) {
+            lane.receive = receive;
+        }
+        self.peer_life = Some(hello.life);
+        self.hello_in = true;
+        self.held_bytes = 0;
+        for (channel, bytes) in std::mem::take(&mut self.held) {
+            if let Ok(Arrived::Deliver(bytes)) = self.accept(channel, bytes) {
+                deliver(channel, bytes);
+            }
+        }
+        Ok(())
+    }
+
+    /// The sending half: while gated, the peer's hello says whether it still counts our life
+    /// (resume) or not (hand back what went out before, start a fresh life, say hello again).
+    fn answer_hello(
+        &mut self,
+        core: &mut Connection,
+        hello: &Hello,
+        new_life: u64,
+    ) -> Result<(), DeliveryError> {
+        self.peer_here = Some(hello.id);
+        if !self.gated {
+            return Ok(());
+        }
+        self.gated = false;
+        if hello.counting == self.life {
+            self.flush(core);
+            return Ok(());
+        }
+        let hand_back = self.exposure != Exposure::To(hello.id);
+        for lane in &mut self.lanes {
+            if !hand_back {
+                // The very delivery our copies went to, and it never took our hello (it would
+                // count our life): it delivered none of them. They go again, renumbered.
+                for retained in &mut lane.send.retained {
+                    retained.exposed = false;
+                }
+                continue;
+            }
+            while lane.send.retained.front().is_some_and(|r| r.exposed) {
+                let Some(mut retained) = lane.send.retained.pop_front() else {
+                    break;
+                };
+                self.kept -= retained.framed.len();
+                let len = get_varint(&retained.framed).map_or(0, |(_, len)| len);
+                retained.framed.drain(..len);
+                self.handed_back.push((lane.channel, retained.framed));
+            }
+        }
+        self.life = nonzero(new_life);
+        self.exposure = Exposure::None;
+        self.hello_acked = false;
+        self.say_hello(core)
+    }
+
+    /// Copies given up on since the last call, in the order sent (per channel).
+    pub(crate) fn take_handed_back(&mut self) -> Vec<(u8, Vec<u8>)> {
+        std::mem::take(&mut self.handed_back)
+    }
+
+    /// Whether the peer took in our hello of the current connection.
+    pub(crate) fn hello_acked(&self) -> bool {
+        self.hello_acked
+    }
+
     /// The peer is gone for good: every copy it never confirmed, as `(channel, payload)`.
     pub(crate) fn unconfirmed(&mut self) -> Vec<(u8, Vec<u8>)> {
-        let mut out = Vec::new();
+        let mut out = std::mem::take(&mut self.handed_back);
         for lane in &mut self.lanes {
+            lane.send.queued = 0;
             for mut retained in lane.send.retained.drain(..) {
                 let len = get_varint(&retained.framed).map_or(0, |(_, len)| len);
                 retained.framed.drain(..len);
                 out.push((lane.channel, retained.framed));
             }
         }
+        self.kept = 0;
         out
     }
 
@@ -504,21 +752,69 @@ impl Delivery {
     pub(crate) fn retained(&self) -> usize {
         self.lanes.iter().map(|l| l.send.retained.len()).sum()
     }
+
+    /// Bytes of the copies kept for the peer.
+    pub(crate) fn kept_bytes(&self) -> usize {
+        self.kept
+    }
 }
 
-/// `hello`: `1 ‖ life (u64 LE) ‖ n (u8) ‖ n × (channel (u8) ‖ base (u32 LE))`.
-fn parse_hello(bytes: &[u8]) -> Option<(u64, impl Iterator<Item = (u8, u32)> + Clone + '_)> {
-    let life = u64::from_le_bytes(bytes.get(1..9)?.try_into().ok()?);
-    let count = usize::from(*bytes.get(9)?);
-    let entries = bytes.get(10..)?;
-    if entries.len() != count * 5 {
-        return None;
+/// Lives are never 0: a hello's `counting` of 0 means "none".
+fn nonzero(life: u64) -> u64 {
+    life.max(1)
+}
+
+/// A parsed `hello`: `1 ‖ id (u64 LE) ‖ life (u64 LE) ‖ counting (u64 LE) ‖ fresh (u8: 0 or
+/// 1) ‖ n (u8) ‖ n × (channel (u8) ‖ base (u32 LE))`, whose channels are exactly the
+/// receiver's reliable ones, in order.
+#[derive(Debug)]
+struct Hello {
+    id: u64,
+    life: u64,
+    counting: u64,
+    fresh: bool,
+    bases: Vec<(u8, u32)>,
+}
+
+impl Hello {
+    fn parse(bytes: &[u8], lanes: &[Lane]) -> Option<Hello> {
+        let word = |at: usize| Some(u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?));
+        let (id, life, counting) = (word(1)?, word(9)?, word(17)?);
+        let fresh = match *bytes.get(25)? {
+            0 => false,
+            1 => true,
+            _ => return None,
+        };
+        let count = usize::from(*bytes.get(26)?);
+        let entries = bytes.get(HELLO_FIXED..)?;
+        if life == 0 || count != lanes.len() || entries.len() != count * 5 {
+            return None;
+        }
+        let bases: Vec<(u8, u32)> = entries
+            .chunks_exact(5)
+            .map(|entry| {
+                let base = u32::from_le_bytes([entry[1], entry[2], entry[3], entry[4]]);
+                (entry[0], base)
+            })
+            .collect();
+        if bases.iter().zip(lanes).any(|((c, _), l)| *c != l.channel) {
+            return None;
+        }
+        Some(Hello {
+            id,
+            life,
+            counting,
+            fresh,
+            bases,
+        })
     }
-    let bases = entries.chunks_exact(5).map(|entry| {
-        let base = u32::from_le_bytes([entry[1], entry[2], entry[3], entry[4]]);
-        (entry[0], base)
-    });
-    Some((life, bases))
+
+    fn base(&self, channel: u8) -> Option<u32> {
+        self.bases
+            .iter()
+            .find(|(c, _)| *c == channel)
+            .map(|(_, b)| *b)
+    }
 }
 
 #[cfg(test)]
@@ -584,17 +880,209 @@ mod tests {
         while let Some(event) = to.poll_event() {
             if let ConnectionEvent::Message { channel, bytes } = event {
                 delivery
-                    .arrived(to, channel, bytes, &mut |_, b| got.push(b))
+                    .arrived(to, channel, bytes, 77, &mut |_, b| got.push(b))
                     .unwrap();
             }
         }
         delivery.flush(to);
     }
 
+    const KINDS: [ChannelKind; 1] = [ChannelKind::ReliableOrdered];
+
+    fn delivery(life: u64) -> Delivery {
+        Delivery::new(life, &KINDS, DEFAULT_PEER_BUDGET)
+    }
+
+    /// Runs a connection between `a` and `b` for a second of 100 ms rounds, every packet
+    /// arriving; what `b`'s app gets is appended to `got`.
+    fn converse(now: &mut Duration, a: &mut Delivery, b: &mut Delivery, got: &mut Vec<Vec<u8>>) {
+        let (mut s, mut r) = pair(*now);
+        a.connected(&mut s).unwrap();
+        b.connected(&mut r).unwrap();
+        for _ in 0..10 {
+            *now += Duration::from_millis(100);
+            carry(*now, &mut s, &mut r, b, got, |_| true);
+            carry(*now, &mut r, &mut s, a, &mut Vec::new(), |_| true);
+        }
+    }
+
+    /// A connection on which `a` sends `messages` and `b` delivers them, but nothing from
+    /// `b` ever reaches `a`: `a` keeps its copies, unconfirmed.
+    fn delivered_but_unconfirmed(now: &mut Duration, a: &mut Delivery, b: &mut Delivery) {
+        let (mut s, mut r) = pair(*now);
+        a.connected(&mut s).unwrap();
+        b.connected(&mut r).unwrap();
+        let mut got = Vec::new();
+        for m in [&b"one"[..], b"two"] {
+            a.send(Some(&mut s), 0, m).unwrap();
+        }
+        for _ in 0..5 {
+            *now += Duration::from_millis(100);
+            carry(*now, &mut s, &mut r, b, &mut got, |_| true);
+        }
+        assert_eq!(got, [b"one".to_vec(), b"two".to_vec()]);
+        assert_eq!(a.retained(), 2);
+    }
+
+    #[test]
+    fn a_peer_that_forgot_us_gets_nothing_twice_and_what_it_may_have_had_comes_back() {
+        let mut now = Duration::ZERO;
+        let (mut a, mut b) = (delivery(1), delivery(2));
+        delivered_but_unconfirmed(&mut now, &mut a, &mut b);
+        // `b` forgets `a` and keeps nothing of it (a new life, no receive state).
+        let mut b = delivery(3);
+        let mut got = Vec::new();
+        converse(&mut now, &mut a, &mut b, &mut got);
+        assert!(got.is_empty(), "one and two were not delivered again");
+        assert_eq!(
+            a.take_handed_back(),
+            [(0, b"one".to_vec()), (0, b"two".to_vec())],
+            "handed back: they went to a life of b's that is gone"
+        );
+        // The link carries on under a new life of a's.
+        let (mut s, mut r) = pair(now);
+        a.connected(&mut s).unwrap();
+        b.connected(&mut r).unwrap();
+        a.send(Some(&mut s), 0, b"three").unwrap();
+        for _ in 0..10 {
+            now += Duration::from_millis(100);
+            carry(now, &mut s, &mut r, &mut b, &mut got, |_| true);
+            carry(now, &mut r, &mut s, &mut a, &mut Vec::new(), |_| true);
+        }
+        assert_eq!(got, [b"three".to_vec()]);
+        assert_eq!(a.retained(), 0);
+    }
+
+    #[test]
+    fn a_peer_that_forgot_us_but_kept_our_count_gets_each_message_once_and_none_comes_back() {
+        let mut now = Duration::ZERO;
+        let (mut a, mut b) = (delivery(1), delivery(2));
+        delivered_but_unconfirmed(&mut now, &mut a, &mut b);
+        let kept = b.receiving().unwrap();
+        let mut b = delivery(3);
+        b.resume_receiving(kept);
+        let mut got = Vec::new();
+        converse(&mut now, &mut a, &mut b, &mut got);
+        assert!(got.is_empty(), "the copies were dropped as delivered");
+        assert!(a.take_handed_back().is_empty());
+        assert_eq!(a.retained(), 0, "confirmed on the new connection");
+    }
+
+    #[test]
+    fn a_message_sent_while_no_connection_is_up_is_kept_and_delivered_on_the_next() {
+        let mut now = Duration::ZERO;
+        let (mut a, mut b) = (delivery(1), delivery(2));
+        a.send(None, 0, b"while down").unwrap();
+        assert_eq!(a.retained(), 1);
+        let mut got = Vec::new();
+        converse(&mut now, &mut a, &mut b, &mut got);
+        assert_eq!(got, [b"while down".to_vec()]);
+        assert_eq!(a.retained(), 0);
+    }
+
+    #[test]
+    fn the_peer_budget_counts_bytes_and_one_message_always_fits() {
+        let mut a = Delivery::new(1, &KINDS, 100);
+        a.send(None, 0, &[7; 500]).unwrap();
+        assert!(matches!(
+            a.send(None, 0, b"x"),
+            Err(SendError::WindowFull { .. })
+        ));
+        assert_eq!(a.kept_bytes(), 501);
+        assert_eq!(a.unconfirmed(), [(0, vec![7; 500])]);
+        assert_eq!(a.kept_bytes(), 0);
+        a.send(None, 0, b"x").unwrap();
+    }
+
+    #[test]
+    fn a_sender_queues_at_most_the_hold_limit_before_its_hello_ack() {
+        let now = Duration::ZERO;
+        let mut a = delivery(1);
+        let (mut s, _r) = pair(now);
+        a.connected(&mut s).unwrap();
+        let big = vec![1; 200 * 1024];
+        for _ in 0..8 {
+            a.send(Some(&mut s), 0, &big).unwrap();
+        }
+        let queued = a.lanes[0].send.queued;
+        assert_eq!(queued, HOLD_LIMIT / (big.len() + 3), "5 of 8 fit 1 MiB");
+        assert!(a.before_ack <= HOLD_LIMIT);
+    }
+
+    #[test]
+    fn more_than_the_hold_limit_before_the_hello_fails_and_changes_nothing() {
+        let now = Duration::ZERO;
+        let mut b = delivery(2);
+        let (_s, mut r) = pair(now);
+        b.connected(&mut r).unwrap();
+        let mut framed = vec![0];
+        framed.extend_from_slice(&vec![1; HOLD_LIMIT - 1]);
+        let mut never = |_: u8, _: Vec<u8>| panic!("nothing is delivered");
+        b.arrived(&mut r, 0, framed, 5, &mut never).unwrap();
+        assert_eq!(
+            b.arrived(&mut r, 0, vec![1, 2], 5, &mut never),
+            Err(DeliveryError::TooManyHeld)
+        );
+        assert_eq!((b.held.len(), b.held_bytes), (1, HOLD_LIMIT));
+    }
+
+    #[test]
+    fn a_held_message_an_honest_sender_never_sends_fails_the_hello_and_changes_nothing() {
+        let now = Duration::ZERO;
+        let mut b = delivery(2);
+        let (_s, mut r) = pair(now);
+        b.connected(&mut r).unwrap();
+        let mut never = |_: u8, _: Vec<u8>| panic!("nothing is delivered");
+        // Index 5 on an ordered channel whose hello says it starts at 0.
+        b.arrived(&mut r, 0, vec![5, b'x'], 5, &mut never).unwrap();
+        let mut hello = vec![HELLO];
+        hello.extend_from_slice(&9u64.to_le_bytes());
+        hello.extend_from_slice(&9u64.to_le_bytes());
+        hello.extend_from_slice(&0u64.to_le_bytes());
+        hello.extend_from_slice(&[1, 1, 0, 0, 0, 0, 0]);
+        assert_eq!(
+            b.arrived(&mut r, 1, hello, 5, &mut never),
+            Err(DeliveryError::BeyondWindow {
+                index: 5,
+                expected: 0
+            })
+        );
+        assert!(!b.hello_in);
+        assert_eq!(b.peer_life, None);
+    }
+
+    #[test]
+    fn a_hello_whose_channels_differ_from_ours_or_with_bytes_past_its_end_is_refused() {
+        let lanes = delivery(1).lanes;
+        let mut hello = vec![HELLO];
+        hello.extend_from_slice(&9u64.to_le_bytes());
+        hello.extend_from_slice(&9u64.to_le_bytes());
+        hello.extend_from_slice(&0u64.to_le_bytes());
+        hello.extend_from_slice(&[1, 1, 0, 0, 0, 0, 0]);
+        assert!(Hello::parse(&hello, &lanes).is_some());
+        let mut longer = hello.clone();
+        longer.push(0);
+        assert!(
+            Hello::parse(&longer, &lanes).is_none(),
+            "a byte past its end"
+        );
+        let mut other = hello.clone();
+        other[HELLO_FIXED] = 3;
+        assert!(
+            Hello::parse(&other, &lanes).is_none(),
+            "channel 3 is not ours"
+        );
+        let mut flag = hello.clone();
+        flag[25] = 2;
+        assert!(Hello::parse(&flag, &lanes).is_none(), "fresh is 0 or 1");
+        let mut none = hello;
+        none[9..17].fill(0);
+        assert!(Hello::parse(&none, &lanes).is_none(), "no life is 0");
+    }
+
     #[test]
     fn a_copy_is_kept_until_the_peer_took_our_hello_so_messages_it_held_are_not_lost() {
-        let kinds = [ChannelKind::ReliableOrdered];
-        let (mut sender, mut receiver) = (Delivery::new(1, &kinds), Delivery::new(2, &kinds));
+        let (mut sender, mut receiver) = (delivery(1), delivery(2));
         let mut got = Vec::new();
         let mut now = Duration::ZERO;
         // A connection whose first packet (the sender's hello) is lost.
@@ -602,8 +1090,8 @@ mod tests {
         sender.connected(&mut s).unwrap();
         receiver.connected(&mut r).unwrap();
         carry(now, &mut s, &mut r, &mut receiver, &mut got, |_| false);
-        sender.send(&mut s, 0, b"one").unwrap();
-        sender.send(&mut s, 0, b"two").unwrap();
+        sender.send(Some(&mut s), 0, b"one").unwrap();
+        sender.send(Some(&mut s), 0, b"two").unwrap();
         // The next packet (a send interval later) carries them, and arrives.
         now += Duration::from_millis(100);
         carry(now, &mut s, &mut r, &mut receiver, &mut got, |_| true);
@@ -683,19 +1171,30 @@ mod tests {
         let [(hello, fields)] = &block("room-hello")[..] else {
             panic!("one hello");
         };
-        let life = u64::from_str_radix(field(fields, "life").trim_start_matches("0x"), 16).unwrap();
+        let hex = |name| u64::from_str_radix(field(fields, name).trim_start_matches("0x"), 16);
+        let (id, life, counting) = (
+            hex("id").unwrap(),
+            hex("life").unwrap(),
+            hex("counting").unwrap(),
+        );
         // Channels 1 and 2 reliable; channel 2 resumes at index 300.
         let kinds = [
             ChannelKind::Unreliable,
             ChannelKind::ReliableOrdered,
             ChannelKind::ReliableUnordered,
         ];
-        let mut delivery = Delivery::new(life, &kinds);
+        let mut delivery = Delivery::new(id, &kinds, DEFAULT_PEER_BUDGET);
+        delivery.life = life;
         delivery.lanes[1].send.next = 300;
+        delivery.peer_life = Some(counting);
+        assert_eq!(field(fields, "fresh"), "1");
         assert_eq!(&delivery.hello(), hello);
-        let (parsed, bases) = parse_hello(hello).unwrap();
-        assert_eq!(parsed, life);
-        assert_eq!(bases.collect::<Vec<_>>(), [(1, 0), (2, 300)]);
+        let parsed = Hello::parse(hello, &delivery.lanes).unwrap();
+        assert_eq!(
+            (parsed.id, parsed.life, parsed.counting, parsed.fresh),
+            (id, life, counting, true)
+        );
+        assert_eq!(parsed.bases, [(1, 0), (2, 300)]);
         let [(ack, fields)] = &block("room-hello-ack")[..] else {
             panic!("one hello-ack");
         };
@@ -715,6 +1214,12 @@ mod tests {
         assert_eq!(get_varint(&[0x80]), None, "truncated");
         assert_eq!(get_varint(&[0xFF, 0xFF, 0xFF, 0xFF, 0x1F]), None, "33 bits");
         assert_eq!(get_varint(&[0x80; 6]), None);
+        assert_eq!(
+            get_varint(&[0x80, 0x00]),
+            None,
+            "overlong: 0 has one encoding"
+        );
+        assert_eq!(get_varint(&[0xFF, 0x00]), None, "overlong");
     }
 
     #[test]

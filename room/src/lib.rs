@@ -31,4 +31,4 @@ pub mod webrtc;
 pub use ackwire_signalling as signalling;
 
 pub use core_link::RefusedDatagram;
-pub use delivery::DeliveryError;
+pub use delivery::{DEFAULT_PEER_BUDGET, DeliveryError, HOLD_LIMIT};

@@ -351,15 +351,25 @@ fn bad_sends_are_refused_with_typed_errors_and_send_nothing() {
     m.send(to_b, 0, &vec![0; unreliable_max]).unwrap();
     let after = w.link(a, b).unwrap().stats.unwrap().messages_sent;
     assert_eq!(after, before + 1);
-    // A peer whose link is down: not connected.
+    // A peer whose link is down: an unreliable message would be stale, a reliable one is
+    // kept for the next connection.
     w.set_blackout(a, b, true);
     w.run_until_true(15 * S, "link lost", |w| !w.connected(a, b));
-    let now = w.now;
     assert_eq!(
-        w.nodes[a].member.send(to_b, CHAT, b"x"),
+        w.nodes[a].member.send(to_b, 0, b"x"),
         Err(SendError::NotConnected(to_b))
     );
-    assert_eq!(w.nodes[a].member.broadcast(CHAT, b"x"), Ok(0));
+    let m = &mut w.nodes[a].member;
+    assert_eq!(m.broadcast_latest(0, b"x").map(|b| b.sent), Ok(0));
+    assert_eq!(m.send(to_b, CHAT, b"kept"), Ok(()));
+    assert_eq!(m.broadcast(CHAT, b"kept too").map(|b| b.sent), Ok(1));
+    w.set_blackout(a, b, false);
+    w.run_until_true(30 * S, "both arrive", |w| {
+        w.chats(b, "kept") == 1 && w.chats(b, "kept too") == 1
+    });
+    w.run_for(5 * S);
+    assert_eq!((w.chats(b, "kept"), w.chats(b, "kept too")), (1, 1));
+    let now = w.now;
     // A member that left: closed.
     w.nodes[a].member.close(now);
     assert_eq!(
@@ -369,11 +379,12 @@ fn bad_sends_are_refused_with_typed_errors_and_send_nothing() {
 }
 
 #[test]
-fn a_full_reliable_window_pushes_back_and_queues_nothing() {
+fn a_full_reliable_window_pushes_back_for_that_peer_alone() {
     let mut w = World::new();
     let a = w.add(PeerKind::Native, |_| {});
     let b = w.add(PeerKind::Native, |_| {});
-    w.run_until_true(2 * S, "linked", |w| w.fully_linked(&[a, b]));
+    let c = w.add(PeerKind::Native, |_| {});
+    w.run_until_true(2 * S, "linked", |w| w.fully_linked(&[a, b, c]));
     let to_b = w.peer(a, b);
     w.set_blackout(a, b, true);
     let m = &mut w.nodes[a].member;
@@ -392,15 +403,28 @@ fn a_full_reliable_window_pushes_back_and_queues_nothing() {
         }
     );
     assert!(sent >= 1000, "{sent}");
-    // A broadcast that one peer cannot take goes to none.
+    // A broadcast that one peer cannot take still goes to the others, and says who refused.
+    let report = m.broadcast(CHAT, b"y").unwrap();
+    assert_eq!(report.sent, 1);
     assert_eq!(
-        m.broadcast(CHAT, b"y"),
-        Err(SendError::Full {
-            peer: to_b,
-            channel: CHAT
-        })
+        report.refused,
+        [(
+            to_b,
+            SendError::Full {
+                peer: to_b,
+                channel: CHAT
+            }
+        )]
     );
     assert_eq!(w.link(a, b).unwrap().unconfirmed, sent);
+    w.run_until_true(2 * S, "c has it", |w| w.chats(c, "y") == 1);
+    // Once b's link is back, every kept message reaches it, once, and room frees up.
+    w.set_blackout(a, b, false);
+    w.run_until_true(60 * S, "b has them all", |w| w.chats(b, "x") == sent);
+    w.run_until_true(10 * S, "confirmed", |w| {
+        w.link(a, b).is_some_and(|l| l.unconfirmed == 0)
+    });
+    assert_eq!(w.chats(b, "y"), 0, "refused for b: never sent to it");
 }
 
 #[test]

@@ -194,24 +194,9 @@ impl Link {
         matches!(&self.attempt, Attempt::Connected { core, .. } if core.is_connected())
     }
 
-    /// Whether a message of `len` bytes on `channel` would be taken now (on a connected
-    /// link).
-    pub(super) fn check_send(&self, channel: u8, len: usize) -> Result<(), super::SendError> {
-        let Attempt::Connected { core, .. } = &self.attempt else {
-            return Err(super::SendError::NotConnected(self.id));
-        };
-        let connection = core
-            .connection()
-            .ok_or(super::SendError::NotConnected(self.id))?;
-        let result = if self.delivery.is_reliable(channel) {
-            self.delivery.check(connection, channel, len)
-        } else {
-            connection.check_send(channel, len)
-        };
-        result.map_err(|e| self.send_error(channel, e))
-    }
-
-    /// Queues a message (checked by the member) on the connected core.
+    /// Sends a message (its channel and size checked by the member): a reliable one is kept
+    /// whatever the link's state, and queued on the connected core as far as it allows; an
+    /// unreliable one is queued on the connected core or refused.
     pub(super) fn send(
         &mut self,
         channel: u8,
@@ -219,18 +204,19 @@ impl Link {
         latest: bool,
     ) -> Result<(), super::SendError> {
         let id = self.id;
-        let Attempt::Connected { core, .. } = &mut self.attempt else {
-            return Err(super::SendError::NotConnected(id));
+        let connection = match &mut self.attempt {
+            Attempt::Connected { core, .. } => core.connected_mut(),
+            _ => None,
         };
-        let connection = core
-            .connected_mut()
-            .ok_or(super::SendError::NotConnected(id))?;
-        let result = if latest {
-            connection.send_latest(channel, bytes)
-        } else if self.delivery.is_reliable(channel) {
+        let result = if !latest && self.delivery.is_reliable(channel) {
             self.delivery.send(connection, channel, bytes)
         } else {
-            connection.send(channel, bytes)
+            let connection = connection.ok_or(super::SendError::NotConnected(id))?;
+            if latest {
+                connection.send_latest(channel, bytes)
+            } else {
+                connection.send(channel, bytes)
+            }
         };
         result.map_err(|e| self.send_error(channel, e))
     }
@@ -250,12 +236,30 @@ impl Link {
     }
 
     /// When something of this link is due.
-    pub(super) fn timeouts(&self, grace: Duration) -> [Option<Duration>; 3] {
+    pub(super) fn timeouts(
+        &self,
+        grace: Duration,
+        idle_timeout: Duration,
+    ) -> [Option<Duration>; 4] {
         [
             self.attempt.deadline(),
             self.orphaned_at.map(|at| at + grace),
             self.attempt.core().and_then(CoreLink::poll_timeout),
+            self.hello_ack_deadline(idle_timeout),
         ]
+    }
+
+    /// A connected peer that never answers our hello pins what we queued before its ack: the
+    /// connection fails at this deadline (twice the idle timeout after connecting, so a peer
+    /// that went silent fails on the idle timeout first, with that reason), and the next one
+    /// carries the copies.
+    fn hello_ack_deadline(&self, idle_timeout: Duration) -> Option<Duration> {
+        match (&self.attempt, self.took) {
+            (Attempt::Connected { .. }, Some(took)) if !self.delivery.hello_acked() => {
+                Some(self.started + took + 2 * idle_timeout)
+            }
+            _ => None,
+        }
     }
 
     pub(super) fn info(&self, now: Duration) -> LinkInfo {
@@ -406,6 +410,7 @@ impl Member {
         let id = PeerId(self.next_peer);
         self.next_peer += 1;
         let life = self.random.next();
+        let delivery = self.delivery_for(life, &instance);
         self.links.push(Link {
             id,
             instance,
@@ -424,7 +429,7 @@ impl Member {
             first_ack: None,
             orphaned_at: None,
             refused: 0,
-            delivery: Delivery::new(life, &self.config.app.channels),
+            delivery,
         });
         self.event(Event::PeerJoined {
             peer: id,
@@ -435,6 +440,18 @@ impl Member {
         let i = self.links.len() - 1;
         self.start_attempt(now, i);
         self.replay_early(now, i);
+    }
+
+    /// A new link's delivery: counting on where a forgotten link to the same instance left
+    /// off, so nothing it sent is delivered twice.
+    fn delivery_for(&mut self, life: u64, instance: &str) -> Delivery {
+        let mut delivery = Delivery::new(life, &self.config.app.channels, self.config.peer_budget);
+        if let Some(at) = self.forgotten.iter().position(|(i, _)| i == instance)
+            && let Some((_, receiving)) = self.forgotten.remove(at)
+        {
+            delivery.resume_receiving(receiving);
+        }
+        delivery
     }
 
     /// Whether we lead link `i` (see `roles`).
@@ -605,6 +622,12 @@ impl Member {
         info.state = LinkState::Gone;
         self.event(Event::Link(info));
         let peer = link.id;
+        if let Some(receiving) = link.delivery.receiving() {
+            if self.forgotten.len() >= super::FORGOTTEN_KEPT {
+                self.forgotten.pop_front();
+            }
+            self.forgotten.push_back((link.instance.clone(), receiving));
+        }
         for (channel, bytes) in link.delivery.unconfirmed() {
             self.event(Event::Undelivered {
                 peer,
@@ -636,6 +659,14 @@ impl Member {
                     } else {
                         Failure::Timeout(now.saturating_sub(self.links[i].started))
                     };
+                    self.lose(now, i, failure);
+                }
+                Attempt::Connected { .. }
+                    if self.links[i]
+                        .hello_ack_deadline(self.link_config.idle_timeout)
+                        .is_some_and(|at| now >= at) =>
+                {
+                    let failure = Failure::Protocol("the peer never answered our hello".into());
                     self.lose(now, i, failure);
                 }
                 _ => {}
@@ -693,12 +724,33 @@ impl Member {
         if result.is_err() {
             self.links[i].refused += 1;
         }
+        if let Err(e) = self.on_core_events(now, i, &mut events) {
+            result = Err(e);
+        }
+        self.scratch = events;
+        result
+    }
+
+    /// Handles what link `i`'s core reported, in order, until one of them fails the
+    /// connection (the rest belong to the dead connection: their packets are never acked).
+    fn on_core_events(
+        &mut self,
+        now: Duration,
+        i: usize,
+        events: &mut Vec<CoreEvent>,
+    ) -> Result<(), ReceiveError> {
+        let mut result = Ok(());
         for event in events.drain(..) {
+            if !matches!(
+                self.links[i].attempt,
+                Attempt::Open { .. } | Attempt::Connected { .. }
+            ) {
+                continue;
+            }
             if let Err(e) = self.on_core_event(now, i, event) {
                 result = Err(e);
             }
         }
-        self.scratch = events;
         result
     }
 
@@ -716,10 +768,24 @@ impl Member {
             self.ready = ready;
             return;
         };
+        // Emulated arrivals first, and what they bring handled before anything is sent: a
+        // message the member refuses fails the connection before its packet is acked.
+        core.poll_arrivals(now, &mut events);
+        if !events.is_empty() {
+            // Framing errors were counted, and failed the connection, where they came in.
+            let _ = self.on_core_events(now, i, &mut events);
+        }
+        let link = &mut self.links[i];
+        let (Attempt::Open { core, .. } | Attempt::Connected { core, .. }) = &mut link.attempt
+        else {
+            self.scratch = events;
+            self.ready = ready;
+            return;
+        };
         if let Some(connection) = core.connected_mut() {
             link.delivery.flush(connection);
         }
-        core.poll(now, &mut self.pool, &mut ready, &mut events);
+        core.poll_transmit(now, &mut self.pool, &mut ready, &mut events);
         for datagram in ready.drain(..) {
             if self.outage {
                 self.pool.push(datagram);
@@ -728,10 +794,7 @@ impl Member {
             }
         }
         self.ready = ready;
-        for event in events.drain(..) {
-            // Framing errors of arrivals were counted where they came in.
-            let _ = self.on_core_event(now, i, event);
-        }
+        let _ = self.on_core_events(now, i, &mut events);
         self.scratch = events;
     }
 
@@ -770,6 +833,8 @@ impl Member {
                 self.link_event(now, i);
             }
             CoreEvent::Message { channel, bytes } => {
+                let new_life = self.random.next();
+                let link = &mut self.links[i];
                 let peer = link.id;
                 let Attempt::Connected { core, .. } = &mut link.attempt else {
                     return Ok(());
@@ -787,11 +852,21 @@ impl Member {
                 };
                 if link.delivery.is_reliable(channel) || channel == link.delivery.control_channel()
                 {
-                    if let Err(e) = link
-                        .delivery
-                        .arrived(connection, channel, bytes, &mut deliver)
-                    {
-                        link.refused += 1;
+                    let arrived =
+                        link.delivery
+                            .arrived(connection, channel, bytes, new_life, &mut deliver);
+                    for (channel, bytes) in link.delivery.take_handed_back() {
+                        self.out.push_back(Output::Event(Event::Undelivered {
+                            peer,
+                            channel,
+                            bytes,
+                        }));
+                    }
+                    if let Err(e) = arrived {
+                        // Nothing of its packet is acked: the connection fails now, and an
+                        // honest sender's copy comes again on the next one.
+                        self.links[i].refused += 1;
+                        self.lose(now, i, Failure::Protocol(e.to_string()));
                         return Err(e.into());
                     }
                 } else {

@@ -61,12 +61,14 @@
 //! replaces a peer's entry (`peer_left` with reason `replaced`: the program joined afresh
 //! under a new id): its link waits to be renamed.
 //!
-//! ## Reliable means reliable across a lost link
-//! A message sent on a reliable channel while its link is connected reaches the peer exactly
-//! once (in order on an ordered channel), even when the link dies before the peer had it: the
-//! next connection to the same peer instance carries it (`crate::delivery`). Only when the
-//! peer is gone for good are the messages it never confirmed handed back as
-//! [`Event::Undelivered`].
+//! ## Reliable means reliable while the peer is in the room
+//! A message accepted on a reliable channel for a peer in the room reaches it exactly once (in
+//! order on an ordered channel), whatever its link does: one sent while the link is down is
+//! kept, and the next connection to the same peer instance carries what the peer had not
+//! confirmed (`crate::delivery`). Only when the peer is gone for good (or the peer forgot this
+//! member and kept nothing of it) are the messages it never confirmed handed back, each once,
+//! as [`Event::Undelivered`]. A forgotten peer's receive state is kept
+//! ([`FORGOTTEN_KEPT`] of them), so the same instance meeting us again gets nothing twice.
 
 mod links;
 mod negotiation;
@@ -159,6 +161,10 @@ pub struct MemberConfig {
     pub orphan_grace: Duration,
     /// Stats reports (for dashboards, and [`Event::Stats`]) come this often. Default: 1 s.
     pub stats_period: Duration,
+    /// Bytes of reliable messages kept per peer until it confirms them (each message plus
+    /// its index): beyond it a reliable send to that peer is refused with
+    /// [`SendError::Full`] (one message always fits when none is kept). Default: 4 MiB.
+    pub peer_budget: usize,
     /// Natives: the key pair that encrypts links to other natives (its public half goes in
     /// the join as `udp_key`). `None` (the default, and browsers'): plaintext UDP links,
     /// which encrypting natives refuse.
@@ -189,6 +195,7 @@ impl MemberConfig {
             direct_timeout: Duration::from_secs(2),
             orphan_grace: Duration::from_secs(20),
             stats_period: Duration::from_secs(1),
+            peer_budget: crate::delivery::DEFAULT_PEER_BUDGET,
             udp_keys: None,
         }
     }
@@ -326,8 +333,9 @@ pub enum SendError {
     /// No peer with this id: never one of this member's, or gone.
     #[error("no peer {0}")]
     UnknownPeer(PeerId),
-    /// The peer's link is not connected now (negotiating, lost, retrying): nothing can be
-    /// sent to it until its next [`Event::Link`] says `connected`.
+    /// An unreliable message to a peer whose link is not connected now (negotiating, lost,
+    /// retrying): it would be stale by the time the link is back. (A reliable message is kept
+    /// and carried to the next connection instead.)
     #[error("the link to peer {0} is not connected")]
     NotConnected(PeerId),
     /// The application declared no such channel.
@@ -350,7 +358,9 @@ pub enum SendError {
         channel: u8,
     },
     /// The peer's queue on this channel is full (backpressure: the link is slower than the
-    /// sender, or the peer stopped acknowledging); try again later.
+    /// sender, the peer stopped acknowledging, or its link is down): 1,024 reliable messages
+    /// on the channel, or [`MemberConfig::peer_budget`] bytes of reliable messages to the
+    /// peer, wait for its confirmation. Try again later; other peers are not affected.
     #[error("the queue of channel {channel} to peer {peer} is full; try again later")]
     Full {
         /// The peer.
@@ -361,6 +371,17 @@ pub enum SendError {
     /// The member left the room.
     #[error("the member left the room")]
     Closed,
+}
+
+/// What a broadcast did, peer by peer.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Broadcast {
+    /// The peers it was queued for (on a reliable channel: kept for, whatever their link).
+    pub sent: usize,
+    /// The peers that refused it, each with why (a full queue: [`SendError::Full`]); every
+    /// other peer got it. Empty (and not allocated) when everyone took it.
+    pub refused: Vec<(PeerId, SendError)>,
 }
 
 /// A WebRTC peer connection attempt. A link gets a new one for every renegotiation, so
@@ -691,8 +712,10 @@ pub enum Event {
         /// The bytes sent.
         bytes: Vec<u8>,
     },
-    /// A reliable message whose peer left before confirming it: it may not have been
-    /// delivered. Every such message is reported once, in the order sent.
+    /// A reliable message handed back: its peer left for good (or forgot this member) before
+    /// confirming it. It may or may not have arrived: a peer that left can no longer say.
+    /// Every accepted reliable message is delivered or handed back, once, never both while
+    /// the peer stays in the room; handed back ones come in the order sent.
     Undelivered {
         /// To whom.
         peer: PeerId,
@@ -786,7 +809,13 @@ pub struct Member {
     scratch: Vec<crate::core_link::CoreEvent>,
     /// Datagrams of the link being polled, reused.
     ready: Vec<Vec<u8>>,
+    /// What we had received from peers we forgot, by instance, newest last: meeting one again
+    /// resumes counting its messages, so none is delivered twice.
+    forgotten: VecDeque<(String, crate::delivery::Receiving)>,
 }
+
+/// Forgotten peers whose receive state a member keeps (a few hundred bytes each at most).
+pub const FORGOTTEN_KEPT: usize = 256;
 
 impl Member {
     /// A member of `config.room`, started at `now`. Its first output opens the signalling
@@ -830,6 +859,7 @@ impl Member {
             pool: Vec::new(),
             scratch: Vec::new(),
             ready: Vec::new(),
+            forgotten: VecDeque::new(),
         })
     }
 
@@ -900,12 +930,19 @@ impl Member {
     }
 
     /// Sends `bytes` to `peer` on `channel`, with the channel's promise: an unreliable one
-    /// sends it once; a reliable one delivers it exactly once (in order if ordered), across a
-    /// lost link too, or reports it [`Event::Undelivered`] when the peer goes for good.
+    /// sends it once, on a connected link; a reliable one delivers it exactly once (in order
+    /// if ordered), across lost links too (sent while the link is down, it is kept for the
+    /// next connection), or reports it [`Event::Undelivered`] when the peer goes for good.
     pub fn send(&mut self, peer: PeerId, channel: u8, bytes: &[u8]) -> Result<(), SendError> {
-        self.check_message(channel, bytes.len(), false)?;
-        let i = self.connected_link(peer)?;
-        self.links[i].check_send(channel, bytes.len())?;
+        let reliable = self.check_message(channel, bytes.len(), false)?;
+        let i = self
+            .links
+            .iter()
+            .position(|l| l.id == peer)
+            .ok_or(SendError::UnknownPeer(peer))?;
+        if !reliable && !self.links[i].is_connected() {
+            return Err(SendError::NotConnected(peer));
+        }
         // Queued only: the core paces its packets, and the next one leaves at its slot
         // (`poll_timeout` is unchanged), so nothing is driven here.
         self.links[i].send(channel, bytes, false)
@@ -925,14 +962,17 @@ impl Member {
         self.links[i].send(channel, bytes, true)
     }
 
-    /// [`send`](Self::send) to every connected peer. Checked for every peer before it is
-    /// queued for any: on error it was sent to none. The number of peers it went to.
-    pub fn broadcast(&mut self, channel: u8, bytes: &[u8]) -> Result<usize, SendError> {
+    /// [`send`](Self::send) to every peer: on a reliable channel to every peer in the room
+    /// (kept for those whose link is down), on an unreliable one to every connected peer.
+    /// Each peer's outcome is its own: one peer's full queue refuses it for that peer alone
+    /// ([`Broadcast::refused`]). `Err` only when it goes to nobody (a bad channel or size, a
+    /// closed member).
+    pub fn broadcast(&mut self, channel: u8, bytes: &[u8]) -> Result<Broadcast, SendError> {
         self.broadcast_as(channel, bytes, false)
     }
 
-    /// [`send_latest`](Self::send_latest) to every connected peer. The number of peers.
-    pub fn broadcast_latest(&mut self, channel: u8, bytes: &[u8]) -> Result<usize, SendError> {
+    /// [`send_latest`](Self::send_latest) to every connected peer.
+    pub fn broadcast_latest(&mut self, channel: u8, bytes: &[u8]) -> Result<Broadcast, SendError> {
         self.broadcast_as(channel, bytes, true)
     }
 
@@ -941,19 +981,28 @@ impl Member {
         channel: u8,
         bytes: &[u8],
         latest: bool,
-    ) -> Result<usize, SendError> {
-        self.check_message(channel, bytes.len(), latest)?;
-        if !latest {
-            for link in self.links.iter().filter(|l| l.is_connected()) {
-                link.check_send(channel, bytes.len())?;
+    ) -> Result<Broadcast, SendError> {
+        let reliable = self.check_message(channel, bytes.len(), latest)?;
+        let mut report = Broadcast::default();
+        for link in self.links.iter_mut() {
+            if !reliable && !link.is_connected() {
+                continue;
+            }
+            match link.send(channel, bytes, latest) {
+                Ok(()) => report.sent += 1,
+                Err(e) => report.refused.push((link.id, e)),
             }
         }
-        let mut sent = 0;
-        for link in self.links.iter_mut().filter(|l| l.is_connected()) {
-            link.send(channel, bytes, latest)?;
-            sent += 1;
-        }
-        Ok(sent)
+        Ok(report)
+    }
+
+    /// Bytes of reliable messages kept for `peer` until it confirms them (what
+    /// [`MemberConfig::peer_budget`] bounds); `None` for an unknown peer.
+    pub fn kept_bytes(&self, peer: PeerId) -> Option<usize> {
+        self.links
+            .iter()
+            .find(|l| l.id == peer)
+            .map(|l| l.delivery.kept_bytes())
     }
 
     fn connected_link(&self, peer: PeerId) -> Result<usize, SendError> {
@@ -996,7 +1045,10 @@ impl Member {
     /// When [`handle_timeout`](Self::handle_timeout) must run next.
     pub fn poll_timeout(&self) -> Option<Duration> {
         let grace = self.config.orphan_grace;
-        let links = self.links.iter().flat_map(|l| l.timeouts(grace));
+        let links = self
+            .links
+            .iter()
+            .flat_map(|l| l.timeouts(grace, self.link_config.idle_timeout));
         let closing = self.closing.iter().flat_map(Closing::timeouts);
         links
             .chain(closing)

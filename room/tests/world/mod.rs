@@ -880,14 +880,15 @@ impl World {
         self.received(n, CHAT, text.as_bytes())
     }
 
-    /// Member `n` says `text` on [`CHAT`] to every connected peer; how many.
+    /// Member `n` says `text` on [`CHAT`] (reliable) to every peer in the room; how many
+    /// took it.
     pub fn say(&mut self, n: usize, text: &str) -> usize {
         let sent = self.nodes[n]
             .member
             .broadcast(CHAT, text.as_bytes())
             .expect("chat sent");
         self.drain(n);
-        sent
+        sent.sent
     }
 
     /// Runs member `n`'s own code against it at the current time, then carries out what it
