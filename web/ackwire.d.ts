@@ -270,6 +270,14 @@ export interface AckwireError<C extends ErrorCode = ErrorCode> extends Error {
   code: C;
 }
 
+/** What a broadcast did, peer by peer. */
+export interface Broadcast {
+  /** The peers it was queued for (on a reliable channel: kept for, whatever their link). */
+  readonly sent: number;
+  /** The peers that refused it, each with why (`full`: its queue waits for confirmations). */
+  readonly refused: readonly { readonly peer: PeerId; readonly error: SendError }[];
+}
+
 /** What `join()` rejects with. */
 export type JoinError = AckwireError<JoinErrorCode>;
 
@@ -417,10 +425,15 @@ export declare class Room extends EventTarget {
    * sent yet: call it every frame with the newest state; each packet carries the newest.
    */
   sendLatest(peer: PeerId, channel: number, data: Payload): void;
-  /** {@link send} to every connected peer, checked for all before it is queued for any; how many peers it went to. */
-  broadcast(channel: number, data: Payload): number;
-  /** {@link sendLatest} to every connected peer; how many peers it went to. */
-  broadcastLatest(channel: number, data: Payload): number;
+  /**
+   * {@link send} to every peer: on a reliable channel every peer in the room (kept for those
+   * whose link is down), on an unreliable one every connected peer. Each peer's outcome is its
+   * own: one peer's full queue (`full`) refuses it for that peer alone, and the others get it.
+   * Throws only when it goes to nobody (a bad channel, size or payload, a closed room).
+   */
+  broadcast(channel: number, data: Payload): Broadcast;
+  /** {@link sendLatest} to every connected peer. */
+  broadcastLatest(channel: number, data: Payload): Broadcast;
   /** Every link (one per peer) with its state, path and stats; none once closed. */
   links(): LinkInfo[];
   /** The room's peers: their links, as {@link links} gives them. */

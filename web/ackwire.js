@@ -407,16 +407,18 @@ export class Room extends EventTarget {
   sendLatest(peer, channel, data) { this.#handle.send(peer ?? null, channel, data, true); }
 
   /**
-   * {@link send} to every connected peer, checked for all before it is queued for any.
+   * {@link send} to every peer: on a reliable channel every peer in the room (kept for those
+   * whose link is down), on an unreliable one every connected peer. Each peer's outcome is its
+   * own: one peer's full queue refuses it for that peer alone.
    * @param {number} channel @param {Uint8Array | string} data
-   * @returns {number} how many peers it went to
+   * @returns {Broadcast} how many peers took it, and who refused it and why
    */
   broadcast(channel, data) { return this.#handle.send(undefined, channel, data, false); }
 
   /**
    * {@link sendLatest} to every connected peer.
    * @param {number} channel @param {Uint8Array | string} data
-   * @returns {number} how many peers it went to
+   * @returns {Broadcast} how many peers took it, and who refused it and why
    */
   broadcastLatest(channel, data) { return this.#handle.send(undefined, channel, data, true); }
 

@@ -163,7 +163,7 @@ function listen(r) {
     }
   });
   r.addEventListener('undelivered', (e) => {
-    if (e.channel === CHAT) log(`not delivered to ${name(e.peer)} (it left): ${e.text}`);
+    if (e.channel === CHAT) addChat('you', `${e.text} (not delivered: ${name(e.peer)} left)`);
   });
 }
 
@@ -322,8 +322,9 @@ async function main() {
     const text = $('chat-input').value.trim();
     if (!text) return;
     try {
-      const n = r.broadcast(CHAT, text);
-      addChat('you', n ? text : `${text} (no one to send to yet)`);
+      const { sent, refused } = r.broadcast(CHAT, text);
+      addChat('you', sent ? text : `${text} (no one to send to yet)`);
+      for (const { peer, error } of refused) log(`not sent to ${name(peer)} (${error.code}): ${text}`);
       $('chat-input').value = '';
     } catch (err) {
       log(`chat not sent (${err.code}): ${err.message}`);

@@ -12,8 +12,8 @@ use crate::browser as driver;
 #[cfg(not(target_arch = "wasm32"))]
 use crate::native as driver;
 use crate::{
-    App, BadRoomUrl, ConnectionConfig, Emulation, Event, LinkInfo, MemberError, PeerId, Role,
-    RoomUrl, SendError, ServerId, SignallingState,
+    App, BadRoomUrl, Broadcast, ConnectionConfig, Emulation, Event, LinkInfo, MemberError, PeerId,
+    Role, RoomUrl, SendError, ServerId, SignallingState,
 };
 
 /// How a [`Room`] joins and behaves; [`RoomConfig::new`] gives the documented defaults.
@@ -42,6 +42,10 @@ pub struct RoomConfig {
     pub stats_period: Duration,
     /// A link not connected after this long is lost and tried again. Default: 20 s.
     pub attempt_timeout: Duration,
+    /// Bytes of reliable messages kept per peer until it confirms them: beyond, a reliable
+    /// send to that peer is refused with [`SendError::Full`] (one message always fits when
+    /// none is kept). Default: 4 MiB.
+    pub peer_budget: usize,
     /// Native programs: sockets, addresses, TLS trust, encryption.
     #[cfg(not(target_arch = "wasm32"))]
     pub native: NativeOptions,
@@ -61,6 +65,7 @@ impl RoomConfig {
             connection: ConnectionConfig::default(),
             stats_period: Duration::from_secs(1),
             attempt_timeout: Duration::from_secs(20),
+            peer_budget: ackwire_room::DEFAULT_PEER_BUDGET,
             #[cfg(not(target_arch = "wasm32"))]
             native: NativeOptions::default(),
             #[cfg(target_arch = "wasm32")]
@@ -164,8 +169,9 @@ impl Room {
     }
 
     /// Sends `bytes` to `peer` on `channel`, as the channel promises: once on an unreliable
-    /// one; exactly once (in order, if ordered) on a reliable one, across lost links too, or
-    /// reported as [`Event::Undelivered`] if the peer leaves first.
+    /// one, over a connected link; exactly once (in order, if ordered) on a reliable one,
+    /// across lost links too (sent while the link is down, it is kept for the next
+    /// connection), or handed back as [`Event::Undelivered`] if the peer leaves for good.
     pub fn send(&self, peer: PeerId, channel: u8, bytes: &[u8]) -> Result<(), SendError> {
         self.driver.with_member(|m, _| m.send(peer, channel, bytes))
     }
@@ -178,14 +184,16 @@ impl Room {
             .with_member(|m, _| m.send_latest(peer, channel, bytes))
     }
 
-    /// [`send`](Self::send) to every connected peer: checked for all before it is queued for
-    /// any. How many peers it went to.
-    pub fn broadcast(&self, channel: u8, bytes: &[u8]) -> Result<usize, SendError> {
+    /// [`send`](Self::send) to every peer: on a reliable channel every peer in the room (kept
+    /// for those whose link is down), on an unreliable one every connected peer. Each peer's
+    /// outcome is its own ([`Broadcast`]): one peer's full queue refuses it for that peer
+    /// alone. `Err` when it went to nobody (a bad channel or size, a closed room).
+    pub fn broadcast(&self, channel: u8, bytes: &[u8]) -> Result<Broadcast, SendError> {
         self.driver.with_member(|m, _| m.broadcast(channel, bytes))
     }
 
-    /// [`send_latest`](Self::send_latest) to every connected peer. How many.
-    pub fn broadcast_latest(&self, channel: u8, bytes: &[u8]) -> Result<usize, SendError> {
+    /// [`send_latest`](Self::send_latest) to every connected peer.
+    pub fn broadcast_latest(&self, channel: u8, bytes: &[u8]) -> Result<Broadcast, SendError> {
         self.driver
             .with_member(|m, _| m.broadcast_latest(channel, bytes))
     }

@@ -230,3 +230,59 @@ fn a_game_loop_without_a_runtime_joins_and_polls() {
     drop(room);
     drop(server);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_game_that_stops_taking_events_holds_its_senders_back_and_loses_nothing() {
+    let server = server().await;
+    let url = format!("http://{}/room/budget", server.addr);
+    let mut a = Room::join(&url, config(0.0)).unwrap();
+    let mut slow = config(0.0);
+    slow.native.event_budget = 16 * 1024;
+    let mut b = Room::join(&url, slow).unwrap();
+    let to_b = connected(&mut a).await;
+    connected(&mut b).await;
+    // b stops taking events; a sends more than b's budget and the room's window hold.
+    let count = 1500u32;
+    let payload = |i: u32| {
+        let mut bytes = vec![7u8; 64];
+        bytes[..4].copy_from_slice(&i.to_le_bytes());
+        bytes
+    };
+    // 250 messages a second: well within what the link carries, so only b's full budget
+    // (its task stops reading, so nothing is acknowledged) can hold a back.
+    let mut next = 0;
+    let mut pushed_back = false;
+    while !pushed_back && next < count {
+        match a.send(to_b, 2, &payload(next)) {
+            Ok(()) => next += 1,
+            Err(SendError::Full { .. }) => pushed_back = true,
+            Err(e) => panic!("{e}"),
+        }
+        if next % 5 == 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    assert!(pushed_back, "a was never held back: all {count} taken");
+    // b catches up: every message arrives once, in order, and a sends the rest.
+    let mut got = Vec::new();
+    timeout(Duration::from_secs(60), async {
+        while got.len() < count as usize {
+            while next < count && a.send(to_b, 2, &payload(next)).is_ok() {
+                next += 1;
+            }
+            let event = tokio::time::timeout(Duration::from_millis(50), b.next_event()).await;
+            if let Ok(Some(Event::Message {
+                channel: 2, bytes, ..
+            })) = event
+            {
+                assert_eq!(bytes.len(), 64);
+                got.push(u32::from_le_bytes(bytes[..4].try_into().unwrap()));
+            }
+        }
+    })
+    .await
+    .expect("everything within 60 s once b reads");
+    assert_eq!(got, (0..count).collect::<Vec<_>>(), "each once, in order");
+    a.close().await;
+    b.close().await;
+}

@@ -78,16 +78,16 @@ impl WasmRoom {
 
     /// `Room::send`, `send_latest`, `broadcast` and `broadcast_latest` in one call (one
     /// binding instead of four: each costs the bundle its own glue): `data` (a `Uint8Array`,
-    /// or a string sent as UTF-8) on `channel` to `peer`, or to every connected peer when
-    /// `peer` is `undefined`; with `latest`, in place of what the unreliable channel holds
-    /// and has not sent yet. How many peers it went to.
+    /// or a string sent as UTF-8) on `channel` to `peer` (`undefined` back), or to every peer
+    /// when `peer` is `undefined` (`{ sent, refused: [{ peer, error }] }` back); with
+    /// `latest`, in place of what the unreliable channel holds and has not sent yet.
     pub fn send(
         &self,
         peer: &JsValue,
         channel: &JsValue,
         data: &JsValue,
         latest: bool,
-    ) -> Result<u32, JsValue> {
+    ) -> Result<JsValue, JsValue> {
         let peer = if peer.is_undefined() {
             None
         } else {
@@ -95,12 +95,25 @@ impl WasmRoom {
         };
         let (channel, bytes) = (channel_index(channel)?, payload(data)?);
         let sent = self.with_room(|room| match (peer, latest) {
-            (Some(peer), false) => room.send(peer, channel, &bytes).map(|()| 1),
-            (Some(peer), true) => room.send_latest(peer, channel, &bytes).map(|()| 1),
-            (None, false) => room.broadcast(channel, &bytes),
-            (None, true) => room.broadcast_latest(channel, &bytes),
+            (Some(peer), false) => room.send(peer, channel, &bytes).map(|()| None),
+            (Some(peer), true) => room.send_latest(peer, channel, &bytes).map(|()| None),
+            (None, false) => room.broadcast(channel, &bytes).map(Some),
+            (None, true) => room.broadcast_latest(channel, &bytes).map(Some),
         })?;
-        sent.map(|n| n as u32).map_err(send_error)
+        let Some(report) = sent.map_err(send_error)? else {
+            return Ok(JsValue::UNDEFINED);
+        };
+        let refused = Array::new();
+        for (peer, e) in report.refused {
+            let entry = Object::new();
+            let _ = Reflect::set(&entry, &"peer".into(), &f64::from(peer.0).into());
+            let _ = Reflect::set(&entry, &"error".into(), &send_error(e));
+            refused.push(&entry);
+        }
+        let out = Object::new();
+        let _ = Reflect::set(&out, &"sent".into(), &(report.sent as f64).into());
+        let _ = Reflect::set(&out, &"refused".into(), &refused);
+        Ok(out.into())
     }
 
     /// Every link (one per peer) as a plain object (see [`JsLink`]); none once closed.

@@ -162,8 +162,11 @@ async function play(url: string): Promise<Room | undefined> {
 
   const position = new Float32Array([0.5, 0.25]);
   room.sendLatest(1, STATE, new Uint8Array(position.buffer));
-  const reached: number = room.broadcastLatest(STATE, new Uint8Array(position.buffer));
-  const told: number = room.broadcast(EVENTS, 'goal');
+  const reached: number = room.broadcastLatest(STATE, new Uint8Array(position.buffer)).sent;
+  const told = room.broadcast(EVENTS, 'goal');
+  for (const { peer, error } of told.refused) console.log(peer, error.code === 'full');
+  // @ts-expect-error: a broadcast reports each peer, not a count
+  const count: number = room.broadcast(EVENTS, 'goal');
   room.broadcast(EFFECTS, new Uint8Array([1, 2, 3]));
   // @ts-expect-error: data is a Uint8Array or a string
   room.broadcast(EVENTS, { goal: true });
@@ -180,7 +183,7 @@ async function play(url: string): Promise<Room | undefined> {
   if (host !== null) trySend(room, host, CHAT, 'hello, host');
   const signalling: 'connecting' | 'joining' | 'joined' | 'reconnecting' | 'closed' = room.signalling;
   const { start, connect, socket, wasm, welcome } = room.timeline;
-  console.log(kinds, reached, told, biggest, links.length, peers.length, me, signalling,
+  console.log(kinds, reached, told, count, biggest, links.length, peers.length, me, signalling,
     start, connect, socket, wasm, welcome);
   room.setOutage(true);
   room.setOutage(false);

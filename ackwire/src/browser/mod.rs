@@ -279,6 +279,7 @@ impl Driver {
         member_config.connection = config.connection;
         member_config.stats_period = config.stats_period;
         member_config.attempt_timeout = config.attempt_timeout;
+        member_config.peer_budget = config.peer_budget;
         let member = match Member::new(member_config, now()) {
             Ok(member) => member,
             Err(e) => {

@@ -16,6 +16,7 @@ pub(crate) mod webrtc;
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -69,6 +70,12 @@ pub struct NativeOptions {
     /// client's link then goes as a peer's does (STUN, TURN). Ignored unless the role is
     /// `Host`.
     pub host_ice_lite: bool,
+    /// Bytes of messages (`Message`, `Undelivered`) waiting for the game to take them as
+    /// events. Beyond it the room stops reading its sockets until the game catches up, so
+    /// nothing more is acknowledged and reliable senders are held back (their sends say
+    /// `Full`); unreliable messages that arrive meanwhile are dropped, as the network could
+    /// have. A game that reads its events every frame never gets near it. Default: 16 MiB.
+    pub event_budget: usize,
 }
 
 impl Default for NativeOptions {
@@ -81,6 +88,7 @@ impl Default for NativeOptions {
             tls_ca: None,
             encrypt: true,
             host_ice_lite: true,
+            event_budget: 16 << 20,
         }
     }
 }
@@ -103,12 +111,36 @@ fn lock(shared: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
     shared.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The bytes of the events on their way to the game, against
+/// [`NativeOptions::event_budget`].
+#[derive(Debug)]
+struct EventBytes {
+    queued: AtomicUsize,
+    limit: usize,
+    /// Unreliable messages dropped because the game was not taking its events.
+    dropped: AtomicU64,
+}
+
+impl EventBytes {
+    fn of(event: &Event) -> usize {
+        match event {
+            Event::Message { bytes, .. } | Event::Undelivered { bytes, .. } => bytes.len(),
+            _ => 0,
+        }
+    }
+
+    fn is_full(&self) -> bool {
+        self.queued.load(Ordering::Acquire) >= self.limit
+    }
+}
+
 /// The room's handle on its driver.
 #[derive(Debug)]
 pub(crate) struct Driver {
     shared: Arc<Mutex<Shared>>,
     wake: Arc<Notify>,
     events: mpsc::UnboundedReceiver<Event>,
+    event_bytes: Arc<EventBytes>,
     stop: Option<oneshot::Sender<()>>,
     done: Option<oneshot::Receiver<()>>,
 }
@@ -190,6 +222,7 @@ impl Driver {
         member_config.connection = config.connection.clone();
         member_config.stats_period = config.stats_period;
         member_config.attempt_timeout = config.attempt_timeout;
+        member_config.peer_budget = config.peer_budget;
         // Links to other natives are encrypted with a key new at each start, announced in the
         // join; browsers' links ride DTLS either way.
         if options.encrypt {
@@ -223,11 +256,22 @@ impl Driver {
         }));
         let wake = Arc::new(Notify::new());
         let (events_tx, events) = mpsc::unbounded_channel();
+        let event_bytes = Arc::new(EventBytes {
+            queued: AtomicUsize::new(0),
+            limit: options.event_budget,
+            dropped: AtomicU64::new(0),
+        });
+        let reliable: Vec<bool> = config
+            .app
+            .channels
+            .iter()
+            .map(|k| k.is_reliable())
+            .collect();
         let (stop, stop_rx) = oneshot::channel();
         let (done_tx, done) = oneshot::channel();
         let precise = config.emulation.is_some();
         let setup = {
-            let (shared, wake) = (shared.clone(), wake.clone());
+            let (shared, wake, event_bytes) = (shared.clone(), wake.clone(), event_bytes.clone());
             let ice = IceOptions {
                 bind: ice_bind,
                 public_ip: options.public_ip,
@@ -239,7 +283,12 @@ impl Driver {
                     .map_err(|e| JoinError::Runtime(std::io::Error::other(e)))?;
                 // A room's few links wake the loop per datagram; it never reads on a timer.
                 udp.watch().map_err(JoinError::Runtime)?;
-                let mut io = Io::new(url, trust, udp, ice, events_tx);
+                let events = Events {
+                    tx: events_tx,
+                    bytes: event_bytes.clone(),
+                    reliable,
+                };
+                let mut io = Io::new(url, trust, udp, ice, events);
                 if let Some(plan) = lite {
                     let host = LiteHost::bind(&plan, epoch).map_err(|e| match e {
                         LiteError::Bind { addr, source } => JoinError::Bind { addr, source },
@@ -277,6 +326,7 @@ impl Driver {
             shared,
             wake,
             events,
+            event_bytes,
             stop: Some(stop),
             done: Some(done),
         })
@@ -298,11 +348,29 @@ impl Driver {
     }
 
     pub(crate) fn poll_event(&mut self) -> Option<Event> {
-        self.events.try_recv().ok()
+        let event = self.events.try_recv().ok()?;
+        self.taken(&event);
+        Some(event)
     }
 
     pub(crate) async fn next_event(&mut self) -> Option<Event> {
-        self.events.recv().await
+        // Cancel-safe: `recv` is, and the count changes only once an event is ours.
+        let event = self.events.recv().await?;
+        self.taken(&event);
+        Some(event)
+    }
+
+    /// The game took `event`: its bytes leave the budget, and a task that stopped reading
+    /// for want of room reads again.
+    fn taken(&self, event: &Event) {
+        let size = EventBytes::of(event);
+        if size == 0 {
+            return;
+        }
+        let before = self.event_bytes.queued.fetch_sub(size, Ordering::AcqRel);
+        if before >= self.event_bytes.limit && before - size < self.event_bytes.limit {
+            self.wake.notify_one();
+        }
     }
 
     pub(crate) async fn close(&mut self) {
@@ -330,17 +398,46 @@ struct Io {
     lite: Option<LiteHost>,
     webrtc_events: mpsc::UnboundedSender<(TransportId, WebRtcEvent)>,
     webrtc_rx: mpsc::UnboundedReceiver<(TransportId, WebRtcEvent)>,
-    events: mpsc::UnboundedSender<Event>,
+    events: Events,
+}
+
+/// Where the member's events go: the game's queue, within its byte budget.
+struct Events {
+    tx: mpsc::UnboundedSender<Event>,
+    bytes: Arc<EventBytes>,
+    /// Per application channel: reliable.
+    reliable: Vec<bool>,
+}
+
+impl Events {
+    fn send(&self, event: Event) {
+        let size = EventBytes::of(&event);
+        if let Event::Message { channel, .. } = &event
+            && self.bytes.is_full()
+            && !self
+                .reliable
+                .get(usize::from(*channel))
+                .copied()
+                .unwrap_or(false)
+        {
+            // An unreliable message the game has no room for: dropped, as the network may.
+            let dropped = self.bytes.dropped.fetch_add(1, Ordering::Relaxed) + 1;
+            tracing::debug!(
+                dropped,
+                "event budget full: an unreliable message was dropped"
+            );
+            return;
+        }
+        // A reliable one was taken already (its packet is acknowledged next): it is always
+        // queued, and the task stops reading until the game makes room.
+        self.bytes.queued.fetch_add(size, Ordering::AcqRel);
+        // The room may be gone: its events with it.
+        drop(self.tx.send(event));
+    }
 }
 
 impl Io {
-    fn new(
-        url: RoomUrl,
-        trust: Trust,
-        udp: Link,
-        ice: IceOptions,
-        events: mpsc::UnboundedSender<Event>,
-    ) -> Io {
+    fn new(url: RoomUrl, trust: Trust, udp: Link, ice: IceOptions, events: Events) -> Io {
         let (socket_events, socket_rx) = mpsc::unbounded_channel();
         let (webrtc_events, webrtc_rx) = mpsc::unbounded_channel();
         Io {
@@ -365,6 +462,10 @@ impl Io {
     fn flush(&mut self, shared: &mut Shared) {
         loop {
             self.flush_member(shared);
+            if self.events.bytes.is_full() {
+                // The game is behind: what the host's clients sent waits (`run`).
+                break;
+            }
             let Some(lite) = &mut self.lite else { break };
             let now = shared.now();
             let mut told = false;
@@ -416,8 +517,7 @@ impl Io {
                     }
                     member.recycle(datagram);
                 }
-                // The room may be gone: its events with it.
-                Output::Event(event) => drop(self.events.send(event)),
+                Output::Event(event) => self.events.send(event),
             }
         }
     }
@@ -544,6 +644,9 @@ async fn run(
             Some(at) => timer.reset(start + at, precise),
             None => timer.reset(start + Duration::from_secs(3600), false),
         }
+        // The game is behind on its events: read nothing until it catches up (it wakes us),
+        // so nothing more is acknowledged and reliable senders are held back.
+        let reading = !io.events.bytes.is_full();
         tokio::select! {
             _ = &mut stop => break,
             () = wake.notified() => {}
@@ -551,16 +654,16 @@ async fn run(
             Some((number, event)) = io.socket_rx.recv() => {
                 io.on_socket(&mut lock(&shared), number, event);
             }
-            Some((transport, event)) = io.webrtc_rx.recv() => {
+            Some((transport, event)) = io.webrtc_rx.recv(), if reading => {
                 io.on_webrtc(&mut lock(&shared), transport, event);
             }
-            ready = io.udp.readable() => {
+            ready = io.udp.readable(), if reading => {
                 if let Err(e) = ready {
                     tracing::warn!(error = %e, "UDP socket");
                 }
                 io.read_udp(&mut lock(&shared), &mut buf);
             }
-            ready = lite_readable(io.lite.as_ref()) => {
+            ready = lite_readable(io.lite.as_ref()), if reading => {
                 if let Err(e) = ready {
                     tracing::warn!(error = %e, "host WebRTC socket");
                 }

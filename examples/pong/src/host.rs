@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use ackwire::{Event, LinkState, PeerId, Role, Room, RoomConfig};
+use ackwire::{Broadcast, Event, LinkState, PeerId, Role, Room, RoomConfig, SendError};
 use pong::protocol::{
     BALL_R, EVENTS, GameEvent, HEIGHT, INPUT, PADDLE_H, PADDLE_W, PADDLE_X, STATE, Side, Snapshot,
     WIDTH, app,
@@ -254,9 +254,25 @@ async fn main() -> std::process::ExitCode {
     let mut links: HashMap<PeerId, LinkState> = HashMap::new();
     let mut tick = tokio::time::interval(TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-    // A peer whose link is down misses what is sent meanwhile: it hears its side and the score
-    // again when it reconnects.
-    let tell = |room: &Room, peer, event: GameEvent| room.send(peer, EVENTS, &event.encode());
+    // Events are reliable: a player whose link is down gets them when it is back, so a player
+    // hears its side and the score once, when it is seated. A refusal (its queue full: it has
+    // stopped reading) is said, never dropped in silence.
+    let refused = |what: &str, peer: Option<PeerId>, e: SendError| {
+        say(json!({"type": "refused-send", "what": what, "peer": peer, "error": e.to_string()}));
+    };
+    let tell = |room: &Room, peer, event: GameEvent| {
+        if let Err(e) = room.send(peer, EVENTS, &event.encode()) {
+            refused("event", Some(peer), e);
+        }
+    };
+    let broadcast = |what: &str, sent: Result<Broadcast, SendError>| match sent {
+        Ok(report) => {
+            for (peer, e) in report.refused {
+                refused(what, Some(peer), e);
+            }
+        }
+        Err(e) => refused(what, None, e),
+    };
     // One listener for the loop: one made each turn misses a Ctrl-C that comes mid-turn.
     let interrupted = tokio::signal::ctrl_c();
     tokio::pin!(interrupted);
@@ -266,10 +282,10 @@ async fn main() -> std::process::ExitCode {
             _ = tick.tick() => {
                 if let Some(event) = game.step() {
                     say(line(event));
-                    let _ = room.broadcast(EVENTS, &event.encode());
+                    broadcast("event", room.broadcast(EVENTS, &event.encode()));
                 }
                 let now = game.now;
-                let _ = room.broadcast_latest(STATE, &now.encode());
+                broadcast("state", room.broadcast_latest(STATE, &now.encode()));
                 if ticks {
                     say(json!({"type": "tick", "tick": now.tick, "ball": now.ball, "paddles": now.paddles}));
                 }
@@ -287,16 +303,16 @@ async fn main() -> std::process::ExitCode {
                         let (side, new) = game.seat(link.peer);
                         if new {
                             say(json!({"type": "seat", "peer": link.peer, "side": side.name()}));
+                            tell(&room, link.peer, GameEvent::Side(side, points));
+                            tell(&room, link.peer, GameEvent::Score(None, game.score));
                         }
-                        let _ = tell(&room, link.peer, GameEvent::Side(side, points));
-                        let _ = tell(&room, link.peer, GameEvent::Score(None, game.score));
                     }
                 }
                 Some(Event::PeerLeft { peer, .. }) => {
                     links.remove(&peer);
                     if let Some((next, side)) = game.leave(peer) {
                         say(json!({"type": "seat", "peer": next, "side": side.name()}));
-                        let _ = tell(&room, next, GameEvent::Side(side, points));
+                        tell(&room, next, GameEvent::Side(side, points));
                     }
                 }
                 Some(Event::Message { peer, channel: INPUT, bytes }) => game.input(peer, &bytes),
