@@ -38,6 +38,8 @@ use ackwire_core::sequence::distance;
 use ackwire_core::{Connection, SendError};
 use ackwire_signalling::ChannelKind;
 
+use crate::member::Budget;
+
 /// Reliable messages a member keeps per peer and channel before it refuses more
 /// ([`SendError::WindowFull`]): the core's window, so every copy fits a new connection.
 pub(crate) const MAX_RETAINED: usize = ackwire_core::frame::RELIABLE_WINDOW as usize;
@@ -239,6 +241,14 @@ pub(crate) struct Receiving {
     lanes: Vec<(u8, ReceiveLane)>,
 }
 
+/// A budget refused a reliable send: which, and how full it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Full {
+    pub(crate) budget: Budget,
+    pub(crate) used: usize,
+    pub(crate) limit: usize,
+}
+
 /// What arrived on a reliable or control channel, for the member.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Arrived {
@@ -377,19 +387,27 @@ impl Delivery {
         self.lanes.iter().any(|l| l.channel == channel)
     }
 
-    /// Whether a reliable message of `len` bytes on `channel` can be kept now: the channel's
-    /// copies stay within the core's window, and the peer's bytes within the budget (one
-    /// message always fits when nothing is kept).
-    pub(crate) fn check(&self, channel: u8, len: usize) -> Result<(), SendError> {
-        let Some(lane) = self.lanes.iter().find(|l| l.channel == channel) else {
-            return Err(SendError::UnknownChannel(channel));
-        };
-        let over_budget = self.kept > 0 && self.kept + len + MAX_PREFIX > self.budget;
-        if lane.send.retained.len() >= MAX_RETAINED || over_budget {
-            return Err(SendError::WindowFull {
-                channel,
-                needed: 1,
-                free: 0,
+    /// Whether a reliable message of `len` bytes on `channel` (one of ours) can be kept now:
+    /// the channel's copies stay within the core's window, and the peer's bytes within the
+    /// budget (one message always fits when nothing is kept).
+    pub(crate) fn check(&self, channel: u8, len: usize) -> Result<(), Full> {
+        let kept = self
+            .lanes
+            .iter()
+            .find(|l| l.channel == channel)
+            .map_or(0, |l| l.send.retained.len());
+        if kept >= MAX_RETAINED {
+            return Err(Full {
+                budget: Budget::Messages,
+                used: kept,
+                limit: MAX_RETAINED,
+            });
+        }
+        if self.kept > 0 && self.kept + len + MAX_PREFIX > self.budget {
+            return Err(Full {
+                budget: Budget::Bytes,
+                used: self.kept,
+                limit: self.budget,
             });
         }
         Ok(())
@@ -402,12 +420,12 @@ impl Delivery {
         core: Option<&mut Connection>,
         channel: u8,
         payload: &[u8],
-    ) -> Result<(), SendError> {
+    ) -> Result<(), Full> {
         self.check(channel, payload.len())?;
-        let mut framed = self.spare.pop().unwrap_or_default();
         let Some(lane) = self.lanes.iter_mut().find(|l| l.channel == channel) else {
-            return Err(SendError::UnknownChannel(channel));
+            return Ok(());
         };
+        let mut framed = self.spare.pop().unwrap_or_default();
         framed.clear();
         put_varint(&mut framed, lane.send.next);
         framed.extend_from_slice(payload);
@@ -984,10 +1002,14 @@ mod tests {
     fn the_peer_budget_counts_bytes_and_one_message_always_fits() {
         let mut a = Delivery::new(1, &KINDS, 100);
         a.send(None, 0, &[7; 500]).unwrap();
-        assert!(matches!(
+        assert_eq!(
             a.send(None, 0, b"x"),
-            Err(SendError::WindowFull { .. })
-        ));
+            Err(Full {
+                budget: Budget::Bytes,
+                used: 501,
+                limit: 100
+            })
+        );
         assert_eq!(a.kept_bytes(), 501);
         assert_eq!(a.unconfirmed(), [(0, vec![7; 500])]);
         assert_eq!(a.kept_bytes(), 0);

@@ -581,7 +581,7 @@ fn bad_frames_and_datagrams_are_refused_with_typed_errors_and_change_nothing() {
 }
 
 #[test]
-fn a_broadcast_with_no_one_connected_goes_to_nobody() {
+fn a_broadcast_in_a_room_of_one_goes_to_nobody() {
     let mut w = World::new();
     let a = w.add(PeerKind::Browser, |_| {});
     w.run_for(S);

@@ -8,9 +8,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ackwire_core::emulator::EmulatorConfig;
+use ackwire_room::backoff::Backoff;
 use ackwire_room::emulation::Emulation;
 use ackwire_room::member::{
-    Event, LinkState, Member, MemberConfig, MemberError, Output, PeerId, SendError, SignallingState,
+    Budget, Event, LinkState, Member, MemberConfig, MemberError, Output, PeerId, SendError,
+    SignallingState,
 };
 use ackwire_room::signalling::{AppInfo, ErrorCode, PeerKind};
 use world::{CHAT, World};
@@ -399,23 +401,17 @@ fn a_full_reliable_window_pushes_back_for_that_peer_alone() {
         refused,
         SendError::Full {
             peer: to_b,
-            channel: CHAT
+            channel: CHAT,
+            budget: Budget::Messages,
+            used: 1024,
+            limit: 1024,
         }
     );
     assert!(sent >= 1000, "{sent}");
     // A broadcast that one peer cannot take still goes to the others, and says who refused.
     let report = m.broadcast(CHAT, b"y").unwrap();
     assert_eq!(report.sent, 1);
-    assert_eq!(
-        report.refused,
-        [(
-            to_b,
-            SendError::Full {
-                peer: to_b,
-                channel: CHAT
-            }
-        )]
-    );
+    assert_eq!(report.refused, [(to_b, refused)]);
     assert_eq!(w.link(a, b).unwrap().unconfirmed, sent);
     w.run_until_true(2 * S, "c has it", |w| w.chats(c, "y") == 1);
     // Once b's link is back, every kept message reaches it, once, and room frees up.
@@ -544,4 +540,128 @@ fn the_protocol_id_is_the_fnv_hash_docs_wire_md_shows() {
         .link_config()
         .unwrap();
     assert_eq!(config.protocol_id, fnv);
+}
+
+/// The chat lines `n` received from anyone, in order.
+fn chat_lines(w: &World, n: usize) -> Vec<String> {
+    w.nodes[n]
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Message {
+                channel: CHAT,
+                bytes,
+                ..
+            } => Some(String::from_utf8_lossy(bytes).into_owned()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn undelivered(w: &World, n: usize) -> usize {
+    w.nodes[n]
+        .events
+        .iter()
+        .filter(|e| matches!(e, Event::Undelivered { .. }))
+        .count()
+}
+
+#[test]
+fn a_member_that_forgot_its_peer_across_a_server_restart_gets_each_of_its_messages_once() {
+    let mut w = World::new();
+    // a forgets a peer 2 s after a restart; b comes back to the server only after 8 s, and
+    // keeps its link to a meanwhile.
+    let a = w.add(PeerKind::Native, |c| c.orphan_grace = 2 * S);
+    let b = w.add(PeerKind::Native, |c| {
+        c.orphan_grace = 60 * S;
+        c.backoff = Backoff {
+            first: 8 * S,
+            max: 8 * S,
+            jitter_percent: 0,
+        };
+    });
+    w.run_until_true(2 * S, "linked", |w| w.fully_linked(&[a, b]));
+    let to_a = w.peer(b, a);
+    // b's lines reach a, but nothing of a's reaches b: b keeps every copy, unconfirmed.
+    w.set_one_way_blackout(a, b, true);
+    let lines: Vec<String> = (0..20).map(|i| format!("line {i}")).collect();
+    for line in &lines {
+        w.with(b, |m, _| m.send(to_a, CHAT, line.as_bytes()))
+            .unwrap();
+    }
+    w.run_until_true(5 * S, "a has them", |w| chat_lines(w, a) == lines);
+    assert_eq!(w.link(b, a).unwrap().unconfirmed, 20);
+    w.kill_server();
+    w.start_server();
+    w.run_until_true(10 * S, "a forgets b", |w| w.links(a).is_empty());
+    assert!(!w.links(b).is_empty(), "b still has its link to a");
+    w.set_one_way_blackout(a, b, false);
+    w.run_until_true(40 * S, "b's copies confirmed", |w| {
+        w.fully_linked(&[a, b]) && w.link(b, a).is_some_and(|l| l.unconfirmed == 0)
+    });
+    // Meeting b again, a counted on from where it forgot: nothing twice, nothing handed back.
+    w.with(b, |m, _| m.send(to_a, CHAT, b"after")).unwrap();
+    w.run_until_true(5 * S, "after", |w| w.chats(a, "after") == 1);
+    let mut expected = lines.clone();
+    expected.push("after".into());
+    assert_eq!(chat_lines(&w, a), expected);
+    assert_eq!(undelivered(&w, b), 0);
+}
+
+#[test]
+fn what_a_member_keeps_for_a_peer_that_never_acknowledges_stays_within_its_byte_budget() {
+    let mut w = World::new();
+    let budget = 64 * 1024;
+    let a = w.add(PeerKind::Native, |c| c.peer_budget = budget);
+    let b = w.add(PeerKind::Native, |_| {});
+    w.run_until_true(2 * S, "linked", |w| w.fully_linked(&[a, b]));
+    let to_b = w.peer(a, b);
+    // b takes everything and acknowledges nothing a hears.
+    w.set_one_way_blackout(b, a, true);
+    let line = vec![b'x'; 1000];
+    let mut sent = 0;
+    let refused = loop {
+        match w.with(a, |m, _| m.send(to_b, CHAT, &line)) {
+            Ok(()) => sent += 1,
+            Err(e) => break e,
+        }
+        w.run_for(Duration::from_millis(10));
+    };
+    let kept = w.nodes[a].member.kept_bytes(to_b).unwrap();
+    assert!(kept <= budget, "{kept} bytes kept");
+    assert!(kept + 1005 > budget, "refused only when full: {kept}");
+    assert_eq!(
+        refused,
+        SendError::Full {
+            peer: to_b,
+            channel: CHAT,
+            budget: Budget::Bytes,
+            used: kept,
+            limit: budget,
+        }
+    );
+    // Acknowledgements flow again: everything arrives once, and the budget frees up.
+    w.set_one_way_blackout(b, a, false);
+    w.run_until_true(60 * S, "all of them", |w| {
+        w.received(b, CHAT, &line) == sent && w.nodes[a].member.kept_bytes(to_b) == Some(0)
+    });
+    w.run_for(5 * S);
+    assert_eq!(w.received(b, CHAT, &line), sent);
+}
+
+#[test]
+fn a_broadcast_while_one_link_recovers_reaches_that_peer_too_exactly_once() {
+    let mut w = World::new();
+    let a = w.add(PeerKind::Browser, |_| {});
+    let b = w.add(PeerKind::Native, |_| {});
+    let c = w.add(PeerKind::Browser, |_| {});
+    w.run_until_true(2 * S, "linked", |w| w.fully_linked(&[a, b, c]));
+    w.set_blackout(a, b, true);
+    w.run_until_true(20 * S, "a's link to b lost", |w| !w.connected(a, b));
+    assert_eq!(w.say(a, "goal"), 2, "kept for b, sent to c");
+    w.set_blackout(a, b, false);
+    w.run_until_true(30 * S, "b has it", |w| w.chats(b, "goal") == 1);
+    w.run_for(5 * S);
+    assert_eq!((w.chats(b, "goal"), w.chats(c, "goal")), (1, 1));
+    assert_eq!(undelivered(&w, a), 0);
 }

@@ -196,12 +196,14 @@ impl Link {
 
     /// Sends a message (its channel and size checked by the member): a reliable one is kept
     /// whatever the link's state, and queued on the connected core as far as it allows; an
-    /// unreliable one is queued on the connected core or refused.
+    /// unreliable one is queued on the connected core (whose queues take `queue_len`
+    /// messages) or refused.
     pub(super) fn send(
         &mut self,
         channel: u8,
         bytes: &[u8],
         latest: bool,
+        queue_len: usize,
     ) -> Result<(), super::SendError> {
         let id = self.id;
         let connection = match &mut self.attempt {
@@ -209,7 +211,16 @@ impl Link {
             _ => None,
         };
         let result = if !latest && self.delivery.is_reliable(channel) {
-            self.delivery.send(connection, channel, bytes)
+            return self
+                .delivery
+                .send(connection, channel, bytes)
+                .map_err(|full| super::SendError::Full {
+                    peer: id,
+                    channel,
+                    budget: full.budget,
+                    used: full.used,
+                    limit: full.limit,
+                });
         } else {
             let connection = connection.ok_or(super::SendError::NotConnected(id))?;
             if latest {
@@ -218,10 +229,15 @@ impl Link {
                 connection.send(channel, bytes)
             }
         };
-        result.map_err(|e| self.send_error(channel, e))
+        result.map_err(|e| self.send_error(channel, e, queue_len))
     }
 
-    fn send_error(&self, channel: u8, error: ackwire_core::SendError) -> super::SendError {
+    fn send_error(
+        &self,
+        channel: u8,
+        error: ackwire_core::SendError,
+        queue_len: usize,
+    ) -> super::SendError {
         use ackwire_core::SendError as Core;
         match error {
             Core::UnknownChannel(c) => super::SendError::UnknownChannel(c),
@@ -231,6 +247,9 @@ impl Link {
             _ => super::SendError::Full {
                 peer: self.id,
                 channel,
+                budget: super::Budget::Queue,
+                used: queue_len,
+                limit: queue_len,
             },
         }
     }

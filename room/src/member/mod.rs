@@ -357,20 +357,53 @@ pub enum SendError {
         /// The channel.
         channel: u8,
     },
-    /// The peer's queue on this channel is full (backpressure: the link is slower than the
-    /// sender, the peer stopped acknowledging, or its link is down): 1,024 reliable messages
-    /// on the channel, or [`MemberConfig::peer_budget`] bytes of reliable messages to the
-    /// peer, wait for its confirmation. Try again later; other peers are not affected.
-    #[error("the queue of channel {channel} to peer {peer} is full; try again later")]
+    /// Backpressure: a budget for this peer is spent (its link is slower than the sender, or
+    /// down, or the peer stopped reading) until it confirms what it has. Try again later;
+    /// other peers are not affected.
+    #[error(
+        "{budget} to peer {peer} on channel {channel} is full ({used} of {limit}); try again later"
+    )]
     Full {
         /// The peer.
         peer: PeerId,
         /// The channel.
         channel: u8,
+        /// Which budget.
+        budget: Budget,
+        /// What it holds now (messages or bytes, as the budget counts).
+        used: usize,
+        /// What it holds at most.
+        limit: usize,
     },
     /// The member left the room.
     #[error("the member left the room")]
     Closed,
+}
+
+/// Which budget refused a send ([`SendError::Full`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Budget {
+    /// The reliable messages kept for the peer on the channel, counted: at most 1,024 (the
+    /// core's window, so every copy fits a new connection).
+    Messages,
+    /// The bytes of reliable messages kept for the peer, all channels
+    /// ([`MemberConfig::peer_budget`]).
+    Bytes,
+    /// An unreliable channel's queue in the link (messages queued faster than packets leave);
+    /// counted in messages.
+    Queue,
+}
+
+impl std::fmt::Display for Budget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Budget::Messages => "the reliable messages kept",
+            Budget::Bytes => "the bytes of reliable messages kept",
+            Budget::Queue => "the unreliable queue",
+        })
+    }
 }
 
 /// What a broadcast did, peer by peer.
@@ -945,7 +978,7 @@ impl Member {
         }
         // Queued only: the core paces its packets, and the next one leaves at its slot
         // (`poll_timeout` is unchanged), so nothing is driven here.
-        self.links[i].send(channel, bytes, false)
+        self.links[i].send(channel, bytes, false, self.link_config.unreliable_queue_len)
     }
 
     /// Sends `bytes` to `peer` on an unreliable `channel` in place of what that channel
@@ -959,7 +992,7 @@ impl Member {
     ) -> Result<(), SendError> {
         self.check_message(channel, bytes.len(), true)?;
         let i = self.connected_link(peer)?;
-        self.links[i].send(channel, bytes, true)
+        self.links[i].send(channel, bytes, true, self.link_config.unreliable_queue_len)
     }
 
     /// [`send`](Self::send) to every peer: on a reliable channel to every peer in the room
@@ -984,11 +1017,12 @@ impl Member {
     ) -> Result<Broadcast, SendError> {
         let reliable = self.check_message(channel, bytes.len(), latest)?;
         let mut report = Broadcast::default();
+        let queue_len = self.link_config.unreliable_queue_len;
         for link in self.links.iter_mut() {
             if !reliable && !link.is_connected() {
                 continue;
             }
-            match link.send(channel, bytes, latest) {
+            match link.send(channel, bytes, latest, queue_len) {
                 Ok(()) => report.sent += 1,
                 Err(e) => report.refused.push((link.id, e)),
             }
