@@ -51,6 +51,11 @@ export interface JoinOptions {
   role?: Role;
   /** ICE over TURN relays only: peers never learn this player's address. */
   relayOnly?: boolean;
+  /**
+   * Bytes of reliable messages kept per peer until it confirms them (default 4 MiB, 4194304):
+   * beyond, a send to that peer throws `full` (a broadcast lists it in `refused`).
+   */
+  peerBudget?: number;
   /** Emulate a bad network on every link (absent, or all zero: a real link). */
   emulation?: Emulation | null;
 }
@@ -243,10 +248,12 @@ export type JoinErrorCode =
   | 'join_failed';
 
 /**
- * Why a send (or `maxMessageSize`, `setOutage`) threw; nothing was sent to anyone:
- * `unknown_peer` (not one of this room's peers), `not_connected` (wait for a `link` event
- * saying `connected`), `unknown_channel`, `too_large`, `reliable` (sendLatest on a reliable
- * channel), `full` (1,024 reliable messages to this peer await confirmation: try later),
+ * Why a send (or `maxMessageSize`, `setOutage`) threw, or a broadcast refused one peer;
+ * nothing was sent to it: `unknown_peer` (not one of this room's peers), `not_connected` (an
+ * unreliable message while the peer's link is down; a reliable one is kept instead),
+ * `unknown_channel`, `too_large`, `reliable` (sendLatest on a reliable channel), `full` (this
+ * peer's budget is spent: 1,024 reliable messages on the channel, or `peerBudget` bytes, await
+ * its confirmation; try later),
  * `closed` (the room was closed), `bad_payload` (data neither a Uint8Array nor a string).
  * `send_failed` is the bindings' word for a kind of failure a later `ackwire` crate adds;
  * this one has none.

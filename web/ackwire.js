@@ -49,6 +49,7 @@
  * @property {string} [room] the room's name, when `url` is a server's rather than a room page's
  * @property {Role} [role] `peer` (the default), or a host room's `host` or `client`
  * @property {boolean} [relayOnly] ICE over TURN relays only: peers never learn this player's address
+ * @property {number} [peerBudget] bytes of reliable messages kept per peer until it confirms them (default 4 MiB)
  * @property {Emulation} [emulation] emulate a bad network on every link
  */
 

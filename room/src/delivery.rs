@@ -1032,6 +1032,36 @@ mod tests {
     }
 
     #[test]
+    fn full_backlogs_on_two_channels_before_a_late_hello_are_all_held_and_delivered_once() {
+        let kinds = [ChannelKind::ReliableOrdered, ChannelKind::ReliableUnordered];
+        let mut b = Delivery::new(2, &kinds, DEFAULT_PEER_BUDGET);
+        let (_s, mut r) = pair(Duration::ZERO);
+        b.connected(&mut r).unwrap();
+        let mut got = Vec::new();
+        // An honest sender's whole window on each channel (1,024 ids each) comes first; its
+        // hello was lost and comes last.
+        for channel in [0u8, 1] {
+            for index in 0..MAX_RETAINED as u32 {
+                let mut framed = Vec::new();
+                put_varint(&mut framed, index);
+                framed.push(channel);
+                b.arrived(&mut r, channel, framed, 5, &mut |c, m| got.push((c, m)))
+                    .unwrap();
+            }
+        }
+        assert!(got.is_empty(), "held until the hello");
+        let mut hello = vec![HELLO];
+        hello.extend_from_slice(&9u64.to_le_bytes());
+        hello.extend_from_slice(&9u64.to_le_bytes());
+        hello.extend_from_slice(&0u64.to_le_bytes());
+        hello.extend_from_slice(&[1, 2, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0]);
+        b.arrived(&mut r, 2, hello, 5, &mut |c, m| got.push((c, m)))
+            .unwrap();
+        assert_eq!(got.len(), 2 * MAX_RETAINED, "every one, once");
+        assert!(got.iter().all(|(c, m)| m == &[*c]));
+    }
+
+    #[test]
     fn more_than_the_hold_limit_before_the_hello_fails_and_changes_nothing() {
         let now = Duration::ZERO;
         let mut b = delivery(2);

@@ -45,7 +45,7 @@ impl WasmRoom {
     ///
     /// `options`: `app` (id), `version`, `channels` (kinds by name: `unreliable`,
     /// `unreliable-sequenced`, `reliable-ordered`, `reliable-unordered`), `room`, `role`
-    /// (`peer`, the default, `host` or `client`), `relayOnly`,
+    /// (`peer`, the default, `host` or `client`), `relayOnly`, `peerBudget` (bytes),
     /// `emulation` (`{ latencyMs, jitterMs, lossPct, seed }`, each optional), `earlySocket`
     /// (see `ackwire::EarlySocket`) and `onEvent(event)`, called with every event of the
     /// room as a plain object with a `type`, outside any call into the room.
@@ -63,6 +63,15 @@ impl WasmRoom {
             config = config.with_emulation(emulation);
         }
         config.browser.relay_only = get(options, "relayOnly").is_truthy();
+        let budget = get(options, "peerBudget");
+        if !budget.is_undefined() {
+            config.peer_budget = budget
+                .as_f64()
+                .filter(|b| b.fract() == 0.0 && *b >= 1.0 && *b <= 9_007_199_254_740_991.0)
+                .ok_or_else(|| {
+                    error("bad_options", "options.peerBudget must be a whole number of bytes")
+                })? as usize;
+        }
         let early = get(options, "earlySocket");
         if early.is_object() {
             config.browser.early_socket = Some(EarlySocket::new(early));

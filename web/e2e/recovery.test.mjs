@@ -56,6 +56,13 @@ test('a player whose cable is pulled past the idle timeout loses its links, gets
     }, aId, { timeout: 2000 }).then((h) => h.jsonValue());
     console.log(`B's table row for A: ${row.join(' | ')}`);
     assert.ok(await b.page.evaluate((id) => window.ackwire.players.get(id)?.state !== 'connected', aId));
+    // Lines said while the links are down, both ways: kept, and carried by the next links.
+    const down = `down ${Math.random().toString(36).slice(2)}`;
+    await a.page.fill('#chat-input', down);
+    await a.page.click('#chat-form button');
+    const toA = `to a ${Math.random().toString(36).slice(2)}`;
+    await b.page.fill('#chat-input', toA);
+    await b.page.click('#chat-form button');
 
     const plugged = Date.now();
     await a.page.evaluate(() => window.ackwire.client.setOutage(false));
@@ -74,9 +81,12 @@ test('a player whose cable is pulled past the idle timeout loses its links, gets
     assert.equal(native.lines.filter((l) => l.type === 'chat' && l.text === text).length, 1, 'delivered once to the native');
     // The line said while the links were dying came with the new links, once, before the next.
     const order = await b.page.evaluate((id) => window.ackwire.chat.filter((m) => m.from === `peer ${id}`).map((m) => m.text), aId);
-    assert.deepEqual(order.filter((t) => t === dying || t === text), [dying, text], 'B: the dying line once, in order');
+    const said = [dying, down, text];
+    assert.deepEqual(order.filter((t) => said.includes(t)), said, 'B: the lines of the outage once, in order');
     const nativeOrder = native.lines.filter((l) => l.type === 'chat' && l.peer === aId).map((l) => l.text);
-    assert.deepEqual(nativeOrder.filter((t) => t === dying || t === text), [dying, text], 'the native: the dying line once, in order');
+    assert.deepEqual(nativeOrder.filter((t) => said.includes(t)), said, 'the native: the lines of the outage once, in order');
+    await reliableSettled(b, bId, a, aId);
+    assert.equal(await chatsFrom(a, bId, toA), 1, "B's line said while A was down reached A once");
     assert.deepEqual([...a.errors, ...b.errors], []);
   } finally {
     await native.stop();

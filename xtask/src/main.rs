@@ -1,4 +1,4 @@
-//! `cargo xtask setup | demo | test | bench`: everything this project needs, in the repo.
+//! `cargo xtask setup | demo | test | bench | sim`: everything this project needs, in the repo.
 //!
 //! Setup is idempotent: it checks before it installs, prints what it does and what it skips,
 //! and keeps downloaded tools outside the repository tree (see [`paths::tools_dir`]) so a
@@ -35,6 +35,9 @@ commands:
           e.g. `joins`, `cold-start`)
   e2e [NAME..]  setup, then only the browser e2e suite (files of web/e2e/ whose name
           contains one of NAME; all without)
+  sim [--seeds N] [--from S]  the room's schedule explorer (room/tests/explorer.rs), release
+          build, N seeds (default 100000) from seed S (default 0), over every core; a failing
+          seed prints its shrunk schedule and the command that replays it
 
 environment:
   ACKWIRE_TOOLS       where tools are kept (default: $XDG_CACHE_HOME/ackwire or ~/.cache/ackwire)
@@ -67,6 +70,7 @@ fn main() -> ExitCode {
             let only: Vec<&str> = args[1..].iter().map(String::as_str).collect();
             suite::browser_e2e(&tools, &only)
         }),
+        Some("sim") => suite::sim(&args[1..]),
         Some("-h" | "--help" | "help") => {
             print!("{USAGE}");
             Ok(())

@@ -575,3 +575,73 @@ fn fuzz_smoke(tools: &Tools) -> Result<()> {
     }
     Ok(())
 }
+
+/// `cargo xtask sim [--seeds N] [--from S]`: the room's schedule explorer over seeds
+/// `S..S+N`, in release, split across the machine's cores (one process each, disjoint
+/// seeds), each printing its count and time; fails if any seed breaks the promise.
+pub(crate) fn sim(args: &[String]) -> Result<()> {
+    let mut seeds: u64 = 100_000;
+    let mut from: u64 = 0;
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        let value = it
+            .next()
+            .and_then(|v| v.parse::<u64>().ok())
+            .ok_or_else(|| format!("{arg} takes a number"))?;
+        match arg.as_str() {
+            "--seeds" => seeds = value,
+            "--from" => from = value,
+            other => return Err(format!("sim: unknown option {other}")),
+        }
+    }
+    let explorer = || {
+        let mut cmd = cargo();
+        cmd.args([
+            "test",
+            "--release",
+            "-p",
+            "ackwire-room",
+            "--test",
+            "explorer",
+        ]);
+        cmd
+    };
+    run(explorer().arg("--no-run"))?;
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+    let share = seeds.div_ceil(workers);
+    let start = Instant::now();
+    let mut children = Vec::new();
+    for w in 0..workers {
+        let first = from + w * share;
+        let count = share.min((from + seeds).saturating_sub(first));
+        if count == 0 {
+            continue;
+        }
+        let mut cmd = explorer();
+        cmd.args(["--", "--nocapture"])
+            .env("ACKWIRE_SEED_FROM", first.to_string())
+            .env("ACKWIRE_SEEDS", count.to_string());
+        children.push((first, count, cmd.spawn().map_err(|e| e.to_string())?));
+    }
+    let mut failed = Vec::new();
+    for (first, count, mut child) in children {
+        let status = child.wait().map_err(|e| e.to_string())?;
+        if !status.success() {
+            failed.push(format!("seeds {first}..{}", first + count));
+        }
+    }
+    println!(
+        "xtask sim: {seeds} seeds from {from} in {:.1}s on {workers} cores: {}",
+        start.elapsed().as_secs_f64(),
+        if failed.is_empty() {
+            "all clean".to_owned()
+        } else {
+            format!("failures in {}", failed.join(", "))
+        }
+    );
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err("the explorer found a broken promise".into())
+    }
+}
