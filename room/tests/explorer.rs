@@ -14,6 +14,7 @@
 //!
 //! - `ACKWIRE_SEED=<n>`: run that seed alone (and print its schedule and outcome).
 //! - `ACKWIRE_SEEDS=<n>`: run seeds `0..n` (default [`DEFAULT_SEEDS`]).
+//! - `ACKWIRE_VERBOSE=1`: a line per seed (what it sent, what became of it, what it did).
 //! - `ACKWIRE_STRICT=1`: also fail when a message was both delivered and handed back (see
 //!   [`Kind::DeliveredAndHandedBack`] for why that is not a failure by default).
 
@@ -79,6 +80,11 @@ enum Act {
     StartServer,
     ForgetMember(usize),
     DropSocket(usize),
+    /// `n`'s path to the server is cut (its socket drops and new ones fail) or restored.
+    CutSignalling {
+        n: usize,
+        on: bool,
+    },
     Vanish(usize),
 }
 
@@ -125,6 +131,11 @@ impl fmt::Display for Act {
             Act::StartServer => write!(f, "start a new server"),
             Act::ForgetMember(n) => write!(f, "the server forgets n{n}"),
             Act::DropSocket(n) => write!(f, "n{n} drops its signalling socket"),
+            Act::CutSignalling { n, on } => write!(
+                f,
+                "n{n}'s path to the server {}",
+                if on { "cut" } else { "restored" }
+            ),
             Act::Vanish(n) => write!(f, "n{n} vanishes for good"),
         }
     }
@@ -132,6 +143,8 @@ impl fmt::Display for Act {
 
 #[derive(Debug, Clone, PartialEq)]
 struct Step {
+    /// Its place in the seed's full schedule (a shrunk schedule keeps a subset).
+    index: usize,
     /// After the room first linked up.
     at: Duration,
     act: Act,
@@ -146,6 +159,26 @@ struct Schedule {
     /// Each member's orphan grace (a peer not back this long after a restart is forgotten).
     graces: Vec<Duration>,
     steps: Vec<Step>,
+    /// How many steps the seed's full schedule has.
+    total: usize,
+}
+
+impl Schedule {
+    /// Only the steps of the full schedule numbered in `keep`.
+    fn keep(mut self, keep: &BTreeSet<usize>) -> Schedule {
+        self.steps.retain(|s| keep.contains(&s.index));
+        self
+    }
+
+    /// How to replay exactly this schedule.
+    fn replay(&self) -> String {
+        let mut command = format!("ACKWIRE_SEED={}", self.seed);
+        if self.steps.len() < self.total {
+            let keep: Vec<String> = self.steps.iter().map(|s| s.index.to_string()).collect();
+            let _ = write!(command, " ACKWIRE_KEEP={}", keep.join(","));
+        }
+        command + " cargo test -p ackwire-room --test explorer"
+    }
 }
 
 impl fmt::Display for Schedule {
@@ -155,13 +188,25 @@ impl fmt::Display for Schedule {
             writeln!(f, "  n{n}: {kind:?}, orphan grace {grace:?}")?;
         }
         for step in &self.steps {
-            writeln!(f, "  t+{:>6.3}s  {}", step.at.as_secs_f64(), step.act)?;
+            writeln!(
+                f,
+                "  [{:>2}] t+{:>6.3}s  {}",
+                step.index,
+                step.at.as_secs_f64(),
+                step.act
+            )?;
         }
         Ok(())
     }
 }
 
 /// The schedule of `seed`: the same seed, the same schedule.
+///
+/// Background noise (sends to random peers at random times, changing datagram faults,
+/// dropped sockets) plus a few *episodes*: a fault aimed at a pair with reliable traffic
+/// in flight just before and during it, because the promise is at stake exactly when a
+/// link dies, or a member is forgotten or gone, while messages are unconfirmed. Uniformly
+/// scattered faults almost never land in those windows.
 fn schedule(seed: u64) -> Schedule {
     let mut rng = Rng::new(seed.wrapping_mul(0x2545_F491_4F6C_DD1D) ^ 0x5EED);
     let members = rng.range(3, 4) as usize;
@@ -180,15 +225,18 @@ fn schedule(seed: u64) -> Schedule {
         let b = (a + 1 + rng.below(members as u64 - 1) as usize) % members;
         (a, b)
     };
-    for _ in 0..rng.range(15, 40) {
+    let send = |rng: &mut Rng, from: usize, to: usize, most: u64| Act::Send {
+        from,
+        to,
+        channel: rng.pick(&[ORDERED, UNORDERED]),
+        count: rng.range(1, most) as u32,
+    };
+    // Background sends.
+    for _ in 0..rng.range(10, 30) {
         let (from, to) = pair(&mut rng);
-        let act = Act::Send {
-            from,
-            to,
-            channel: rng.pick(&[ORDERED, UNORDERED]),
-            count: rng.range(1, 4) as u32,
-        };
+        let act = send(&mut rng, from, to, 4);
         steps.push(Step {
+            index: 0,
             at: at(&mut rng),
             act,
         });
@@ -201,66 +249,105 @@ fn schedule(seed: u64) -> Schedule {
             delay_ms: rng.pick(&[20, 100, 400]),
         };
         let when = if i == 0 { Duration::ZERO } else { at(&mut rng) };
-        steps.push(Step { at: when, act });
-    }
-    let idle_ms = idle.as_millis() as u64;
-    for _ in 0..rng.below(4) {
-        let (a, b) = pair(&mut rng);
-        let start = at(&mut rng);
-        // Shorter than the idle timeout (the link survives it) or longer (it is lost).
-        let len = if rng.chance(0.5) {
-            rng.range(100, idle_ms * 8 / 10)
-        } else {
-            rng.range(idle_ms * 12 / 10, idle_ms * 3)
-        };
-        let one_way = rng.chance(0.25);
-        for (when, on) in [(start, true), (start + ms(len), false)] {
-            let act = if one_way {
-                Act::OneWay { from: a, to: b, on }
-            } else {
-                Act::Blackout { a, b, on }
-            };
-            steps.push(Step { at: when, act });
-        }
-    }
-    if rng.chance(0.5) {
-        let start = at(&mut rng);
-        // Sometimes longer than a grace: the members forget each other.
-        let len = rng.range(300, 8_000);
         steps.push(Step {
-            at: start,
-            act: Act::KillServer,
-        });
-        steps.push(Step {
-            at: start + ms(len),
-            act: Act::StartServer,
-        });
-    }
-    for _ in 0..rng.below(3) {
-        let n = rng.below(members as u64) as usize;
-        let act = match rng.below(3) {
-            0 => Act::ForgetMember(n),
-            _ => Act::DropSocket(n),
-        };
-        steps.push(Step {
-            at: at(&mut rng),
+            index: 0,
+            at: when,
             act,
         });
     }
-    if rng.chance(0.3) {
+    for _ in 0..rng.below(2) {
         let n = rng.below(members as u64) as usize;
         steps.push(Step {
+            index: 0,
             at: at(&mut rng),
-            act: Act::Vanish(n),
+            act: Act::DropSocket(n),
         });
+    }
+    let idle_ms = idle.as_millis() as u64;
+    let mut vanished = false;
+    let mut killed = false;
+    for _ in 0..rng.range(1, 4) {
+        let t = at(&mut rng);
+        let (a, b) = pair(&mut rng);
+        let mut push = |rng: &mut Rng, from_ms: u64, to_ms: u64, act: Act| {
+            let when = t + ms(rng.range(from_ms, to_ms));
+            steps.push(Step {
+                index: 0,
+                at: when,
+                act,
+            });
+        };
+        // Traffic both ways around the fault: some queued before it, some during.
+        for _ in 0..rng.range(1, 4) {
+            let (from, to) = if rng.chance(0.5) { (a, b) } else { (b, a) };
+            let act = send(&mut rng, from, to, 8);
+            push(&mut rng, 0, 600, act);
+        }
+        // Cut the confirmations (one way) or everything (both ways) for a while, around
+        // the idle timeout.
+        let cut = rng.below(3);
+        let len = rng.pick(&[
+            idle_ms / 3,
+            idle_ms * 9 / 10,
+            idle_ms * 11 / 10,
+            idle_ms * 3,
+        ]);
+        let cut_start = rng.range(0, 300);
+        for (when, on) in [(cut_start, true), (cut_start + len, false)] {
+            let act = match cut {
+                0 => Act::OneWay { from: b, to: a, on },
+                1 => Act::Blackout { a, b, on },
+                _ => continue,
+            };
+            push(&mut rng, when, when, act);
+        }
+        // Then, while messages are unconfirmed, one of:
+        match rng.below(5) {
+            // the server forgets one of them (the others forget it; it remembers them);
+            0 | 1 => {
+                let n = if rng.chance(0.5) { a } else { b };
+                push(&mut rng, 50, 1_500, Act::ForgetMember(n));
+            }
+            // one of them is gone for good;
+            2 if !vanished => {
+                vanished = true;
+                push(&mut rng, 50, 1_500, Act::Vanish(b));
+            }
+            // the server dies, for less or more than the graces, and one of them comes
+            // back late;
+            3 if !killed => {
+                killed = true;
+                let down = rng.range(300, 8_000);
+                push(&mut rng, 0, 800, Act::KillServer);
+                let back = 800 + down;
+                push(&mut rng, back, back, Act::StartServer);
+                if rng.chance(0.6) {
+                    let n = if rng.chance(0.5) { a } else { b };
+                    let late = rng.range(1_000, 8_000);
+                    push(&mut rng, 0, 500, Act::CutSignalling { n, on: true });
+                    push(
+                        &mut rng,
+                        back + late,
+                        back + late,
+                        Act::CutSignalling { n, on: false },
+                    );
+                }
+            }
+            // or nothing more than the cut.
+            _ => {}
+        }
     }
     // A stable sort: actions drawn for the same instant keep their drawing order.
     steps.sort_by_key(|s| s.at);
+    for (index, step) in steps.iter_mut().enumerate() {
+        step.index = index;
+    }
     Schedule {
         seed,
         kinds,
         idle,
         graces,
+        total: steps.len(),
         steps,
     }
 }
@@ -581,6 +668,11 @@ fn play(w: &mut World, act: &Act, record: &mut Record, restarts: &mut u64) {
                 w.drop_socket(n);
             }
         }
+        Act::CutSignalling { n, on } => {
+            if live(n, record) {
+                w.cut_signalling(n, on);
+            }
+        }
         Act::Vanish(n) => {
             // Two members stay, so there is a room left to check.
             let left = (0..w.nodes.len()).filter(|&m| live(m, record)).count();
@@ -856,11 +948,7 @@ fn report(schedule: &Schedule, outcome: &Outcome, strict: bool) -> String {
         let _ = writeln!(text, "  [{:?}] {}", v.kind, v.what);
     }
     let _ = write!(text, "schedule:\n{schedule}");
-    let _ = writeln!(
-        text,
-        "replay: ACKWIRE_SEED={} cargo test -p ackwire-room --test explorer",
-        schedule.seed
-    );
+    let _ = writeln!(text, "replay: {}", schedule.replay());
     text
 }
 
@@ -872,6 +960,10 @@ fn env_u64(name: &str) -> Option<u64> {
             .parse()
             .unwrap_or_else(|_| panic!("{name}={value}: not a number")),
     )
+}
+
+fn verbose() -> bool {
+    std::env::var("ACKWIRE_VERBOSE").is_ok_and(|v| v == "1")
 }
 
 fn strict() -> bool {
@@ -893,10 +985,25 @@ fn every_accepted_reliable_message_is_delivered_once_or_handed_back_once_under_r
             false,
         ),
     };
+    // `ACKWIRE_KEEP=3,7,12` (with `ACKWIRE_SEED`): only those steps, as a shrunk schedule
+    // prints them.
+    let keep: Option<BTreeSet<usize>> = std::env::var("ACKWIRE_KEEP").ok().map(|list| {
+        list.split(',')
+            .filter(|s| !s.trim().is_empty())
+            .map(|s| s.trim().parse().expect("ACKWIRE_KEEP: step numbers"))
+            .collect()
+    });
+    // Shrinking costs a run per step: by default only the first failing seed of each kind of
+    // violation is shrunk (`ACKWIRE_SHRINK=all`: every one, `0`: none).
+    let shrink_policy = std::env::var("ACKWIRE_SHRINK").unwrap_or_default();
+    let mut shrunk_kinds = BTreeSet::new();
     let mut failures = Vec::new();
     let (mut accepted, mut ambiguous) = (0, 0);
     for &seed in &seeds {
-        let schedule = schedule(seed);
+        let mut schedule = schedule(seed);
+        if let (true, Some(keep)) = (single, &keep) {
+            schedule = schedule.keep(keep);
+        }
         let outcome = run(&schedule);
         accepted += outcome.accepted;
         ambiguous += outcome
@@ -920,6 +1027,27 @@ fn every_accepted_reliable_message_is_delivered_once_or_handed_back_once_under_r
                 println!("  [{:?}] {}", v.kind, v.what);
             }
         }
+        if verbose() {
+            let acts = |f: fn(&Act) -> bool| schedule.steps.iter().filter(|s| f(&s.act)).count();
+            println!(
+                "seed {seed}: {} members, {} accepted, {} refused, {} delivered, {} handed back, {} both, forgets {}, vanish {}, kills {}, settled {}, end {:.1}s",
+                schedule.kinds.len(),
+                outcome.accepted,
+                outcome.refused,
+                outcome.delivered,
+                outcome.handed_back,
+                outcome
+                    .violations
+                    .iter()
+                    .filter(|v| v.kind == Kind::DeliveredAndHandedBack)
+                    .count(),
+                acts(|a| matches!(a, Act::ForgetMember(_))),
+                acts(|a| matches!(a, Act::Vanish(_))),
+                acts(|a| matches!(a, Act::KillServer)),
+                outcome.quiesced,
+                outcome.end.as_secs_f64()
+            );
+        }
         let failing = outcome.failing(strict);
         if failing.is_empty() {
             continue;
@@ -927,6 +1055,15 @@ fn every_accepted_reliable_message_is_delivered_once_or_handed_back_once_under_r
         let kinds: BTreeSet<Kind> = failing.iter().map(|v| v.kind).collect();
         eprintln!("{}", report(&schedule, &outcome, strict));
         let kind = failing[0].kind;
+        let wanted = match shrink_policy.as_str() {
+            "0" => false,
+            "all" => true,
+            _ => shrunk_kinds.insert(kind),
+        };
+        if !wanted {
+            failures.push((seed, kinds));
+            continue;
+        }
         let (shrunk, runs) = shrink(&schedule, kind, strict, 80);
         if shrunk.steps.len() < schedule.steps.len() {
             let outcome = run(&shrunk);
@@ -940,12 +1077,12 @@ fn every_accepted_reliable_message_is_delivered_once_or_handed_back_once_under_r
         failures.push((seed, kinds));
     }
     println!(
-        "{} seeds, {accepted} accepted messages, {ambiguous} delivered-and-handed-back (allowed{})",
+        "{} seeds, {accepted} accepted messages, {ambiguous} delivered-and-handed-back ({})",
         seeds.len(),
         if strict {
-            " only without ACKWIRE_STRICT"
+            "failures under ACKWIRE_STRICT"
         } else {
-            ""
+            "allowed; ACKWIRE_STRICT=1 fails them"
         }
     );
     assert!(

@@ -223,6 +223,8 @@ pub struct Node {
     pub network: String,
     /// The program is gone ([`World::vanish`]): nothing reaches it, it runs no more.
     pub gone: bool,
+    /// Its path to the server is cut ([`World::cut_signalling`]): sockets fail to open.
+    pub signalling_cut: bool,
 }
 
 pub struct World {
@@ -331,6 +333,7 @@ impl World {
             kind,
             network: network.to_owned(),
             gone: false,
+            signalling_cut: false,
         });
         self.drain(n);
         n
@@ -473,7 +476,7 @@ impl World {
                     let conn = self.next_conn;
                     self.next_conn += 1;
                     self.nodes[n].conn = conn;
-                    if self.server.is_some() {
+                    if self.server.is_some() && !self.nodes[n].signalling_cut {
                         self.at(HOP, Action::SocketOpen { to: n, conn });
                         // The server reads a join in the URL as it accepts the socket.
                         if let Some(join) = join {
@@ -653,14 +656,17 @@ impl World {
         self.server.is_some()
     }
 
-    /// The network heals: no faults, no blackouts, one-way or UDP blocks, except around
-    /// members that are gone.
+    /// The network heals: no faults, no blackouts, one-way or UDP blocks, no cut signalling
+    /// paths, except around members that are gone.
     pub fn heal_network(&mut self) {
         self.faults = Faults::NONE;
         let gone: Vec<bool> = self.nodes.iter().map(|n| n.gone).collect();
         self.blackout.retain(|&(a, b)| gone[a] || gone[b]);
         self.one_way.clear();
         self.udp_blocked.clear();
+        for node in &mut self.nodes {
+            node.signalling_cut = false;
+        }
     }
 
     /// A new server process: it knows no one.
@@ -707,6 +713,16 @@ impl World {
                 server.room.detach(id, &(n, conn));
             }
             self.at(Duration::ZERO, Action::SocketClosed { to: n, conn });
+        }
+    }
+
+    /// Cuts (or restores) member `n`'s path to the server: its socket drops (as in
+    /// [`drop_socket`](Self::drop_socket)) and new ones fail to open until restored, so it
+    /// comes back to the room late (after a restart, later than its peers' orphan grace).
+    pub fn cut_signalling(&mut self, n: usize, on: bool) {
+        self.nodes[n].signalling_cut = on;
+        if on {
+            self.drop_socket(n);
         }
     }
 
