@@ -26,6 +26,82 @@ pub const ICE_CONNECT: Duration = Duration::from_millis(40);
 /// ICE gives up this long after both descriptions are set with no usable candidate.
 pub const ICE_FAIL: Duration = Duration::from_secs(5);
 
+/// A small deterministic PRNG (SplitMix64): the world's faults and the explorer's schedules
+/// come from a seed, so every run of a seed is the same run.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n` (`n > 0`).
+    pub fn below(&mut self, n: u64) -> u64 {
+        // Multiply-shift: no modulo bias worth the name at these sizes.
+        ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
+    }
+
+    /// Uniform in `lo..=hi`.
+    pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.below(hi - lo + 1)
+    }
+
+    /// True with probability `p` (0 to 1).
+    pub fn chance(&mut self, p: f64) -> bool {
+        p > 0.0 && ((self.next_u64() >> 11) as f64 / ((1u64 << 53) as f64)) < p
+    }
+
+    pub fn pick<T: Copy>(&mut self, items: &[T]) -> T {
+        items[self.below(items.len() as u64) as usize]
+    }
+}
+
+/// Faults on every datagram between members (UDP and data channel alike; signalling is not
+/// touched): each is lost with probability `loss`, else sent twice with probability
+/// `duplicate`, and each copy is held back by up to `max_delay` more than [`HOP`] with
+/// probability `reorder` (so later datagrams overtake it). [`Faults::NONE`] is the world
+/// of the other tests: no randomness is drawn at all, so their runs are unchanged.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Faults {
+    pub loss: f64,
+    pub duplicate: f64,
+    pub reorder: f64,
+    pub max_delay: Duration,
+}
+
+impl Faults {
+    pub const NONE: Faults = Faults {
+        loss: 0.0,
+        duplicate: 0.0,
+        reorder: 0.0,
+        max_delay: Duration::ZERO,
+    };
+
+    pub fn is_off(&self) -> bool {
+        self.loss <= 0.0
+            && self.duplicate <= 0.0
+            && (self.reorder <= 0.0 || self.max_delay.is_zero())
+    }
+}
+
+/// What the faults did, for tests that check they happen.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct FaultCounts {
+    pub carried: u64,
+    pub lost: u64,
+    pub duplicated: u64,
+    pub delayed: u64,
+}
+
 #[derive(Debug)]
 enum Action {
     /// The server gets a frame from member `from` (on connection `conn`).
@@ -85,8 +161,9 @@ type Conn = (usize, u64);
 struct Server {
     room: Room<Conn>,
     next_id: PeerId,
-    /// The peer each connection joined as (the server's sessions).
-    sessions: HashMap<Conn, PeerId>,
+    /// The peer each connection joined as (the server's sessions). Ordered, so that a walk
+    /// over it is the same in every run (a seeded schedule must replay exactly).
+    sessions: BTreeMap<Conn, PeerId>,
     /// Peers whose resume token the server lost ([`World::forget_token`]).
     forgotten: BTreeSet<PeerId>,
 }
@@ -96,7 +173,7 @@ impl Server {
         Server {
             room: Room::new("lobby", 1000),
             next_id,
-            sessions: HashMap::new(),
+            sessions: BTreeMap::new(),
             forgotten: BTreeSet::new(),
         }
     }
@@ -144,6 +221,10 @@ pub struct Node {
     pub kind: PeerKind,
     /// The server's tag for the public address it sees this member connect from.
     pub network: String,
+    /// The program is gone ([`World::vanish`]): nothing reaches it, it runs no more.
+    pub gone: bool,
+    /// Its path to the server is cut ([`World::cut_signalling`]): sockets fail to open.
+    pub signalling_cut: bool,
 }
 
 pub struct World {
@@ -170,6 +251,10 @@ pub struct World {
     pub offers: Vec<(usize, usize)>,
     /// Every UDP datagram sent between natives, in order (a packet capture).
     pub udp_seen: Vec<Vec<u8>>,
+    /// Faults on member-to-member datagrams ([`World::set_faults`]).
+    faults: Faults,
+    fault_rng: Rng,
+    pub fault_counts: FaultCounts,
 }
 
 impl World {
@@ -191,7 +276,24 @@ impl World {
             offers_relayed: 0,
             offers: Vec::new(),
             udp_seen: Vec::new(),
+            faults: Faults::NONE,
+            fault_rng: Rng::new(0),
+            fault_counts: FaultCounts::default(),
         }
+    }
+
+    /// Seeds the faults' randomness (a run's datagram fates follow from it).
+    pub fn seed_faults(&mut self, seed: u64) {
+        self.fault_rng = Rng::new(seed);
+    }
+
+    /// Faults on every datagram sent from now on ([`Faults::NONE`]: a quiet network).
+    pub fn set_faults(&mut self, faults: Faults) {
+        self.faults = faults;
+    }
+
+    pub fn faults(&self) -> Faults {
+        self.faults
     }
 
     /// Adds a member of `room`; it starts joining at once.
@@ -230,6 +332,8 @@ impl World {
             no_candidates: false,
             kind,
             network: network.to_owned(),
+            gone: false,
+            signalling_cut: false,
         });
         self.drain(n);
         n
@@ -247,6 +351,7 @@ impl World {
             let next_timer = self
                 .nodes
                 .iter()
+                .filter(|n| !n.gone)
                 .filter_map(|n| n.member.poll_timeout())
                 .min();
             let next = [next_action, next_timer].into_iter().flatten().min();
@@ -263,10 +368,11 @@ impl World {
                 self.apply(action);
             }
             for n in 0..self.nodes.len() {
-                if self.nodes[n]
-                    .member
-                    .poll_timeout()
-                    .is_some_and(|t| t <= self.now)
+                if !self.nodes[n].gone
+                    && self.nodes[n]
+                        .member
+                        .poll_timeout()
+                        .is_some_and(|t| t <= self.now)
                 {
                     let now = self.now;
                     self.nodes[n].member.handle_timeout(now);
@@ -303,6 +409,21 @@ impl World {
 
     fn apply(&mut self, action: Action) {
         let now = self.now;
+        // A vanished program hears nothing more, and what it had in flight to the server
+        // dies with its socket (the server has evicted it already).
+        let gone = |n: usize| self.nodes[n].gone;
+        let dead = match &action {
+            Action::ToServer { from, .. } => gone(*from),
+            Action::ToMember { to, .. }
+            | Action::SocketOpen { to, .. }
+            | Action::SocketClosed { to, .. }
+            | Action::Transport { to, .. }
+            | Action::Datagram { to, .. } => gone(*to),
+            Action::IceCheck { .. } => false,
+        };
+        if dead {
+            return;
+        }
         match action {
             Action::ToServer { from, conn, frame } => self.server_receive(from, conn, frame),
             Action::ToMember { to, conn, text } => {
@@ -355,7 +476,7 @@ impl World {
                     let conn = self.next_conn;
                     self.next_conn += 1;
                     self.nodes[n].conn = conn;
-                    if self.server.is_some() {
+                    if self.server.is_some() && !self.nodes[n].signalling_cut {
                         self.at(HOP, Action::SocketOpen { to: n, conn });
                         // The server reads a join in the URL as it accepts the socket.
                         if let Some(join) = join {
@@ -530,6 +651,24 @@ impl World {
         }
     }
 
+    /// Whether a server process runs.
+    pub fn server_up(&self) -> bool {
+        self.server.is_some()
+    }
+
+    /// The network heals: no faults, no blackouts, one-way or UDP blocks, no cut signalling
+    /// paths, except around members that are gone.
+    pub fn heal_network(&mut self) {
+        self.faults = Faults::NONE;
+        let gone: Vec<bool> = self.nodes.iter().map(|n| n.gone).collect();
+        self.blackout.retain(|&(a, b)| gone[a] || gone[b]);
+        self.one_way.clear();
+        self.udp_blocked.clear();
+        for node in &mut self.nodes {
+            node.signalling_cut = false;
+        }
+    }
+
     /// A new server process: it knows no one.
     pub fn start_server(&mut self) {
         self.server = Some(Server::new(self.restart_ids_from));
@@ -539,6 +678,7 @@ impl World {
     /// room it was lost.
     pub fn vanish(&mut self, n: usize) {
         self.nodes[n].conn = 0;
+        self.nodes[n].gone = true;
         self.blackout_node(n);
         self.evict(n, LeaveReason::Lost);
     }
@@ -573,6 +713,16 @@ impl World {
                 server.room.detach(id, &(n, conn));
             }
             self.at(Duration::ZERO, Action::SocketClosed { to: n, conn });
+        }
+    }
+
+    /// Cuts (or restores) member `n`'s path to the server: its socket drops (as in
+    /// [`drop_socket`](Self::drop_socket)) and new ones fail to open until restored, so it
+    /// comes back to the room late (after a restart, later than its peers' orphan grace).
+    pub fn cut_signalling(&mut self, n: usize, on: bool) {
+        self.nodes[n].signalling_cut = on;
+        if on {
+            self.drop_socket(n);
         }
     }
 
@@ -787,14 +937,7 @@ impl World {
                     return;
                 }
                 let from = self.nodes[n].udp.expect("a native sends UDP");
-                self.at(
-                    HOP,
-                    Action::Datagram {
-                        to,
-                        route: Route::Udp(from),
-                        bytes,
-                    },
-                );
+                self.carry(to, Route::Udp(from), bytes);
             }
             Route::WebRtc(transport) => {
                 let Some(&pc) = self.pc_by_transport.get(&(n, transport)) else {
@@ -813,15 +956,38 @@ impl World {
                     return;
                 }
                 let (to, transport) = (r.owner, r.transport);
-                self.at(
-                    HOP,
-                    Action::Datagram {
-                        to,
-                        route: Route::WebRtc(transport),
-                        bytes,
-                    },
-                );
+                self.carry(to, Route::WebRtc(transport), bytes);
             }
+        }
+    }
+
+    /// A datagram for member `to` crosses the network, through the faults if any.
+    fn carry(&mut self, to: usize, route: Route, bytes: Vec<u8>) {
+        if self.faults.is_off() {
+            self.at(HOP, Action::Datagram { to, route, bytes });
+            return;
+        }
+        let faults = self.faults;
+        self.fault_counts.carried += 1;
+        if self.fault_rng.chance(faults.loss) {
+            self.fault_counts.lost += 1;
+            return;
+        }
+        let copies = if self.fault_rng.chance(faults.duplicate) {
+            self.fault_counts.duplicated += 1;
+            2
+        } else {
+            1
+        };
+        for _ in 0..copies {
+            let mut delay = HOP;
+            if self.fault_rng.chance(faults.reorder) {
+                self.fault_counts.delayed += 1;
+                let max = faults.max_delay.as_micros() as u64;
+                delay += Duration::from_micros(self.fault_rng.range(1, max.max(1)));
+            }
+            let bytes = bytes.clone();
+            self.at(delay, Action::Datagram { to, route, bytes });
         }
     }
 
