@@ -69,7 +69,10 @@ impl WasmRoom {
                 .as_f64()
                 .filter(|b| b.fract() == 0.0 && *b >= 1.0 && *b <= 9_007_199_254_740_991.0)
                 .ok_or_else(|| {
-                    error("bad_options", "options.peerBudget must be a whole number of bytes")
+                    error(
+                        "bad_options",
+                        "options.peerBudget must be a whole number of bytes",
+                    )
                 })? as usize;
         }
         let early = get(options, "earlySocket");
