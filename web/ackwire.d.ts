@@ -49,9 +49,15 @@ export interface JoinOptions {
   room?: string;
   /** What this player is in the room (default `peer`: a mesh). */
   role?: Role;
-  /** ICE over TURN relays only: peers never learn this player's address. */
+  /**
+   * ICE over TURN relays only: peers never learn this player's address (the signal server
+   * must hand out TURN servers, or no link connects). Default false.
+   */
   relayOnly?: boolean;
-  /** Emulate a bad network on every link (absent, or all zero: a real link). */
+  /**
+   * Emulate a bad network on every link (absent, or all zero: a real link). A field that is
+   * not a number of 0 or more rejects the join with `invalid_config`.
+   */
   emulation?: Emulation | null;
 }
 
@@ -226,9 +232,10 @@ export type ServerErrorCode =
 
 /**
  * Why `join()` rejected: the server's refusal ({@link ServerErrorCode}), or before asking it:
- * `bad_url` (the URL names no room), `invalid_app` (options.app, version or channels),
- * `invalid_config` (the emulation, or the room's name), `bad_options` (`onEvent`, or a `role`
- * that is none of `peer`, `host`, `client`), `unsupported_browser`
+ * `bad_url` (the URL names no room, or the room's name, from the URL or `options.room`, breaks
+ * the name rule: 1-64 of A-Z a-z 0-9 - _), `invalid_app` (options.app, version or channels),
+ * `invalid_config` (the emulation), `bad_options` (a `role` that is none of `peer`, `host`,
+ * `client`), `unsupported_browser`
  * (no WebSocket or RTCPeerConnection), `load_failed` (the wasm did not load). `join_failed` is
  * the bindings' word for a kind of failure a later `ackwire` crate adds; this one has none.
  */
@@ -246,7 +253,8 @@ export type JoinErrorCode =
  * Why a send (or `maxMessageSize`, `setOutage`) threw; nothing was sent to anyone:
  * `unknown_peer` (not one of this room's peers), `not_connected` (wait for a `link` event
  * saying `connected`), `unknown_channel`, `too_large`, `reliable` (sendLatest on a reliable
- * channel), `full` (1,024 reliable messages to this peer await confirmation: try later),
+ * channel), `full` (this peer has 1,024 reliable messages on the channel, or 4 MiB of reliable
+ * messages, awaiting confirmation: try later),
  * `closed` (the room was closed), `bad_payload` (data neither a Uint8Array nor a string).
  * `send_failed` is the bindings' word for a kind of failure a later `ackwire` crate adds;
  * this one has none.
@@ -455,7 +463,11 @@ export declare class Room extends EventTarget {
   readonly unreadableFrames: number;
   /** When each step of joining happened. */
   readonly timeline: JoinTimeline;
-  /** The largest message `channel` takes, in bytes. */
+  /**
+   * The largest message `channel` takes, in bytes: one packet's worth (1,169 bytes by default)
+   * on an unreliable channel, 262,139 on a reliable one. Throws `unknown_channel` for a
+   * channel the app did not declare.
+   */
   maxMessageSize(channel: number): number;
   /**
    * Pulls (`true`) or plugs back this player's network cable for its links (signalling stays
