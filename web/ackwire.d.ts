@@ -49,14 +49,21 @@ export interface JoinOptions {
   room?: string;
   /** What this player is in the room (default `peer`: a mesh). */
   role?: Role;
-  /** ICE over TURN relays only: peers never learn this player's address. */
+  /**
+   * ICE over TURN relays only: peers never learn this player's address (the signal server
+   * must hand out TURN servers, or no link connects). Default false.
+   */
   relayOnly?: boolean;
   /**
    * Bytes of reliable messages kept per peer until it confirms them (default 4 MiB, 4194304):
-   * beyond, a send to that peer throws `full` (a broadcast lists it in `refused`).
+   * beyond, a send to that peer throws `full` (a broadcast lists it in `refused`). Anything
+   * but a whole number of 1 or more rejects the join with `bad_options`.
    */
   peerBudget?: number;
-  /** Emulate a bad network on every link (absent, or all zero: a real link). */
+  /**
+   * Emulate a bad network on every link (absent, or all zero: a real link). A field that is
+   * not a number of 0 or more rejects the join with `invalid_config`.
+   */
   emulation?: Emulation | null;
 }
 
@@ -231,9 +238,10 @@ export type ServerErrorCode =
 
 /**
  * Why `join()` rejected: the server's refusal ({@link ServerErrorCode}), or before asking it:
- * `bad_url` (the URL names no room), `invalid_app` (options.app, version or channels),
- * `invalid_config` (the emulation, or the room's name), `bad_options` (`onEvent`, or a `role`
- * that is none of `peer`, `host`, `client`), `unsupported_browser`
+ * `bad_url` (the URL names no room, or the room's name, from the URL or `options.room`, breaks
+ * the name rule: 1-64 of A-Z a-z 0-9 - _), `invalid_app` (options.app, version or channels),
+ * `invalid_config` (the emulation), `bad_options` (a `role` that is none of `peer`, `host`,
+ * `client`), `unsupported_browser`
  * (no WebSocket or RTCPeerConnection), `load_failed` (the wasm did not load). `join_failed` is
  * the bindings' word for a kind of failure a later `ackwire` crate adds; this one has none.
  */
@@ -462,7 +470,11 @@ export declare class Room extends EventTarget {
   readonly unreadableFrames: number;
   /** When each step of joining happened. */
   readonly timeline: JoinTimeline;
-  /** The largest message `channel` takes, in bytes. */
+  /**
+   * The largest message `channel` takes, in bytes: one packet's worth (1,169 bytes by default)
+   * on an unreliable channel, 262,139 on a reliable one. Throws `unknown_channel` for a
+   * channel the app did not declare.
+   */
   maxMessageSize(channel: number): number;
   /**
    * Pulls (`true`) or plugs back this player's network cable for its links (signalling stays

@@ -12,8 +12,9 @@
 //
 // Every error this API throws or rejects with is an `Error` with a string `code`:
 //   joining:  the server's refusal (`app_mismatch`, `room_full`, `topology_mismatch`,
-//             `host_taken`, ... as docs/signalling.md lists them), `bad_url`, `invalid_app`, `invalid_config`,
-//             `bad_options`, `unsupported_browser`, `load_failed` (the wasm did not load);
+//             `host_taken`, ... as docs/signalling.md lists them), `bad_url` (the URL or the room's
+//             name), `invalid_app`, `invalid_config` (the emulation), `bad_options` (the role),
+//             `unsupported_browser`, `load_failed` (the wasm did not load);
 //   sending:  `unknown_peer`, `not_connected`, `unknown_channel`, `too_large`, `reliable`
 //             (sendLatest on a reliable channel), `full` (the peer's queue: try later),
 //             `closed`, `bad_payload` (data neither a Uint8Array nor a string).
@@ -459,7 +460,10 @@ export class Room extends EventTarget {
    */
   get timeline() { return { ...this.#timeline }; }
 
-  /** The largest message `channel` takes, in bytes. @param {number} channel @returns {number} */
+  /**
+   * The largest message `channel` takes, in bytes; throws `unknown_channel` for a channel the
+   * app did not declare. @param {number} channel @returns {number}
+   */
   maxMessageSize(channel) { return this.#handle.maxMessageSize(channel); }
 
   /**

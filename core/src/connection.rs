@@ -386,6 +386,10 @@ pub struct Connection {
     accepted_due: bool,
     /// Made by an acceptor (answers repeated connect responses).
     is_acceptor: bool,
+    /// Made by a [`ChannelAcceptor`](crate::ChannelAcceptor): the one kind of connection
+    /// that answers a repeated channel request. One made by the cookie handshake refuses a
+    /// channel request (`Unexpected`) and answers nothing, as its acceptor does.
+    on_channel: bool,
     events: EventQueue,
     channels: Channels,
     endpoint: Endpoint,
@@ -481,6 +485,20 @@ impl Connection {
         connection
     }
 
+    /// The acceptor side of a channel handshake ([`ChannelAcceptor`](crate::ChannelAcceptor)),
+    /// just answered with `connection_id`: like [`accepted`](Self::accepted), and it answers a
+    /// repeated channel request with `accepted` again.
+    pub(crate) fn accepted_on_channel(
+        config: Arc<ConnectionConfig>,
+        packet: Arc<Settings>,
+        now: Duration,
+        connection_id: u64,
+    ) -> Self {
+        let mut connection = Connection::accepted(config, packet, now, connection_id, None);
+        connection.on_channel = true;
+        connection
+    }
+
     fn new(
         config: Arc<ConnectionConfig>,
         packet: Arc<Settings>,
@@ -509,6 +527,7 @@ impl Connection {
             next_handshake_at: now,
             connection_id: None,
             is_acceptor: false,
+            on_channel: false,
             accepted_due: false,
             last_received: now,
             endpoint,
@@ -872,7 +891,7 @@ impl Connection {
                 Ok(())
             }
             (Phase::Connected, ControlPacket::ChannelRequest { protocol_id })
-                if self.is_acceptor && !secure =>
+                if self.on_channel =>
             {
                 // The connector did not hear our `Accepted` (or its request was repeated
                 // before it could): say it again.

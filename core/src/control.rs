@@ -198,6 +198,11 @@ pub fn is_control(datagram: &[u8]) -> bool {
         .is_some_and(|b| b & !TYPE_MASK == CONTROL_BASE)
 }
 
+/// True when `datagram`'s first byte is a channel request's (`A9`), whatever follows.
+pub(crate) fn is_channel_request(datagram: &[u8]) -> bool {
+    datagram.first() == Some(&(CONTROL_BASE | CHANNEL_REQUEST))
+}
+
 impl ControlPacket {
     fn code(&self) -> u8 {
         match self {

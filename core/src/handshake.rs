@@ -488,12 +488,11 @@ impl ChannelAcceptor {
                 }
                 let id = self.next_id;
                 self.next_id = id.wrapping_add(1);
-                Ok(Box::new(Connection::accepted(
+                Ok(Box::new(Connection::accepted_on_channel(
                     self.config.clone(),
                     self.packet.clone(),
                     now,
                     id,
-                    None,
                 )))
             }
             ControlPacket::ConnectRequest { .. }

@@ -25,6 +25,7 @@ use crate::connection::{
     Connection, ConnectionConfig, ConnectionConfigError, ConnectionError, ConnectionEvent,
     ConnectionState,
 };
+use crate::control::{ControlPacket, is_channel_request};
 use crate::endpoint::TransmitError;
 use crate::handshake::{Accept, Acceptor, HandshakeError};
 use crate::stats::Counters;
@@ -35,7 +36,8 @@ use crate::timers::TimerWheel;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
 #[non_exhaustive]
 pub enum ListenerError {
-    /// From an address without a connection, and not a valid handshake step.
+    /// From an address without a connection, and not a valid handshake step; or a channel
+    /// request from any address (`HandshakeError::ChannelRequest`: a listener is on raw UDP).
     #[error("handshake: {0}")]
     Handshake(#[from] HandshakeError),
     /// Refused by the address's connection.
@@ -333,6 +335,17 @@ impl Listener {
         reply: &mut [u8],
     ) -> Result<Option<usize>, ListenerError> {
         self.now = self.now.max(nanos(now));
+        let bytes: &[u8] = match &datagram {
+            Datagram::Shared(datagram) => datagram,
+            Datagram::Mut(datagram) => datagram,
+        };
+        if is_channel_request(bytes) {
+            // A listener is on raw UDP, where the cookie is what stops spoofing: it refuses a
+            // channel request from any address, with a connection or not, and answers nothing
+            // (docs/wire.md, "The channel handshake"). A malformed one says what is wrong.
+            ControlPacket::parse(bytes).map_err(HandshakeError::Control)?;
+            return Err(HandshakeError::ChannelRequest.into());
+        }
         if let Some(index) = self.find(from) {
             let slot = self.slots[index].as_mut().expect("mapped slot is live");
             let taken = match datagram {

@@ -218,6 +218,36 @@ fn a_repeated_channel_request_gets_accepted_again_with_the_same_id() {
 }
 
 #[test]
+fn a_connection_made_by_the_cookie_handshake_refuses_a_channel_request_and_answers_nothing() {
+    // On raw UDP the cookie is what stops spoofing: a channel request naming a cookie
+    // connection's address gets no `accepted`, from the acceptor or from the connection.
+    let mut pair = ConnPair::new(ConnectionConfig::default(), EmulatorConfig::default(), 4);
+    pair.connect();
+    pair.run_for(Duration::from_secs(1));
+    let now = Duration::from_secs(1);
+    let server = pair.server();
+    assert_eq!(server.state(), ConnectionState::Connected);
+    let mut buf = [0u8; 1500];
+    while server.poll_transmit(now, &mut buf).unwrap().is_some() {}
+    assert_eq!(
+        server.receive(now, &channel_request()),
+        Err(ConnectionError::Unexpected {
+            packet: "channel request",
+            state: ConnectionState::Connected
+        })
+    );
+    for at in [now, now + 100 * MS] {
+        while let Some(len) = server.poll_transmit(at, &mut buf).unwrap() {
+            assert!(
+                !ackwire_core::control::is_control(&buf[..len]),
+                "no control packet answers it: {:02x?}",
+                &buf[..len.min(9)]
+            );
+        }
+    }
+}
+
+#[test]
 fn a_channel_connector_refuses_a_challenge_and_carries_no_key_exchange() {
     let mut client =
         Connection::connect_on_channel(ConnectionConfig::default(), Duration::ZERO).unwrap();

@@ -369,3 +369,48 @@ fn first_connect_request(now: Duration) -> Vec<u8> {
     let len = connector.poll_transmit(now, &mut buf).unwrap().unwrap();
     buf[..len].to_vec()
 }
+
+#[test]
+fn a_channel_request_is_refused_from_every_address_answered_with_nothing_and_changes_nothing() {
+    // A listener is on raw UDP: the cookie handshake is its one way in, whether the address
+    // has a connection (plaintext or encrypted) or not.
+    let mut world = World::new(&[b"a"]);
+    world.run_for(Duration::from_secs(1));
+    let (now, listener) = (world.now, &mut world.listener);
+    let mut buf = [0u8; 1200];
+    while listener.poll_transmit(now, &mut buf).unwrap().is_some() {}
+    while listener.poll_event().is_some() {}
+    let state = |listener: &mut Listener| {
+        (
+            listener.len(),
+            listener.counters(),
+            listener.poll_timeout(),
+            listener.acceptor().used_cookies(),
+            listener.connection(b"a").unwrap().stats(),
+        )
+    };
+    let before = state(listener);
+    let request = ackwire_core::control::ControlPacket::ChannelRequest {
+        protocol_id: ConnectionConfig::default().protocol_id,
+    };
+    let mut bytes = vec![0u8; request.encoded_len()];
+    request.emit(&mut bytes).unwrap();
+    assert_eq!(bytes[0], 0xA9);
+    for from in [&b"a"[..], b"new"] {
+        let mut reply = [0u8; 64];
+        assert_eq!(
+            listener.receive(now, from, &bytes, &mut reply),
+            Err(ListenerError::Handshake(HandshakeError::ChannelRequest)),
+            "from {from:?}"
+        );
+        assert_eq!(reply, [0u8; 64], "nothing to send back");
+        // Malformed, it says what is wrong with it.
+        assert!(matches!(
+            listener.receive(now, from, &bytes[..5], &mut reply),
+            Err(ListenerError::Handshake(HandshakeError::Control(_)))
+        ));
+    }
+    assert_eq!(state(listener), before);
+    assert!(listener.poll_transmit(now, &mut buf).unwrap().is_none());
+    assert!(listener.poll_event().is_none());
+}

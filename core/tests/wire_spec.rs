@@ -555,10 +555,28 @@ fn cookie_nonces_are_the_documented_hmac_of_the_acceptors_challenge_count() {
     // The documented challenge is the acceptor's first: counter 0. Its cookie follows the
     // type byte: timestamp (8), then the nonce (8).
     assert_eq!(value("secure challenge")[9..17], nonce(0)[..]);
-    // Each challenge after it takes the next count.
+    // The documented nonces by counter, from 0 on: each the HMAC of its count.
+    let documented: Vec<(u64, Vec<u8>)> = fenced("cookie-nonce-example")
+        .map(|line| {
+            let (counter, hex) = line.split_once("=>").expect("`counter => nonce`");
+            (
+                counter.trim().parse().unwrap(),
+                unhex(&hex.replace(' ', "")),
+            )
+        })
+        .collect();
+    assert_eq!(
+        documented.iter().map(|(c, _)| *c).collect::<Vec<_>>(),
+        [0, 1, 2]
+    );
+    for (counter, bytes) in &documented {
+        assert_eq!(bytes[..], nonce(*counter)[..], "counter {counter}");
+    }
+    // Each challenge after the first takes the next count: an acceptor's challenges carry
+    // the documented nonces, in order.
     let mut acceptor = Acceptor::new(ConnectionConfig::default(), secret).unwrap();
     let mut reply = [0u8; 128];
-    for counter in 0..3 {
+    for (counter, documented) in documented {
         let mut client = Connection::connect(ConnectionConfig::default(), Duration::ZERO).unwrap();
         let mut buf = [0u8; 1200];
         let len = client
@@ -571,7 +589,7 @@ fn cookie_nonces_are_the_documented_hmac_of_the_acceptors_challenge_count() {
         else {
             panic!("a challenge")
         };
-        assert_eq!(reply[9..17], nonce(counter)[..], "challenge {counter}");
+        assert_eq!(reply[9..17], documented[..], "challenge {counter}");
         assert_eq!(len, 1 + 32, "a challenge: its type and the cookie");
     }
 }

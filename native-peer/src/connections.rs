@@ -80,7 +80,8 @@ pub struct Dropped {
     /// any address but its listener's).
     pub foreign: u64,
     /// A handshake step the listener refused: wrong protocol id, or a forged, expired or
-    /// replayed cookie, or too many handshakes at once.
+    /// replayed cookie, or too many handshakes at once; or a channel request (from any
+    /// address: raw UDP takes the cookie handshake alone).
     pub handshake: u64,
     /// From a new address while the connection table was full.
     pub table_full: u64,

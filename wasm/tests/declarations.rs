@@ -142,6 +142,25 @@ fn the_join_codes_are_the_servers_and_those_the_bindings_and_ackwire_js_throw_fr
 }
 
 #[test]
+fn the_join_codes_are_declared_for_what_the_bindings_throw_them_for() {
+    let doc = between(DTS, "Why `join()` rejected", "*/");
+    // A room name that breaks the name rule, from the path or `options.room`, fails the URL's
+    // parse, and the bindings throw `bad_url` for that: not `invalid_config`.
+    assert!(
+        ackwire::RoomUrl::parse("https://play.example.org/", Some("not a name!")).is_err()
+            && ackwire::RoomUrl::parse("https://play.example.org/room/not%20a%20name", None)
+                .is_err()
+    );
+    assert!(rust_fn(BINDINGS, "join_error").contains("JoinError::Url(e) => error(\"bad_url\""));
+    assert!(between(doc, "`bad_url`", "`invalid_app`").contains("room's name"));
+    assert!(!between(doc, "`invalid_config`", "`bad_options`").contains("name"));
+    // `onEvent` is ackwire.js's own, and replaces any a page passes: no page can get
+    // `bad_options` for it.
+    assert!(ACKWIRE_JS.contains("{ ...options, onEvent }"));
+    assert!(!doc.contains("onEvent"));
+}
+
+#[test]
 fn the_failure_codes_are_the_members() {
     let codes = literals(rust_fn(MEMBER, "code"), '"');
     assert_eq!(union("FailureCode"), codes);

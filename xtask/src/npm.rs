@@ -160,7 +160,7 @@ fn js_snippets(markdown: &str, source: &str, section: Option<&str>) -> Result<St
 }
 
 /// `tsc --noEmit` on `web/types-check/`: its example program and the JS snippets of the README
-/// ("Use it in your game") and of the package's README, each importing `ackwire` by name from
+/// ("Use it in your game"), of the package's README and of the guide's "Options", each importing `ackwire` by name from
 /// the package as assembled into `web/types-check/node_modules/ackwire/` (resolved through
 /// its `exports`, as a game's compiler does). Any type error fails it.
 pub(crate) fn types() -> Result<()> {
@@ -176,11 +176,15 @@ pub(crate) fn types() -> Result<()> {
             Some("Use it in your game"),
         ),
         (root.join("web/npm/README.md"), "web/npm/README.md", None),
+        (root.join("docs/api.md"), "docs/api.md", Some("Options")),
     ] {
         let text = fs::read_to_string(&markdown)
             .map_err(|e| format!("cannot read {}: {e}", markdown.display()))?;
         let script = js_snippets(&text, name, section)?;
-        let file = generated.join(format!("{}.js", name.replace("web/npm/", "npm-")));
+        let file = generated.join(format!(
+            "{}.js",
+            name.replace("web/npm/", "npm-").replace("docs/", "docs-")
+        ));
         fs::write(&file, script).map_err(|e| format!("cannot write {}: {e}", file.display()))?;
     }
     let tsc = paths::web_dir().join("node_modules/.bin/tsc");
