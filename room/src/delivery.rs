@@ -61,7 +61,13 @@ const MAX_SPARE: usize = 64;
 
 const HELLO: u8 = 1;
 const HELLO_ACK: u8 = 2;
-/// `hello`'s fixed part: type, id, life, counting, fresh, n.
+/// `hello` flag: none of the sender's copies went out on an earlier connection.
+const FRESH: u8 = 1;
+/// `hello` flag: the sender may once have counted a life of the receiver's and forgotten it
+/// without keeping the count (more forgotten peers than it keeps), so a `counting` that is
+/// not the receiver's life does not prove its copies were never delivered.
+const FORGETFUL: u8 = 2;
+/// `hello`'s fixed part: type, id, life, counting, flags, n.
 const HELLO_FIXED: usize = 1 + 8 + 8 + 8 + 1 + 1;
 
 /// Why a reliable message from the peer was not delivered. Each one fails the link's
@@ -306,6 +312,8 @@ pub(crate) struct Delivery {
     /// Bytes of every copy kept, and the most allowed.
     kept: usize,
     budget: usize,
+    /// This delivery may have forgotten a count it had of the peer (see [`FORGETFUL`]).
+    forgetful: bool,
     /// Copies given up on (the peer forgot the life they went to), for the application.
     handed_back: Vec<(u8, Vec<u8>)>,
     spare: Vec<Vec<u8>>,
@@ -346,6 +354,7 @@ impl Delivery {
             held_bytes: 0,
             kept: 0,
             budget,
+            forgetful: false,
             handed_back: Vec::new(),
             spare: Vec::new(),
         }
@@ -361,6 +370,12 @@ impl Delivery {
                 .map(|l| (l.channel, l.receive.clone()))
                 .collect(),
         })
+    }
+
+    /// Marks a delivery made for a peer the member may once have counted and forgotten without
+    /// keeping the count ([`FORGETFUL`]).
+    pub(crate) fn set_forgetful(&mut self) {
+        self.forgetful = true;
     }
 
     /// Picks up counting where a forgotten link to the same program instance left off.
@@ -497,7 +512,9 @@ impl Delivery {
         hello.extend_from_slice(&self.id.to_le_bytes());
         hello.extend_from_slice(&self.life.to_le_bytes());
         hello.extend_from_slice(&self.peer_life.unwrap_or(0).to_le_bytes());
-        hello.push(u8::from(self.is_fresh()));
+        let fresh = if self.is_fresh() { FRESH } else { 0 };
+        let forgetful = if self.forgetful { FORGETFUL } else { 0 };
+        hello.push(fresh | forgetful);
         hello.push(self.lanes.len() as u8);
         for lane in &self.lanes {
             let base = lane
@@ -715,11 +732,14 @@ impl Delivery {
             self.flush(core);
             return Ok(());
         }
-        let hand_back = self.exposure != Exposure::To(hello.id);
+        // It does not count our life, so no delivery of that peer ever took our hello of this
+        // life (one it forgot would have left it its count), unless it says it may have
+        // forgotten one without keeping the count: then only the very delivery our copies
+        // went to is known to have had none of them.
+        let hand_back = hello.forgetful && self.exposure != Exposure::To(hello.id);
         for lane in &mut self.lanes {
             if !hand_back {
-                // The very delivery our copies went to, and it never took our hello (it would
-                // count our life): it delivered none of them. They go again, renumbered.
+                // No receiver delivered any of them: they go again, renumbered.
                 for retained in &mut lane.send.retained {
                     retained.exposed = false;
                 }
@@ -782,15 +802,16 @@ fn nonzero(life: u64) -> u64 {
     life.max(1)
 }
 
-/// A parsed `hello`: `1 ‖ id (u64 LE) ‖ life (u64 LE) ‖ counting (u64 LE) ‖ fresh (u8: 0 or
-/// 1) ‖ n (u8) ‖ n × (channel (u8) ‖ base (u32 LE))`, whose channels are exactly the
-/// receiver's reliable ones, in order.
+/// A parsed `hello`: `1 ‖ id (u64 LE) ‖ life (u64 LE) ‖ counting (u64 LE) ‖ flags (u8:
+/// [`FRESH`], [`FORGETFUL`], no other bit) ‖ n (u8) ‖ n × (channel (u8) ‖ base (u32 LE))`,
+/// whose channels are exactly the receiver's reliable ones, in order.
 #[derive(Debug)]
 struct Hello {
     id: u64,
     life: u64,
     counting: u64,
     fresh: bool,
+    forgetful: bool,
     bases: Vec<(u8, u32)>,
 }
 
@@ -798,11 +819,11 @@ impl Hello {
     fn parse(bytes: &[u8], lanes: &[Lane]) -> Option<Hello> {
         let word = |at: usize| Some(u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?));
         let (id, life, counting) = (word(1)?, word(9)?, word(17)?);
-        let fresh = match *bytes.get(25)? {
-            0 => false,
-            1 => true,
-            _ => return None,
-        };
+        let flags = *bytes.get(25)?;
+        if flags & !(FRESH | FORGETFUL) != 0 {
+            return None;
+        }
+        let (fresh, forgetful) = (flags & FRESH != 0, flags & FORGETFUL != 0);
         let count = usize::from(*bytes.get(26)?);
         let entries = bytes.get(HELLO_FIXED..)?;
         if life == 0 || count != lanes.len() || entries.len() != count * 5 {
@@ -823,6 +844,7 @@ impl Hello {
             life,
             counting,
             fresh,
+            forgetful,
             bases,
         })
     }
@@ -854,8 +876,12 @@ mod tests {
 
     /// A connected pair (connector, acceptor), datagrams handed straight across.
     fn pair(now: Duration) -> (Connection, Connection) {
-        let mut acceptor = Acceptor::new(config(), [3; 32]).unwrap();
-        let mut client = Connection::connect(config(), now).unwrap();
+        pair_on(config(), now)
+    }
+
+    fn pair_on(config: ConnectionConfig, now: Duration) -> (Connection, Connection) {
+        let mut acceptor = Acceptor::new(config.clone(), [3; 32]).unwrap();
+        let mut client = Connection::connect(config, now).unwrap();
         let (mut buf, mut reply) = ([0u8; 1200], [0u8; 128]);
         loop {
             let len = client.poll_transmit(now, &mut buf).unwrap().unwrap();
@@ -947,8 +973,10 @@ mod tests {
         let mut now = Duration::ZERO;
         let (mut a, mut b) = (delivery(1), delivery(2));
         delivered_but_unconfirmed(&mut now, &mut a, &mut b);
-        // `b` forgets `a` and keeps nothing of it (a new life, no receive state).
+        // `b` forgets `a` and keeps nothing of it (a new life, no receive state: its member
+        // dropped the count, and says so).
         let mut b = delivery(3);
+        b.set_forgetful();
         let mut got = Vec::new();
         converse(&mut now, &mut a, &mut b, &mut got);
         assert!(got.is_empty(), "one and two were not delivered again");
@@ -1035,7 +1063,12 @@ mod tests {
     fn full_backlogs_on_two_channels_before_a_late_hello_are_all_held_and_delivered_once() {
         let kinds = [ChannelKind::ReliableOrdered, ChannelKind::ReliableUnordered];
         let mut b = Delivery::new(2, &kinds, DEFAULT_PEER_BUDGET);
-        let (_s, mut r) = pair(Duration::ZERO);
+        let three = config().with_channels(vec![
+            ackwire_core::ChannelKind::ReliableOrdered,
+            ackwire_core::ChannelKind::ReliableUnordered,
+            ackwire_core::ChannelKind::ReliableOrdered,
+        ]);
+        let (_s, mut r) = pair_on(three, Duration::ZERO);
         b.connected(&mut r).unwrap();
         let mut got = Vec::new();
         // An honest sender's whole window on each channel (1,024 ids each) comes first; its
@@ -1126,7 +1159,9 @@ mod tests {
         );
         let mut flag = hello.clone();
         flag[25] = 2;
-        assert!(Hello::parse(&flag, &lanes).is_none(), "fresh is 0 or 1");
+        assert!(Hello::parse(&flag, &lanes).is_some(), "forgetful");
+        flag[25] = 4;
+        assert!(Hello::parse(&flag, &lanes).is_none(), "no flag 4");
         let mut none = hello;
         none[9..17].fill(0);
         assert!(Hello::parse(&none, &lanes).is_none(), "no life is 0");
@@ -1239,7 +1274,7 @@ mod tests {
         delivery.life = life;
         delivery.lanes[1].send.next = 300;
         delivery.peer_life = Some(counting);
-        assert_eq!(field(fields, "fresh"), "1");
+        assert_eq!(field(fields, "flags"), "1");
         assert_eq!(&delivery.hello(), hello);
         let parsed = Hello::parse(hello, &delivery.lanes).unwrap();
         assert_eq!(

@@ -72,6 +72,13 @@ fn benches() -> Vec<Bench> {
             run: cargo_bench("ackwire-peer", "room"),
         },
         Bench {
+            name: "sim: the room's schedule explorer, 100,000 seeds (exactly once under random schedules)",
+            command: "cargo xtask sim --seeds 100000",
+            run: Box::new(|printed| {
+                tee(cargo().args(["xtask", "sim", "--seeds", "100000"]), printed)
+            }),
+        },
+        Bench {
             name: "host-stack: a WebRTC connection's cost to a host, webrtc crate vs str0m",
             command: "cargo bench -p ackwire-peer --bench host_stack",
             run: cargo_bench("ackwire-peer", "host_stack"),

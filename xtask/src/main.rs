@@ -35,8 +35,8 @@ commands:
           e.g. `joins`, `cold-start`)
   e2e [NAME..]  setup, then only the browser e2e suite (files of web/e2e/ whose name
           contains one of NAME; all without)
-  sim [--seeds N] [--from S]  the room's schedule explorer (room/tests/explorer.rs), release
-          build, N seeds (default 100000) from seed S (default 0), over every core; a failing
+  sim [--seeds N] [--from S]  the room's schedule explorer (room/tests/explorer.rs), N seeds
+          (default 100000) from seed S (default 0), over every core; a failing
           seed prints its shrunk schedule and the command that replays it
 
 environment:

@@ -469,6 +469,9 @@ impl Member {
             && let Some((_, receiving)) = self.forgotten.remove(at)
         {
             delivery.resume_receiving(receiving);
+        } else if self.forgotten_dropped {
+            // This instance's count may have been among those dropped.
+            delivery.set_forgetful();
         }
         delivery
     }
@@ -644,6 +647,7 @@ impl Member {
         if let Some(receiving) = link.delivery.receiving() {
             if self.forgotten.len() >= super::FORGOTTEN_KEPT {
                 self.forgotten.pop_front();
+                self.forgotten_dropped = true;
             }
             self.forgotten.push_back((link.instance.clone(), receiving));
         }

@@ -845,6 +845,8 @@ pub struct Member {
     /// What we had received from peers we forgot, by instance, newest last: meeting one again
     /// resumes counting its messages, so none is delivered twice.
     forgotten: VecDeque<(String, crate::delivery::Receiving)>,
+    /// A forgotten peer's count was dropped to keep [`FORGOTTEN_KEPT`].
+    forgotten_dropped: bool,
 }
 
 /// Forgotten peers whose receive state a member keeps (a few hundred bytes each at most).
@@ -893,6 +895,7 @@ impl Member {
             scratch: Vec::new(),
             ready: Vec::new(),
             forgotten: VecDeque::new(),
+            forgotten_dropped: false,
         })
     }
 
