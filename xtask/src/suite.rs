@@ -401,7 +401,9 @@ fn lints() -> Result<()> {
     run(cargo()
         .args(["doc", "--no-deps", "--workspace"])
         .env("RUSTDOCFLAGS", "-D warnings"))?;
-    run(cargo().args(["build", "-p", "ackwire-peer", "--no-default-features"]))
+    // Checked, not built: it only has to compile without the room API (a build would link a
+    // binary nothing runs).
+    run(cargo().args(["check", "-p", "ackwire-peer", "--no-default-features"]))
 }
 
 fn native_tests() -> Result<()> {
