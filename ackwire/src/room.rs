@@ -198,6 +198,14 @@ impl Room {
             .with_member(|m, _| m.broadcast_latest(channel, bytes))
     }
 
+    /// Unreliable messages this room dropped because the game was not taking its events and
+    /// [`NativeOptions::event_budget`](crate::NativeOptions::event_budget) was spent (reliable
+    /// ones are never dropped: the room stops reading instead).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn dropped_events(&self) -> u64 {
+        self.driver.dropped_events()
+    }
+
     /// The next event, if one waits; never blocks (for game loops).
     pub fn poll_event(&mut self) -> Option<Event> {
         self.driver.poll_event()

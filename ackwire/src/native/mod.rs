@@ -9,6 +9,7 @@
 //! it out. Every decision about links — who offers, when to retry, what a failure means — is
 //! the member's, shared with the browser driver.
 
+mod events;
 pub(crate) mod lite;
 pub(crate) mod signalling;
 pub(crate) mod webrtc;
@@ -16,7 +17,6 @@ pub(crate) mod webrtc;
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -26,6 +26,7 @@ use ackwire_signalling::{PeerKind, Role, RoomUrl};
 use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::time::Instant;
 
+use self::events::EventQueue;
 use self::lite::{LiteError, LiteHost};
 use self::signalling::{Socket, SocketEvent, Trust};
 use self::webrtc::{IceOptions, Session, WebRtcEvent};
@@ -73,8 +74,10 @@ pub struct NativeOptions {
     /// Bytes of messages (`Message`, `Undelivered`) waiting for the game to take them as
     /// events. Beyond it the room stops reading its sockets until the game catches up, so
     /// nothing more is acknowledged and reliable senders are held back (their sends say
-    /// `Full`); unreliable messages that arrive meanwhile are dropped, as the network could
-    /// have. A game that reads its events every frame never gets near it. Default: 16 MiB.
+    /// `Full`); an unreliable message that finds it full pushes out the oldest unreliable ones
+    /// waiting (or is dropped itself), as the network could have, counted in
+    /// [`Room::dropped_events`](crate::Room::dropped_events). A game that reads its events
+    /// every frame never gets near it. Default: 16 MiB.
     pub event_budget: usize,
 }
 
@@ -111,36 +114,12 @@ fn lock(shared: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
     shared.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The bytes of the events on their way to the game, against
-/// [`NativeOptions::event_budget`].
-#[derive(Debug)]
-struct EventBytes {
-    queued: AtomicUsize,
-    limit: usize,
-    /// Unreliable messages dropped because the game was not taking its events.
-    dropped: AtomicU64,
-}
-
-impl EventBytes {
-    fn of(event: &Event) -> usize {
-        match event {
-            Event::Message { bytes, .. } | Event::Undelivered { bytes, .. } => bytes.len(),
-            _ => 0,
-        }
-    }
-
-    fn is_full(&self) -> bool {
-        self.queued.load(Ordering::Acquire) >= self.limit
-    }
-}
-
 /// The room's handle on its driver.
 #[derive(Debug)]
 pub(crate) struct Driver {
     shared: Arc<Mutex<Shared>>,
     wake: Arc<Notify>,
-    events: mpsc::UnboundedReceiver<Event>,
-    event_bytes: Arc<EventBytes>,
+    events: Arc<EventQueue>,
     stop: Option<oneshot::Sender<()>>,
     done: Option<oneshot::Receiver<()>>,
 }
@@ -255,23 +234,18 @@ impl Driver {
             start: Instant::now(),
         }));
         let wake = Arc::new(Notify::new());
-        let (events_tx, events) = mpsc::unbounded_channel();
-        let event_bytes = Arc::new(EventBytes {
-            queued: AtomicUsize::new(0),
-            limit: options.event_budget,
-            dropped: AtomicU64::new(0),
-        });
-        let reliable: Vec<bool> = config
+        let reliable = config
             .app
             .channels
             .iter()
             .map(|k| k.is_reliable())
             .collect();
+        let events = Arc::new(EventQueue::new(options.event_budget, reliable));
         let (stop, stop_rx) = oneshot::channel();
         let (done_tx, done) = oneshot::channel();
         let precise = config.emulation.is_some();
         let setup = {
-            let (shared, wake, event_bytes) = (shared.clone(), wake.clone(), event_bytes.clone());
+            let (shared, wake, events) = (shared.clone(), wake.clone(), events.clone());
             let ice = IceOptions {
                 bind: ice_bind,
                 public_ip: options.public_ip,
@@ -283,11 +257,6 @@ impl Driver {
                     .map_err(|e| JoinError::Runtime(std::io::Error::other(e)))?;
                 // A room's few links wake the loop per datagram; it never reads on a timer.
                 udp.watch().map_err(JoinError::Runtime)?;
-                let events = Events {
-                    tx: events_tx,
-                    bytes: event_bytes.clone(),
-                    reliable,
-                };
                 let mut io = Io::new(url, trust, udp, ice, events);
                 if let Some(plan) = lite {
                     let host = LiteHost::bind(&plan, epoch).map_err(|e| match e {
@@ -326,7 +295,6 @@ impl Driver {
             shared,
             wake,
             events,
-            event_bytes,
             stop: Some(stop),
             done: Some(done),
         })
@@ -348,27 +316,27 @@ impl Driver {
     }
 
     pub(crate) fn poll_event(&mut self) -> Option<Event> {
-        let event = self.events.try_recv().ok()?;
-        self.taken(&event);
+        let (event, made_room) = self.events.try_pop()?;
+        self.taken(made_room);
         Some(event)
     }
 
+    /// Cancel-safe (see `EventQueue::next`).
     pub(crate) async fn next_event(&mut self) -> Option<Event> {
-        // Cancel-safe: `recv` is, and the count changes only once an event is ours.
-        let event = self.events.recv().await?;
-        self.taken(&event);
+        let (event, made_room) = self.events.next().await?;
+        self.taken(made_room);
         Some(event)
     }
 
-    /// The game took `event`: its bytes leave the budget, and a task that stopped reading
-    /// for want of room reads again.
-    fn taken(&self, event: &Event) {
-        let size = EventBytes::of(event);
-        if size == 0 {
-            return;
-        }
-        let before = self.event_bytes.queued.fetch_sub(size, Ordering::AcqRel);
-        if before >= self.event_bytes.limit && before - size < self.event_bytes.limit {
+    /// Unreliable messages dropped because the game was not taking its events.
+    pub(crate) fn dropped_events(&self) -> u64 {
+        self.events.dropped()
+    }
+
+    /// Taking an event made room in a full queue: the task, which stopped reading for want of
+    /// it, reads again.
+    fn taken(&self, made_room: bool) {
+        if made_room {
             self.wake.notify_one();
         }
     }
@@ -398,46 +366,19 @@ struct Io {
     lite: Option<LiteHost>,
     webrtc_events: mpsc::UnboundedSender<(TransportId, WebRtcEvent)>,
     webrtc_rx: mpsc::UnboundedReceiver<(TransportId, WebRtcEvent)>,
-    events: Events,
+    events: Arc<EventQueue>,
 }
 
-/// Where the member's events go: the game's queue, within its byte budget.
-struct Events {
-    tx: mpsc::UnboundedSender<Event>,
-    bytes: Arc<EventBytes>,
-    /// Per application channel: reliable.
-    reliable: Vec<bool>,
-}
-
-impl Events {
-    fn send(&self, event: Event) {
-        let size = EventBytes::of(&event);
-        if let Event::Message { channel, .. } = &event
-            && self.bytes.is_full()
-            && !self
-                .reliable
-                .get(usize::from(*channel))
-                .copied()
-                .unwrap_or(false)
-        {
-            // An unreliable message the game has no room for: dropped, as the network may.
-            let dropped = self.bytes.dropped.fetch_add(1, Ordering::Relaxed) + 1;
-            tracing::debug!(
-                dropped,
-                "event budget full: an unreliable message was dropped"
-            );
-            return;
-        }
-        // A reliable one was taken already (its packet is acknowledged next): it is always
-        // queued, and the task stops reading until the game makes room.
-        self.bytes.queued.fetch_add(size, Ordering::AcqRel);
-        // The room may be gone: its events with it.
-        drop(self.tx.send(event));
+impl Drop for Io {
+    /// The task is over (however it ended): a game waiting for events gets the rest, then
+    /// `None`.
+    fn drop(&mut self) {
+        self.events.close();
     }
 }
 
 impl Io {
-    fn new(url: RoomUrl, trust: Trust, udp: Link, ice: IceOptions, events: Events) -> Io {
+    fn new(url: RoomUrl, trust: Trust, udp: Link, ice: IceOptions, events: Arc<EventQueue>) -> Io {
         let (socket_events, socket_rx) = mpsc::unbounded_channel();
         let (webrtc_events, webrtc_rx) = mpsc::unbounded_channel();
         Io {
@@ -462,7 +403,7 @@ impl Io {
     fn flush(&mut self, shared: &mut Shared) {
         loop {
             self.flush_member(shared);
-            if self.events.bytes.is_full() {
+            if self.events.is_full() {
                 // The game is behind: what the host's clients sent waits (`run`).
                 break;
             }
@@ -517,7 +458,7 @@ impl Io {
                     }
                     member.recycle(datagram);
                 }
-                Output::Event(event) => self.events.send(event),
+                Output::Event(event) => self.events.push(event),
             }
         }
     }
@@ -646,7 +587,7 @@ async fn run(
         }
         // The game is behind on its events: read nothing until it catches up (it wakes us),
         // so nothing more is acknowledged and reliable senders are held back.
-        let reading = !io.events.bytes.is_full();
+        let reading = !io.events.is_full();
         tokio::select! {
             _ = &mut stop => break,
             () = wake.notified() => {}
