@@ -7,13 +7,32 @@
 //! vanished or forgot the sender after delivering, or the sender gave the peer up: the server
 //! said it left or lost it, or it was not back within the orphan grace), and counted.
 //!
-//! Each seed builds a random schedule (3–4 browser and native members, reliable sends to
-//! random peers at random times, datagram loss, duplication and reordering, blackouts
-//! shorter and longer than the idle timeout, server deaths shorter and longer than the
-//! members' orphan grace, forgotten members, dropped sockets, a member gone for good), plays
-//! it in the virtual-time [`World`], lets the network heal until every survivor is linked
-//! and nothing is unconfirmed, then checks every accepted message. Everything comes from the
+//! Each seed builds a random schedule (3–4 browser and native members, in a mesh or, for
+//! about 30% of seeds, a host room of one host and 2–3 clients that link to it alone;
+//! reliable sends and `broadcast`s to random peers at random times, datagram loss,
+//! duplication and reordering, blackouts shorter and longer than the idle timeout, server
+//! deaths shorter and longer than the members' orphan grace, forgotten members, dropped
+//! sockets, a member gone for good, a member restarted as a new program instance), plays it
+//! in the virtual-time [`World`], lets the network heal until every survivor is linked and
+//! nothing is unconfirmed, then checks every accepted message. Everything comes from the
 //! seed: no wall clock, no threads, so a failing seed replays exactly.
+//!
+//! Besides the reliable promise it checks the other channels and the memory bound:
+//!
+//! - streams of unreliable messages (`send_latest`/`broadcast_latest` on the sequenced
+//!   channel 0, `send`/`broadcast` on the unreliable channel 3), each carrying its sender's
+//!   next number on that channel: per sender → receiver, the **sequenced channel never goes
+//!   backwards** and the **unreliable channel never duplicates** (whatever the world's
+//!   datagram duplication does);
+//! - a broadcast's share for each peer is its own message: promised to the peers it was
+//!   sent to, not to the ones in `Broadcast::refused`;
+//! - about 25% of seeds give every member a small `peer_budget` (8–32 KiB) and send larger
+//!   messages, so sends are refused with `Full` (not promised); after every step (and while
+//!   healing) every member keeps at most `max(peer_budget, one framed message)` bytes for
+//!   each peer (`delivery.rs`, `check`: one message always fits when nothing is kept);
+//! - a restarted member is a vanished one (its messages fall under the vanish rule) plus a
+//!   new member (another instance string, a new peer to everyone) in its slot of the
+//!   schedule; a host restarted hands its seat to the new instance.
 //!
 //! - `ACKWIRE_SEED=<n>`: run that seed alone (and print its schedule and outcome).
 //! - `ACKWIRE_SEEDS=<n>`: run seeds `0..n` (default [`DEFAULT_SEEDS`]); with
@@ -666,6 +685,8 @@ struct Outcome {
     /// delivered.
     unreliable_sent: usize,
     unreliable_delivered: usize,
+    /// The most bytes a member kept for a peer, per mille of its bound.
+    peak_kept: usize,
     /// Broadcast shares whose recipient the run never named (not checked).
     unattributed: usize,
     /// The healed network linked every survivor and confirmed everything in time.
@@ -680,10 +701,12 @@ impl Outcome {
     /// What was sent and what became of it.
     fn summary(&self) -> String {
         format!(
-            "{} accepted, {} refused ({} full), {} delivered, {} handed back, {} unattributed; unreliable {} sent, {} delivered",
+            "{} accepted, {} refused ({} full; peak kept {}.{}% of bound), {} delivered, {} handed back, {} unattributed; unreliable {} sent, {} delivered",
             self.accepted,
             self.refused,
             self.full,
+            self.peak_kept / 10,
+            self.peak_kept % 10,
             self.delivered,
             self.handed_back,
             self.unattributed,
@@ -721,6 +744,8 @@ struct Record {
     unreliable_sent: usize,
     /// The largest reliable payload offered to `send`/`broadcast`.
     largest: usize,
+    /// The most bytes any member kept for a peer, as a share of its bound (per mille).
+    peak_kept: usize,
     /// Budget breaches seen during the run, once per (node, peer).
     over_budget: BTreeMap<(usize, PeerId), String>,
 }
@@ -739,6 +764,7 @@ impl Record {
             numbers: BTreeMap::new(),
             unreliable_sent: 0,
             largest: 0,
+            peak_kept: 0,
             over_budget: BTreeMap::new(),
         }
     }
@@ -801,6 +827,7 @@ fn observe(w: &World, record: &mut Record, budget: usize) {
                 assert_eq!(pinned, m, "n{n}'s peer {} named two members", link.peer);
             }
             let kept = w.nodes[n].member.kept_bytes(link.peer).unwrap_or(0);
+            record.peak_kept = record.peak_kept.max(kept * 1000 / bound);
             if kept > bound {
                 record.over_budget.entry((n, link.peer)).or_insert_with(|| {
                     format!(
@@ -972,6 +999,7 @@ fn run(schedule: &Schedule) -> Outcome {
         unreliable_sent: record.unreliable_sent,
         unreliable_delivered: checked.unreliable_delivered,
         unattributed: record.sent.iter().filter(|s| s.to == UNKNOWN).count(),
+        peak_kept: record.peak_kept,
         quiesced,
         end,
         digest: digest(&record.events, end),
@@ -1029,7 +1057,7 @@ fn play(w: &mut World, schedule: &Schedule, act: &Act, record: &mut Record, rest
             }
             for _ in 0..count {
                 // Every peer it has a link to gets its share.
-                observe(w, record, usize::MAX);
+                observe(w, record, schedule.budget.unwrap_or(DEFAULT_PEER_BUDGET));
                 let peers: Vec<PeerId> = w.links(from).iter().map(|l| l.peer).collect();
                 let mut sent = Sent {
                     msg: record.next_msg,
