@@ -334,7 +334,7 @@ fn schedule(seed: u64) -> Schedule {
     let mut rng = Rng::new(seed.wrapping_mul(0x2545_F491_4F6C_DD1D) ^ 0x5EED);
     // What the explorer learned later (rooms, budgets, broadcasts, unreliable streams,
     // restarts) draws from its own stream.
-    let mut extra = Rng::new(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xB0D6_E7);
+    let mut extra = Rng::new(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x00B0_D6E7);
     let host = extra.chance(0.3);
     let budget = extra
         .chance(0.25)
