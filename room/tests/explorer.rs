@@ -7,13 +7,32 @@
 //! vanished or forgot the sender after delivering, or the sender gave the peer up: the server
 //! said it left or lost it, or it was not back within the orphan grace), and counted.
 //!
-//! Each seed builds a random schedule (3–4 browser and native members, reliable sends to
-//! random peers at random times, datagram loss, duplication and reordering, blackouts
-//! shorter and longer than the idle timeout, server deaths shorter and longer than the
-//! members' orphan grace, forgotten members, dropped sockets, a member gone for good), plays
-//! it in the virtual-time [`World`], lets the network heal until every survivor is linked
-//! and nothing is unconfirmed, then checks every accepted message. Everything comes from the
+//! Each seed builds a random schedule (3–4 browser and native members, in a mesh or, for
+//! about 30% of seeds, a host room of one host and 2–3 clients that link to it alone;
+//! reliable sends and `broadcast`s to random peers at random times, datagram loss,
+//! duplication and reordering, blackouts shorter and longer than the idle timeout, server
+//! deaths shorter and longer than the members' orphan grace, forgotten members, dropped
+//! sockets, a member gone for good, a member restarted as a new program instance), plays it
+//! in the virtual-time [`World`], lets the network heal until every survivor is linked and
+//! nothing is unconfirmed, then checks every accepted message. Everything comes from the
 //! seed: no wall clock, no threads, so a failing seed replays exactly.
+//!
+//! Besides the reliable promise it checks the other channels and the memory bound:
+//!
+//! - streams of unreliable messages (`send_latest`/`broadcast_latest` on the sequenced
+//!   channel 0, `send`/`broadcast` on the unreliable channel 3), each carrying its sender's
+//!   next number on that channel: per sender → receiver, the **sequenced channel never goes
+//!   backwards** and the **unreliable channel never duplicates** (whatever the world's
+//!   datagram duplication does);
+//! - a broadcast's share for each peer is its own message: promised to the peers it was
+//!   sent to, not to the ones in `Broadcast::refused`;
+//! - about 25% of seeds give every member a small `peer_budget` (8–32 KiB) and send larger
+//!   messages, so sends are refused with `Full` (not promised); after every step (and while
+//!   healing) every member keeps at most `max(peer_budget, one framed message)` bytes for
+//!   each peer (`delivery.rs`, `check`: one message always fits when nothing is kept);
+//! - a restarted member is a vanished one (its messages fall under the vanish rule) plus a
+//!   new member (another instance string, a new peer to everyone) in its slot of the
+//!   schedule; a host restarted hands its seat to the new instance.
 //!
 //! - `ACKWIRE_SEED=<n>`: run that seed alone (and print its schedule and outcome).
 //! - `ACKWIRE_SEEDS=<n>`: run seeds `0..n` (default [`DEFAULT_SEEDS`]); with
@@ -33,13 +52,19 @@ use std::fmt::{self, Write as _};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Duration;
 
-use ackwire_room::member::{Event, GoneReason, LinkState, MemberConfig, PeerId, SendError};
-use ackwire_room::signalling::PeerKind;
+use ackwire_room::DEFAULT_PEER_BUDGET;
+use ackwire_room::member::{
+    Budget, Event, GoneReason, LinkState, MemberConfig, PeerId, SendError, ServerId,
+};
+use ackwire_room::signalling::{PeerKind, Role};
 use world::{Faults, Rng, World};
 
-/// The reliable-ordered and the reliable-unordered channel of `world::app()`.
+/// The channels of `world::app()`: unreliable-sequenced, reliable-ordered,
+/// reliable-unordered, unreliable.
+const SEQUENCED: u8 = 0;
 const ORDERED: u8 = 1;
 const UNORDERED: u8 = 2;
+const UNRELIABLE: u8 = 3;
 
 /// Seeds a plain `cargo test -p ackwire-room --test explorer` (and so `cargo xtask test`)
 /// runs: about 20 s on the 2-core development machine (the protocol's crates build optimised
@@ -59,14 +84,35 @@ fn ms(n: u64) -> Duration {
 
 // ----- schedules -----
 
+/// Members are named by their *slot* in a schedule: `n{slot}` is the member playing that
+/// part now (a restart puts a new program instance in the slot; the run's checker names
+/// program instances by their node in the world, which for a restarted slot is a new one).
 #[derive(Debug, Clone, PartialEq)]
 enum Act {
-    /// `count` reliable messages from `from` to `to` on `channel`, one after the other.
+    /// `count` reliable messages from `from` to `to` on `channel`, one after the other,
+    /// each `size` bytes longer than its label.
     Send {
         from: usize,
         to: usize,
         channel: u8,
         count: u32,
+        size: usize,
+    },
+    /// `count` reliable `broadcast`s from `from` on `channel` (each peer's outcome is its
+    /// own: the peers it was sent to are promised, the ones that refused it are not).
+    Broadcast {
+        from: usize,
+        channel: u8,
+        count: u32,
+        size: usize,
+    },
+    /// One unreliable message from `from` to `to` (`None`: a broadcast), carrying the
+    /// sender's next number on `channel`: `send_latest`/`broadcast_latest` on the
+    /// sequenced channel, `send`/`broadcast` on the unreliable one.
+    Unreliable {
+        from: usize,
+        to: Option<usize>,
+        channel: u8,
     },
     /// Datagram faults from now on (percentages; reordering holds a datagram back by up to
     /// `delay_ms` on top of the hop).
@@ -96,6 +142,18 @@ enum Act {
         on: bool,
     },
     Vanish(usize),
+    /// The member in the slot vanishes (as [`Act::Vanish`]) and a new program instance
+    /// (another instance string, a new peer to everyone) joins in its place at once.
+    Restart(usize),
+}
+
+fn channel_name(channel: u8) -> &'static str {
+    match channel {
+        SEQUENCED => "sequenced",
+        ORDERED => "ordered",
+        UNORDERED => "unordered",
+        _ => "unreliable",
+    }
 }
 
 impl fmt::Display for Act {
@@ -106,13 +164,34 @@ impl fmt::Display for Act {
                 to,
                 channel,
                 count,
+                size,
             } => {
-                let kind = if channel == ORDERED {
-                    "ordered"
-                } else {
-                    "unordered"
-                };
-                write!(f, "send n{from} -> n{to} on {channel} ({kind}) x{count}")
+                let kind = channel_name(channel);
+                write!(f, "send n{from} -> n{to} on {channel} ({kind}) x{count}")?;
+                if size > 0 {
+                    write!(f, " of +{size} B")?;
+                }
+                Ok(())
+            }
+            Act::Broadcast {
+                from,
+                channel,
+                count,
+                size,
+            } => {
+                let kind = channel_name(channel);
+                write!(f, "broadcast from n{from} on {channel} ({kind}) x{count}")?;
+                if size > 0 {
+                    write!(f, " of +{size} B")?;
+                }
+                Ok(())
+            }
+            Act::Unreliable { from, to, channel } => {
+                let kind = channel_name(channel);
+                match to {
+                    Some(to) => write!(f, "n{from} -> n{to} on {channel} ({kind}) x1"),
+                    None => write!(f, "n{from} -> all on {channel} ({kind}) x1"),
+                }
             }
             Act::Faults {
                 loss,
@@ -147,6 +226,10 @@ impl fmt::Display for Act {
                 if on { "cut" } else { "restored" }
             ),
             Act::Vanish(n) => write!(f, "n{n} vanishes for good"),
+            Act::Restart(n) => write!(
+                f,
+                "n{n} vanishes and a new program instance joins in its place"
+            ),
         }
     }
 }
@@ -164,6 +247,11 @@ struct Step {
 struct Schedule {
     seed: u64,
     kinds: Vec<PeerKind>,
+    /// A host room: slot 0 is the host, the others its clients (who link to it alone).
+    /// Otherwise a mesh.
+    host: bool,
+    /// Every member's `peer_budget` (`None`: the default, 4 MiB).
+    budget: Option<usize>,
     /// Every member's core idle timeout (a link silent this long is lost).
     idle: Duration,
     /// Each member's orphan grace (a peer not back this long after a restart is forgotten).
@@ -189,13 +277,35 @@ impl Schedule {
         }
         command + " cargo test -p ackwire-room --test explorer"
     }
+
+    fn role(&self, slot: usize) -> Role {
+        match (self.host, slot) {
+            (false, _) => Role::Peer,
+            (true, 0) => Role::Host,
+            (true, _) => Role::Client,
+        }
+    }
 }
 
 impl fmt::Display for Schedule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "seed {}: idle timeout {:?}", self.seed, self.idle)?;
+        write!(
+            f,
+            "seed {}: {}, idle timeout {:?}",
+            self.seed,
+            if self.host { "host room" } else { "mesh" },
+            self.idle
+        )?;
+        match self.budget {
+            Some(budget) => writeln!(f, ", peer budget {budget} B")?,
+            None => writeln!(f)?,
+        }
         for (n, (kind, grace)) in self.kinds.iter().zip(&self.graces).enumerate() {
-            writeln!(f, "  n{n}: {kind:?}, orphan grace {grace:?}")?;
+            writeln!(
+                f,
+                "  n{n}: {kind:?} {:?}, orphan grace {grace:?}",
+                self.role(n)
+            )?;
         }
         for step in &self.steps {
             writeln!(
@@ -212,13 +322,28 @@ impl fmt::Display for Schedule {
 
 /// The schedule of `seed`: the same seed, the same schedule.
 ///
-/// Background noise (sends to random peers at random times, changing datagram faults,
-/// dropped sockets) plus a few *episodes*: a fault aimed at a pair with reliable traffic
-/// in flight just before and during it, because the promise is at stake exactly when a
-/// link dies, or a member is forgotten or gone, while messages are unconfirmed. Uniformly
-/// scattered faults almost never land in those windows.
+/// Background noise (sends and broadcasts to random peers at random times, streams of
+/// unreliable messages, changing datagram faults, dropped sockets) plus a few *episodes*: a
+/// fault aimed at a pair with reliable traffic in flight just before and during it, because
+/// the promise is at stake exactly when a link dies, or a member is forgotten, gone or
+/// restarted, while messages are unconfirmed. Uniformly scattered faults almost never land in
+/// those windows. Some seeds build a host room (slot 0 the host; every pair has the host at
+/// one end), some give every member a small `peer_budget` and send larger messages, so
+/// sends are refused with `Full`.
 fn schedule(seed: u64) -> Schedule {
     let mut rng = Rng::new(seed.wrapping_mul(0x2545_F491_4F6C_DD1D) ^ 0x5EED);
+    // What the explorer learned later (rooms, budgets, broadcasts, unreliable streams,
+    // restarts) draws from its own stream.
+    let mut extra = Rng::new(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x00B0_D6E7);
+    let host = extra.chance(0.3);
+    let budget = extra
+        .chance(0.25)
+        .then(|| extra.pick(&[8usize, 16, 32]) * 1024);
+    let sizes: &[usize] = if budget.is_some() {
+        &[0, 1_000, 3_000, 6_000, 12_000]
+    } else {
+        &[0]
+    };
     let members = rng.range(3, 4) as usize;
     let kinds: Vec<PeerKind> = (0..members)
         .map(|_| rng.pick(&[PeerKind::Browser, PeerKind::Native]))
@@ -230,21 +355,41 @@ fn schedule(seed: u64) -> Schedule {
         .collect();
     let mut steps = Vec::new();
     let at = |rng: &mut Rng| ms(rng.below(HORIZON_MS));
+    // Two members that link: any two of a mesh, the host and a client in a host room.
     let pair = |rng: &mut Rng| {
+        if host {
+            let c = 1 + rng.below(members as u64 - 1) as usize;
+            return if rng.chance(0.5) { (0, c) } else { (c, 0) };
+        }
         let a = rng.below(members as u64) as usize;
         let b = (a + 1 + rng.below(members as u64 - 1) as usize) % members;
         (a, b)
     };
-    let send = |rng: &mut Rng, from: usize, to: usize, most: u64| Act::Send {
-        from,
-        to,
-        channel: rng.pick(&[ORDERED, UNORDERED]),
-        count: rng.range(1, most) as u32,
+    let send = |rng: &mut Rng, extra: &mut Rng, from: usize, to: usize, most: u64| {
+        let channel = rng.pick(&[ORDERED, UNORDERED]);
+        let count = rng.range(1, most) as u32;
+        let size = extra.pick(sizes);
+        if extra.chance(0.2) {
+            Act::Broadcast {
+                from,
+                channel,
+                count,
+                size,
+            }
+        } else {
+            Act::Send {
+                from,
+                to,
+                channel,
+                count,
+                size,
+            }
+        }
     };
     // Background sends.
     for _ in 0..rng.range(10, 30) {
         let (from, to) = pair(&mut rng);
-        let act = send(&mut rng, from, to, 4);
+        let act = send(&mut rng, &mut extra, from, to, 4);
         steps.push(Step {
             index: 0,
             at: at(&mut rng),
@@ -276,6 +421,7 @@ fn schedule(seed: u64) -> Schedule {
     let idle_ms = idle.as_millis() as u64;
     let mut vanished = false;
     let mut killed = false;
+    let mut restarted = false;
     for _ in 0..rng.range(1, 4) {
         let t = at(&mut rng);
         let (a, b) = pair(&mut rng);
@@ -290,7 +436,7 @@ fn schedule(seed: u64) -> Schedule {
         // Traffic both ways around the fault: some queued before it, some during.
         for _ in 0..rng.range(1, 4) {
             let (from, to) = if rng.chance(0.5) { (a, b) } else { (b, a) };
-            let act = send(&mut rng, from, to, 8);
+            let act = send(&mut rng, &mut extra, from, to, 8);
             push(&mut rng, 0, 600, act);
         }
         // Cut the confirmations (one way) or everything (both ways) for a while, around
@@ -317,11 +463,13 @@ fn schedule(seed: u64) -> Schedule {
         if cut < 2 && rng.chance(0.2) {
             for channel in [ORDERED, UNORDERED] {
                 let count = rng.range(300, 1_100) as u32;
+                let size = extra.pick(sizes);
                 let act = Act::Send {
                     from: a,
                     to: b,
                     channel,
                     count,
+                    size,
                 };
                 push(&mut rng, cut_start + 20, cut_start + 200, act);
             }
@@ -333,10 +481,11 @@ fn schedule(seed: u64) -> Schedule {
                 let n = if rng.chance(0.5) { a } else { b };
                 push(&mut rng, 50, 1_500, Act::ForgetMember(n));
             }
-            // one of them is gone for good;
+            // one of them is gone for good (never a host: its clients would have no room);
             2 if !vanished => {
                 vanished = true;
-                push(&mut rng, 50, 1_500, Act::Vanish(b));
+                let n = if host && b == 0 { a } else { b };
+                push(&mut rng, 50, 1_500, Act::Vanish(n));
             }
             // the server dies, for less or more than the graces, and one of them comes
             // back late;
@@ -361,6 +510,28 @@ fn schedule(seed: u64) -> Schedule {
             // or nothing more than the cut.
             _ => {}
         }
+        // And sometimes one of them is restarted: a new program instance in its place.
+        if !restarted && extra.chance(0.2) {
+            restarted = true;
+            let n = if extra.chance(0.5) { a } else { b };
+            push(&mut extra, 50, 1_500, Act::Restart(n));
+        }
+    }
+    // Streams of unreliable messages (positions, say): sequenced with `send_latest`, plain
+    // unreliable with `send`, to one peer or to all.
+    for _ in 0..extra.range(1, 4) {
+        let (from, peer) = pair(&mut extra);
+        let to = (!extra.chance(0.3)).then_some(peer);
+        let channel = extra.pick(&[SEQUENCED, UNRELIABLE]);
+        let start = at(&mut extra);
+        let every = ms(extra.pick(&[10, 40, 150]));
+        for i in 0..extra.range(4, 14) {
+            steps.push(Step {
+                index: 0,
+                at: start + every * i as u32,
+                act: Act::Unreliable { from, to, channel },
+            });
+        }
     }
     // A stable sort: actions drawn for the same instant keep their drawing order.
     steps.sort_by_key(|s| s.at);
@@ -370,6 +541,8 @@ fn schedule(seed: u64) -> Schedule {
     Schedule {
         seed,
         kinds,
+        host,
+        budget,
         idle,
         graces,
         total: steps.len(),
@@ -379,21 +552,39 @@ fn schedule(seed: u64) -> Schedule {
 
 // ----- a run -----
 
-/// One `send` the schedule made.
+/// A broadcast's recipient the run could not name (a link to a peer whose server id no
+/// node held when it was looked at); resolved at the end if the sender pinned it since.
+const UNKNOWN: usize = usize::MAX;
+
+/// One reliable message to one peer: a `send`, or one peer's share of a `broadcast`.
 #[derive(Debug, Clone)]
 struct Sent {
+    /// The message's number (in its payload; a broadcast's shares have one number).
+    msg: usize,
+    /// Nodes of the world (a restarted slot's new instance is a new node).
     from: usize,
     to: usize,
     channel: u8,
     /// The sender's id for the receiver.
     peer: PeerId,
     at: Duration,
+    /// Padding bytes after the label.
+    size: usize,
+    broadcast: bool,
     result: Result<(), SendError>,
 }
 
 impl Sent {
-    fn payload(&self, k: usize) -> Vec<u8> {
-        format!("n{}>n{} c{} #{k}", self.from, self.to, self.channel).into_bytes()
+    fn payload(&self) -> Vec<u8> {
+        let to = if self.broadcast {
+            "*".to_owned()
+        } else {
+            format!("n{}", self.to)
+        };
+        let mut text = format!("n{}>{to} c{} ", self.from, self.channel);
+        text.extend(std::iter::repeat_n('.', self.size));
+        let _ = write!(text, "#{}", self.msg);
+        text.into_bytes()
     }
 }
 
@@ -401,6 +592,27 @@ impl Sent {
 fn message_number(bytes: &[u8]) -> Option<usize> {
     let text = std::str::from_utf8(bytes).ok()?;
     text.rsplit_once('#')?.1.parse().ok()
+}
+
+/// An unreliable message's payload: `u n{from}>n{to}|* c{channel} #{number}`, the number
+/// the sender's next on that channel (so it grows along every sender → receiver stream).
+fn unreliable_payload(from: usize, to: Option<usize>, channel: u8, number: u64) -> Vec<u8> {
+    let to = to.map_or_else(|| "*".to_owned(), |t| format!("n{t}"));
+    format!("u n{from}>{to} c{channel} #{number}").into_bytes()
+}
+
+/// `(from, to (None: to all), channel, number)` of an unreliable payload.
+fn parse_unreliable(bytes: &[u8]) -> Option<(usize, Option<usize>, u8, u64)> {
+    let text = std::str::from_utf8(bytes).ok()?.strip_prefix("u n")?;
+    let (from, rest) = text.split_once('>')?;
+    let mut words = rest.split(' ');
+    let to = match words.next()? {
+        "*" => None,
+        t => Some(t.strip_prefix('n')?.parse().ok()?),
+    };
+    let channel = words.next()?.strip_prefix('c')?.parse().ok()?;
+    let number = words.next()?.strip_prefix('#')?.parse().ok()?;
+    Some((from.parse().ok()?, to, channel, number))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -425,6 +637,14 @@ enum Kind {
     Misdelivered,
     /// Delivered or handed back although `send` refused it.
     RefusedButSeen,
+    /// The unreliable-sequenced channel delivered a message older than (or the same as) one
+    /// it delivered before from the same sender.
+    SequencedBackwards,
+    /// The unreliable channel delivered a message more than once.
+    UnreliableDuplicated,
+    /// A member kept more bytes of reliable copies for a peer than its `peer_budget` (or,
+    /// with nothing else kept, one message) allows.
+    OverBudget,
     /// Delivered and handed back, though the receiver still remembers the sender (it kept
     /// the link it delivered the message on): the sender gave up on a peer that could have
     /// told it what it had, had the sender kept its copies (and its life for the peer)
@@ -453,12 +673,22 @@ struct Violation {
 #[derive(Debug, Clone)]
 struct Outcome {
     violations: Vec<Violation>,
-    /// Accepted reliable sends.
+    /// Accepted reliable sends (a broadcast counts once per peer that took it).
     accepted: usize,
     /// Sends refused (not promised).
     refused: usize,
+    /// Of those, refused for the peer's byte budget.
+    full: usize,
     delivered: usize,
     handed_back: usize,
+    /// Unreliable messages sent (accepted by `send`/`send_latest`, or a broadcast) and
+    /// delivered.
+    unreliable_sent: usize,
+    unreliable_delivered: usize,
+    /// The most bytes a member kept for a peer, per mille of its bound.
+    peak_kept: usize,
+    /// Broadcast shares whose recipient the run never named (not checked).
+    unattributed: usize,
     /// The healed network linked every survivor and confirmed everything in time.
     quiesced: bool,
     /// Virtual time at the end.
@@ -468,6 +698,23 @@ struct Outcome {
 }
 
 impl Outcome {
+    /// What was sent and what became of it.
+    fn summary(&self) -> String {
+        format!(
+            "{} accepted, {} refused ({} full; peak kept {}.{}% of bound), {} delivered, {} handed back, {} unattributed; unreliable {} sent, {} delivered",
+            self.accepted,
+            self.refused,
+            self.full,
+            self.peak_kept / 10,
+            self.peak_kept % 10,
+            self.delivered,
+            self.handed_back,
+            self.unattributed,
+            self.unreliable_sent,
+            self.unreliable_delivered
+        )
+    }
+
     fn failing(&self, strict: bool) -> Vec<&Violation> {
         self.violations
             .iter()
@@ -479,15 +726,61 @@ impl Outcome {
 /// The facts a run leaves for the checker.
 struct Record {
     sent: Vec<Sent>,
-    /// Members that vanished.
+    /// The next reliable message's number.
+    next_msg: usize,
+    /// Members (nodes) that vanished, restarted ones included.
     vanished: BTreeSet<usize>,
     /// Members the server forgot (`forget_member`).
     forgotten: BTreeSet<usize>,
     server_killed: bool,
-    /// Per member: the member's ids for its peers, as learned when sending (`PeerId` → node).
+    /// Per node: the member's ids for its peers, as learned along the way (`PeerId` → node).
     peers: Vec<BTreeMap<PeerId, usize>>,
-    /// Per member, everything it told its application.
+    /// Per node, everything it told its application.
     events: Vec<Vec<Event>>,
+    /// The node playing each slot of the schedule now.
+    slots: Vec<usize>,
+    /// Each sender's last number per unreliable channel.
+    numbers: BTreeMap<(usize, u8), u64>,
+    unreliable_sent: usize,
+    /// The largest reliable payload offered to `send`/`broadcast`.
+    largest: usize,
+    /// The most bytes any member kept for a peer, as a share of its bound (per mille).
+    peak_kept: usize,
+    /// Budget breaches seen during the run, once per (node, peer).
+    over_budget: BTreeMap<(usize, PeerId), String>,
+}
+
+impl Record {
+    fn new(slots: usize) -> Record {
+        Record {
+            sent: Vec::new(),
+            next_msg: 0,
+            vanished: BTreeSet::new(),
+            forgotten: BTreeSet::new(),
+            server_killed: false,
+            peers: vec![BTreeMap::new(); slots],
+            events: Vec::new(),
+            slots: (0..slots).collect(),
+            numbers: BTreeMap::new(),
+            unreliable_sent: 0,
+            largest: 0,
+            peak_kept: 0,
+            over_budget: BTreeMap::new(),
+        }
+    }
+
+    fn live(&self, n: usize) -> bool {
+        !self.vanished.contains(&n)
+    }
+
+    /// The nodes playing a slot now and not gone.
+    fn survivors(&self) -> Vec<usize> {
+        self.slots
+            .iter()
+            .copied()
+            .filter(|&n| self.live(n))
+            .collect()
+    }
 }
 
 /// The sender's id for node `to`, if it has a link to it now. Server ids never repeat in
@@ -514,73 +807,128 @@ fn peer_for(
         .max()
 }
 
-fn settled(w: &World, survivors: &[usize]) -> bool {
-    w.fully_linked(survivors)
+/// Looks at every live member: pins the node behind each link that carries a server id
+/// (server ids never repeat in a run; a vanished node keeps its last one), and checks the
+/// bytes it keeps for each peer against its budget: at most `peer_budget`, or one framed
+/// message (index prefix of up to 5 bytes included) when that is larger, since one message
+/// always fits when nothing is kept (`delivery.rs`, `check`).
+fn observe(w: &World, record: &mut Record, budget: usize) {
+    let ids: Vec<Option<ServerId>> = w.nodes.iter().map(|n| n.member.server_id()).collect();
+    let bound = budget.max(record.largest + 5);
+    for n in 0..w.nodes.len() {
+        if !record.live(n) {
+            continue;
+        }
+        for link in w.links(n) {
+            if let Some(id) = link.server_id
+                && let Some(m) = (0..ids.len()).find(|&m| m != n && ids[m] == Some(id))
+            {
+                let pinned = *record.peers[n].entry(link.peer).or_insert(m);
+                assert_eq!(pinned, m, "n{n}'s peer {} named two members", link.peer);
+            }
+            let kept = w.nodes[n].member.kept_bytes(link.peer).unwrap_or(0);
+            record.peak_kept = record.peak_kept.max(kept * 1000 / bound);
+            if kept > bound {
+                record.over_budget.entry((n, link.peer)).or_insert_with(|| {
+                    format!(
+                        "n{n} kept {kept} bytes for its peer {} at {:.3}s (budget {budget}, largest message {} B)",
+                        link.peer,
+                        w.now.as_secs_f64(),
+                        record.largest
+                    )
+                });
+            }
+        }
+    }
+}
+
+/// Every member in `nodes` linked as the room's topology wants: each pair of a mesh, or
+/// the host (`host`) with each client and each client with the host alone.
+fn linked(w: &World, nodes: &[usize], host: Option<usize>) -> bool {
+    let Some(h) = host else {
+        return w.fully_linked(nodes);
+    };
+    let clients: Vec<usize> = nodes.iter().copied().filter(|&n| n != h).collect();
+    w.links(h).len() == clients.len()
+        && clients
+            .iter()
+            .all(|&c| w.links(c).len() == 1 && w.connected(c, h) && w.connected(h, c))
+}
+
+fn settled(w: &World, survivors: &[usize], host: Option<usize>) -> bool {
+    linked(w, survivors, host)
         && survivors
             .iter()
             .all(|&n| w.links(n).iter().all(|l| l.unconfirmed == 0))
 }
 
+/// Adds the member for `slot` (a new program instance each time: the world names instances
+/// by node).
+fn add_member(w: &mut World, schedule: &Schedule, slot: usize) -> usize {
+    let (idle, grace, budget) = (schedule.idle, schedule.graces[slot], schedule.budget);
+    let role = schedule.role(slot);
+    w.add(schedule.kinds[slot], |config: &mut MemberConfig| {
+        config.connection.idle_timeout = idle;
+        config.orphan_grace = grace;
+        config.role = role;
+        if let Some(budget) = budget {
+            config.peer_budget = budget;
+        }
+    })
+}
+
 /// Plays `schedule` and checks the promise.
 fn run(schedule: &Schedule) -> Outcome {
-    let mut record = Record {
-        sent: Vec::new(),
-        vanished: BTreeSet::new(),
-        forgotten: BTreeSet::new(),
-        server_killed: false,
-        peers: vec![BTreeMap::new(); schedule.kinds.len()],
-        events: Vec::new(),
-    };
+    let mut record = Record::new(schedule.kinds.len());
+    let budget = schedule.budget.unwrap_or(DEFAULT_PEER_BUDGET);
     let mut end = Duration::ZERO;
     let mut quiesced = false;
     let mut never_linked = false;
     let played = catch_unwind(AssertUnwindSafe(|| {
         let mut w = World::new();
         w.seed_faults(schedule.seed ^ 0xFA17);
-        for (n, &kind) in schedule.kinds.iter().enumerate() {
-            let (idle, grace) = (schedule.idle, schedule.graces[n]);
-            w.add(kind, |config: &mut MemberConfig| {
-                config.connection.idle_timeout = idle;
-                config.orphan_grace = grace;
-            });
+        for slot in 0..schedule.kinds.len() {
+            add_member(&mut w, schedule, slot);
         }
+        let host = schedule.host.then_some(0);
         let all: Vec<usize> = (0..schedule.kinds.len()).collect();
         let deadline = ms(10_000);
-        while !w.fully_linked(&all) && w.now < deadline {
+        while !linked(&w, &all, host) && w.now < deadline {
             w.run_for(ms(10));
         }
-        if !w.fully_linked(&all) {
+        if !linked(&w, &all, host) {
             never_linked = true;
             end = w.now;
             return;
         }
+        observe(&w, &mut record, budget);
         let t0 = w.now;
         let mut restarts = 0;
         for step in &schedule.steps {
             w.run_until(t0 + step.at);
-            play(&mut w, &step.act, &mut record, &mut restarts);
+            play(&mut w, schedule, &step.act, &mut record, &mut restarts);
+            observe(&w, &mut record, budget);
         }
         w.run_for(ms(500));
         // Quiesce: heal the network, bring the server back, and wait for every survivor to
-        // link with every other and confirm everything.
+        // link with every other (or the clients with the host) and confirm everything.
         w.heal_network();
         if !w.server_up() {
             restarts += 1;
             w.restart_ids_from = 1000 * restarts;
             w.start_server();
         }
-        let survivors: Vec<usize> = all
-            .iter()
-            .copied()
-            .filter(|n| !record.vanished.contains(n))
-            .collect();
+        let survivors = record.survivors();
+        let host = schedule.host.then(|| record.slots[0]);
         let limit = w.now + QUIESCE_LIMIT;
-        while !settled(&w, &survivors) && w.now < limit {
+        while !settled(&w, &survivors, host) && w.now < limit {
             w.run_for(ms(50));
+            observe(&w, &mut record, budget);
         }
-        quiesced = settled(&w, &survivors);
+        quiesced = settled(&w, &survivors, host);
         // Let what is in flight land.
         w.run_for(ms(2_000));
+        observe(&w, &mut record, budget);
         end = w.now;
         record.events = w.nodes.iter().map(|n| n.events.clone()).collect();
     }));
@@ -602,6 +950,20 @@ fn run(schedule: &Schedule) -> Outcome {
             what: "the room never linked up".into(),
         });
     }
+    // Broadcast shares named since.
+    for s in &mut record.sent {
+        if s.to == UNKNOWN
+            && let Some(&n) = record.peers[s.from].get(&s.peer)
+        {
+            s.to = n;
+        }
+    }
+    for what in record.over_budget.values() {
+        violations.push(Violation {
+            kind: Kind::OverBudget,
+            what: what.clone(),
+        });
+    }
     let checked = if violations.is_empty() {
         check(&record, &mut violations)
     } else {
@@ -616,12 +978,28 @@ fn run(schedule: &Schedule) -> Outcome {
             ),
         });
     }
+    let refused = || record.sent.iter().filter_map(|s| s.result.err());
     Outcome {
         violations,
         accepted: record.sent.iter().filter(|s| s.result.is_ok()).count(),
-        refused: record.sent.iter().filter(|s| s.result.is_err()).count(),
+        refused: refused().count(),
+        full: refused()
+            .filter(|e| {
+                matches!(
+                    e,
+                    SendError::Full {
+                        budget: Budget::Bytes,
+                        ..
+                    }
+                )
+            })
+            .count(),
         delivered: checked.delivered,
         handed_back: checked.handed_back,
+        unreliable_sent: record.unreliable_sent,
+        unreliable_delivered: checked.unreliable_delivered,
+        unattributed: record.sent.iter().filter(|s| s.to == UNKNOWN).count(),
+        peak_kept: record.peak_kept,
         quiesced,
         end,
         digest: digest(&record.events, end),
@@ -629,17 +1007,20 @@ fn run(schedule: &Schedule) -> Outcome {
 }
 
 /// Carries out one action of the schedule.
-fn play(w: &mut World, act: &Act, record: &mut Record, restarts: &mut u64) {
-    let live = |n: usize, record: &Record| !record.vanished.contains(&n);
+fn play(w: &mut World, schedule: &Schedule, act: &Act, record: &mut Record, restarts: &mut u64) {
+    // Slots to the nodes playing them now.
+    let node = |slot: usize, record: &Record| record.slots[slot];
     match *act {
         Act::Send {
             from,
             to,
             channel,
             count,
+            size,
         } => {
+            let (from, to) = (node(from, record), node(to, record));
             // A program that is gone sends nothing.
-            if !live(from, record) {
+            if !record.live(from) {
                 return;
             }
             for _ in 0..count {
@@ -647,17 +1028,109 @@ fn play(w: &mut World, act: &Act, record: &mut Record, restarts: &mut u64) {
                     return;
                 };
                 let mut sent = Sent {
+                    msg: record.next_msg,
                     from,
                     to,
                     channel,
                     peer,
                     at: w.now,
+                    size,
+                    broadcast: false,
                     result: Ok(()),
                 };
-                let payload = sent.payload(record.sent.len());
+                record.next_msg += 1;
+                let payload = sent.payload();
+                record.largest = record.largest.max(payload.len());
                 sent.result = w.with(from, |m, _| m.send(peer, channel, &payload));
                 record.sent.push(sent);
             }
+        }
+        Act::Broadcast {
+            from,
+            channel,
+            count,
+            size,
+        } => {
+            let from = node(from, record);
+            if !record.live(from) {
+                return;
+            }
+            for _ in 0..count {
+                // Every peer it has a link to gets its share.
+                observe(w, record, schedule.budget.unwrap_or(DEFAULT_PEER_BUDGET));
+                let peers: Vec<PeerId> = w.links(from).iter().map(|l| l.peer).collect();
+                let mut sent = Sent {
+                    msg: record.next_msg,
+                    from,
+                    to: UNKNOWN,
+                    channel,
+                    peer: PeerId(0),
+                    at: w.now,
+                    size,
+                    broadcast: true,
+                    result: Ok(()),
+                };
+                record.next_msg += 1;
+                let payload = sent.payload();
+                record.largest = record.largest.max(payload.len());
+                let outcome = w.with(from, |m, _| m.broadcast(channel, &payload));
+                if let Ok(b) = &outcome {
+                    assert_eq!(
+                        b.sent + b.refused.len(),
+                        peers.len(),
+                        "n{from}'s broadcast: every peer took it or refused it"
+                    );
+                }
+                for peer in peers {
+                    sent.peer = peer;
+                    sent.to = record.peers[from].get(&peer).copied().unwrap_or(UNKNOWN);
+                    sent.result = match &outcome {
+                        Ok(b) => b
+                            .refused
+                            .iter()
+                            .find(|(p, _)| *p == peer)
+                            .map_or(Ok(()), |&(_, e)| Err(e)),
+                        Err(e) => Err(*e),
+                    };
+                    record.sent.push(sent.clone());
+                }
+            }
+        }
+        Act::Unreliable { from, to, channel } => {
+            let from = node(from, record);
+            let to = to.map(|t| node(t, record));
+            if !record.live(from) {
+                return;
+            }
+            let number = record.numbers.entry((from, channel)).or_insert(0);
+            *number += 1;
+            let payload = unreliable_payload(from, to, channel, *number);
+            let latest = channel == SEQUENCED;
+            let sent = match to {
+                Some(to) => {
+                    let Some(peer) = peer_for(w, &mut record.peers[from], from, to) else {
+                        return;
+                    };
+                    let result = w.with(from, |m, _| {
+                        if latest {
+                            m.send_latest(peer, channel, &payload)
+                        } else {
+                            m.send(peer, channel, &payload)
+                        }
+                    });
+                    usize::from(result.is_ok())
+                }
+                None => w
+                    .with(from, |m, _| {
+                        if latest {
+                            m.broadcast_latest(channel, &payload)
+                        } else {
+                            m.broadcast(channel, &payload)
+                        }
+                    })
+                    .map_or(0, |b| b.sent),
+            };
+            record.unreliable_sent += sent;
         }
         Act::Faults {
             loss,
@@ -670,8 +1143,14 @@ fn play(w: &mut World, act: &Act, record: &mut Record, restarts: &mut u64) {
             reorder: f64::from(reorder) / 100.0,
             max_delay: ms(delay_ms),
         }),
-        Act::Blackout { a, b, on } => w.set_blackout(a, b, on),
-        Act::OneWay { from, to, on } => w.set_one_way_blackout(from, to, on),
+        Act::Blackout { a, b, on } => {
+            let (a, b) = (node(a, record), node(b, record));
+            w.set_blackout(a, b, on);
+        }
+        Act::OneWay { from, to, on } => {
+            let (from, to) = (node(from, record), node(to, record));
+            w.set_one_way_blackout(from, to, on);
+        }
         Act::KillServer => {
             if w.server_up() {
                 record.server_killed = true;
@@ -689,27 +1168,43 @@ fn play(w: &mut World, act: &Act, record: &mut Record, restarts: &mut u64) {
             }
         }
         Act::ForgetMember(n) => {
-            if live(n, record) {
+            let n = node(n, record);
+            if record.live(n) {
                 record.forgotten.insert(n);
                 w.forget_member(n);
             }
         }
         Act::DropSocket(n) => {
-            if live(n, record) {
+            let n = node(n, record);
+            if record.live(n) {
                 w.drop_socket(n);
             }
         }
         Act::CutSignalling { n, on } => {
-            if live(n, record) {
+            let n = node(n, record);
+            if record.live(n) {
                 w.cut_signalling(n, on);
             }
         }
-        Act::Vanish(n) => {
-            // Two members stay, so there is a room left to check.
-            let left = (0..w.nodes.len()).filter(|&m| live(m, record)).count();
-            if live(n, record) && left > 2 {
+        Act::Vanish(slot) => {
+            let n = node(slot, record);
+            // Two members stay, so there is a room left to check; a host room keeps its
+            // host.
+            let left = record.survivors().len();
+            if record.live(n) && left > 2 && !(schedule.host && slot == 0) {
                 record.vanished.insert(n);
                 w.vanish(n);
+            }
+        }
+        Act::Restart(slot) => {
+            let n = node(slot, record);
+            if record.live(n) {
+                record.vanished.insert(n);
+                w.vanish(n);
+                let new = add_member(w, schedule, slot);
+                record.slots[slot] = new;
+                record.peers.push(BTreeMap::new());
+                assert_eq!(record.peers.len(), w.nodes.len());
             }
         }
     }
@@ -719,6 +1214,7 @@ fn play(w: &mut World, act: &Act, record: &mut Record, restarts: &mut u64) {
 struct Counts {
     delivered: usize,
     handed_back: usize,
+    unreliable_delivered: usize,
 }
 
 /// The promise, message by message.
@@ -728,7 +1224,9 @@ fn check(record: &Record, violations: &mut Vec<Violation>) -> Counts {
     let describe = |k: usize| {
         let s = &record.sent[k];
         format!(
-            "message #{k} (n{} -> n{} on channel {}, sent at {:.3}s to peer {})",
+            "message #{} ({} n{} -> n{} on channel {}, sent at {:.3}s to peer {})",
+            s.msg,
+            if s.broadcast { "broadcast" } else { "send" },
             s.from,
             s.to,
             s.channel,
@@ -736,12 +1234,28 @@ fn check(record: &Record, violations: &mut Vec<Violation>) -> Counts {
             s.peer
         )
     };
-    // Where each message went: deliveries (node, channel) and hand-backs (peer, channel).
+    // The shares of each message number (one for a send, one per peer for a broadcast);
+    // shares whose recipient was never named are left out.
+    let mut shares: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+    for (k, s) in record.sent.iter().enumerate() {
+        if s.to != UNKNOWN {
+            shares.entry(s.msg).or_default().push(k);
+        }
+    }
+    let unattributed: BTreeSet<usize> = record
+        .sent
+        .iter()
+        .filter(|s| s.to == UNKNOWN)
+        .map(|s| s.msg)
+        .collect();
+    // Where each share went: deliveries (node, channel) and hand-backs (peer, channel).
     // Deliveries: (node, channel, the receiver's id for the sender).
     let mut delivered: Vec<Vec<(usize, u8, PeerId)>> = vec![Vec::new(); record.sent.len()];
     let mut handed_back: Vec<Vec<(PeerId, u8)>> = vec![Vec::new(); record.sent.len()];
     // Per (sender, receiver, channel): message numbers in the order the receiver got them.
     let mut arrivals: BTreeMap<(usize, usize, u8), Vec<usize>> = BTreeMap::new();
+    // Per (sender, receiver, unreliable channel): the numbers in the order they came.
+    let mut streams: BTreeMap<(usize, usize, u8), Vec<u64>> = BTreeMap::new();
     // Per member: the peers whose links it removed.
     let mut removed: Vec<BTreeMap<PeerId, GoneReason>> = vec![BTreeMap::new(); record.events.len()];
     for (n, events) in record.events.iter().enumerate() {
@@ -752,43 +1266,78 @@ fn check(record: &Record, violations: &mut Vec<Violation>) -> Counts {
                     bytes,
                     peer,
                 } if *channel == ORDERED || *channel == UNORDERED => {
-                    let Some(k) = message_number(bytes).filter(|&k| k < record.sent.len()) else {
-                        out(
-                            Kind::Misdelivered,
-                            format!(
-                                "n{n} got a message no one sent: {:?}",
-                                String::from_utf8_lossy(bytes)
-                            ),
-                        );
+                    let number = message_number(bytes);
+                    let Some(ks) = number.and_then(|m| shares.get(&m)) else {
+                        if !number.is_some_and(|m| unattributed.contains(&m)) {
+                            out(
+                                Kind::Misdelivered,
+                                format!(
+                                    "n{n} got a message no one sent: {:?}",
+                                    String::from_utf8_lossy(bytes)
+                                ),
+                            );
+                        }
                         continue;
                     };
+                    // The share meant for this member (else the first, as misdelivered).
+                    let k = ks
+                        .iter()
+                        .copied()
+                        .find(|&k| record.sent[k].to == n)
+                        .unwrap_or(ks[0]);
                     delivered[k].push((n, *channel, *peer));
                     counts.delivered += 1;
                     let s = &record.sent[k];
-                    arrivals.entry((s.from, n, *channel)).or_default().push(k);
+                    arrivals
+                        .entry((s.from, n, *channel))
+                        .or_default()
+                        .push(s.msg);
                 }
+                Event::Message { channel, bytes, .. } => match parse_unreliable(bytes) {
+                    Some((from, to, c, number))
+                        if c == *channel && to.is_none_or(|t| t == n) && from != n =>
+                    {
+                        counts.unreliable_delivered += 1;
+                        streams.entry((from, n, c)).or_default().push(number);
+                    }
+                    _ => out(
+                        Kind::Misdelivered,
+                        format!(
+                            "n{n} got {:?} on channel {channel}",
+                            String::from_utf8_lossy(bytes)
+                        ),
+                    ),
+                },
                 Event::Undelivered {
                     peer,
                     channel,
                     bytes,
                 } => {
-                    let Some(k) = message_number(bytes).filter(|&k| k < record.sent.len()) else {
+                    let number = message_number(bytes);
+                    let Some(ks) = number.and_then(|m| shares.get(&m)) else {
+                        if !number.is_some_and(|m| unattributed.contains(&m)) {
+                            out(
+                                Kind::Misdelivered,
+                                format!(
+                                    "n{n} was handed back a message it never sent: {:?}",
+                                    String::from_utf8_lossy(bytes)
+                                ),
+                            );
+                        }
+                        continue;
+                    };
+                    let Some(k) = ks
+                        .iter()
+                        .copied()
+                        .find(|&k| record.sent[k].from == n && record.sent[k].peer == *peer)
+                        .or_else(|| ks.iter().copied().find(|&k| record.sent[k].from == n))
+                    else {
                         out(
                             Kind::Misdelivered,
-                            format!(
-                                "n{n} was handed back a message it never sent: {:?}",
-                                String::from_utf8_lossy(bytes)
-                            ),
+                            format!("{} was handed back to n{n}", describe(ks[0])),
                         );
                         continue;
                     };
-                    if record.sent[k].from != n {
-                        out(
-                            Kind::Misdelivered,
-                            format!("{} was handed back to n{n}", describe(k)),
-                        );
-                        continue;
-                    }
                     handed_back[k].push((*peer, *channel));
                     counts.handed_back += 1;
                 }
@@ -819,6 +1368,9 @@ fn check(record: &Record, violations: &mut Vec<Violation>) -> Counts {
         }
     }
     for (k, s) in record.sent.iter().enumerate() {
+        if s.to == UNKNOWN {
+            continue;
+        }
         let got = &delivered[k];
         let back = &handed_back[k];
         if let Err(err) = s.result {
@@ -955,6 +1507,27 @@ fn check(record: &Record, violations: &mut Vec<Violation>) -> Counts {
             );
         }
     }
+    for (&(from, to, channel), numbers) in &streams {
+        if channel == SEQUENCED {
+            if let Some(pair) = numbers.windows(2).find(|p| p[0] >= p[1]) {
+                out(
+                    Kind::SequencedBackwards,
+                    format!(
+                        "n{to} got n{from}'s sequenced #{} after #{} (arrival order {numbers:?})",
+                        pair[1], pair[0]
+                    ),
+                );
+            }
+        } else {
+            let mut seen = BTreeSet::new();
+            if let Some(number) = numbers.iter().find(|&&x| !seen.insert(x)) {
+                out(
+                    Kind::UnreliableDuplicated,
+                    format!("n{to} got n{from}'s unreliable #{number} twice"),
+                );
+            }
+        }
+    }
     counts
 }
 
@@ -996,12 +1569,9 @@ fn report(schedule: &Schedule, outcome: &Outcome, strict: bool) -> String {
     let mut text = String::new();
     let _ = writeln!(
         text,
-        "\n=== seed {} FAILED: {} accepted, {} refused, {} delivered, {} handed back; settled: {}; end {:.3}s",
+        "\n=== seed {} FAILED: {}; settled: {}; end {:.3}s",
         schedule.seed,
-        outcome.accepted,
-        outcome.refused,
-        outcome.delivered,
-        outcome.handed_back,
+        outcome.summary(),
         outcome.quiesced,
         outcome.end.as_secs_f64()
     );
@@ -1072,6 +1642,7 @@ fn every_accepted_reliable_message_is_delivered_once_or_handed_back_once_under_r
     let mut shrunk_kinds = BTreeSet::new();
     let mut failures = Vec::new();
     let (mut accepted, mut ambiguous) = (0, 0);
+    let (mut full, mut unreliable, mut unattributed, mut hosts, mut budgets) = (0, 0, 0, 0, 0);
     for &seed in &seeds {
         let mut schedule = schedule(seed);
         if let (true, Some(keep)) = (single, &keep) {
@@ -1079,6 +1650,11 @@ fn every_accepted_reliable_message_is_delivered_once_or_handed_back_once_under_r
         }
         let outcome = run(&schedule);
         accepted += outcome.accepted;
+        full += outcome.full;
+        unreliable += outcome.unreliable_delivered;
+        unattributed += outcome.unattributed;
+        hosts += usize::from(schedule.host);
+        budgets += usize::from(schedule.budget.is_some());
         ambiguous += outcome
             .violations
             .iter()
@@ -1087,11 +1663,8 @@ fn every_accepted_reliable_message_is_delivered_once_or_handed_back_once_under_r
         if single {
             println!("{schedule}");
             println!(
-                "outcome: {} accepted, {} refused, {} delivered, {} handed back, settled {}, end {:.3}s, digest {:016x}",
-                outcome.accepted,
-                outcome.refused,
-                outcome.delivered,
-                outcome.handed_back,
+                "outcome: {}, settled {}, end {:.3}s, digest {:016x}",
+                outcome.summary(),
                 outcome.quiesced,
                 outcome.end.as_secs_f64(),
                 outcome.digest
@@ -1103,12 +1676,13 @@ fn every_accepted_reliable_message_is_delivered_once_or_handed_back_once_under_r
         if verbose() {
             let acts = |f: fn(&Act) -> bool| schedule.steps.iter().filter(|s| f(&s.act)).count();
             println!(
-                "seed {seed}: {} members, {} accepted, {} refused, {} delivered, {} handed back, {} ambiguous, forgets {}, vanish {}, kills {}, settled {}, end {:.1}s",
+                "seed {seed}: {} {} members{}, {}, {} ambiguous, forgets {}, vanish {}, restarts {}, kills {}, settled {}, end {:.1}s",
+                if schedule.host { "host room," } else { "mesh," },
                 schedule.kinds.len(),
-                outcome.accepted,
-                outcome.refused,
-                outcome.delivered,
-                outcome.handed_back,
+                schedule
+                    .budget
+                    .map_or(String::new(), |b| format!(" budget {b}")),
+                outcome.summary(),
                 outcome
                     .violations
                     .iter()
@@ -1116,6 +1690,7 @@ fn every_accepted_reliable_message_is_delivered_once_or_handed_back_once_under_r
                     .count(),
                 acts(|a| matches!(a, Act::ForgetMember(_))),
                 acts(|a| matches!(a, Act::Vanish(_))),
+                acts(|a| matches!(a, Act::Restart(_))),
                 acts(|a| matches!(a, Act::KillServer)),
                 outcome.quiesced,
                 outcome.end.as_secs_f64()
@@ -1150,7 +1725,7 @@ fn every_accepted_reliable_message_is_delivered_once_or_handed_back_once_under_r
         failures.push((seed, kinds));
     }
     println!(
-        "{} seeds, {accepted} accepted messages, {ambiguous} ambiguous hand-backs of delivered messages ({})",
+        "{} seeds ({hosts} host rooms, {budgets} with small budgets), {accepted} accepted messages ({full} refused full, {unattributed} unattributed broadcast shares), {unreliable} unreliable messages delivered, {ambiguous} ambiguous hand-backs of delivered messages ({})",
         seeds.len(),
         if strict {
             "failures under ACKWIRE_STRICT"
@@ -1235,46 +1810,77 @@ fn seeded_faults_lose_duplicate_and_reorder_datagrams_and_stop_when_healed() {
 /// would pass every seed).
 #[test]
 fn the_checker_names_every_way_the_promise_can_break() {
-    let sent = |from, to, channel, peer| Sent {
+    let sent = |msg, from, to, channel, peer| Sent {
+        msg,
         from,
         to,
         channel,
         peer: PeerId(peer),
         at: Duration::ZERO,
+        size: 3,
+        broadcast: false,
         result: Ok(()),
     };
-    let message = |s: &Sent, k: usize| Event::Message {
+    let message = |s: &Sent| Event::Message {
         peer: PeerId(9),
         channel: s.channel,
-        bytes: s.payload(k),
+        bytes: s.payload(),
     };
-    let undelivered = |s: &Sent, k: usize| Event::Undelivered {
+    let undelivered = |s: &Sent| Event::Undelivered {
         peer: s.peer,
         channel: s.channel,
-        bytes: s.payload(k),
+        bytes: s.payload(),
     };
     // n0 sends #0..#5 to n1 (its peer 1); n1 never vanished and n0 kept its link.
-    let mut s: Vec<Sent> = (0..6).map(|_| sent(0, 1, ORDERED, 1)).collect();
+    let mut s: Vec<Sent> = (0..6).map(|k| sent(k, 0, 1, ORDERED, 1)).collect();
     s[5].result = Err(SendError::NotConnected(PeerId(1)));
+    // Broadcast #6 from n0: n1 (peer 1) took it, n2 (peer 2) refused it.
+    let mut share = sent(6, 0, 1, UNORDERED, 1);
+    share.broadcast = true;
+    s.push(share.clone());
+    share.to = 2;
+    share.peer = PeerId(2);
+    share.result = Err(SendError::Full {
+        peer: PeerId(2),
+        channel: UNORDERED,
+        budget: Budget::Bytes,
+        used: 9,
+        limit: 9,
+    });
+    s.push(share);
+    let unreliable = |channel, number| Event::Message {
+        peer: PeerId(9),
+        channel,
+        bytes: unreliable_payload(0, None, channel, number),
+    };
     let events = vec![
         // #2 handed back without cause, #5 refused but handed back.
-        vec![undelivered(&s[2], 2), undelivered(&s[5], 5)],
-        // #1 twice, #3 before #0 (out of order), #4 lost.
+        vec![undelivered(&s[2]), undelivered(&s[5])],
+        // #1 twice, #3 before #0 (out of order), #4 lost; #6 (its share) once.
         vec![
-            message(&s[1], 1),
-            message(&s[1], 1),
-            message(&s[3], 3),
-            message(&s[0], 0),
+            message(&s[1]),
+            message(&s[1]),
+            message(&s[3]),
+            message(&s[0]),
+            message(&s[6]),
+            // Sequenced #2 after #3; unreliable #1 twice.
+            unreliable(SEQUENCED, 1),
+            unreliable(SEQUENCED, 3),
+            unreliable(SEQUENCED, 2),
+            unreliable(UNRELIABLE, 1),
+            unreliable(UNRELIABLE, 1),
         ],
+        // n2 got the broadcast it refused.
+        vec![message(&s[7])],
     ];
-    let record = Record {
-        sent: s,
-        vanished: BTreeSet::new(),
-        forgotten: BTreeSet::new(),
-        server_killed: false,
-        peers: vec![BTreeMap::from([(PeerId(1), 1)]), BTreeMap::new()],
-        events,
-    };
+    let mut record = Record::new(3);
+    record.sent = s;
+    record.peers = vec![
+        BTreeMap::from([(PeerId(1), 1), (PeerId(2), 2)]),
+        BTreeMap::new(),
+        BTreeMap::new(),
+    ];
+    record.events = events;
     let mut violations = Vec::new();
     check(&record, &mut violations);
     let kinds: BTreeSet<Kind> = violations.iter().map(|v| v.kind).collect();
@@ -1286,10 +1892,17 @@ fn the_checker_names_every_way_the_promise_can_break() {
             Kind::OutOfOrder,
             Kind::Lost,
             Kind::RefusedButSeen,
+            Kind::SequencedBackwards,
+            Kind::UnreliableDuplicated,
         ]),
         "{violations:#?}"
     );
     let lost: Vec<&Violation> = violations.iter().filter(|v| v.kind == Kind::Lost).collect();
     assert_eq!(lost.len(), 1);
     assert!(lost[0].what.contains("#4"), "{}", lost[0].what);
+    let refused: Vec<&Violation> = violations
+        .iter()
+        .filter(|v| v.kind == Kind::RefusedButSeen)
+        .collect();
+    assert_eq!(refused.len(), 2, "#5 and n2's share of #6: {refused:#?}");
 }
