@@ -127,9 +127,15 @@ async fn bad_inputs_throw_typed_errors_and_close_hands_over_the_last_events() {
 
     let text: JsValue = "hi".into();
     let (unreliable, reliable): (JsValue, JsValue) = (0.into(), 1.into());
+    // The peer's link is not up: an unreliable message is refused, a reliable one kept for
+    // the next connection.
     assert_eq!(
-        code(room.send(&peer, &reliable, &text, false)),
+        code(room.send(&peer, &unreliable, &text, false)),
         "not_connected"
+    );
+    assert_eq!(
+        room.send(&peer, &reliable, &text, false),
+        Ok(JsValue::UNDEFINED)
     );
     assert_eq!(
         code(room.send(&99.into(), &reliable, &text, false)),
@@ -170,19 +176,19 @@ async fn bad_inputs_throw_typed_errors_and_close_hands_over_the_last_events() {
             "bad_payload"
         );
     }
-    // Well-formed, and no peer in the room: a broadcast's report says it went to none, and
-    // none refused it.
-    let sent_to_none = |report: Result<JsValue, JsValue>| {
+    // Well-formed, and the one peer's link not up: a reliable broadcast is kept for it, an
+    // unreliable one goes to none; neither is refused.
+    let sent_to = |report: Result<JsValue, JsValue>| {
         let report = report.expect("a broadcast report");
         let refused = Array::from(&get(&report, "refused"));
         (get(&report, "sent").as_f64(), refused.length())
     };
     assert_eq!(
-        sent_to_none(room.send(&JsValue::UNDEFINED, &reliable, &text, false)),
-        (Some(0.0), 0)
+        sent_to(room.send(&JsValue::UNDEFINED, &reliable, &text, false)),
+        (Some(1.0), 0)
     );
     assert_eq!(
-        sent_to_none(room.send(
+        sent_to(room.send(
             &JsValue::UNDEFINED,
             &unreliable,
             &Uint8Array::new_with_length(8).into(),

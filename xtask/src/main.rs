@@ -25,8 +25,9 @@ commands:
           (examples/pong/web/pkg/), each size printed
   pong    setup, both wasm builds, a signal server serving the example game at /pong/ and
           its host in room `table`; prints the URLs to play (examples/pong/README.md)
-  test    setup, then lints, the type check, native tests, wasm tests in headless Chromium,
-          browser e2e tests
+  test    setup, then the builds (bundles, the tests with clippy as their compiler), the
+          browser e2e tests in the background, and meanwhile lints, the type check, native
+          tests, wasm tests in headless Chromium and the fuzz smoke; prints each stage's time
   types   setup, then `tsc --noEmit` on web/types-check/ (an example and the READMEs' JS
           snippets) against the npm package's declarations
   pack    setup, build the wasm bundle, assemble the npm package in target/npm/ackwire/ and

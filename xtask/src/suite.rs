@@ -20,6 +20,19 @@ pub(crate) fn cargo() -> Command {
     cmd
 }
 
+/// `cargo` for the test build, with clippy as the workspace's compiler (what `cargo clippy`
+/// does, in a full build instead of a check): one compile both lints every target and builds
+/// the tests, instead of a check of the whole tree and then a build of it. Clippy's warnings
+/// are errors. Every test build of the suite uses it, so they share their artifacts.
+fn cargo_linted() -> Command {
+    let mut cmd = cargo();
+    cmd.env("RUSTC_WORKSPACE_WRAPPER", "clippy-driver").env(
+        "CLIPPY_ARGS",
+        "-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__",
+    );
+    cmd
+}
+
 /// Builds the signal server (debug or release) and returns the binary's path.
 /// Builds binary `bin` of package `package` and returns its path.
 pub(crate) fn build_bin(package: &str, bin: &str, release: bool) -> Result<PathBuf> {
@@ -349,7 +362,7 @@ pub(crate) fn test() -> Result<()> {
     let start = Instant::now();
     let tools = setup::run()?;
     let mut e2e_cmd = None;
-    let prepared = stage("e2e builds (bundles, npm package, binaries)", || {
+    let prepared = stage("builds (bundles, npm package, tests with clippy)", || {
         e2e_cmd = Some(prepare_e2e(&tools, &[])?);
         Ok(())
     });
@@ -372,7 +385,7 @@ pub(crate) fn test() -> Result<()> {
         .status();
     let mut stages = vec![
         prepared,
-        stage("lints (fmt, clippy, rustdoc, no-default-features)", lints),
+        stage("lints (fmt, rustdoc, no-default-features)", lints),
         stage("types (tsc --noEmit: example, README snippets)", npm::types),
         stage("native tests (cargo test --workspace)", native_tests),
         stage("wasm tests in headless Chromium", || {
@@ -431,19 +444,12 @@ fn summarize(command: &str, stages: &[Stage], start: Instant) -> Result<()> {
     }
 }
 
-/// What a reviewer would otherwise catch: an unformatted file, a clippy warning anywhere
-/// (the workspace lints included), a broken intra-doc link or any rustdoc warning, and the
-/// UDP peer built without the room driver (`ackwire-peer --no-default-features`).
+/// What a reviewer would otherwise catch: an unformatted file, a broken intra-doc link or any
+/// rustdoc warning, and the UDP peer built without the room driver (`ackwire-peer
+/// --no-default-features`). A clippy warning anywhere (the workspace lints included) fails
+/// the test build, which runs clippy ([`cargo_linted`]).
 fn lints() -> Result<()> {
     run(cargo().args(["fmt", "--all", "--", "--check"]))?;
-    run(cargo().args([
-        "clippy",
-        "--workspace",
-        "--all-targets",
-        "--",
-        "-D",
-        "warnings",
-    ]))?;
     run(cargo()
         .args(["doc", "--no-deps", "--workspace"])
         .env("RUSTDOCFLAGS", "-D warnings"))?;
@@ -453,7 +459,7 @@ fn lints() -> Result<()> {
 }
 
 fn native_tests() -> Result<()> {
-    run(cargo().args(["test", "--workspace"]))
+    run(cargo_linted().args(["test", "--workspace"]))
 }
 
 /// `wasm-bindgen-test` suites, run by wasm-bindgen-test-runner through chromedriver in
@@ -512,33 +518,31 @@ fn prepare_e2e(tools: &Tools, only: &[&str]) -> Result<Command> {
     bundle::build(tools)?;
     // `package.test.mjs` loads the JS API from the tarball a game would install.
     let tarball = npm::pack()?;
-    let server = build_signal_server(false)?;
-    let peer = build_bin("ackwire-peer", "ackwire-peer", false)?;
+    // The binaries and examples the e2e drives come from the very build the native tests run
+    // (`cargo test` builds every package's binaries and examples): one feature set, one
+    // compile. A `cargo build -p` of each resolves its own features and rebuilt ~140 crates.
+    // Every target (benches and examples too), so that clippy sees all that `cargo clippy
+    // --all-targets` would.
+    run(cargo_linted().args(["test", "--workspace", "--all-targets", "--no-run"]))?;
+    let debug = paths::root().join("target/debug");
+    let server = debug.join("ackwire-signal");
+    let peer = debug.join("ackwire-peer");
     let files = e2e_files(only)?;
     let artifacts = paths::root().join("target/e2e-artifacts");
     std::fs::create_dir_all(&artifacts).map_err(|e| e.to_string())?;
     // A fresh self-signed certificate for the tests that serve over TLS (`wss.test.mjs`).
     let tls = paths::root().join("target/e2e-tls");
-    run(cargo()
-        .args([
-            "run",
-            "--quiet",
-            "-p",
-            "ackwire-signal",
-            "--example",
-            "self_signed_cert",
-            "--",
-        ])
+    run(Command::new(debug.join("examples/self_signed_cert"))
         .arg(&tls)
         .args(["127.0.0.1", "localhost"]))?;
     // The native side of `api.test.mjs`: a program on the `ackwire` crate's API.
-    run(cargo().args(["build", "-p", "ackwire", "--example", "exchange"]))?;
-    let exchange = paths::root().join("target/debug/examples/exchange");
+    let exchange = debug.join("examples/exchange");
     let mut cmd = e2e_command(&files, &[], &server, &peer);
     // `pong.test.mjs`: the example game's host and its Rust client, built only for it.
     if files.iter().any(|f| f.ends_with("pong.test.mjs")) {
         bundle::build_pong(tools)?;
-        let host = build_bin("pong", "pong-host", false)?;
+        // Built by `cargo test` for the game's own test of it (examples/pong/tests).
+        let host = debug.join("pong-host");
         cmd.env("ACKWIRE_PONG_HOST_BIN", host)
             .env("ACKWIRE_PONG_WEB_DIR", paths::pong_web_dir());
     }
