@@ -155,8 +155,11 @@ pub async fn run(
             // The host relays; it has no dot of its own.
             _ = tick.tick(), if role != Role::Host => {
                 let (x, y) = demo_position(start.elapsed());
-                // Nobody connected yet is not an error; nothing else can fail here.
-                let _ = bot.room.broadcast_latest(POSITION, &demo::encode_position(x, y));
+                // Nobody connected yet is not an error (the report says 0); a refusal for all
+                // (the room closed) is said.
+                if let Err(e) = bot.room.broadcast_latest(POSITION, &demo::encode_position(x, y)) {
+                    tracing::warn!(error = %e, "position not sent");
+                }
             }
             event = bot.room.next_event() => match event {
                 Some(event) => bot.on_event(event),

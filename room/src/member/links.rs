@@ -126,6 +126,13 @@ impl Attempt {
         }
     }
 
+    fn core_mut(&mut self) -> Option<&mut CoreLink> {
+        match self {
+            Attempt::Open { core, .. } | Attempt::Connected { core, .. } => Some(core),
+            _ => None,
+        }
+    }
+
     fn deadline(&self) -> Option<Duration> {
         match self {
             Attempt::Negotiating { deadline, .. } | Attempt::Open { deadline, .. } => *deadline,
@@ -783,32 +790,23 @@ impl Member {
             return;
         };
         let mut events = std::mem::take(&mut self.scratch);
-        let mut ready = std::mem::take(&mut self.ready);
-        let link = &mut self.links[i];
-        let (Attempt::Open { core, .. } | Attempt::Connected { core, .. }) = &mut link.attempt
-        else {
-            self.scratch = events;
-            self.ready = ready;
-            return;
-        };
         // Emulated arrivals first, and what they bring handled before anything is sent: a
         // message the member refuses fails the connection before its packet is acked.
-        core.poll_arrivals(now, &mut events);
+        if let Some(core) = self.links[i].attempt.core_mut() {
+            core.poll_arrivals(now, &mut events);
+        }
         if !events.is_empty() {
             // Framing errors were counted, and failed the connection, where they came in.
             let _ = self.on_core_events(now, i, &mut events);
         }
+        let mut ready = std::mem::take(&mut self.ready);
         let link = &mut self.links[i];
-        let (Attempt::Open { core, .. } | Attempt::Connected { core, .. }) = &mut link.attempt
-        else {
-            self.scratch = events;
-            self.ready = ready;
-            return;
-        };
-        if let Some(connection) = core.connected_mut() {
-            link.delivery.flush(connection);
+        if let Some(core) = link.attempt.core_mut() {
+            if let Some(connection) = core.connected_mut() {
+                link.delivery.flush(connection);
+            }
+            core.poll_transmit(now, &mut self.pool, &mut ready, &mut events);
         }
-        core.poll_transmit(now, &mut self.pool, &mut ready, &mut events);
         for datagram in ready.drain(..) {
             if self.outage {
                 self.pool.push(datagram);
