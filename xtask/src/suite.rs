@@ -521,9 +521,10 @@ fn prepare_e2e(tools: &Tools, only: &[&str]) -> Result<Command> {
     // The binaries and examples the e2e drives come from the very build the native tests run
     // (`cargo test` builds every package's binaries and examples): one feature set, one
     // compile. A `cargo build -p` of each resolves its own features and rebuilt ~140 crates.
-    // Every target (benches and examples too), so that clippy sees all that `cargo clippy
-    // --all-targets` would.
-    run(cargo_linted().args(["test", "--workspace", "--all-targets", "--no-run"]))?;
+    // What `cargo test` builds (examples as the programs they are), then the benches, so that
+    // clippy sees all that `cargo clippy --all-targets` would.
+    run(cargo_linted().args(["test", "--workspace", "--no-run"]))?;
+    run(cargo_linted().args(["test", "--workspace", "--benches", "--no-run"]))?;
     let debug = paths::root().join("target/debug");
     let server = debug.join("ackwire-signal");
     let peer = debug.join("ackwire-peer");
