@@ -542,22 +542,6 @@ fn the_protocol_id_is_the_fnv_hash_docs_wire_md_shows() {
     assert_eq!(config.protocol_id, fnv);
 }
 
-/// The chat lines `n` received from anyone, in order.
-fn chat_lines(w: &World, n: usize) -> Vec<String> {
-    w.nodes[n]
-        .events
-        .iter()
-        .filter_map(|e| match e {
-            Event::Message {
-                channel: CHAT,
-                bytes,
-                ..
-            } => Some(String::from_utf8_lossy(bytes).into_owned()),
-            _ => None,
-        })
-        .collect()
-}
-
 fn undelivered(w: &World, n: usize) -> usize {
     w.nodes[n]
         .events
@@ -584,12 +568,12 @@ fn a_member_that_forgot_its_peer_across_a_server_restart_gets_each_of_its_messag
     let to_a = w.peer(b, a);
     // b's lines reach a, but nothing of a's reaches b: b keeps every copy, unconfirmed.
     w.set_one_way_blackout(a, b, true);
-    let lines: Vec<String> = (0..20).map(|i| format!("line {i}")).collect();
-    for line in &lines {
+    let said: Vec<String> = (0..20).map(|i| format!("line {i}")).collect();
+    for line in &said {
         w.with(b, |m, _| m.send(to_a, CHAT, line.as_bytes()))
             .unwrap();
     }
-    w.run_until_true(5 * S, "a has them", |w| chat_lines(w, a) == lines);
+    w.run_until_true(5 * S, "a has them", |w| lines(w, a) == said);
     assert_eq!(w.link(b, a).unwrap().unconfirmed, 20);
     w.kill_server();
     w.start_server();
@@ -602,9 +586,9 @@ fn a_member_that_forgot_its_peer_across_a_server_restart_gets_each_of_its_messag
     // Meeting b again, a counted on from where it forgot: nothing twice, nothing handed back.
     w.with(b, |m, _| m.send(to_a, CHAT, b"after")).unwrap();
     w.run_until_true(5 * S, "after", |w| w.chats(a, "after") == 1);
-    let mut expected = lines.clone();
+    let mut expected = said.clone();
     expected.push("after".into());
-    assert_eq!(chat_lines(&w, a), expected);
+    assert_eq!(lines(&w, a), expected);
     assert_eq!(undelivered(&w, b), 0);
 }
 
