@@ -931,6 +931,21 @@ mod tests {
         delivery.flush(to);
     }
 
+    /// A fresh hello of a peer whose id and life are 9, counting nothing, starting each of
+    /// `channels` at index 0.
+    fn fresh_hello(channels: &[u8]) -> Vec<u8> {
+        let mut hello = vec![HELLO];
+        hello.extend_from_slice(&9u64.to_le_bytes());
+        hello.extend_from_slice(&9u64.to_le_bytes());
+        hello.extend_from_slice(&0u64.to_le_bytes());
+        hello.extend_from_slice(&[FRESH, channels.len() as u8]);
+        for &channel in channels {
+            hello.push(channel);
+            hello.extend_from_slice(&0u32.to_le_bytes());
+        }
+        hello
+    }
+
     const KINDS: [ChannelKind; 1] = [ChannelKind::ReliableOrdered];
 
     fn delivery(life: u64) -> Delivery {
@@ -1083,11 +1098,7 @@ mod tests {
             }
         }
         assert!(got.is_empty(), "held until the hello");
-        let mut hello = vec![HELLO];
-        hello.extend_from_slice(&9u64.to_le_bytes());
-        hello.extend_from_slice(&9u64.to_le_bytes());
-        hello.extend_from_slice(&0u64.to_le_bytes());
-        hello.extend_from_slice(&[1, 2, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0]);
+        let hello = fresh_hello(&[0, 1]);
         b.arrived(&mut r, 2, hello, 5, &mut |c, m| got.push((c, m)))
             .unwrap();
         assert_eq!(got.len(), 2 * MAX_RETAINED, "every one, once");
@@ -1120,11 +1131,7 @@ mod tests {
         let mut never = |_: u8, _: Vec<u8>| panic!("nothing is delivered");
         // Index 5 on an ordered channel whose hello says it starts at 0.
         b.arrived(&mut r, 0, vec![5, b'x'], 5, &mut never).unwrap();
-        let mut hello = vec![HELLO];
-        hello.extend_from_slice(&9u64.to_le_bytes());
-        hello.extend_from_slice(&9u64.to_le_bytes());
-        hello.extend_from_slice(&0u64.to_le_bytes());
-        hello.extend_from_slice(&[1, 1, 0, 0, 0, 0, 0]);
+        let hello = fresh_hello(&[0]);
         assert_eq!(
             b.arrived(&mut r, 1, hello, 5, &mut never),
             Err(DeliveryError::BeyondWindow {
@@ -1139,11 +1146,7 @@ mod tests {
     #[test]
     fn a_hello_whose_channels_differ_from_ours_or_with_bytes_past_its_end_is_refused() {
         let lanes = delivery(1).lanes;
-        let mut hello = vec![HELLO];
-        hello.extend_from_slice(&9u64.to_le_bytes());
-        hello.extend_from_slice(&9u64.to_le_bytes());
-        hello.extend_from_slice(&0u64.to_le_bytes());
-        hello.extend_from_slice(&[1, 1, 0, 0, 0, 0, 0]);
+        let hello = fresh_hello(&[0]);
         assert!(Hello::parse(&hello, &lanes).is_some());
         let mut longer = hello.clone();
         longer.push(0);
