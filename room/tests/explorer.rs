@@ -48,7 +48,7 @@
 mod world;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt::{self, Write as _};
+use std::fmt::{self, Write};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Duration;
 
@@ -581,10 +581,10 @@ impl Sent {
         } else {
             format!("n{}", self.to)
         };
-        let mut text = format!("n{}>{to} c{} ", self.from, self.channel);
-        text.extend(std::iter::repeat_n('.', self.size));
-        let _ = write!(text, "#{}", self.msg);
-        text.into_bytes()
+        let mut bytes = format!("n{}>{to} c{} ", self.from, self.channel).into_bytes();
+        bytes.resize(bytes.len() + self.size, b'.');
+        bytes.extend_from_slice(format!("#{}", self.msg).as_bytes());
+        bytes
     }
 }
 
@@ -693,11 +693,17 @@ struct Outcome {
     quiesced: bool,
     /// Virtual time at the end.
     end: Duration,
-    /// A digest of everything every member told its application, for replay checks.
-    digest: u64,
+    /// Everything every member told its application, in order.
+    events: Vec<Vec<Event>>,
 }
 
 impl Outcome {
+    /// A digest of the events and the end, for replay checks (computed on demand: formatting
+    /// every event costs as much as a tenth of a run).
+    fn digest(&self) -> u64 {
+        digest(&self.events, self.end)
+    }
+
     /// What was sent and what became of it.
     fn summary(&self) -> String {
         format!(
@@ -930,7 +936,11 @@ fn run(schedule: &Schedule) -> Outcome {
         w.run_for(ms(2_000));
         observe(&w, &mut record, budget);
         end = w.now;
-        record.events = w.nodes.iter().map(|n| n.events.clone()).collect();
+        record.events = w
+            .nodes
+            .iter_mut()
+            .map(|n| std::mem::take(&mut n.events))
+            .collect();
     }));
     let mut violations = Vec::new();
     if let Err(panic) = played {
@@ -1002,7 +1012,7 @@ fn run(schedule: &Schedule) -> Outcome {
         peak_kept: record.peak_kept,
         quiesced,
         end,
-        digest: digest(&record.events, end),
+        events: record.events,
     }
 }
 
@@ -1533,16 +1543,24 @@ fn check(record: &Record, violations: &mut Vec<Violation>) -> Counts {
 
 /// FNV-1a over what every member told its application, and the end time.
 fn digest(events: &[Vec<Event>], end: Duration) -> u64 {
-    let mut text = String::new();
-    for (n, events) in events.iter().enumerate() {
-        for event in events {
-            let _ = writeln!(text, "{n} {event:?}");
+    /// FNV-1a over what is written, without keeping the text.
+    struct Fnv(u64);
+    impl Write for Fnv {
+        fn write_str(&mut self, s: &str) -> fmt::Result {
+            for byte in s.bytes() {
+                self.0 = (self.0 ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3);
+            }
+            Ok(())
         }
     }
-    let _ = write!(text, "{end:?}");
-    text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
-        (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
+    let mut hash = Fnv(0xcbf2_9ce4_8422_2325);
+    for (n, events) in events.iter().enumerate() {
+        for event in events {
+            let _ = writeln!(hash, "{n} {event:?}");
+        }
+    }
+    let _ = write!(hash, "{end:?}");
+    hash.0
 }
 
 // ----- shrinking and reporting -----
@@ -1667,7 +1685,7 @@ fn every_accepted_reliable_message_is_delivered_once_or_handed_back_once_under_r
                 outcome.summary(),
                 outcome.quiesced,
                 outcome.end.as_secs_f64(),
-                outcome.digest
+                outcome.digest()
             );
             for v in &outcome.violations {
                 println!("  [{:?}] {}", v.kind, v.what);
@@ -1676,7 +1694,7 @@ fn every_accepted_reliable_message_is_delivered_once_or_handed_back_once_under_r
         if verbose() {
             let acts = |f: fn(&Act) -> bool| schedule.steps.iter().filter(|s| f(&s.act)).count();
             println!(
-                "seed {seed}: {} {} members{}, {}, {} ambiguous, forgets {}, vanish {}, restarts {}, kills {}, settled {}, end {:.1}s",
+                "seed {seed}: {} {} members{}, {}, {} ambiguous, forgets {}, vanish {}, restarts {}, kills {}, settled {}, end {:.1}s, digest {:016x}",
                 if schedule.host { "host room," } else { "mesh," },
                 schedule.kinds.len(),
                 schedule
@@ -1693,7 +1711,8 @@ fn every_accepted_reliable_message_is_delivered_once_or_handed_back_once_under_r
                 acts(|a| matches!(a, Act::Restart(_))),
                 acts(|a| matches!(a, Act::KillServer)),
                 outcome.quiesced,
-                outcome.end.as_secs_f64()
+                outcome.end.as_secs_f64(),
+                outcome.digest()
             );
         }
         let failing = outcome.failing(strict);
@@ -1754,7 +1773,7 @@ fn the_same_seed_replays_the_same_schedule_and_outcome() {
         let (a, b) = (schedule(seed), schedule(seed));
         assert_eq!(a, b, "seed {seed}");
         let (x, y) = (run(&a), run(&b));
-        assert_eq!(x.digest, y.digest, "seed {seed}");
+        assert_eq!(x.digest(), y.digest(), "seed {seed}");
         assert_eq!(x.end, y.end, "seed {seed}");
         assert_ne!(schedule(seed + 1), a, "another seed, another schedule");
     }

@@ -674,9 +674,16 @@ pub(crate) fn sim(args: &[String]) -> Result<()> {
     }
     let explorer = || {
         let mut cmd = cargo();
-        // The test profile: the protocol's crates build optimised there already (Cargo.toml),
-        // and `cargo xtask test` has built it.
-        cmd.args(["test", "-p", "ackwire-room", "--test", "explorer"]);
+        // Release: the world and the checker optimised too run 2x the seeds a second of the
+        // test profile (where only the protocol's crates are), worth one build for many seeds.
+        cmd.args([
+            "test",
+            "--release",
+            "-p",
+            "ackwire-room",
+            "--test",
+            "explorer",
+        ]);
         cmd
     };
     run(explorer().arg("--no-run"))?;

@@ -139,6 +139,29 @@ enum Action {
     },
 }
 
+/// Which members an action calls into.
+enum Reach {
+    /// None: the server's replies travel as later actions.
+    Server,
+    One(usize),
+    /// An ICE check may reach either end.
+    Any,
+}
+
+impl Action {
+    fn reach(&self) -> Reach {
+        match self {
+            Action::ToServer { .. } => Reach::Server,
+            Action::ToMember { to, .. }
+            | Action::SocketOpen { to, .. }
+            | Action::SocketClosed { to, .. }
+            | Action::Transport { to, .. }
+            | Action::Datagram { to, .. } => Reach::One(*to),
+            Action::IceCheck { .. } => Reach::Any,
+        }
+    }
+}
+
 #[derive(Debug)]
 struct Pc {
     owner: usize,
@@ -346,14 +369,14 @@ impl World {
 
     /// Runs until `until` (absolute virtual time).
     pub fn run_until(&mut self, until: Duration) {
+        // Each member's next timer, polled again only when something reached that member:
+        // the loop's cost is the members' work, not polling every member twice per step.
+        let poll = |node: &Node| (!node.gone).then(|| node.member.poll_timeout()).flatten();
+        let mut timers: Vec<Option<Duration>> = self.nodes.iter().map(poll).collect();
+        let mut touched = vec![false; self.nodes.len()];
         loop {
             let next_action = self.queue.keys().next().map(|k| k.0);
-            let next_timer = self
-                .nodes
-                .iter()
-                .filter(|n| !n.gone)
-                .filter_map(|n| n.member.poll_timeout())
-                .min();
+            let next_timer = timers.iter().flatten().min().copied();
             let next = [next_action, next_timer].into_iter().flatten().min();
             let Some(next) = next.filter(|&t| t <= until) else {
                 self.now = until;
@@ -365,18 +388,22 @@ impl World {
                     break;
                 }
                 let action = entry.remove();
+                match action.reach() {
+                    Reach::Server => {}
+                    Reach::One(n) => touched[n] = true,
+                    Reach::Any => touched.fill(true),
+                }
                 self.apply(action);
             }
             for n in 0..self.nodes.len() {
-                if !self.nodes[n].gone
-                    && self.nodes[n]
-                        .member
-                        .poll_timeout()
-                        .is_some_and(|t| t <= self.now)
-                {
+                if std::mem::take(&mut touched[n]) {
+                    timers[n] = poll(&self.nodes[n]);
+                }
+                if timers[n].is_some_and(|t| t <= self.now) {
                     let now = self.now;
                     self.nodes[n].member.handle_timeout(now);
                     self.drain(n);
+                    timers[n] = poll(&self.nodes[n]);
                 }
             }
         }
