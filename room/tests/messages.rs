@@ -8,11 +8,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ackwire_core::emulator::EmulatorConfig;
+use ackwire_core::frame::{FrameKind, Frames};
+use ackwire_core::wire::Packet;
 use ackwire_room::backoff::Backoff;
 use ackwire_room::emulation::Emulation;
 use ackwire_room::member::{
-    Budget, Event, LinkState, Member, MemberConfig, MemberError, Output, PeerId, SendError,
-    SignallingState,
+    Budget, Event, Failure, LinkState, Member, MemberConfig, MemberError, Output, PeerId,
+    SendError, SignallingState,
 };
 use ackwire_room::signalling::{AppInfo, ErrorCode, PeerKind};
 use world::{CHAT, World};
@@ -648,4 +650,73 @@ fn a_broadcast_while_one_link_recovers_reaches_that_peer_too_exactly_once() {
     w.run_for(5 * S);
     assert_eq!((w.chats(b, "goal"), w.chats(c, "goal")), (1, 1));
     assert_eq!(undelivered(&w, a), 0);
+}
+
+/// Whether a WebRTC datagram between members carries a hello-ack: a reliable message on the
+/// room's control channel (the one after the application's) of `0x02` and a life (docs/wire.md).
+fn carries_hello_ack(bytes: &[u8]) -> bool {
+    let control = world::app().channels.len() as u8;
+    Packet::new_checked(bytes).is_ok_and(|packet| {
+        Frames::new(packet.payload()).flatten().any(|frame| {
+            frame.channel == control
+                && matches!(frame.kind, FrameKind::Reliable { .. })
+                && frame.payload.len() == 9
+                && frame.payload[0] == 0x02
+        })
+    })
+}
+
+#[test]
+fn a_peer_that_never_answers_our_hello_fails_the_link_at_twice_the_idle_timeout_and_loses_nothing()
+{
+    let mut w = World::new();
+    let a = w.add(PeerKind::Browser, |_| {});
+    let b = w.add(PeerKind::Browser, |_| {});
+    // b acknowledges everything at the core and delivers, but its hello-acks never reach a:
+    // what a queued before the ack would be pinned for good without a deadline.
+    w.drop_datagrams(b, a, Some(carries_hello_ack));
+    w.run_until_true(5 * S, "linked", |w| w.connected(a, b));
+    let connected_at = w.now;
+    let to_b = w.peer(a, b);
+    let mut sent = Vec::new();
+    let lost = loop {
+        let line = format!("line {}", sent.len());
+        w.with(a, |m, _| m.send(to_b, CHAT, line.as_bytes()))
+            .unwrap();
+        sent.push(line);
+        w.run_for(Duration::from_millis(500));
+        let lost = w.nodes[a].events.iter().find_map(|e| match e {
+            Event::Link(info) if info.peer == to_b && info.state == LinkState::Lost => {
+                Some((w.now, info.reason.clone()))
+            }
+            _ => None,
+        });
+        if let Some(lost) = lost {
+            break lost;
+        }
+        assert!(w.now < connected_at + 30 * S, "the link never failed");
+    };
+    let idle_timeout = 10 * S;
+    let after = lost.0 - connected_at;
+    assert!(
+        after >= 2 * idle_timeout && after <= 2 * idle_timeout + S,
+        "failed {after:?} after connecting"
+    );
+    assert_eq!(
+        lost.1,
+        Some(Failure::Protocol(
+            "the peer never answered our hello".into()
+        ))
+    );
+    assert!(
+        w.nodes[a].member.kept_bytes(to_b).unwrap() > 0,
+        "copies kept for the next link"
+    );
+    // b answers again: the next connection confirms everything, each line delivered once.
+    w.drop_datagrams(b, a, None);
+    w.run_until_true(30 * S, "every line confirmed", |w| {
+        w.connected(a, b) && w.nodes[a].member.kept_bytes(to_b) == Some(0)
+    });
+    w.run_for(2 * S);
+    assert_eq!(lines(&w, b), sent);
 }

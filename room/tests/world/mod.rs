@@ -267,6 +267,9 @@ pub struct World {
     udp_blocked: BTreeSet<(usize, usize)>,
     /// `(from, to)`: data from `from` to `to` is dropped, the other way passes.
     one_way: BTreeSet<(usize, usize)>,
+    /// `(from, to)`: WebRTC datagrams from `from` to `to` for which the filter says true are
+    /// dropped (a peer that misbehaves in one way, e.g. never answers a hello).
+    drop_if: HashMap<(usize, usize), fn(&[u8]) -> bool>,
     udp_owner: HashMap<SocketAddr, usize>,
     /// Frames the server relayed (signals), for tests that count negotiations.
     pub offers_relayed: usize,
@@ -295,6 +298,7 @@ impl World {
             blackout: BTreeSet::new(),
             udp_blocked: BTreeSet::new(),
             one_way: BTreeSet::new(),
+            drop_if: HashMap::new(),
             udp_owner: HashMap::new(),
             offers_relayed: 0,
             offers: Vec::new(),
@@ -766,6 +770,14 @@ impl World {
 
     /// Drops the data from `from` to `to` (the other way passes): `to` hears nothing of
     /// `from`, `from` hears `to`.
+    /// Drops the WebRTC datagrams from `from` to `to` that `drop` picks (`None`: none).
+    pub fn drop_datagrams(&mut self, from: usize, to: usize, drop: Option<fn(&[u8]) -> bool>) {
+        match drop {
+            Some(drop) => self.drop_if.insert((from, to), drop),
+            None => self.drop_if.remove(&(from, to)),
+        };
+    }
+
     pub fn set_one_way_blackout(&mut self, from: usize, to: usize, on: bool) {
         if on {
             self.one_way.insert((from, to));
@@ -983,6 +995,9 @@ impl World {
                     return;
                 }
                 let (to, transport) = (r.owner, r.transport);
+                if self.drop_if.get(&(n, to)).is_some_and(|drop| drop(&bytes)) {
+                    return;
+                }
                 self.carry(to, Route::WebRtc(transport), bytes);
             }
         }
