@@ -139,6 +139,9 @@ enum Action {
     },
 }
 
+/// Picks datagrams to drop ([`World::drop_datagrams`]).
+pub type DatagramFilter = fn(&[u8]) -> bool;
+
 /// Which members an action calls into.
 enum Reach {
     /// None: the server's replies travel as later actions.
@@ -269,7 +272,7 @@ pub struct World {
     one_way: BTreeSet<(usize, usize)>,
     /// `(from, to)`: WebRTC datagrams from `from` to `to` for which the filter says true are
     /// dropped (a peer that misbehaves in one way, e.g. never answers a hello).
-    drop_if: HashMap<(usize, usize), fn(&[u8]) -> bool>,
+    drop_if: HashMap<(usize, usize), DatagramFilter>,
     udp_owner: HashMap<SocketAddr, usize>,
     /// Frames the server relayed (signals), for tests that count negotiations.
     pub offers_relayed: usize,
@@ -771,7 +774,7 @@ impl World {
     /// Drops the data from `from` to `to` (the other way passes): `to` hears nothing of
     /// `from`, `from` hears `to`.
     /// Drops the WebRTC datagrams from `from` to `to` that `drop` picks (`None`: none).
-    pub fn drop_datagrams(&mut self, from: usize, to: usize, drop: Option<fn(&[u8]) -> bool>) {
+    pub fn drop_datagrams(&mut self, from: usize, to: usize, drop: Option<DatagramFilter>) {
         match drop {
             Some(drop) => self.drop_if.insert((from, to), drop),
             None => self.drop_if.remove(&(from, to)),
