@@ -10,7 +10,7 @@ use std::time::Duration;
 const DTS: &str = include_str!("../../web/ackwire.d.ts");
 const ACKWIRE_JS: &str = include_str!("../../web/ackwire.js");
 const BINDINGS: &str = include_str!("../src/room.rs");
-const MEMBER: &str = include_str!("../../room/src/member/mod.rs");
+const MEMBER_EVENTS: &str = include_str!("../../room/src/member/events.rs");
 
 type Set = BTreeSet<String>;
 
@@ -162,7 +162,7 @@ fn the_join_codes_are_declared_for_what_the_bindings_throw_them_for() {
 
 #[test]
 fn the_failure_codes_are_the_members() {
-    let codes = literals(rust_fn(MEMBER, "code"), '"');
+    let codes = literals(rust_fn(MEMBER_EVENTS, "code"), '"');
     assert_eq!(union("FailureCode"), codes);
 }
 

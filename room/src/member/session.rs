@@ -1,18 +1,25 @@
 //! The signalling session: the socket (opened when the member asks, retried with backoff),
 //! the join (in the socket's URL when fresh, a frame when resuming), the welcome, the
-//! server's refusals, and the frames links relay through it.
+//! server's refusals, and the frames links relay through it; and the frames themselves as a
+//! member types them ([`MemberFrame`], [`MemberServerFrame`]).
 
 use std::borrow::Cow;
 use std::time::Duration;
 
-use super::{
-    Event, FrameError, GoneReason, Member, MemberFrame, MemberServerFrame, Output, ServerId,
-    SignallingState,
-};
+use super::{Event, FrameError, GoneReason, LinkReport, Member, Output, ServerId, SignallingState};
 use crate::signalling::{
     ClientFrame, ErrorCode, IceServer, LeaveReason, PeerInfo, PublicKey, Resume, ServerFrame,
-    UnreadableFrame, UrlJoin, VERSION, parse_server_frame,
+    SignalData, UnreadableFrame, UrlJoin, VERSION, parse_server_frame,
 };
+
+/// What a member sends on the signalling socket: a [`ClientFrame`] whose relayed payloads
+/// are typed. It serializes to the JSON the server expects.
+pub type MemberFrame = ClientFrame<SignalData, Vec<LinkReport>>;
+
+/// A frame from the server as a member reads it: relayed signals as [`SignalData`]. The
+/// dashboards' frames (`subscribed`, `stats`), which a member never asks for, are refused
+/// before they become one ([`FrameError::NotForMembers`]).
+pub type MemberServerFrame<'a> = ServerFrame<'a, SignalData>;
 
 /// The member's signalling state.
 #[derive(Debug)]
