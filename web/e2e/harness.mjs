@@ -47,10 +47,11 @@ export async function startServer(port = 0, { args = [], host = '127.0.0.1', net
   return {
     url,
     port: Number(new URL(url).port),
-    async stop() {
+    /** Stops the server: SIGTERM (a clean shutdown), or `'SIGKILL'` (a crash: no goodbyes). */
+    async stop(signal = 'SIGTERM') {
       if (child.exitCode !== null) return;
       const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
+      child.kill(signal);
       await exited;
     },
   };

@@ -56,7 +56,7 @@ test('a browser and a native peer connect over WebRTC both ways: positions, one 
   const native = await joinNative(`${env.server.url}/room/${room}`);
   try {
     // The native is the newcomer; a browser offers to a native all the same, and the native
-    // answers and accepts the core connection (room/src/member.rs, "Who does what").
+    // answers and accepts the core connection (room/src/member/roles.rs, "Who does what").
     await connectedTo(player, native.id);
     const link = await native.waitFor('a WebRTC link', (l) => native.linkState(l, browserId, 'connected'));
     assert.equal(link.transport, 'webrtc');

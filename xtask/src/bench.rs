@@ -122,6 +122,11 @@ fn benches() -> Vec<Bench> {
             run: Box::new(|printed| setup::run().and_then(|tools| cold_start(&tools, printed))),
         },
         Bench {
+            name: "soak: 10 minutes of a room of 3 Chromium pages and 2 natives chatting through loss, a server SIGKILL and a pulled cable, every line exactly once",
+            command: "cargo xtask bench soak",
+            run: Box::new(|printed| setup::run().and_then(|tools| soak(&tools, printed))),
+        },
+        Bench {
             name: "signal servers sharing rooms: 3 x 5,000 clients, relay same vs across, failover",
             command: "cargo run --release -p ackwire-signal --example scale_load -- --instances 3 --clients-per-instance 5000",
             run: Box::new(|printed| {
@@ -355,6 +360,22 @@ fn joins(tools: &Tools, printed: &mut String) -> Result<()> {
     let peer = build_bin("ackwire-peer", "ackwire-peer", true)?;
     let files = e2e_files(&["room.test", "native-peer.test"])?;
     let mut cmd = e2e_command(&files, &["--test-name-pattern=^ten "], &server, &peer);
+    tee(&mut cmd, printed).map_err(|e| format!("{e}\n   (command: {})", describe(&cmd)))
+}
+
+/// The room soak (web/e2e/soak.bench.mjs): pages and natives chatting for 10 minutes
+/// (`ACKWIRE_SOAK_SECS`) through emulated loss and latency, a signal-server SIGKILL and a
+/// pulled cable; fails on any line lost or delivered twice.
+fn soak(tools: &Tools, printed: &mut String) -> Result<()> {
+    bundle::build(tools)?;
+    let server = build_signal_server(true)?;
+    let peer = build_bin("ackwire-peer", "ackwire-peer", true)?;
+    let mut cmd = in_loopback_namespace("node", &["e2e/soak.bench.mjs"]);
+    cmd.current_dir(paths::web_dir())
+        .env("ACKWIRE_SIGNAL_BIN", server)
+        .env("ACKWIRE_PEER_BIN", peer)
+        .env("ACKWIRE_WEB_DIR", paths::web_dir())
+        .env("CHROMIUM", "/usr/bin/chromium");
     tee(&mut cmd, printed).map_err(|e| format!("{e}\n   (command: {})", describe(&cmd)))
 }
 

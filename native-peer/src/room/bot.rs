@@ -137,6 +137,11 @@ pub async fn run(
         refused: None,
     };
     let deadline = duration.map(|d| start + d);
+    let mut chat = match seconds("chat-every", args.chat_every)? {
+        Some(every) if !every.is_zero() => Some(tokio::time::interval_at(start + every, every)),
+        _ => None,
+    };
+    let mut said = 0u64;
     tokio::pin!(stop);
     let mut tick = tokio::time::interval(TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
@@ -161,6 +166,10 @@ pub async fn run(
                     tracing::warn!(error = %e, "position not sent");
                 }
             }
+            _ = async { chat.as_mut().expect("guarded").tick().await }, if chat.is_some() => {
+                said += 1;
+                bot.say(&format!("line {said} from native {}", std::process::id()));
+            }
             event = bot.room.next_event() => match event {
                 Some(event) => bot.on_event(event),
                 None => break,
@@ -182,6 +191,28 @@ pub async fn run(
 }
 
 impl Bot {
+    /// Says `text` reliably to every peer in the room, and what became of it: who took it,
+    /// who refused it and why.
+    fn say(&mut self, text: &str) {
+        match self.room.broadcast(CHAT, text.as_bytes()) {
+            Ok(outcome) => {
+                let refused: Vec<Value> = outcome
+                    .refused
+                    .iter()
+                    .map(|(peer, e)| json!({"link": peer, "error": e.to_string()}))
+                    .collect();
+                if !refused.is_empty() {
+                    tracing::warn!(text, ?outcome.refused, "a chat line some peers refused");
+                }
+                self.json(json!({"type": "said", "text": text, "sent": outcome.sent, "refused": refused}));
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, text, "chat line not sent");
+                self.json(json!({"type": "said", "text": text, "sent": 0, "error": e.to_string()}));
+            }
+        }
+    }
+
     fn json(&self, value: Value) {
         if self.console == Console::Json {
             let mut out = std::io::stdout().lock();

@@ -58,6 +58,10 @@ pub struct JoinArgs {
     /// How long the outage of `--outage-at` lasts.
     #[arg(long, value_name = "SECS", requires = "outage_at")]
     pub outage_for: Option<f64>,
+    /// Say a chat line to every peer in the room every this many seconds (`line N from
+    /// native PID`, reliable), for soaks: each line's outcome is a `said` JSON line.
+    #[arg(long, value_name = "SECS")]
+    pub chat_every: Option<f64>,
     /// Declare another application than the demo (its id), e.g. to see the server refuse a
     /// room that plays the demo.
     #[arg(long, value_name = "ID", default_value = demo::APP_ID)]
