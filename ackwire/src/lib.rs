@@ -79,6 +79,10 @@ mod host_rooms {}
 
 #[cfg(target_arch = "wasm32")]
 mod browser;
+#[cfg(any(target_arch = "wasm32", feature = "rooms"))]
+mod config;
+#[cfg(any(target_arch = "wasm32", feature = "rooms"))]
+mod error;
 #[cfg(all(not(target_arch = "wasm32"), feature = "rooms"))]
 mod native;
 #[cfg(not(target_arch = "wasm32"))]
@@ -87,7 +91,11 @@ pub mod net;
 mod room;
 
 #[cfg(any(target_arch = "wasm32", feature = "rooms"))]
-pub use room::{JoinError, Room, RoomConfig};
+pub use config::RoomConfig;
+#[cfg(any(target_arch = "wasm32", feature = "rooms"))]
+pub use error::JoinError;
+#[cfg(any(target_arch = "wasm32", feature = "rooms"))]
+pub use room::Room;
 
 pub use ackwire_core::emulator::EmulatorConfig;
 pub use ackwire_core::{ConnectionConfig, Mode, Stats};
@@ -101,7 +109,7 @@ pub use ackwire_signalling::{
     Topology,
 };
 
-#[cfg(target_arch = "wasm32")]
-pub use browser::{BrowserOptions, EarlySocket};
 #[cfg(all(not(target_arch = "wasm32"), feature = "rooms"))]
-pub use native::NativeOptions;
+pub use config::NativeOptions;
+#[cfg(target_arch = "wasm32")]
+pub use config::{BrowserOptions, EarlySocket};

@@ -1,149 +1,17 @@
 //! The [`Room`]: the same calls on every target, each one a step of the room member run by
 //! this target's driver.
 
-use std::time::Duration;
+use ackwire_room::member::{
+    Broadcast, Event, LinkInfo, PeerId, SendError, ServerId, SignallingState,
+};
+use ackwire_signalling::RoomUrl;
 
-#[cfg(target_arch = "wasm32")]
-use crate::BrowserOptions;
-#[cfg(not(target_arch = "wasm32"))]
-use crate::NativeOptions;
 #[cfg(target_arch = "wasm32")]
 use crate::browser as driver;
+use crate::config::RoomConfig;
+use crate::error::JoinError;
 #[cfg(not(target_arch = "wasm32"))]
 use crate::native as driver;
-use crate::{
-    App, BadRoomUrl, Broadcast, ConnectionConfig, Emulation, Event, LinkInfo, MemberError, PeerId,
-    Role, RoomUrl, SendError, ServerId, SignallingState,
-};
-
-/// How a [`Room`] joins and behaves; [`RoomConfig::new`] gives the documented defaults.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct RoomConfig {
-    /// What the game plays: id, version and channel layout. Required.
-    pub app: App,
-    /// The room's name when [`Room::join`] is given a server's URL rather than a room page's.
-    /// Default: none.
-    pub room: Option<String>,
-    /// What this player is in the room: [`Role::Peer`] of a mesh (every player links to
-    /// every other), or in a host room the [`Role::Host`] (an authoritative server every
-    /// client links to) or a [`Role::Client`] (linked to the host alone). The room's first
-    /// member fixes its topology; a join of the other is refused
-    /// ([`ErrorCode::TopologyMismatch`](crate::ErrorCode::TopologyMismatch)), and so is a
-    /// second host while the first is connected. Default: [`Role::Peer`].
-    pub role: Role,
-    /// Every link through the core's link emulator, both directions (latency, jitter,
-    /// loss): to try a game on a bad network. Default: none (real links).
-    pub emulation: Option<Emulation>,
-    /// The core connection of every link: rates, timeouts, the largest datagram. Its
-    /// channels come from [`app`](Self::app). Default: `ConnectionConfig::default()`.
-    pub connection: ConnectionConfig,
-    /// How often [`Event::Stats`] comes (and dashboards get a report). Default: 1 s.
-    pub stats_period: Duration,
-    /// A link not connected after this long is lost and tried again. Default: 20 s.
-    pub attempt_timeout: Duration,
-    /// Bytes of reliable messages kept per peer until it confirms them: beyond, a reliable
-    /// send to that peer is refused with [`SendError::Full`] (one message always fits when
-    /// none is kept). Default: 4 MiB.
-    pub peer_budget: usize,
-    /// Native programs: sockets, addresses, TLS trust, encryption.
-    #[cfg(not(target_arch = "wasm32"))]
-    pub native: NativeOptions,
-    /// Browsers: ICE policy.
-    #[cfg(target_arch = "wasm32")]
-    pub browser: BrowserOptions,
-}
-
-impl RoomConfig {
-    /// A configuration for `app` with every default.
-    pub fn new(app: App) -> RoomConfig {
-        RoomConfig {
-            app,
-            room: None,
-            role: Role::Peer,
-            emulation: None,
-            connection: ConnectionConfig::default(),
-            stats_period: Duration::from_secs(1),
-            attempt_timeout: Duration::from_secs(20),
-            peer_budget: ackwire_room::DEFAULT_PEER_BUDGET,
-            #[cfg(not(target_arch = "wasm32"))]
-            native: NativeOptions::default(),
-            #[cfg(target_arch = "wasm32")]
-            browser: BrowserOptions::default(),
-        }
-    }
-
-    /// The same, joining room `name` (for a server's URL).
-    pub fn with_room(mut self, name: impl Into<String>) -> RoomConfig {
-        self.room = Some(name.into());
-        self
-    }
-
-    /// The same, as `role` (a host room's host or client).
-    pub fn with_role(mut self, role: Role) -> RoomConfig {
-        self.role = role;
-        self
-    }
-
-    /// The same, with every link emulated.
-    pub fn with_emulation(mut self, emulation: Emulation) -> RoomConfig {
-        self.emulation = Some(emulation);
-        self
-    }
-}
-
-/// Why [`Room::join`] could not start. What the server refuses later (a room playing
-/// another game, say) comes as [`Event::Refused`].
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum JoinError {
-    /// The URL names no room.
-    #[error(transparent)]
-    Url(#[from] BadRoomUrl),
-    /// The configuration is invalid (the app, names, sizes, emulation).
-    #[error(transparent)]
-    Config(#[from] MemberError),
-    /// The UDP socket could not be bound.
-    #[cfg(not(target_arch = "wasm32"))]
-    #[error("cannot bind UDP {addr}: {source}")]
-    Bind {
-        /// The address.
-        addr: std::net::SocketAddr,
-        /// The OS error.
-        source: std::io::Error,
-    },
-    /// Bound to a wildcard address, and no route to the signalling server tells which
-    /// address other natives can reach.
-    #[cfg(not(target_arch = "wasm32"))]
-    #[error(
-        "bound to {bind}, a wildcard address, and the route to {server} gives no address to advertise ({source}): set NativeOptions::advertise"
-    )]
-    NothingToAdvertise {
-        /// The bound address.
-        bind: std::net::SocketAddr,
-        /// The signalling server's `host:port`.
-        server: String,
-        /// Why the route could not be found.
-        source: std::io::Error,
-    },
-    /// `tls_ca` cannot be used: unreadable, no certificate in it, or an `http://` room.
-    #[cfg(not(target_arch = "wasm32"))]
-    #[error("TLS trust {path}: {reason}")]
-    TlsCa {
-        /// The file given.
-        path: std::path::PathBuf,
-        /// What is wrong.
-        reason: String,
-    },
-    /// No async runtime could be started for the room's driver.
-    #[cfg(not(target_arch = "wasm32"))]
-    #[error("cannot start the room's runtime: {0}")]
-    Runtime(std::io::Error),
-    /// The browser lacks what a room needs (a window, crypto, WebRTC).
-    #[cfg(target_arch = "wasm32")]
-    #[error("browser: {0}")]
-    Browser(String),
-}
 
 /// A room as one player sees it: join it, send to peers, and hear what happens.
 ///

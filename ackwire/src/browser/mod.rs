@@ -31,62 +31,11 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
 use web_sys::WebSocket;
 
-use crate::room::{JoinError, RoomConfig};
+use crate::config::RoomConfig;
+use crate::error::JoinError;
 
 /// Leaving: the links' goodbyes get this long to go out (as the native driver).
 const LEAVE_GRACE: Duration = Duration::from_millis(500);
-
-/// Browser options; every field has a documented default.
-#[derive(Debug, Clone, Default)]
-#[non_exhaustive]
-pub struct BrowserOptions {
-    /// ICE uses TURN relays only, so peers never learn this player's address; with no TURN
-    /// server there is no path at all. Default `false`.
-    pub relay_only: bool,
-    /// A signalling socket the page opened with this room's join before the wasm finished
-    /// loading, adopted instead of opening one, so the join does not wait for the download.
-    /// Default: none.
-    pub early_socket: Option<EarlySocket>,
-}
-
-/// A signalling socket a page opened early, with the join in its URL (what the JS API's
-/// `join()` does before it awaits the wasm).
-///
-/// The holder is a plain JS object the page keeps filling until the driver takes the socket
-/// over: `{ ws, instance, messages, opened, certificate?, claim?, release? }`, where `ws` is
-/// the `WebSocket`, `instance` the program instance its join declared (the member joins as
-/// it), `messages` the text frames received so far, `opened` whether it opened,
-/// `certificate` an `RTCCertificate` the page made meanwhile (ECDSA P-256), for every link's
-/// peer connection, and `claim(peer)` / `release()` the peer connections the page started by
-/// the member's roles meanwhile (`earlyLinks` in `web/ackwire.js`): `claim` hands the one to
-/// a peer over (`{ pc, channel, settled, error, described, received }`), `release` closes
-/// those no link claimed.
-/// The driver adopts the socket only if its URL carries exactly the join the member makes
-/// (same server, room, instance, application); otherwise it closes it and joins on a socket of
-/// its own.
-#[derive(Debug, Clone)]
-pub struct EarlySocket {
-    holder: JsValue,
-}
-
-impl EarlySocket {
-    /// The page's holder object (see the type's docs).
-    pub fn new(holder: JsValue) -> EarlySocket {
-        EarlySocket { holder }
-    }
-
-    /// The socket and the instance it joined as, if the holder has both.
-    fn parts(&self) -> Option<(WebSocket, String)> {
-        let ws = Reflect::get(&self.holder, &"ws".into())
-            .ok()?
-            .dyn_into::<WebSocket>()
-            .ok()?;
-        let instance = Reflect::get(&self.holder, &"instance".into())
-            .ok()?
-            .as_string()?;
-        Some((ws, instance))
-    }
-}
 
 /// The early socket, until the member's first join adopts (or refuses) it.
 struct Early {
@@ -258,7 +207,7 @@ impl Driver {
             Some((
                 Early {
                     ws,
-                    holder: e.holder.clone(),
+                    holder: e.holder().clone(),
                 },
                 instance,
             ))

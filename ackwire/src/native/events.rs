@@ -1,5 +1,5 @@
 //! The events on their way from the room's task to the game, bounded in bytes
-//! ([`NativeOptions::event_budget`](super::NativeOptions::event_budget)).
+//! ([`NativeOptions::event_budget`](crate::NativeOptions::event_budget)).
 //!
 //! A reliable message the member hands over is already taken (its packet is acknowledged at
 //! the next transmit), so it is always queued; when the queue is full the task stops reading

@@ -16,7 +16,6 @@ pub(crate) mod webrtc;
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -30,71 +29,13 @@ use self::events::EventQueue;
 use self::lite::{LiteError, LiteHost};
 use self::signalling::{Socket, SocketEvent, Trust};
 use self::webrtc::{IceOptions, Session, WebRtcEvent};
+use crate::config::RoomConfig;
+use crate::error::JoinError;
 use crate::net::timer::Timer;
 use crate::net::udp::{self, Link, RecvBuffers};
-use crate::room::{JoinError, RoomConfig};
 
 /// Leaving: the links' goodbyes get this long to go out.
 const LEAVE_GRACE: Duration = Duration::from_millis(500);
-
-/// Native sockets, addresses and trust; every field has a documented default.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct NativeOptions {
-    /// Local UDP address for links to other natives. Default `0.0.0.0:0`: every interface,
-    /// a port chosen by the OS; `127.0.0.1:0` keeps the program on this machine.
-    pub bind: SocketAddr,
-    /// The UDP address other natives send to (behind a NAT with a forwarded port: the public
-    /// one). Default: the bound address, or with a wildcard `bind` the address of the
-    /// interface this machine reaches the signalling server through, with the bound port.
-    pub advertise: Option<SocketAddr>,
-    /// Local address WebRTC gathers ICE candidates on (port 0: any; a wildcard IP: every
-    /// interface but loopback). Default: `bind`'s IP.
-    pub ice_bind: Option<SocketAddr>,
-    /// Public IP to put in WebRTC host candidates instead of the local one (1:1 NAT).
-    /// Default: none.
-    pub public_ip: Option<IpAddr>,
-    /// PEM certificates an `https://` server's certificate must chain to, instead of the
-    /// public roots: a private CA, or the server's own self-signed certificate. Default:
-    /// none (the public web PKI, as a browser).
-    pub tls_ca: Option<PathBuf>,
-    /// Encrypt links to other natives (a Noise key exchange, then AES-256-GCM; browsers'
-    /// links ride DTLS either way). Default `true`; `false` only to read packet captures:
-    /// natives that encrypt reach this one through WebRTC instead.
-    pub encrypt: bool,
-    /// As a room's host ([`Role::Host`]), answer every client's WebRTC with an ICE-lite agent
-    /// (str0m) on one UDP socket per address offered, shared by all clients: about 62 KiB a
-    /// client against 476 KiB and a socket each on the `webrtc` crate (`docs/host-stack.md`).
-    /// The addresses: `public_ip` (one socket at `ice_bind`), else `ice_bind`'s IP, else each
-    /// interface's. It gathers nothing and uses no TURN, so clients must be able to reach one
-    /// of them (a public or LAN host). Default `true`; `false` for a host behind a NAT: each
-    /// client's link then goes as a peer's does (STUN, TURN). Ignored unless the role is
-    /// `Host`.
-    pub host_ice_lite: bool,
-    /// Bytes of messages (`Message`, `Undelivered`) waiting for the game to take them as
-    /// events. Beyond it the room stops reading its sockets until the game catches up, so
-    /// nothing more is acknowledged and reliable senders are held back (their sends say
-    /// `Full`); an unreliable message that finds it full pushes out the oldest unreliable ones
-    /// waiting (or is dropped itself), as the network could have, counted in
-    /// [`Room::dropped_events`](crate::Room::dropped_events). A game that reads its events
-    /// every frame never gets near it. Default: 16 MiB.
-    pub event_budget: usize,
-}
-
-impl Default for NativeOptions {
-    fn default() -> NativeOptions {
-        NativeOptions {
-            bind: SocketAddr::from(([0, 0, 0, 0], 0)),
-            advertise: None,
-            ice_bind: None,
-            public_ip: None,
-            tls_ca: None,
-            encrypt: true,
-            host_ice_lite: true,
-            event_budget: 16 << 20,
-        }
-    }
-}
 
 /// What the room's calls and the driver's task share.
 #[derive(Debug)]

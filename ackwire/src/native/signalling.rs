@@ -11,7 +11,7 @@ use tokio::sync::mpsc;
 use tokio_tungstenite::{Connector, tungstenite};
 use tungstenite::Message;
 
-use crate::room::JoinError;
+use crate::error::JoinError;
 
 /// Frames the member may queue for the server before further ones are dropped (stats are
 /// resent every second anyway; a lost signal shows up as a link attempt that times out and

@@ -1,0 +1,218 @@
+//! How a [`Room`](crate::Room) joins and behaves: [`RoomConfig`], with the options of the
+//! target it runs on (`NativeOptions` natively, `BrowserOptions` and its `EarlySocket` in a
+//! browser). The room and both drivers read it; it knows neither.
+
+#[cfg(not(target_arch = "wasm32"))]
+use std::net::{IpAddr, SocketAddr};
+#[cfg(not(target_arch = "wasm32"))]
+use std::path::PathBuf;
+use std::time::Duration;
+
+use ackwire_core::ConnectionConfig;
+use ackwire_room::emulation::Emulation;
+use ackwire_signalling::{AppInfo as App, Role};
+#[cfg(target_arch = "wasm32")]
+use js_sys::Reflect;
+#[cfg(target_arch = "wasm32")]
+use wasm_bindgen::{JsCast, JsValue};
+#[cfg(target_arch = "wasm32")]
+use web_sys::WebSocket;
+
+/// How a [`Room`](crate::Room) joins and behaves; [`RoomConfig::new`] gives the documented
+/// defaults.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct RoomConfig {
+    /// What the game plays: id, version and channel layout. Required.
+    pub app: App,
+    /// The room's name when [`Room::join`](crate::Room::join) is given a server's URL rather
+    /// than a room page's. Default: none.
+    pub room: Option<String>,
+    /// What this player is in the room: [`Role::Peer`] of a mesh (every player links to
+    /// every other), or in a host room the [`Role::Host`] (an authoritative server every
+    /// client links to) or a [`Role::Client`] (linked to the host alone). The room's first
+    /// member fixes its topology; a join of the other is refused
+    /// ([`ErrorCode::TopologyMismatch`](crate::ErrorCode::TopologyMismatch)), and so is a
+    /// second host while the first is connected. Default: [`Role::Peer`].
+    pub role: Role,
+    /// Every link through the core's link emulator, both directions (latency, jitter,
+    /// loss): to try a game on a bad network. Default: none (real links).
+    pub emulation: Option<Emulation>,
+    /// The core connection of every link: rates, timeouts, the largest datagram. Its
+    /// channels come from [`app`](Self::app). Default: `ConnectionConfig::default()`.
+    pub connection: ConnectionConfig,
+    /// How often [`Event::Stats`](crate::Event::Stats) comes (and dashboards get a report).
+    /// Default: 1 s.
+    pub stats_period: Duration,
+    /// A link not connected after this long is lost and tried again. Default: 20 s.
+    pub attempt_timeout: Duration,
+    /// Bytes of reliable messages kept per peer until it confirms them: beyond, a reliable
+    /// send to that peer is refused with [`SendError::Full`](crate::SendError::Full) (one
+    /// message always fits when none is kept). Default: 4 MiB.
+    pub peer_budget: usize,
+    /// Native programs: sockets, addresses, TLS trust, encryption.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub native: NativeOptions,
+    /// Browsers: ICE policy.
+    #[cfg(target_arch = "wasm32")]
+    pub browser: BrowserOptions,
+}
+
+impl RoomConfig {
+    /// A configuration for `app` with every default.
+    pub fn new(app: App) -> RoomConfig {
+        RoomConfig {
+            app,
+            room: None,
+            role: Role::Peer,
+            emulation: None,
+            connection: ConnectionConfig::default(),
+            stats_period: Duration::from_secs(1),
+            attempt_timeout: Duration::from_secs(20),
+            peer_budget: ackwire_room::DEFAULT_PEER_BUDGET,
+            #[cfg(not(target_arch = "wasm32"))]
+            native: NativeOptions::default(),
+            #[cfg(target_arch = "wasm32")]
+            browser: BrowserOptions::default(),
+        }
+    }
+
+    /// The same, joining room `name` (for a server's URL).
+    pub fn with_room(mut self, name: impl Into<String>) -> RoomConfig {
+        self.room = Some(name.into());
+        self
+    }
+
+    /// The same, as `role` (a host room's host or client).
+    pub fn with_role(mut self, role: Role) -> RoomConfig {
+        self.role = role;
+        self
+    }
+
+    /// The same, with every link emulated.
+    pub fn with_emulation(mut self, emulation: Emulation) -> RoomConfig {
+        self.emulation = Some(emulation);
+        self
+    }
+}
+
+/// Native sockets, addresses and trust; every field has a documented default.
+#[cfg(not(target_arch = "wasm32"))]
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct NativeOptions {
+    /// Local UDP address for links to other natives. Default `0.0.0.0:0`: every interface,
+    /// a port chosen by the OS; `127.0.0.1:0` keeps the program on this machine.
+    pub bind: SocketAddr,
+    /// The UDP address other natives send to (behind a NAT with a forwarded port: the public
+    /// one). Default: the bound address, or with a wildcard `bind` the address of the
+    /// interface this machine reaches the signalling server through, with the bound port.
+    pub advertise: Option<SocketAddr>,
+    /// Local address WebRTC gathers ICE candidates on (port 0: any; a wildcard IP: every
+    /// interface but loopback). Default: `bind`'s IP.
+    pub ice_bind: Option<SocketAddr>,
+    /// Public IP to put in WebRTC host candidates instead of the local one (1:1 NAT).
+    /// Default: none.
+    pub public_ip: Option<IpAddr>,
+    /// PEM certificates an `https://` server's certificate must chain to, instead of the
+    /// public roots: a private CA, or the server's own self-signed certificate. Default:
+    /// none (the public web PKI, as a browser).
+    pub tls_ca: Option<PathBuf>,
+    /// Encrypt links to other natives (a Noise key exchange, then AES-256-GCM; browsers'
+    /// links ride DTLS either way). Default `true`; `false` only to read packet captures:
+    /// natives that encrypt reach this one through WebRTC instead.
+    pub encrypt: bool,
+    /// As a room's host ([`Role::Host`]), answer every client's WebRTC with an ICE-lite agent
+    /// (str0m) on one UDP socket per address offered, shared by all clients: about 62 KiB a
+    /// client against 476 KiB and a socket each on the `webrtc` crate (`docs/host-stack.md`).
+    /// The addresses: `public_ip` (one socket at `ice_bind`), else `ice_bind`'s IP, else each
+    /// interface's. It gathers nothing and uses no TURN, so clients must be able to reach one
+    /// of them (a public or LAN host). Default `true`; `false` for a host behind a NAT: each
+    /// client's link then goes as a peer's does (STUN, TURN). Ignored unless the role is
+    /// `Host`.
+    pub host_ice_lite: bool,
+    /// Bytes of messages (`Message`, `Undelivered`) waiting for the game to take them as
+    /// events. Beyond it the room stops reading its sockets until the game catches up, so
+    /// nothing more is acknowledged and reliable senders are held back (their sends say
+    /// `Full`); an unreliable message that finds it full pushes out the oldest unreliable ones
+    /// waiting (or is dropped itself), as the network could have, counted in
+    /// [`Room::dropped_events`](crate::Room::dropped_events). A game that reads its events
+    /// every frame never gets near it. Default: 16 MiB.
+    pub event_budget: usize,
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+impl Default for NativeOptions {
+    fn default() -> NativeOptions {
+        NativeOptions {
+            bind: SocketAddr::from(([0, 0, 0, 0], 0)),
+            advertise: None,
+            ice_bind: None,
+            public_ip: None,
+            tls_ca: None,
+            encrypt: true,
+            host_ice_lite: true,
+            event_budget: 16 << 20,
+        }
+    }
+}
+
+/// Browser options; every field has a documented default.
+#[cfg(target_arch = "wasm32")]
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct BrowserOptions {
+    /// ICE uses TURN relays only, so peers never learn this player's address; with no TURN
+    /// server there is no path at all. Default `false`.
+    pub relay_only: bool,
+    /// A signalling socket the page opened with this room's join before the wasm finished
+    /// loading, adopted instead of opening one, so the join does not wait for the download.
+    /// Default: none.
+    pub early_socket: Option<EarlySocket>,
+}
+
+/// A signalling socket a page opened early, with the join in its URL (what the JS API's
+/// `join()` does before it awaits the wasm).
+///
+/// The holder is a plain JS object the page keeps filling until the driver takes the socket
+/// over: `{ ws, instance, messages, opened, certificate?, claim?, release? }`, where `ws` is
+/// the `WebSocket`, `instance` the program instance its join declared (the member joins as
+/// it), `messages` the text frames received so far, `opened` whether it opened,
+/// `certificate` an `RTCCertificate` the page made meanwhile (ECDSA P-256), for every link's
+/// peer connection, and `claim(peer)` / `release()` the peer connections the page started by
+/// the member's roles meanwhile (`earlyLinks` in `web/ackwire.js`): `claim` hands the one to
+/// a peer over (`{ pc, channel, settled, error, described, received }`), `release` closes
+/// those no link claimed.
+/// The driver adopts the socket only if its URL carries exactly the join the member makes
+/// (same server, room, instance, application); otherwise it closes it and joins on a socket of
+/// its own.
+#[cfg(target_arch = "wasm32")]
+#[derive(Debug, Clone)]
+pub struct EarlySocket {
+    holder: JsValue,
+}
+
+#[cfg(target_arch = "wasm32")]
+impl EarlySocket {
+    /// The page's holder object (see the type's docs).
+    pub fn new(holder: JsValue) -> EarlySocket {
+        EarlySocket { holder }
+    }
+
+    /// The holder itself.
+    pub(crate) fn holder(&self) -> &JsValue {
+        &self.holder
+    }
+
+    /// The socket and the instance it joined as, if the holder has both.
+    pub(crate) fn parts(&self) -> Option<(WebSocket, String)> {
+        let ws = Reflect::get(&self.holder, &"ws".into())
+            .ok()?
+            .dyn_into::<WebSocket>()
+            .ok()?;
+        let instance = Reflect::get(&self.holder, &"instance".into())
+            .ok()?
+            .as_string()?;
+        Some((ws, instance))
+    }
+}

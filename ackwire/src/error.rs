@@ -1,0 +1,57 @@
+//! Why a [`Room`](crate::Room) could not be joined: [`JoinError`], on both targets.
+
+use ackwire_room::member::MemberError;
+use ackwire_signalling::BadRoomUrl;
+
+/// Why [`Room::join`](crate::Room::join) could not start. What the server refuses later (a room
+/// playing another game, say) comes as [`Event::Refused`](crate::Event::Refused).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum JoinError {
+    /// The URL names no room.
+    #[error(transparent)]
+    Url(#[from] BadRoomUrl),
+    /// The configuration is invalid (the app, names, sizes, emulation).
+    #[error(transparent)]
+    Config(#[from] MemberError),
+    /// The UDP socket could not be bound.
+    #[cfg(not(target_arch = "wasm32"))]
+    #[error("cannot bind UDP {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: std::net::SocketAddr,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// Bound to a wildcard address, and no route to the signalling server tells which
+    /// address other natives can reach.
+    #[cfg(not(target_arch = "wasm32"))]
+    #[error(
+        "bound to {bind}, a wildcard address, and the route to {server} gives no address to advertise ({source}): set NativeOptions::advertise"
+    )]
+    NothingToAdvertise {
+        /// The bound address.
+        bind: std::net::SocketAddr,
+        /// The signalling server's `host:port`.
+        server: String,
+        /// Why the route could not be found.
+        source: std::io::Error,
+    },
+    /// `tls_ca` cannot be used: unreadable, no certificate in it, or an `http://` room.
+    #[cfg(not(target_arch = "wasm32"))]
+    #[error("TLS trust {path}: {reason}")]
+    TlsCa {
+        /// The file given.
+        path: std::path::PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// No async runtime could be started for the room's driver.
+    #[cfg(not(target_arch = "wasm32"))]
+    #[error("cannot start the room's runtime: {0}")]
+    Runtime(std::io::Error),
+    /// The browser lacks what a room needs (a window, crypto, WebRTC).
+    #[cfg(target_arch = "wasm32")]
+    #[error("browser: {0}")]
+    Browser(String),
+}
