@@ -88,6 +88,8 @@ mod native;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod net;
 #[cfg(any(target_arch = "wasm32", feature = "rooms"))]
+mod outputs;
+#[cfg(any(target_arch = "wasm32", feature = "rooms"))]
 mod room;
 
 #[cfg(any(target_arch = "wasm32", feature = "rooms"))]

@@ -3,8 +3,9 @@
 //!
 //! It owns the clock (`performance.now()`), one `setTimeout` timer, the signalling WebSocket
 //! ([`signalling`]) and one RTCPeerConnection with its data channel per WebRTC link attempt
-//! ([`webrtc`]); it moves bytes and events between them and the member, and queues the
-//! member's events for the [`Room`](crate::Room). Every decision about links — who offers,
+//! ([`webrtc`]); it moves bytes and events between them and the member (its outputs through
+//! the loop both drivers share, [`outputs`](crate::outputs)), and queues the member's events
+//! for the [`Room`](crate::Room). Every decision about links — who offers,
 //! when to retry, what a failure means — is the member's, shared with the native driver.
 //!
 //! All state sits in one `Rc<RefCell<State>>`. Browser callbacks borrow it briefly (through
@@ -24,8 +25,8 @@ use std::rc::Rc;
 use std::task::{Poll, Waker};
 use std::time::Duration;
 
-use ackwire_room::member::{Event, Member, MemberConfig, Output, Route, TransportId};
-use ackwire_signalling::{PeerKind, RoomUrl};
+use ackwire_room::member::{Command, Event, Member, MemberConfig, MemberFrame, Route, TransportId};
+use ackwire_signalling::{PeerKind, RoomUrl, UrlJoin};
 use js_sys::Reflect;
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
@@ -33,6 +34,7 @@ use web_sys::WebSocket;
 
 use crate::config::RoomConfig;
 use crate::error::JoinError;
+use crate::outputs::{self, Carrier};
 
 /// Leaving: the links' goodbyes get this long to go out (as the native driver).
 const LEAVE_GRACE: Duration = Duration::from_millis(500);
@@ -128,35 +130,63 @@ fn with_weak(weak: &std::rc::Weak<RefCell<State>>, f: impl FnOnce(&mut State, Du
 
 /// Carries out what the member asked for.
 fn flush(state: &mut State, shared: &Shared) {
-    let mut told = false;
-    while let Some(output) = state.member.poll_output() {
-        match output {
-            Output::OpenSignalling { join } => signalling::open(state, shared, join),
-            Output::CloseSignalling => {
-                if let Some(socket) = state.socket.take() {
-                    socket.shut_down();
-                }
-            }
-            Output::Frame(frame) => signalling::send(state, &frame),
-            Output::Command(command) => webrtc::run_command(state, shared, command),
-            Output::Transmit { route, datagram } => {
-                // Browsers have no UDP sockets; the member never routes a browser's link there.
-                if let Route::WebRtc(transport) = route
-                    && let Some(pc) = state.pcs.get(&transport)
-                {
-                    pc.send(&datagram);
-                }
-                state.member.recycle(datagram);
-            }
-            Output::Event(event) => {
-                state.inbox.events.push_back(event);
-                told = true;
-            }
+    let mut carry = Carry {
+        state,
+        shared,
+        told: false,
+    };
+    outputs::carry_out(&mut carry);
+    // The waiting task runs in a later microtask, after this borrow is released.
+    if carry.told
+        && let Some(waker) = carry.state.inbox.waker.take()
+    {
+        waker.wake();
+    }
+}
+
+/// The page's socket and peer connections, carrying out the member's outputs.
+struct Carry<'a> {
+    state: &'a mut State,
+    shared: &'a Shared,
+    /// An event was queued: whoever waits for one is woken once the outputs are done.
+    told: bool,
+}
+
+impl Carrier for Carry<'_> {
+    fn member(&mut self) -> &mut Member {
+        &mut self.state.member
+    }
+
+    fn open_signalling(&mut self, join: Option<UrlJoin>) {
+        signalling::open(self.state, self.shared, join);
+    }
+
+    fn close_signalling(&mut self) {
+        if let Some(socket) = self.state.socket.take() {
+            socket.shut_down();
         }
     }
-    // The waiting task runs in a later microtask, after this borrow is released.
-    if told && let Some(waker) = state.inbox.waker.take() {
-        waker.wake();
+
+    fn send_frame(&mut self, frame: &MemberFrame) {
+        signalling::send(self.state, frame);
+    }
+
+    fn run_command(&mut self, command: Command) {
+        webrtc::run_command(self.state, self.shared, command);
+    }
+
+    fn transmit(&mut self, route: Route, datagram: &[u8]) {
+        // Browsers have no UDP sockets; the member never routes a browser's link there.
+        if let Route::WebRtc(transport) = route
+            && let Some(pc) = self.state.pcs.get(&transport)
+        {
+            pc.send(datagram);
+        }
+    }
+
+    fn queue_event(&mut self, event: Event) {
+        self.state.inbox.events.push_back(event);
+        self.told = true;
     }
 }
 

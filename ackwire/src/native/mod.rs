@@ -3,7 +3,8 @@
 //! One tokio task owns the clock, one UDP socket for every native peer, one WebRTC session
 //! per browser link ([`webrtc`]; a host instead holds all its clients' in the task, on a
 //! socket of their own: [`lite`]) and the signalling WebSocket ([`signalling`]); it moves
-//! bytes and events between them and the member, and hands the member's events to the
+//! bytes and events between them and the member (its outputs through the loop both drivers
+//! share, [`outputs`](crate::outputs)), and hands the member's events to the
 //! [`Room`](crate::Room). The member sits behind a mutex the room's calls share with the
 //! task: a send is checked and queued in the caller's call, and the task is woken to carry
 //! it out. Every decision about links — who offers, when to retry, what a failure means — is
@@ -20,8 +21,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use ackwire_room::keys::NoiseKeys;
-use ackwire_room::member::{Command, Event, Member, MemberConfig, Output, Route, TransportId};
-use ackwire_signalling::{PeerKind, Role, RoomUrl};
+use ackwire_room::member::{Command, Event, Member, MemberConfig, MemberFrame, Route, TransportId};
+use ackwire_signalling::{PeerKind, Role, RoomUrl, UrlJoin};
 use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::time::Instant;
 
@@ -33,6 +34,7 @@ use crate::config::RoomConfig;
 use crate::error::JoinError;
 use crate::net::timer::Timer;
 use crate::net::udp::{self, Link, RecvBuffers};
+use crate::outputs::{self, Carrier};
 
 /// Leaving: the links' goodbyes get this long to go out.
 const LEAVE_GRACE: Duration = Duration::from_millis(500);
@@ -364,44 +366,11 @@ impl Io {
 
     fn flush_member(&mut self, shared: &mut Shared) {
         let now = shared.now();
-        let member = &mut shared.member;
-        while let Some(output) = member.poll_output() {
-            match output {
-                Output::OpenSignalling { join } => {
-                    self.sockets_opened += 1;
-                    let number = self.sockets_opened;
-                    let url = self.url.socket_url(join.as_ref());
-                    let socket =
-                        Socket::open(url, self.trust.clone(), number, self.socket_events.clone());
-                    self.socket = Some((number, socket));
-                }
-                Output::CloseSignalling => self.socket = None,
-                Output::Frame(frame) => {
-                    if let (Some((_, socket)), Ok(text)) =
-                        (&self.socket, serde_json::to_string(&frame))
-                        && !socket.send(text)
-                    {
-                        tracing::debug!("signalling queue full: a frame was dropped");
-                    }
-                }
-                Output::Command(command) => self.command(now, command),
-                Output::Transmit { route, datagram } => {
-                    match (route, &mut self.lite) {
-                        (Route::Udp(addr), _) => self.udp.send(now, addr, &datagram),
-                        (Route::WebRtc(transport), Some(lite)) if lite.has(transport) => {
-                            lite.send(transport, &datagram);
-                        }
-                        (Route::WebRtc(transport), _) => {
-                            if let Some(session) = self.sessions.get(&transport) {
-                                session.send(&datagram);
-                            }
-                        }
-                    }
-                    member.recycle(datagram);
-                }
-                Output::Event(event) => self.events.push(event),
-            }
-        }
+        outputs::carry_out(&mut Carry {
+            io: self,
+            member: &mut shared.member,
+            now,
+        });
     }
 
     fn command(&mut self, now: Duration, command: Command) {
@@ -476,6 +445,63 @@ impl Io {
                     tracing::debug!(%from, error = %e, "datagram refused");
                 }
             });
+    }
+}
+
+/// The task's sockets and sessions, carrying out the member's outputs at `now`.
+struct Carry<'a> {
+    io: &'a mut Io,
+    member: &'a mut Member,
+    now: Duration,
+}
+
+impl Carrier for Carry<'_> {
+    fn member(&mut self) -> &mut Member {
+        self.member
+    }
+
+    fn open_signalling(&mut self, join: Option<UrlJoin>) {
+        let io = &mut *self.io;
+        io.sockets_opened += 1;
+        let number = io.sockets_opened;
+        let url = io.url.socket_url(join.as_ref());
+        let socket = Socket::open(url, io.trust.clone(), number, io.socket_events.clone());
+        io.socket = Some((number, socket));
+    }
+
+    fn close_signalling(&mut self) {
+        self.io.socket = None;
+    }
+
+    fn send_frame(&mut self, frame: &MemberFrame) {
+        if let (Some((_, socket)), Ok(text)) = (&self.io.socket, serde_json::to_string(frame))
+            && !socket.send(text)
+        {
+            tracing::debug!("signalling queue full: a frame was dropped");
+        }
+    }
+
+    fn run_command(&mut self, command: Command) {
+        self.io.command(self.now, command);
+    }
+
+    fn transmit(&mut self, route: Route, datagram: &[u8]) {
+        let io = &mut *self.io;
+        match (route, &mut io.lite) {
+            (Route::Udp(addr), _) => io.udp.send(self.now, addr, datagram),
+            (Route::WebRtc(transport), Some(lite)) if lite.has(transport) => {
+                lite.send(transport, datagram);
+            }
+            (Route::WebRtc(transport), _) => {
+                if let Some(session) = io.sessions.get(&transport) {
+                    session.send(datagram);
+                }
+            }
+        }
+    }
+
+    fn queue_event(&mut self, event: Event) {
+        self.io.events.push(event);
     }
 }
 
