@@ -1,0 +1,423 @@
+//! What the server calls: [`Broker::start`], the steps a session waits for (they read and
+//! write Redis directly, and fail with [`SignalError::BrokerUnavailable`] while it is out of
+//! reach), and the writes the hub makes, queued in order for the task (`task.rs`).
+
+use std::{
+    collections::HashMap,
+    net::IpAddr,
+    sync::{
+        Arc, Mutex, OnceLock, Weak,
+        atomic::{AtomicBool, Ordering},
+    },
+};
+
+use ackwire_signalling::rules::{RuleError, tokens_match};
+use ackwire_signalling::{
+    AppInfo, LeaveReason, PeerId, PeerInfo, Resume, Role, RoomSnapshot, Topology,
+};
+use redis::{AsyncCommands, aio::MultiplexedConnection};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::{
+    Broker, Mirror, lock,
+    schema::{
+        Delivery, NEXT_PEER_KEY, RESERVED, ROOM_PATTERN, ROOMS_KEY, Record, RoomEvent, app_json,
+        app_key, host_key, instance_channel, parse_app, peers_key, room_channel, topology_key,
+    },
+    scripts::Scripts,
+    task::Op,
+};
+use crate::error::SignalError;
+
+impl Broker {
+    /// A broker for the Redis at `url` (checked by the config), and its task, which connects
+    /// and keeps reconnecting; `hub` hears what the other instances do.
+    pub fn start<M: Mirror + 'static>(
+        url: &str,
+        hub: &Arc<M>,
+    ) -> Result<Arc<Broker>, redis::RedisError> {
+        let (ops, rx) = mpsc::unbounded_channel();
+        let client = redis::Client::open(url)?;
+        let broker = Arc::new_cyclic(|this| Broker {
+            instance: format!("{:016x}", rand::random::<u64>()),
+            client,
+            conn: Mutex::new(None),
+            sink: Mutex::new(None),
+            rooms: Mutex::new(HashMap::new()),
+            ops,
+            healthy: AtomicBool::new(false),
+            hub: OnceLock::new(),
+            this: this.clone(),
+            scripts: Scripts::new(),
+            epoch: Mutex::new(None),
+            watching_all: AtomicBool::new(false),
+        });
+        let hub: Weak<M> = Arc::downgrade(hub);
+        let _ = broker.hub.set(hub);
+        tokio::spawn(Arc::clone(&broker).run(rx));
+        Ok(broker)
+    }
+
+    /// Whether Redis answers now.
+    pub fn healthy(&self) -> bool {
+        self.healthy.load(Ordering::Relaxed)
+    }
+
+    pub(super) fn hub(&self) -> Option<Arc<dyn Mirror>> {
+        self.hub.get().and_then(Weak::upgrade)
+    }
+
+    pub(super) fn connection(&self) -> Result<MultiplexedConnection, SignalError> {
+        lock(&self.conn)
+            .clone()
+            .filter(|_| self.healthy())
+            .ok_or(SignalError::BrokerUnavailable)
+    }
+
+    // ----- what sessions wait for -----
+
+    /// Listen to `room` and load its peers from the other instances into the hub, once; a
+    /// join or a watch of the room waits for this, so its welcome lists every peer.
+    pub async fn enter(&self, room: &str) -> Result<(), SignalError> {
+        let cell = lock(&self.rooms)
+            .entry(room.to_owned())
+            .or_default()
+            .clone();
+        cell.get_or_try_init(|| self.load(room)).await.map(|_| ())
+    }
+
+    /// Subscribe first, then read: a peer that joins in between is heard of twice, which the
+    /// hub takes as once; none is missed.
+    async fn load(&self, room: &str) -> Result<(), SignalError> {
+        let mut sink = lock(&self.sink)
+            .clone()
+            .ok_or(SignalError::BrokerUnavailable)?;
+        sink.subscribe(room_channel(room))
+            .await
+            .map_err(unavailable)?;
+        let records = self.records(room).await?;
+        let app = self.room_app(room).await?;
+        if let Some(hub) = self.hub() {
+            hub.mirror(room, &self.instance, records, app);
+        }
+        Ok(())
+    }
+
+    /// The room's application as Redis holds it; `None` when it holds none (an empty room)
+    /// or one this version cannot read.
+    pub(super) async fn room_app(
+        &self,
+        room: &str,
+    ) -> Result<Option<Option<AppInfo>>, SignalError> {
+        let mut conn = self.connection()?;
+        let text: Option<String> = conn.get(app_key(room)).await.map_err(unavailable)?;
+        Ok(text.and_then(|t| parse_app(room, &t)))
+    }
+
+    pub(super) async fn records(&self, room: &str) -> Result<Vec<Record>, SignalError> {
+        let mut conn = self.connection()?;
+        let all: HashMap<String, String> =
+            conn.hgetall(peers_key(room)).await.map_err(unavailable)?;
+        Ok(all
+            .values()
+            .filter(|v| v.as_str() != RESERVED)
+            .filter_map(|v| serde_json::from_str(v).ok())
+            .collect())
+    }
+
+    /// A place in `room` for a new peer playing `app` as `role`, within the limits every
+    /// instance shares (room size, the cap of the role's topology; rooms; rooms created per
+    /// address per minute) and in a room that plays `app` and links as the role does (or is
+    /// empty: then it plays `app` and links so from now on); `taken` are the peers whose
+    /// places it takes (its program's old peer it replaces, a dropped host's seat).
+    pub async fn reserve(
+        &self,
+        room: &str,
+        taken: &[PeerId],
+        client: IpAddr,
+        limits: (usize, usize, u32),
+        (app, role): (Option<&AppInfo>, Role),
+    ) -> Result<PeerId, SignalError> {
+        let (max_peers, max_rooms, per_ip) = limits;
+        let taken: Vec<String> = taken.iter().map(PeerId::to_string).collect();
+        let mut conn = self.connection()?;
+        let (answer, room_has): (i64, String) = self
+            .scripts
+            .reserve
+            .key(peers_key(room))
+            .key(NEXT_PEER_KEY)
+            .key(ROOMS_KEY)
+            .key(format!("ackwire:created:{client}"))
+            .key(app_key(room))
+            .key(topology_key(room))
+            .key(host_key(room))
+            .arg(max_peers)
+            .arg(taken.join(" "))
+            .arg(room)
+            .arg(max_rooms)
+            .arg(per_ip)
+            .arg(app_json(app))
+            .arg(role.topology().as_str())
+            .arg(u8::from(role == Role::Host))
+            .invoke_async(&mut conn)
+            .await
+            .map_err(unavailable)?;
+        // What Redis holds in a form this version cannot read (a later one wrote it) cannot be
+        // named, nor a join checked against it.
+        match answer {
+            0 => Err(SignalError::RoomFull(room.to_owned())),
+            -1 => Err(SignalError::TooManyRooms),
+            -2 => Err(SignalError::RoomCreationLimited),
+            -3 => match parse_app(room, &room_has) {
+                Some(room_app) => Err(SignalError::app_mismatch(room, room_app, app.cloned())),
+                None => Err(SignalError::BrokerUnavailable),
+            },
+            -4 => match serde_json::from_value::<Topology>(Value::from(room_has)) {
+                Ok(topology) => Err(SignalError::Rule(RuleError::TopologyMismatch {
+                    room: room.to_owned(),
+                    topology,
+                    role,
+                })),
+                Err(_) => Err(SignalError::BrokerUnavailable),
+            },
+            -5 => match room_has.parse::<PeerId>() {
+                Ok(host) => Err(SignalError::Rule(RuleError::HostTaken {
+                    room: room.to_owned(),
+                    host,
+                })),
+                Err(_) => Err(SignalError::BrokerUnavailable),
+            },
+            id => Ok(id as PeerId),
+        }
+    }
+
+    /// Takes over a peer another instance held (the resume of a client whose socket, or
+    /// whose instance, went away): checks the token, then moves the record here with
+    /// `token` as its new one. The peer's info, for the hub.
+    pub async fn take_over(
+        &self,
+        room: &str,
+        resume: &Resume,
+        token: &str,
+    ) -> Result<PeerInfo, SignalError> {
+        let rejected = || SignalError::ResumeRejected(resume.peer_id);
+        let mut conn = self.connection()?;
+        let old: Option<String> = conn
+            .hget(peers_key(room), resume.peer_id)
+            .await
+            .map_err(unavailable)?;
+        let old = old.ok_or_else(rejected)?;
+        let record: Record = serde_json::from_str(&old).map_err(|_| rejected())?;
+        if !tokens_match(&record.token, &resume.token) {
+            return Err(rejected());
+        }
+        let moved = Record {
+            token: token.to_owned(),
+            home: self.instance.clone(),
+            ..record
+        };
+        let new = serde_json::to_string(&moved).map_err(|_| rejected())?;
+        let swapped: i64 = self
+            .scripts
+            .swap
+            .key(peers_key(room))
+            .arg(resume.peer_id)
+            .arg(&old)
+            .arg(&new)
+            .invoke_async(&mut conn)
+            .await
+            .map_err(unavailable)?;
+        if swapped != 1 {
+            // Taken over (or evicted) by someone else meanwhile.
+            return Err(rejected());
+        }
+        self.publish_event(
+            room,
+            &RoomEvent::Moved {
+                origin: self.instance.clone(),
+                peer: moved.info.clone(),
+                home: self.instance.clone(),
+            },
+        );
+        Ok(moved.info)
+    }
+
+    /// For an all-rooms dashboard: listen to every room from now on, and every room as Redis
+    /// has it now (peers as dashboards see them).
+    pub async fn watch_all(&self) -> Result<Vec<RoomSnapshot>, SignalError> {
+        if !self.watching_all.swap(true, Ordering::Relaxed) {
+            let sink = lock(&self.sink).clone();
+            let subscribed = match sink {
+                Some(mut sink) => sink.psubscribe(ROOM_PATTERN).await.map_err(unavailable),
+                None => Err(SignalError::BrokerUnavailable),
+            };
+            if let Err(err) = subscribed {
+                self.watching_all.store(false, Ordering::Relaxed);
+                return Err(err);
+            }
+        }
+        let mut conn = self.connection()?;
+        let mut rooms: Vec<String> = conn.smembers(ROOMS_KEY).await.map_err(unavailable)?;
+        rooms.sort_unstable();
+        let apps: Vec<Option<String>> = if rooms.is_empty() {
+            Vec::new()
+        } else {
+            let keys: Vec<String> = rooms.iter().map(|r| app_key(r)).collect();
+            conn.mget(keys).await.map_err(unavailable)?
+        };
+        let mut snapshots = Vec::with_capacity(rooms.len());
+        for (room, app) in rooms.into_iter().zip(apps) {
+            let mut peers: Vec<PeerInfo> = self
+                .records(&room)
+                .await?
+                .into_iter()
+                .map(|r| r.info.watched())
+                .collect();
+            peers.sort_unstable_by_key(|p| p.id);
+            if !peers.is_empty() {
+                let app = app.and_then(|text| parse_app(&room, &text)).flatten();
+                // Its members' roles say how it links: a host room's are hosts and clients.
+                let topology = match peers.iter().any(|p| p.role != Role::Peer) {
+                    true => Topology::Host,
+                    false => Topology::Mesh,
+                };
+                snapshots.push(RoomSnapshot {
+                    room,
+                    app,
+                    topology,
+                    peers,
+                });
+            }
+        }
+        Ok(snapshots)
+    }
+
+    /// Rooms and peers of every instance, for `/metrics`.
+    pub async fn totals(&self) -> Result<(i64, i64), SignalError> {
+        let mut conn = self.connection()?;
+        let rooms: Vec<String> = conn.smembers(ROOMS_KEY).await.map_err(unavailable)?;
+        let mut pipe = redis::pipe();
+        for room in &rooms {
+            pipe.hlen(peers_key(room));
+        }
+        let sizes: Vec<i64> = if rooms.is_empty() {
+            Vec::new()
+        } else {
+            pipe.query_async(&mut conn).await.map_err(unavailable)?
+        };
+        Ok((rooms.len() as i64, sizes.iter().sum()))
+    }
+
+    // ----- what the hub tells the others (queued, in order) -----
+
+    /// A local peer got a new token (a resume): store it.
+    pub fn put(&self, room: &str, info: &PeerInfo, token: &str) {
+        self.send_put(room, info, token, None);
+    }
+
+    /// A local peer joined the room, which plays `app`: store it and tell the room.
+    pub fn joined(&self, room: &str, info: &PeerInfo, token: &str, app: Option<&AppInfo>) {
+        self.send_put(room, info, token, Some(app.cloned()));
+    }
+
+    fn send_put(
+        &self,
+        room: &str,
+        info: &PeerInfo,
+        token: &str,
+        announce: Option<Option<AppInfo>>,
+    ) {
+        let record = Box::new(Record {
+            info: info.clone(),
+            token: token.to_owned(),
+            home: self.instance.clone(),
+        });
+        let _ = self.ops.send(Op::Put {
+            room: room.to_owned(),
+            record,
+            announce,
+        });
+    }
+
+    /// A local peer left.
+    pub fn left(&self, room: &str, peer_id: PeerId, reason: LeaveReason) {
+        let _ = self.ops.send(Op::Left {
+            room: room.to_owned(),
+            peer_id,
+            reason,
+        });
+    }
+
+    /// A reservation no join took.
+    pub fn release(&self, room: &str, peer_id: PeerId) {
+        let _ = self.ops.send(Op::Release {
+            room: room.to_owned(),
+            peer_id,
+        });
+    }
+
+    /// A frame for a peer `home` holds.
+    /// Refused while Redis is out of reach: a signal is worth sending now or not at all,
+    /// and queueing them would grow without bound during an outage.
+    pub fn forward(
+        &self,
+        home: &str,
+        room: &str,
+        to: PeerId,
+        text: &str,
+    ) -> Result<(), SignalError> {
+        if !self.healthy() {
+            return Err(SignalError::BrokerUnavailable);
+        }
+        let message = serde_json::to_string(&Delivery {
+            room: room.to_owned(),
+            to,
+            text: text.to_owned(),
+        })
+        .map_err(|e| SignalError::Malformed(e.to_string()))?;
+        let _ = self.ops.send(Op::Publish {
+            channel: instance_channel(home),
+            message,
+        });
+        Ok(())
+    }
+
+    /// A local peer's stats report, for the room's watchers on other instances (dropped while
+    /// Redis is out of reach: the next report follows within seconds).
+    pub fn stats(&self, room: &str, peer_id: PeerId, links: &Value) {
+        if !self.healthy() {
+            return;
+        }
+        self.publish_event(
+            room,
+            &RoomEvent::Stats {
+                origin: self.instance.clone(),
+                peer_id,
+                links: links.clone(),
+            },
+        );
+    }
+
+    /// No local peer or watcher is in `room` any more.
+    pub fn forget(&self, room: &str) {
+        lock(&self.rooms).remove(room);
+        let _ = self.ops.send(Op::Forget {
+            room: room.to_owned(),
+        });
+    }
+
+    pub(super) fn publish_event(&self, room: &str, event: &RoomEvent) {
+        if let Ok(message) = serde_json::to_string(event) {
+            let _ = self.ops.send(Op::Publish {
+                channel: room_channel(room),
+                message,
+            });
+        }
+    }
+}
+
+fn unavailable(err: redis::RedisError) -> SignalError {
+    tracing::debug!(%err, "broker request failed");
+    SignalError::BrokerUnavailable
+}
