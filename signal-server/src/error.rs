@@ -78,8 +78,9 @@ pub enum SignalError {
     /// Watching every room needs the server's admin token, or a server listening on loopback.
     #[error("watching every room needs the server's admin token; watch one room instead")]
     AdminTokenRequired,
-    /// Rooms are shared through Redis (`--redis`) and this server cannot reach it now: joins,
-    /// resumes and new room watches wait until it can (peers already in rooms carry on).
+    /// Rooms are shared through Redis (`--redis`) and this server cannot reach it now, or its
+    /// task that talks to Redis has stopped: joins, resumes, new room watches and signals to
+    /// peers on other servers are refused until it can (peers already in rooms carry on).
     #[error("the server cannot reach its broker (Redis) now; try again shortly")]
     BrokerUnavailable,
     /// A room rule refused under a code of its own, with its own message (a host room's

@@ -65,9 +65,9 @@ fn app_with_metrics(
         None => Source::Embedded,
     });
     let config = Arc::new(config);
-    let hub = Arc::new(Hub::new(config.clone(), metrics));
+    let hub = Arc::new(Hub::new(config.clone(), Arc::clone(&metrics)));
     if let Some(url) = &config.redis {
-        match broker::Broker::start(url, &hub) {
+        match broker::Broker::start(url, &hub, metrics) {
             Ok(broker) => hub.set_broker(broker),
             // The config checked the URL; a client that still cannot be made leaves joins
             // refused rather than rooms split.

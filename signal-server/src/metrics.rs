@@ -61,6 +61,41 @@ impl DropReason {
     }
 }
 
+/// A write for Redis that was lost because the broker's task, which sends them, had
+/// stopped: what it would have told the other instances.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LostWrite {
+    /// A local peer's join (its record and the room's `joined` event).
+    Joined,
+    /// A resumed peer's new token.
+    Token,
+    /// A local peer's leave (its removal and the room's `left` event).
+    Left,
+    /// A place a join reserved and did not take.
+    Release,
+    /// A stats report for other instances' dashboards.
+    Stats,
+    /// The `left` event of a dead instance's peer this instance evicted.
+    Evicted,
+    /// Dropping the subscription to a room nobody here is in any more.
+    Forget,
+}
+
+impl LostWrite {
+    /// Label value in `/metrics`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Joined => "joined",
+            Self::Token => "token",
+            Self::Left => "left",
+            Self::Release => "release",
+            Self::Stats => "stats",
+            Self::Evicted => "evicted",
+            Self::Forget => "forget",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct CodeLabel {
     code: &'static str,
@@ -74,6 +109,11 @@ struct ReasonLabel {
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ResultLabel {
     result: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct WriteLabel {
+    write: &'static str,
 }
 
 fn count(family: &Family<ReasonLabel, Counter>, reason: &'static str) {
@@ -108,8 +148,10 @@ pub struct Metrics {
     pub shared_rooms: Gauge,
     /// With a broker: peers of all instances (reserved places included).
     pub shared_peers: Gauge,
-    /// With a broker: 1 while Redis answers, 0 while joins are refused.
+    /// With a broker: 1 while Redis answers and the broker's task runs, 0 while joins are
+    /// refused.
     pub broker_up: Gauge,
+    broker_writes_lost: Family<WriteLabel, Counter>,
     errors: Family<CodeLabel, Counter>,
     closes: Family<ReasonLabel, Counter>,
     dropped: Family<ReasonLabel, Counter>,
@@ -145,6 +187,7 @@ impl Metrics {
             shared_rooms: Gauge::default(),
             shared_peers: Gauge::default(),
             broker_up: Gauge::default(),
+            broker_writes_lost: Family::default(),
             errors: Family::default(),
             closes: Family::default(),
             dropped: Family::default(),
@@ -234,8 +277,13 @@ impl Metrics {
             );
             r.register(
                 "broker_up",
-                "1 while Redis answers (joins are refused while 0)",
+                "1 while Redis answers and the broker's task runs (joins are refused while 0)",
                 m.broker_up.clone(),
+            );
+            r.register(
+                "broker_writes_lost",
+                "Writes for Redis lost because the broker's task had stopped, by write",
+                m.broker_writes_lost.clone(),
             );
         }
         m
@@ -260,6 +308,15 @@ impl Metrics {
     /// Count one frame for a client that was not delivered.
     pub fn frame_dropped(&self, reason: DropReason) {
         count(&self.dropped, reason.as_str());
+    }
+
+    /// Count one write for Redis lost to a stopped broker task.
+    pub fn broker_write_lost(&self, write: LostWrite) {
+        self.broker_writes_lost
+            .get_or_create(&WriteLabel {
+                write: write.as_str(),
+            })
+            .inc();
     }
 
     /// Count one upgrade refused with an HTTP status.

@@ -20,7 +20,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::{
-    Broker, Mirror, lock,
+    Broker, BrokerError, Mirror, lock,
     schema::{
         Delivery, NEXT_PEER_KEY, RESERVED, ROOM_PATTERN, ROOMS_KEY, Record, RoomEvent, app_json,
         app_key, host_key, instance_channel, parse_app, peers_key, room_channel, topology_key,
@@ -28,14 +28,19 @@ use super::{
     scripts::Scripts,
     task::Op,
 };
-use crate::error::SignalError;
+use crate::{
+    error::SignalError,
+    metrics::{LostWrite, Metrics},
+};
 
 impl Broker {
     /// A broker for the Redis at `url` (checked by the config), and its task, which connects
-    /// and keeps reconnecting; `hub` hears what the other instances do.
+    /// and keeps reconnecting; `hub` hears what the other instances do, and writes lost to a
+    /// stopped task are counted in `metrics`.
     pub fn start<M: Mirror + 'static>(
         url: &str,
         hub: &Arc<M>,
+        metrics: Arc<Metrics>,
     ) -> Result<Arc<Broker>, redis::RedisError> {
         let (ops, rx) = mpsc::unbounded_channel();
         let client = redis::Client::open(url)?;
@@ -52,16 +57,33 @@ impl Broker {
             scripts: Scripts::new(),
             epoch: Mutex::new(None),
             watching_all: AtomicBool::new(false),
+            metrics,
         });
         let hub: Weak<M> = Arc::downgrade(hub);
         let _ = broker.hub.set(hub);
-        tokio::spawn(Arc::clone(&broker).run(rx));
+        let task = tokio::spawn(Arc::clone(&broker).run(rx));
+        let instance = broker.instance.clone();
+        // The task never returns: it ends only by a panic (or with the runtime). The instance
+        // then refuses joins and fails `/healthz` by itself (`healthy`); this says why, once.
+        tokio::spawn(async move {
+            if let Err(err) = task.await
+                && err.is_panic()
+            {
+                tracing::error!(%instance, %err, "the broker's Redis task stopped: joins are refused and /healthz answers 503 until this instance restarts");
+            }
+        });
         Ok(broker)
     }
 
-    /// Whether Redis answers now.
+    /// Whether Redis answers now and the task that talks to it runs (joins are refused while
+    /// not).
     pub fn healthy(&self) -> bool {
-        self.healthy.load(Ordering::Relaxed)
+        self.healthy.load(Ordering::Relaxed) && !self.task_stopped()
+    }
+
+    /// Whether the task has stopped: its end of the queue is gone with it.
+    fn task_stopped(&self) -> bool {
+        self.ops.is_closed()
     }
 
     pub(super) fn hub(&self) -> Option<Arc<dyn Mirror>> {
@@ -80,6 +102,11 @@ impl Broker {
     /// Listen to `room` and load its peers from the other instances into the hub, once; a
     /// join or a watch of the room waits for this, so its welcome lists every peer.
     pub async fn enter(&self, room: &str) -> Result<(), SignalError> {
+        // The task reads the room's events and sends its peers' news: without it, the room
+        // here would be cut off from its peers elsewhere.
+        if self.task_stopped() {
+            return Err(BrokerError::TaskStopped.into());
+        }
         let cell = lock(&self.rooms)
             .entry(room.to_owned())
             .or_default()
@@ -232,6 +259,8 @@ impl Broker {
             // Taken over (or evicted) by someone else meanwhile.
             return Err(rejected());
         }
+        // The instances serving the room must hear where the peer lives now, or they keep
+        // routing to its old home: without the task, the resume fails.
         self.publish_event(
             room,
             &RoomEvent::Moved {
@@ -239,7 +268,7 @@ impl Broker {
                 peer: moved.info.clone(),
                 home: self.instance.clone(),
             },
-        );
+        )?;
         Ok(moved.info)
     }
 
@@ -310,15 +339,19 @@ impl Broker {
     }
 
     // ----- what the hub tells the others (queued, in order) -----
+    //
+    // The hub makes these while it carries out a room's rules, with no one to answer: once
+    // the task has stopped each is counted as lost (`/metrics`), and the steps sessions wait
+    // for (above) refuse new joins.
 
     /// A local peer got a new token (a resume): store it.
     pub fn put(&self, room: &str, info: &PeerInfo, token: &str) {
-        self.send_put(room, info, token, None);
+        self.send_put(room, info, token, None, LostWrite::Token);
     }
 
     /// A local peer joined the room, which plays `app`: store it and tell the room.
     pub fn joined(&self, room: &str, info: &PeerInfo, token: &str, app: Option<&AppInfo>) {
-        self.send_put(room, info, token, Some(app.cloned()));
+        self.send_put(room, info, token, Some(app.cloned()), LostWrite::Joined);
     }
 
     fn send_put(
@@ -327,39 +360,43 @@ impl Broker {
         info: &PeerInfo,
         token: &str,
         announce: Option<Option<AppInfo>>,
+        write: LostWrite,
     ) {
         let record = Box::new(Record {
             info: info.clone(),
             token: token.to_owned(),
             home: self.instance.clone(),
         });
-        let _ = self.ops.send(Op::Put {
+        let op = Op::Put {
             room: room.to_owned(),
             record,
             announce,
-        });
+        };
+        self.queue_or_count(op, write);
     }
 
     /// A local peer left.
     pub fn left(&self, room: &str, peer_id: PeerId, reason: LeaveReason) {
-        let _ = self.ops.send(Op::Left {
+        let op = Op::Left {
             room: room.to_owned(),
             peer_id,
             reason,
-        });
+        };
+        self.queue_or_count(op, LostWrite::Left);
     }
 
     /// A reservation no join took.
     pub fn release(&self, room: &str, peer_id: PeerId) {
-        let _ = self.ops.send(Op::Release {
+        let op = Op::Release {
             room: room.to_owned(),
             peer_id,
-        });
+        };
+        self.queue_or_count(op, LostWrite::Release);
     }
 
     /// A frame for a peer `home` holds.
-    /// Refused while Redis is out of reach: a signal is worth sending now or not at all,
-    /// and queueing them would grow without bound during an outage.
+    /// Refused while Redis is out of reach or the task has stopped: a signal is worth sending
+    /// now or not at all, and queueing them would grow without bound during an outage.
     pub fn forward(
         &self,
         home: &str,
@@ -376,44 +413,68 @@ impl Broker {
             text: text.to_owned(),
         })
         .map_err(|e| SignalError::Malformed(e.to_string()))?;
-        let _ = self.ops.send(Op::Publish {
+        let op = Op::Publish {
             channel: instance_channel(home),
             message,
-        });
-        Ok(())
+        };
+        Ok(self.queue(op)?)
     }
 
     /// A local peer's stats report, for the room's watchers on other instances (dropped while
-    /// Redis is out of reach: the next report follows within seconds).
+    /// Redis is out of reach and the task reconnects: the next report follows within seconds).
     pub fn stats(&self, room: &str, peer_id: PeerId, links: &Value) {
-        if !self.healthy() {
+        if !self.healthy() && !self.task_stopped() {
             return;
         }
-        self.publish_event(
-            room,
-            &RoomEvent::Stats {
-                origin: self.instance.clone(),
-                peer_id,
-                links: links.clone(),
-            },
-        );
+        let event = RoomEvent::Stats {
+            origin: self.instance.clone(),
+            peer_id,
+            links: links.clone(),
+        };
+        if let Err(err) = self.publish_event(room, &event) {
+            self.lost(LostWrite::Stats, err);
+        }
     }
 
     /// No local peer or watcher is in `room` any more.
     pub fn forget(&self, room: &str) {
         lock(&self.rooms).remove(room);
-        let _ = self.ops.send(Op::Forget {
+        let op = Op::Forget {
             room: room.to_owned(),
-        });
+        };
+        self.queue_or_count(op, LostWrite::Forget);
     }
 
-    pub(super) fn publish_event(&self, room: &str, event: &RoomEvent) {
-        if let Ok(message) = serde_json::to_string(event) {
-            let _ = self.ops.send(Op::Publish {
+    pub(super) fn publish_event(&self, room: &str, event: &RoomEvent) -> Result<(), BrokerError> {
+        match serde_json::to_string(event) {
+            Ok(message) => self.queue(Op::Publish {
                 channel: room_channel(room),
                 message,
-            });
+            }),
+            // Our own types always serialise.
+            Err(err) => {
+                tracing::error!(%err, "unwritable broker event");
+                Ok(())
+            }
         }
+    }
+
+    /// Hands `op` to the task, in order after every earlier write.
+    fn queue(&self, op: Op) -> Result<(), BrokerError> {
+        self.ops.send(op).map_err(|_| BrokerError::TaskStopped)
+    }
+
+    /// [`Broker::queue`] for a write no caller waits on: lost if the task has stopped.
+    fn queue_or_count(&self, op: Op, write: LostWrite) {
+        if let Err(err) = self.queue(op) {
+            self.lost(write, err);
+        }
+    }
+
+    /// Counts a write that will never reach Redis (the task said why once, loudly).
+    pub(super) fn lost(&self, write: LostWrite, err: BrokerError) {
+        tracing::debug!(%err, write = write.as_str(), "broker write lost");
+        self.metrics.broker_write_lost(write);
     }
 }
 

@@ -44,6 +44,8 @@ use tokio::sync::{OnceCell, mpsc};
 
 pub use schema::Record;
 
+use crate::{error::SignalError, metrics::Metrics};
+
 /// What the broker tells this instance's rooms of the other instances (the hub implements
 /// it; the broker knows no hub).
 pub trait Mirror: Send + Sync + std::fmt::Debug {
@@ -110,6 +112,27 @@ pub struct Broker {
     /// An all-rooms dashboard is (or was) connected here: this instance listens to every
     /// room's channel too.
     watching_all: AtomicBool,
+    /// Where writes lost to a stopped task are counted.
+    metrics: Arc<Metrics>,
+}
+
+/// Why the broker could not take a write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+enum BrokerError {
+    /// The task that talks to Redis has stopped (it panicked): nothing this instance writes
+    /// reaches Redis or the other instances any more, until the instance restarts.
+    #[error("the broker's Redis task has stopped")]
+    TaskStopped,
+}
+
+impl From<BrokerError> for SignalError {
+    /// A client hears what it hears while Redis is out of reach: its join or signal was
+    /// refused, and the load balancer (told by `/healthz`) sends its retry elsewhere.
+    fn from(err: BrokerError) -> SignalError {
+        tracing::debug!(%err, "broker write refused");
+        SignalError::BrokerUnavailable
+    }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -13,6 +13,8 @@ use futures_util::StreamExt;
 use redis::{AsyncCommands, aio::MultiplexedConnection};
 use tokio::sync::mpsc;
 
+use crate::metrics::LostWrite;
+
 use super::{
     Broker, lock,
     schema::{
@@ -313,7 +315,8 @@ impl Broker {
             let sink = lock(&self.sink).clone();
             if let Some(mut sink) = sink {
                 for room in forget {
-                    // Entered again meanwhile: keep listening.
+                    // Entered again meanwhile: keep listening. An unsubscribe Redis does not
+                    // take goes with its connection: a reconnect listens only to rooms entered.
                     if !lock(&self.rooms).contains_key(&room) {
                         let _ = sink.unsubscribe(room_channel(&room)).await;
                     }
@@ -441,14 +444,14 @@ impl Broker {
             if let Some(hub) = self.hub() {
                 hub.mirror_left(room, peer_id, LeaveReason::Lost);
             }
-            self.publish_event(
-                room,
-                &RoomEvent::Left {
-                    origin: self.instance.clone(),
-                    peer_id,
-                    reason: LeaveReason::Lost,
-                },
-            );
+            let event = RoomEvent::Left {
+                origin: self.instance.clone(),
+                peer_id,
+                reason: LeaveReason::Lost,
+            };
+            if let Err(err) = self.publish_event(room, &event) {
+                self.lost(LostWrite::Evicted, err);
+            }
         }
     }
 }
