@@ -74,6 +74,17 @@ impl Room {
         self.driver.dropped_events()
     }
 
+    /// Datagrams this room's sockets refused to send: a full send buffer, or an OS error such
+    /// as an unreachable address. Each was dropped as the network could have dropped it (its
+    /// link counts it lost, and congestion control slows down); a count that keeps growing
+    /// means the machine cannot send what the game asks. The UDP socket's, and as a host
+    /// those of its clients' WebRTC
+    /// ([`NativeOptions::host_ice_lite`](crate::NativeOptions::host_ice_lite)).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn send_failures(&self) -> u64 {
+        self.driver.send_failures()
+    }
+
     /// The next event, if one waits; never blocks (for game loops).
     pub fn poll_event(&mut self) -> Option<Event> {
         self.driver.poll_event()

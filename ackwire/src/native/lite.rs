@@ -79,6 +79,31 @@ struct Port {
     local: SocketAddr,
 }
 
+/// The host's sockets, one per address it offers, and what they would not send.
+struct Sockets {
+    ports: Vec<Port>,
+    /// Datagrams a socket refused: a full send buffer, or an OS error (an unreachable
+    /// address, a firewall's refusal).
+    send_failures: u64,
+}
+
+impl Sockets {
+    /// Sends `contents` to `destination` from the socket of the candidate `source` (the
+    /// first socket if none is). One the socket refuses is dropped, as it could have been on
+    /// the way (the link counts it lost and its congestion control reacts), and counted.
+    fn send(&mut self, source: SocketAddr, destination: SocketAddr, contents: &[u8]) {
+        let port = self.ports.iter().find(|p| p.local == source);
+        let refused = match port.or(self.ports.first()) {
+            Some(port) => port.socket.try_send_to(contents, destination).err(),
+            None => Some(std::io::ErrorKind::AddrNotAvailable.into()),
+        };
+        if let Some(e) = refused {
+            self.send_failures += 1;
+            tracing::debug!(%destination, error = %e, "host WebRTC datagram not sent");
+        }
+    }
+}
+
 /// The sockets a host's WebRTC binds and the candidate each stands for: `(bind, candidate
 /// IP)`. With a 1:1 NAT's `public_ip`, one socket at `bind` advertised as that IP; with a
 /// bound IP, that one; with a wildcard, one per interface address of its family (loopback
@@ -154,7 +179,7 @@ fn interface_ips(_v4: bool) -> Vec<IpAddr> {
 /// the sockets' datagrams in; the member's events and the clients' datagrams out through
 /// [`Self::pop`].
 pub(crate) struct LiteHost {
-    ports: Vec<Port>,
+    sockets: Sockets,
     crypto: Arc<CryptoProvider>,
     /// One certificate for every session, as a browser has one per origin: a session costs no
     /// key generation.
@@ -203,7 +228,10 @@ impl LiteHost {
             .generate_certificate()
             .ok_or(LiteError::Certificate)?;
         Ok(LiteHost {
-            ports,
+            sockets: Sockets {
+                ports,
+                send_failures: 0,
+            },
             crypto: Arc::new(crypto),
             cert,
             sessions: HashMap::new(),
@@ -217,7 +245,12 @@ impl LiteHost {
 
     /// The addresses clients reach us at: our candidates.
     pub(crate) fn local_addrs(&self) -> Vec<SocketAddr> {
-        self.ports.iter().map(|p| p.local).collect()
+        self.sockets.ports.iter().map(|p| p.local).collect()
+    }
+
+    /// Datagrams its sockets refused to send, all clients' (see [`Sockets::send`]).
+    pub(crate) fn send_failures(&self) -> u64 {
+        self.sockets.send_failures
     }
 
     /// How many clients have a peer connection.
@@ -243,7 +276,7 @@ impl LiteHost {
             .set_crypto_provider(self.crypto.clone())
             .set_dtls_cert(self.cert.clone())
             .build(self.at(now));
-        for port in &self.ports {
+        for port in &self.sockets.ports {
             match Candidate::host(port.local, "udp") {
                 Ok(candidate) => drop(rtc.add_local_candidate(candidate)),
                 Err(e) => {
@@ -352,7 +385,7 @@ impl LiteHost {
     /// Waits until a socket may have datagrams.
     pub(crate) async fn readable(&self) -> std::io::Result<()> {
         std::future::poll_fn(|cx| {
-            for port in &self.ports {
+            for port in &self.sockets.ports {
                 if let Poll::Ready(ready) = port.socket.poll_recv_ready(cx) {
                     return Poll::Ready(ready);
                 }
@@ -364,9 +397,9 @@ impl LiteHost {
 
     /// Reads every datagram waiting and hands each to the session it belongs to.
     pub(crate) fn read_ready(&mut self, now: Duration) {
-        for p in 0..self.ports.len() {
+        for p in 0..self.sockets.ports.len() {
             loop {
-                let (n, source) = match self.ports[p].socket.try_recv_from(&mut self.buf) {
+                let (n, source) = match self.sockets.ports[p].socket.try_recv_from(&mut self.buf) {
                     Ok(received) => received,
                     Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
                     // An ICMP error from an earlier send (a client gone): nothing to read.
@@ -375,7 +408,7 @@ impl LiteHost {
                         continue;
                     }
                 };
-                let local = self.ports[p].local;
+                let local = self.sockets.ports[p].local;
                 self.receive(now, local, source, n);
             }
         }
@@ -495,12 +528,7 @@ impl LiteHost {
                     break;
                 }
                 Ok(Output::Transmit(t)) => {
-                    // From the candidate's socket; dropped on a full buffer, as the datagram
-                    // would be on the way.
-                    let port = self.ports.iter().find(|p| p.local == t.source);
-                    if let Some(port) = port.or(self.ports.first()) {
-                        let _ = port.socket.try_send_to(&t.contents, t.destination);
-                    }
+                    self.sockets.send(t.source, t.destination, &t.contents);
                 }
                 Ok(Output::Event(event)) => {
                     let event = match event {
@@ -690,6 +718,27 @@ mod tests {
         assert!(events(&mut host).is_empty());
         assert!(host.by_source.is_empty(), "no source was tied to a session");
         assert_eq!(host.sessions(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_datagram_its_socket_refuses_is_counted_and_the_next_still_goes() {
+        let mut host = host();
+        let from = local(&host);
+        let client = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        client.set_nonblocking(true).unwrap();
+        // tokio tries a send only once its reactor has seen the socket writable.
+        host.sockets.ports[0].socket.writable().await.unwrap();
+        // An IPv4 socket cannot send to an IPv6 address: the kernel refuses it, nothing leaves.
+        host.sockets
+            .send(from, "[::1]:9".parse().unwrap(), b"refused");
+        assert_eq!(host.send_failures(), 1);
+        host.sockets
+            .send(from, client.local_addr().unwrap(), b"sent");
+        assert_eq!(host.send_failures(), 1, "a datagram sent is not counted");
+        // On loopback a datagram is queued at the receiver when the send returns.
+        let mut buf = [0; 16];
+        let (n, source) = client.recv_from(&mut buf).unwrap();
+        assert_eq!((&buf[..n], source), (&b"sent"[..], from));
     }
 
     #[tokio::test]

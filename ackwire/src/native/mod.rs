@@ -17,6 +17,7 @@ pub(crate) mod webrtc;
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -63,6 +64,8 @@ pub(crate) struct Driver {
     shared: Arc<Mutex<Shared>>,
     wake: Arc<Notify>,
     events: Arc<EventQueue>,
+    /// Datagrams the room's sockets refused to send, as the task last counted them.
+    send_failures: Arc<AtomicU64>,
     stop: Option<oneshot::Sender<()>>,
     done: Option<oneshot::Receiver<()>>,
 }
@@ -184,11 +187,13 @@ impl Driver {
             .map(|k| k.is_reliable())
             .collect();
         let events = Arc::new(EventQueue::new(options.event_budget, reliable));
+        let send_failures = Arc::new(AtomicU64::new(0));
         let (stop, stop_rx) = oneshot::channel();
         let (done_tx, done) = oneshot::channel();
         let precise = config.emulation.is_some();
         let setup = {
             let (shared, wake, events) = (shared.clone(), wake.clone(), events.clone());
+            let send_failures = send_failures.clone();
             let ice = IceOptions {
                 bind: ice_bind,
                 public_ip: options.public_ip,
@@ -200,7 +205,7 @@ impl Driver {
                     .map_err(|e| JoinError::Runtime(std::io::Error::other(e)))?;
                 // A room's few links wake the loop per datagram; it never reads on a timer.
                 udp.watch().map_err(JoinError::Runtime)?;
-                let mut io = Io::new(url, trust, udp, ice, events);
+                let mut io = Io::new(url, trust, udp, ice, events, send_failures);
                 if let Some(plan) = lite {
                     let host = LiteHost::bind(&plan, epoch).map_err(|e| match e {
                         LiteError::Bind { addr, source } => JoinError::Bind { addr, source },
@@ -238,6 +243,7 @@ impl Driver {
             shared,
             wake,
             events,
+            send_failures,
             stop: Some(stop),
             done: Some(done),
         })
@@ -276,6 +282,11 @@ impl Driver {
         self.events.dropped()
     }
 
+    /// Datagrams the room's sockets refused to send.
+    pub(crate) fn send_failures(&self) -> u64 {
+        self.send_failures.load(Ordering::Relaxed)
+    }
+
     /// Taking an event made room in a full queue: the task, which stopped reading for want of
     /// it, reads again.
     fn taken(&self, made_room: bool) {
@@ -310,6 +321,9 @@ struct Io {
     webrtc_events: mpsc::UnboundedSender<(TransportId, WebRtcEvent)>,
     webrtc_rx: mpsc::UnboundedReceiver<(TransportId, WebRtcEvent)>,
     events: Arc<EventQueue>,
+    /// What [`Room::send_failures`](crate::Room::send_failures) reads: the UDP socket's and
+    /// the host's WebRTC sockets' refusals, published at each flush.
+    send_failures: Arc<AtomicU64>,
 }
 
 impl Drop for Io {
@@ -321,7 +335,14 @@ impl Drop for Io {
 }
 
 impl Io {
-    fn new(url: RoomUrl, trust: Trust, udp: Link, ice: IceOptions, events: Arc<EventQueue>) -> Io {
+    fn new(
+        url: RoomUrl,
+        trust: Trust,
+        udp: Link,
+        ice: IceOptions,
+        events: Arc<EventQueue>,
+        send_failures: Arc<AtomicU64>,
+    ) -> Io {
         let (socket_events, socket_rx) = mpsc::unbounded_channel();
         let (webrtc_events, webrtc_rx) = mpsc::unbounded_channel();
         Io {
@@ -338,6 +359,7 @@ impl Io {
             webrtc_events,
             webrtc_rx,
             events,
+            send_failures,
         }
     }
 
@@ -362,6 +384,11 @@ impl Io {
             }
         }
         self.udp.flush();
+        // The task flushes at the top of every loop, so the game reads a count at most one
+        // wake-up old (a host's WebRTC sockets also send as they read and time out).
+        let lite = self.lite.as_ref().map_or(0, LiteHost::send_failures);
+        let total = self.udp.counters().send_failures + lite;
+        self.send_failures.store(total, Ordering::Relaxed);
     }
 
     fn flush_member(&mut self, shared: &mut Shared) {
