@@ -204,7 +204,9 @@ impl Bot {
                 if !refused.is_empty() {
                     tracing::warn!(text, ?outcome.refused, "a chat line some peers refused");
                 }
-                self.json(json!({"type": "said", "text": text, "sent": outcome.sent, "refused": refused}));
+                self.json(
+                    json!({"type": "said", "text": text, "sent": outcome.sent, "refused": refused}),
+                );
             }
             Err(e) => {
                 tracing::warn!(error = %e, text, "chat line not sent");
