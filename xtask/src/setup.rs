@@ -98,11 +98,23 @@ pub(crate) fn run() -> Result<Tools> {
     let start = Instant::now();
     println!("== setup (tools in {})", paths::tools_dir().display());
     disk_space()?;
-    system_packages()?;
-    let wasm = wasm_toolchain()?;
-    let (wasm_bindgen, wasm_bindgen_test_runner) = wasm_bindgen_cli()?;
-    let cargo_fuzz = cargo_fuzz()?;
-    npm_packages()?;
+    // The packages (apt, npm: mostly waiting on downloads and dpkg) install beside the tools
+    // cargo compiles (both cores busy), not before them: on a fresh machine their minutes
+    // overlap.
+    let (packages, tools) = std::thread::scope(|s| {
+        let packages = s.spawn(|| system_packages().and_then(|()| npm_packages()));
+        let tools = (|| {
+            let wasm = wasm_toolchain()?;
+            let bindgen = wasm_bindgen_cli()?;
+            Ok::<_, String>((wasm, bindgen, cargo_fuzz()?))
+        })();
+        let packages = packages
+            .join()
+            .unwrap_or_else(|_| Err("installing the system and npm packages panicked".into()));
+        (packages, tools)
+    });
+    packages?;
+    let (wasm, (wasm_bindgen, wasm_bindgen_test_runner), cargo_fuzz) = tools?;
     println!("== setup done in {:.1}s", start.elapsed().as_secs_f64());
     Ok(Tools {
         wasm,
@@ -157,7 +169,14 @@ fn step(name: &str, what: &str) {
     println!("[setup] {name}: {what}");
 }
 
+/// apt takes one caller at a time: the system packages and the Debian wasm route install
+/// from two threads of `run`.
+static APT: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn apt_install(packages: &[&str]) -> Result<()> {
+    let _apt = APT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let install = |cmd: &mut Command| {
         cmd.env("DEBIAN_FRONTEND", "noninteractive")
             .args(["install", "-y", "-q", "--no-install-recommends"])
@@ -329,21 +348,26 @@ fn debian_toolchain() -> Result<WasmToolchain> {
     mkdir(&debs)?;
     mkdir(&root)?;
     step("wasm32 toolchain", "downloading rustc-web packages");
-    process::run(
-        Command::new("apt-get")
-            .current_dir(&debs)
-            .arg("download")
-            .args(RUSTC_WEB_DEBS),
-    )
-    .or_else(|_| {
-        process::run(Command::new("apt-get").args(["update", "-q"]))?;
+    {
+        let _apt = APT
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         process::run(
             Command::new("apt-get")
                 .current_dir(&debs)
                 .arg("download")
                 .args(RUSTC_WEB_DEBS),
         )
-    })?;
+        .or_else(|_| {
+            process::run(Command::new("apt-get").args(["update", "-q"]))?;
+            process::run(
+                Command::new("apt-get")
+                    .current_dir(&debs)
+                    .arg("download")
+                    .args(RUSTC_WEB_DEBS),
+            )
+        })?;
+    }
     for entry in fs::read_dir(&debs).map_err(|e| e.to_string())? {
         let deb = entry.map_err(|e| e.to_string())?.path();
         process::run(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&root))?;
