@@ -1661,7 +1661,18 @@ fn every_accepted_reliable_message_is_delivered_once_or_handed_back_once_under_r
     let mut failures = Vec::new();
     let (mut accepted, mut ambiguous) = (0, 0);
     let (mut full, mut unreliable, mut unattributed, mut hosts, mut budgets) = (0, 0, 0, 0, 0);
-    for &seed in &seeds {
+    let started = std::time::Instant::now();
+    for (done, &seed) in seeds.iter().enumerate() {
+        // A long run says how far it got (`cargo xtask sim` runs one per core).
+        if done > 0 && done % 10_000 == 0 {
+            eprintln!(
+                "explorer: {done} of {} seeds from {} in {:.0} s, {} failing",
+                seeds.len(),
+                seeds[0],
+                started.elapsed().as_secs_f64(),
+                failures.len()
+            );
+        }
         let mut schedule = schedule(seed);
         if let (true, Some(keep)) = (single, &keep) {
             schedule = schedule.keep(keep);
