@@ -5,7 +5,7 @@ use core::time::Duration;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::congestion::Mode;
+use crate::mode::Mode;
 
 /// Configuration of an [`Endpoint`](crate::endpoint::Endpoint). `Config::default()` is the
 /// seed article's algorithm; each field's doc gives its default.

@@ -8,21 +8,9 @@
 
 use core::time::Duration;
 
-use serde::{Deserialize, Serialize};
-
 use crate::config::Config;
+pub use crate::mode::Mode;
 use crate::time::{NEVER, duration, nanos, set};
-
-/// The two sending modes. The default is `Bad`, the mode a link starts in.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Mode {
-    /// Conditions are good: send at the good rate (30 pps by default).
-    Good,
-    /// Conditions are bad, or have not been good for long enough: send at the bad rate.
-    #[default]
-    Bad,
-}
 
 /// The binary mode state machine: its mode state and the limits it runs under.
 #[derive(Debug, Clone)]

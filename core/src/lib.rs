@@ -239,6 +239,7 @@ pub mod handshake;
 pub mod key_exchange;
 pub mod listener;
 mod loss;
+mod mode;
 pub mod protection;
 mod reliable;
 mod rtt;
