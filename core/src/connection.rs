@@ -24,6 +24,7 @@ use thiserror::Error;
 
 use crate::channel::{Buffered, ChannelKind, Channels, SendError, max_unreliable};
 use crate::config::{Config, ConfigError};
+pub use crate::connection_state::ConnectionState;
 use crate::control::{ControlError, ControlPacket, Cookie, is_control};
 use crate::endpoint::{Endpoint, Event, ReceiveError, Settings, TransmitError};
 use crate::frame::{FrameError, MAX_CHANNELS};
@@ -185,21 +186,6 @@ impl ConnectionConfig {
             None => Ok(()),
         }
     }
-}
-
-/// Where a connection is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-#[non_exhaustive]
-pub enum ConnectionState {
-    /// Handshake under way (connector only).
-    Connecting,
-    /// Messages flow.
-    Connected,
-    /// Closed locally; disconnect packets are still being sent.
-    Closing,
-    /// Over; nothing more is sent or accepted.
-    Closed,
 }
 
 /// Why a connection ended.

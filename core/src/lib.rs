@@ -231,6 +231,7 @@ pub mod channel;
 pub mod config;
 pub mod congestion;
 pub mod connection;
+mod connection_state;
 pub mod control;
 pub mod emulator;
 pub mod endpoint;

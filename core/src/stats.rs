@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::congestion::Mode;
-use crate::connection::ConnectionState;
+use crate::connection_state::ConnectionState;
 
 /// What a link has counted since it started. Unlike the gauges in [`Stats`], these only
 /// grow, so a driver serving many links sums them (`+=`) into one total.
