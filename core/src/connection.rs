@@ -797,7 +797,7 @@ impl Connection {
             {
                 let state = self.secure.as_mut().expect("secure");
                 let initiator = state.initiator.as_mut().expect("until the answer");
-                let prologue = crate::key_exchange::prologue(self.config.protocol_id, &cookie);
+                let prologue = crate::control::prologue(self.config.protocol_id, &cookie);
                 match initiator.start(&static_key, &prologue, &mut state.message) {
                     Ok(()) => {}
                     Err(KeyExchangeError::UnexpectedStaticKey) => {

@@ -80,12 +80,27 @@ impl Cookie {
         }
     }
 
-    pub(crate) fn write(&self, buf: &mut [u8]) {
+    fn write(&self, buf: &mut [u8]) {
         buf[..8].copy_from_slice(&self.timestamp_ms.to_be_bytes());
         buf[8..16].copy_from_slice(&self.nonce);
         buf[16..32].copy_from_slice(&self.mac);
     }
 }
+
+/// The prologue both sides bind their key exchange to: a label, the protocol id and the
+/// cookie, so a message cannot be moved to another handshake, acceptor or protocol. It is
+/// made of the control packets' fields, so it lives with them; the key exchange only takes
+/// its bytes.
+pub(crate) fn prologue(protocol_id: u64, cookie: &Cookie) -> [u8; 48] {
+    let mut out = [0u8; 48];
+    out[..8].copy_from_slice(PROLOGUE_LABEL);
+    out[8..16].copy_from_slice(&protocol_id.to_be_bytes());
+    cookie.write(&mut out[16..]);
+    out
+}
+
+/// First bytes of every prologue.
+const PROLOGUE_LABEL: &[u8; 8] = b"ackwire2";
 
 /// One control packet, as a plain struct.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -30,8 +30,8 @@ use sha2::Sha256;
 use thiserror::Error;
 
 use crate::connection::{Connection, ConnectionConfig, ConnectionConfigError};
-use crate::control::{ControlError, ControlPacket, Cookie, is_control};
-use crate::key_exchange::{self, HANDSHAKE_MESSAGE_LEN, KeyExchangeError, Responder};
+use crate::control::{self, ControlError, ControlPacket, Cookie, is_control};
+use crate::key_exchange::{HANDSHAKE_MESSAGE_LEN, KeyExchangeError, Responder};
 use crate::protection::{KeySource, PacketKeys, ProtectError};
 use crate::wire::WIRE_VERSION;
 
@@ -296,7 +296,7 @@ impl Acceptor {
             } => {
                 self.admit(now, protocol_id, &cookie, from)?;
                 let mut answer = [0u8; HANDSHAKE_MESSAGE_LEN];
-                let prologue = key_exchange::prologue(protocol_id, &cookie);
+                let prologue = control::prologue(protocol_id, &cookie);
                 let keys = self.responder.as_mut().expect("checked above").respond(
                     &prologue,
                     &message,

@@ -120,19 +120,6 @@ impl<T: Responder + ?Sized> Responder for Box<T> {
     }
 }
 
-/// The prologue both sides bind their handshake to: a label, the protocol id and the
-/// cookie, so a message cannot be moved to another handshake, acceptor or protocol.
-pub(crate) fn prologue(protocol_id: u64, cookie: &crate::control::Cookie) -> [u8; 48] {
-    let mut out = [0u8; 48];
-    out[..8].copy_from_slice(PROLOGUE_LABEL);
-    out[8..16].copy_from_slice(&protocol_id.to_be_bytes());
-    cookie.write(&mut out[16..]);
-    out
-}
-
-/// First bytes of every prologue.
-const PROLOGUE_LABEL: &[u8; 8] = b"ackwire2";
-
 #[cfg(feature = "aead")]
 mod noise;
 #[cfg(feature = "aead")]
