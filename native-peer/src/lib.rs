@@ -11,7 +11,9 @@
 //!   and the optional link emulation around it.
 //! - [`keys`]: the listener's key file and the fingerprints connectors pin.
 //! - [`report`]: per-second stats as JSON, a plain line, or a live terminal line.
-//! - [`cli`]: the `listen` / `connect` / `join` command line.
+//! - [`cli`]: the `listen` / `connect` / `join` command line. The flags every command shares
+//!   and the error of a refused flag value ([`cli::CommonArgs`], [`cli::ArgError`]) stand in
+//!   `flags`, below both `cli` and `room`, so neither reaches into the other.
 //! - `room` (feature `rooms`, on by default): `join`, the demo's native player: an
 //!   application of the `ackwire` crate's `Room`, as a game would be. The only part that
 //!   needs the room driver (and with it the `webrtc` crate).
@@ -30,6 +32,7 @@
 
 pub mod cli;
 pub mod connections;
+mod flags;
 pub mod keys;
 pub mod peer;
 pub mod report;

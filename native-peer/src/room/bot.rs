@@ -23,7 +23,7 @@ use tokio::time::Instant;
 
 use super::demo::{self, CHAT, FROM_HOST, POSITION, Relayed};
 use super::{JoinArgs, RoomError};
-use crate::cli::ArgError;
+use crate::flags::ArgError;
 
 /// One lap of the demo dot.
 const LAP: Duration = Duration::from_secs(8);

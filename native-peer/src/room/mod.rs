@@ -23,7 +23,7 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 
-use crate::cli::{ArgError, CommonArgs};
+use crate::flags::{ArgError, CommonArgs};
 
 /// `join` flags.
 #[derive(Debug, Args)]
