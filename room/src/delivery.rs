@@ -37,8 +37,7 @@ use std::collections::VecDeque;
 use ackwire_core::sequence::distance;
 use ackwire_core::{Connection, SendError};
 use ackwire_signalling::ChannelKind;
-
-use crate::member::Budget;
+use serde::Serialize;
 
 /// Reliable messages a member keeps per peer and channel before it refuses more
 /// ([`SendError::WindowFull`]): the core's window, so every copy fits a new connection.
@@ -245,6 +244,34 @@ struct Lane {
 pub(crate) struct Receiving {
     peer_life: u64,
     lanes: Vec<(u8, ReceiveLane)>,
+}
+
+// Defined with the budgets of reliable messages it names, and re-exported as
+// `ackwire_room::member::Budget`, so that delivery need not reach up into the member.
+/// Which budget refused a send ([`SendError::Full`](crate::member::SendError::Full)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Budget {
+    /// The reliable messages kept for the peer on the channel, counted: at most 1,024 (the
+    /// core's window, so every copy fits a new connection).
+    Messages,
+    /// The bytes of reliable messages kept for the peer, all channels
+    /// ([`MemberConfig::peer_budget`](crate::member::MemberConfig::peer_budget)).
+    Bytes,
+    /// An unreliable channel's queue in the link (messages queued faster than packets leave);
+    /// counted in messages.
+    Queue,
+}
+
+impl std::fmt::Display for Budget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Budget::Messages => "the reliable messages kept",
+            Budget::Bytes => "the bytes of reliable messages kept",
+            Budget::Queue => "the unreliable queue",
+        })
+    }
 }
 
 /// A budget refused a reliable send: which, and how full it is.

@@ -4,13 +4,12 @@
 use std::net::SocketAddr;
 
 use ackwire_core::ConnectionConfigError;
-use serde::Serialize;
 
 #[cfg(doc)] // named in the docs alone
-use super::{Member, MemberConfig};
+use super::Member;
 use super::{PeerId, ServerId};
 use crate::core_link::RefusedDatagram;
-use crate::delivery::DeliveryError;
+use crate::delivery::{Budget, DeliveryError};
 use crate::signalling::{InvalidApp, ServerFrameType};
 
 /// Why a member could not be made.
@@ -142,30 +141,4 @@ pub enum SendError {
     /// The member left the room.
     #[error("the member left the room")]
     Closed,
-}
-
-/// Which budget refused a send ([`SendError::Full`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum Budget {
-    /// The reliable messages kept for the peer on the channel, counted: at most 1,024 (the
-    /// core's window, so every copy fits a new connection).
-    Messages,
-    /// The bytes of reliable messages kept for the peer, all channels
-    /// ([`MemberConfig::peer_budget`]).
-    Bytes,
-    /// An unreliable channel's queue in the link (messages queued faster than packets leave);
-    /// counted in messages.
-    Queue,
-}
-
-impl std::fmt::Display for Budget {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Budget::Messages => "the reliable messages kept",
-            Budget::Bytes => "the bytes of reliable messages kept",
-            Budget::Queue => "the unreliable queue",
-        })
-    }
 }

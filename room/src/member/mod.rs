@@ -100,8 +100,9 @@ use crate::backoff::Random;
 use crate::delivery::MAX_PREFIX;
 use crate::signalling::{AppInfo, Role, SignalData};
 
+pub use crate::delivery::Budget;
 pub use config::MemberConfig;
-pub use errors::{Budget, FrameError, MemberError, ReceiveError, SendError};
+pub use errors::{FrameError, MemberError, ReceiveError, SendError};
 pub use events::{Broadcast, Event, Failure, GoneReason, LinkInfo, Output, SignallingState};
 pub use links::LinkState;
 pub use reports::{EmulationReport, LinkReport, REPORT_LINKS_PER_FRAME};
