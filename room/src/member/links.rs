@@ -8,16 +8,15 @@ use std::time::Duration;
 use ackwire_core::DisconnectReason;
 use serde::Serialize;
 
-use super::negotiation::Rtc;
 use super::roles;
 use super::{
-    EARLY_TTL, Event, Failure, GoneReason, LinkInfo, Member, Output, PeerId, ReceiveError, Route,
-    ServerId, TransportKind,
+    EARLY_TTL, Event, Failure, GoneReason, IceState, LinkInfo, Member, Output, PeerId,
+    ReceiveError, Route, ServerId, TransportId, TransportKind,
 };
 use crate::core_link::{CoreEvent, CoreLink, Handshake, RefusedDatagram, Role, SetupError};
 use crate::delivery::Delivery;
 use crate::keys::LinkKeys;
-use crate::signalling::{self, PeerInfo, PeerKind, PublicKey};
+use crate::signalling::{self, PeerInfo, PeerKind, PublicKey, SignalData};
 
 /// A closed link keeps sending its disconnect packets at most this long.
 const CLOSING_MAX: Duration = Duration::from_secs(1);
@@ -49,6 +48,24 @@ pub(super) enum Transport {
     Udp,
     /// A WebRTC data channel.
     WebRtc(Rtc),
+}
+
+/// One WebRTC peer connection attempt. Its state is the link's (it rides in the attempt);
+/// `negotiation.rs` makes it and moves it through the offer, the answer and the candidates.
+#[derive(Debug)]
+pub(super) struct Rtc {
+    pub(super) id: TransportId,
+    /// We offer (and connect the core); the peer answers (and accepts).
+    pub(super) offerer: bool,
+    /// The offer of this attempt was made (ours) or applied (theirs).
+    pub(super) offer_seen: bool,
+    /// The remote description is set: candidates may be applied.
+    pub(super) described: bool,
+    /// Candidates that came before the remote description.
+    pub(super) pending: Vec<SignalData>,
+    pub(super) ice: Option<IceState>,
+    /// The selected pair's path (`host`, `srflx`, `relay`).
+    pub(super) path: Option<String>,
 }
 
 /// One attempt of a link, from start to loss.

@@ -4,30 +4,13 @@
 
 use std::time::Duration;
 
-use super::links::{Attempt, Transport};
+use super::links::{Attempt, Rtc, Transport};
 use super::{Command, EARLY_MAX, Failure, IceState, Member, ServerId, TransportEvent, TransportId};
 use crate::core_link::Handshake;
 use crate::signalling::{ClientFrame, SdpKind, SignalData};
 
 /// Candidates held for a peer connection whose remote description is not set yet.
 const PENDING_CANDIDATES_MAX: usize = 64;
-
-/// One WebRTC peer connection attempt.
-#[derive(Debug)]
-pub(in crate::member) struct Rtc {
-    pub(in crate::member) id: TransportId,
-    /// We offer (and connect the core); the peer answers (and accepts).
-    pub(in crate::member) offerer: bool,
-    /// The offer of this attempt was made (ours) or applied (theirs).
-    offer_seen: bool,
-    /// The remote description is set: candidates may be applied.
-    described: bool,
-    /// Candidates that came before the remote description.
-    pending: Vec<SignalData>,
-    pub(in crate::member) ice: Option<IceState>,
-    /// The selected pair's path (`host`, `srflx`, `relay`).
-    pub(in crate::member) path: Option<String>,
-}
 
 impl Member {
     /// A new WebRTC attempt on link `i` with `peer`: a peer connection of its own, offering or
