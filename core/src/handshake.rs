@@ -37,6 +37,19 @@ use crate::wire::WIRE_VERSION;
 
 type HmacSha256 = Hmac<Sha256>;
 
+/// The secret for one of a program's acceptors: HMAC-SHA256 keyed with the program's
+/// `secret`, over `attempt`. An acceptor's connection ids (its cookies' nonces, a channel
+/// acceptor's first id) follow from its secret alone, so two acceptors of one secret hand out
+/// the same ids; a program that makes an acceptor per connection attempt keys each with its
+/// own `attempt`, or a late control packet of an old connection (a `disconnect`) is taken as
+/// the new one's.
+pub fn attempt_secret(secret: &[u8; 32], attempt: u64) -> [u8; 32] {
+    let mut mac = <HmacSha256 as KeyInit>::new_from_slice(secret).expect("HMAC takes any key");
+    mac.update(b"ackwire attempt");
+    mac.update(&attempt.to_be_bytes());
+    mac.finalize().into_bytes().into()
+}
+
 /// What an [`Acceptor`] made of a datagram.
 #[derive(Debug)]
 #[non_exhaustive]

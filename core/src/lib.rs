@@ -259,7 +259,7 @@ pub use connection::{
     ConnectionState, DisconnectReason, MIN_DATAGRAM_SIZE, MIN_PROTECTED_DATAGRAM_SIZE,
 };
 pub use endpoint::{Endpoint, Event, ReceiveError, Received, Transmit, TransmitError};
-pub use handshake::{Accept, Acceptor, ChannelAcceptor, HandshakeError};
+pub use handshake::{Accept, Acceptor, ChannelAcceptor, HandshakeError, attempt_secret};
 pub use key_exchange::{Initiator, KeyExchangeError, Responder};
 #[cfg(feature = "aead")]
 pub use key_exchange::{NoiseInitiator, NoiseResponder, StaticKey};

@@ -10,6 +10,7 @@ use ackwire_core::emulator::EmulatorConfig;
 use ackwire_core::{
     Accept, Acceptor, ChannelAcceptor, Connection, ConnectionConfig, ConnectionError,
     ConnectionEvent, ConnectionState, DisconnectReason, HandshakeError, ProtectError,
+    attempt_secret,
 };
 use pair::{CLIENT_ADDR, ConnPair, SECRET};
 
@@ -294,4 +295,35 @@ fn a_channel_connector_refuses_a_challenge_and_carries_no_key_exchange() {
         }
     }
     assert_eq!(client.secure(Never), Err(ProtectError::ChannelHandshake));
+}
+
+/// A program makes an acceptor per connection attempt (the room member does). Keyed with the
+/// program's secret itself, every one would hand out the same ids, and a late `disconnect` of
+/// an old connection would close the new one; keyed with its attempt secrets, none repeats.
+#[test]
+fn acceptors_keyed_with_a_programs_attempt_secrets_never_share_a_connection_id() {
+    let secret = [9u8; 32];
+    let first_id = |key: [u8; 32]| {
+        let seed = u64::from_be_bytes(key[..8].try_into().unwrap());
+        ChannelAcceptor::new(ConnectionConfig::default(), seed)
+            .unwrap()
+            .receive(Duration::ZERO, &channel_request())
+            .unwrap()
+            .connection_id()
+            .unwrap()
+    };
+    assert_eq!(
+        first_id(secret),
+        first_id(secret),
+        "one secret, the same ids"
+    );
+    let ids: std::collections::BTreeSet<u64> = (1..=1000)
+        .map(|attempt| first_id(attempt_secret(&secret, attempt)))
+        .collect();
+    assert_eq!(ids.len(), 1000, "a thousand attempts, a thousand ids");
+    assert_eq!(
+        attempt_secret(&secret, 7),
+        attempt_secret(&secret, 7),
+        "derived, not random: a replay gives the same"
+    );
 }

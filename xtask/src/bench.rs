@@ -75,7 +75,10 @@ fn benches() -> Vec<Bench> {
             name: "sim: the room's schedule explorer, 1,000,000 seeds (exactly once under random schedules; ~70 min)",
             command: "cargo xtask sim --seeds 1000000",
             run: Box::new(|printed| {
-                tee(cargo().args(["xtask", "sim", "--seeds", "1000000"]), printed)
+                tee(
+                    cargo().args(["xtask", "sim", "--seeds", "1000000"]),
+                    printed,
+                )
             }),
         },
         Bench {

@@ -440,6 +440,12 @@ impl Member {
             link.udp_key = info.udp_key;
             link.network = info.network.clone();
             link.orphaned_at = None;
+            // A negotiation begun under the old id cannot finish: its signals went to an id
+            // the server no longer knows, and who offers may have changed with the ids.
+            if matches!(link.attempt, Attempt::Negotiating { .. }) {
+                self.close_transport(now, i);
+            }
+            let link = &mut self.links[i];
             // A healthy link carries on under the new id; a broken one starts over now.
             if matches!(link.attempt, Attempt::Idle | Attempt::Retrying { .. }) {
                 link.attempts = 0;
@@ -559,7 +565,7 @@ impl Member {
     /// The protocol of link `i`'s new attempt, accepting or connecting; `Err` when its keys
     /// cannot be used (never plaintext instead).
     pub(super) fn new_core(
-        &self,
+        &mut self,
         now: Duration,
         accept: bool,
         handshake: Handshake,
@@ -576,8 +582,9 @@ impl Member {
             now,
             &self.link_config,
             if accept {
+                self.acceptors += 1;
                 Role::Accept {
-                    secret: self.config.secret,
+                    secret: ackwire_core::attempt_secret(&self.config.secret, self.acceptors),
                 }
             } else {
                 Role::Connect

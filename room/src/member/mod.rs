@@ -157,6 +157,9 @@ pub struct Member {
     pool: Vec<Vec<u8>>,
     /// Core events of the link being polled, reused.
     scratch: Vec<crate::core_link::CoreEvent>,
+    /// Accepting attempts made so far: each acceptor is keyed with its own secret, derived
+    /// from the member's and this count, so no two of our connections share an id.
+    acceptors: u64,
     /// Datagrams of the link being polled, reused.
     ready: Vec<Vec<u8>>,
     /// What we had received from peers we forgot, by instance, newest last: meeting one again
@@ -210,6 +213,7 @@ impl Member {
             outage: false,
             pool: Vec::new(),
             scratch: Vec::new(),
+            acceptors: 0,
             ready: Vec::new(),
             forgotten: VecDeque::new(),
             forgotten_dropped: false,

@@ -968,6 +968,15 @@ impl World {
     fn transmit(&mut self, n: usize, route: Route, bytes: Vec<u8>) {
         match route {
             Route::Udp(addr) => {
+                // `ACKWIRE_TRACE_UDP=1`: every UDP datagram between natives, as it leaves.
+                if std::env::var_os("ACKWIRE_TRACE_UDP").is_some() {
+                    eprintln!(
+                        "{:.3} n{n} -> {addr}: {} B {:02x?}",
+                        self.now.as_secs_f64(),
+                        bytes.len(),
+                        &bytes[..bytes.len().min(12)]
+                    );
+                }
                 self.udp_seen.push(bytes.clone());
                 let Some(&to) = self.udp_owner.get(&addr) else {
                     return;
