@@ -299,7 +299,8 @@ fn a_channel_connector_refuses_a_challenge_and_carries_no_key_exchange() {
 
 /// A program makes an acceptor per connection attempt (the room member does). Keyed with the
 /// program's secret itself, every one would hand out the same ids, and a late `disconnect` of
-/// an old connection would close the new one; keyed with its attempt secrets, none repeats.
+/// an old connection would close the new one; keyed with its attempt secrets, none repeats
+/// (shown with the ids a channel acceptor takes from its key's first 8 bytes).
 #[test]
 fn acceptors_keyed_with_a_programs_attempt_secrets_never_share_a_connection_id() {
     let secret = [9u8; 32];

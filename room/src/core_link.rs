@@ -78,10 +78,14 @@ pub(crate) enum Handshake {
 /// Which end of the core handshake a link is.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Role {
-    /// Runs the acceptor, keyed with `secret` (the member's, new at each start).
+    /// Runs the acceptor, keyed with `secret` (the member's, new at each start) and `attempt`
+    /// (the member's count of acceptors): no two of its acceptors hand out the same
+    /// connection ids, so a late `disconnect` of an old connection never closes a new one.
     Accept {
-        /// The acceptor's cookie and nonce key.
+        /// The member's secret.
         secret: [u8; 32],
+        /// This acceptor's number among the member's, from 1.
+        attempt: u64,
     },
     /// Connects at once.
     Connect,
@@ -129,15 +133,20 @@ impl CoreLink {
         #[cfg(target_arch = "wasm32")]
         let _ = address; // only the cookie acceptor binds it
         let side = match role {
-            Role::Accept { secret } if handshake == Handshake::Channel => {
+            Role::Accept { secret, attempt } if handshake == Handshake::Channel => {
                 if keys.is_some() {
                     return Err(SetupError::Keys(ProtectError::ChannelHandshake));
                 }
-                let seed = u64::from_be_bytes(secret[..8].try_into().expect("8 bytes"));
+                // Ids on an authenticated channel need only differ, not be unpredictable: each
+                // acceptor starts 2^32 ids after the one before (no hash in a browser's
+                // bundle), and one acceptor never takes 2^32 requests.
+                let seed = u64::from_be_bytes(secret[..8].try_into().expect("8 bytes"))
+                    .wrapping_add(attempt << 32);
                 Side::ChannelAccepting(Box::new(ChannelAcceptor::new(config.clone(), seed)?))
             }
             #[cfg(not(target_arch = "wasm32"))]
-            Role::Accept { secret } => {
+            Role::Accept { secret, attempt } => {
+                let secret = ackwire_core::attempt_secret(&secret, attempt);
                 let mut acceptor = Acceptor::new(config.clone(), secret)?;
                 match keys {
                     Some(LinkKeys::Accept(responder)) => acceptor.set_responder(responder)?,

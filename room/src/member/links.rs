@@ -584,7 +584,8 @@ impl Member {
             if accept {
                 self.acceptors += 1;
                 Role::Accept {
-                    secret: ackwire_core::attempt_secret(&self.config.secret, self.acceptors),
+                    secret: self.config.secret,
+                    attempt: self.acceptors,
                 }
             } else {
                 Role::Connect
