@@ -11,7 +11,7 @@
 // `cargo xtask bench join-rtt` runs it (release builds, under `unshare --net`).
 // ACKWIRE_COLD_RUNS joins per delay (7), ACKWIRE_COLD_DELAYS the delays each way in ms
 // (0,20,50; the summary counts round trips between the first and last added delay, and from
-// 0 to the first).
+// 0 to the first), ACKWIRE_COLD_PAGES the pages joined (game,demo).
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn } from 'node:child_process';
@@ -22,6 +22,8 @@ import { jsonLines } from './native.mjs';
 
 const RUNS = Number(process.env.ACKWIRE_COLD_RUNS ?? 7);
 const DELAYS = (process.env.ACKWIRE_COLD_DELAYS ?? '0,20,50').split(',').map(Number);
+const PAGES = (process.env.ACKWIRE_COLD_PAGES ?? 'game,demo').split(',');
+assert.ok(PAGES.length && PAGES.every((p) => ['game', 'demo'].includes(p)), 'ACKWIRE_COLD_PAGES names game, demo or both');
 assert.ok(RUNS >= 1 && DELAYS.length >= 2 && DELAYS[0] === 0, 'ACKWIRE_COLD_DELAYS starts at 0 and has a larger delay');
 
 // The page's timeline (`pong.timeline` in examples/pong/web/pong.js, ms after navigation) and
@@ -181,28 +183,72 @@ try {
   server = await startServer(8080, {
     host: SERVER_ADDR, netns: path.server, quiet: true, args: ['--static', `/pong=${requireEnv('ACKWIRE_PONG_WEB_DIR')}`],
   });
-  const url = `${server.url}/pong/?room=table`;
-  // The game's host, in the server's namespace, on its every interface as a deployed host
-  // binds; its log at errors only (its JSON lines are read, not printed): each join ends with
-  // the page closed under it, which it would warn about.
-  const child = spawn('ip', ['netns', 'exec', path.server, requireEnv('ACKWIRE_PONG_HOST_BIN'), url], {
-    env: { ...process.env, RUST_LOG: process.env.ACKWIRE_COLD_NATIVE_LOG ?? 'error', NO_COLOR: '1' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  host = jsonLines(child);
-  await host.waitFor('the host joined', (l) => l.type === 'joined', 15000);
-  chromium = chromiumIn(path.client);
-  console.log(`cold start: ${url} opened in a new Chromium (fresh profile, empty cache) in the client namespace; `
-    + `${RUNS} joins at each of ${DELAYS.map((d) => `${d} ms`).join(', ')} added each way, interleaved; medians`);
-  // A join not counted: the server's and the host's first page and link after start.
-  await coldJoin(url);
-  const runs = await joinsAtEachDelay(() => coldJoin(url), 'state', ['html', 'welcome', 'offer', 'open', 'connected']);
-  const bridge = await path.stats();
-
   // The path's RTT: the least TCP connect time of the probe (the server's kernel answers, so
   // only the path and the probing process's wake-up are in it; the medians also carry this
   // shared host's scheduling delays, which the joins carry at every delay alike).
   const rtt = (d) => probes[d].tcpMin;
+  const [base, ...others] = DELAYS;
+  // The summary: the round trips between the two largest delays when there are three (the
+  // count that only round trips make), and the brief's count from no added delay beside it.
+  const top = others[0];
+  const far = others.at(-1);
+  chromium = chromiumIn(path.client);
+  if (PAGES.includes('game')) {
+    const url = `${server.url}/pong/?room=table`;
+    // The game's host, in the server's namespace, on its every interface as a deployed host
+    // binds; its log at errors only (its JSON lines are read, not printed): each join ends with
+    // the page closed under it, which it would warn about.
+    const child = spawn('ip', ['netns', 'exec', path.server, requireEnv('ACKWIRE_PONG_HOST_BIN'), url], {
+      env: { ...process.env, RUST_LOG: process.env.ACKWIRE_COLD_NATIVE_LOG ?? 'error', NO_COLOR: '1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    host = jsonLines(child);
+    await host.waitFor('the host joined', (l) => l.type === 'joined', 15000);
+    console.log(`cold start: ${url} opened in a new Chromium (fresh profile, empty cache) in the client namespace; `
+      + `${RUNS} joins at each of ${DELAYS.map((d) => `${d} ms`).join(', ')} added each way, interleaved; medians`);
+    // A join not counted: the server's and the host's first page and link after start.
+    await coldJoin(url);
+    const runs = await joinsAtEachDelay(() => coldJoin(url), 'state', ['html', 'welcome', 'offer', 'open', 'connected']);
+    const { medians, slope } = report(runs, STEPS, rtt, 'a browser joining the example game\'s native host');
+    // After the handshake the first snapshot leaves at the host's next tick (30 Hz) or its next
+    // paced packet (the core starts at 10 packets/s): shown per join, since on a short path the
+    // pacing, not the RTT, decides it.
+    const after = (d) => runs[d].map((t) => t.state - t.connected);
+    console.log(`first state update after core connected, per join (ms): ${DELAYS.map((d) => `at ${f(rtt(d), 1)} ms RTT ${after(d).map((v) => f(v)).join(' ')}`).join('; ')}`);
+    const at = (d) => `${f(medians[d].state)} ms at ${f(rtt(d), d === base ? 2 : 1)} ms RTT`;
+    const counted = others.length > 1
+      ? `${f(slope(top, far, 'state'), 1)} round trips between ${f(rtt(top), 0)} and ${f(rtt(far), 0)} ms RTT (minimum ${MINIMUM}; `
+        + `data channel open ${f(slope(top, far, 'open'), 1)}, minimum 10), ${f(slope(base, top, 'state'), 1)} from ${f(rtt(base), 1)} to ${f(rtt(top), 0)} ms RTT`
+      : `${f(slope(base, top, 'state'), 1)} round trips (minimum ${MINIMUM}; data channel open ${f(slope(base, top, 'open'), 1)}, minimum 10)`;
+    console.log(`\ncold-start: first state update ${DELAYS.map(at).join(', ')}; ${counted}; `
+      + `${RUNS} cold joins at each delay, all completed`);
+
+  }
+
+  if (PAGES.includes('demo')) {
+    // A browser joining a browser already in the room.
+    const residentChromium = chromiumIn(path.server);
+    const residentBrowser = await launchBrowser([], { executablePath: residentChromium.path });
+    resident = { chromium: residentChromium, browser: residentBrowser };
+    const pairUrl = `${server.url}/room/pair`;
+    resident.page = await residentBrowser.newPage();
+    await resident.page.goto(pairUrl);
+    await resident.page.waitForFunction(() => window.ackwire?.me.id, null, { timeout: 15000 });
+    console.log(`\n${pairUrl}: a resident Chromium in the server namespace; a new one (fresh profile) joins it from the client namespace`);
+    await coldPairJoin(pairUrl);
+    const pairRuns = await joinsAtEachDelay(() => coldPairJoin(pairUrl), 'connected', ['html', 'connect', 'socket', 'script', 'wasm', 'welcome', 'answer', 'open']);
+    const pair = report(pairRuns, PAIR_STEPS, rtt, 'a browser joining a browser');
+    const pairAt = (d) => `${f(pair.medians[d].connected)} ms at ${f(rtt(d), d === base ? 2 : 1)} ms RTT`;
+    const pairCounted = others.length > 1
+      ? `${f(pair.slope(top, far, 'connected'), 1)} round trips between ${f(rtt(top), 0)} and ${f(rtt(far), 0)} ms RTT, `
+        + `${f(pair.slope(base, top, 'connected'), 1)} from ${f(rtt(base), 1)} to ${f(rtt(top), 0)} ms RTT`
+      : `${f(pair.slope(base, top, 'connected'), 1)} round trips`;
+    console.log(`\njoin-rtt, browser to browser: link connected ${DELAYS.map(pairAt).join(', ')}; ${pairCounted}; `
+      + `${RUNS} cold joins at each delay, all completed`);
+  }
+
+  const bridge = await path.stats();
+
   console.log('\npath, client -> server, probed before the joins (30 each; median, min):');
   for (const d of DELAYS) {
     const p = probes[d];
@@ -212,44 +258,6 @@ try {
   for (const [d, s] of Object.entries(bridge)) {
     console.log(`  ${String(Number(d)).padStart(3)} ms each way: ${s.frames} frames, ${f(s.late_p50_us)} / ${f(s.late_p99_us)} / ${f(s.late_max_us)} us late, ${s.dropped} dropped`);
   }
-  const [base, ...others] = DELAYS;
-  const { medians, slope } = report(runs, STEPS, rtt, 'a browser joining the example game\'s native host');
-  // After the handshake the first snapshot leaves at the host's next tick (30 Hz) or its next
-  // paced packet (the core starts at 10 packets/s): shown per join, since on a short path the
-  // pacing, not the RTT, decides it.
-  const after = (d) => runs[d].map((t) => t.state - t.connected);
-  console.log(`first state update after core connected, per join (ms): ${DELAYS.map((d) => `at ${f(rtt(d), 1)} ms RTT ${after(d).map((v) => f(v)).join(' ')}`).join('; ')}`);
-  // The summary: the round trips between the two largest delays when there are three (the
-  // count that only round trips make), and the brief's count from no added delay beside it.
-  const top = others[0];
-  const far = others.at(-1);
-  const at = (d) => `${f(medians[d].state)} ms at ${f(rtt(d), d === base ? 2 : 1)} ms RTT`;
-  const counted = others.length > 1
-    ? `${f(slope(top, far, 'state'), 1)} round trips between ${f(rtt(top), 0)} and ${f(rtt(far), 0)} ms RTT (minimum ${MINIMUM}; `
-      + `data channel open ${f(slope(top, far, 'open'), 1)}, minimum 10), ${f(slope(base, top, 'state'), 1)} from ${f(rtt(base), 1)} to ${f(rtt(top), 0)} ms RTT`
-    : `${f(slope(base, top, 'state'), 1)} round trips (minimum ${MINIMUM}; data channel open ${f(slope(base, top, 'open'), 1)}, minimum 10)`;
-  console.log(`\ncold-start: first state update ${DELAYS.map(at).join(', ')}; ${counted}; `
-    + `${RUNS} cold joins at each delay, all completed`);
-
-  // A browser joining a browser already in the room.
-  const residentChromium = chromiumIn(path.server);
-  const residentBrowser = await launchBrowser([], { executablePath: residentChromium.path });
-  resident = { chromium: residentChromium, browser: residentBrowser };
-  const pairUrl = `${server.url}/room/pair`;
-  resident.page = await residentBrowser.newPage();
-  await resident.page.goto(pairUrl);
-  await resident.page.waitForFunction(() => window.ackwire?.me.id, null, { timeout: 15000 });
-  console.log(`\n${pairUrl}: a resident Chromium in the server namespace; a new one (fresh profile) joins it from the client namespace`);
-  await coldPairJoin(pairUrl);
-  const pairRuns = await joinsAtEachDelay(() => coldPairJoin(pairUrl), 'connected', ['html', 'welcome', 'answer', 'wasm', 'open']);
-  const pair = report(pairRuns, PAIR_STEPS, rtt, 'a browser joining a browser');
-  const pairAt = (d) => `${f(pair.medians[d].connected)} ms at ${f(rtt(d), d === base ? 2 : 1)} ms RTT`;
-  const pairCounted = others.length > 1
-    ? `${f(pair.slope(top, far, 'connected'), 1)} round trips between ${f(rtt(top), 0)} and ${f(rtt(far), 0)} ms RTT, `
-      + `${f(pair.slope(base, top, 'connected'), 1)} from ${f(rtt(base), 1)} to ${f(rtt(top), 0)} ms RTT`
-    : `${f(pair.slope(base, top, 'connected'), 1)} round trips`;
-  console.log(`\njoin-rtt, browser to browser: link connected ${DELAYS.map(pairAt).join(', ')}; ${pairCounted}; `
-    + `${RUNS} cold joins at each delay, all completed`);
 } finally {
   await cleanup();
 }

@@ -25,9 +25,10 @@ commands:
           (examples/pong/web/pkg/), each size printed
   pong    setup, both wasm builds, a signal server serving the example game at /pong/ and
           its host in room `table`; prints the URLs to play (examples/pong/README.md)
-  test    setup, then the builds (bundles, the tests with clippy as their compiler), the
-          browser e2e tests in the background, and meanwhile lints, the type check, native
-          tests, wasm tests in headless Chromium and the fuzz smoke; prints each stage's time
+  test    setup beside the test build (clippy as its compiler), then the bundles and the
+          browser e2e tests in the background, and beside them two lanes: lints then native
+          tests; the type check, wasm tests in headless Chromium and the fuzz smoke; prints
+          each stage's start and length
   types   setup, then `tsc --noEmit` on web/types-check/ (an example and the READMEs' JS
           snippets) against the npm package's declarations
   pack    setup, build the wasm bundle, assemble the npm package in target/npm/ackwire/ and
@@ -72,6 +73,11 @@ fn main() -> ExitCode {
             suite::browser_e2e(&tools, &only)
         }),
         Some("sim") => suite::sim(&args[1..]),
+        // Run by `test` (one process per lane); not a command of its own.
+        Some("lane") => match args.get(1) {
+            Some(name) => suite::lane(name),
+            None => Err("lane: which lane?".into()),
+        },
         Some("-h" | "--help" | "help") => {
             print!("{USAGE}");
             Ok(())

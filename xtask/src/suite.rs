@@ -332,13 +332,33 @@ impl DemoTurn {
 }
 
 struct Stage {
-    name: &'static str,
+    name: String,
     outcome: Result<()>,
+    /// When it began, seconds after `cargo xtask test` started.
+    began: f64,
     seconds: f64,
 }
 
-fn stage(name: &'static str, f: impl FnOnce() -> Result<()>) -> Stage {
+/// When `cargo xtask test` started, so every stage's start, in this process or a lane's, is
+/// on one clock: its lanes are told by `ACKWIRE_CI_T0` (unix milliseconds).
+fn run_start() -> std::time::SystemTime {
+    static T0: std::sync::OnceLock<std::time::SystemTime> = std::sync::OnceLock::new();
+    *T0.get_or_init(|| {
+        std::env::var("ACKWIRE_CI_T0")
+            .ok()
+            .and_then(|ms| ms.parse::<u64>().ok())
+            .map(|ms| std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms))
+            .unwrap_or_else(std::time::SystemTime::now)
+    })
+}
+
+fn since_start() -> f64 {
+    run_start().elapsed().map_or(0.0, |d| d.as_secs_f64())
+}
+
+fn stage(name: &str, f: impl FnOnce() -> Result<()>) -> Stage {
     println!("== {name}");
+    let began = since_start();
     let start = Instant::now();
     let outcome = f();
     let seconds = start.elapsed().as_secs_f64();
@@ -347,89 +367,266 @@ fn stage(name: &'static str, f: impl FnOnce() -> Result<()>) -> Stage {
         Err(e) => println!("== {name}: FAILED ({seconds:.1}s): {e}"),
     }
     Stage {
-        name,
+        name: name.to_owned(),
         outcome,
+        began,
         seconds,
     }
 }
 
-/// `cargo xtask test`. The browser e2e suite is the long pole, and mostly waits (idle
-/// timeouts, restarts, page loads): its builds come first, then it runs in the background
-/// while the other stages build and run in the foreground at a lower CPU priority (`nice`),
-/// so the pages get the CPU they ask for and the compilers the rest. Its output is printed in
-/// one piece when it ends (and kept in `target/e2e.log`).
+/// The stages that run beside the browser e2e suite once the builds are done, in lanes:
+/// each lane is its own process (`cargo xtask lane NAME`, niced as given: the e2e's pages
+/// come first, then the native tests, whose timing bounds a starved test could miss), whose
+/// output goes to `target/ci/NAME.log` and is printed in one piece when it ends. The lints
+/// come before the native tests in one lane because both build in `target/debug`, which
+/// cargo locks for the whole of `cargo test`, runs included.
+const LANES: &[(&str, i32, &[&str])] = &[
+    ("checks", 5, &["lints", "native"]),
+    ("browser", 10, &["types", "wasm", "fuzz"]),
+];
+
+fn lane_stage(key: &str, tools: &Tools) -> Stage {
+    match key {
+        "lints" => stage("lints (fmt, rustdoc, no-default-features)", lints),
+        "types" => stage("types (tsc --noEmit: example, README snippets)", npm::types),
+        "native" => stage("native tests (cargo test --workspace)", native_tests),
+        "wasm" => stage("wasm tests in headless Chromium", || {
+            wasm_browser_tests(tools)
+        }),
+        "fuzz" => stage("fuzz smoke (cargo fuzz, every target)", || {
+            fuzz_smoke(tools)
+        }),
+        other => stage("unknown stage", || Err(format!("no stage `{other}`"))),
+    }
+}
+
+/// `cargo xtask lane NAME` (run by `cargo xtask test`): one lane's stages in order, each
+/// line of its profile written to `target/ci/NAME.stages` (name, outcome, began, seconds).
+pub(crate) fn lane(name: &str) -> Result<()> {
+    let (_, _, keys) = LANES
+        .iter()
+        .find(|(n, ..)| *n == name)
+        .ok_or_else(|| format!("no lane `{name}`"))?;
+    // Present already (`cargo xtask test` ran setup): this only finds the tools.
+    let tools = setup::run()?;
+    let mut record = String::new();
+    let mut failed = false;
+    for key in keys.iter() {
+        let s = lane_stage(key, &tools);
+        failed |= s.outcome.is_err();
+        record.push_str(&format!(
+            "{}\t{}\t{:.1}\t{:.1}\n",
+            s.name,
+            s.outcome.as_ref().err().map_or("ok", |_| "FAILED"),
+            s.began,
+            s.seconds
+        ));
+    }
+    std::fs::write(ci_dir().join(format!("{name}.stages")), record).map_err(|e| e.to_string())?;
+    if failed {
+        Err(format!("lane {name}: a stage failed"))
+    } else {
+        Ok(())
+    }
+}
+
+fn ci_dir() -> PathBuf {
+    paths::root().join("target/ci")
+}
+
+/// A process running beside this one (a lane, the e2e suite) with its output in a log.
+struct Beside {
+    name: String,
+    child: std::process::Child,
+    log: PathBuf,
+    began: f64,
+}
+
+impl Beside {
+    fn spawn(name: &str, mut cmd: Command, log: PathBuf) -> Result<Self> {
+        let out = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+        let err = out.try_clone().map_err(|e| e.to_string())?;
+        cmd.stdout(out).stderr(err);
+        eprintln!("  $ {}   (output: {})", describe(&cmd), log.display());
+        let child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot start `{}`: {e}", describe(&cmd)))?;
+        Ok(Beside {
+            name: name.to_owned(),
+            child,
+            log,
+            began: since_start(),
+        })
+    }
+
+    /// Waits for all of them, each in its own thread so that each one's length is its own;
+    /// prints each one's output in one piece, in the order they ended.
+    fn finish_all(all: Vec<Beside>) -> Vec<Stage> {
+        let mut ended: Vec<(f64, Beside, Result<()>)> = std::thread::scope(|s| {
+            let waiting: Vec<_> = all
+                .into_iter()
+                .map(|mut b| {
+                    s.spawn(move || {
+                        let outcome = match b.child.wait() {
+                            Ok(status) if status.success() => Ok(()),
+                            Ok(status) => Err(format!("{} failed ({status})", b.name)),
+                            Err(e) => Err(e.to_string()),
+                        };
+                        (since_start(), b, outcome)
+                    })
+                })
+                .collect();
+            waiting
+                .into_iter()
+                .map(|w| w.join().expect("a waiting thread panicked"))
+                .collect()
+        });
+        ended.sort_by(|a, b| a.0.total_cmp(&b.0));
+        ended
+            .into_iter()
+            .map(|(end, b, outcome)| {
+                let seconds = end - b.began;
+                println!("== {} (its output, from {}):", b.name, b.log.display());
+                print!("{}", std::fs::read_to_string(&b.log).unwrap_or_default());
+                match &outcome {
+                    Ok(()) => println!("== {}: ok ({seconds:.1}s)", b.name),
+                    Err(e) => println!("== {}: FAILED ({seconds:.1}s): {e}", b.name),
+                }
+                Stage {
+                    name: b.name,
+                    outcome,
+                    began: b.began,
+                    seconds,
+                }
+            })
+            .collect()
+    }
+}
+
+/// What `cargo test` builds (examples as the programs they are), then the benches, so that
+/// clippy sees all that `cargo clippy --all-targets` would.
+fn build_tests() -> Result<()> {
+    run(cargo_linted().args(["test", "--workspace", "--no-run"]))?;
+    run(cargo_linted().args(["test", "--workspace", "--benches", "--no-run"]))
+}
+
+/// `cargo xtask test`, as three overlapping parts, each step started as soon as what it
+/// needs is there (the profile it prints gives each stage's start and length):
+/// 1. setup beside the test build: the build needs only cargo, and setup's minutes on a
+///    fresh machine (downloads, dpkg, two tool compiles) overlap it;
+/// 2. the bundles, the npm package and the e2e's certificate, then the browser e2e suite in
+///    the background (the long pole, mostly waiting: idle timeouts, restarts, page loads);
+/// 3. beside it, the lanes ([`LANES`]): lints then native tests; the type check, wasm
+///    tests and the fuzz smoke.
 pub(crate) fn test() -> Result<()> {
     let start = Instant::now();
-    let tools = setup::run()?;
+    let t0_ms = run_start()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis())
+        .to_string();
+    let (tools, built) = std::thread::scope(|s| {
+        let tools = s.spawn(setup::run);
+        let built = stage(
+            "test build (tests, examples, benches; clippy as the compiler)",
+            build_tests,
+        );
+        let tools = tools
+            .join()
+            .unwrap_or_else(|_| Err("setup panicked".into()));
+        (tools, built)
+    });
+    let mut stages = vec![built];
+    let tools = match tools {
+        Ok(tools) => tools,
+        Err(e) => {
+            stages.push(Stage {
+                name: "setup".into(),
+                outcome: Err(e),
+                began: 0.0,
+                seconds: since_start(),
+            });
+            return summarize("test", &stages, start);
+        }
+    };
+    if stages[0].outcome.is_err() {
+        return summarize("test", &stages, start);
+    }
     let mut e2e_cmd = None;
-    let prepared = stage("builds (bundles, npm package, tests with clippy)", || {
+    stages.push(stage("builds (bundles, npm package, e2e programs)", || {
         e2e_cmd = Some(prepare_e2e(&tools, &[])?);
         Ok(())
-    });
-    let log_path = paths::root().join("target/e2e.log");
-    let e2e = match e2e_cmd {
-        Some(mut cmd) => {
-            println!("== browser e2e (playwright-core + chromium): in the background");
-            let log = std::fs::File::create(&log_path).map_err(|e| e.to_string())?;
-            let err = log.try_clone().map_err(|e| e.to_string())?;
-            cmd.stdout(log).stderr(err);
-            eprintln!("  $ {}", describe(&cmd));
-            Some((Instant::now(), cmd.spawn().map_err(|e| e.to_string())?))
-        }
-        None => None,
+    }));
+    let Some(e2e_cmd) = e2e_cmd else {
+        return summarize("test", &stages, start);
     };
-    // What runs from here on (every child of this process) yields the CPU to the pages.
-    let _ = Command::new("renice")
-        .args(["-n", "10", "-p", &std::process::id().to_string()])
-        .stdout(std::process::Stdio::null())
-        .status();
-    let mut stages = vec![
-        prepared,
-        stage("lints (fmt, rustdoc, no-default-features)", lints),
-        stage("types (tsc --noEmit: example, README snippets)", npm::types),
-        stage("native tests (cargo test --workspace)", native_tests),
-        stage("wasm tests in headless Chromium", || {
-            wasm_browser_tests(&tools)
-        }),
-        stage("fuzz smoke (cargo fuzz, every target)", || {
-            fuzz_smoke(&tools)
-        }),
-    ];
-    if let Some((began, mut child)) = e2e {
-        let status = child.wait().map_err(|e| e.to_string());
-        let seconds = began.elapsed().as_secs_f64();
-        let name = "browser e2e (playwright-core + chromium)";
-        println!("== {name} (its output, from {}):", log_path.display());
-        print!("{}", std::fs::read_to_string(&log_path).unwrap_or_default());
-        let outcome = match status {
-            Ok(s) if s.success() => Ok(()),
-            Ok(s) => Err(format!("the e2e suite failed ({s})")),
-            Err(e) => Err(e),
+    std::fs::create_dir_all(ci_dir()).map_err(|e| e.to_string())?;
+    let mut beside = vec![Beside::spawn(
+        "browser e2e (playwright-core + chromium)",
+        e2e_cmd,
+        paths::root().join("target/e2e.log"),
+    )?];
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    for (name, nice, _) in LANES {
+        let mut cmd = Command::new("nice");
+        cmd.args(["-n", &nice.to_string()])
+            .arg(&exe)
+            .args(["lane", name])
+            .current_dir(paths::root())
+            .env("ACKWIRE_CI_T0", &t0_ms);
+        beside.push(Beside::spawn(
+            &format!("lane {name}"),
+            cmd,
+            ci_dir().join(format!("{name}.log")),
+        )?);
+    }
+    for ended in Beside::finish_all(beside) {
+        let Some(lane) = ended.name.strip_prefix("lane ") else {
+            stages.push(ended);
+            continue;
         };
-        match &outcome {
-            Ok(()) => println!("== {name}: ok ({seconds:.1}s, alongside the stages above)"),
-            Err(e) => println!("== {name}: FAILED ({seconds:.1}s): {e}"),
+        // A lane's own stages, from the profile it wrote; a lane that failed outside them
+        // (in its setup) shows as itself.
+        let record =
+            std::fs::read_to_string(ci_dir().join(format!("{lane}.stages"))).unwrap_or_default();
+        let mut stage_failed = false;
+        let mut any = false;
+        for line in record.lines() {
+            if let [name, mark, began, seconds] = line.split('\t').collect::<Vec<_>>()[..] {
+                any = true;
+                stage_failed |= mark != "ok";
+                stages.push(Stage {
+                    name: name.to_owned(),
+                    outcome: if mark == "ok" {
+                        Ok(())
+                    } else {
+                        Err(format!("{name} failed"))
+                    },
+                    began: began.parse().unwrap_or(0.0),
+                    seconds: seconds.parse().unwrap_or(0.0),
+                });
+            }
         }
-        stages.push(Stage {
-            name,
-            outcome,
-            seconds,
-        });
+        if !any || (ended.outcome.is_err() && !stage_failed) {
+            stages.push(ended);
+        }
     }
     summarize("test", &stages, start)
 }
 
-/// Prints one line per stage and a summary line; fails if any stage failed.
+/// Prints the profile (each stage's outcome, start and length, in seconds after the start)
+/// and a summary line; fails if any stage failed.
 fn summarize(command: &str, stages: &[Stage], start: Instant) -> Result<()> {
     let failed = stages.iter().filter(|s| s.outcome.is_err()).count();
     println!();
-    for s in stages {
-        let mark = if s.outcome.is_ok() {
-            "ok    "
-        } else {
-            "FAILED"
-        };
-        println!("  {mark} {:<45} {:>6.1}s", s.name, s.seconds);
+    println!("  {:<6} {:<62} {:>7} {:>7}", "", "stage", "began", "took");
+    let mut by_start: Vec<&Stage> = stages.iter().collect();
+    by_start.sort_by(|a, b| a.began.total_cmp(&b.began));
+    for s in by_start {
+        let mark = if s.outcome.is_ok() { "ok" } else { "FAILED" };
+        println!(
+            "  {mark:<6} {:<62} {:>6.1}s {:>6.1}s",
+            s.name, s.began, s.seconds
+        );
     }
     println!(
         "xtask {command}: {}/{} stages passed in {:.1}s",
@@ -521,10 +718,8 @@ fn prepare_e2e(tools: &Tools, only: &[&str]) -> Result<Command> {
     // The binaries and examples the e2e drives come from the very build the native tests run
     // (`cargo test` builds every package's binaries and examples): one feature set, one
     // compile. A `cargo build -p` of each resolves its own features and rebuilt ~140 crates.
-    // What `cargo test` builds (examples as the programs they are), then the benches, so that
-    // clippy sees all that `cargo clippy --all-targets` would.
-    run(cargo_linted().args(["test", "--workspace", "--no-run"]))?;
-    run(cargo_linted().args(["test", "--workspace", "--benches", "--no-run"]))?;
+    // Nothing to do after `cargo xtask test`'s own test build.
+    build_tests()?;
     let debug = paths::root().join("target/debug");
     let server = debug.join("ackwire-signal");
     let peer = debug.join("ackwire-peer");
