@@ -1810,9 +1810,14 @@ fn every_accepted_reliable_message_is_delivered_once_or_handed_back_once_under_r
 ///   half-done negotiation over.
 /// - 37942, 96659, 582922: the checker took a hand-back of a broadcast share it could not
 ///   attribute for another share of the same broadcast.
+/// - 363054 broke a change that held it: an acceptor's connection refusing a repeated connect
+///   response once data had come. On plain UDP a late data packet of the connection before,
+///   from the same address, counted as that data; the connector that missed `accepted` was
+///   left unanswered, and its first packets collided with the late ones' sequence numbers
+///   (two messages acked, never delivered).
 #[test]
 fn the_seeds_a_million_seed_run_found_breaking_the_promise_keep_it_now() {
-    let broken: Vec<(u64, Vec<Kind>)> = [56143, 506_414, 606_579, 37942, 96659, 582_922]
+    let broken: Vec<(u64, Vec<Kind>)> = [56143, 506_414, 606_579, 37942, 96659, 582_922, 363_054]
         .into_iter()
         .filter_map(|seed| {
             let outcome = run(&schedule(seed));
