@@ -23,6 +23,8 @@
 //! - [`is_valid_name`]: the one rule for room names, instance ids and application ids.
 //! - [`RoomUrl`]: a room page's URL read into the socket's URL and the room's name;
 //!   [`UrlJoin`]: a join in that URL's query.
+//! - [`ticket`]: join tickets, which a game's backend mints ([`ticket::mint`]) and a server
+//!   configured with the same secret requires of every join ([`ticket::verify`]).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -32,6 +34,7 @@ mod frames;
 mod key;
 pub mod rules;
 mod signal;
+pub mod ticket;
 mod url;
 
 pub use app::{AppInfo, ChannelKind, InvalidApp};
