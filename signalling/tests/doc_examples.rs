@@ -152,6 +152,7 @@ fn the_documented_browser_join_serializes_byte_for_byte() {
         udp_key: None,
         app: None,
         role: Default::default(),
+        ticket: None,
         resume: None,
     };
     let text = serde_json::to_string(&join).unwrap();
