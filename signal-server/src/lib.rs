@@ -183,13 +183,15 @@ pub async fn serve(
         Some(dir) => dir.display().to_string(),
         None => "(embedded)".to_owned(),
     };
+    tracing::info!(addr = %local, url = %format!("{scheme}://{local}/"), web_dir = %web, "listening");
     match &tickets {
-        Some(_) => tracing::info!("joins need a ticket from the game's backend (--ticket-secret-file)"),
+        Some(_) => {
+            tracing::info!("joins need a ticket from the game's backend (--ticket-secret-file)")
+        }
         None => tracing::warn!(
             "joins are not authenticated: anyone who knows a room's name joins it (--ticket-secret-file requires join tickets)"
         ),
     }
-    tracing::info!(addr = %local, url = %format!("{scheme}://{local}/"), web_dir = %web, "listening");
     let router = app_with_metrics(config, local, stop_rx, Arc::clone(&metrics), tickets);
     // Signalling is many small frames sent back to back (a welcome, then `peer_joined`; an
     // offer, then its candidates): with Nagle's algorithm each waits for the previous one's

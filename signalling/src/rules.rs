@@ -688,9 +688,11 @@ impl<C: Clone + PartialEq> Room<C> {
     }
 
     fn enter(&mut self, join: Join<C>) -> Result<Joined<C>, RuleError> {
-        let mut replaced = self.replaced_by(join.instance.as_deref(), join.identity.as_deref());
-        // The reservation's word on who held the identity across servers: this server may
-        // not have heard of that peer yet, and replaces it all the same.
+        // Who holds the identity is the reservation's word when there is one: it ordered the
+        // joins of every server, and this server may not have heard of that peer yet (nor, of
+        // two joins here, in the reservations' order).
+        let identity = join.identity.as_deref().filter(|_| !join.reserved);
+        let mut replaced = self.replaced_by(join.instance.as_deref(), identity);
         let mut elsewhere = None;
         if let Some(id) = join.replaces.filter(|id| !replaced.contains(id)) {
             match self.peers.contains_key(&id) {
@@ -1311,8 +1313,14 @@ mod tests {
             identity: Some("user-7".into()),
             ..PeerInfo::new(9, PeerKind::Browser)
         };
-        assert!(room.remote_joined(late.clone(), "other".into(), None).is_empty());
-        assert!(room.sync("me", vec![(late, "other".into())], None, false).is_empty());
+        assert!(
+            room.remote_joined(late.clone(), "other".into(), None)
+                .is_empty()
+        );
+        assert!(
+            room.sync("me", vec![(late, "other".into())], None, false)
+                .is_empty()
+        );
         assert_eq!(room.len(), 2);
     }
 

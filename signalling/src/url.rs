@@ -329,7 +329,10 @@ mod tests {
             join.query(),
             format!("version=1&room=arena&kind=browser&role=client&ticket={ticket}")
         );
-        let ClientFrame::Join { ticket: carried, .. } = join.into_frame().unwrap() else {
+        let ClientFrame::Join {
+            ticket: carried, ..
+        } = join.into_frame().unwrap()
+        else {
             panic!("not a join");
         };
         assert_eq!(carried.as_deref(), Some(ticket));

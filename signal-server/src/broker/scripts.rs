@@ -5,7 +5,9 @@
 use ackwire_signalling::{PeerId, Role};
 use redis::{Script, ScriptInvocation};
 
-use super::schema::{Record, ROOMS_KEY, room_channel, app_key, host_key, identities_key, peers_key, topology_key};
+use super::schema::{
+    ROOMS_KEY, Record, app_key, host_key, identities_key, peers_key, room_channel, topology_key,
+};
 
 /// The broker's scripts.
 #[derive(Debug)]
