@@ -88,6 +88,7 @@ fn config(args: &JoinArgs, role: Role) -> Result<RoomConfig, RoomError> {
         App::new(args.app.clone(), args.app_version, demo::app().channels)
     };
     let mut config = RoomConfig::new(app).with_role(role);
+    config.ticket = args.ticket.clone();
     config.emulation = args.common.emulation()?.map(|e: Emulation| e);
     let mut native = NativeOptions::default();
     native.bind = args.bind;

@@ -79,6 +79,17 @@ pub struct JoinArgs {
     /// is; the server refuses the other kind.
     #[arg(long, value_enum, default_value_t = RoleArg::Peer)]
     pub role: RoleArg,
+    /// The join ticket the game's backend minted for this player, for a server that requires
+    /// one (`ackwire-signal --ticket-secret-file`): for this room, role and application. A
+    /// refused ticket (`ticket_missing`, `ticket_expired`, ...) ends `join` with exit code 1.
+    /// Prefer the environment variable: flags show in `ps`. Default: none.
+    #[arg(
+        long,
+        env = "ACKWIRE_TICKET",
+        hide_env_values = true,
+        value_name = "TICKET"
+    )]
+    pub ticket: Option<String>,
     /// Reporting and emulation flags (emulation applies to each link, both directions).
     #[command(flatten)]
     pub common: CommonArgs,

@@ -102,6 +102,12 @@ fn refused_for_good(code: ErrorCode) -> bool {
             | ErrorCode::InvalidInstance
             | ErrorCode::InvalidJoin
             | ErrorCode::UnsupportedVersion
+            // The same ticket cannot pass later: the program needs a new one (a new join).
+            | ErrorCode::TicketMissing
+            | ErrorCode::TicketExpired
+            | ErrorCode::TicketInvalid
+            | ErrorCode::TicketWrongRoom
+            | ErrorCode::TicketWrongRole
     )
 }
 
@@ -143,6 +149,7 @@ impl Member {
             ..UrlJoin::new(self.config.room.clone(), self.config.kind)
                 .with_app(&self.config.app)
                 .with_role(self.config.role)
+                .with_ticket(self.config.ticket.clone())
         });
         self.session.joined_in_url = join.is_some();
         self.out.push_back(Output::OpenSignalling { join });
@@ -311,6 +318,8 @@ impl Member {
             udp_key: self.udp_key(),
             app: Some(self.config.app.clone()),
             role: self.config.role,
+            // A resume's token proves the join it takes back: the ticket goes with fresh joins.
+            ticket: self.config.ticket.clone().filter(|_| resume.is_none()),
             resume,
         }));
     }
