@@ -1,6 +1,6 @@
 //! `ackwire-peer join --ticket` on a real signalling server that requires join tickets: a
-//! native with a ticket for its room is welcomed; one
-//! without, or with another room's, is refused for good and exits 1.
+//! native with a ticket for its room is welcomed; one without, or with another room's, is
+//! refused for good and exits 1.
 
 mod room_support;
 
