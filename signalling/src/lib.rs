@@ -28,6 +28,12 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+/// `docs/deployment.md`'s Rust example (a backend minting join tickets), compiled as a
+/// doctest so it cannot drift from [`ticket`].
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/deployment.md")]
+mod deployment {}
+
 mod app;
 mod code;
 mod frames;
