@@ -803,3 +803,26 @@ fn a_ticket_rides_every_fresh_join_and_no_resume_and_a_refused_one_stops_the_mem
         "no retry"
     );
 }
+
+#[test]
+fn a_member_whose_place_another_program_took_stops_instead_of_taking_it_back() {
+    use ackwire_room::member::{Member, MemberConfig, Output, SignallingState};
+
+    let mut config = MemberConfig::new("lobby", world::app(), PeerKind::Browser, "inst");
+    config.ticket = Some("v1.payload.tag".into());
+    let mut member = Member::new(config, Duration::ZERO).unwrap();
+    member.handle_timeout(Duration::ZERO);
+    member.signalling_open(ms(5));
+    let welcome = r#"{"type":"welcome","version":1,"room":"lobby","peer_id":3,"token":"t","resumed":false,"peers":[]}"#;
+    member.handle_frame(ms(6), welcome).unwrap();
+    std::iter::from_fn(|| member.poll_output()).for_each(drop);
+    // The server closed the socket with CLOSE_REPLACED: the same identity joined elsewhere.
+    member.signalling_replaced(ms(10), "signalling closed (4001 replaced_by_instance)");
+    assert_eq!(member.signalling_state(), SignallingState::Closed);
+    member.handle_timeout(ms(10) + Duration::from_secs(60));
+    assert!(
+        !std::iter::from_fn(|| member.poll_output())
+            .any(|o| matches!(o, Output::OpenSignalling { .. })),
+        "no socket to take the place back"
+    );
+}

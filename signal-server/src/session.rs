@@ -378,7 +378,7 @@ impl Session {
             CloseCause::TooLarge => close_code::SIZE,
             CloseCause::IdleTimeout | CloseCause::Shutdown => close_code::AWAY,
             CloseCause::ReplacedByResume => 4000,
-            CloseCause::ReplacedByInstance => 4001,
+            CloseCause::ReplacedByInstance => ackwire_signalling::CLOSE_REPLACED,
         };
         let frame = CloseFrame {
             code,

@@ -56,6 +56,12 @@ pub use url::{BadRoomUrl, RoomUrl, UrlJoin};
 /// The signalling protocol version: sent in every join, echoed in the welcome.
 pub const VERSION: u32 = 1;
 
+/// The WebSocket close code (reason `replaced_by_instance`) of a connection whose member a
+/// fresh join took the place of: one of the same program instance, or, on a server that
+/// requires join tickets, of the same identity. Another program holds the member's place now;
+/// a member whose current socket closes so stops rather than take it back.
+pub const CLOSE_REPLACED: u16 = 4001;
+
 /// The name rule in words, for refusals.
 pub const NAME_RULE: &str = "1-64 of A-Z a-z 0-9 - _";
 

@@ -14,7 +14,9 @@ const DOC: &str = include_str!("../../docs/deployment.md");
 
 /// The first ```js block after `heading`.
 fn js_block(heading: &str) -> &'static str {
-    let at = DOC.find(heading).unwrap_or_else(|| panic!("no {heading:?}"));
+    let at = DOC
+        .find(heading)
+        .unwrap_or_else(|| panic!("no {heading:?}"));
     DOC[at..]
         .split("```js\n")
         .nth(1)
@@ -27,11 +29,29 @@ fn the_node_backend_mints_the_same_tickets_as_mint() {
     let secret = "0123456789abcdef0123456789abcdef";
     let long = "a".repeat(64);
     let cases = [
-        ("arena", Role::Client, "user-4417", Some("pong"), 1_900_000_000u64),
+        (
+            "arena",
+            Role::Client,
+            "user-4417",
+            Some("pong"),
+            1_900_000_000u64,
+        ),
         ("lobby", Role::Peer, "u", None, 0),
-        ("arena", Role::Host, "game-server-eu-1", Some("pong"), u64::MAX),
+        (
+            "arena",
+            Role::Host,
+            "game-server-eu-1",
+            Some("pong"),
+            u64::MAX,
+        ),
         (&long, Role::Client, &"~".repeat(64), Some(&long), 1 << 40),
-        ("r", Role::Peer, "steam:76561198!@#$%^&*()", Some("x"), 12345),
+        (
+            "r",
+            Role::Peer,
+            "steam:76561198!@#$%^&*()",
+            Some("x"),
+            12345,
+        ),
     ];
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("deployment-node");
     std::fs::create_dir_all(&dir).unwrap();
@@ -67,7 +87,11 @@ fn the_node_backend_mints_the_same_tickets_as_mint() {
     assert_eq!(printed.len(), cases.len() + 1, "{printed:?}");
     for ((room, role, identity, app, expires), node) in cases.iter().zip(&printed) {
         let claims = Claims::new(*room, *role, *identity, *app, *expires).unwrap();
-        assert_eq!(*node, ticket::mint(secret.as_bytes(), &claims), "{claims:?}");
+        assert_eq!(
+            *node,
+            ticket::mint(secret.as_bytes(), &claims),
+            "{claims:?}"
+        );
     }
     assert_eq!(printed[cases.len()], "refused: invalid ticket claims");
 }

@@ -261,7 +261,10 @@ fn the_documented_ticket_is_minted_byte_for_byte() {
     };
     let payload = b64.decode(&signed["v1.".len()..]).unwrap();
     assert_eq!(hex(&payload), field("payload"));
-    assert_eq!(hex(&b64.decode(tag).unwrap()).replace(' ', ""), field("tag"));
+    assert_eq!(
+        hex(&b64.decode(tag).unwrap()).replace(' ', ""),
+        field("tag")
+    );
     // And it is the ticket of the URL, frame and worked-exchange examples.
     assert!(DOC.matches(&minted).count() >= 5);
     let now = claims.expires() - 1;

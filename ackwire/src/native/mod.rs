@@ -454,6 +454,10 @@ impl Io {
                 self.socket = None;
                 shared.member.signalling_closed(now, &reason);
             }
+            SocketEvent::Replaced(reason) => {
+                self.socket = None;
+                shared.member.signalling_replaced(now, &reason);
+            }
         }
     }
 

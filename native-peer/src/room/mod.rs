@@ -142,6 +142,10 @@ pub enum RoomError {
         /// Its words.
         message: String,
     },
+    /// The room stopped by itself: another program joined it in this one's place (the same
+    /// identity, with a join ticket).
+    #[error("the room stopped: {0}")]
+    Stopped(String),
     /// The async runtime could not start.
     #[error("cannot start the runtime: {0}")]
     Runtime(std::io::Error),

@@ -166,6 +166,27 @@ impl Member {
         }
     }
 
+    /// The server closed the signalling socket because a fresh join took this member's place
+    /// ([`CLOSE_REPLACED`](crate::signalling::CLOSE_REPLACED)): another program of the same
+    /// identity (its join ticket's) is the room's member now. Taking the place back would
+    /// only have the two replace each other in turn, so the member stops, as after a refusal
+    /// no retry can cure: signalling goes `Closed` with `detail`.
+    pub fn signalling_replaced(&mut self, now: Duration, detail: &str) {
+        let _ = now;
+        self.session.socket_open = false;
+        if self.session.left {
+            return;
+        }
+        self.session.left = true;
+        self.session.reconnect_at = None;
+        self.set_signalling(
+            SignallingState::Closed,
+            Some(format!(
+                "{detail}: another program joined the room in this member's place (the same identity); this one stopped"
+            )),
+        );
+    }
+
     /// The signalling socket closed or could not open. Links keep flowing; the member asks
     /// for a new socket after the backoff.
     pub fn signalling_closed(&mut self, now: Duration, detail: &str) {
