@@ -588,7 +588,7 @@ mod tests {
             Err(InvalidClaims::App(_))
         ));
         // The largest ticket fits the bound.
-        let largest = Claims::new(&most, Role::Client, &"~".repeat(64), Some(&most), u64::MAX);
+        let largest = Claims::new(&most, Role::Client, "~".repeat(64), Some(&most), u64::MAX);
         let ticket = mint(SECRET, &largest.unwrap());
         assert_eq!(ticket.len(), 319);
         assert!(ticket.len() <= MAX_TICKET_LEN);
