@@ -224,6 +224,26 @@ async fn run(args: Args) -> anyhow::Result<()> {
     tokio::time::sleep(Duration::from_millis(300)).await;
     let rss_base = pid.and_then(rss_kb);
 
+    // What tickets cost a join, measured in this run on twin idle servers, before the load
+    // (the twins are stopped before its clients connect).
+    let secret = tempfile::NamedTempFile::new()?;
+    std::fs::write(secret.path(), TICKET_SECRET)?;
+    let (open_child, open_addr) = spawn_server(&[])?;
+    let secret_arg = [
+        "--serve-tickets".to_owned(),
+        secret.path().display().to_string(),
+    ];
+    let (ticketed_child, ticketed_addr) = spawn_server(&secret_arg)?;
+    let (open_joins, ticket_joins) =
+        ticket_join_latencies(open_addr, ticketed_addr, 2 * JOIN_PROBES).await?;
+    drop((open_child, ticketed_child, secret));
+    let twins = (
+        percentile(&open_joins, 0.50),
+        percentile(&open_joins, 0.99),
+        percentile(&ticket_joins, 0.50),
+        percentile(&ticket_joins, 0.99),
+    );
+
     let rooms = args.clients.div_ceil(ROOM_SIZE);
     let senders = (args.relays_per_sec.div_ceil(PER_SENDER_RATE) as usize).min(rooms);
     let per_sender = if senders == 0 {
@@ -328,26 +348,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         }
         _ => None,
     };
-    // The load is over (its server stopped: the twins have the machine).
     tasks.abort_all();
-    drop(_child);
-    // What tickets cost a join, measured in this run on twin idle servers.
-    let secret = tempfile::NamedTempFile::new()?;
-    std::fs::write(secret.path(), TICKET_SECRET)?;
-    let (_open_child, open_addr) = spawn_server(&[])?;
-    let secret_arg = [
-        "--serve-tickets".to_owned(),
-        secret.path().display().to_string(),
-    ];
-    let (_ticketed_child, ticketed_addr) = spawn_server(&secret_arg)?;
-    let (open_joins, ticket_joins) =
-        ticket_join_latencies(open_addr, ticketed_addr, 2 * JOIN_PROBES).await?;
-    let twins = (
-        percentile(&open_joins, 0.50),
-        percentile(&open_joins, 0.99),
-        percentile(&ticket_joins, 0.50),
-        percentile(&ticket_joins, 0.99),
-    );
 
     println!("ackwire-signal load test on {addr}");
     println!(
