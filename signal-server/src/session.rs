@@ -655,7 +655,7 @@ async fn join(hub: Arc<Hub>, link: Link, mut request: JoinRequest) -> Result<Joi
                 request.id = Some(id);
                 request.replaces = replaces;
                 hub.join(request, link.clone())
-                    .inspect_err(|_| broker.release(&room, id, identity.as_deref()))
+                    .inspect_err(|_| broker.release(&room, id, (identity.as_deref(), replaces)))
             }
         }
     }

@@ -135,7 +135,7 @@ async fn once_the_broker_task_died_joins_and_relays_are_refused_and_the_hubs_wri
         |write: &str| format!("ackwire_signal_broker_writes_lost_total{{write=\"{write}\"}}");
     broker.left("lobby", 7, LeaveReason::Left);
     broker.left("lobby", 8, LeaveReason::Lost);
-    broker.release("lobby", 9, None);
+    broker.release("lobby", 9, (None, None));
     broker.stats("lobby", 7, &json!([]));
     broker.forget("lobby");
     assert_eq!(read(&metrics, &lost("left")), 2.0);

@@ -160,7 +160,8 @@ impl Broker {
     /// empty: then it plays `app` and links so from now on); `taken` are the peers whose
     /// places it takes (its program's old peer it replaces, a dropped host's seat). With an
     /// `identity` (its join ticket's), the peer holding it in the room, on whatever instance,
-    /// gives its place up at once: the new peer's id, and that peer's if there was one.
+    /// gives its place and identity up, in the same step: the new peer's id, and that peer's
+    /// if there was one (the join replaces it).
     pub async fn reserve(
         &self,
         room: &str,
@@ -402,12 +403,19 @@ impl Broker {
         self.queue_or_count(op, LostWrite::Left);
     }
 
-    /// A reservation no join took (made for a join with `identity`, if any).
-    pub fn release(&self, room: &str, peer_id: PeerId, identity: Option<&str>) {
+    /// A reservation no join took, made for a join with `identity` (if any) that was to
+    /// replace `replaced` (if any): the identity goes back to that peer.
+    pub fn release(
+        &self,
+        room: &str,
+        peer_id: PeerId,
+        (identity, replaced): (Option<&str>, Option<PeerId>),
+    ) {
         let op = Op::Release {
             room: room.to_owned(),
             peer_id,
             identity: identity.map(str::to_owned),
+            replaced,
         };
         self.queue_or_count(op, LostWrite::Release);
     }

@@ -1,7 +1,7 @@
 -- Stores a peer's record (ARGV[2]) under its id (ARGV[1]) in the room's peers (KEYS[1]): 1 once
 -- stored. With ARGV[3] 'if-present', only where its place still is (a reservation's placeholder,
--- or its record): 0 when it is gone, because another join replaced the peer meanwhile (its
--- identity's reservation dropped it), and nothing is written. The room (ARGV[5]) goes in the set
+-- or its record): 0 when it is gone, because another join replaced the peer meanwhile (the
+-- replacing instance removed it), and nothing is written. The room (ARGV[5]) goes in the set
 -- of rooms (KEYS[2]). A join (ARGV[4], the room's channel, not '') also puts, unless Redis holds
 -- them, the room's application (KEYS[3] <- ARGV[6]), topology (KEYS[4] <- ARGV[7]), a
 -- host's seat (KEYS[5] <- ARGV[1] when ARGV[8] is '1') and the identity's peer (KEYS[6], field

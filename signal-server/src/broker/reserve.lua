@@ -8,9 +8,10 @@
 -- a host the seat's, with the id of the peer that held the join's identity (ARGV[9], '' for
 -- none) or ''. The places of the peers listed in ARGV[2] (space-separated: the join's program's
 -- old peer, a dropped host's seat) are the join's, and so is the seat if one of them holds it.
--- So is the place of the identity's holder (KEYS[8] maps each identity to its peer): that peer
--- is dropped here, at once, so one identity has one member in the room whichever instances its
--- joins reach, and the identity is the new peer's. The first member (none other left but those)
+-- So is the place of the identity's holder (KEYS[8] maps each identity to its peer): the
+-- identity is the new peer's from here on, whichever instances its joins reach, and the joining
+-- instance replaces the holder (its removal drops the record; a record of it written after that
+-- finds no place, see put.lua). The first member (none other left but those)
 -- fixes the room's application and topology; a room whose application or topology Redis lost
 -- (a restart) takes the joiner's.
 local peers, counter, rooms, created = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -53,10 +54,6 @@ if host then
 end
 if n >= max_peers then return {0, ''} end
 local id = redis.call('INCR', counter)
-if replaced ~= '' then
-  redis.call('HDEL', peers, replaced)
-  if redis.call('GET', host_key) == replaced then redis.call('DEL', host_key) end
-end
 redis.call('HSET', peers, id, 'reserved')
 redis.call('SADD', rooms, room)
 redis.call('SET', app_key, app)

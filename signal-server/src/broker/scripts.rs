@@ -53,13 +53,14 @@ impl Scripts {
 
     /// The `remove` script for `peer_id` of `room`: only if its record is still `only`, or
     /// whatever it is with `""`; `identity` is the peer's when its record cannot say it (a
-    /// reservation's placeholder).
+    /// reservation's placeholder), and `restore` the peer a released reservation was to
+    /// replace, which gets its identity back.
     pub(super) fn removal(
         &self,
         room: &str,
         peer_id: PeerId,
         only: &str,
-        identity: Option<&str>,
+        (identity, restore): (Option<&str>, Option<PeerId>),
     ) -> ScriptInvocation<'_> {
         let mut call = self.remove.prepare_invoke();
         call.key(peers_key(room))
@@ -71,7 +72,8 @@ impl Scripts {
             .arg(peer_id)
             .arg(only)
             .arg(room)
-            .arg(identity.unwrap_or(""));
+            .arg(identity.unwrap_or(""))
+            .arg(restore.map(|id| id.to_string()).unwrap_or_default());
         call
     }
 

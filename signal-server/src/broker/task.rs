@@ -52,11 +52,13 @@ pub(super) enum Op {
         peer_id: PeerId,
         reason: LeaveReason,
     },
-    /// Give back a reserved place a join did not take (and its identity, if it had one).
+    /// Give back a reserved place a join did not take, and its identity (if it had one) to
+    /// the peer it was to replace (if there was one).
     Release {
         room: String,
         peer_id: PeerId,
         identity: Option<String>,
+        replaced: Option<PeerId>,
     },
     Publish {
         channel: String,
@@ -295,8 +297,8 @@ impl Broker {
                     peer_id,
                     reason,
                 } => {
-                    pipe.invoke_script(&self.scripts.removal(room, *peer_id, "", None))
-                        .ignore();
+                    let removal = self.scripts.removal(room, *peer_id, "", (None, None));
+                    pipe.invoke_script(&removal).ignore();
                     let event = RoomEvent::Left {
                         origin: self.instance.clone(),
                         peer_id: *peer_id,
@@ -309,10 +311,10 @@ impl Broker {
                     room,
                     peer_id,
                     identity,
+                    replaced,
                 } => {
-                    let removal =
-                        self.scripts
-                            .removal(room, *peer_id, RESERVED, identity.as_deref());
+                    let owner = (identity.as_deref(), *replaced);
+                    let removal = self.scripts.removal(room, *peer_id, RESERVED, owner);
                     pipe.invoke_script(&removal).ignore();
                 }
                 Op::Publish { channel, message } => {
@@ -461,7 +463,7 @@ impl Broker {
         }
         let removed: i64 = self
             .scripts
-            .removal(room, peer_id, &current, None)
+            .removal(room, peer_id, &current, (None, None))
             .invoke_async(&mut conn)
             .await
             .unwrap_or(0);
