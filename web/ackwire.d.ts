@@ -50,6 +50,14 @@ export interface JoinOptions {
   /** What this player is in the room (default `peer`: a mesh). */
   role?: Role;
   /**
+   * The join ticket the game's backend minted for this player (docs/deployment.md, "Join
+   * tickets"), for a signal server that requires one: it names this room, role and
+   * application. A refused one rejects the join with a `ticket_*` code; anything but a string
+   * rejects it with `bad_options`. A page that opens its socket in its head
+   * (`window.ackwireSocket`) puts the same ticket in that socket's URL.
+   */
+  ticket?: string;
+  /**
    * ICE over TURN relays only: peers never learn this player's address (the signal server
    * must hand out TURN servers, or no link connects). Default false.
    */
@@ -234,6 +242,11 @@ export type ServerErrorCode =
   | 'peer_not_reading'
   | 'admin_token_required'
   | 'broker_unavailable'
+  | 'ticket_missing'
+  | 'ticket_expired'
+  | 'ticket_invalid'
+  | 'ticket_wrong_room'
+  | 'ticket_wrong_role'
   | 'unknown';
 
 /**
@@ -241,7 +254,7 @@ export type ServerErrorCode =
  * `bad_url` (the URL names no room, or the room's name, from the URL or `options.room`, breaks
  * the name rule: 1-64 of A-Z a-z 0-9 - _), `invalid_app` (options.app, version or channels),
  * `invalid_config` (the emulation), `bad_options` (a `role` that is none of `peer`, `host`,
- * `client`), `unsupported_browser`
+ * `client`, or a `ticket` that is not a string), `unsupported_browser`
  * (no WebSocket or RTCPeerConnection), `load_failed` (the wasm did not load). `join_failed` is
  * the bindings' word for a kind of failure a later `ackwire` crate adds; this one has none.
  */

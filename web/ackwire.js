@@ -12,8 +12,9 @@
 //
 // Every error this API throws or rejects with is an `Error` with a string `code`:
 //   joining:  the server's refusal (`app_mismatch`, `room_full`, `topology_mismatch`,
-//             `host_taken`, ... as docs/signalling.md lists them), `bad_url` (the URL or the room's
-//             name), `invalid_app`, `invalid_config` (the emulation), `bad_options` (the role),
+//             `host_taken`, `ticket_expired`, ... as docs/signalling.md lists them), `bad_url` (the
+//             URL or the room's name), `invalid_app`, `invalid_config` (the emulation),
+//             `bad_options` (the role, the ticket),
 //             `unsupported_browser`, `load_failed` (the wasm did not load);
 //   sending:  `unknown_peer`, `not_connected`, `unknown_channel`, `too_large`, `reliable`
 //             (sendLatest on a reliable channel), `full` (the peer's queue: try later),
@@ -49,6 +50,8 @@
  * @property {ChannelKind[]} channels its channels, by index (1 to 63)
  * @property {string} [room] the room's name, when `url` is a server's rather than a room page's
  * @property {Role} [role] `peer` (the default), or a host room's `host` or `client`
+ * @property {string} [ticket] the join ticket the game's backend minted for this player, for a
+ *   server that requires one (docs/deployment.md, "Join tickets")
  * @property {boolean} [relayOnly] ICE over TURN relays only: peers never learn this player's address
  * @property {number} [peerBudget] bytes of reliable messages kept per peer until it confirms them (default 4 MiB)
  * @property {Emulation} [emulation] emulate a bad network on every link
@@ -169,14 +172,16 @@ function openEarlySocket(url, o, timeline) {
     if (!scheme || !NAME.test(room ?? '') || (inPath && o.room && inPath !== o.room)) return undefined;
     if (typeof o.app !== 'string' || !Number.isInteger(o.version) || !Array.isArray(o.channels)) return undefined;
     if (o.role != null && !['peer', 'host', 'client'].includes(o.role)) return undefined;
+    if (o.ticket != null && typeof o.ticket !== 'string') return undefined;
     const instance = `b${Array.from(crypto.getRandomValues(new Uint8Array(8)), (b) => b.toString(16).padStart(2, '0')).join('')}`;
     const join = new URLSearchParams({
       // The signalling protocol's version (ackwire_room::signalling::VERSION).
       version: '1', room, kind: 'browser', instance,
       app: o.app, app_version: String(o.version), channels: o.channels.join(','),
     });
-    // A mesh peer's join names no role (`UrlJoin::query`).
+    // A mesh peer's join names no role (`UrlJoin::query`); the ticket comes last.
     if (o.role === 'host' || o.role === 'client') join.set('role', o.role);
+    if (o.ticket != null) join.set('ticket', o.ticket);
     const ws = new WebSocket(`${scheme}//${u.host}/ws?${join}`);
     timeline.connect = performance.now();
     ws.addEventListener('open', () => { timeline.socket = performance.now(); });
@@ -189,7 +194,9 @@ function openEarlySocket(url, o, timeline) {
 /**
  * The socket the page opened from its HTML, if it did (`window.ackwireSocket`, docs/api.md,
  * "Cold start": two round trips sooner than from this module); the driver adopts it like its
- * own early socket, or, should its join differ from this one, closes it and joins anew.
+ * own early socket, or, should its join differ from this one, closes it and joins anew. A page
+ * joining with a ticket puts it in that socket's URL itself (`ticket=...`, the same one it
+ * passes as `options.ticket`): the join is the same only with it.
  */
 function pageSocket(o, timeline) {
   const early = globalThis.ackwireSocket;

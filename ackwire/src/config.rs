@@ -35,6 +35,13 @@ pub struct RoomConfig {
     /// ([`ErrorCode::TopologyMismatch`](crate::ErrorCode::TopologyMismatch)), and so is a
     /// second host while the first is connected. Default: [`Role::Peer`].
     pub role: Role,
+    /// The join ticket the game's backend minted for this player
+    /// ([`ticket::mint`](ackwire_signalling::ticket::mint)), for a signal server that requires
+    /// one (`--ticket-secret-file`): it names the room, the role, the player's identity, the
+    /// application and an expiry. Every fresh join carries it; a refused one is
+    /// [`Event::Refused`](crate::Event::Refused) with a `ticket_*` code, and the room stops.
+    /// Default: none (open rooms).
+    pub ticket: Option<String>,
     /// Every link through the core's link emulator, both directions (latency, jitter,
     /// loss): to try a game on a bad network. Default: none (real links).
     pub emulation: Option<Emulation>,
@@ -65,6 +72,7 @@ impl RoomConfig {
             app,
             room: None,
             role: Role::Peer,
+            ticket: None,
             emulation: None,
             connection: ConnectionConfig::default(),
             stats_period: Duration::from_secs(1),
@@ -86,6 +94,12 @@ impl RoomConfig {
     /// The same, as `role` (a host room's host or client).
     pub fn with_role(mut self, role: Role) -> RoomConfig {
         self.role = role;
+        self
+    }
+
+    /// The same, joining with `ticket` from the game's backend.
+    pub fn with_ticket(mut self, ticket: impl Into<String>) -> RoomConfig {
+        self.ticket = Some(ticket.into());
         self
     }
 

@@ -108,7 +108,7 @@ pub use ackwire_room::member::{
 };
 pub use ackwire_signalling::{
     AppInfo as App, BadRoomUrl, ChannelKind, ErrorCode, InvalidApp, PeerKind, Role, RoomUrl,
-    Topology,
+    Topology, ticket,
 };
 
 #[cfg(all(not(target_arch = "wasm32"), feature = "rooms"))]

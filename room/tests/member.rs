@@ -732,3 +732,97 @@ fn a_join_refused_while_the_servers_broker_is_away_is_tried_again_after_the_back
     member.handle_frame(retry + ms(2), refused).unwrap();
     assert_eq!(member.signalling_state(), SignallingState::Joined);
 }
+
+#[test]
+fn a_ticket_rides_every_fresh_join_and_no_resume_and_a_refused_one_stops_the_member() {
+    use ackwire_room::member::{Event, Member, MemberConfig, Output, SignallingState};
+    use ackwire_room::signalling::{ClientFrame, ErrorCode};
+
+    let mut config = MemberConfig::new("lobby", world::app(), PeerKind::Browser, "inst");
+    config.ticket = Some("v1.payload.tag".into());
+    let mut member = Member::new(config, Duration::ZERO).unwrap();
+    let drain =
+        |member: &mut Member| std::iter::from_fn(|| member.poll_output()).collect::<Vec<_>>();
+    member.handle_timeout(Duration::ZERO);
+    let url_ticket = drain(&mut member).into_iter().find_map(|o| match o {
+        Output::OpenSignalling { join: Some(join) } => Some(join.ticket),
+        _ => None,
+    });
+    assert_eq!(
+        url_ticket,
+        Some(Some("v1.payload.tag".into())),
+        "the URL join carries it"
+    );
+    member.signalling_open(ms(5));
+    let welcome = r#"{"type":"welcome","version":1,"room":"lobby","peer_id":3,"token":"t","resumed":false,"peers":[]}"#;
+    member.handle_frame(ms(6), welcome).unwrap();
+    // The socket drops: the member takes its id back with its token alone.
+    member.signalling_closed(ms(10), "socket closed");
+    drain(&mut member);
+    let retry = member.poll_timeout().unwrap();
+    member.handle_timeout(retry);
+    member.signalling_open(retry);
+    let joins = |outputs: Vec<Output>| -> Vec<(bool, Option<String>)> {
+        outputs
+            .into_iter()
+            .filter_map(|o| match o {
+                Output::Frame(ClientFrame::Join { resume, ticket, .. }) => {
+                    Some((resume.is_some(), ticket))
+                }
+                _ => None,
+            })
+            .collect()
+    };
+    assert_eq!(
+        joins(drain(&mut member)),
+        [(true, None)],
+        "a resume carries no ticket"
+    );
+    // The server forgot it: the fresh join frame carries the ticket again.
+    let rejected = r#"{"type":"error","code":"resume_rejected","message":"cannot resume peer 3"}"#;
+    member.handle_frame(retry + ms(1), rejected).unwrap();
+    assert_eq!(
+        joins(drain(&mut member)),
+        [(false, Some("v1.payload.tag".into()))]
+    );
+    // A ticket the server refuses cannot pass later: the member stops and says why.
+    let expired = r#"{"type":"error","code":"ticket_expired","message":"the ticket expired at 1 (Unix seconds); get a fresh one"}"#;
+    member.handle_frame(retry + ms(2), expired).unwrap();
+    assert_eq!(member.signalling_state(), SignallingState::Closed);
+    let outputs = drain(&mut member);
+    let refused = outputs.iter().find_map(|o| match o {
+        Output::Event(Event::Refused { code, .. }) => Some(*code),
+        _ => None,
+    });
+    assert_eq!(refused, Some(ErrorCode::TicketExpired));
+    member.handle_timeout(retry + Duration::from_secs(60));
+    assert!(
+        !drain(&mut member)
+            .iter()
+            .any(|o| matches!(o, Output::OpenSignalling { .. })),
+        "no retry"
+    );
+}
+
+#[test]
+fn a_member_whose_place_another_program_took_stops_instead_of_taking_it_back() {
+    use ackwire_room::member::{Member, MemberConfig, Output, SignallingState};
+
+    let mut config = MemberConfig::new("lobby", world::app(), PeerKind::Browser, "inst");
+    config.ticket = Some("v1.payload.tag".into());
+    let mut member = Member::new(config, Duration::ZERO).unwrap();
+    member.handle_timeout(Duration::ZERO);
+    member.signalling_open(ms(5));
+    let welcome = r#"{"type":"welcome","version":1,"room":"lobby","peer_id":3,"token":"t","resumed":false,"peers":[]}"#;
+    member.handle_frame(ms(6), welcome).unwrap();
+    std::iter::from_fn(|| member.poll_output()).for_each(drop);
+    // The server closed the socket with CLOSE_REPLACED: the same identity joined elsewhere.
+    member.signalling_replaced(ms(10), "signalling closed (4001 replaced_by_instance)");
+    assert_eq!(member.signalling_state(), SignallingState::Closed);
+    member.handle_timeout(ms(10) + Duration::from_secs(60));
+    assert!(
+        !std::iter::from_fn(|| member.poll_output())
+            .any(|o| matches!(o, Output::OpenSignalling { .. })),
+        "no socket to take the place back"
+    );
+}

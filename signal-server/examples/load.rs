@@ -1,6 +1,10 @@
 //! Load test: N idle WebSocket clients in rooms of 8 plus M signal relays per second, all
 //! on 127.0.0.1. Reports connections held, relay latency p50/p99, join latency (connect →
 //! welcome, p50/p99, with the join in the URL and with a join frame) and the server's RSS.
+//! Then, in the same run, what join tickets cost (`--ticket-secret-file`): two more server
+//! children, twins but for the ticket secret, each joined `JOIN_PROBES * 2` times, their
+//! probes interleaved (open, ticketed, ticketed, open, ...) so drift hits both alike; each
+//! ticketed join carries a fresh ticket (minted before its clock starts).
 //!
 //! ```text
 //! cargo run --release -p ackwire-signal --example load -- --clients 10000 --relays-per-sec 1000 --duration-secs 20
@@ -53,7 +57,13 @@ struct Args {
     /// Internal: run the server in this process and print its address.
     #[arg(long, hide = true)]
     serve: bool,
+    /// Internal, with `--serve`: require join tickets signed with the secret in this file.
+    #[arg(long, hide = true)]
+    serve_tickets: Option<std::path::PathBuf>,
 }
+
+/// The ticket twins' secret (the ticketed child reads it from a file).
+const TICKET_SECRET: &[u8] = b"the load test's ticket secret, 32 bytes or more";
 
 /// Peers per room; the server's default cap is 16.
 const ROOM_SIZE: usize = 8;
@@ -67,7 +77,8 @@ fn main() -> anyhow::Result<()> {
     if args.serve {
         // The server's descriptors: one per client.
         rlimit::increase_nofile_limit(u64::MAX).context("raising RLIMIT_NOFILE")?;
-        return serve_child(|_| {});
+        let tickets = args.serve_tickets;
+        return serve_child(|config| config.ticket_secret_file = tickets);
     }
     drive_clients(args.clients, run(args))
 }
@@ -93,6 +104,53 @@ async fn join_latencies(addr: SocketAddr, n: usize, in_url: bool) -> anyhow::Res
         while let Some(Ok(_)) = ws.next().await {}
     }
     took.sort_unstable();
+    Ok(took)
+}
+
+/// Connect → welcome of `n` joins on each of `open` and `ticketed` (twin servers but for the
+/// ticket secret), interleaved, each into a fresh room and closed after, in microseconds,
+/// sorted: `(open, ticketed)`.
+async fn ticket_join_latencies(
+    open: SocketAddr,
+    ticketed: SocketAddr,
+    n: usize,
+) -> anyhow::Result<(Vec<u64>, Vec<u64>)> {
+    use ackwire_signalling::{
+        Role,
+        ticket::{self, Claims},
+    };
+    let expires = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_secs()
+        + 3600;
+    let mut took = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for i in 0..2 * n {
+        // open, ticketed, ticketed, open, ...: neither always goes first.
+        let with_ticket = (i % 2 == 1) ^ (i % 4 >= 2);
+        let room = format!("probe-ticket-{i}");
+        let query = if with_ticket {
+            let claims = Claims::new(&room, Role::Peer, format!("user-{i}"), None, expires)?;
+            let ticket = ticket::mint(TICKET_SECRET, &claims);
+            format!("version=1&room={room}&kind=browser&ticket={ticket}")
+        } else {
+            format!("version=1&room={room}&kind=browser")
+        };
+        let addr = if with_ticket { ticketed } else { open };
+        let url = format!("ws://{addr}/ws?{query}");
+        let start = Instant::now();
+        let (mut ws, _) = support::welcomed(&url, None).await?;
+        let us = start.elapsed().as_micros() as u64;
+        if with_ticket {
+            &mut took.1
+        } else {
+            &mut took.0
+        }
+        .push(us);
+        ws.close(None).await?;
+        while let Some(Ok(_)) = ws.next().await {}
+    }
+    took.0.sort_unstable();
+    took.1.sort_unstable();
     Ok(took)
 }
 
@@ -165,6 +223,26 @@ async fn run(args: Args) -> anyhow::Result<()> {
     };
     tokio::time::sleep(Duration::from_millis(300)).await;
     let rss_base = pid.and_then(rss_kb);
+
+    // What tickets cost a join, measured in this run on twin idle servers, before the load
+    // (the twins are stopped before its clients connect).
+    let secret = tempfile::NamedTempFile::new()?;
+    std::fs::write(secret.path(), TICKET_SECRET)?;
+    let (open_child, open_addr) = spawn_server(&[])?;
+    let secret_arg = [
+        "--serve-tickets".to_owned(),
+        secret.path().display().to_string(),
+    ];
+    let (ticketed_child, ticketed_addr) = spawn_server(&secret_arg)?;
+    let (open_joins, ticket_joins) =
+        ticket_join_latencies(open_addr, ticketed_addr, 2 * JOIN_PROBES).await?;
+    drop((open_child, ticketed_child, secret));
+    let twins = (
+        percentile(&open_joins, 0.50),
+        percentile(&open_joins, 0.99),
+        percentile(&ticket_joins, 0.50),
+        percentile(&ticket_joins, 0.99),
+    );
 
     let rooms = args.clients.div_ceil(ROOM_SIZE);
     let senders = (args.relays_per_sec.div_ceil(PER_SENDER_RATE) as usize).min(rooms);
@@ -287,6 +365,15 @@ async fn run(args: Args) -> anyhow::Result<()> {
         "  join latency   connect → welcome p50 {:.3} ms, p99 {:.3} ms (join in the URL); p50 {:.3} ms, p99 {:.3} ms (join frame); {JOIN_PROBES} each",
         join.0, join.1, join_frame.0, join_frame.1
     );
+    println!(
+        "  join + ticket  connect → welcome p50 {:.3} ms, p99 {:.3} ms with a ticket; p50 {:.3} ms, p99 {:.3} ms without; {} each, interleaved on twin idle servers: ticket p50 {:+.3} ms (goal ≤ +0.1 ms)",
+        twins.2,
+        twins.3,
+        twins.0,
+        twins.1,
+        2 * JOIN_PROBES,
+        twins.2 - twins.0
+    );
     match (rss_base, rss_idle, rss_end) {
         (Some(b), Some(i), Some(e)) => println!(
             "  server RSS     {:.1} MB empty, {:.1} MB with all clients idle, {:.1} MB at the end; {:.1} KB per idle connection",
@@ -313,6 +400,11 @@ async fn run(args: Args) -> anyhow::Result<()> {
         "join_p99_ms": join.1,
         "join_frame_p50_ms": join_frame.0,
         "join_frame_p99_ms": join_frame.1,
+        "twin_open_join_p50_ms": twins.0,
+        "twin_open_join_p99_ms": twins.1,
+        "twin_ticket_join_p50_ms": twins.2,
+        "twin_ticket_join_p99_ms": twins.3,
+        "ticket_join_p50_delta_ms": twins.2 - twins.0,
         "server_rss_empty_kb": rss_base,
         "server_rss_idle_kb": rss_idle,
         "server_rss_end_kb": rss_end,

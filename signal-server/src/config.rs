@@ -194,6 +194,14 @@ pub struct Config {
     /// PEM private key of `--tls-cert` (PKCS#8, RSA or EC).
     #[arg(long, env = "ACKWIRE_TLS_KEY", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+    /// A file holding the secret shared with the game's backend, which mints join tickets with
+    /// it (`ackwire_signalling::ticket`, docs/deployment.md). With it, every fresh join must
+    /// carry a valid ticket for its room, role and application (`ticket` in the join's URL or
+    /// frame), and a member's identity comes from its ticket. The file's bytes, without the
+    /// whitespace around them, at least 32. Read once at start. Default: none: anyone who
+    /// knows a room's name joins it.
+    #[arg(long, env = "ACKWIRE_TICKET_SECRET_FILE", value_name = "PATH")]
+    pub ticket_secret_file: Option<PathBuf>,
     /// `redis://HOST:PORT[/DB]`: share rooms with every other instance given the same Redis
     /// (docs/scale-out.md). Peers of one room may then connect to different instances, and a
     /// peer whose instance died resumes on another with its id. Default: none, rooms live in
@@ -222,6 +230,15 @@ impl Config {
             self.turn_secret.clone().unwrap_or_default(),
             self.turn_ttl,
         )
+    }
+
+    /// The join tickets' secret, read from `--ticket-secret-file` (none without it); an error
+    /// names the flag, the file and what is wrong with it.
+    pub fn tickets(&self) -> Result<Option<crate::tickets::TicketSecret>, String> {
+        self.ticket_secret_file
+            .as_deref()
+            .map(crate::tickets::TicketSecret::load)
+            .transpose()
     }
 
     /// What cannot be served as configured, checked before anything is: two `--static`

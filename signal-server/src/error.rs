@@ -1,6 +1,7 @@
 //! Every refusal the server can send, each with a stable code for the error frame and metrics.
 
 use ackwire_signalling::rules::{AppMismatch, RuleError};
+use ackwire_signalling::ticket::TicketError;
 use ackwire_signalling::{AppInfo, ErrorCode, InvalidApp, NAME_RULE, PeerId, VERSION};
 
 /// A request the server refused; sent to the client as `{"type":"error","code":..,"message":..}`.
@@ -87,6 +88,12 @@ pub enum SignalError {
     /// `topology_mismatch`, `host_taken`, `client_to_client`). Nothing changed.
     #[error("{0}")]
     Rule(RuleError),
+    /// The server requires join tickets (`--ticket-secret-file`) and the join's is missing,
+    /// expired, not one it accepts, or for another room or role (`ticket_missing`,
+    /// `ticket_expired`, `ticket_invalid`, `ticket_wrong_room`, `ticket_wrong_role`). Checked
+    /// before the join touches any room: nothing changed. The message never quotes the ticket.
+    #[error("{0}")]
+    Ticket(TicketError),
 }
 
 impl SignalError {
@@ -115,6 +122,7 @@ impl SignalError {
             Self::AdminTokenRequired => ErrorCode::AdminTokenRequired,
             Self::BrokerUnavailable => ErrorCode::BrokerUnavailable,
             Self::Rule(err) => err.code(),
+            Self::Ticket(err) => err.code(),
         }
     }
 }
@@ -180,6 +188,7 @@ mod tests {
             SignalError::AdminTokenRequired,
             SignalError::BrokerUnavailable,
             SignalError::Rule(RuleError::ClientToClient(1)),
+            SignalError::Ticket(TicketError::Missing),
         ]
     }
 
@@ -206,6 +215,7 @@ mod tests {
             SignalError::AdminTokenRequired => 18,
             SignalError::BrokerUnavailable => 19,
             SignalError::Rule(_) => 20,
+            SignalError::Ticket(_) => 21,
         }
     }
 
@@ -215,7 +225,7 @@ mod tests {
         let slots: std::collections::BTreeSet<usize> = all.iter().map(slot).collect();
         assert_eq!(
             slots,
-            (0..21).collect(),
+            (0..22).collect(),
             "one_of_each lists every variant once"
         );
         for err in &all {

@@ -12,6 +12,7 @@ pub mod pages;
 pub mod protocol;
 pub mod rooms;
 pub mod session;
+pub mod tickets;
 pub mod tls;
 pub mod turn;
 
@@ -33,6 +34,7 @@ use crate::{
     metrics::Metrics,
     pages::{Assets, Source},
     rooms::Hub,
+    tickets::TicketSecret,
 };
 
 /// Shared by every request handler.
@@ -47,25 +49,37 @@ pub struct AppState {
 }
 
 /// The router: pages, assets, `/ws`, `/healthz`, `/metrics`. `local` is the address the
-/// server listens on (a loopback one opens the all-rooms dashboard without a token).
-pub fn app(config: Config, local: SocketAddr, shutdown: watch::Receiver<bool>) -> Router {
+/// server listens on (a loopback one opens the all-rooms dashboard without a token). An error
+/// when the ticket secret cannot be read ([`Config::tickets`]).
+pub fn app(
+    config: Config,
+    local: SocketAddr,
+    shutdown: watch::Receiver<bool>,
+) -> std::io::Result<Router> {
     let metrics = Arc::new(Metrics::new(config.redis.is_some(), false));
-    app_with_metrics(config, local, shutdown, metrics)
+    let tickets = config.tickets().map_err(invalid_input)?;
+    Ok(app_with_metrics(config, local, shutdown, metrics, tickets))
 }
 
-/// [`app`], counting into `metrics` (which [`serve`] shares with its TLS listener).
+fn invalid_input(err: String) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidInput, err)
+}
+
+/// [`app`], counting into `metrics` (which [`serve`] shares with its TLS listener), checking
+/// joins' tickets with `tickets` if given.
 fn app_with_metrics(
     config: Config,
     local: SocketAddr,
     shutdown: watch::Receiver<bool>,
     metrics: Arc<Metrics>,
+    tickets: Option<TicketSecret>,
 ) -> Router {
     let assets = Assets::new(match &config.web_dir {
         Some(dir) => Source::Disk(dir.clone()),
         None => Source::Embedded,
     });
     let config = Arc::new(config);
-    let hub = Arc::new(Hub::new(config.clone(), Arc::clone(&metrics)));
+    let hub = Arc::new(Hub::new(config.clone(), Arc::clone(&metrics)).with_tickets(tickets));
     if let Some(url) = &config.redis {
         match broker::Broker::start(url, &hub, metrics) {
             Ok(broker) => hub.set_broker(broker),
@@ -153,10 +167,9 @@ pub async fn serve(
     config: Config,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    config
-        .check()
-        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+    config.check().map_err(invalid_input)?;
     let tls = tls::Certificates::load(&config)?;
+    let tickets = config.tickets().map_err(invalid_input)?;
     let metrics = Arc::new(Metrics::new(config.redis.is_some(), tls.is_some()));
     // Before "listening" is logged: a SIGHUP from then on reloads, never kills.
     if let Some(certificates) = &tls {
@@ -171,7 +184,15 @@ pub async fn serve(
         None => "(embedded)".to_owned(),
     };
     tracing::info!(addr = %local, url = %format!("{scheme}://{local}/"), web_dir = %web, "listening");
-    let router = app_with_metrics(config, local, stop_rx, Arc::clone(&metrics));
+    match &tickets {
+        Some(_) => {
+            tracing::info!("joins need a ticket from the game's backend (--ticket-secret-file)")
+        }
+        None => tracing::warn!(
+            "joins are not authenticated: anyone who knows a room's name joins it (--ticket-secret-file requires join tickets)"
+        ),
+    }
+    let router = app_with_metrics(config, local, stop_rx, Arc::clone(&metrics), tickets);
     // Signalling is many small frames sent back to back (a welcome, then `peer_joined`; an
     // offer, then its candidates): with Nagle's algorithm each waits for the previous one's
     // delayed ACK, ~40 ms.

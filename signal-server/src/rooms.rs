@@ -41,6 +41,7 @@ use crate::{
     error::SignalError,
     metrics::{CloseCause, DropReason, Metrics},
     protocol::to_text,
+    tickets::TicketSecret,
 };
 
 /// Identifies one WebSocket connection (a peer keeps its id across connections; this does not).
@@ -197,6 +198,9 @@ pub struct JoinRequest {
     pub client: IpAddr,
     /// Validated program instance id; a new peer with it replaces the room's old one.
     pub instance: Option<String>,
+    /// The identity of the join's ticket (a server that requires tickets checked it); a new
+    /// peer with it replaces the room's old one, as an instance does.
+    pub identity: Option<String>,
     /// The validated application it plays: the room's first member fixes the room's, and a
     /// fresh join must declare the same (a resume is not checked).
     pub app: Option<AppInfo>,
@@ -205,6 +209,9 @@ pub struct JoinRequest {
     /// The id the broker reserved for a new peer (room size and room limits were checked
     /// there, across instances); `None` without a broker.
     pub id: Option<PeerId>,
+    /// The peer the broker's reservation found holding `identity`, on any instance: the join
+    /// replaces it.
+    pub replaces: Option<PeerId>,
 }
 
 /// All rooms and subscribers.
@@ -220,6 +227,8 @@ pub struct Hub {
     /// instances of a broker), never sent.
     network_key: Mutex<[u8; 32]>,
     broker: OnceLock<Arc<Broker>>,
+    /// The join tickets' secret: with one, every fresh join needs a ticket.
+    tickets: Option<TicketSecret>,
 }
 
 /// A fresh 128-bit resume token, as 32 hex digits.
@@ -239,7 +248,19 @@ impl Hub {
             next_conn: AtomicU64::new(1),
             network_key: Mutex::new(rand::random()),
             broker: OnceLock::new(),
+            tickets: None,
         }
+    }
+
+    /// The same hub, requiring a ticket checked with `tickets` of every fresh join (none:
+    /// rooms are open).
+    pub fn with_tickets(self, tickets: Option<TicketSecret>) -> Hub {
+        Hub { tickets, ..self }
+    }
+
+    /// The join tickets' secret, when joins need tickets.
+    pub fn tickets(&self) -> Option<&TicketSecret> {
+        self.tickets.as_ref()
     }
 
     /// Shares rooms with the other instances of `broker`.
@@ -348,9 +369,12 @@ impl Hub {
                         continue;
                     };
                     match news {
-                        Shared::Joined { info, token, app } => {
-                            broker.joined(room, &info, &token, app.as_ref());
-                        }
+                        Shared::Joined {
+                            info,
+                            token,
+                            app,
+                            reserved,
+                        } => broker.joined(room, &info, &token, app.as_ref(), reserved),
                         Shared::Token { info, token } => broker.put(room, &info, &token),
                         Shared::Left { peer_id, reason } => broker.left(room, peer_id, reason),
                         other => tracing::warn!(?other, "news the broker cannot share"),
@@ -391,11 +415,13 @@ impl Hub {
             udp_addr: req.udp_addr,
             udp_key: req.udp_key,
             instance: req.instance,
+            identity: req.identity,
             app: req.app,
             resume: req.resume,
             // The rules keep it for natives alone (a browser's never needs the tag).
             network: Some(self.network_tag(req.client)),
             reserved,
+            replaces: req.replaces,
         };
         let joined = self.with_room(&mut st, &req.room, true, |r| match r.join(join) {
             Ok(mut joined) => {
@@ -557,15 +583,17 @@ impl Hub {
 
     /// Before a fresh join's reservation across instances: whether it fits the room's
     /// topology and host seat as this instance sees them (refused as the join would be), and
-    /// the peers whose places it takes (its program's old peer, a dropped host's seat).
+    /// the peers whose places it takes (its program's old peer, its identity's, a dropped
+    /// host's seat).
     pub fn places_taken(
         &self,
         room: &str,
         role: Role,
         instance: Option<&str>,
+        identity: Option<&str>,
     ) -> Result<Vec<PeerId>, SignalError> {
         match self.lock().rooms.get(room) {
-            Some(r) => Ok(r.places_taken(role, instance)?),
+            Some(r) => Ok(r.places_taken(role, instance, identity)?),
             None => Ok(Vec::new()),
         }
     }
@@ -704,6 +732,12 @@ impl Mirror for Hub {
         {
             self.settle_locked(&mut st, room);
         }
+    }
+
+    fn place_lost(&self, room: &str, peer_id: PeerId) {
+        // As another instance's news that it was replaced: its connection is closed, the room
+        // here hears it leave, and the replacer told the others.
+        self.mirror_left(room, peer_id, LeaveReason::Replaced);
     }
 
     fn mirror_stats(&self, room: &str, peer_id: PeerId, links: &Value) {
@@ -849,9 +883,11 @@ mod tests {
             udp_key: None,
             client: LOOPBACK,
             instance: None,
+            identity: None,
             app: None,
             resume,
             id: None,
+            replaces: None,
         }
     }
 

@@ -378,7 +378,7 @@ impl Session {
             CloseCause::TooLarge => close_code::SIZE,
             CloseCause::IdleTimeout | CloseCause::Shutdown => close_code::AWAY,
             CloseCause::ReplacedByResume => 4000,
-            CloseCause::ReplacedByInstance => 4001,
+            CloseCause::ReplacedByInstance => ackwire_signalling::CLOSE_REPLACED,
         };
         let frame = CloseFrame {
             code,
@@ -480,6 +480,7 @@ impl Session {
                 udp_key,
                 app,
                 role,
+                ticket,
                 resume,
             } => {
                 if let Some((room, _)) = &self.joined {
@@ -507,6 +508,16 @@ impl Session {
                         "udp_key is only for native peers with a udp_addr",
                     ));
                 }
+                // With tickets, a fresh join shows its ticket before it touches any room (a
+                // refusal changes nothing). A resume needs none: its token proves the
+                // ticketed join it takes back, and keeps that join's identity.
+                let identity = match (self.hub.tickets(), &resume) {
+                    (Some(tickets), None) => {
+                        let claims = tickets.check(ticket.as_deref(), &room, role, app.as_ref())?;
+                        Some(claims.identity().to_owned())
+                    }
+                    _ => None,
+                };
                 let request = JoinRequest {
                     room,
                     kind,
@@ -515,9 +526,11 @@ impl Session {
                     udp_key,
                     client: self.permit.client(),
                     instance,
+                    identity,
                     app,
                     resume,
                     id: None,
+                    replaces: None,
                 };
                 let room = request.room.clone();
                 let joined = Box::pin(join(self.hub.clone(), self.link.clone(), request)).await?;
@@ -617,25 +630,32 @@ async fn join(hub: Arc<Hub>, link: Link, mut request: JoinRequest) -> Result<Joi
             None => {
                 // The room's shape and host seat first: a join they refuse is told so, not
                 // that the room is full.
-                let taken = hub.places_taken(&room, request.role, request.instance.as_deref())?;
+                let taken = hub.places_taken(
+                    &room,
+                    request.role,
+                    request.instance.as_deref(),
+                    request.identity.as_deref(),
+                )?;
                 let config = hub.config();
                 let cap = match request.role.topology() {
                     Topology::Mesh => config.max_peers_per_room,
                     Topology::Host => config.max_peers_per_host_room,
                 };
                 let limits = (cap, config.max_rooms, config.rooms_per_ip_per_min);
-                let id = broker
+                let identity = request.identity.clone();
+                let (id, replaces) = broker
                     .reserve(
                         &room,
                         &taken,
                         request.client,
                         limits,
-                        (request.app.as_ref(), request.role),
+                        (request.app.as_ref(), request.role, identity.as_deref()),
                     )
                     .await?;
                 request.id = Some(id);
+                request.replaces = replaces;
                 hub.join(request, link.clone())
-                    .inspect_err(|_| broker.release(&room, id))
+                    .inspect_err(|_| broker.release(&room, id, (identity.as_deref(), replaces)))
             }
         }
     }

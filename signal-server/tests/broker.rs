@@ -41,6 +41,7 @@ impl Mirror for PanickingHub {
     fn mirror_joined(&self, _: &str, _: PeerInfo, _: String, _: Option<AppInfo>) {}
     fn mirror_left(&self, _: &str, _: PeerId, _: LeaveReason) {}
     fn mirror_moved(&self, _: &str, _: PeerInfo, _: String) {}
+    fn place_lost(&self, _: &str, _: PeerId) {}
     fn mirror_stats(&self, _: &str, _: PeerId, _: &Value) {}
     fn watched_joined(&self, _: &str, _: &PeerInfo) {}
     fn watched_left(&self, _: &str, _: PeerId, _: LeaveReason) {}
@@ -134,7 +135,7 @@ async fn once_the_broker_task_died_joins_and_relays_are_refused_and_the_hubs_wri
         |write: &str| format!("ackwire_signal_broker_writes_lost_total{{write=\"{write}\"}}");
     broker.left("lobby", 7, LeaveReason::Left);
     broker.left("lobby", 8, LeaveReason::Lost);
-    broker.release("lobby", 9);
+    broker.release("lobby", 9, (None, None));
     broker.stats("lobby", 7, &json!([]));
     broker.forget("lobby");
     assert_eq!(read(&metrics, &lost("left")), 2.0);

@@ -108,7 +108,7 @@ async fn start_as_if_bound_to(
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = tokio::sync::watch::channel(false);
-    let app = ackwire_signal::app(config, claimed, stopped);
+    let app = ackwire_signal::app(config, claimed, stopped).unwrap();
     let service = app.into_make_service_with_connect_info::<SocketAddr>();
     tokio::spawn(async move { axum::serve(listener, service).await });
     (addr, stop)

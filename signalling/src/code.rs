@@ -55,6 +55,17 @@ pub enum ErrorCode {
     AdminTokenRequired,
     /// The server cannot reach its broker (Redis) now: try again shortly.
     BrokerUnavailable,
+    /// The server admits joins only with a ticket, and the join carried none.
+    TicketMissing,
+    /// The join's ticket has expired: get a fresh one from the game's backend.
+    TicketExpired,
+    /// The join's ticket is not one the server accepts: malformed, of an unknown format
+    /// version, signed with another secret or altered, or for another application.
+    TicketInvalid,
+    /// The join's ticket is for another room.
+    TicketWrongRoom,
+    /// The join's ticket is for another role.
+    TicketWrongRole,
     /// A code this version does not know (a later server's): the message says what it is.
     #[serde(other)]
     Unknown,
@@ -87,12 +98,17 @@ impl ErrorCode {
             Self::PeerNotReading => "peer_not_reading",
             Self::AdminTokenRequired => "admin_token_required",
             Self::BrokerUnavailable => "broker_unavailable",
+            Self::TicketMissing => "ticket_missing",
+            Self::TicketExpired => "ticket_expired",
+            Self::TicketInvalid => "ticket_invalid",
+            Self::TicketWrongRoom => "ticket_wrong_room",
+            Self::TicketWrongRole => "ticket_wrong_role",
             Self::Unknown => "unknown",
         }
     }
 
     /// Every code, for tests and documentation checks.
-    pub const ALL: [ErrorCode; 24] = [
+    pub const ALL: [ErrorCode; 29] = [
         Self::MalformedMessage,
         Self::MessageTooLarge,
         Self::RateLimited,
@@ -116,6 +132,11 @@ impl ErrorCode {
         Self::PeerNotReading,
         Self::AdminTokenRequired,
         Self::BrokerUnavailable,
+        Self::TicketMissing,
+        Self::TicketExpired,
+        Self::TicketInvalid,
+        Self::TicketWrongRoom,
+        Self::TicketWrongRole,
         Self::Unknown,
     ];
 

@@ -152,6 +152,12 @@ pub struct PeerInfo {
     /// itself is never shown. Natives only; absent from older servers and from dashboards.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network: Option<String>,
+    /// Who the game's backend says this member is: the identity of the join ticket it was
+    /// admitted with ([`ticket::Claims::identity`](crate::ticket::Claims::identity)), on a
+    /// server that requires tickets. One live member per identity in a room: a later join
+    /// with the same one replaces it. Absent without tickets, and from dashboards.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<String>,
 }
 
 impl PeerInfo {
@@ -166,16 +172,18 @@ impl PeerInfo {
             instance: None,
             udp_key: None,
             network: None,
+            identity: None,
         }
     }
 
-    /// The peer as dashboards see it: a native's UDP address and key, and where anyone
-    /// connects from, are for its room's members alone.
+    /// The peer as dashboards see it: a native's UDP address and key, where anyone connects
+    /// from, and who the game's backend says it is, are for its room's members alone.
     pub fn watched(&self) -> PeerInfo {
         PeerInfo {
             udp_addr: None,
             udp_key: None,
             network: None,
+            identity: None,
             ..self.clone()
         }
     }
@@ -275,6 +283,11 @@ pub enum ClientFrame<S = Value, L = Value> {
         /// host with `host_taken`.
         #[serde(default, skip_serializing_if = "Role::is_peer")]
         role: Role,
+        /// The join ticket the game's backend minted for this join ([`ticket`](crate::ticket)),
+        /// which a server configured with a ticket secret requires of every fresh join. A
+        /// resume needs none: its token proves the join it takes back.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ticket: Option<String>,
         /// Take back a peer id after a dropped link.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         resume: Option<Resume>,
@@ -675,6 +688,7 @@ mod tests {
             instance: None,
             udp_key: None,
             network: None,
+            identity: None,
         };
         let payload = || Cow::Owned(serde_json::json!({"candidate": "c"}));
         vec![
@@ -729,6 +743,7 @@ mod tests {
                 udp_key: Some(PublicKey([7; 32])),
                 app: Some(AppInfo::new("pong", 1, [ChannelKind::ReliableOrdered])),
                 role: Role::Peer,
+                ticket: None,
                 resume: Some(Resume {
                     peer_id: 4,
                     token: "t".into(),
@@ -854,6 +869,7 @@ mod tests {
             udp_key: None,
             app: None,
             role: Role::Peer,
+            ticket: None,
             resume: None,
         };
         assert_eq!(
@@ -869,6 +885,7 @@ mod tests {
             udp_key: Some(PublicKey(core::array::from_fn(|i| i as u8))),
             app: None,
             role: Role::Peer,
+            ticket: None,
             resume: Some(Resume {
                 peer_id: 7,
                 token: "t".into(),
@@ -887,6 +904,7 @@ mod tests {
             udp_key: None,
             app: Some(AppInfo::new("pong", 2, [ChannelKind::ReliableOrdered])),
             role: Role::Peer,
+            ticket: None,
             resume: None,
         };
         let text = serde_json::to_string(&with_instance).unwrap();
@@ -910,6 +928,7 @@ mod tests {
             instance: Some("tab-1".into()),
             udp_key: None,
             network: None,
+            identity: None,
         };
         let frame = ServerFrame::PeerJoined {
             room: "lobby".into(),

@@ -23,8 +23,16 @@
 //! - [`is_valid_name`]: the one rule for room names, instance ids and application ids.
 //! - [`RoomUrl`]: a room page's URL read into the socket's URL and the room's name;
 //!   [`UrlJoin`]: a join in that URL's query.
+//! - [`ticket`]: join tickets, which a game's backend mints ([`ticket::mint`]) and a server
+//!   configured with the same secret requires of every join ([`ticket::verify`]).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
+
+/// `docs/deployment.md`'s Rust example (a backend minting join tickets), compiled as a
+/// doctest so it cannot drift from [`ticket`].
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/deployment.md")]
+mod deployment {}
 
 mod app;
 mod code;
@@ -32,6 +40,7 @@ mod frames;
 mod key;
 pub mod rules;
 mod signal;
+pub mod ticket;
 mod url;
 
 pub use app::{AppInfo, ChannelKind, InvalidApp};
@@ -46,6 +55,12 @@ pub use url::{BadRoomUrl, RoomUrl, UrlJoin};
 
 /// The signalling protocol version: sent in every join, echoed in the welcome.
 pub const VERSION: u32 = 1;
+
+/// The WebSocket close code (reason `replaced_by_instance`) of a connection whose member a
+/// fresh join took the place of: one of the same program instance, or, on a server that
+/// requires join tickets, of the same identity. Another program holds the member's place now;
+/// a member whose current socket closes so stops rather than take it back.
+pub const CLOSE_REPLACED: u16 = 4001;
 
 /// The name rule in words, for refusals.
 pub const NAME_RULE: &str = "1-64 of A-Z a-z 0-9 - _";

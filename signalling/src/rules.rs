@@ -181,6 +181,10 @@ pub enum Shared {
         token: String,
         /// The room's application.
         app: Option<AppInfo>,
+        /// A fresh join, whose place a broker reserved: stored only while that place is
+        /// there (another join replacing the peer meanwhile drops it). `false` for a peer put
+        /// back, whose record is stored whatever Redis holds.
+        reserved: bool,
     },
     /// A peer of this server resumed with a new token: store it.
     Token {
@@ -247,6 +251,9 @@ pub struct Join<C> {
     pub udp_key: Option<PublicKey>,
     /// The program instance: a new peer with it replaces the room's old one.
     pub instance: Option<String>,
+    /// Who the game's backend says it is (its join ticket's identity): a new peer with it
+    /// replaces the room's old one, as the same instance does.
+    pub identity: Option<String>,
     /// The application it plays: the first member fixes the room's, and a fresh join must
     /// declare the same (a resume is not checked).
     pub app: Option<AppInfo>,
@@ -258,6 +265,9 @@ pub struct Join<C> {
     /// The room's size and application were checked across servers already (a broker's
     /// reservation, which also fixed the room's application).
     pub reserved: bool,
+    /// The peer the reservation found holding the join's identity across servers, which the
+    /// join replaces even when this server has not heard of it yet.
+    pub replaces: Option<PeerId>,
 }
 
 impl<C> Join<C> {
@@ -273,10 +283,12 @@ impl<C> Join<C> {
             udp_addr: None,
             udp_key: None,
             instance: None,
+            identity: None,
             app: None,
             resume: None,
             network: None,
             reserved: false,
+            replaces: None,
         }
     }
 }
@@ -356,6 +368,9 @@ pub struct Room<C> {
     max_host_peers: usize,
     peers: BTreeMap<PeerId, Slot<C>>,
     gone: VecDeque<PeerId>,
+    /// Peers replaced lately (by their instance or identity joining again): another server's
+    /// news of one, read before the replacement, cannot bring it back.
+    replaced: VecDeque<PeerId>,
     app: Option<AppInfo>,
     topology: Topology,
     /// A host room's host, while it has one.
@@ -382,6 +397,7 @@ impl<C: Clone + PartialEq> Room<C> {
             max_host_peers: DEFAULT_MAX_PEERS_PER_HOST_ROOM,
             peers: BTreeMap::new(),
             gone: VecDeque::new(),
+            replaced: VecDeque::new(),
             app: None,
             topology: Topology::Mesh,
             host: None,
@@ -453,6 +469,28 @@ impl<C: Clone + PartialEq> Room<C> {
             .values()
             .find(|p| p.info.instance.as_deref() == Some(instance))
             .map(|p| p.info.id)
+    }
+
+    /// The peer that joined with `identity` (its ticket's): a new join of it replaces that one.
+    pub fn identity_peer(&self, identity: Option<&str>) -> Option<PeerId> {
+        let identity = identity?;
+        self.peers
+            .values()
+            .find(|p| p.info.identity.as_deref() == Some(identity))
+            .map(|p| p.info.id)
+    }
+
+    /// The peers a fresh join of program `instance` with `identity` replaces: the one of its
+    /// instance and the one of its identity (one and the same, usually), in id order.
+    fn replaced_by(&self, instance: Option<&str>, identity: Option<&str>) -> Vec<PeerId> {
+        let mut ids: Vec<PeerId> = self
+            .instance_peer(instance)
+            .into_iter()
+            .chain(self.identity_peer(identity))
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids
     }
 
     /// Whether this server holds `peer_id` (its connection is, or was until it dropped, here).
@@ -561,6 +599,14 @@ impl<C: Clone + PartialEq> Room<C> {
         effects.push(Effect::Watchers(frame));
     }
 
+    /// Remembers that `peer_id` was replaced (see [`Room::replaced`]).
+    fn note_replaced(&mut self, peer_id: PeerId) {
+        if self.replaced.len() == GONE_KEPT {
+            self.replaced.pop_front();
+        }
+        self.replaced.push_back(peer_id);
+    }
+
     fn forget_peer(&mut self, peer_id: PeerId) -> Option<Slot<C>> {
         let slot = self.peers.remove(&peer_id)?;
         if self.host == Some(peer_id) {
@@ -603,7 +649,7 @@ impl<C: Clone + PartialEq> Room<C> {
 
     /// A join: a resume (with `join.resume`) takes back its peer, closing the connection
     /// that held it and rotating the token; a fresh join enters the room as a new peer,
-    /// replacing the peer of its program instance. Refused when the room is full, plays
+    /// replacing the peer of its program instance and the peer of its identity. Refused when the room is full, plays
     /// another application, or the resume's token is wrong.
     pub fn join(&mut self, join: Join<C>) -> Result<Joined<C>, RuleError> {
         match join.resume.clone() {
@@ -642,10 +688,21 @@ impl<C: Clone + PartialEq> Room<C> {
     }
 
     fn enter(&mut self, join: Join<C>) -> Result<Joined<C>, RuleError> {
-        let replaced = self.instance_peer(join.instance.as_deref());
-        // The first member fixes the room's application (a peer it replaces does not count);
-        // a reservation checked it across servers, and fixed it there.
-        let others = self.peers.len() - usize::from(replaced.is_some());
+        // Who holds the identity is the reservation's word when there is one: it ordered the
+        // joins of every server, and this server may not have heard of that peer yet (nor, of
+        // two joins here, in the reservations' order).
+        let identity = join.identity.as_deref().filter(|_| !join.reserved);
+        let mut replaced = self.replaced_by(join.instance.as_deref(), identity);
+        let mut elsewhere = None;
+        if let Some(id) = join.replaces.filter(|id| !replaced.contains(id)) {
+            match self.peers.contains_key(&id) {
+                true => replaced.push(id),
+                false => elsewhere = Some(id),
+            }
+        }
+        // The first member fixes the room's application (the peers it replaces do not
+        // count); a reservation checked it across servers, and fixed it there.
+        let others = self.peers.len() - replaced.len();
         let fixes_app = join.reserved || others == 0;
         if !fixes_app && self.app != join.app {
             return Err(RuleError::app_mismatch(
@@ -655,7 +712,7 @@ impl<C: Clone + PartialEq> Room<C> {
             ));
         }
         let topology = join.role.topology();
-        let vacated = self.seat(join.role, replaced)?;
+        let vacated = self.seat(join.role, &replaced)?;
         let cap = match topology {
             Topology::Mesh => self.max_peers,
             Topology::Host => self.max_host_peers,
@@ -674,11 +731,13 @@ impl<C: Clone + PartialEq> Room<C> {
         if let Some(old_host) = vacated {
             effects.extend(self.evict(old_host, LeaveReason::Lost));
         }
-        let mut replaced_info = None;
-        if let Some(old_id) = replaced
-            && let Some(old) = self.forget_peer(old_id)
-        {
-            replaced_info = Some(old.info.clone());
+        let mut replaced_info = Vec::new();
+        for old_id in replaced {
+            self.note_replaced(old_id);
+            let Some(old) = self.forget_peer(old_id) else {
+                continue;
+            };
+            replaced_info.push(old.info);
             if let Some(conn) = old.conn {
                 effects.push(Effect::Close {
                     conn,
@@ -686,6 +745,14 @@ impl<C: Clone + PartialEq> Room<C> {
                 });
             }
             // Its server closes it, wherever it is.
+            effects.push(Effect::Shared(Shared::Left {
+                peer_id: old_id,
+                reason: LeaveReason::Replaced,
+            }));
+        }
+        if let Some(old_id) = elsewhere {
+            // Nobody here heard of it: only its own server, told through the broker.
+            self.note_replaced(old_id);
             effects.push(Effect::Shared(Shared::Left {
                 peer_id: old_id,
                 reason: LeaveReason::Replaced,
@@ -700,13 +767,15 @@ impl<C: Clone + PartialEq> Room<C> {
             udp_key: join.udp_key,
             // Natives only: they alone choose a path by it.
             network: join.udp_addr.and(join.network),
+            identity: join.identity,
         };
         effects.push(Effect::Shared(Shared::Joined {
             info: info.clone(),
             token: join.token.clone(),
             app: self.app.clone(),
+            reserved: join.reserved,
         }));
-        if let Some(old) = &replaced_info {
+        for old in &replaced_info {
             self.announce_left(old, LeaveReason::Replaced, &mut effects);
         }
         let peer_id = info.id;
@@ -722,10 +791,11 @@ impl<C: Clone + PartialEq> Room<C> {
         Ok(self.welcome_of(peer_id, false, effects))
     }
 
-    /// Whether a fresh join as `role` fits the room's topology and its host's seat, the peer
-    /// its program replaces (`replaced`) aside: the dropped host whose seat it takes, if any.
-    fn seat(&self, role: Role, replaced: Option<PeerId>) -> Result<Option<PeerId>, RuleError> {
-        let others = self.peers.len() - usize::from(replaced.is_some());
+    /// Whether a fresh join as `role` fits the room's topology and its host's seat, the peers
+    /// it replaces (`replaced`: its program's, its identity's) aside: the dropped host whose
+    /// seat it takes, if any.
+    fn seat(&self, role: Role, replaced: &[PeerId]) -> Result<Option<PeerId>, RuleError> {
+        let others = self.peers.len() - replaced.len();
         if others > 0 && role.topology() != self.topology {
             return Err(RuleError::TopologyMismatch {
                 room: self.name.clone(),
@@ -738,7 +808,7 @@ impl<C: Clone + PartialEq> Room<C> {
         // out; a connected one keeps it.
         let seat = self
             .host
-            .filter(|host| role == Role::Host && Some(*host) != replaced);
+            .filter(|host| role == Role::Host && !replaced.contains(host));
         match seat.and_then(|host| self.peers.get(&host)) {
             Some(old) if old.conn.is_some() || (old.home.is_some() && !old.orphaned) => {
                 Err(RuleError::HostTaken {
@@ -752,17 +822,18 @@ impl<C: Clone + PartialEq> Room<C> {
     }
 
     /// For a carrier that counts a room's places elsewhere before the join (a broker's
-    /// reservation): whether a fresh join as `role` from program `instance` fits the room's
-    /// topology and its host's seat (refused as [`Room::join`] would refuse it, with
-    /// `topology_mismatch` or `host_taken`), and the peers whose places it would take: its
-    /// program's old peer, a dropped host's seat.
+    /// reservation): whether a fresh join as `role` from program `instance` with `identity`
+    /// fits the room's topology and its host's seat (refused as [`Room::join`] would refuse
+    /// it, with `topology_mismatch` or `host_taken`), and the peers whose places it would
+    /// take: its program's old peer, its identity's, a dropped host's seat.
     pub fn places_taken(
         &self,
         role: Role,
         instance: Option<&str>,
+        identity: Option<&str>,
     ) -> Result<Vec<PeerId>, RuleError> {
-        let replaced = self.instance_peer(instance);
-        let vacated = self.seat(role, replaced)?;
+        let replaced = self.replaced_by(instance, identity);
+        let vacated = self.seat(role, &replaced)?;
         Ok(replaced.into_iter().chain(vacated).collect())
     }
 
@@ -866,7 +937,7 @@ impl<C: Clone + PartialEq> Room<C> {
         let ids: HashSet<PeerId> = listed.iter().map(|(info, _)| info.id).collect();
         let mut joined = Vec::new();
         for (info, home) in listed {
-            if home == me || self.gone.contains(&info.id) {
+            if home == me || self.gone.contains(&info.id) || self.replaced.contains(&info.id) {
                 continue;
             }
             match self.peers.get_mut(&info.id) {
@@ -912,6 +983,9 @@ impl<C: Clone + PartialEq> Room<C> {
         app: Option<AppInfo>,
     ) -> Vec<Effect<C>> {
         self.app = app;
+        if self.replaced.contains(&info.id) {
+            return Vec::new();
+        }
         match self.peers.get_mut(&info.id) {
             Some(slot) => {
                 if slot.home.is_some() {
@@ -935,16 +1009,20 @@ impl<C: Clone + PartialEq> Room<C> {
     /// program). When it is this server's own and was not replaced, the others took this
     /// server for dead: it is put back ([`Shared::Joined`]).
     pub fn remote_left(&mut self, peer_id: PeerId, reason: LeaveReason) -> Vec<Effect<C>> {
-        let Some(slot) = self.peers.get(&peer_id) else {
-            return Vec::new();
-        };
         let mut effects = Vec::new();
+        if reason == LeaveReason::Replaced {
+            self.note_replaced(peer_id);
+        }
+        let Some(slot) = self.peers.get(&peer_id) else {
+            return effects;
+        };
         if slot.home.is_none() {
             if reason != LeaveReason::Replaced {
                 return vec![Effect::Shared(Shared::Joined {
                     info: slot.info.clone(),
                     token: slot.token.clone(),
                     app: self.app.clone(),
+                    reserved: false,
                 })];
             }
             if let Some(conn) = &slot.conn {
@@ -1145,6 +1223,104 @@ mod tests {
             }
         ));
         assert_eq!(room.relay(2, &2, 1), Err(RuleError::NotJoined));
+        assert_eq!(room.len(), 2);
+    }
+
+    #[test]
+    fn a_fresh_join_of_the_same_identity_replaces_the_older_member_whatever_its_instance() {
+        let mut room = R::new("r", 2);
+        room.join(browser(1, 1)).unwrap();
+        let user = |conn, id, instance: &str| Join {
+            instance: Some(instance.into()),
+            identity: Some("user-7".into()),
+            ..browser(conn, id)
+        };
+        room.join(user(2, 2, "tab-a")).unwrap();
+        assert_eq!(room.identity_peer(Some("user-7")), Some(2));
+        assert_eq!(
+            room.places_taken(Role::Peer, Some("tab-b"), Some("user-7")),
+            Ok(vec![2])
+        );
+        // Another program (a second tab) of the same player: its place is the old one's.
+        let new = room.join(user(3, 3, "tab-b")).unwrap();
+        assert!(new.effects.contains(&Effect::Close {
+            conn: 2,
+            cause: Takeover::Replaced
+        }));
+        assert!(new.effects.contains(&Effect::Shared(Shared::Left {
+            peer_id: 2,
+            reason: LeaveReason::Replaced
+        })));
+        assert!(matches!(
+            &sent_to(&new.effects, 1)[..],
+            [
+                ServerFrame::PeerLeft {
+                    peer_id: 2,
+                    reason: LeaveReason::Replaced,
+                    ..
+                },
+                ServerFrame::PeerJoined { .. }
+            ]
+        ));
+        assert_eq!(room.len(), 2);
+        assert_eq!(room.identity_peer(Some("user-7")), Some(3));
+        // Its identity is in what members see, not in what dashboards see.
+        assert_eq!(new.peers[0].identity, None);
+        let joined = sent_to(&new.effects, 1)
+            .into_iter()
+            .find_map(|f| match f {
+                ServerFrame::PeerJoined { peer, .. } => Some(peer),
+                _ => None,
+            })
+            .unwrap();
+        assert_eq!(joined.identity.as_deref(), Some("user-7"));
+        assert!(room.snapshot().peers.iter().all(|p| p.identity.is_none()));
+        // Another identity replaces nobody, and the room is full.
+        let other = Join {
+            identity: Some("user-8".into()),
+            ..browser(4, 4)
+        };
+        assert_eq!(
+            room.join(other).unwrap_err(),
+            RuleError::RoomFull("r".into())
+        );
+    }
+
+    #[test]
+    fn a_join_replaces_the_identity_the_reservation_found_on_another_server() {
+        let mut room = R::new("r", 8);
+        room.join(browser(1, 1)).unwrap();
+        // The reservation says peer 9, which this server has not heard of, held the identity.
+        let join = Join {
+            identity: Some("user-7".into()),
+            reserved: true,
+            replaces: Some(9),
+            ..browser(2, 2)
+        };
+        let new = room.join(join).unwrap();
+        assert!(new.effects.contains(&Effect::Shared(Shared::Left {
+            peer_id: 9,
+            reason: LeaveReason::Replaced
+        })));
+        // Nobody here heard of it, so nobody hears it leave.
+        assert!(
+            sent_to(&new.effects, 1)
+                .iter()
+                .all(|f| !matches!(f, ServerFrame::PeerLeft { .. }))
+        );
+        // Its server's news of it, sent before it learned, does not bring it back.
+        let late = PeerInfo {
+            identity: Some("user-7".into()),
+            ..PeerInfo::new(9, PeerKind::Browser)
+        };
+        assert!(
+            room.remote_joined(late.clone(), "other".into(), None)
+                .is_empty()
+        );
+        assert!(
+            room.sync("me", vec![(late, "other".into())], None, false)
+                .is_empty()
+        );
         assert_eq!(room.len(), 2);
     }
 

@@ -39,6 +39,11 @@ pub struct UrlJoin {
     /// Its role in the room ([`Role`]): absent for a mesh `peer`.
     #[serde(default, skip_serializing_if = "Role::is_peer")]
     pub role: Role,
+    /// The join ticket from the game's backend ([`ticket`](crate::ticket)), for a server that
+    /// requires one. Short-lived and bound to this room, role and application, so it may
+    /// ride the URL where a resume token may not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ticket: Option<String>,
 }
 
 impl UrlJoin {
@@ -56,12 +61,18 @@ impl UrlJoin {
             app_version: None,
             channels: None,
             role: Role::Peer,
+            ticket: None,
         }
     }
 
     /// The same join, as `role`.
     pub fn with_role(self, role: Role) -> UrlJoin {
         UrlJoin { role, ..self }
+    }
+
+    /// The same join, carrying `ticket` (none: `None`).
+    pub fn with_ticket(self, ticket: Option<String>) -> UrlJoin {
+        UrlJoin { ticket, ..self }
     }
 
     /// The same join, declaring `app`.
@@ -119,6 +130,9 @@ impl UrlJoin {
         if !self.role.is_peer() {
             pairs.push(("role", self.role.as_str().to_owned()));
         }
+        if let Some(ticket) = &self.ticket {
+            pairs.push(("ticket", ticket.clone()));
+        }
         let encode = |value: &str| {
             value
                 .bytes()
@@ -150,6 +164,7 @@ impl UrlJoin {
             udp_key: self.udp_key,
             app,
             role: self.role,
+            ticket: self.ticket,
             resume: None,
         })
     }
@@ -301,6 +316,27 @@ mod tests {
             panic!("not a join");
         };
         assert_eq!(declared, Some(app));
+    }
+
+    #[test]
+    fn a_url_join_carries_its_ticket_last_and_into_its_frame() {
+        let ticket = "v1.AQAAAABxGK-AAAVhcmVuYQRwb25nCXVzZXItNDQxNw.tag-_0";
+        let join = UrlJoin::new("arena", PeerKind::Browser)
+            .with_role(Role::Client)
+            .with_ticket(Some(ticket.into()));
+        // Its characters are all unreserved: it rides the URL as it is.
+        assert_eq!(
+            join.query(),
+            format!("version=1&room=arena&kind=browser&role=client&ticket={ticket}")
+        );
+        let ClientFrame::Join {
+            ticket: carried, ..
+        } = join.into_frame().unwrap()
+        else {
+            panic!("not a join");
+        };
+        assert_eq!(carried.as_deref(), Some(ticket));
+        assert_eq!(UrlJoin::new("arena", PeerKind::Browser).ticket, None);
     }
 
     #[test]

@@ -152,6 +152,7 @@ fn the_documented_browser_join_serializes_byte_for_byte() {
         udp_key: None,
         app: None,
         role: Default::default(),
+        ticket: None,
         resume: None,
     };
     let text = serde_json::to_string(&join).unwrap();
@@ -197,5 +198,121 @@ fn the_documented_host_room_refusals_carry_the_rules_own_messages() {
             err.code().as_str()
         );
         assert_ne!(err.code(), ErrorCode::Unknown);
+    }
+}
+
+/// The `key value` lines of the first ```text block after `heading`.
+fn text_block(heading: &str) -> Vec<(String, String)> {
+    let at = DOC
+        .find(heading)
+        .unwrap_or_else(|| panic!("no {heading:?}"));
+    let block = DOC[at..]
+        .split("```text\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .unwrap_or_else(|| panic!("no text block after {heading:?}"));
+    block
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .map(|(k, v)| (k.to_owned(), v.trim().to_owned()))
+        .collect()
+}
+
+#[test]
+fn the_documented_ticket_is_minted_byte_for_byte() {
+    use ackwire_signalling::Role;
+    use ackwire_signalling::ticket::{self, Claims};
+    let lines = text_block("#### Join tickets");
+    let field = |key: &str| -> &str {
+        &lines
+            .iter()
+            .find(|(k, _)| k == key)
+            .unwrap_or_else(|| panic!("no {key} line"))
+            .1
+    };
+    let role = match field("role") {
+        "peer" => Role::Peer,
+        "host" => Role::Host,
+        "client" => Role::Client,
+        other => panic!("role {other}"),
+    };
+    let claims = Claims::new(
+        field("room"),
+        role,
+        field("identity"),
+        Some(field("app")),
+        field("expires").parse().unwrap(),
+    )
+    .unwrap();
+    let secret = field("secret").as_bytes();
+    let minted = ticket::mint(secret, &claims);
+    assert_eq!(minted, field("ticket"));
+    // Its parts, as the table lays them out.
+    let (signed, tag) = minted.rsplit_once('.').unwrap();
+    assert_eq!(signed, field("signed"));
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let hex = |bytes: &[u8]| {
+        bytes
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let payload = b64.decode(&signed["v1.".len()..]).unwrap();
+    assert_eq!(hex(&payload), field("payload"));
+    assert_eq!(
+        hex(&b64.decode(tag).unwrap()).replace(' ', ""),
+        field("tag")
+    );
+    // And it is the ticket of the URL, frame and worked-exchange examples.
+    assert!(DOC.matches(&minted).count() >= 5);
+    let now = claims.expires() - 1;
+    assert_eq!(
+        ticket::verify(secret, &minted, now, "arena", Role::Client, Some("pong")),
+        Ok(claims)
+    );
+}
+
+#[test]
+fn the_documented_ticket_refusals_carry_the_tickets_own_messages() {
+    use ackwire_signalling::Role;
+    use ackwire_signalling::ticket::TicketError;
+    for err in [
+        TicketError::Missing,
+        TicketError::WrongRole {
+            ticket: Role::Client,
+            join: Role::Host,
+        },
+    ] {
+        let frame: ServerFrame<'static> = ServerFrame::Error {
+            code: err.code(),
+            message: err.to_string(),
+        };
+        let text = serde_json::to_string(&frame).unwrap();
+        assert!(
+            DOC.contains(&format!("← {text}")),
+            "the tickets' worked exchange shows {text}"
+        );
+    }
+}
+
+#[test]
+fn the_errors_table_lists_every_code() {
+    use ackwire_signalling::ErrorCode;
+    let table = DOC
+        .split("\n## Errors\n")
+        .nth(1)
+        .and_then(|t| t.split("\n## ").next())
+        .expect("an Errors section");
+    for code in ErrorCode::ALL {
+        if code == ErrorCode::Unknown {
+            continue;
+        }
+        assert!(
+            table.contains(&format!("| `{}` |", code.as_str())),
+            "the Errors table lists {}",
+            code.as_str()
+        );
     }
 }

@@ -223,21 +223,29 @@ fn places_taken_answers_before_a_reservation_as_the_join_would() {
     room.join(join(2, Role::Client)).unwrap();
     room.join(join(3, Role::Client)).unwrap();
     assert_eq!(
-        room.places_taken(Role::Peer, None).unwrap_err().code(),
+        room.places_taken(Role::Peer, None, None)
+            .unwrap_err()
+            .code(),
         ErrorCode::TopologyMismatch
     );
     assert_eq!(
-        room.places_taken(Role::Host, None).unwrap_err(),
+        room.places_taken(Role::Host, None, None).unwrap_err(),
         RuleError::HostTaken {
             room: "arena".into(),
             host: 1
         }
     );
-    assert_eq!(room.places_taken(Role::Client, None), Ok(vec![]));
+    assert_eq!(room.places_taken(Role::Client, None, None), Ok(vec![]));
     // The host's own program takes its place back; a dropped host's seat is free.
-    assert_eq!(room.places_taken(Role::Host, Some("run-1")), Ok(vec![1]));
+    assert_eq!(
+        room.places_taken(Role::Host, Some("run-1"), None),
+        Ok(vec![1])
+    );
     room.detach(1, &1).unwrap();
-    assert_eq!(room.places_taken(Role::Host, Some("run-2")), Ok(vec![1]));
+    assert_eq!(
+        room.places_taken(Role::Host, Some("run-2"), None),
+        Ok(vec![1])
+    );
     // ...and its place in the full room with it.
     assert_eq!(ids(&room.join(join(4, Role::Host)).unwrap().peers), [2, 3]);
     assert_eq!(room.len(), 3);

@@ -45,7 +45,8 @@ impl WasmRoom {
     ///
     /// `options`: `app` (id), `version`, `channels` (kinds by name: `unreliable`,
     /// `unreliable-sequenced`, `reliable-ordered`, `reliable-unordered`), `room`, `role`
-    /// (`peer`, the default, `host` or `client`), `relayOnly`, `peerBudget` (bytes),
+    /// (`peer`, the default, `host` or `client`), `ticket` (the join ticket from the game's
+    /// backend, a string), `relayOnly`, `peerBudget` (bytes),
     /// `emulation` (`{ latencyMs, jitterMs, lossPct, seed }`, each optional), `earlySocket`
     /// (see `ackwire::EarlySocket`) and `onEvent(event)`, called with every event of the
     /// room as a plain object with a `type`, outside any call into the room.
@@ -59,6 +60,13 @@ impl WasmRoom {
             config = config.with_room(room);
         }
         config = config.with_role(role(&get(options, "role"))?);
+        let ticket = get(options, "ticket");
+        if !ticket.is_undefined() && !ticket.is_null() {
+            let ticket = ticket
+                .as_string()
+                .ok_or_else(|| error("bad_options", "options.ticket must be a string"))?;
+            config = config.with_ticket(ticket);
+        }
         if let Some(emulation) = emulation(&get(options, "emulation"))? {
             config = config.with_emulation(emulation);
         }

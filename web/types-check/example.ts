@@ -38,6 +38,10 @@ const options: JoinOptions = {
   emulation: { latencyMs: 40, jitterMs: 5, lossPct: 1, seed: 7 },
 };
 const kinds: readonly ChannelKind[] = options.channels;
+// On a server that requires join tickets: the one the game's backend minted for this player.
+const ticketed: JoinOptions = { ...options, role: 'client', ticket: 'v1.payload.tag' };
+// @ts-expect-error a ticket is its text
+const untyped: JoinOptions = { ...options, ticket: 42 };
 
 // @ts-expect-error: not a channel kind
 const misspelt: JoinOptions = { app: 'x', version: 1, channels: ['reliable'] };
@@ -122,6 +126,10 @@ async function play(url: string): Promise<Room | undefined> {
     const { code, message } = err as JoinError;
     const server: ServerErrorCode | undefined = code === 'app_mismatch' || code === 'room_full'
       || code === 'topology_mismatch' || code === 'host_taken' || code === 'client_to_client' ? code : undefined;
+    // A ticket the server refused: the backend mints another (docs/deployment.md).
+    const ticket: ServerErrorCode | undefined = code === 'ticket_missing' || code === 'ticket_expired'
+      || code === 'ticket_invalid' || code === 'ticket_wrong_room' || code === 'ticket_wrong_role' ? code : undefined;
+    if (ticket) console.error('ask the backend for a new ticket', ticket);
     const local: JoinErrorCode[] = ['bad_url', 'invalid_app', 'invalid_config', 'bad_options', 'unsupported_browser', 'load_failed', 'join_failed'];
     console.error(server ?? (local.includes(code) ? 'cannot join' : code), message);
     return undefined;

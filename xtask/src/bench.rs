@@ -97,7 +97,7 @@ fn benches() -> Vec<Bench> {
             run: cargo_bench("ackwire-peer", "host"),
         },
         Bench {
-            name: "signal server: 10k idle clients, 1k relays/s, join latency",
+            name: "signal server: 10k idle clients, 1k relays/s, join latency (and with join tickets, in the same run)",
             command: "cargo run --release -p ackwire-signal --example load -- --clients 10000 --relays-per-sec 1000 --duration-secs 20",
             run: Box::new(|printed| {
                 signal_example(

@@ -279,6 +279,7 @@ fn peer_info(value: &JsValue) -> Result<PeerInfo, FrameError> {
         instance: f.opt_string("instance")?,
         udp_key: None,
         network: f.opt_string("network")?,
+        identity: f.opt_string("identity")?,
     })
 }
 

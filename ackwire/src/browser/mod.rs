@@ -255,6 +255,7 @@ impl Driver {
         member_config.seed = u64::from_le_bytes(random[40..48].try_into().unwrap_or_default());
         member_config.emulation = config.emulation;
         member_config.role = config.role;
+        member_config.ticket = config.ticket;
         member_config.connection = config.connection;
         member_config.stats_period = config.stats_period;
         member_config.attempt_timeout = config.attempt_timeout;

@@ -189,7 +189,11 @@ fn attach(shared: &Shared, ws: WebSocket, number: u64) -> Socket {
                     socket.shut_down();
                 }
                 let detail = format!("signalling closed ({} {})", event.code(), event.reason());
-                state.member.signalling_closed(now, &detail);
+                if event.code() == ackwire_signalling::CLOSE_REPLACED {
+                    state.member.signalling_replaced(now, &detail);
+                } else {
+                    state.member.signalling_closed(now, &detail);
+                }
             });
         }
     });

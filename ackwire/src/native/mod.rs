@@ -144,6 +144,7 @@ impl Driver {
         member_config.seed = rand::random();
         member_config.emulation = config.emulation.clone();
         member_config.role = config.role;
+        member_config.ticket = config.ticket.clone();
         member_config.connection = config.connection.clone();
         member_config.stats_period = config.stats_period;
         member_config.attempt_timeout = config.attempt_timeout;
@@ -452,6 +453,10 @@ impl Io {
             SocketEvent::Closed(reason) => {
                 self.socket = None;
                 shared.member.signalling_closed(now, &reason);
+            }
+            SocketEvent::Replaced(reason) => {
+                self.socket = None;
+                shared.member.signalling_replaced(now, &reason);
             }
         }
     }

@@ -27,6 +27,9 @@ pub(crate) enum SocketEvent {
     Frame(String),
     /// Closed or could not connect; no more events from this socket.
     Closed(String),
+    /// Closed by the server because a fresh join took this member's place
+    /// ([`CLOSE_REPLACED`](ackwire_signalling::CLOSE_REPLACED)); no more events.
+    Replaced(String),
 }
 
 /// Whom a `wss://` server's certificate must chain to.
@@ -112,8 +115,8 @@ impl Socket {
     ) -> Socket {
         let (frames, outgoing) = mpsc::channel(OUTBOX);
         tokio::spawn(async move {
-            if let Some(reason) = run(&ws_url, &trust, outgoing, &events, number).await {
-                let _ = events.send((number, SocketEvent::Closed(reason)));
+            if let Some(end) = run(&ws_url, &trust, outgoing, &events, number).await {
+                let _ = events.send((number, end));
             }
         });
         Socket { frames }
@@ -125,14 +128,15 @@ impl Socket {
     }
 }
 
-/// Runs one connection; returns why it closed, or `None` if the driver let go of it.
+/// Runs one connection; returns how it ended (its last event), or `None` if the driver let go
+/// of it.
 async fn run(
     ws_url: &str,
     trust: &Trust,
     mut outgoing: mpsc::Receiver<String>,
     events: &mpsc::UnboundedSender<(u64, SocketEvent)>,
     number: u64,
-) -> Option<String> {
+) -> Option<SocketEvent> {
     // Signalling frames are small and latency-bound: no Nagle delay on them, over TLS too.
     let disable_nagle = true;
     let connected = tokio_tungstenite::connect_async_tls_with_config(
@@ -154,10 +158,10 @@ async fn run(
                 tungstenite::Error::Tls(tls) => Some(tls.to_string()),
                 _ => None,
             };
-            return Some(match tls {
+            return Some(SocketEvent::Closed(match tls {
                 Some(tls) => format!("connect {ws_url}: TLS: {tls} ({})", trust.hint()),
                 None => format!("connect {ws_url}: {e}"),
-            });
+            }));
         }
     };
     events.send((number, SocketEvent::Open)).ok()?;
@@ -169,7 +173,7 @@ async fn run(
                     return None;
                 };
                 if let Err(e) = ws.send(Message::text(text)).await {
-                    return Some(e.to_string());
+                    return Some(SocketEvent::Closed(e.to_string()));
                 }
             }
             message = ws.next() => match message {
@@ -177,11 +181,17 @@ async fn run(
                     events.send((number, SocketEvent::Frame(text.to_string()))).ok()?;
                 }
                 Some(Ok(Message::Close(close))) => {
-                    return Some(format!("closed by the server: {close:?}"));
+                    let reason = format!("closed by the server: {close:?}");
+                    let replaced = close
+                        .is_some_and(|c| u16::from(c.code) == ackwire_signalling::CLOSE_REPLACED);
+                    return Some(match replaced {
+                        true => SocketEvent::Replaced(reason),
+                        false => SocketEvent::Closed(reason),
+                    });
                 }
                 Some(Ok(_)) => {}
-                Some(Err(e)) => return Some(e.to_string()),
-                None => return Some("stream ended".into()),
+                Some(Err(e)) => return Some(SocketEvent::Closed(e.to_string())),
+                None => return Some(SocketEvent::Closed("stream ended".into())),
             },
         }
     }

@@ -69,6 +69,10 @@ struct Bot {
     live_lines: usize,
     /// The server refused the room for good, and why.
     refused: Option<(ackwire::ErrorCode, String)>,
+    /// The room stopped for another reason, and why: another program joined in its place.
+    stopped: Option<String>,
+    /// The bot is leaving: the room's signalling closes because it asked.
+    leaving: bool,
 }
 
 fn seconds(flag: &'static str, value: Option<f64>) -> Result<Option<Duration>, ArgError> {
@@ -88,6 +92,7 @@ fn config(args: &JoinArgs, role: Role) -> Result<RoomConfig, RoomError> {
         App::new(args.app.clone(), args.app_version, demo::app().channels)
     };
     let mut config = RoomConfig::new(app).with_role(role);
+    config.ticket = args.ticket.clone();
     config.emulation = args.common.emulation()?.map(|e: Emulation| e);
     let mut native = NativeOptions::default();
     native.bind = args.bind;
@@ -135,6 +140,8 @@ pub async fn run(
         relayed: HashMap::new(),
         live_lines: 0,
         refused: None,
+        stopped: None,
+        leaving: false,
     };
     let deadline = duration.map(|d| start + d);
     let mut chat = match seconds("chat-every", args.chat_every)? {
@@ -175,18 +182,20 @@ pub async fn run(
                 None => break,
             },
         }
-        if bot.refused.is_some() {
+        if bot.refused.is_some() || bot.stopped.is_some() {
             break;
         }
     }
+    bot.leaving = true;
     bot.room.close().await;
     while let Some(event) = bot.room.poll_event() {
         bot.on_event(event);
     }
     bot.json(json!({"type": "left", "t_s": bot.start.elapsed().as_secs_f64()}));
-    match bot.refused {
-        Some((code, message)) => Err(RoomError::Refused { code, message }),
-        None => Ok(()),
+    match (bot.refused, bot.stopped) {
+        (Some((code, message)), _) => Err(RoomError::Refused { code, message }),
+        (None, Some(detail)) => Err(RoomError::Stopped(detail)),
+        (None, None) => Ok(()),
     }
 }
 
@@ -254,6 +263,13 @@ impl Bot {
                         tracing::warn!(detail = detail.as_deref().unwrap_or(""), "signalling down")
                     }
                     SignallingState::Joined => tracing::info!("in the room"),
+                    // Stopped by the room itself: not a refusal (that comes as one), so another
+                    // program took its place.
+                    SignallingState::Closed if self.refused.is_none() && !self.leaving => {
+                        let detail = detail.clone().unwrap_or_default();
+                        tracing::warn!(%detail, "the room stopped");
+                        self.stopped = Some(detail);
+                    }
                     _ => tracing::debug!(?state, "signalling"),
                 }
                 self.json(json!({"type": "signalling", "state": state, "detail": detail}));

@@ -79,6 +79,17 @@ pub struct JoinArgs {
     /// is; the server refuses the other kind.
     #[arg(long, value_enum, default_value_t = RoleArg::Peer)]
     pub role: RoleArg,
+    /// The join ticket the game's backend minted for this player, for a server that requires
+    /// one (`ackwire-signal --ticket-secret-file`): for this room, role and application. A
+    /// refused ticket (`ticket_missing`, `ticket_expired`, ...) ends `join` with exit code 1.
+    /// Prefer the environment variable: flags show in `ps`. Default: none.
+    #[arg(
+        long,
+        env = "ACKWIRE_TICKET",
+        hide_env_values = true,
+        value_name = "TICKET"
+    )]
+    pub ticket: Option<String>,
     /// Reporting and emulation flags (emulation applies to each link, both directions).
     #[command(flatten)]
     pub common: CommonArgs,
@@ -131,6 +142,10 @@ pub enum RoomError {
         /// Its words.
         message: String,
     },
+    /// The room stopped by itself: another program joined it in this one's place (the same
+    /// identity, with a join ticket).
+    #[error("the room stopped: {0}")]
+    Stopped(String),
     /// The async runtime could not start.
     #[error("cannot start the runtime: {0}")]
     Runtime(std::io::Error),

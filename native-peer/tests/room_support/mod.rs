@@ -273,6 +273,26 @@ impl Peer {
     pub fn is_running(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
     }
+
+    /// Waits for the process to end by itself (its output closes), keeping every line read;
+    /// its exit code.
+    pub fn exit_code(&mut self, timeout: Duration) -> Option<i32> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => self.seen.push(line),
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    panic!(
+                        "still running after {timeout:?}; last lines: {:?}",
+                        last(&self.seen)
+                    )
+                }
+            }
+        }
+        self.child.wait().expect("wait for ackwire-peer").code()
+    }
 }
 
 impl Drop for Peer {

@@ -33,6 +33,10 @@ pub struct MemberConfig {
     pub role: Role,
     /// This program instance: random, 1–64 of `A-Z a-z 0-9 - _` (see the `member` docs).
     pub instance: String,
+    /// The join ticket the game's backend minted for this member (`ackwire_signalling::ticket`),
+    /// for a server that requires one: every fresh join carries it (in the socket's URL, or in
+    /// the `join` frame after a refused resume); a resume does not. `None`: open rooms.
+    pub ticket: Option<String>,
     /// 32 random bytes keying the cookies of the links we accept.
     pub secret: [u8; 32],
     /// Random seed for backoff jitter and the links' delivery lives.
@@ -83,6 +87,7 @@ impl MemberConfig {
             udp_addr: None,
             role: Role::Peer,
             instance: instance.into(),
+            ticket: None,
             secret: [0; 32],
             seed: 0,
             emulation: None,

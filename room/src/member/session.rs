@@ -102,6 +102,12 @@ fn refused_for_good(code: ErrorCode) -> bool {
             | ErrorCode::InvalidInstance
             | ErrorCode::InvalidJoin
             | ErrorCode::UnsupportedVersion
+            // The same ticket cannot pass later: the program needs a new one (a new join).
+            | ErrorCode::TicketMissing
+            | ErrorCode::TicketExpired
+            | ErrorCode::TicketInvalid
+            | ErrorCode::TicketWrongRoom
+            | ErrorCode::TicketWrongRole
     )
 }
 
@@ -143,6 +149,7 @@ impl Member {
             ..UrlJoin::new(self.config.room.clone(), self.config.kind)
                 .with_app(&self.config.app)
                 .with_role(self.config.role)
+                .with_ticket(self.config.ticket.clone())
         });
         self.session.joined_in_url = join.is_some();
         self.out.push_back(Output::OpenSignalling { join });
@@ -157,6 +164,27 @@ impl Member {
         if !self.session.joined_in_url {
             self.send_join();
         }
+    }
+
+    /// The server closed the signalling socket because a fresh join took this member's place
+    /// ([`CLOSE_REPLACED`](crate::signalling::CLOSE_REPLACED)): another program of the same
+    /// identity (its join ticket's) is the room's member now. Taking the place back would
+    /// only have the two replace each other in turn, so the member stops, as after a refusal
+    /// no retry can cure: signalling goes `Closed` with `detail`.
+    pub fn signalling_replaced(&mut self, now: Duration, detail: &str) {
+        let _ = now;
+        self.session.socket_open = false;
+        if self.session.left {
+            return;
+        }
+        self.session.left = true;
+        self.session.reconnect_at = None;
+        self.set_signalling(
+            SignallingState::Closed,
+            Some(format!(
+                "{detail}: another program joined the room in this member's place (the same identity); this one stopped"
+            )),
+        );
     }
 
     /// The signalling socket closed or could not open. Links keep flowing; the member asks
@@ -311,6 +339,8 @@ impl Member {
             udp_key: self.udp_key(),
             app: Some(self.config.app.clone()),
             role: self.config.role,
+            // A resume's token proves the join it takes back: the ticket goes with fresh joins.
+            ticket: self.config.ticket.clone().filter(|_| resume.is_none()),
             resume,
         }));
     }

@@ -594,6 +594,8 @@ impl World {
                     resume,
                     network: Some(network),
                     reserved: false,
+                    identity: None,
+                    replaces: None,
                 };
                 match server.room.join(join) {
                     Ok(mut joined) => {

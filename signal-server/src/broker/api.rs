@@ -23,7 +23,8 @@ use super::{
     Broker, BrokerError, Mirror, lock,
     schema::{
         Delivery, NEXT_PEER_KEY, RESERVED, ROOM_PATTERN, ROOMS_KEY, Record, RoomEvent, app_json,
-        app_key, host_key, instance_channel, parse_app, peers_key, room_channel, topology_key,
+        app_key, host_key, identities_key, instance_channel, parse_app, peers_key, room_channel,
+        topology_key,
     },
     scripts::Scripts,
     task::Op,
@@ -157,15 +158,18 @@ impl Broker {
     /// instance shares (room size, the cap of the role's topology; rooms; rooms created per
     /// address per minute) and in a room that plays `app` and links as the role does (or is
     /// empty: then it plays `app` and links so from now on); `taken` are the peers whose
-    /// places it takes (its program's old peer it replaces, a dropped host's seat).
+    /// places it takes (its program's old peer it replaces, a dropped host's seat). With an
+    /// `identity` (its join ticket's), the peer holding it in the room, on whatever instance,
+    /// gives its place and identity up, in the same step: the new peer's id, and that peer's
+    /// if there was one (the join replaces it).
     pub async fn reserve(
         &self,
         room: &str,
         taken: &[PeerId],
         client: IpAddr,
         limits: (usize, usize, u32),
-        (app, role): (Option<&AppInfo>, Role),
-    ) -> Result<PeerId, SignalError> {
+        (app, role, identity): (Option<&AppInfo>, Role, Option<&str>),
+    ) -> Result<(PeerId, Option<PeerId>), SignalError> {
         let (max_peers, max_rooms, per_ip) = limits;
         let taken: Vec<String> = taken.iter().map(PeerId::to_string).collect();
         let mut conn = self.connection()?;
@@ -179,6 +183,7 @@ impl Broker {
             .key(app_key(room))
             .key(topology_key(room))
             .key(host_key(room))
+            .key(identities_key(room))
             .arg(max_peers)
             .arg(taken.join(" "))
             .arg(room)
@@ -187,6 +192,7 @@ impl Broker {
             .arg(app_json(app))
             .arg(role.topology().as_str())
             .arg(u8::from(role == Role::Host))
+            .arg(identity.unwrap_or(""))
             .invoke_async(&mut conn)
             .await
             .map_err(unavailable)?;
@@ -215,7 +221,7 @@ impl Broker {
                 })),
                 Err(_) => Err(SignalError::BrokerUnavailable),
             },
-            id => Ok(id as PeerId),
+            id => Ok((id as PeerId, room_has.parse::<PeerId>().ok())),
         }
     }
 
@@ -344,14 +350,25 @@ impl Broker {
     // the task has stopped each is counted as lost (`/metrics`), and the steps sessions wait
     // for (above) refuse new joins.
 
-    /// A local peer got a new token (a resume): store it.
+    /// A local peer got a new token (a resume): store it, if its place is still there.
     pub fn put(&self, room: &str, info: &PeerInfo, token: &str) {
-        self.send_put(room, info, token, None, LostWrite::Token);
+        self.send_put(room, info, token, (None, true), LostWrite::Token);
     }
 
-    /// A local peer joined the room, which plays `app`: store it and tell the room.
-    pub fn joined(&self, room: &str, info: &PeerInfo, token: &str, app: Option<&AppInfo>) {
-        self.send_put(room, info, token, Some(app.cloned()), LostWrite::Joined);
+    /// A local peer joined the room, which plays `app`: store it and tell the room. A fresh
+    /// join's (`reserved`) is stored only if its reserved place is still there: another join
+    /// of its identity may have taken it meanwhile, and the hub then hears that the peer was
+    /// replaced ([`Mirror::place_lost`]). A peer put back is stored whatever Redis holds.
+    pub fn joined(
+        &self,
+        room: &str,
+        info: &PeerInfo,
+        token: &str,
+        app: Option<&AppInfo>,
+        reserved: bool,
+    ) {
+        let put = (Some(app.cloned()), reserved);
+        self.send_put(room, info, token, put, LostWrite::Joined);
     }
 
     fn send_put(
@@ -359,7 +376,7 @@ impl Broker {
         room: &str,
         info: &PeerInfo,
         token: &str,
-        announce: Option<Option<AppInfo>>,
+        (announce, if_present): (Option<Option<AppInfo>>, bool),
         write: LostWrite,
     ) {
         let record = Box::new(Record {
@@ -371,6 +388,7 @@ impl Broker {
             room: room.to_owned(),
             record,
             announce,
+            if_present,
         };
         self.queue_or_count(op, write);
     }
@@ -385,11 +403,19 @@ impl Broker {
         self.queue_or_count(op, LostWrite::Left);
     }
 
-    /// A reservation no join took.
-    pub fn release(&self, room: &str, peer_id: PeerId) {
+    /// A reservation no join took, made for a join with `identity` (if any) that was to
+    /// replace `replaced` (if any): the identity goes back to that peer.
+    pub fn release(
+        &self,
+        room: &str,
+        peer_id: PeerId,
+        (identity, replaced): (Option<&str>, Option<PeerId>),
+    ) {
         let op = Op::Release {
             room: room.to_owned(),
             peer_id,
+            identity: identity.map(str::to_owned),
+            replaced,
         };
         self.queue_or_count(op, LostWrite::Release);
     }

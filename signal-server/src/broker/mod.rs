@@ -65,6 +65,9 @@ pub trait Mirror: Send + Sync + std::fmt::Debug {
     fn mirror_left(&self, room: &str, peer_id: PeerId, reason: LeaveReason);
     /// A peer resumed on `home`.
     fn mirror_moved(&self, room: &str, info: PeerInfo, home: String);
+    /// This instance's peer `peer_id` of `room` lost its place in Redis before its record
+    /// was stored: another join of its identity replaced it meanwhile, on some instance.
+    fn place_lost(&self, room: &str, peer_id: PeerId);
     /// Another instance's peer reported stats, for this instance's watchers of the room.
     fn mirror_stats(&self, room: &str, peer_id: PeerId, links: &Value);
     /// A peer joined a room of another instance (for all-rooms watchers).

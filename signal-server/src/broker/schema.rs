@@ -80,6 +80,13 @@ pub(super) fn host_key(room: &str) -> String {
     format!("ackwire:host:{room}")
 }
 
+/// A room's members by identity (hash: a join ticket's identity to the peer id holding it), so
+/// one identity has one member in the room across instances; kept by the reservations, gone
+/// with the room's last peer.
+pub(super) fn identities_key(room: &str) -> String {
+    format!("ackwire:identities:{room}")
+}
+
 /// A room's application as Redis keeps it: canonical JSON (serde writes the fields in one
 /// order), `null` for none, so the scripts compare two by their text.
 pub(super) fn app_json(app: Option<&AppInfo>) -> String {

@@ -19,8 +19,8 @@ use super::{
     Broker, lock,
     schema::{
         Delivery, EPOCH_KEY, NETWORK_KEY, NEXT_PEER_KEY, RESERVED, ROOM_PATTERN, ROOMS_KEY, Record,
-        RoomEvent, alive_key, app_json, app_key, host_key, instance_channel, parse_key, peers_key,
-        room_channel, topology_key,
+        RoomEvent, alive_key, app_json, app_key, host_key, identities_key, instance_channel,
+        parse_key, peers_key, room_channel, topology_key,
     },
 };
 
@@ -38,11 +38,13 @@ const BATCH: usize = 256;
 #[derive(Debug)]
 pub(super) enum Op {
     /// Store the record (a join, or a resume's new token) and, for a join (`announce`, with
-    /// the room's application), tell the room.
+    /// the room's application), tell the room; with `if_present`, only while the peer's place
+    /// is there (its reservation's placeholder, or its record).
     Put {
         room: String,
         record: Box<Record>,
         announce: Option<Option<AppInfo>>,
+        if_present: bool,
     },
     /// Drop the peer and tell the room.
     Left {
@@ -50,10 +52,13 @@ pub(super) enum Op {
         peer_id: PeerId,
         reason: LeaveReason,
     },
-    /// Give back a reserved place a join did not take.
+    /// Give back a reserved place a join did not take, and its identity (if it had one) to
+    /// the peer it was to replace (if there was one).
     Release {
         room: String,
         peer_id: PeerId,
+        identity: Option<String>,
+        replaced: Option<PeerId>,
     },
     Publish {
         channel: String,
@@ -172,6 +177,11 @@ impl Broker {
                     // Its seat too, unless another host holds it by now.
                     pipe.set_nx(host_key(room), record.info.id).ignore();
                 }
+                if let Some(identity) = &record.info.identity {
+                    // And its identity, unless another peer took it meanwhile.
+                    pipe.hset_nx(identities_key(room), identity, record.info.id)
+                        .ignore();
+                }
                 pipe.publish(
                     room_channel(room),
                     serde_json::to_string(&joined).unwrap_or_default(),
@@ -251,27 +261,21 @@ impl Broker {
     ) -> Result<(), redis::RedisError> {
         let mut pipe = redis::pipe();
         let mut forget = Vec::new();
+        // The puts, in order: the script's answer says whether each found its place.
+        let mut puts = Vec::new();
         for op in ops.iter() {
             match op {
                 Op::Put {
                     room,
                     record,
                     announce,
+                    if_present,
                 } => {
                     let text = serde_json::to_string(record).unwrap_or_default();
-                    pipe.hset(peers_key(room), record.info.id, text)
-                        .ignore()
-                        .sadd(ROOMS_KEY, room)
-                        .ignore();
-                    if let Some(app) = announce {
-                        // The reservation set them already; a peer put back after the others
-                        // took this instance for dead may find its room emptied meanwhile.
-                        pipe.set_nx(app_key(room), app_json(app.as_ref())).ignore();
-                        let topology = record.info.role.topology();
-                        pipe.set_nx(topology_key(room), topology.as_str()).ignore();
-                        if record.info.role == Role::Host {
-                            pipe.set_nx(host_key(room), record.info.id).ignore();
-                        }
+                    // The reservation set the room's application, topology, seat and
+                    // identity already; a peer put back after the others took this instance
+                    // for dead may find its room emptied meanwhile.
+                    let joined = announce.as_ref().map(|app| {
                         let event = RoomEvent::Joined {
                             origin: self.instance.clone(),
                             peer: record.info.clone(),
@@ -279,16 +283,22 @@ impl Broker {
                             app: app.clone(),
                         };
                         let message = serde_json::to_string(&event).unwrap_or_default();
-                        pipe.publish(room_channel(room), message).ignore();
-                    }
+                        (app_json(app.as_ref()), message)
+                    });
+                    let announce = joined.as_ref().map(|(a, m)| (a.as_str(), m.as_str()));
+                    let put = self
+                        .scripts
+                        .storing(room, record, &text, *if_present, announce);
+                    pipe.invoke_script(&put);
+                    puts.push((room.as_str(), record.info.id));
                 }
                 Op::Left {
                     room,
                     peer_id,
                     reason,
                 } => {
-                    pipe.invoke_script(&self.scripts.removal(room, *peer_id, ""))
-                        .ignore();
+                    let removal = self.scripts.removal(room, *peer_id, "", (None, None));
+                    pipe.invoke_script(&removal).ignore();
                     let event = RoomEvent::Left {
                         origin: self.instance.clone(),
                         peer_id: *peer_id,
@@ -297,9 +307,15 @@ impl Broker {
                     let message = serde_json::to_string(&event).unwrap_or_default();
                     pipe.publish(room_channel(room), message).ignore();
                 }
-                Op::Release { room, peer_id } => {
-                    pipe.invoke_script(&self.scripts.removal(room, *peer_id, RESERVED))
-                        .ignore();
+                Op::Release {
+                    room,
+                    peer_id,
+                    identity,
+                    replaced,
+                } => {
+                    let owner = (identity.as_deref(), *replaced);
+                    let removal = self.scripts.removal(room, *peer_id, RESERVED, owner);
+                    pipe.invoke_script(&removal).ignore();
                 }
                 Op::Publish { channel, message } => {
                     pipe.publish(channel, message).ignore();
@@ -308,7 +324,18 @@ impl Broker {
             }
         }
         if ops.iter().any(|op| !matches!(op, Op::Forget { .. })) {
-            let () = pipe.query_async(conn).await?;
+            let stored: Vec<i64> = pipe.query_async(conn).await?;
+            let lost: Vec<(String, PeerId)> = puts
+                .into_iter()
+                .zip(stored)
+                .filter(|(_, stored)| *stored == 0)
+                .map(|((room, id), _)| (room.to_owned(), id))
+                .collect();
+            if let Some(hub) = self.hub() {
+                for (room, peer_id) in lost {
+                    hub.place_lost(&room, peer_id);
+                }
+            }
         }
         ops.clear();
         if !forget.is_empty() {
@@ -436,7 +463,7 @@ impl Broker {
         }
         let removed: i64 = self
             .scripts
-            .removal(room, peer_id, &current)
+            .removal(room, peer_id, &current, (None, None))
             .invoke_async(&mut conn)
             .await
             .unwrap_or(0);

@@ -453,11 +453,21 @@ pub struct Process {
 impl Process {
     /// Starts the binary with `args` besides `--bind 127.0.0.1:0`; returns once it listens.
     pub async fn start<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Process {
+        Process::start_with_env(args, &[]).await
+    }
+
+    /// [`Process::start`] with these environment variables too (`RUST_LOG` is `info` unless
+    /// given).
+    pub async fn start_with_env<S: AsRef<std::ffi::OsStr>>(
+        args: &[S],
+        env: &[(&str, &str)],
+    ) -> Process {
         use tokio::io::{AsyncBufReadExt, BufReader};
         let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_ackwire-signal"))
             .args(["--bind", "127.0.0.1:0"])
             .args(args)
             .env("RUST_LOG", "info")
+            .envs(env.iter().copied())
             .env("NO_COLOR", "1")
             .stderr(std::process::Stdio::piped())
             .stdin(std::process::Stdio::null())

@@ -27,6 +27,7 @@ fn native(id: u64) -> PeerInfo {
         instance: Some(format!("n-{id}")),
         udp_key: None,
         network: Some("9f2c01aa77e3b0d4".into()),
+        identity: Some(format!("user:{id}")),
     }
 }
 
@@ -351,6 +352,7 @@ fn what_the_browser_writes_is_what_serde_writes() {
                 ],
             )),
             role: Default::default(),
+            ticket: None,
             resume: Some(Resume {
                 peer_id: 7,
                 token: "04a7".into(),
@@ -365,6 +367,7 @@ fn what_the_browser_writes_is_what_serde_writes() {
             udp_key: None,
             app: None,
             role: Role::Client,
+            ticket: None,
             resume: None,
         },
         ClientFrame::Signal {
