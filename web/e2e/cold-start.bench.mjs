@@ -208,7 +208,7 @@ try {
       + `${RUNS} joins at each of ${DELAYS.map((d) => `${d} ms`).join(', ')} added each way, interleaved; medians`);
     // A join not counted: the server's and the host's first page and link after start.
     await coldJoin(url);
-    const runs = await joinsAtEachDelay(() => coldJoin(url), 'state', ['html', 'welcome', 'offer', 'open', 'connected']);
+    const runs = await joinsAtEachDelay(() => coldJoin(url), 'state', ['html', 'connect', 'socket', 'script', 'wasm', 'welcome', 'offer', 'open', 'connected']);
     const { medians, slope } = report(runs, STEPS, rtt, 'a browser joining the example game\'s native host');
     // After the handshake the first snapshot leaves at the host's next tick (30 Hz) or its next
     // paced packet (the core starts at 10 packets/s): shown per join, since on a short path the
