@@ -111,8 +111,10 @@ test('Chromium, Firefox and native players, each behind its own symmetric NAT, l
       assert.equal(native.link(line, other.id).candidate, 'relay');
       const rttMs = native.link(line, other.id).stats.rtt_ms;
       console.log(`native ${native.id} ↔ native ${other.id} over the relay: RTT ${rttMs.toFixed(1)} ms`);
-      // The relay is on this machine (a path of ~1 ms); a wide bound, for load.
-      assert.ok(rttMs < 60, `RTT ${rttMs} ms over a relay on this machine`);
+      // The relay is on this machine (a path of ~1 ms); a wide bound, for load: CI runs
+      // this beside two compiling lanes, where a reading of 73 ms was seen. A link stalling
+      // on its retransmission timers reads seconds.
+      assert.ok(rttMs < 250, `RTT ${rttMs} ms over a relay on this machine`);
     }
     // Acked packets over the relay: an RTT in the pages' link tables.
     for (const [page, other] of [[pages[0], bId], [pages[2], aId]]) {

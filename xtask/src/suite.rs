@@ -375,14 +375,15 @@ fn stage(name: &str, f: impl FnOnce() -> Result<()>) -> Stage {
 }
 
 /// The stages that run beside the browser e2e suite once the builds are done, in lanes:
-/// each lane is its own process (`cargo xtask lane NAME`, niced as given: the e2e's pages
-/// come first, then the native tests, whose timing bounds a starved test could miss), whose
+/// each lane is its own process (`cargo xtask lane NAME`, niced as given: the e2e's pages,
+/// relays and natives come first, whose RTT bounds a starved process could miss, then the
+/// lane whose native tests have timing bounds of their own), whose
 /// output goes to `target/ci/NAME.log` and is printed in one piece when it ends. The lints
 /// come before the native tests in one lane because both build in `target/debug`, which
 /// cargo locks for the whole of `cargo test`, runs included.
 const LANES: &[(&str, i32, &[&str])] = &[
-    ("checks", 5, &["lints", "native"]),
-    ("browser", 10, &["types", "wasm", "fuzz"]),
+    ("checks", 10, &["lints", "native"]),
+    ("browser", 15, &["types", "wasm", "fuzz"]),
 ];
 
 fn lane_stage(key: &str, tools: &Tools) -> Stage {
