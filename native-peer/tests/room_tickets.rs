@@ -25,15 +25,21 @@ fn ticket(room: &str, identity: &str) -> String {
     ticket::mint(SECRET.as_bytes(), &claims)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_native_joins_with_its_ticket_and_one_without_is_refused_and_exits() {
-    let secret = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("room-tickets-secret");
+/// A signal server requiring tickets, its secret in the file `name` of the tests' scratch
+/// directory.
+async fn ticketed_server(name: &str) -> Server {
+    let secret = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
     std::fs::write(&secret, SECRET).unwrap();
     let config = ackwire_signal::config::Config {
         ticket_secret_file: Some(secret),
         ..ackwire_signal::config::Config::default()
     };
-    let server = Server::start_with("127.0.0.1:0".parse().unwrap(), config).await;
+    Server::start_with("127.0.0.1:0".parse().unwrap(), config).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_native_joins_with_its_ticket_and_one_without_is_refused_and_exits() {
+    let server = ticketed_server("room-tickets-secret").await;
     let url = server.room_url("lobby");
     blocking(move || {
         let good = ticket("lobby", "player-1");
@@ -55,13 +61,7 @@ async fn a_native_joins_with_its_ticket_and_one_without_is_refused_and_exits() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_native_whose_identity_joins_again_elsewhere_stops_and_exits() {
-    let secret = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("room-tickets-secret-2");
-    std::fs::write(&secret, SECRET).unwrap();
-    let config = ackwire_signal::config::Config {
-        ticket_secret_file: Some(secret),
-        ..ackwire_signal::config::Config::default()
-    };
-    let server = Server::start_with("127.0.0.1:0".parse().unwrap(), config).await;
+    let server = ticketed_server("room-tickets-secret-2").await;
     let url = server.room_url("lobby");
     blocking(move || {
         let same = ticket("lobby", "player-1");

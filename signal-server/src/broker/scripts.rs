@@ -63,12 +63,7 @@ impl Scripts {
         (identity, restore): (Option<&str>, Option<PeerId>),
     ) -> ScriptInvocation<'_> {
         let mut call = self.remove.prepare_invoke();
-        call.key(peers_key(room))
-            .key(ROOMS_KEY)
-            .key(app_key(room))
-            .key(topology_key(room))
-            .key(host_key(room))
-            .key(identities_key(room))
+        room_keys(&mut call, room)
             .arg(peer_id)
             .arg(only)
             .arg(room)
@@ -94,12 +89,7 @@ impl Scripts {
             None => (String::new(), "", ""),
         };
         let mut call = self.put.prepare_invoke();
-        call.key(peers_key(room))
-            .key(ROOMS_KEY)
-            .key(app_key(room))
-            .key(topology_key(room))
-            .key(host_key(room))
-            .key(identities_key(room))
+        room_keys(&mut call, room)
             .arg(info.id)
             .arg(text)
             .arg(if if_present { "if-present" } else { "always" })
@@ -112,4 +102,19 @@ impl Scripts {
             .arg(message);
         call
     }
+}
+
+/// The keys of `room` that `remove` and `put` read and write, in the order both take them
+/// (`KEYS[1]` to `KEYS[6]`): its peers, the room list, its application, topology, host seat
+/// and identities.
+fn room_keys<'a, 'b>(
+    call: &'b mut ScriptInvocation<'a>,
+    room: &str,
+) -> &'b mut ScriptInvocation<'a> {
+    call.key(peers_key(room))
+        .key(ROOMS_KEY)
+        .key(app_key(room))
+        .key(topology_key(room))
+        .key(host_key(room))
+        .key(identities_key(room))
 }
