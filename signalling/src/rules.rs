@@ -1201,14 +1201,7 @@ mod tests {
         // Its place is the old one's: the full room takes it.
         let new = room.join(same(3, 3)).unwrap();
         assert!(!new.resumed);
-        assert!(new.effects.contains(&Effect::Close {
-            conn: 2,
-            cause: Takeover::Replaced
-        }));
-        assert!(new.effects.contains(&Effect::Shared(Shared::Left {
-            peer_id: 2,
-            reason: LeaveReason::Replaced
-        })));
+        assert_replaced(&new.effects, 2, 2);
         let kinds: Vec<_> = sent_to(&new.effects, 1)
             .iter()
             .map(ServerFrame::frame_type)
@@ -1224,6 +1217,18 @@ mod tests {
         ));
         assert_eq!(room.relay(2, &2, 1), Err(RuleError::NotJoined));
         assert_eq!(room.len(), 2);
+    }
+
+    /// `effects` close connection `conn` and tell the room that `peer_id` left, replaced.
+    fn assert_replaced(effects: &[Effect<u32>], conn: u32, peer_id: PeerId) {
+        assert!(effects.contains(&Effect::Close {
+            conn,
+            cause: Takeover::Replaced
+        }));
+        assert!(effects.contains(&Effect::Shared(Shared::Left {
+            peer_id,
+            reason: LeaveReason::Replaced
+        })));
     }
 
     #[test]
@@ -1243,14 +1248,7 @@ mod tests {
         );
         // Another program (a second tab) of the same player: its place is the old one's.
         let new = room.join(user(3, 3, "tab-b")).unwrap();
-        assert!(new.effects.contains(&Effect::Close {
-            conn: 2,
-            cause: Takeover::Replaced
-        }));
-        assert!(new.effects.contains(&Effect::Shared(Shared::Left {
-            peer_id: 2,
-            reason: LeaveReason::Replaced
-        })));
+        assert_replaced(&new.effects, 2, 2);
         assert!(matches!(
             &sent_to(&new.effects, 1)[..],
             [
