@@ -589,7 +589,7 @@ async fn joins_of_one_identity_at_once_on_two_instances_leave_one_member() {
     };
     let one = instance(&redis, with_tickets).await;
     let two = instance(&redis, with_tickets).await;
-    let (mut watcher, ww) = member(one.addr, "lobby", Role::Peer, "watcher").await;
+    let (mut watcher, _) = member(one.addr, "lobby", Role::Peer, "watcher").await;
     for round in 0..5 {
         let identity = format!("user-{round}");
         let ((mut a, wa), (mut b, wb)) = tokio::join!(
@@ -635,7 +635,6 @@ async fn joins_of_one_identity_at_once_on_two_instances_leave_one_member() {
             !exists,
             "round {round}: the replaced member is still in Redis"
         );
-        let _ = ww;
         drop((a, b));
     }
 }
