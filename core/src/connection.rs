@@ -26,7 +26,7 @@ use crate::channel::{Buffered, ChannelKind, Channels, SendError, max_unreliable}
 use crate::config::{Config, ConfigError};
 pub use crate::connection_state::ConnectionState;
 use crate::control::{ControlError, ControlPacket, Cookie, is_control};
-use crate::endpoint::{Endpoint, Event, ReceiveError, Settings, TransmitError};
+use crate::endpoint::{CONNECTION_TAG_LEN, Endpoint, Event, ReceiveError, Settings, TransmitError};
 use crate::frame::{FrameError, MAX_CHANNELS};
 use crate::key_exchange::{HANDSHAKE_MESSAGE_LEN, Initiator, KeyExchangeError, PUBLIC_KEY_LEN};
 use crate::protection::{PacketKeys, ProtectError, TAG_LEN};
@@ -120,12 +120,14 @@ impl Default for ConnectionConfig {
 /// that keeps a full queue of the largest datagrams within 32-bit offsets.
 pub const MAX_UNRELIABLE_QUEUE_LEN: usize = 32768;
 
-/// Smallest `max_datagram_size`: a full-length reliable fragment must fit one packet.
-pub const MIN_DATAGRAM_SIZE: usize = PacketHeader::MAX_LEN + 6 + crate::frame::FRAGMENT_SIZE;
+/// Smallest `max_datagram_size`: a full-length reliable fragment must fit one packet, with
+/// the connection tag of a plain connection on raw UDP ([`CONNECTION_TAG_LEN`]).
+pub const MIN_DATAGRAM_SIZE: usize =
+    PacketHeader::MAX_LEN + 6 + crate::frame::FRAGMENT_SIZE + CONNECTION_TAG_LEN;
 
 /// Smallest `max_datagram_size` of a protected (encrypted) connection: a full fragment and
 /// the 16-byte tag ([`Connection::protect`], [`Connection::secure`]).
-pub const MIN_PROTECTED_DATAGRAM_SIZE: usize = MIN_DATAGRAM_SIZE + TAG_LEN;
+pub const MIN_PROTECTED_DATAGRAM_SIZE: usize = MIN_DATAGRAM_SIZE - CONNECTION_TAG_LEN + TAG_LEN;
 
 /// Why a [`ConnectionConfig`] was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Error)]
@@ -149,11 +151,17 @@ pub enum ConnectionConfigError {
 }
 
 impl ConnectionConfig {
-    /// The largest unreliable message a connection of this configuration takes: one that
-    /// fits an otherwise empty packet, 16 bytes less when the connection is protected
-    /// (`protected`: the tag).
+    /// The largest unreliable message every connection of this configuration takes: one
+    /// that fits an otherwise empty packet with its trailer, the 16-byte tag when the
+    /// connection is protected (`protected`), else the 4-byte connection tag a plain
+    /// connection on raw UDP ends each packet with (a connection on a data channel takes 4
+    /// bytes more).
     pub fn max_unreliable_message(&self, protected: bool) -> usize {
-        let tag = if protected { TAG_LEN } else { 0 };
+        let tag = if protected {
+            TAG_LEN
+        } else {
+            CONNECTION_TAG_LEN
+        };
         max_unreliable(self.max_datagram_size, PacketHeader::MAX_LEN + tag)
     }
 
@@ -422,7 +430,13 @@ impl Connection {
         now: Duration,
     ) -> Result<Connection, ConnectionConfigError> {
         let packet = Arc::new(Settings::new(config.packet.clone())?);
-        Connection::new(Arc::new(config), packet, now, Phase::Requesting)
+        let mut connection = Connection::new(Arc::new(config), packet, now, Phase::Requesting)?;
+        // Messages queued while connecting must fit the tagged packets they will ride.
+        connection.channels.set_max_unreliable(max_unreliable(
+            connection.config.max_datagram_size,
+            PacketHeader::MAX_LEN + CONNECTION_TAG_LEN,
+        ));
+        Ok(connection)
     }
 
     /// A connector for an authenticated channel (a WebRTC data channel, whose ICE checks
@@ -463,6 +477,11 @@ impl Connection {
             })
         });
         connection.connection_id = Some(connection_id);
+        if connection.secure.is_none() {
+            // A plain connection of the cookie handshake; one with keys (given right after
+            // this, or the answer's) is bound by them instead.
+            connection.bind_to_id();
+        }
         connection.accepted_due = true;
         connection.is_acceptor = true;
         connection
@@ -480,9 +499,30 @@ impl Connection {
         now: Duration,
         connection_id: u64,
     ) -> Self {
-        let mut connection = Connection::accepted(config, packet, now, connection_id, None);
+        let mut connection = Connection::new(config, packet, now, Phase::Connected)
+            .expect("acceptor validated config");
+        connection.connection_id = Some(connection_id);
+        connection.accepted_due = true;
+        connection.is_acceptor = true;
         connection.on_channel = true;
         connection
+            .events
+            .push_back(ConnectionEvent::Connected { connection_id });
+        connection
+    }
+
+    /// Binds every data packet to this connection with its connection tag (the low 32 bits
+    /// of its id; `docs/wire.md`, "The connection tag"), unless keys already bind them.
+    fn bind_to_id(&mut self) {
+        if self.endpoint.is_protected() {
+            return;
+        }
+        let id = self.connection_id.expect("bound once the id is known");
+        self.endpoint.bind((id as u32).to_be_bytes());
+        self.channels.set_max_unreliable(max_unreliable(
+            self.config.max_datagram_size,
+            PacketHeader::MAX_LEN + CONNECTION_TAG_LEN,
+        ));
     }
 
     fn new(
@@ -692,6 +732,7 @@ impl Connection {
             self.scratch = scratch;
             return taken;
         }
+        let packet = self.endpoint.untag(packet)?;
         self.take_in(nanos(now), packet, None)
     }
 
@@ -857,6 +898,7 @@ impl Connection {
                 self.endpoint = Endpoint::with_settings(self.endpoint.settings().clone(), now);
                 self.endpoint.restore_protection(protection);
                 self.connected_at(now, connection_id);
+                self.bind_to_id();
                 Ok(())
             }
             (

@@ -17,6 +17,13 @@ use crate::config::{Config, ConfigError};
 use crate::congestion::{Limits, Mode, ModeState};
 use crate::loss::LossWindow;
 use crate::protection::{KeyLimit, PacketKeys, ProtectError, Protection, TAG_LEN};
+
+/// Bytes of the connection tag at the end of every data packet of a plain (unprotected)
+/// connection made by the cookie handshake on raw UDP: the low 32 bits of its connection
+/// id, big-endian. It binds the packet to its connection, so a late packet of an earlier
+/// connection between the same two addresses is refused rather than taken into a new one
+/// (a protected packet is bound by its keys; a data channel by its own DTLS association).
+pub const CONNECTION_TAG_LEN: usize = 4;
 use crate::rtt::RttEstimator;
 use crate::sequence::distance;
 use crate::sequence_buffer::SequenceBuffer;
@@ -125,6 +132,14 @@ pub enum ReceiveError {
     /// (see [`KeyLimit`]).
     #[error("packet keys exhausted: {0}")]
     KeyExhausted(KeyLimit),
+    /// Plain connection on raw UDP: the packet does not end with this connection's tag
+    /// (a late packet of an earlier connection between the same two addresses, or not the
+    /// peer's). Counted in [`Counters::packets_unauthenticated`]; nothing else changed.
+    #[error("packet {sequence} belongs to another connection")]
+    WrongConnection {
+        /// The sequence the header claims.
+        sequence: u16,
+    },
     /// Protected endpoint: datagrams are decrypted in place, so they must come through
     /// [`Endpoint::receive_in_place`].
     #[error("a protected endpoint takes datagrams through receive_in_place")]
@@ -261,6 +276,9 @@ pub struct Endpoint {
     /// ([`protect`](Self::protect)); behind a pointer, as most endpoints (every browser's)
     /// have none.
     protection: Option<Box<Protection>>,
+    /// The connection tag every data packet ends with, on a plain connection the cookie
+    /// handshake made ([`CONNECTION_TAG_LEN`]); `None` when protected or on a channel.
+    connection_tag: Option<[u8; CONNECTION_TAG_LEN]>,
     events: VecDeque<Event>,
 }
 
@@ -308,6 +326,7 @@ impl Endpoint {
             counters: Counters::default(),
             last_header_len: 0,
             protection: None,
+            connection_tag: None,
             settings,
         }
     }
@@ -324,7 +343,58 @@ impl Endpoint {
             return Err(ProtectError::TrafficStarted);
         }
         self.protection = Some(Box::new(Protection::new(keys)));
+        // The keys are the connection's own: they bind each packet to it.
+        self.connection_tag = None;
         Ok(())
+    }
+
+    /// Ends every data packet sent with `tag` and refuses received ones that do not end with
+    /// it ([`CONNECTION_TAG_LEN`]); ignored on a protected endpoint, whose keys bind.
+    pub(crate) fn bind(&mut self, tag: [u8; CONNECTION_TAG_LEN]) {
+        if self.protection.is_none() {
+            self.connection_tag = Some(tag);
+        }
+    }
+
+    /// The bytes after each packet's payload: the tag of protection or the connection tag.
+    pub(crate) fn trailer_len(&self) -> usize {
+        match (&self.protection, self.connection_tag) {
+            (Some(_), _) => TAG_LEN,
+            (None, Some(_)) => CONNECTION_TAG_LEN,
+            (None, None) => 0,
+        }
+    }
+
+    /// `packet` (its header checked) without its connection tag, if this endpoint binds;
+    /// refused, changing nothing but [`Counters::packets_unauthenticated`], when the tag is
+    /// another connection's or missing.
+    pub(crate) fn untag<'a>(
+        &mut self,
+        packet: Packet<&'a [u8]>,
+    ) -> Result<Packet<&'a [u8]>, ReceiveError> {
+        let Some(tag) = self.connection_tag else {
+            return Ok(packet);
+        };
+        let header_len = packet.header_len();
+        let datagram = packet.into_inner();
+        let Some(body_len) = datagram
+            .len()
+            .checked_sub(CONNECTION_TAG_LEN)
+            .filter(|&l| l >= header_len)
+        else {
+            return Err(ReceiveError::Header(HeaderError::Truncated {
+                needed: header_len + CONNECTION_TAG_LEN,
+                available: datagram.len(),
+            }));
+        };
+        let (body, got) = datagram.split_at(body_len);
+        if got != tag {
+            self.counters.packets_unauthenticated += 1;
+            return Err(ReceiveError::WrongConnection {
+                sequence: u16::from_be_bytes([datagram[1], datagram[2]]),
+            });
+        }
+        Ok(Packet::from_checked(body))
     }
 
     /// True when data packets are sealed and opened ([`protect`](Self::protect)).
@@ -408,6 +478,7 @@ impl Endpoint {
         if self.protection.is_some() {
             return Err(ReceiveError::InPlaceRequired);
         }
+        let packet = self.untag(packet)?;
         self.receive_checked(nanos(now), packet, None)
     }
 
@@ -548,9 +619,9 @@ impl Endpoint {
             }
         }
         self.counters.packets_received += 1;
-        // The datagram as it came off the wire: an opened packet's tag counts, as it does in
-        // `bytes_sent`.
-        let tag_len = if packet_number.is_some() { TAG_LEN } else { 0 };
+        // The datagram as it came off the wire: an opened packet's tag, or the connection
+        // tag, counts, as it does in `bytes_sent`.
+        let tag_len = self.trailer_len();
         self.counters.bytes_received += (datagram.len() + tag_len) as u64;
         self.ack_pending = true;
 
@@ -666,13 +737,10 @@ impl Endpoint {
         if now < self.next_send_at && !(prompt && now >= opens_at) {
             return Ok(None);
         }
-        let tag_len = match &self.protection {
-            None => 0,
-            Some(protection) => match protection.exhausted() {
-                Some(limit) => return Err(TransmitError::KeyExhausted(limit)),
-                None => TAG_LEN,
-            },
-        };
+        if let Some(limit) = self.key_exhausted() {
+            return Err(TransmitError::KeyExhausted(limit));
+        }
+        let tag_len = self.trailer_len();
         if buf.len() < PacketHeader::MAX_LEN + tag_len {
             return Err(TransmitError::BufferTooSmall {
                 needed: PacketHeader::MAX_LEN + tag_len,
@@ -710,6 +778,9 @@ impl Endpoint {
             let (payload, tag) = rest.split_at_mut(written);
             let tag: &mut [u8; TAG_LEN] = (&mut tag[..TAG_LEN]).try_into().expect("room kept");
             protection.seal(header, payload, tag);
+        } else if let Some(tag) = self.connection_tag {
+            let at = header_len + written;
+            buf[at..at + CONNECTION_TAG_LEN].copy_from_slice(&tag);
         }
 
         // Bound the sent queue: the ring grows while the packets in flight span more than it

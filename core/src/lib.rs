@@ -258,7 +258,9 @@ pub use connection::{
     Connection, ConnectionConfig, ConnectionConfigError, ConnectionError, ConnectionEvent,
     ConnectionState, DisconnectReason, MIN_DATAGRAM_SIZE, MIN_PROTECTED_DATAGRAM_SIZE,
 };
-pub use endpoint::{Endpoint, Event, ReceiveError, Received, Transmit, TransmitError};
+pub use endpoint::{
+    CONNECTION_TAG_LEN, Endpoint, Event, ReceiveError, Received, Transmit, TransmitError,
+};
 pub use handshake::{Accept, Acceptor, ChannelAcceptor, HandshakeError, attempt_secret};
 pub use key_exchange::{Initiator, KeyExchangeError, Responder};
 #[cfg(feature = "aead")]

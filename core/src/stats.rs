@@ -26,8 +26,10 @@ pub struct Counters {
     pub bytes_received: u64,
     /// Header bytes among `bytes_sent`.
     pub header_bytes_sent: u64,
-    /// Data packets of a protected link that failed to open (forged, corrupted, or under
-    /// another key): dropped, and nothing else changed. Always 0 on an unprotected link.
+    /// Data packets that failed to prove they are this connection's: on a protected link,
+    /// failed to open (forged, corrupted, or under another key); on a plain link on raw UDP,
+    /// a wrong connection tag (a late packet of an earlier connection). Dropped, and nothing
+    /// else changed. Always 0 on a data channel's link.
     #[serde(default)]
     pub packets_unauthenticated: u64,
 }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use ackwire_core::{
     Connection, ConnectionConfig, ConnectionError, ConnectionEvent, ConnectionState,
-    DisconnectReason, HandshakeError, Listener, ListenerError, ListenerSendError,
+    DisconnectReason, HandshakeError, Listener, ListenerError, ListenerSendError, ReceiveError,
 };
 
 const STEP: Duration = Duration::from_millis(5);
@@ -280,6 +280,63 @@ fn an_address_longer_than_the_table_holds_is_refused_with_its_length() {
         ))
     );
     assert!(world.listener.is_empty());
+}
+
+/// A program that meets the listener again from the same address (it restarted, or forgot
+/// the server and came back) gets a new connection, and packets of the old one may still be
+/// on their way. Each plain packet ends with its connection's tag, so the new connection
+/// refuses a late one instead of taking in its sequence number, acks and message.
+#[test]
+fn a_late_packet_of_an_earlier_connection_from_the_same_address_is_refused_and_changes_nothing() {
+    let mut world = World::new(&[b"a"]);
+    world.run_for(Duration::from_secs(1));
+    let client = world.clients.get_mut(&b"a"[..]).unwrap();
+    let old_id = client.connection_id().unwrap();
+    client.send(1, b"from the old connection").unwrap();
+    let mut buf = [0u8; 1200];
+    let late = loop {
+        world.now += STEP;
+        if let Some(len) = client.poll_transmit(world.now, &mut buf).unwrap() {
+            break buf[..len].to_vec();
+        }
+    };
+    // The program restarts at the same address; the listener learns of it and starts over.
+    assert!(world.listener.close(b"a"));
+    world.run_for(Duration::from_secs(1));
+    let config = ConnectionConfig::default();
+    world.clients.insert(
+        b"a".to_vec(),
+        Connection::connect(config, world.now).unwrap(),
+    );
+    world.server_events.clear();
+    world.run_for(Duration::from_secs(1));
+    let new_id = world.listener.connection(b"a").unwrap().connection_id();
+    assert!(new_id.is_some_and(|id| id != old_id), "a new connection");
+
+    let now = world.now;
+    let before = world.listener.connection(b"a").unwrap().stats();
+    let mut reply = [0u8; 64];
+    assert!(matches!(
+        world.listener.receive(now, b"a", &late, &mut reply),
+        Err(ListenerError::Connection(ConnectionError::Packet(
+            ReceiveError::WrongConnection { .. }
+        )))
+    ));
+    let mut after = world.listener.connection(b"a").unwrap().stats();
+    assert_eq!(after.counters.packets_unauthenticated, 1, "counted");
+    after.counters.packets_unauthenticated = 0;
+    assert_eq!(after, before, "and nothing else changed");
+    world.run_for(Duration::from_secs(1));
+    assert_eq!(messages_of(&world.server_events, b"a"), [] as [Vec<u8>; 0]);
+
+    // The new connection's own traffic flows.
+    let client = world.clients.get_mut(&b"a"[..]).unwrap();
+    client.send(1, b"from the new one").unwrap();
+    world.run_for(Duration::from_secs(1));
+    assert_eq!(
+        messages_of(&world.server_events, b"a"),
+        [b"from the new one".to_vec()]
+    );
 }
 
 #[test]

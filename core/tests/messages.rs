@@ -7,7 +7,7 @@ use std::time::Duration;
 use ackwire_core::emulator::EmulatorConfig;
 use ackwire_core::frame::{Frames, MAX_MESSAGE_SIZE, RELIABLE_WINDOW};
 use ackwire_core::wire::Packet;
-use ackwire_core::{ChannelKind, ConnectionConfig, ConnectionEvent, SendError};
+use ackwire_core::{CONNECTION_TAG_LEN, ChannelKind, ConnectionConfig, ConnectionEvent, SendError};
 use pair::ConnPair;
 
 const MS: Duration = Duration::from_millis(1);
@@ -226,18 +226,20 @@ fn message_ids_wrap_past_65535_without_loss_or_duplication() {
     assert_eq!(pair.client.stats().messages_sent, u64::from(total));
 }
 
-/// A data packet from the client as the server would receive it: a header far ahead of
-/// anything sent so far (so the packet layer takes it) and the given payload.
-fn forged_data_packet(payload: &[u8]) -> Vec<u8> {
-    forged_at(20_000, payload)
+/// A data packet from the client as the server `to` would receive it: a header far ahead of
+/// anything sent so far (so the packet layer takes it), the given payload and `to`'s
+/// connection tag.
+fn forged_data_packet(to: &ackwire_core::Connection, payload: &[u8]) -> Vec<u8> {
+    forged_at(to, 20_000, payload)
 }
 
 /// Like [`forged_data_packet`], with packet sequence `sequence`.
-fn forged_at(sequence: u16, payload: &[u8]) -> Vec<u8> {
+fn forged_at(to: &ackwire_core::Connection, sequence: u16, payload: &[u8]) -> Vec<u8> {
     let header = ackwire_core::wire::PacketHeader::first(sequence);
     let mut datagram = vec![0u8; header.encoded_len()];
     header.encode(&mut datagram).unwrap();
     datagram.extend_from_slice(payload);
+    datagram.extend_from_slice(&(to.connection_id().unwrap() as u32).to_be_bytes());
     datagram
 }
 
@@ -271,7 +273,11 @@ fn the_first_sequenced_message_is_delivered_whatever_its_sequence_and_later_ones
     let now = pair.now;
     let server = pair.server.as_mut().unwrap();
     messages(server);
-    let first = forged_at(20_000, &frame(0, Sequenced { sequence: 40_000 }, b"a"));
+    let first = forged_at(
+        server,
+        20_000,
+        &frame(0, Sequenced { sequence: 40_000 }, b"a"),
+    );
     server.receive(now, &first).unwrap();
     assert_eq!(messages(server), [(0, b"a".to_vec())]);
     let payload = [
@@ -280,7 +286,9 @@ fn the_first_sequenced_message_is_delivered_whatever_its_sequence_and_later_ones
         frame(0, Sequenced { sequence: 40_001 }, b"newer"),
     ]
     .concat();
-    server.receive(now, &forged_at(20_001, &payload)).unwrap();
+    server
+        .receive(now, &forged_at(server, 20_001, &payload))
+        .unwrap();
     assert_eq!(messages(server), [(0, b"newer".to_vec())]);
     assert_eq!(server.stats().messages_dropped_stale, 2);
 }
@@ -296,7 +304,7 @@ fn reliable_ids_start_at_zero_and_an_id_behind_the_window_is_dropped_in_a_packet
     let server = pair.server.as_mut().unwrap();
     messages(server);
     // Id 40000 is behind the first awaited id, 0 (RFC 1982): a duplicate, not an error.
-    let behind = forged_at(20_000, &frame(1, Reliable { id: 40_000 }, b"lost"));
+    let behind = forged_at(server, 20_000, &frame(1, Reliable { id: 40_000 }, b"lost"));
     server.receive(now, &behind).unwrap();
     assert_eq!(messages(server), []);
     assert_eq!(
@@ -306,7 +314,7 @@ fn reliable_ids_start_at_zero_and_an_id_behind_the_window_is_dropped_in_a_packet
         })),
         "the packet was taken in (and so is acked)"
     );
-    let first = forged_at(20_001, &frame(1, Reliable { id: 0 }, b"first"));
+    let first = forged_at(server, 20_001, &frame(1, Reliable { id: 0 }, b"first"));
     server.receive(now, &first).unwrap();
     assert_eq!(messages(server), [(1, b"first".to_vec())]);
 }
@@ -320,7 +328,7 @@ fn a_data_packet_the_packet_layer_refuses_is_a_packet_error_and_changes_nothing(
     pair.connect();
     let now = pair.now;
     let server = pair.server.as_mut().unwrap();
-    let datagram = forged_data_packet(&[0x03, 1, b'x']);
+    let datagram = forged_data_packet(server, &[0x03, 1, b'x']);
     server.receive(now, &datagram).unwrap();
     messages(server);
     let before = (server.stats(), server.buffered());
@@ -330,7 +338,7 @@ fn a_data_packet_the_packet_layer_refuses_is_a_packet_error_and_changes_nothing(
             sequence: 20_000
         }))
     );
-    let mut other_version = forged_at(20_001, &[0x03, 1, b'x']);
+    let mut other_version = forged_at(server, 20_001, &[0x03, 1, b'x']);
     other_version[0] = other_version[0] & 0x3F | 0x40;
     assert_eq!(
         server.receive(now, &other_version),
@@ -374,7 +382,8 @@ fn an_unacked_reliable_message_rides_again_only_once_per_resend_interval() {
         let now = start + ms * MS;
         while let Some(len) = pair.client.poll_transmit(now, &mut buf).unwrap() {
             packets += 1;
-            let packet = Packet::new_checked(&buf[..len]).unwrap();
+            // Without the connection tag the last 4 bytes are.
+            let packet = Packet::new_checked(&buf[..len - CONNECTION_TAG_LEN]).unwrap();
             if Frames::new(packet.payload()).next().is_some() {
                 carried.push(ms);
             }
@@ -432,7 +441,7 @@ fn a_packet_with_an_impossible_frame_is_refused_whole_and_changes_nothing() {
         // its own).
         for payload in [[&good[..], bad].concat(), bad.to_vec()] {
             let before = (server.stats(), server.buffered());
-            let datagram = forged_data_packet(&payload);
+            let datagram = forged_data_packet(server, &payload);
             assert_eq!(
                 server.receive(now, &datagram),
                 Err(ConnectionError::Frame(error))
@@ -446,7 +455,9 @@ fn a_packet_with_an_impossible_frame_is_refused_whole_and_changes_nothing() {
         }
     }
     // The same packet without the bad frame is taken.
-    server.receive(now, &forged_data_packet(&good)).unwrap();
+    server
+        .receive(now, &forged_data_packet(server, &good))
+        .unwrap();
     assert_eq!(
         server.poll_event(),
         Some(ackwire_core::ConnectionEvent::Message {
@@ -484,7 +495,8 @@ fn send_latest_gives_each_packet_only_the_newest_value_and_reliable_traffic_stil
             reliable_sent += 1;
         }
         while let Some(len) = client.poll_transmit(*now, &mut buf).unwrap() {
-            let packet = Packet::new_checked(&buf[..len]).unwrap();
+            // Without the connection tag the last 4 bytes are.
+            let packet = Packet::new_checked(&buf[..len - CONNECTION_TAG_LEN]).unwrap();
             for (k, channel) in [0u8, 3].into_iter().enumerate() {
                 let frames: Vec<_> = Frames::new(packet.payload())
                     .map(Result::unwrap)

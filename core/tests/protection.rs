@@ -437,10 +437,25 @@ fn keys_are_refused_once_messages_are_queued() {
 
 #[test]
 fn a_protected_connection_leaves_room_for_the_tag_in_unreliable_messages() {
-    let mut connection = Connection::connect(ConnectionConfig::default(), Duration::ZERO).unwrap();
+    let config = ConnectionConfig::default();
+    let on_channel = Connection::connect_on_channel(config.clone(), Duration::ZERO)
+        .unwrap()
+        .max_message_size(0)
+        .unwrap();
+    let mut connection = Connection::connect(config.clone(), Duration::ZERO).unwrap();
+    // A plain connection on raw UDP ends each packet with its connection tag.
     let plain = connection.max_message_size(0).unwrap();
+    assert_eq!(plain, on_channel - ackwire_core::CONNECTION_TAG_LEN);
+    assert_eq!(plain, config.max_unreliable_message(false));
     connection.protect(client_keys()).unwrap();
-    assert_eq!(connection.max_message_size(0).unwrap(), plain - TAG_LEN);
+    assert_eq!(
+        connection.max_message_size(0).unwrap(),
+        on_channel - TAG_LEN
+    );
+    assert_eq!(
+        connection.max_message_size(0).unwrap(),
+        config.max_unreliable_message(true)
+    );
 }
 
 /// Both roles through an acceptor with a key source, driven over a man in the middle who

@@ -217,9 +217,11 @@ fn every_documented_data_packet_decodes_and_encodes_byte_for_byte() {
 }
 
 #[test]
-fn the_first_documented_data_packet_is_what_a_connector_sends_first() {
+fn the_first_documented_data_packet_is_what_a_connector_sends_first_with_its_connection_tag() {
     let config = ConnectionConfig::default();
-    let mut acceptor = Acceptor::new(config.clone(), [3; 32]).unwrap();
+    // The cookie-nonce example's acceptor: its first connection's id is documented.
+    let secret: [u8; 32] = core::array::from_fn(|i| 0x60 + i as u8);
+    let mut acceptor = Acceptor::new(config.clone(), secret).unwrap();
     let mut client = Connection::connect(config, Duration::ZERO).unwrap();
     client.send(1, b"hello").unwrap();
     let (mut buf, mut reply) = ([0u8; 1200], [0u8; 64]);
@@ -241,7 +243,15 @@ fn the_first_documented_data_packet_is_what_a_connector_sends_first() {
     client.receive(now, &buf[..accepted]).unwrap();
     let len = client.poll_transmit(now, &mut buf).unwrap().unwrap();
     let (documented, _) = &block("packet-example")[0];
-    assert_eq!(&buf[..len], &documented[..]);
+    let tagged = block("tagged-packet-example");
+    let [(tagged, fields)] = &tagged[..] else {
+        panic!("docs/wire.md lost the tagged packet example");
+    };
+    let id = u64::from_str_radix(fields[0].strip_prefix("connection_id=").unwrap(), 16).unwrap();
+    assert_eq!(client.connection_id(), Some(id));
+    assert_eq!(&tagged[..documented.len()], &documented[..]);
+    assert_eq!(&tagged[documented.len()..], &(id as u32).to_be_bytes());
+    assert_eq!(&buf[..len], &tagged[..]);
 }
 
 #[test]

@@ -1821,10 +1821,15 @@ fn every_accepted_reliable_message_is_delivered_once_or_handed_back_once_under_r
 ///   from the same address, counted as that data; the connector that missed `accepted` was
 ///   left unanswered, and its first packets collided with the late ones' sequence numbers
 ///   (two messages acked, never delivered).
+/// - 893507: a client forgot its host and met it again on a new link between the same two
+///   plain UDP sockets; each side took late packets of the old connection into the new one
+///   (the host's old hello and copy, the client's old hello), and the host's message was
+///   delivered twice. A plain connection's packets now end with its connection tag
+///   (`docs/wire.md`, "The connection tag"), so such packets are refused.
 #[test]
 fn the_seeds_a_million_seed_run_found_breaking_the_promise_keep_it_now() {
     let broken: Vec<(u64, Vec<Kind>)> = [
-        56143, 506_414, 606_579, 37942, 96659, 582_922, 363_054, 823_238,
+        56143, 506_414, 606_579, 37942, 96659, 582_922, 363_054, 823_238, 893_507,
     ]
     .into_iter()
     .filter_map(|seed| {
