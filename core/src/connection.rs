@@ -380,6 +380,12 @@ pub struct Connection {
     accepted_due: bool,
     /// Made by an acceptor (answers repeated connect responses).
     is_acceptor: bool,
+    /// A data packet from the peer was taken in. On an acceptor's connection that proves the
+    /// connector heard `accepted`, so a connect response or channel request arriving after it
+    /// is no repeat of the one accepted: it is late, or it is a restarted connector's, which
+    /// must not be accepted onto this connection's sequences (it would be acked and never
+    /// delivered). It is refused, and nothing answers it.
+    heard_data: bool,
     /// Made by a [`ChannelAcceptor`](crate::ChannelAcceptor): the one kind of connection
     /// that answers a repeated channel request. One made by the cookie handshake refuses a
     /// channel request (`Unexpected`) and answers nothing, as its acceptor does.
@@ -553,6 +559,7 @@ impl Connection {
             next_handshake_at: now,
             connection_id: None,
             is_acceptor: false,
+            heard_data: false,
             on_channel: false,
             accepted_due: false,
             last_received: now,
@@ -787,6 +794,7 @@ impl Connection {
         // The payload it hands back is the one `frames` was checked from.
         self.endpoint.receive_checked(now, packet, packet_number)?;
         self.last_received = self.endpoint.now_nanos();
+        self.heard_data = true;
         let events = &mut self.events;
         self.channels.apply(frames, &mut |channel, bytes| {
             events.push_back(ConnectionEvent::Message { channel, bytes });
@@ -911,7 +919,7 @@ impl Connection {
                 Err(unexpected)
             }
             (Phase::Connected, ControlPacket::SecureResponse { cookie, .. })
-                if self.is_acceptor && secure =>
+                if self.is_acceptor && secure && !self.heard_data =>
             {
                 // The connector did not hear our answer: say it again (the same bytes).
                 check_id(self.connection_id, u64::from_be_bytes(cookie.nonce))?;
@@ -919,7 +927,7 @@ impl Connection {
                 Ok(())
             }
             (Phase::Connected, ControlPacket::ChannelRequest { protocol_id })
-                if self.on_channel =>
+                if self.on_channel && !self.heard_data =>
             {
                 // The connector did not hear our `Accepted` (or its request was repeated
                 // before it could): say it again.
@@ -930,7 +938,7 @@ impl Connection {
                 Ok(())
             }
             (Phase::Connected, ControlPacket::ConnectResponse { cookie, .. })
-                if self.is_acceptor && !secure =>
+                if self.is_acceptor && !secure && !self.heard_data =>
             {
                 // The connector did not hear our `Accepted`: say it again.
                 check_id(self.connection_id, u64::from_be_bytes(cookie.nonce))?;

@@ -182,13 +182,19 @@ fn a_channel_acceptor_refuses_another_protocol_and_the_cookie_handshake() {
     assert_eq!(pair.client.state(), ConnectionState::Closed);
 }
 
-#[test]
-fn a_repeated_channel_request_gets_accepted_again_with_the_same_id() {
+/// A channel acceptor, the connection it made for a channel request at 0, and its id.
+fn accepted_channel() -> (ChannelAcceptor, Box<Connection>, u64) {
     let mut acceptor = ChannelAcceptor::new(ConnectionConfig::default(), 7).unwrap();
-    let mut server = acceptor
+    let server = acceptor
         .receive(Duration::ZERO, &channel_request())
         .unwrap();
     let id = server.connection_id().unwrap();
+    (acceptor, server, id)
+}
+
+#[test]
+fn a_repeated_channel_request_gets_accepted_again_with_the_same_id() {
+    let (mut acceptor, mut server, id) = accepted_channel();
     let mut buf = [0u8; 1500];
     let accepted = |buf: &[u8]| ControlPacket::parse(buf).unwrap();
     let len = server
@@ -327,4 +333,37 @@ fn acceptors_keyed_with_a_programs_attempt_secrets_never_share_a_connection_id()
         attempt_secret(&secret, 7),
         "derived, not random: a replay gives the same"
     );
+}
+
+#[test]
+fn once_the_connectors_data_arrived_a_channel_request_is_refused_and_answered_with_nothing() {
+    // After the connector's first data packet a channel request is no repeat of the one
+    // accepted (it is a late copy: a data channel does not keep order), so no `accepted`.
+    let (_, mut server, id) = accepted_channel();
+    let mut buf = [0u8; 1500];
+    let accepted = emit(ControlPacket::Accepted { connection_id: id });
+    let len = server
+        .poll_transmit(Duration::ZERO, &mut buf)
+        .unwrap()
+        .unwrap();
+    assert_eq!(buf[..len], accepted[..]);
+
+    let mut client = Connection::connect_on_channel(ConnectionConfig::default(), MS).unwrap();
+    client.receive(2 * MS, &accepted).unwrap();
+    client.send(1, b"first").unwrap();
+    let len = client.poll_transmit(2 * MS, &mut buf).unwrap().unwrap();
+    server.receive(3 * MS, &buf[..len]).unwrap();
+
+    assert!(matches!(
+        server.receive(4 * MS, &channel_request()),
+        Err(ConnectionError::Unexpected { .. })
+    ));
+    while let Some(len) = server.poll_transmit(4 * MS, &mut buf).unwrap() {
+        assert_ne!(
+            buf[..len],
+            accepted[..],
+            "no accepted after the connector's data"
+        );
+    }
+    assert_eq!(server.state(), ConnectionState::Connected);
 }

@@ -520,3 +520,76 @@ fn closing_while_the_peer_closes_too_reports_one_disconnect_and_stops_sending() 
         Ok(None)
     );
 }
+
+#[test]
+fn once_the_connectors_data_arrived_a_connect_response_is_refused_so_a_restarted_connector_never_joins_the_old_connection()
+ {
+    // A connector that restarted and took a stale copy of the old challenge sends the old
+    // cookie again. Before any data the acceptor's connection takes that for a repeat and
+    // accepts again (the connector may have missed `accepted`); once the connector's data
+    // has arrived it cannot be one, and joining the old connection's packet sequences would
+    // get messages acked that nobody delivers.
+    let config = ConnectionConfig::default();
+    let (mut acceptor, cookie) = challenged();
+    let Ok(Accept::Connection(mut server)) = respond(&mut acceptor, T0, CLIENT_ADDR, cookie) else {
+        panic!("not accepted");
+    };
+    let id = server.connection_id().unwrap();
+    let mut buf = [0u8; 1500];
+    let mut sent = |server: &mut Connection, now: Duration| {
+        std::iter::from_fn(|| {
+            let len = server.poll_transmit(now, &mut buf).unwrap()?;
+            Some(buf[..len].to_vec())
+        })
+        .collect::<Vec<_>>()
+    };
+    let accepted = emit(ControlPacket::Accepted { connection_id: id });
+    assert_eq!(sent(&mut server, T0)[0], accepted);
+    let response = emit(ControlPacket::ConnectResponse {
+        protocol_id: config.protocol_id,
+        cookie,
+    });
+    server.receive(T0 + MS, &response).unwrap();
+    assert_eq!(
+        sent(&mut server, T0 + MS)[0],
+        accepted,
+        "a repeat is answered"
+    );
+
+    let mut client = Connection::connect(config.clone(), T0).unwrap();
+    client
+        .receive(T0, &emit(ControlPacket::Challenge { cookie }))
+        .unwrap();
+    client.receive(T0 + 2 * MS, &accepted).unwrap();
+    client.send(1, b"first").unwrap();
+    let mut data = [0u8; 1500];
+    let len = client
+        .poll_transmit(T0 + 2 * MS, &mut data)
+        .unwrap()
+        .unwrap();
+    server.receive(T0 + 3 * MS, &data[..len]).unwrap();
+    assert!(std::iter::from_fn(|| server.poll_event()).any(
+        |e| matches!(e, ConnectionEvent::Message { ref bytes, .. } if bytes.as_slice() == b"first")
+    ));
+
+    let mut restarted = Connection::connect(config, T0 + 10 * MS).unwrap();
+    restarted
+        .receive(T0 + 10 * MS, &emit(ControlPacket::Challenge { cookie }))
+        .unwrap();
+    let len = restarted
+        .poll_transmit(T0 + 10 * MS, &mut data)
+        .unwrap()
+        .unwrap();
+    assert_eq!(data[..len], response[..], "the stale cookie comes back");
+    assert!(matches!(
+        server.receive(T0 + 11 * MS, &data[..len]),
+        Err(ConnectionError::Unexpected { .. })
+    ));
+    assert!(
+        sent(&mut server, T0 + 11 * MS)
+            .iter()
+            .all(|d| *d != accepted),
+        "nothing accepts the restarted connector onto the old connection"
+    );
+    assert_eq!(server.state(), ConnectionState::Connected);
+}

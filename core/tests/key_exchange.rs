@@ -397,8 +397,8 @@ fn a_lost_answer_is_sent_again_byte_for_byte_and_the_link_still_keys() {
     assert_eq!((at_connector.len(), at_acceptor.len()), (1, 1));
 }
 
-#[test]
-fn a_replayed_response_makes_no_second_connection() {
+/// A pair connected with NK, and the connector's secure response (`A7`).
+fn connected_nk() -> (Pair, Vec<u8>) {
     let server = StaticKey::generate();
     let mut pair = Pair::new(
         connector(Some(NoiseInitiator::nk(Some(server.public())))),
@@ -409,9 +409,15 @@ fn a_replayed_response_makes_no_second_connection() {
         .wire
         .iter()
         .find(|(c, d)| *c && d[0] == 0xA7)
-        .unwrap()
+        .expect("a secure response")
         .1
         .clone();
+    (pair, response)
+}
+
+#[test]
+fn a_replayed_response_makes_no_second_connection() {
+    let (mut pair, response) = connected_nk();
     // From another address (the MAC fails) and from the same one (the cookie is used).
     let mut reply = [0u8; 128];
     let now = pair.now + MS;
@@ -427,4 +433,24 @@ fn a_replayed_response_makes_no_second_connection() {
             .err(),
         Some(HandshakeError::ReplayedCookie)
     );
+}
+
+#[test]
+fn once_the_connectors_data_arrived_a_repeated_response_gets_no_answer() {
+    // The answer goes out again only while the connector may have missed it: its data
+    // proves it did not.
+    let (mut pair, response) = connected_nk();
+    let (_, at_acceptor) = exchange(&mut pair);
+    assert_eq!(at_acceptor.len(), 1);
+    let now = pair.now + MS;
+    let accepted = pair.accepted.as_mut().expect("accepted");
+    assert!(matches!(
+        accepted.receive(now, &response),
+        Err(ConnectionError::Unexpected { .. })
+    ));
+    let mut buf = [0u8; 1500];
+    while accepted.poll_transmit(now, &mut buf).unwrap().is_some() {
+        assert_ne!(buf[0], 0xA8, "no answer after the connector's data");
+    }
+    assert_eq!(accepted.state(), ConnectionState::Connected);
 }
