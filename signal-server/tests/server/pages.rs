@@ -1,8 +1,7 @@
 //! Pages, static assets, `/healthz` and `/metrics` over real HTTP on 127.0.0.1.
 
-mod common;
-
-use common::Server;
+use crate::common;
+use crate::common::Server;
 
 /// A temp dir holding `web/` with the three pages and a bundle file; returns it and `web/`.
 fn web_fixture() -> (tempfile::TempDir, std::path::PathBuf) {
@@ -128,7 +127,7 @@ async fn metrics_are_prometheus_text_with_errors_by_code() {
 
 // ---- Compression, versioned asset URLs and their cache headers ----
 
-use common::{HttpResponse, http_get_with};
+use crate::common::{HttpResponse, http_get_with};
 use std::io::Read;
 
 const ROOM_PAGE: &str = r#"<!doctype html>

@@ -1,11 +1,10 @@
 //! Every kind of bad input gets a typed error frame, is counted in `/metrics`, and leaves
 //! other clients unaffected; connections close only when a limit says so.
 
-mod common;
-
+use crate::common;
 use std::time::Duration;
 
-use common::{Client, Server, peer_id};
+use crate::common::{Client, Server, peer_id};
 use futures_util::SinkExt;
 use serde_json::json;
 use tokio_tungstenite::tungstenite::Message;

@@ -2,12 +2,10 @@
 //! keep the star a star, the host's leave, loss and return, and the same across two
 //! instances sharing rooms through a real `redis-server`.
 
-mod common;
-
 use std::{net::SocketAddr, time::Duration};
 
-use common::redis::{Redis, healthz_says, instance};
-use common::{Client, Server, ids, peer_id, upgrade};
+use crate::common::redis::{Redis, healthz_says, instance};
+use crate::common::{Client, Server, ids, peer_id, upgrade};
 use serde_json::{Value, json};
 
 /// A browser's `join` frame for `room` as `role` (`peer` leaves the field out, as clients do).

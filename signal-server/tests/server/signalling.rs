@@ -1,11 +1,9 @@
 //! Rooms, relay, leave, reconnect and dashboards, with real WebSocket clients on 127.0.0.1.
 
-mod common;
-
 use std::time::Duration;
 
+use crate::common::{Server, peer_id};
 use ackwire_signalling::IceServer;
-use common::{Server, peer_id};
 use serde_json::json;
 
 #[tokio::test]

@@ -2,17 +2,15 @@
 //! (a [`Mirror`] that says what it hears), for what the server's own hub never does: die
 //! inside the broker's task.
 
-mod common;
-
 use std::{collections::HashSet, sync::Arc, time::Duration};
 
+use crate::common::{WAIT, redis::Redis};
 use ackwire_signal::{
     SignalError,
     broker::{Broker, Mirror, Record},
     metrics::Metrics,
 };
 use ackwire_signalling::{AppInfo, LeaveReason, PeerId, PeerInfo};
-use common::{WAIT, redis::Redis};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 

@@ -1,8 +1,7 @@
 //! HTTPS and WSS from the server itself (`--tls-cert`, `--tls-key`), with a self-signed
 //! certificate made by each test; real TLS clients over 127.0.0.1.
 
-mod common;
-
+use crate::common;
 use std::{
     ffi::OsStr,
     net::SocketAddr,
@@ -12,7 +11,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use common::{Client, Process, Server, WAIT, http_exchange, peer_id};
+use crate::common::{Client, Process, Server, WAIT, http_exchange, peer_id};
 use rustls::{ClientConfig, RootCertStore, pki_types::ServerName};
 use serde_json::json;
 use tokio::{io::AsyncReadExt, net::TcpStream};

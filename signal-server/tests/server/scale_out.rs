@@ -2,15 +2,13 @@
 //! WebSocket clients on 127.0.0.1. Each test starts its own Redis on a free port, with no
 //! persistence, and stops it.
 
-mod common;
-
 use std::{
     net::SocketAddr,
     time::{Duration, Instant},
 };
 
-use common::redis::{Redis, healthz_says, instance};
-use common::{Client, Event, Process, Server, ids, peer_id};
+use crate::common::redis::{Redis, healthz_says, instance};
+use crate::common::{Client, Event, Process, Server, ids, peer_id};
 use serde_json::{Value, json};
 use tokio::process::Child;
 

@@ -3,12 +3,11 @@
 //! that are not held back, closes that end in a close frame, and a slow reader that costs its
 //! senders nothing. Real server, real WebSocket clients, all on 127.0.0.1.
 
-mod common;
-
+use crate::common;
 use std::{net::SocketAddr, time::Duration};
 
+use crate::common::{Client, Server, WAIT, peer_id, upgrade};
 use ackwire_signalling::{PeerKind, UrlJoin};
-use common::{Client, Server, WAIT, peer_id, upgrade};
 use serde_json::json;
 use tokio::time::Instant;
 

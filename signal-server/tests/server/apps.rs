@@ -1,9 +1,7 @@
 //! A room plays one application: the join's `app` (id, version, channel layout), with real
 //! WebSocket clients on 127.0.0.1.
 
-mod common;
-
-use common::{Client, Server, peer_id, upgrade};
+use crate::common::{Client, Server, peer_id, upgrade};
 use serde_json::{Value, json};
 
 /// pong at `version`, with two channels.

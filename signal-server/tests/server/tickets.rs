@@ -4,8 +4,6 @@
 //! but not on dashboards, resumes without a ticket, the secret's checks at start, and a
 //! ticket never in the log.
 
-mod common;
-
 use std::{
     net::SocketAddr,
     path::{Path, PathBuf},
@@ -13,12 +11,12 @@ use std::{
     time::{SystemTime, UNIX_EPOCH},
 };
 
+use crate::common::redis::{Redis, instance};
+use crate::common::{Client, Process, Server, ids, peer_id, upgrade};
 use ackwire_signalling::{
     Role,
     ticket::{self, Claims},
 };
-use common::redis::{Redis, instance};
-use common::{Client, Process, Server, ids, peer_id, upgrade};
 use serde_json::{Value, json};
 
 const SECRET: &str = "a test secret of 32 bytes or more, shared with the backend";

@@ -2,13 +2,11 @@
 //! `cargo xtask setup` installs) configured as `docs/signalling.md` says: they allocate a relay
 //! and carry data; the same scheme with an expired time is refused. Everything on 127.0.0.1.
 
-mod common;
-
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, SystemTime};
 
-use common::Server;
+use crate::common::Server;
 
 const SECRET: &str = "north-wind";
 
