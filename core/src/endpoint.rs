@@ -17,6 +17,12 @@ use crate::config::{Config, ConfigError};
 use crate::congestion::{Limits, Mode, ModeState};
 use crate::loss::LossWindow;
 use crate::protection::{KeyLimit, PacketKeys, ProtectError, Protection, TAG_LEN};
+use crate::rtt::RttEstimator;
+use crate::sequence::distance;
+use crate::sequence_buffer::SequenceBuffer;
+use crate::stats::{Counters, Stats};
+use crate::time::{NEVER, duration, nanos, set};
+use crate::wire::{AckDelay, AckField, HeaderError, Packet, PacketHeader};
 
 /// Bytes of the connection tag at the end of every data packet of a plain (unprotected)
 /// connection made by the cookie handshake on raw UDP: the low 32 bits of its connection
@@ -24,12 +30,6 @@ use crate::protection::{KeyLimit, PacketKeys, ProtectError, Protection, TAG_LEN}
 /// connection between the same two addresses is refused rather than taken into a new one
 /// (a protected packet is bound by its keys; a data channel by its own DTLS association).
 pub const CONNECTION_TAG_LEN: usize = 4;
-use crate::rtt::RttEstimator;
-use crate::sequence::distance;
-use crate::sequence_buffer::SequenceBuffer;
-use crate::stats::{Counters, Stats};
-use crate::time::{NEVER, duration, nanos, set};
-use crate::wire::{AckDelay, AckField, HeaderError, Packet, PacketHeader};
 
 /// Width of the ack bitfield: how many of the peer's packets each header acknowledges.
 const ACK_WINDOW: i32 = 32;
