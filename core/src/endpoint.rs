@@ -31,6 +31,17 @@ use crate::wire::{AckDelay, AckField, HeaderError, Packet, PacketHeader};
 /// (a protected packet is bound by its keys; a data channel by its own DTLS association).
 pub const CONNECTION_TAG_LEN: usize = 4;
 
+/// Where a datagram of `len` bytes ends before its trailer of `trailer` bytes (a tag), or
+/// `Truncated` when the header of `header_len` bytes and the trailer do not both fit.
+fn before_trailer(len: usize, header_len: usize, trailer: usize) -> Result<usize, ReceiveError> {
+    len.checked_sub(trailer)
+        .filter(|&l| l >= header_len)
+        .ok_or(ReceiveError::Header(HeaderError::Truncated {
+            needed: header_len + trailer,
+            available: len,
+        }))
+}
+
 /// Width of the ack bitfield: how many of the peer's packets each header acknowledges.
 const ACK_WINDOW: i32 = 32;
 /// A pending ack mark (see `Endpoint::ack_mark`) this far behind the next sequence is given
@@ -377,16 +388,7 @@ impl Endpoint {
         };
         let header_len = packet.header_len();
         let datagram = packet.into_inner();
-        let Some(body_len) = datagram
-            .len()
-            .checked_sub(CONNECTION_TAG_LEN)
-            .filter(|&l| l >= header_len)
-        else {
-            return Err(ReceiveError::Header(HeaderError::Truncated {
-                needed: header_len + CONNECTION_TAG_LEN,
-                available: datagram.len(),
-            }));
-        };
+        let body_len = before_trailer(datagram.len(), header_len, CONNECTION_TAG_LEN)?;
         let (body, got) = datagram.split_at(body_len);
         if got != tag {
             self.counters.packets_unauthenticated += 1;
@@ -514,16 +516,7 @@ impl Endpoint {
         if let Some(limit) = protection.exhausted() {
             return Err(ReceiveError::KeyExhausted(limit));
         }
-        let Some(sealed_len) = datagram
-            .len()
-            .checked_sub(TAG_LEN)
-            .filter(|&l| l >= header_len)
-        else {
-            return Err(ReceiveError::Header(HeaderError::Truncated {
-                needed: header_len + TAG_LEN,
-                available: datagram.len(),
-            }));
-        };
+        let sealed_len = before_trailer(datagram.len(), header_len, TAG_LEN)?;
         let (sealed, tag) = datagram.split_at_mut(sealed_len);
         let tag: &[u8; TAG_LEN] = (&*tag).try_into().expect("split at the tag");
         let (header, payload) = sealed.split_at_mut(header_len);
