@@ -202,6 +202,17 @@ pub struct Config {
     /// knows a room's name joins it.
     #[arg(long, env = "ACKWIRE_TICKET_SECRET_FILE", value_name = "PATH")]
     pub ticket_secret_file: Option<PathBuf>,
+    /// Which fresh joins need a ticket, with `--ticket-secret-file`: `all`, or `hosts` (a host
+    /// room's host alone; anyone else joins without one, and a ticket it carries anyway is
+    /// checked).
+    #[arg(
+        long,
+        env = "ACKWIRE_TICKETS_FOR",
+        value_enum,
+        default_value_t,
+        requires = "ticket_secret_file"
+    )]
+    pub tickets_for: crate::tickets::TicketScope,
     /// `redis://HOST:PORT[/DB]`: share rooms with every other instance given the same Redis
     /// (docs/scale-out.md). Peers of one room may then connect to different instances, and a
     /// peer whose instance died resumes on another with its id. Default: none, rooms live in
@@ -239,6 +250,7 @@ impl Config {
             .as_deref()
             .map(crate::tickets::TicketSecret::load)
             .transpose()
+            .map(|secret| secret.map(|secret| secret.with_scope(self.tickets_for)))
     }
 
     /// What cannot be served as configured, checked before anything is: two `--static`

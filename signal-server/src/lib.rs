@@ -184,10 +184,13 @@ pub async fn serve(
         None => "(embedded)".to_owned(),
     };
     tracing::info!(addr = %local, url = %format!("{scheme}://{local}/"), web_dir = %web, "listening");
-    match &tickets {
-        Some(_) => {
+    match tickets.as_ref().map(TicketSecret::scope) {
+        Some(tickets::TicketScope::All) => {
             tracing::info!("joins need a ticket from the game's backend (--ticket-secret-file)")
         }
+        Some(tickets::TicketScope::Hosts) => tracing::warn!(
+            "only hosts need a ticket (--tickets-for hosts): anyone who knows a room's name joins it as a peer or a client"
+        ),
         None => tracing::warn!(
             "joins are not authenticated: anyone who knows a room's name joins it (--ticket-secret-file requires join tickets)"
         ),

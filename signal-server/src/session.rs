@@ -509,10 +509,11 @@ impl Session {
                     ));
                 }
                 // With tickets, a fresh join shows its ticket before it touches any room (a
-                // refusal changes nothing). A resume needs none: its token proves the
+                // refusal changes nothing); where tickets are for hosts alone, another join
+                // that carries one shows it too. A resume needs none: its token proves the
                 // ticketed join it takes back, and keeps that join's identity.
                 let identity = match (self.hub.tickets(), &resume) {
-                    (Some(tickets), None) => {
+                    (Some(tickets), None) if ticket.is_some() || tickets.required(role) => {
                         let claims = tickets.check(ticket.as_deref(), &room, role, app.as_ref())?;
                         Some(claims.identity().to_owned())
                     }

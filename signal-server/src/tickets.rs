@@ -1,5 +1,6 @@
-//! Join tickets on the server (`--ticket-secret-file`): the secret shared with the game's
-//! backend, and the check every fresh join passes before it touches a room. The format and
+//! Join tickets on the server (`--ticket-secret-file`, `--tickets-for`): the secret shared
+//! with the game's backend, which joins need one, and the check a fresh join passes before it
+//! touches a room. The format and
 //! the check itself are the schema's ([`ackwire_signalling::ticket`]); here are the secret,
 //! the clock and the refusal.
 
@@ -22,13 +23,26 @@ pub const MIN_SECRET_BYTES: usize = 32;
 /// The most bytes a secret file may hold: anything longer is not a secret written for this.
 const MAX_SECRET_BYTES: usize = 4096;
 
-/// The secret join tickets are checked with. Never shown: its `Debug` says only its length.
+/// Which fresh joins must carry a ticket (`--tickets-for`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum TicketScope {
+    /// Every one: nobody the game's backend did not admit joins any room.
+    #[default]
+    All,
+    /// A host room's host alone: anyone who knows a room's name plays in it, but only a
+    /// member the backend named may hold its host's seat. Other joins may still carry a
+    /// ticket, which is then checked and gives them their identity.
+    Hosts,
+}
+
+/// The secret join tickets are checked with, and which joins need one. Never shown: its
+/// `Debug` says only its length.
 #[derive(Clone)]
-pub struct TicketSecret(Arc<[u8]>);
+pub struct TicketSecret(Arc<[u8]>, TicketScope);
 
 impl std::fmt::Debug for TicketSecret {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "TicketSecret({} bytes)", self.0.len())
+        write!(f, "TicketSecret({} bytes, {:?})", self.0.len(), self.1)
     }
 }
 
@@ -43,7 +57,7 @@ impl TicketSecret {
                 secret.len()
             ));
         }
-        Ok(TicketSecret(secret.into()))
+        Ok(TicketSecret(secret.into(), TicketScope::All))
     }
 
     /// The secret in the file at `path` (see [`TicketSecret::new`]); the error names the flag,
@@ -60,6 +74,21 @@ impl TicketSecret {
         }
         let text = std::fs::read(path).map_err(|e| failed(e.to_string()))?;
         TicketSecret::new(&text).map_err(failed)
+    }
+
+    /// The same secret, required of the joins `scope` names.
+    pub fn with_scope(self, scope: TicketScope) -> TicketSecret {
+        TicketSecret(self.0, scope)
+    }
+
+    /// Which joins need a ticket.
+    pub fn scope(&self) -> TicketScope {
+        self.1
+    }
+
+    /// Whether a fresh join as `role` must carry a ticket.
+    pub fn required(&self, role: Role) -> bool {
+        self.1 == TicketScope::All || role == Role::Host
     }
 
     /// The claims of the join's `ticket` for `room` as `role` declaring `app`, checked now;
@@ -102,7 +131,7 @@ mod tests {
         std::fs::write(file.path(), format!("{hex}\n")).unwrap();
         let secret = TicketSecret::load(file.path()).unwrap();
         assert_eq!(&*secret.0, hex.as_bytes());
-        assert_eq!(format!("{secret:?}"), "TicketSecret(64 bytes)");
+        assert_eq!(format!("{secret:?}"), "TicketSecret(64 bytes, All)");
         std::fs::write(file.path(), "  short secret \n").unwrap();
         let err = TicketSecret::load(file.path()).unwrap_err();
         assert!(err.starts_with("--ticket-secret-file "), "{err}");

@@ -86,7 +86,8 @@ pub enum RuleError {
         /// The refused join's role.
         role: Role,
     },
-    /// A second host joined a host room whose host is connected.
+    /// A second host joined a host room whose host is connected, or whose dropped host's
+    /// seat is kept for that host's identity (its join ticket's) until its grace ends.
     #[error("room {room:?} has a host (peer {host}); join it as a client")]
     HostTaken {
         /// The room.
@@ -805,12 +806,18 @@ impl<C: Clone + PartialEq> Room<C> {
         }
         // A host whose connection is down (inside its grace, or on a dead server) gives its
         // seat to a new host, so a host that crashed and restarted need not wait the grace
-        // out; a connected one keeps it.
+        // out; a connected one keeps it. A host the game's backend named (its ticket's
+        // identity) gives it to that identity alone, which `replaced` already holds: a
+        // stranger's host ticket waiting for a blip takes no seat.
         let seat = self
             .host
             .filter(|host| role == Role::Host && !replaced.contains(host));
         match seat.and_then(|host| self.peers.get(&host)) {
-            Some(old) if old.conn.is_some() || (old.home.is_some() && !old.orphaned) => {
+            Some(old)
+                if old.conn.is_some()
+                    || (old.home.is_some() && !old.orphaned)
+                    || old.info.identity.is_some() =>
+            {
                 Err(RuleError::HostTaken {
                     room: self.name.clone(),
                     host: old.info.id,

@@ -250,3 +250,48 @@ fn places_taken_answers_before_a_reservation_as_the_join_would() {
     assert_eq!(ids(&room.join(join(4, Role::Host)).unwrap().peers), [2, 3]);
     assert_eq!(room.len(), 3);
 }
+
+/// A host join with the identity its ticket names.
+fn host_of(conn: u32, identity: &str) -> Join<u32> {
+    Join {
+        identity: Some(identity.into()),
+        ..join(conn, Role::Host)
+    }
+}
+
+#[test]
+fn a_dropped_hosts_seat_goes_back_to_its_identity_alone_until_its_grace_ends() {
+    let mut room = R::new("arena", 16);
+    room.join(host_of(1, "host-a")).unwrap();
+    room.join(join(2, Role::Client)).unwrap();
+    let generation = room.detach(1, &1).unwrap();
+    // A stranger holding a host ticket of its own waits for the blip: no seat.
+    let refused = RuleError::HostTaken {
+        room: "arena".into(),
+        host: 1,
+    };
+    assert_eq!(room.join(host_of(3, "stranger")).unwrap_err(), refused);
+    assert_eq!(
+        room.places_taken(Role::Host, None, Some("stranger")),
+        Err(refused.clone())
+    );
+    // Nor does a host without an identity (a server whose tickets do not cover hosts).
+    assert_eq!(room.join(join(4, Role::Host)).unwrap_err(), refused);
+    assert_eq!(room.host(), Some(1));
+    assert_eq!(room.len(), 2);
+    // The same identity, restarted, takes it back at once.
+    assert_eq!(
+        room.places_taken(Role::Host, Some("run-2"), Some("host-a")),
+        Ok(vec![1])
+    );
+    let back = room.join(host_of(5, "host-a")).unwrap();
+    assert_eq!(ids(&back.peers), [2]);
+    assert_eq!(room.host(), Some(5));
+    // Once a named host's grace is over, the seat is free for whoever the backend lets host.
+    let generation = room.detach(5, &5).unwrap();
+    assert!(room.join(host_of(6, "host-b")).is_err());
+    room.expire(5, generation);
+    assert_eq!(room.host(), None);
+    room.join(host_of(6, "host-b")).unwrap();
+    assert_eq!(room.host(), Some(6));
+}

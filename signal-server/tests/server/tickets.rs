@@ -636,3 +636,110 @@ async fn joins_of_one_identity_at_once_on_two_instances_leave_one_member() {
         drop((a, b));
     }
 }
+
+/// A host's program dies (its socket drops without a close frame), a stranger holding a host
+/// ticket of its own tries for the seat in the grace, and the host's restarted program takes it
+/// back: on one server, and with the restarted host on another instance sharing Redis (the
+/// stranger asks the server that saw the host drop, which alone knows the seat is vacant).
+async fn a_dropped_hosts_seat_waits_for_its_identity(one: &Server, two: &Server) {
+    let (mut client, _) = member(one.addr, "arena", Role::Client, "player-1").await;
+    let (host, welcome) = member(one.addr, "arena", Role::Host, "the-host").await;
+    let joined = client.recv_type("peer_joined").await;
+    assert_eq!(joined["peer"]["identity"], "the-host");
+    drop(host);
+    // The server has seen the host's connection drop: its grace runs.
+    one.metric_falls_to("ackwire_signal_connections", 1.0).await;
+    let mut stranger = Client::connect(one.addr).await;
+    let seat = ticket("arena", Role::Host, "stranger");
+    let refusal = refused(
+        &mut stranger,
+        join("arena", Role::Host, Some(&seat)),
+        "host_taken",
+    )
+    .await;
+    assert!(
+        refusal["message"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("peer {}", welcome["peer_id"])),
+        "{refusal}"
+    );
+    let (_back, again) = member(two.addr, "arena", Role::Host, "the-host").await;
+    // The client hears of the host it had, gone, and of the same identity, back; never of the
+    // stranger.
+    let left = client.recv_type("peer_left").await;
+    assert_eq!(left["peer_id"], welcome["peer_id"], "{left}");
+    let joined = client.recv_type("peer_joined").await;
+    assert_eq!(joined["peer"]["id"], again["peer_id"], "{joined}");
+    assert_eq!(joined["peer"]["identity"], "the-host");
+    // The stranger, asking again now, meets a connected host.
+    let mut stranger = Client::connect(two.addr).await;
+    refused(
+        &mut stranger,
+        join("arena", Role::Host, Some(&seat)),
+        "host_taken",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_stranger_cannot_take_a_dropped_hosts_seat_and_the_restarted_host_takes_it_back() {
+    let server = ticketed(|c| c.reconnect_grace = std::time::Duration::from_secs(30)).await;
+    a_dropped_hosts_seat_waits_for_its_identity(&server, &server).await;
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_stranger_on_another_instance_cannot_take_a_dropped_hosts_seat() {
+    let redis = Redis::start().await;
+    let with_tickets = |c: &mut ackwire_signal::Config| {
+        c.ticket_secret_file = Some(secret_file().to_owned());
+        c.reconnect_grace = std::time::Duration::from_secs(30);
+    };
+    let one = instance(&redis, with_tickets).await;
+    let two = instance(&redis, with_tickets).await;
+    a_dropped_hosts_seat_waits_for_its_identity(&one, &two).await;
+}
+
+#[tokio::test]
+async fn with_tickets_for_hosts_anyone_plays_and_only_a_named_host_takes_the_seat() {
+    let server = ticketed(|c| c.tickets_for = ackwire_signal::tickets::TicketScope::Hosts).await;
+    let mut c = server.client().await;
+    let welcome = c.join_with(join("arena", Role::Client, None)).await;
+    assert!(welcome["peers"].as_array().unwrap().is_empty(), "{welcome}");
+    let mut would_host = server.client().await;
+    refused(
+        &mut would_host,
+        join("arena", Role::Host, None),
+        "ticket_missing",
+    )
+    .await;
+    // A ticket carried where none is needed is checked all the same.
+    let mut forged = server.client().await;
+    refused(
+        &mut forged,
+        join("lobby", Role::Peer, Some("v1.not-a-ticket")),
+        "ticket_invalid",
+    )
+    .await;
+    let (_host, hw) = member(server.addr, "arena", Role::Host, "the-host").await;
+    let joined = c.recv_type("peer_joined").await;
+    assert_eq!(joined["peer"]["id"], hw["peer_id"]);
+    assert_eq!(joined["peer"]["identity"], "the-host");
+    // An open mesh room beside it.
+    let mut p = server.client().await;
+    p.join_with(join("lobby", Role::Peer, None)).await;
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn the_server_says_at_start_that_only_hosts_need_a_ticket() {
+    let mut hosts = Process::start(&[
+        "--ticket-secret-file".as_ref(),
+        secret_file().as_os_str(),
+        "--tickets-for".as_ref(),
+        "hosts".as_ref(),
+    ])
+    .await;
+    hosts.logged("only hosts need a ticket").await;
+}
