@@ -58,6 +58,13 @@ export interface JoinOptions {
    */
   ticket?: string;
   /**
+   * A client of a host room: the identity its host must have (the host's join ticket's), for
+   * a game whose backend told the player who hosts. Default: the first host with an identity
+   * is pinned for the room's life. A host of another identity gets no link, and a
+   * `hostrefused` event says why. Anything but a string rejects the join with `bad_options`.
+   */
+  hostIdentity?: string;
+  /**
    * ICE over TURN relays only: peers never learn this player's address (the signal server
    * must hand out TURN servers, or no link connects). Default false.
    */
@@ -352,6 +359,22 @@ export interface PeerJoinEvent extends RoomEvent {
   readonly kind: PeerKind;
   /** A mesh `peer`, or a host room's `host` or `client`. */
   readonly role: Role;
+  /** Who the game's backend says it is (its join ticket's identity); null without tickets. */
+  readonly identity: string | null;
+}
+
+/**
+ * A client met a host whose identity is not the one it holds its host to (`hostIdentity`, or
+ * the first host's): no link is made with it; a host of the expected identity is linked with
+ * when it joins.
+ */
+export interface HostRefusedEvent extends RoomEvent {
+  readonly type: 'hostrefused';
+  readonly serverId: ServerId;
+  /** The refused host's identity; null when the server gave it none. */
+  readonly identity: string | null;
+  /** The identity this client holds its host to. */
+  readonly expected: string;
 }
 
 /**
@@ -407,6 +430,7 @@ export interface RoomEventMap {
   refused: RefusedEvent;
   peerjoin: PeerJoinEvent;
   peerleave: PeerLeaveEvent;
+  hostrefused: HostRefusedEvent;
   link: LinkEvent;
   message: RoomMessageEvent;
   undelivered: UndeliveredEvent;

@@ -52,6 +52,8 @@
  * @property {Role} [role] `peer` (the default), or a host room's `host` or `client`
  * @property {string} [ticket] the join ticket the game's backend minted for this player, for a
  *   server that requires one (docs/deployment.md, "Join tickets")
+ * @property {string} [hostIdentity] a client's host's identity (its join ticket's): a host of
+ *   another gets no link (default: the first host with an identity is pinned)
  * @property {boolean} [relayOnly] ICE over TURN relays only: peers never learn this player's address
  * @property {number} [peerBudget] bytes of reliable messages kept per peer until it confirms them (default 4 MiB)
  * @property {Emulation} [emulation] emulate a bad network on every link
@@ -88,7 +90,10 @@
  * - `signalling`: `state` ('connecting' | 'joining' | 'joined' | 'reconnecting' | 'closed'), `detail`
  * - `joined`: `serverId`, `resumed` (again after a signalling server restart, with a new serverId)
  * - `refused`: `code`, `message` (a request the server refused)
- * - `peerjoin`: `peer`, `serverId`, `kind`, `role` ({@link Role}; a client hears of its host alone)
+ * - `peerjoin`: `peer`, `serverId`, `kind`, `role` ({@link Role}; a client hears of its host alone),
+ *   `identity` (its join ticket's, or null without tickets)
+ * - `hostrefused`: `serverId`, `identity`, `expected`: a client met a host of another identity
+ *   than the one it holds its host to (`hostIdentity`, or the first host's); no link with it
  * - `peerleave`: `peer`, `serverId`, `reason` ('left' | 'lost' | 'not_back' | 'we_left'), `role`
  *   (a client whose host left or was lost stays in the room and links again when a host joins)
  * - `link`: `peer`, `link` ({@link LinkInfo}): a link changed state, or learned its path or first ack

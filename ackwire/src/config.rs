@@ -42,6 +42,11 @@ pub struct RoomConfig {
     /// [`Event::Refused`](crate::Event::Refused) with a `ticket_*` code, and the room stops.
     /// Default: none (open rooms).
     pub ticket: Option<String>,
+    /// A client of a host room: the identity its host must have (the host's join ticket's),
+    /// for a game whose backend told the client who hosts. Default: none: the first host with
+    /// an identity is pinned for the room's life. A host of another identity gets no link;
+    /// [`Event::HostRefused`](crate::Event::HostRefused) says why.
+    pub host_identity: Option<String>,
     /// Every link through the core's link emulator, both directions (latency, jitter,
     /// loss): to try a game on a bad network. Default: none (real links).
     pub emulation: Option<Emulation>,
@@ -73,6 +78,7 @@ impl RoomConfig {
             room: None,
             role: Role::Peer,
             ticket: None,
+            host_identity: None,
             emulation: None,
             connection: ConnectionConfig::default(),
             stats_period: Duration::from_secs(1),
@@ -100,6 +106,12 @@ impl RoomConfig {
     /// The same, joining with `ticket` from the game's backend.
     pub fn with_ticket(mut self, ticket: impl Into<String>) -> RoomConfig {
         self.ticket = Some(ticket.into());
+        self
+    }
+
+    /// The same, as a client that links only with a host of `identity`.
+    pub fn with_host_identity(mut self, identity: impl Into<String>) -> RoomConfig {
+        self.host_identity = Some(identity.into());
         self
     }
 

@@ -233,3 +233,116 @@ fn a_host_with_many_clients_reports_its_links_in_frames_the_server_takes() {
     peers.dedup();
     assert_eq!(peers.len(), 40);
 }
+
+/// A host room member named `identity` by the game's backend (the test server reads a ticket
+/// as the identity it names).
+fn named(role: Role, identity: &str) -> impl FnOnce(&mut ackwire_room::member::MemberConfig) {
+    let identity = identity.to_owned();
+    move |c| {
+        c.role = role;
+        c.ticket = Some(identity);
+    }
+}
+
+/// Member `n`'s `HostRefused` events, as (identity, expected).
+fn hosts_refused(w: &World, n: usize) -> Vec<(Option<String>, String)> {
+    w.nodes[n]
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::HostRefused {
+                identity, expected, ..
+            } => Some((identity.clone(), expected.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_client_pins_its_first_hosts_identity_and_links_with_no_host_of_another() {
+    let mut w = World::new();
+    let host = w.add(PeerKind::Native, named(Role::Host, "host-a"));
+    let clients = [
+        w.add(PeerKind::Browser, as_role(Role::Client)),
+        w.add(PeerKind::Native, as_role(Role::Client)),
+    ];
+    w.run_until_true(3 * S, "a star", |w| star(w, host, &clients));
+    for &c in &clients {
+        assert!(w.nodes[c].events.iter().any(|e| matches!(
+            e,
+            Event::PeerJoined { role: Role::Host, identity: Some(id), .. } if id == "host-a"
+        )));
+    }
+    // The host leaves for good; the seat is free, and another identity takes it, claiming the
+    // old host's program instance besides.
+    let now = w.now;
+    w.nodes[host].member.close(now);
+    w.run_for(2 * S);
+    let stranger = w.add(PeerKind::Native, |c| {
+        named(Role::Host, "host-b")(c);
+        c.instance = "inst0".into();
+    });
+    w.run_until_true(3 * S, "every client refused the stranger", |w| {
+        clients.iter().all(|&c| !hosts_refused(w, c).is_empty())
+    });
+    w.run_for(3 * S);
+    for &c in &clients {
+        assert_eq!(
+            hosts_refused(&w, c),
+            [(Some("host-b".to_owned()), "host-a".to_owned())],
+            "client {c}: told once"
+        );
+        assert!(w.links(c).is_empty(), "client {c} linked with the stranger");
+        assert_eq!(w.nodes[c].member.host(), None);
+    }
+    assert!(w.links(stranger).iter().all(|l| l.stats.is_none()));
+    // The stranger goes; host-a comes back (a new program): the clients link with it.
+    let now = w.now;
+    w.nodes[stranger].member.close(now);
+    w.run_for(2 * S);
+    let back = w.add(PeerKind::Native, named(Role::Host, "host-a"));
+    w.run_until_true(3 * S, "a star with host-a again", |w| {
+        star(w, back, &clients)
+    });
+    for &c in &clients {
+        assert_eq!(joins(&w, c), 1, "client {c} joined once");
+    }
+}
+
+#[test]
+fn a_client_configured_with_its_hosts_identity_links_with_that_host_alone() {
+    let mut w = World::new();
+    let pinned = |c: &mut ackwire_room::member::MemberConfig| {
+        c.role = Role::Client;
+        c.host_identity = Some("host-a".into());
+    };
+    let client = w.add(PeerKind::Browser, pinned);
+    // The first host to join is not the one the client's backend named, and one without an
+    // identity is no better: no link, each said once.
+    let wrong = w.add(PeerKind::Native, named(Role::Host, "host-b"));
+    w.run_until_true(3 * S, "the wrong host refused", |w| {
+        !hosts_refused(w, client).is_empty()
+    });
+    w.run_for(2 * S);
+    assert!(w.links(client).is_empty());
+    let now = w.now;
+    w.nodes[wrong].member.close(now);
+    w.run_for(2 * S);
+    let anonymous = w.add(PeerKind::Native, as_role(Role::Host));
+    w.run_until_true(3 * S, "the anonymous host refused", |w| {
+        hosts_refused(w, client).len() == 2
+    });
+    assert_eq!(
+        hosts_refused(&w, client),
+        [
+            (Some("host-b".to_owned()), "host-a".to_owned()),
+            (None, "host-a".to_owned())
+        ]
+    );
+    assert!(w.links(client).is_empty());
+    let now = w.now;
+    w.nodes[anonymous].member.close(now);
+    w.run_for(2 * S);
+    let right = w.add(PeerKind::Native, named(Role::Host, "host-a"));
+    w.run_until_true(3 * S, "linked with host-a", |w| star(w, right, &[client]));
+}

@@ -264,7 +264,7 @@ fn a_dropped_hosts_seat_goes_back_to_its_identity_alone_until_its_grace_ends() {
     let mut room = R::new("arena", 16);
     room.join(host_of(1, "host-a")).unwrap();
     room.join(join(2, Role::Client)).unwrap();
-    let generation = room.detach(1, &1).unwrap();
+    room.detach(1, &1).unwrap();
     // A stranger holding a host ticket of its own waits for the blip: no seat.
     let refused = RuleError::HostTaken {
         room: "arena".into(),

@@ -46,7 +46,8 @@ impl WasmRoom {
     /// `options`: `app` (id), `version`, `channels` (kinds by name: `unreliable`,
     /// `unreliable-sequenced`, `reliable-ordered`, `reliable-unordered`), `room`, `role`
     /// (`peer`, the default, `host` or `client`), `ticket` (the join ticket from the game's
-    /// backend, a string), `relayOnly`, `peerBudget` (bytes),
+    /// backend, a string), `hostIdentity` (a client's host's identity, a string), `relayOnly`,
+    /// `peerBudget` (bytes),
     /// `emulation` (`{ latencyMs, jitterMs, lossPct, seed }`, each optional), `earlySocket`
     /// (see `ackwire::EarlySocket`) and `onEvent(event)`, called with every event of the
     /// room as a plain object with a `type`, outside any call into the room.
@@ -66,6 +67,13 @@ impl WasmRoom {
                 .as_string()
                 .ok_or_else(|| error("bad_options", "options.ticket must be a string"))?;
             config = config.with_ticket(ticket);
+        }
+        let host_identity = get(options, "hostIdentity");
+        if !host_identity.is_undefined() && !host_identity.is_null() {
+            let identity = host_identity
+                .as_string()
+                .ok_or_else(|| error("bad_options", "options.hostIdentity must be a string"))?;
+            config = config.with_host_identity(identity);
         }
         if let Some(emulation) = emulation(&get(options, "emulation"))? {
             config = config.with_emulation(emulation);
@@ -325,6 +333,12 @@ enum JsEvent<'a> {
         server_id: ServerId,
         kind: PeerKind,
         role: Role,
+        identity: Option<&'a str>,
+    },
+    HostRefused {
+        server_id: ServerId,
+        identity: Option<&'a str>,
+        expected: &'a str,
     },
     #[serde(rename = "peerleave")]
     PeerLeft {
@@ -373,11 +387,22 @@ fn event_to_js(event: &Event) -> Option<JsValue> {
             server_id,
             kind,
             role,
+            identity,
         } => JsEvent::PeerJoined {
             peer: *peer,
             server_id: *server_id,
             kind: *kind,
             role: *role,
+            identity: identity.as_deref(),
+        },
+        Event::HostRefused {
+            server_id,
+            identity,
+            expected,
+        } => JsEvent::HostRefused {
+            server_id: *server_id,
+            identity: identity.as_deref(),
+            expected,
         },
         Event::PeerLeft {
             peer,
@@ -611,12 +636,24 @@ mod tests {
             server_id: 17,
             kind: PeerKind::Native,
             role: Role::Host,
+            identity: Some("host-7".into()),
         })
         .unwrap();
         assert_eq!(field(&js, "type").as_string().unwrap(), "peerjoin");
         assert_eq!(field(&js, "serverId").as_f64(), Some(17.0));
         assert_eq!(field(&js, "kind").as_string().unwrap(), "native");
         assert_eq!(field(&js, "role").as_string().unwrap(), "host");
+        assert_eq!(field(&js, "identity").as_string().unwrap(), "host-7");
+        let js = event_to_js(&Event::HostRefused {
+            server_id: 18,
+            identity: None,
+            expected: "host-7".into(),
+        })
+        .unwrap();
+        assert_eq!(field(&js, "type").as_string().unwrap(), "hostrefused");
+        assert_eq!(field(&js, "serverId").as_f64(), Some(18.0));
+        assert!(field(&js, "identity").is_null());
+        assert_eq!(field(&js, "expected").as_string().unwrap(), "host-7");
         let js = event_to_js(&Event::PeerLeft {
             peer: PeerId(2),
             server_id: None,

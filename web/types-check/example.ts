@@ -42,6 +42,8 @@ const kinds: readonly ChannelKind[] = options.channels;
 const ticketed: JoinOptions = { ...options, role: 'client', ticket: 'v1.payload.tag' };
 // @ts-expect-error a ticket is its text
 const untyped: JoinOptions = { ...options, ticket: 42 };
+// A client that links only with the host its backend named.
+const pinned: JoinOptions = { ...ticketed, hostIdentity: 'host-eu-1' };
 
 // @ts-expect-error: not a channel kind
 const misspelt: JoinOptions = { app: 'x', version: 1, channels: ['reliable'] };
@@ -141,7 +143,11 @@ async function play(url: string): Promise<Room | undefined> {
     const code: ServerErrorCode = e.code;
     console.warn(code, e.message);
   });
-  room.addEventListener('peerjoin', (e) => console.log(`peer ${e.peer} (server id ${e.serverId}) is a ${e.kind} ${e.role}`));
+  room.addEventListener('peerjoin', (e) => console.log(`peer ${e.peer} (server id ${e.serverId}) is a ${e.kind} ${e.role}`, e.identity ?? 'open room'));
+  room.addEventListener('hostrefused', (e) => {
+    const expected: string = e.expected;
+    console.warn(`host ${e.serverId} is ${e.identity ?? 'nobody the backend named'}, not ${expected}`);
+  });
   room.addEventListener('peerleave', (e) => {
     const why: 'left' | 'lost' | 'not_back' | 'we_left' = e.reason;
     players.delete(e.peer);

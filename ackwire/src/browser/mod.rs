@@ -256,6 +256,7 @@ impl Driver {
         member_config.emulation = config.emulation;
         member_config.role = config.role;
         member_config.ticket = config.ticket;
+        member_config.host_identity = config.host_identity;
         member_config.connection = config.connection;
         member_config.stats_period = config.stats_period;
         member_config.attempt_timeout = config.attempt_timeout;

@@ -145,6 +145,7 @@ impl Driver {
         member_config.emulation = config.emulation.clone();
         member_config.role = config.role;
         member_config.ticket = config.ticket.clone();
+        member_config.host_identity = config.host_identity.clone();
         member_config.connection = config.connection.clone();
         member_config.stats_period = config.stats_period;
         member_config.attempt_timeout = config.attempt_timeout;

@@ -93,6 +93,7 @@ fn config(args: &JoinArgs, role: Role) -> Result<RoomConfig, RoomError> {
     };
     let mut config = RoomConfig::new(app).with_role(role);
     config.ticket = args.ticket.clone();
+    config.host_identity = args.host_identity.clone();
     config.emulation = args.common.emulation()?.map(|e: Emulation| e);
     let mut native = NativeOptions::default();
     native.bind = args.bind;
@@ -296,8 +297,9 @@ impl Bot {
                 server_id,
                 kind,
                 role,
+                identity,
             } => {
-                tracing::info!(peer = server_id, kind = kind.as_str(), %role, "peer joined");
+                tracing::info!(peer = server_id, kind = kind.as_str(), %role, ?identity, "peer joined");
                 self.peers.insert(
                     peer,
                     Peer {
@@ -306,7 +308,15 @@ impl Bot {
                         state: None,
                     },
                 );
-                self.json(json!({"type": "peer-joined", "link": peer, "peer_id": server_id, "kind": kind, "role": role}));
+                self.json(json!({"type": "peer-joined", "link": peer, "peer_id": server_id, "kind": kind, "role": role, "identity": identity}));
+            }
+            Event::HostRefused {
+                server_id,
+                identity,
+                expected,
+            } => {
+                tracing::warn!(peer = server_id, ?identity, %expected, "a host of another identity joined: no link with it");
+                self.json(json!({"type": "host-refused", "peer_id": server_id, "identity": identity, "expected": expected}));
             }
             Event::PeerLeft {
                 peer,

@@ -90,6 +90,11 @@ pub struct JoinArgs {
         value_name = "TICKET"
     )]
     pub ticket: Option<String>,
+    /// `--role client`: link only with a host of this identity (its join ticket's). Default:
+    /// the first host with an identity is pinned for the room's life; a host of another
+    /// identity gets no link (a `host-refused` JSON line says why).
+    #[arg(long, value_name = "IDENTITY")]
+    pub host_identity: Option<String>,
     /// Reporting and emulation flags (emulation applies to each link, both directions).
     #[command(flatten)]
     pub common: CommonArgs,

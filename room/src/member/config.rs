@@ -37,6 +37,14 @@ pub struct MemberConfig {
     /// for a server that requires one: every fresh join carries it (in the socket's URL, or in
     /// the `join` frame after a refused resume); a resume does not. `None`: open rooms.
     pub ticket: Option<String>,
+    /// A client of a host room: the identity its host must have (the host's join ticket's,
+    /// which the server gives its members), for a game whose backend told the client who
+    /// hosts. `None` (the default): the first host with an identity this member meets is
+    /// pinned for the member's life. Either way, a host of another identity (or of none, once
+    /// one is pinned) gets no link, and [`Event::HostRefused`] says why.
+    ///
+    /// [`Event::HostRefused`]: super::Event::HostRefused
+    pub host_identity: Option<String>,
     /// 32 random bytes keying the cookies of the links we accept.
     pub secret: [u8; 32],
     /// Random seed for backoff jitter and the links' delivery lives.
@@ -88,6 +96,7 @@ impl MemberConfig {
             role: Role::Peer,
             instance: instance.into(),
             ticket: None,
+            host_identity: None,
             secret: [0; 32],
             seed: 0,
             emulation: None,

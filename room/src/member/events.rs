@@ -87,6 +87,22 @@ pub enum Event {
         kind: PeerKind,
         /// A mesh peer, or the host or a client of a host room.
         role: Role,
+        /// Who the game's backend says it is (its join ticket's identity), on a server that
+        /// requires tickets; `None` without.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        identity: Option<String>,
+    },
+    /// A client of a host room refused a host: its identity is not the one the client
+    /// pinned ([`MemberConfig::host_identity`], or the first host's). No link is made with
+    /// it; the member stays in the room and links with a host of the pinned identity when one
+    /// joins.
+    HostRefused {
+        /// The refused host's id in the server's session.
+        server_id: ServerId,
+        /// Its identity, `None` when the server gave it none.
+        identity: Option<String>,
+        /// The identity the client holds its host to.
+        expected: String,
     },
     /// A peer is gone for good; its link with it. For a client whose `role` here is
     /// [`Role::Host`], the host left (`Left`) or was lost (`Lost`): the client stays in the

@@ -413,6 +413,11 @@ impl Member {
         if Some(info.id) == me || info.instance.as_deref() == Some(&self.config.instance) {
             return;
         }
+        // Before anything else of it counts, its instance included: a stranger claiming the
+        // old host's instance would otherwise inherit its link.
+        if !self.host_trusted(info) {
+            return;
+        }
         let udp = match roles::udp_between(self.config.kind, self.config.udp_addr, info) {
             roles::Udp::Ourselves => return,
             roles::Udp::To(addr) => Some(addr),
@@ -485,10 +490,46 @@ impl Member {
             server_id: info.id,
             kind: info.kind,
             role: info.role,
+            identity: info.identity.clone(),
         });
         let i = self.links.len() - 1;
         self.start_attempt(now, i);
         self.replay_early(now, i);
+    }
+
+    /// Whether `info` may be linked with: anyone but, for a client of a host room, a host of
+    /// another identity than the pinned one (the configured one, or else the first host's,
+    /// pinned here). A refused host is told once (a welcome lists it again after a reconnect).
+    fn host_trusted(&mut self, info: &PeerInfo) -> bool {
+        if self.config.role != crate::signalling::Role::Client
+            || info.role != crate::signalling::Role::Host
+        {
+            return true;
+        }
+        let pinned = self
+            .config
+            .host_identity
+            .as_ref()
+            .or(self.pinned_host.as_ref());
+        match (pinned, &info.identity) {
+            (None, identity) => {
+                self.pinned_host = identity.clone();
+                true
+            }
+            (Some(pinned), Some(identity)) if pinned == identity => true,
+            (Some(pinned), identity) => {
+                if self.refused_host != Some(info.id) {
+                    self.refused_host = Some(info.id);
+                    let expected = pinned.clone();
+                    self.event(Event::HostRefused {
+                        server_id: info.id,
+                        identity: identity.clone(),
+                        expected,
+                    });
+                }
+                false
+            }
+        }
     }
 
     /// A new link's delivery: counting on where a forgotten link to the same instance left

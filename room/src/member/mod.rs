@@ -167,6 +167,11 @@ pub struct Member {
     forgotten: VecDeque<(String, crate::delivery::Receiving)>,
     /// A forgotten peer's count was dropped to keep [`FORGOTTEN_KEPT`].
     forgotten_dropped: bool,
+    /// A client's host identity, pinned by the first host with one it met (unless its
+    /// configuration names one).
+    pinned_host: Option<String>,
+    /// The host last refused for its identity (told the application once).
+    refused_host: Option<ServerId>,
 }
 
 /// Forgotten peers whose receive state a member keeps (a few hundred bytes each at most).
@@ -217,6 +222,8 @@ impl Member {
             ready: Vec::new(),
             forgotten: VecDeque::new(),
             forgotten_dropped: false,
+            pinned_host: None,
+            refused_host: None,
         })
     }
 

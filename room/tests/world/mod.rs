@@ -573,6 +573,7 @@ impl World {
                 app,
                 role,
                 mut resume,
+                ticket,
                 ..
             } => {
                 if let Some(r) = &mut resume
@@ -580,6 +581,9 @@ impl World {
                 {
                     r.token = "forgotten".into();
                 }
+                // This server's stand-in for a backend's tickets: a fresh join's ticket is the
+                // identity it names (the real check is the signal server's, tested there).
+                let identity = ticket.filter(|_| resume.is_none());
                 let join = rules::Join {
                     conn: me,
                     id: server.next_id,
@@ -594,7 +598,7 @@ impl World {
                     resume,
                     network: Some(network),
                     reserved: false,
-                    identity: None,
+                    identity,
                     replaces: None,
                 };
                 match server.room.join(join) {
