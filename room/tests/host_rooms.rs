@@ -346,3 +346,36 @@ fn a_client_configured_with_its_hosts_identity_links_with_that_host_alone() {
     let right = w.add(PeerKind::Native, named(Role::Host, "host-a"));
     w.run_until_true(3 * S, "linked with host-a", |w| star(w, right, &[client]));
 }
+
+#[test]
+fn a_named_hosts_restarted_program_replaces_it_and_clients_drop_the_old_link_at_once() {
+    let mut w = World::new();
+    let host = w.add(PeerKind::Native, named(Role::Host, "host-a"));
+    let clients = [
+        w.add(PeerKind::Browser, as_role(Role::Client)),
+        w.add(PeerKind::Native, as_role(Role::Client)),
+    ];
+    w.run_until_true(3 * S, "a star", |w| star(w, host, &clients));
+    // The host's process dies and a new one of the same identity joins (another instance):
+    // the server replaces the old, and the clients link with the new one with nothing left
+    // of the old link (not kept for the 20 s a link of a replaced peer waits to be renamed).
+    w.drop_socket(host);
+    w.set_blackout(host, clients[0], true);
+    w.set_blackout(host, clients[1], true);
+    let restarted = w.add(PeerKind::Native, named(Role::Host, "host-a"));
+    w.run_until_true(3 * S, "a star with the restarted host", |w| {
+        star(w, restarted, &clients)
+    });
+    for &c in &clients {
+        assert!(w.nodes[c].events.iter().any(|e| matches!(
+            e,
+            Event::PeerLeft {
+                role: Role::Host,
+                reason: GoneReason::Lost,
+                ..
+            }
+        )));
+        assert!(hosts_refused(&w, c).is_empty());
+        assert_eq!(joins(&w, c), 1);
+    }
+}

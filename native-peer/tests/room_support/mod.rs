@@ -69,6 +69,32 @@ impl Server {
     pub fn room_url(&self, room: &str) -> String {
         format!("{}://{}/room/{room}", self.scheme, self.addr)
     }
+
+    /// Waits (from a blocking thread) until the server's metric `series` (an unlabelled one,
+    /// on its plain-HTTP `/metrics`) reads `value`: the server has seen what the test did.
+    pub fn metric_becomes(addr: SocketAddr, series: &str, value: f64) {
+        use std::io::{Read, Write};
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut last = None;
+        while Instant::now() < deadline {
+            let mut tcp = std::net::TcpStream::connect(addr).expect("the server's port");
+            write!(tcp, "GET /metrics HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
+            let mut text = String::new();
+            tcp.read_to_string(&mut text).unwrap();
+            last = text.lines().find_map(|l| {
+                l.strip_prefix(series)?
+                    .strip_prefix(' ')?
+                    .parse::<f64>()
+                    .ok()
+            });
+            if last == Some(value) {
+                return;
+            }
+            // The server answers a scrape in well under a millisecond; this only spaces them.
+            thread::sleep(Duration::from_millis(5));
+        }
+        panic!("{series} is {last:?}, not {value}, after 10 s");
+    }
 }
 
 /// The signalling server on a thread of its own inside network namespace `netns`, on that
@@ -267,6 +293,12 @@ impl Peer {
             .status()
             .expect("run kill");
         assert!(status.success());
+    }
+
+    /// Kills the process (SIGKILL): a crash, which leaves nothing a chance to say goodbye.
+    pub fn crash(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 
     /// Whether the process is still running.

@@ -177,6 +177,8 @@ pub(super) struct Link {
     pub(super) udp_key: Option<PublicKey>,
     /// The peer's network tag, from signalling.
     pub(super) network: Option<String>,
+    /// Who the game's backend says the peer is (its join ticket's identity), from signalling.
+    pub(super) identity: Option<String>,
     pub(super) attempt: Attempt,
     pub(super) reason: Option<Failure>,
     pub(super) attempts: u32,
@@ -444,6 +446,7 @@ impl Member {
             link.role = info.role;
             link.udp_key = info.udp_key;
             link.network = info.network.clone();
+            link.identity = info.identity.clone();
             link.orphaned_at = None;
             // A negotiation begun under the old id cannot finish: its signals went to an id
             // the server no longer knows, and who offers may have changed with the ids.
@@ -461,6 +464,17 @@ impl Member {
             self.replay_early(now, i);
             return;
         }
+        // Another program of an orphaned link's identity replaced it (its program restarted,
+        // or the player moved to another device): that link can never carry on, so it goes
+        // now, its unconfirmed messages handed back, rather than at the end of its grace.
+        if info.identity.is_some()
+            && let Some(i) = self
+                .links
+                .iter()
+                .position(|l| l.orphaned_at.is_some() && l.identity == info.identity)
+        {
+            self.remove_link(now, i, GoneReason::Lost);
+        }
         let id = PeerId(self.next_peer);
         self.next_peer += 1;
         let life = self.random.next();
@@ -475,6 +489,7 @@ impl Member {
             via_ice: false,
             udp_key: info.udp_key,
             network: info.network.clone(),
+            identity: info.identity.clone(),
             attempt: Attempt::Idle,
             reason: None,
             attempts: 0,
