@@ -170,8 +170,10 @@ fn dev_profile(manifest: &str, own: &[String]) -> String {
 ///
 /// The verification builds share the workspace's build directory (`build.build-dir`) and
 /// its profile for dependencies, so every dependency the test build compiled with the same
-/// features is reused rather than compiled again; their final artifacts (the server's binary)
-/// go to `target/packages/`, never over the test build's, and so do the `.crate` files.
+/// features is reused rather than compiled again. The `.crate` files go to
+/// `target/packages/package/`. Cargo links the verified server's binary where the test
+/// build's is (`target/debug/ackwire-signal`, which the e2e suite and the native tests run):
+/// the test build's is put back afterwards.
 pub(crate) fn package() -> Result<()> {
     let (files, bytes) = stage_assets()?;
     println!(
@@ -205,9 +207,42 @@ pub(crate) fn package() -> Result<()> {
         .arg(&profile)
         // Incremental state of builds nothing rebuilds would only cost disk.
         .env("CARGO_INCREMENTAL", "0");
-    run(&mut cmd)?;
+    let server = build_dir.join("debug/ackwire-signal");
+    let test_builds = linked_from_deps(&server);
+    let outcome = run(&mut cmd);
+    if let Some(original) = test_builds {
+        relink(&original, &server)?;
+    }
+    outcome?;
     println!("   packages: {}", out.join("package").display());
     Ok(())
+}
+
+/// The file under `deps/` that `binary` (cargo's hard link of it, one level up) is.
+fn linked_from_deps(binary: &Path) -> Option<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let inode = fs::metadata(binary).ok()?.ino();
+    let deps = binary.parent()?.join("deps");
+    let stem = binary.file_name()?.to_str()?.replace('-', "_");
+    fs::read_dir(deps)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(&format!("{stem}-")))
+                && fs::metadata(p).is_ok_and(|m| m.ino() == inode)
+        })
+}
+
+/// Points `binary` at `original` again (a new hard link, renamed over it).
+fn relink(original: &Path, binary: &Path) -> Result<()> {
+    let temporary = binary.with_extension("relink");
+    let _ = fs::remove_file(&temporary);
+    fs::hard_link(original, &temporary)
+        .and_then(|()| fs::rename(&temporary, binary))
+        .map_err(|e| format!("cannot put the test build's {} back: {e}", binary.display()))
 }
 
 /// `cargo xtask package`: setup, the bundle, then [`package`].

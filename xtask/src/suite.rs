@@ -382,8 +382,8 @@ fn stage(name: &str, f: impl FnOnce() -> Result<()>) -> Stage {
 /// output goes to `target/ci/NAME.log` and is printed in one piece when it ends. The lints,
 /// the packages' verification and the native tests share one lane because all three build
 /// in `target/debug`, which cargo locks for a whole build (and the whole of `cargo test`,
-/// runs included); the packages come before the native tests, so that those run once the
-/// other lane's fuzzing is over.
+/// runs included); the packages come after the e2e's usual end and before the native tests,
+/// which run once the other lane's fuzzing is over.
 const LANES: &[(&str, i32, &[&str])] = &[
     ("checks", 10, &["third-party", "lints", "package", "native"]),
     ("browser", 15, &["types", "wasm", "fuzz"]),
