@@ -93,7 +93,8 @@ pub struct Config {
     pub bind: SocketAddr,
     /// Directory with the pages (`index.html`, `room.html`, `dashboard.html`), scripts and the
     /// wasm bundle under `pkg/`. Default: none, which serves the copy of `web/` embedded at
-    /// build time (release builds; debug builds read the repository's `web/` at run time).
+    /// build time (release builds; debug builds read that folder at run time: the
+    /// repository's `web/`, or the published package's `assets/`).
     /// Scripts, styles and the bundle are also served under `/v/{version}/`, immutable;
     /// changes on disk are picked up at the next page load.
     #[arg(long, env = "ACKWIRE_WEB_DIR")]

@@ -12,7 +12,7 @@
 //! [`compression`]); so does a version the server does not hold (stale, from before a
 //! deploy): served like the unversioned path, never `immutable`.
 //!
-//! With `--web-dir`, and in debug builds (which read the repository's `web/` at run time),
+//! With `--web-dir`, and in debug builds (which read the embedded folder at run time),
 //! the copy is refreshed when a page is served and the files changed on disk; release builds
 //! hash their embedded copy once.
 
@@ -48,9 +48,12 @@ use tower_http::{
 
 use crate::{AppState, config::StaticDir, protocol::validate_room_name};
 
-/// `web/` compiled into the binary (release builds; debug builds read the folder at run time).
+/// `web/` compiled into the binary (release builds; debug builds read the folder at run time):
+/// the repository's, or in the published package the copy `cargo xtask package` put in its
+/// `assets/` (`build.rs` says which).
 #[derive(RustEmbed)]
-#[folder = "../web/"]
+#[cfg_attr(not(ackwire_packaged), folder = "../web/")]
+#[cfg_attr(ackwire_packaged, folder = "assets/")]
 #[exclude = "node_modules/**"]
 #[exclude = "e2e/**"]
 #[exclude = "package*.json"]
@@ -61,7 +64,10 @@ use crate::{AppState, config::StaticDir, protocol::validate_room_name};
 struct Embedded;
 
 /// Where debug builds' [`Embedded`] reads from.
+#[cfg(not(ackwire_packaged))]
 const EMBEDDED_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../web");
+#[cfg(ackwire_packaged)]
+const EMBEDDED_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/assets");
 
 /// The prefix of versioned asset URLs: `/v/{version}/{path}`.
 pub const VERSIONED_PREFIX: &str = "/v/";

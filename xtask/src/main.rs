@@ -7,10 +7,12 @@
 mod bench;
 mod bundle;
 mod npm;
+mod package;
 mod paths;
 mod process;
 mod setup;
 mod suite;
+mod third_party;
 
 use std::process::ExitCode;
 
@@ -26,13 +28,19 @@ commands:
   pong    setup, both wasm builds, a signal server serving the example game at /pong/ and
           its host in room `table`; prints the URLs to play (examples/pong/README.md)
   test    setup beside the test build (clippy as its compiler), then the bundles and the
-          browser e2e tests in the background, and beside them two lanes: lints then native
-          tests; the type check, wasm tests in headless Chromium and the fuzz smoke; prints
-          each stage's start and length
+          browser e2e tests in the background, and beside them two lanes: the third_party/
+          drift check, lints, the packages' verification, then native tests; the type check,
+          wasm tests in headless Chromium and the fuzz smoke; prints each stage's start and
+          length
   types   setup, then `tsc --noEmit` on web/types-check/ (an example and the READMEs' JS
           snippets) against the npm package's declarations
   pack    setup, build the wasm bundle, assemble the npm package in target/npm/ackwire/ and
           `npm pack` it into target/npm/ackwire-<version>.tgz
+  package  setup, build the wasm bundle, then `cargo package` (verified) of every crate to
+          be published, the signal server carrying the pages and bundle it embeds; the
+          .crate files go to target/packages/package/
+  third-party  check that each third_party/ directory is the crates.io crate pinned in
+          third_party/published.txt with its ackwire.diff applied, byte for byte
   bench [NAME..]  run the benchmarks (all, or the stages whose name contains one of NAME,
           e.g. `joins`, `cold-start`)
   e2e [NAME..]  setup, then only the browser e2e suite (files of web/e2e/ whose name
@@ -72,6 +80,8 @@ fn main() -> ExitCode {
             let only: Vec<&str> = args[1..].iter().map(String::as_str).collect();
             suite::browser_e2e(&tools, &only)
         }),
+        Some("package") => package::command(),
+        Some("third-party") => third_party::check(),
         Some("sim") => suite::sim(&args[1..]),
         // Run by `test` (one process per lane); not a command of its own.
         Some("lane") => match args.get(1) {

@@ -7,9 +7,10 @@ use std::{
 };
 
 use crate::{
-    bundle, npm, paths,
+    bundle, npm, package, paths,
     process::{Result, describe, in_loopback_namespace, run},
     setup::{self, Tools},
+    third_party,
 };
 
 const WASM_TARGET: &str = "wasm32-unknown-unknown";
@@ -378,17 +379,27 @@ fn stage(name: &str, f: impl FnOnce() -> Result<()>) -> Stage {
 /// each lane is its own process (`cargo xtask lane NAME`, niced as given: the e2e's pages,
 /// relays and natives come first, whose RTT bounds a starved process could miss, then the
 /// lane whose native tests have timing bounds of their own), whose
-/// output goes to `target/ci/NAME.log` and is printed in one piece when it ends. The lints
-/// come before the native tests in one lane because both build in `target/debug`, which
-/// cargo locks for the whole of `cargo test`, runs included.
+/// output goes to `target/ci/NAME.log` and is printed in one piece when it ends. The lints,
+/// the packages' verification and the native tests share one lane because all three build
+/// in `target/debug`, which cargo locks for a whole build (and the whole of `cargo test`,
+/// runs included); the packages come after the e2e's usual end and before the native tests,
+/// which run once the other lane's fuzzing is over.
 const LANES: &[(&str, i32, &[&str])] = &[
-    ("checks", 10, &["lints", "native"]),
+    ("checks", 10, &["third-party", "lints", "package", "native"]),
     ("browser", 15, &["types", "wasm", "fuzz"]),
 ];
 
 fn lane_stage(key: &str, tools: &Tools) -> Stage {
     match key {
+        "third-party" => stage(
+            "third_party/ is the published crates + ackwire.diff",
+            third_party::check,
+        ),
         "lints" => stage("lints (fmt, rustdoc, no-default-features)", lints),
+        "package" => stage(
+            "packages (cargo package, verified, of every published crate)",
+            package::package,
+        ),
         "types" => stage("types (tsc --noEmit: example, README snippets)", npm::types),
         "native" => stage("native tests (cargo test --workspace)", native_tests),
         "wasm" => stage("wasm tests in headless Chromium", || {
@@ -517,8 +528,8 @@ fn build_tests() -> Result<()> {
 ///    fresh machine (downloads, dpkg, two tool compiles) overlap it;
 /// 2. the bundles, the npm package and the e2e's certificate, then the browser e2e suite in
 ///    the background (the long pole, mostly waiting: idle timeouts, restarts, page loads);
-/// 3. beside it, the lanes ([`LANES`]): lints then native tests; the type check, wasm
-///    tests and the fuzz smoke.
+/// 3. beside it, the lanes ([`LANES`]): the third_party/ drift check, lints, the packages'
+///    verification, then native tests; the type check, wasm tests and the fuzz smoke.
 pub(crate) fn test() -> Result<()> {
     let start = Instant::now();
     let t0_ms = run_start()

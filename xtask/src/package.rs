@@ -1,0 +1,308 @@
+//! `cargo xtask package`: the crates this workspace publishes, packaged and verified as
+//! `cargo publish` would (a `.crate` each, unpacked and built on its own, outside the
+//! workspace, against the others' packages), so that none reaches crates.io unable to build.
+//!
+//! The signal server embeds the pages and the wasm bundle, which live in `web/`, outside its
+//! crate, and the bundle is built by `cargo xtask bundle` (wasm32, wasm-bindgen, wasm-opt),
+//! which no build script can run. So its package carries a copy of them: [`stage_assets`]
+//! puts the files the server embeds into `signal-server/assets/` (ignored by git, listed in
+//! its `include`), and its `build.rs` embeds that folder when built from the package.
+
+use std::{
+    fs,
+    path::{Path, PathBuf},
+};
+
+use crate::{
+    paths,
+    process::{Result, run},
+    suite,
+};
+
+/// Names the server never embeds from `web/`, at any depth (besides dotfiles): tooling,
+/// tests and their output. The same list as `#[exclude]` on `Embedded` and `skipped` in
+/// `signal-server/src/pages.rs` (a test below holds them together).
+const NOT_EMBEDDED: &[&str] = &["node_modules", "e2e", "test-results", "npm", "types-check"];
+
+/// Whether the server embeds `web/`'s file or folder `name`.
+fn embedded(name: &str) -> bool {
+    !(name.starts_with('.')
+        || NOT_EMBEDDED.contains(&name)
+        || (name.starts_with("package") && name.ends_with(".json")))
+}
+
+/// Files a server without them would serve broken pages: the wasm bundle and the dashboard's
+/// vendored chart library, built by `cargo xtask bundle`.
+const BUILT: &[&str] = &[
+    "pkg/ackwire_wasm.js",
+    "pkg/ackwire_wasm_bg.wasm",
+    "vendor/uPlot.esm.js",
+    "vendor/uPlot.min.css",
+];
+
+fn assets_dir() -> PathBuf {
+    paths::root().join("signal-server/assets")
+}
+
+/// Replaces `signal-server/assets/` with the files of `web/` the server embeds (the bundle
+/// built already); returns how many files and bytes.
+pub(crate) fn stage_assets() -> Result<(usize, u64)> {
+    let web = paths::web_dir();
+    for file in BUILT {
+        if !web.join(file).is_file() {
+            return Err(format!(
+                "web/{file} is missing: `cargo xtask bundle` builds it (the signal server's package carries it)"
+            ));
+        }
+    }
+    let to = assets_dir();
+    if to.exists() {
+        fs::remove_dir_all(&to).map_err(|e| format!("cannot empty {}: {e}", to.display()))?;
+    }
+    let mut count = (0, 0);
+    copy_tree(&web, &to, &mut count)?;
+    Ok(count)
+}
+
+fn copy_tree(from: &Path, to: &Path, count: &mut (usize, u64)) -> Result<()> {
+    fs::create_dir_all(to).map_err(|e| format!("cannot create {}: {e}", to.display()))?;
+    let entries = fs::read_dir(from).map_err(|e| format!("cannot read {}: {e}", from.display()))?;
+    let mut names: Vec<_> = entries
+        .map(|e| e.map(|e| e.file_name()))
+        .collect::<std::io::Result<_>>()
+        .map_err(|e| format!("cannot read {}: {e}", from.display()))?;
+    names.sort();
+    for name in names {
+        let Some(text) = name.to_str() else {
+            return Err(format!("{}: a file name that is not UTF-8", from.display()));
+        };
+        if !embedded(text) {
+            continue;
+        }
+        let (src, dst) = (from.join(&name), to.join(&name));
+        // Follows symlinks, as the server does.
+        let meta = fs::metadata(&src).map_err(|e| format!("{}: {e}", src.display()))?;
+        if meta.is_dir() {
+            copy_tree(&src, &dst, count)?;
+        } else {
+            count.1 += fs::copy(&src, &dst)
+                .map_err(|e| format!("cannot copy {} to {}: {e}", src.display(), dst.display()))?;
+            count.0 += 1;
+        }
+    }
+    Ok(())
+}
+
+/// The workspace's members that may be published: every member whose manifest does not say
+/// `publish = false`, by package name, in the order of `members`.
+pub(crate) fn published_crates() -> Result<Vec<String>> {
+    let root = paths::root();
+    let manifest = read(&root.join("Cargo.toml"))?;
+    let members = manifest
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("members = ["))
+        .and_then(|l| l.split(']').next())
+        .ok_or("Cargo.toml: no one-line `members = [...]`")?;
+    let mut crates = Vec::new();
+    for member in members.split(',').map(|m| m.trim().trim_matches('"')) {
+        if member.is_empty() {
+            continue;
+        }
+        let path = root.join(member).join("Cargo.toml");
+        let text = read(&path)?;
+        let package = text
+            .split("\n[")
+            .find(|table| table.trim_start_matches('[').starts_with("package]"))
+            .ok_or_else(|| format!("{}: no [package]", path.display()))?;
+        let value = |key: &str| {
+            package.lines().find_map(|l| {
+                let (k, v) = l.split_once('=')?;
+                (k.trim() == key).then(|| v.trim().trim_matches('"').to_owned())
+            })
+        };
+        let name = value("name").ok_or_else(|| format!("{}: no name", path.display()))?;
+        if value("publish").as_deref() != Some("false") {
+            crates.push(name);
+        }
+    }
+    Ok(crates)
+}
+
+fn read(path: &Path) -> Result<String> {
+    fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+}
+
+/// Where the workspace's builds put their artifacts (`CARGO_TARGET_DIR`, else `target/`).
+fn build_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| paths::root().join("target"))
+}
+
+/// The sections of the workspace's `[profile.dev]` that shape how dependencies are compiled
+/// (`[profile.dev]` and the package overrides, except those of `own` crates), as a cargo
+/// configuration file: a package's verification is a build outside the workspace, which
+/// reads no `[profile]` of the workspace's manifest.
+fn dev_profile(manifest: &str, own: &[String]) -> String {
+    let mut out = String::new();
+    let mut keep = false;
+    for line in manifest.lines() {
+        let trimmed = line.trim();
+        if trimmed.starts_with('[') {
+            let table = trimmed.trim_matches(['[', ']']);
+            keep = table == "profile.dev"
+                || table
+                    .strip_prefix("profile.dev.package.")
+                    .is_some_and(|p| !own.iter().any(|c| c == p.trim_matches('"')));
+        }
+        if keep && !trimmed.starts_with('#') && !trimmed.is_empty() {
+            out.push_str(trimmed);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// `cargo package` of every published crate, verified: each `.crate` is unpacked and built
+/// on its own, outside the workspace (so without its `[patch.crates-io]`: against the crates
+/// crates.io has, as a user's build would be), its dependencies on the others resolved to
+/// their fresh packages. The bundle must be built already (`cargo xtask bundle`).
+///
+/// The verification builds share the workspace's build directory (`build.build-dir`) and
+/// its profile for dependencies, so every dependency the test build compiled with the same
+/// features is reused rather than compiled again. The `.crate` files go to
+/// `target/packages/package/`. Cargo links the verified server's binary where the test
+/// build's is (`target/debug/ackwire-signal`, which the e2e suite and the native tests run):
+/// the test build's is put back afterwards.
+pub(crate) fn package() -> Result<()> {
+    let (files, bytes) = stage_assets()?;
+    println!(
+        "   signal-server/assets/: {files} files, {} KB copied from web/",
+        bytes / 1000
+    );
+    let crates = published_crates()?;
+    let build_dir = build_dir();
+    let out = build_dir.join("packages");
+    fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+    let profile = out.join("dev-profile.toml");
+    let manifest = read(&paths::root().join("Cargo.toml"))?;
+    fs::write(&profile, dev_profile(&manifest, &crates))
+        .map_err(|e| format!("cannot write {}: {e}", profile.display()))?;
+    let mut cmd = suite::cargo();
+    cmd.arg("package");
+    for name in &crates {
+        cmd.args(["-p", name]);
+    }
+    // The packages are made from the files as they are (a CI run's tree may carry the very
+    // change under test): whether git has them committed is `cargo publish`'s question.
+    cmd.arg("--allow-dirty")
+        .arg("--target-dir")
+        .arg(&out)
+        .arg("--config")
+        .arg(format!(
+            "build.build-dir={:?}",
+            build_dir.display().to_string()
+        ))
+        .arg("--config")
+        .arg(&profile)
+        // Incremental state of builds nothing rebuilds would only cost disk.
+        .env("CARGO_INCREMENTAL", "0");
+    let server = build_dir.join("debug/ackwire-signal");
+    let test_builds = linked_from_deps(&server);
+    let outcome = run(&mut cmd);
+    if let Some(original) = test_builds {
+        relink(&original, &server)?;
+    }
+    outcome?;
+    println!("   packages: {}", out.join("package").display());
+    Ok(())
+}
+
+/// The file under `deps/` that `binary` (cargo's hard link of it, one level up) is.
+fn linked_from_deps(binary: &Path) -> Option<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let inode = fs::metadata(binary).ok()?.ino();
+    let deps = binary.parent()?.join("deps");
+    let stem = binary.file_name()?.to_str()?.replace('-', "_");
+    fs::read_dir(deps)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(&format!("{stem}-")))
+                && fs::metadata(p).is_ok_and(|m| m.ino() == inode)
+        })
+}
+
+/// Points `binary` at `original` again (a new hard link, renamed over it).
+fn relink(original: &Path, binary: &Path) -> Result<()> {
+    let temporary = binary.with_extension("relink");
+    let _ = fs::remove_file(&temporary);
+    fs::hard_link(original, &temporary)
+        .and_then(|()| fs::rename(&temporary, binary))
+        .map_err(|e| format!("cannot put the test build's {} back: {e}", binary.display()))
+}
+
+/// `cargo xtask package`: setup, the bundle, then [`package`].
+pub(crate) fn command() -> Result<()> {
+    let tools = crate::setup::run()?;
+    crate::bundle::build(&tools)?;
+    package()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_published_crates_are_the_libraries_and_the_server() {
+        assert_eq!(
+            published_crates().unwrap(),
+            [
+                "ackwire-core",
+                "ackwire-signalling",
+                "ackwire-room",
+                "ackwire",
+                "ackwire-signal",
+            ]
+        );
+    }
+
+    #[test]
+    fn verification_compiles_dependencies_as_the_workspace_does() {
+        let manifest = "[profile.release]\nlto = true\n\n[profile.dev]\ndebug = 1\n\n\
+                        # a comment\n[profile.dev.package.\"*\"]\ndebug = false\n\
+                        [profile.dev.package.mine]\nopt-level = 2\n\
+                        [profile.dev.package.brotli]\nopt-level = 3\n[patch.crates-io]\nx = 1\n";
+        assert_eq!(
+            dev_profile(manifest, &["mine".to_owned()]),
+            "[profile.dev]\ndebug = 1\n[profile.dev.package.\"*\"]\ndebug = false\n\
+             [profile.dev.package.brotli]\nopt-level = 3\n"
+        );
+    }
+
+    #[test]
+    fn the_staged_assets_leave_out_what_the_server_does_not_embed() {
+        let pages = read(&paths::root().join("signal-server/src/pages.rs")).unwrap();
+        for name in NOT_EMBEDDED {
+            assert!(
+                pages.contains(&format!("#[exclude = \"{name}/**\"]")),
+                "pages.rs does not exclude {name}/ from its embedded copy"
+            );
+            assert!(
+                pages.contains(&format!("\"{name}\"")),
+                "pages.rs's `skipped` does not name {name}"
+            );
+            assert!(!embedded(name));
+        }
+        assert!(pages.contains("#[exclude = \"package*.json\"]"));
+        for name in ["package.json", "package-lock.json", ".gitignore"] {
+            assert!(!embedded(name), "{name}");
+        }
+        for name in ["room.html", "ackwire.js", "pkg", "vendor", "style.css"] {
+            assert!(embedded(name), "{name}");
+        }
+    }
+}
