@@ -117,7 +117,8 @@ fn of_type(msgs: &[Message], typ: MessageType) -> Vec<&Message> {
 }
 
 #[test]
-fn a_first_check_that_nominates_is_answered_at_once_and_its_pair_selected_when_our_check_succeeds() {
+fn a_first_check_that_nominates_is_answered_at_once_and_its_pair_selected_when_our_check_succeeds()
+{
     let now = Instant::now();
     let mut native = controlled_agent(now);
     let local_ufrag = native.get_local_credentials().ufrag.clone();

@@ -27,9 +27,7 @@ use rtc::ice::attributes::use_candidate::UseCandidateAttr;
 use rtc::stun::attributes::ATTR_USERNAME;
 use rtc::stun::fingerprint::FINGERPRINT;
 use rtc::stun::integrity::MessageIntegrity;
-use rtc::stun::message::{
-    BINDING_REQUEST, BINDING_SUCCESS, Message, Setter, TransactionId,
-};
+use rtc::stun::message::{BINDING_REQUEST, BINDING_SUCCESS, Message, Setter, TransactionId};
 use rtc::stun::textattrs::Username;
 use rtc::stun::xoraddr::XorMappedAddress;
 use str0m::change::{SdpAnswer, SdpPendingOffer};
@@ -116,8 +114,8 @@ fn client_hello() -> Vec<u8> {
     use rtc::dtls::endpoint::Endpoint;
     use rtc::dtls::extension::extension_use_srtp::SrtpProtectionProfile;
     let provider = provider();
-    let certificate = Certificate::generate_self_signed(vec!["member".into()], provider.crypto())
-        .unwrap();
+    let certificate =
+        Certificate::generate_self_signed(vec!["member".into()], provider.crypto()).unwrap();
     let config = ConfigBuilder::default()
         .with_crypto_provider(provider.clone())
         .with_certificates(vec![certificate])
@@ -130,7 +128,11 @@ fn client_hello() -> Vec<u8> {
     endpoint
         .connect(Instant::now(), local, Arc::new(config), None)
         .unwrap();
-    let hello = endpoint.poll_transmit().expect("a ClientHello").message.to_vec();
+    let hello = endpoint
+        .poll_transmit()
+        .expect("a ClientHello")
+        .message
+        .to_vec();
     assert!(is_dtls(&hello) && hello[13] == 1, "a ClientHello");
     hello
 }
@@ -231,7 +233,9 @@ fn offer(sdp: &str) -> SignalData {
     }
 }
 
-/// The native under test: a `webrtc` crate session, or a host's ICE-lite WebRTC.
+/// The native under test: a `webrtc` crate session, or a host's ICE-lite WebRTC (one of each
+/// per test: their sizes do not matter).
+#[allow(clippy::large_enum_variant)]
 enum Native {
     Session {
         session: Session,
@@ -468,7 +472,10 @@ async fn link(mut native: Native, tamper: bool) -> (bool, Vec<TransportEvent>) {
             let _ = client.handle_input(input);
         }
         let _ = client.handle_input(Input::Timeout(Instant::now()));
-        if told.iter().any(|e| matches!(e, TransportEvent::ChannelOpen)) {
+        if told
+            .iter()
+            .any(|e| matches!(e, TransportEvent::ChannelOpen))
+        {
             return (true, told);
         }
     }
@@ -521,9 +528,16 @@ async fn a_stranger_gets_back_no_more_than_it_sent(mut native: Native) {
         integrity("not-the-password-at-all-x"),
         Box::new(FINGERPRINT),
     ]);
-    let bare = stun(vec![Box::new(BINDING_REQUEST), Box::new(TransactionId::new())]);
+    let bare = stun(vec![
+        Box::new(BINDING_REQUEST),
+        Box::new(TransactionId::new()),
+    ]);
     let junk: Vec<Vec<u8>> = (0..8u8)
-        .map(|i| (0..(16 + 150 * usize::from(i))).map(|j| (j as u8).wrapping_mul(31).wrapping_add(i)).collect())
+        .map(|i| {
+            (0..(16 + 150 * usize::from(i)))
+                .map(|j| (j as u8).wrapping_mul(31).wrapping_add(i))
+                .collect()
+        })
         .collect();
     let mut sent = 0;
     for datagram in [&no_integrity, &wrong_integrity, &bare, &client_hello()]
