@@ -13,6 +13,8 @@
 mod events;
 pub(crate) mod lite;
 pub(crate) mod signalling;
+#[cfg(test)]
+mod unverified;
 pub(crate) mod webrtc;
 
 use std::collections::HashMap;

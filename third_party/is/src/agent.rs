@@ -176,6 +176,11 @@ fn role_name(controlling: bool) -> &'static str {
 
 const REMOTE_PEER_REFLEXIVE_TEMP_FOUNDATION: &str = "tmp_prflx";
 
+/// ackwire patch: the least time between two checks a controlled ice-lite agent sends on a
+/// pair it has not verified yet (see `stun_server_handle_request`): about a browser's own
+/// spacing of checks before its first succeeds.
+const LITE_CHECK_SPACING: Duration = Duration::from_millis(50);
+
 /// States the ICE connection can be in.
 ///
 /// More details on connection states can be found in the [ICE RFC][1].
@@ -1621,6 +1626,11 @@ impl IceAgent {
             // `CheckState::Succeeded` feeds `evaluate_nomination()` just
             // below, so promoting a pair here would let one forged request
             // with a high PRIORITY choose the send address.
+            //
+            // ackwire patch: a controlled ice-lite agent no longer sends on a pair for
+            // this, nor for a nomination: only once one of its own checks on the pair
+            // has been answered (`evaluate_nomination`, and the check sent below), so a
+            // forged request, USE-CANDIDATE or not, redirects no egress.
             pair.record_remote_binding_request_success();
         }
 
@@ -1666,6 +1676,31 @@ impl IceAgent {
         };
 
         self.transmit.push_back(trans);
+
+        // ackwire patch: a controlled ice-lite agent checks a pair it answers on until one
+        // of its checks is answered: one check per request it answers, at most one per
+        // LITE_CHECK_SPACING and `max_retransmits` in all while none is answered. A lite
+        // agent sends no checks in RFC 8445, but nothing but the answer to one proves that
+        // the peer receives at the pair's address (a request proves only that its sender
+        // knows the password: a member of a room can forge one from any source), and the
+        // agent sends nothing else there until then (`evaluate_nomination`). Full agents
+        // answer any valid request, and the check carries ICE-CONTROLLED, so the peer's
+        // role does not change.
+        if self.ice_lite && !self.controlling {
+            let max = self.timing_config.max_retransmits();
+            let idx = self.candidate_pairs.iter().position(|p| {
+                p.local_idx() == local_idx
+                    && p.remote_idx() == remote_idx
+                    && p.verified_at().is_none()
+                    && p.attempts() < max
+                    && p
+                        .last_attempt_time()
+                        .is_none_or(|t| req.now.saturating_duration_since(t) >= LITE_CHECK_SPACING)
+            });
+            if let Some(idx) = idx {
+                self.stun_client_binding_request(req.now, idx);
+            }
+        }
     }
 
     fn send_role_conflict_reply(&mut self, req: &StunRequest) {
@@ -1934,33 +1969,37 @@ impl IceAgent {
                 .filter(|p| p.state() == CheckState::Succeeded)
                 .max_by_key(|p| p.prio())
         } else if self.ice_lite
-            && !self
-                .candidate_pairs
-                .iter()
-                .any(|p| p.is_nominated() && p.state() == CheckState::Succeeded)
+            && !self.candidate_pairs.iter().any(|p| {
+                p.is_nominated() && p.state() == CheckState::Succeeded && p.verified_at().is_some()
+            })
         {
-            // ackwire patch: an ice-lite agent with nothing nominated yet sends on the
-            // best pair whose authenticated binding requests it answered, until the
-            // controlling agent nominates one. Chromium nominates a lite peer's pair only
-            // on its next check after the first succeeded (~60 ms later), and its DTLS
-            // ClientHello arrives in between: without a send path our ServerHello waited
-            // for that check. The pair is the one the peer's checks came on and our
-            // answers went back on; a nomination replaces it (below: only nominated pairs
-            // once there are any), and it is not nominated here.
+            // ackwire patch: an ice-lite agent with no verified pair nominated yet sends on
+            // the first pair it verified (its own check answered, see
+            // `stun_server_handle_request`), until the controlling agent nominates a
+            // verified one. Chromium nominates a lite peer's pair only on its next check
+            // after the first succeeded (~60 ms later), and its DTLS ClientHello arrives in
+            // between: without a send path our ServerHello waited for that check. The
+            // first, not the highest PRIORITY: a request's sender chooses that value. A
+            // nomination replaces it (below), and it is not nominated here.
             provisional = true;
             self.candidate_pairs
                 .iter_mut()
-                .filter(|p| p.state() == CheckState::Succeeded)
-                .max_by_key(|p| p.prio())
+                .filter(|p| p.state() == CheckState::Succeeded && p.verified_at().is_some())
+                .min_by_key(|p| p.verified_at())
         } else {
             // For controlled agents, we pick the best pair from what the controlling
             // agent has indicated with USE-CANDIDATE stun attribute. RFC 8445 §7.3.1.5
             // lets us act on a nomination only once the pair is valid, i.e. our own
             // check on it succeeded, so a pair the peer nominated but we cannot reach
             // never becomes the send path.
+            //
+            // ackwire patch: for an ice-lite agent, which sends no checks upstream and
+            // took a nomination as valid, only a pair its own check verified.
+            let ice_lite = self.ice_lite;
             self.candidate_pairs
                 .iter_mut()
                 .filter(|p| p.is_nominated() && p.state() == CheckState::Succeeded)
+                .filter(|p| !ice_lite || p.verified_at().is_some())
                 .max_by_key(|p| p.prio())
         };
 

@@ -60,6 +60,12 @@ pub struct CandidatePair {
     /// Sum of all RTTs measured from successful STUN binding transactions
     /// on this pair, across the whole pair lifetime.
     total_round_trip_time: Duration,
+
+    /// ackwire patch: when a response to one of our own checks on this pair first arrived,
+    /// if ever: the proof that the peer receives at the pair's remote address (our
+    /// transaction id came back with its integrity). An ice-lite agent sends on no pair
+    /// without it (see `IceAgent::evaluate_nomination`).
+    verified_at: Option<Instant>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -163,6 +169,7 @@ impl CandidatePair {
             nomination_state: Default::default(),
             responses_received: 0,
             total_round_trip_time: Duration::ZERO,
+            verified_at: None,
         }
     }
 
@@ -266,6 +273,8 @@ impl CandidatePair {
         // The replacement has the same local base and remote address, so a check
         // that succeeded on the old pair validated this path too. An in-progress
         // check is not copied, for the same reason as Attempt above.
+        // ackwire patch: and so did a response to our own check.
+        self.verified_at = self.verified_at.or(other.verified_at);
         if other.state == CheckState::Succeeded {
             self.state = CheckState::Succeeded;
         }
@@ -347,6 +356,8 @@ impl CandidatePair {
 
         self.responses_received += 1;
         self.total_round_trip_time += now - attempt.request_sent;
+        // ackwire patch
+        self.verified_at.get_or_insert(now);
 
         if attempt.nominated && self.nomination_state == NominationState::Attempt {
             self.nomination_state = NominationState::Success;
@@ -390,10 +401,22 @@ impl CandidatePair {
         }
     }
 
+    /// ackwire patch: when a response to our own check on this pair first arrived (the peer
+    /// receives at its remote address), if ever.
+    pub fn verified_at(&self) -> Option<Instant> {
+        self.verified_at
+    }
+
+    /// ackwire patch: how many of our checks on this pair are remembered (at most the
+    /// configured retransmits).
+    pub(crate) fn attempts(&self) -> usize {
+        self.binding_attempts.len()
+    }
+
     /// The time of the last binding request attempt.
     ///
     /// `None` means there has been no attempts.
-    fn last_attempt_time(&self) -> Option<Instant> {
+    pub(crate) fn last_attempt_time(&self) -> Option<Instant> {
         self.binding_attempts.back().map(|b| b.request_sent)
     }
 
@@ -508,6 +531,8 @@ impl CandidatePair {
 
         // ICE-lite pairs are validated by incoming requests. Preserve that
         // validation when a higher-priority candidate replaces the pair.
+        // ackwire patch: and the response to our own check.
+        self.verified_at = self.verified_at.or(other.verified_at);
         if other.state == CheckState::Succeeded {
             self.state = CheckState::Succeeded;
         }

@@ -169,9 +169,11 @@ impl Flight for Flight0 {
             }
 
             // ackwire patch: answer the ClientHello with the ServerHello flight, no
-            // HelloVerifyRequest. Behind ICE the path is proven before DTLS starts, so the
-            // cookie round trip protects nothing (pion/dtls's `InsecureSkipVerifyHello`,
-            // RFC 6347 4.2.1: the server MAY skip it); see PATCHED.md.
+            // HelloVerifyRequest. The `rtc` crate sends DTLS only on the ICE pair it
+            // selected, and (patched) selects one only once our own check of it was
+            // answered: the proof the cookie gives, so its round trip would protect nothing
+            // more (pion/dtls's `InsecureSkipVerifyHello`, RFC 6347 4.2.1: the server MAY
+            // skip it). Not safe without that ICE layer; see PATCHED.md.
             Ok(Box::new(Flight4 {}))
         } else {
             Err((

@@ -498,7 +498,9 @@ impl ControlledSelector for Agent {
                 let rtt = now.duration_since(pending_request.timestamp);
                 p.on_response_received(rtt);
                 // ackwire patch: a pair the controlling agent nominated before our own
-                // check of it succeeded (see `handle_binding_request`) is selected now.
+                // check of it succeeded (see `handle_binding_request`) is selected now,
+                // when this response (our transaction id, the peer's integrity) proves
+                // the peer receives at the pair's address, and not before.
                 if p.nominated && self.get_selected_pair().is_none() {
                     self.set_selected_pair(Some(now), Some(pair_index));
                 }
@@ -566,17 +568,14 @@ impl ControlledSelector for Agent {
                     // every valid request), as webrtc-rs/webrtc#647 did for the
                     // `webrtc-ice` crate (from pion/ice@e0db6d2): unanswered, a browser
                     // that nominates on its first check (Chromium does) waits for its
-                    // retransmission, ~50 ms later. And the pair is selected at once, as an
-                    // ICE-lite agent would: the browser starts DTLS as soon as our answer
-                    // reaches it, and its ClientHello, arriving before our triggered check
-                    // came back, was dropped (nothing is delivered before a pair is
-                    // selected) until its retransmission.
+                    // retransmission, ~50 ms later. The nomination is remembered, and the
+                    // pair is selected when our triggered check's response arrives (see
+                    // `handle_success_response`), never before: the request proves only
+                    // that its sender knows the password, not that anyone receives at its
+                    // source address, and nothing but STUN answers may go there until then.
                     self.candidate_pairs[pair_index].nominated = true;
                     self.send_binding_success(now, m, local_index, remote_index);
                     self.ping_candidate(now, local_index, remote_index);
-                    if self.get_selected_pair().is_none() {
-                        self.set_selected_pair(Some(now), Some(pair_index));
-                    }
                 }
             } else {
                 self.send_binding_success(now, m, local_index, remote_index);
