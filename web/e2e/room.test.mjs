@@ -128,7 +128,7 @@ test('remote dots glide between updates (snapshot interpolation), or jump with e
 });
 
 test('ten joins: where the time from opening the URL to the first acked packet goes (medians printed)', async () => {
-  const steps = ['html', 'connect', 'socket', 'script', 'wasm', 'welcome', 'answer', 'negotiating', 'open', 'connected', 'ack'];
+  const steps = ['html', 'connect', 'socket', 'script', 'wasm', 'welcome', 'negotiating', 'open', 'connected', 'ack'];
   const runs = [];
   const joins = async (page) => page.evaluate(() => fetch('/metrics').then((r) => r.text()))
     .then((text) => Number(/^ackwire_signal_joins_total (\d+)/m.exec(text)?.[1] ?? 0));
