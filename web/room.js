@@ -43,8 +43,8 @@ const me = { id: undefined, x: Math.random(), y: Math.random(), vx: 0.0021, vy: 
 const metrics = { firstAckMs: undefined };
 // When each step of joining first happened, in ms since navigation (performance.now()): where
 // a join's time goes. The page's HTML received, this module running; join()'s own steps
-// (socket opening and open, wasm loaded, welcome), the links' states and the first position
-// from another player (`state`) are added below.
+// (socket opening and open, wasm loaded, welcome), the links' states, the first packet a peer
+// acknowledged (`ack`) and the first position from another player (`state`) are added below.
 const timeline = {
   html: performance.getEntriesByType('navigation')[0]?.responseEnd,
   script: scriptAt,
@@ -141,6 +141,7 @@ function listen(r) {
     }
     if (info.firstAckAt != null && metrics.firstAckMs === undefined) {
       metrics.firstAckMs = info.firstAckAt;
+      mark('ack', info.firstAckAt);
       log(`first packet acked by peer ${info.serverId} at ${info.firstAckAt.toFixed(0)} ms after opening the page`);
     }
     linksStatus();

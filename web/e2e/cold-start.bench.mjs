@@ -1,29 +1,32 @@
 // Cold start, counted in round trips: from opening the example game's URL (examples/pong, its
-// JS page) to its first state update from the host, and from opening the demo's room page to
-// a connected link with a browser already in the room, on a path with no added delay and with
-// a fixed delay each way (docs/cold-start.md). The real release `ackwire-signal` serving the
-// pages, the game's release host (`pong-host`, room `table`) and the resident browser (a
-// Chromium on the demo's `/room/pair`) sit in a "server" namespace, a fresh Chromium (new
-// profile, empty cache) in a "client" one, and delayed-path.mjs's userspace bridge between
-// them. Prints each step's medians and the round trips it used; asserts only that every join
-// completed with no page error.
+// JS page) to its first state update from the host, from opening the demo's room page to the
+// first packet a native peer in the room acknowledged, and from opening the demo's room page
+// to a connected link with a browser already in the room, on a path with no added delay and
+// with a fixed delay each way (docs/cold-start.md). The real release `ackwire-signal` serving
+// the pages, the game's release host (`pong-host`, room `table`), the release native peer
+// (`ackwire-peer join`, room `native`) and the resident browser (a Chromium on the demo's
+// `/room/pair`) sit in a "server" namespace, a fresh Chromium (new profile, empty cache) in a
+// "client" one, and delayed-path.mjs's userspace bridge between them. Prints each step's
+// medians and the round trips it used; asserts only that every join completed with no page
+// error.
 //
 // `cargo xtask bench join-rtt` runs it (release builds, under `unshare --net`).
 // ACKWIRE_COLD_RUNS joins per delay (7), ACKWIRE_COLD_DELAYS the delays each way in ms
 // (0,20,50; the summary counts round trips between the first and last added delay, and from
-// 0 to the first), ACKWIRE_COLD_PAGES the pages joined (game,demo).
+// 0 to the first), ACKWIRE_COLD_PAGES the joins (game,demo,pair: the game's page with its
+// host, the demo's page with a native peer, the demo's page with a browser).
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn } from 'node:child_process';
 import { launchBrowser, requireEnv, startServer } from './harness.mjs';
 import { SERVER_ADDR, buildDelayedPath } from './delayed-path.mjs';
 import { chromiumIn } from './netns.mjs';
-import { jsonLines } from './native.mjs';
+import { joinNative, jsonLines } from './native.mjs';
 
 const RUNS = Number(process.env.ACKWIRE_COLD_RUNS ?? 7);
 const DELAYS = (process.env.ACKWIRE_COLD_DELAYS ?? '0,20,50').split(',').map(Number);
-const PAGES = (process.env.ACKWIRE_COLD_PAGES ?? 'game,demo').split(',');
-assert.ok(PAGES.length && PAGES.every((p) => ['game', 'demo'].includes(p)), 'ACKWIRE_COLD_PAGES names game, demo or both');
+const PAGES = (process.env.ACKWIRE_COLD_PAGES ?? 'game,demo,pair').split(',');
+assert.ok(PAGES.length && PAGES.every((p) => ['game', 'demo', 'pair'].includes(p)), 'ACKWIRE_COLD_PAGES names some of game, demo, pair');
 assert.ok(RUNS >= 1 && DELAYS.length >= 2 && DELAYS[0] === 0, 'ACKWIRE_COLD_DELAYS starts at 0 and has a larger delay');
 
 // The page's timeline (`pong.timeline` in examples/pong/web/pong.js, ms after navigation) and
@@ -40,6 +43,11 @@ const STEPS = [
   ['state', 'first state update', 11],
 ];
 const MINIMUM = 11;
+// The demo's page joining a native peer (`ackwire-peer join`, the webrtc crate's full ICE
+// agent): its timeline (web/room.js) up to the first packet the native acknowledged. The same
+// steps and minimum as the game's: the browser offers at the welcome, the first packet's ack
+// rides the native's reply to it (docs/cold-start.md, "The minimum").
+const DEMO_STEPS = STEPS.filter(([k]) => k !== 'state').concat([['ack', 'first packet acked', 11]]);
 // A browser joining a browser: the demo page's timeline (web/room.js) up to its link with
 // the resident player connected. The resident offers as the newcomer's welcome leaves, so its
 // offer arrives with it. No minimum is printed past the answer: between two Chromiums the
@@ -61,9 +69,11 @@ let server;
 let host;
 let chromium;
 let resident;
+let native;
 const cleanup = async () => {
   await resident?.browser.close().catch(() => {});
   resident?.chromium.remove();
+  await native?.stop().catch(() => {});
   await host?.stop().catch(() => {});
   await server?.stop().catch(() => {});
   chromium?.remove();
@@ -81,27 +91,35 @@ async function openCold(browser, url) {
   return { page, errors };
 }
 
-/** One cold join: a new Chromium (fresh profile) opens the game; its timeline once state came. */
-async function coldJoin(url) {
-  const from = host.lines.length;
+/** The game's timeline (examples/pong/web/pong.js) once its first state update came. */
+const gameTimeline = () => window.pong.timeline.state && window.pong.timeline;
+/** The demo's timeline (web/room.js) once its first packet was acked. */
+const demoTimeline = () => window.ackwire.metrics.timeline.ack && window.ackwire.metrics.timeline;
+
+/**
+ * One cold join of a native's room: a new Chromium (fresh profile) opens `url`; the page's
+ * timeline once `done` (run in the page) returns it. `native` is the game's host or the native
+ * peer, its JSON lines read.
+ */
+async function coldJoin(url, native, done) {
+  const from = native.lines.length;
   const browser = await launchBrowser([], { executablePath: chromium.path });
   let peer;
   try {
     const { page, errors } = await openCold(browser, url);
-    // Waited for on the host's output first: a wait on the page injects Playwright's script
+    // Waited for on the native's output first: a wait on the page injects Playwright's script
     // into the middle of the join (see the joins stage).
-    const linked = await host.waitFor('a browser connected', (l) => l.type === 'link' && l.state === 'connected', 30000, from);
+    const linked = await native.waitFor('a browser connected', (l) => l.type === 'link' && l.state === 'connected', 30000, from);
     peer = linked.peer;
-    const timeline = await page.waitForFunction(() => window.pong.timeline.state && window.pong.timeline,
-      null, { timeout: 15000 }).then((h) => h.jsonValue());
+    const timeline = await page.waitForFunction(done, null, { timeout: 15000 }).then((h) => h.jsonValue());
     assert.deepEqual(errors, [], 'the page reported errors');
     return timeline;
   } finally {
-    const left = host.lines.length;
+    const left = native.lines.length;
     await browser.close();
-    // The next join starts with the host alone in the room again.
+    // The next join starts with the native alone in the room again.
     if (peer !== undefined) {
-      await host.waitFor('the browser gone', (l) => l.type === 'link' && l.peer === peer && l.state !== 'connected', 10000, left).catch(() => {});
+      await native.waitFor('the browser gone', (l) => l.type === 'link' && l.peer === peer && l.state !== 'connected', 10000, left).catch(() => {});
     }
   }
 }
@@ -207,8 +225,8 @@ try {
     console.log(`cold start: ${url} opened in a new Chromium (fresh profile, empty cache) in the client namespace; `
       + `${RUNS} joins at each of ${DELAYS.map((d) => `${d} ms`).join(', ')} added each way, interleaved; medians`);
     // A join not counted: the server's and the host's first page and link after start.
-    await coldJoin(url);
-    const runs = await joinsAtEachDelay(() => coldJoin(url), 'state', ['html', 'connect', 'socket', 'script', 'wasm', 'welcome', 'offer', 'open', 'connected']);
+    await coldJoin(url, host, gameTimeline);
+    const runs = await joinsAtEachDelay(() => coldJoin(url, host, gameTimeline), 'state', ['html', 'connect', 'socket', 'script', 'wasm', 'welcome', 'offer', 'open', 'connected']);
     const { medians, slope } = report(runs, STEPS, rtt, 'a browser joining the example game\'s native host');
     // After the handshake the first snapshot leaves at the host's next tick (30 Hz) or its next
     // paced packet (the core starts at 10 packets/s): shown per join, since on a short path the
@@ -226,6 +244,27 @@ try {
   }
 
   if (PAGES.includes('demo')) {
+    // The demo's page joining a native peer, which waits in the server's namespace on every
+    // interface (as `ackwire-peer join` binds by default), its log at errors only.
+    const url = `${server.url}/room/native`;
+    const log = process.env.RUST_LOG;
+    process.env.RUST_LOG = process.env.ACKWIRE_COLD_NATIVE_LOG ?? 'error';
+    native = await joinNative(url, [], { netns: path.server }).finally(() => { process.env.RUST_LOG = log; });
+    console.log(`\n${url}: a native peer (ackwire-peer join) in the server namespace; a new Chromium (fresh profile) joins it from the client namespace`);
+    await coldJoin(url, native, demoTimeline);
+    const runs = await joinsAtEachDelay(() => coldJoin(url, native, demoTimeline), 'ack',
+      ['html', 'connect', 'socket', 'script', 'wasm', 'welcome', 'offer', 'open', 'connected']);
+    const { medians, slope } = report(runs, DEMO_STEPS, rtt, 'the demo\'s page joining a native peer');
+    const at = (d) => `${f(medians[d].ack)} ms at ${f(rtt(d), d === base ? 2 : 1)} ms RTT`;
+    const counted = others.length > 1
+      ? `${f(slope(top, far, 'ack'), 1)} round trips between ${f(rtt(top), 0)} and ${f(rtt(far), 0)} ms RTT (minimum ${MINIMUM}; `
+        + `data channel open ${f(slope(top, far, 'open'), 1)}, minimum 10), ${f(slope(base, top, 'ack'), 1)} from ${f(rtt(base), 1)} to ${f(rtt(top), 0)} ms RTT`
+      : `${f(slope(base, top, 'ack'), 1)} round trips (minimum ${MINIMUM}; data channel open ${f(slope(base, top, 'open'), 1)}, minimum 10)`;
+    console.log(`\njoin-rtt, the demo's page: first packet acked ${DELAYS.map(at).join(', ')}; ${counted}; `
+      + `${RUNS} cold joins at each delay, all completed`);
+  }
+
+  if (PAGES.includes('pair')) {
     // A browser joining a browser already in the room.
     const residentChromium = chromiumIn(path.server);
     const residentBrowser = await launchBrowser([], { executablePath: residentChromium.path });

@@ -211,10 +211,10 @@ test('a native peer outlives a browser vanishing and a signalling restart; its l
   }
 });
 
-test('ten browsers join a room with a native peer: where the time from opening the URL to an open data channel goes (medians printed)', async () => {
+test('ten browsers join a room with a native peer: where the time from opening the URL to the first acked packet goes (medians printed)', async () => {
   const room = 'join-native';
   const native = await joinNative(`${env.server.url}/room/${room}`);
-  const steps = ['html', 'connect', 'socket', 'script', 'wasm', 'welcome', 'negotiating', 'open', 'connected'];
+  const steps = ['html', 'connect', 'socket', 'script', 'wasm', 'welcome', 'offer', 'negotiating', 'open', 'connected', 'ack'];
   const runs = [];
   try {
     for (let i = 0; i < 10; i++) {
@@ -224,7 +224,7 @@ test('ten browsers join a room with a native peer: where the time from opening t
       // (~330 KB, ~10 ms of its main thread) into the middle of the join.
       await native.waitFor('a browser connected', (l) => l.type === 'link' && l.state === 'connected', 10000, from);
       // The page's own clock: ms since its navigation started.
-      runs.push(await player.page.waitForFunction(() => window.ackwire.metrics.timeline.connected && window.ackwire.metrics.timeline, null, { timeout: 10000 })
+      runs.push(await player.page.waitForFunction(() => window.ackwire.metrics.timeline.ack && window.ackwire.metrics.timeline, null, { timeout: 10000 })
         .then((h) => h.jsonValue()));
       assert.deepEqual([...player.errors, ...player.consoleErrors], []);
       await player.page.context().close();
@@ -234,6 +234,7 @@ test('ten browsers join a room with a native peer: where the time from opening t
   }
   const median = (step) => runs.map((r) => r[step] ?? NaN).sort((x, y) => x - y)[runs.length / 2];
   console.log(`a browser joining a native, medians of ${runs.length} (ms after navigation): ${steps.map((s) => `${s} ${median(s).toFixed(0)}`).join(', ')}`);
-  // A wide bound, for a loaded CI machine (the goal, < 150 ms, is printed above, not asserted).
-  assert.ok(median('open') < 1000, `median data channel open at ${median('open')} ms`);
+  // A wide bound, for a loaded CI machine (the goal, a first ack within 120 ms, is printed
+  // above, not asserted).
+  assert.ok(median('ack') < 1000, `median first ack at ${median('ack')} ms`);
 });

@@ -163,3 +163,36 @@ test('the Rust client compiled to wasm32 plays a round against a JS player and t
     await host.stop();
   }
 });
+
+test('ten joins of the game\'s JS page: where the time from opening the URL to the first state update goes (medians printed)', async () => {
+  const host = await startHost('joins');
+  const steps = ['html', 'connect', 'socket', 'script', 'wasm', 'welcome', 'offer', 'negotiating', 'open', 'connected', 'state'];
+  const runs = [];
+  try {
+    for (let i = 0; i < 10; i++) {
+      const from = host.lines.length;
+      const context = await env.chromium.newContext();
+      const page = await context.newPage();
+      const errors = [];
+      page.on('pageerror', (err) => errors.push(err.message));
+      await page.goto(`${env.server.url}/pong/?room=joins`);
+      // Waited for on the host's output: a wait on the page injects Playwright's script
+      // (~330 KB, ~10 ms of its main thread) into the middle of the join.
+      const { peer } = await host.waitFor('a browser connected', (l) => l.type === 'link' && l.state === 'connected', 10000, from);
+      // The page's own clock: ms since its navigation started.
+      runs.push(await page.waitForFunction(() => window.pong.timeline.state && window.pong.timeline, null, { timeout: 10000 })
+        .then((h) => h.jsonValue()));
+      assert.deepEqual(errors, []);
+      const left = host.lines.length;
+      await context.close();
+      // The next join finds the host alone again.
+      await host.waitFor('the page gone', (l) => l.type === 'link' && l.peer === peer && l.state !== 'connected', 10000, left).catch(() => {});
+    }
+  } finally {
+    await host.stop();
+  }
+  const median = (step) => runs.map((r) => r[step] ?? NaN).sort((x, y) => x - y)[runs.length / 2];
+  console.log(`the example game's page joining its host, medians of ${runs.length} (ms after navigation): ${steps.map((s) => `${s} ${median(s).toFixed(0)}`).join(', ')}`);
+  // A wide bound, for a loaded CI machine (the figures are printed above, not asserted).
+  assert.ok(median('state') < 1500, `median first state update at ${median('state')} ms`);
+});

@@ -127,8 +127,8 @@ test('remote dots glide between updates (snapshot interpolation), or jump with e
   assert.ok(aId !== bId);
 });
 
-test('ten joins: where the time from opening the URL to an open data channel goes (medians printed)', async () => {
-  const steps = ['html', 'connect', 'socket', 'script', 'wasm', 'welcome', 'negotiating', 'open', 'connected'];
+test('ten joins: where the time from opening the URL to the first acked packet goes (medians printed)', async () => {
+  const steps = ['html', 'connect', 'socket', 'script', 'wasm', 'welcome', 'negotiating', 'open', 'connected', 'ack'];
   const runs = [];
   const joins = async (page) => page.evaluate(() => fetch('/metrics').then((r) => r.text()))
     .then((text) => Number(/^ackwire_signal_joins_total (\d+)/m.exec(text)?.[1] ?? 0));
@@ -143,7 +143,7 @@ test('ten joins: where the time from opening the URL to an open data channel goe
     // (~330 KB, ~10 ms of its main thread), which would land in the middle of the join.
     await a.page.waitForFunction(() => [...window.ackwire.links.values()].some((l) => l.state === 'connected'), null, { timeout: 10000 });
     // The second page's own clock: ms since its navigation started.
-    runs.push(await b.page.waitForFunction(() => window.ackwire.metrics.timeline.connected && window.ackwire.metrics.timeline, null, { timeout: 10000 })
+    runs.push(await b.page.waitForFunction(() => window.ackwire.metrics.timeline.ack && window.ackwire.metrics.timeline, null, { timeout: 10000 })
       .then((h) => h.jsonValue()));
     // The second page joined once: its driver took over the socket the page opened early,
     // with the join in its URL, instead of joining again on one of its own.
@@ -154,8 +154,9 @@ test('ten joins: where the time from opening the URL to an open data channel goe
   }
   const median = (step) => runs.map((r) => r[step] ?? NaN).sort((x, y) => x - y)[runs.length / 2];
   console.log(`joining, medians of ${runs.length} (ms after navigation): ${steps.map((s) => `${s} ${median(s).toFixed(0)}`).join(', ')}`);
-  // A wide bound, for a loaded CI machine (the goal, < 150 ms, is printed above, not asserted).
-  assert.ok(median('open') < 1000, `median data channel open at ${median('open')} ms`);
+  // A wide bound, for a loaded CI machine (the goal, a first ack within 120 ms, is printed
+  // above, not asserted).
+  assert.ok(median('ack') < 1000, `median first ack at ${median('ack')} ms`);
 });
 
 test('a room playing another game refuses the page, which says why; join() rejects with the server\'s code, and a joined room\'s bad calls throw typed errors', async () => {

@@ -115,12 +115,12 @@ fn benches() -> Vec<Bench> {
             }),
         },
         Bench {
-            name: "joins: page open -> data channel open, release server and native peer",
+            name: "joins: page open -> first ack (the demo's page) and first state update (the game's page), release server, native peer and game host",
             command: "cargo xtask bench joins",
             run: Box::new(|printed| setup::run().and_then(|tools| joins(&tools, printed))),
         },
         Bench {
-            name: "join-rtt (cold-start): a browser joining the example game's native host, and a browser, at 0, 40 and 100 ms RTT, round trips",
+            name: "join-rtt (cold-start): the example game's page joining its native host, the demo's page joining a native peer and a browser, at 0, 40 and 100 ms RTT, round trips",
             command: "cargo xtask bench join-rtt",
             run: Box::new(|printed| setup::run().and_then(|tools| cold_start(&tools, printed))),
         },
@@ -354,15 +354,18 @@ fn signal_example(name: &str, args: &[&str], printed: &mut String) -> Result<()>
     )
 }
 
-/// The join figures users get: the e2e's ten-join runs (a second browser player, and a
-/// browser joining a native peer) against the release server and native peer that
-/// `cargo xtask demo` runs; each prints its medians.
+/// The join figures users get: the e2e's ten-join runs (the demo's page as a second browser
+/// player and joining a native peer, and the example game's page joining its host) against
+/// the release server, native peer and game host; each prints its medians.
 fn joins(tools: &Tools, printed: &mut String) -> Result<()> {
     bundle::build(tools)?;
     let server = build_signal_server(true)?;
     let peer = build_bin("ackwire-peer", "ackwire-peer", true)?;
-    let files = e2e_files(&["room.test", "native-peer.test"])?;
+    let host = build_bin("pong", "pong-host", true)?;
+    let files = e2e_files(&["room.test", "native-peer.test", "pong.test"])?;
     let mut cmd = e2e_command(&files, &["--test-name-pattern=^ten "], &server, &peer);
+    cmd.env("ACKWIRE_PONG_HOST_BIN", host)
+        .env("ACKWIRE_PONG_WEB_DIR", paths::pong_web_dir());
     tee(&mut cmd, printed).map_err(|e| format!("{e}\n   (command: {})", describe(&cmd)))
 }
 
@@ -384,13 +387,15 @@ fn soak(tools: &Tools, printed: &mut String) -> Result<()> {
 
 /// Cold start over a real path (web/e2e/cold-start.bench.mjs, docs/cold-start.md): a fresh
 /// Chromium in one namespace opens the example game's page (examples/pong) served by the
-/// release server, with the game's release host in its room, from another namespace, through
+/// release server, with the game's release host in its room, and the demo's room page, with
+/// the release native peer or a resident browser in its room, from another namespace, through
 /// a userspace delay bridge in a third; medians per step at 0, 20 and 50 ms added each way,
 /// and the round trips used.
 fn cold_start(tools: &Tools, printed: &mut String) -> Result<()> {
     bundle::build(tools)?;
     let server = build_signal_server(true)?;
     let host = build_bin("pong", "pong-host", true)?;
+    let peer = build_bin("ackwire-peer", "ackwire-peer", true)?;
     // The script's namespaces carry this tag, so whatever a crashed or killed run leaves is
     // found and removed below.
     let tag = format!("ackcold{}", std::process::id());
@@ -398,6 +403,7 @@ fn cold_start(tools: &Tools, printed: &mut String) -> Result<()> {
     cmd.current_dir(paths::web_dir())
         .env("ACKWIRE_SIGNAL_BIN", server)
         .env("ACKWIRE_PONG_HOST_BIN", host)
+        .env("ACKWIRE_PEER_BIN", peer)
         .env("ACKWIRE_PONG_WEB_DIR", paths::pong_web_dir())
         .env("ACKWIRE_WEB_DIR", paths::web_dir())
         .env("ACKWIRE_NETNS_TAG", &tag)
