@@ -40,6 +40,11 @@ use crate::candidate::candidate_peer_reflexive::CandidatePeerReflexiveConfig;
 use crate::candidate::{candidate_pair::*, *};
 use crate::mdns::{MulticastDnsMode, create_multicast_dns, generate_multicast_dns_name};
 use crate::network_type::NetworkType;
+
+/// ackwire patch: checks an unverified peer-reflexive pair may have sent beyond the requests
+/// that came from its address (see `Agent::check_withheld`): two, so a lost check or two do
+/// not leave a real peer's pair waiting for its next request.
+const UNVERIFIED_CHECKS_AHEAD: u64 = 2;
 use crate::rand::*;
 use crate::state::*;
 use crate::tcp_type::TcpType;
@@ -860,10 +865,17 @@ impl Agent {
                 name,
             );
         }
-        for p in &mut self.candidate_pairs {
+        let unverified: Vec<bool> = (0..self.candidate_pairs.len())
+            .map(|i| self.check_withheld(i))
+            .collect();
+        for (i, p) in self.candidate_pairs.iter_mut().enumerate() {
             if p.state == CandidatePairState::Waiting {
                 p.state = CandidatePairState::InProgress;
             } else if p.state != CandidatePairState::InProgress {
+                continue;
+            }
+            // ackwire patch: see `check_withheld`; a withheld check is not an attempt.
+            if unverified[i] {
                 continue;
             }
 
@@ -895,6 +907,21 @@ impl Agent {
         for (local, remote) in pairs {
             self.ping_candidate(now, local, remote);
         }
+    }
+
+    /// ackwire patch: whether a check on pair `pair_index` is withheld. A peer-reflexive remote
+    /// is known only from Binding requests that came from its address, which anyone holding
+    /// the ICE password can forge from a victim's: until a check of ours on the pair is
+    /// answered, it gets at most `UNVERIFIED_CHECKS_AHEAD` checks more than the requests that
+    /// came from it, not one every check interval until `max_binding_requests`. A real peer
+    /// keeps checking until its own check is answered, which our answer does at once, and
+    /// each of its requests allows another check.
+    pub(crate) fn check_withheld(&self, pair_index: usize) -> bool {
+        let p = &self.candidate_pairs[pair_index];
+        p.state != CandidatePairState::Succeeded
+            && self.remote_candidates[p.remote_index].candidate_type()
+                == CandidateType::PeerReflexive
+            && p.requests_sent >= p.requests_received + UNVERIFIED_CHECKS_AHEAD
     }
 
     pub(crate) fn add_pair(&mut self, local_index: usize, remote_index: usize) {
@@ -1065,6 +1092,18 @@ impl Agent {
             self.local_candidates[local_index],
             self.remote_candidates[remote_index],
         );
+
+        // ackwire patch: no check beyond what an unverified peer-reflexive pair allows.
+        if let Some(pair_index) = self.find_pair(local_index, remote_index)
+            && self.check_withheld(pair_index)
+        {
+            trace!(
+                "[{}]: check to unverified {} withheld",
+                self.get_name(),
+                self.remote_candidates[remote_index].addr()
+            );
+            return;
+        }
 
         self.invalidate_pending_binding_requests(now);
 
