@@ -116,6 +116,24 @@ fn of_type(msgs: &[Message], typ: MessageType) -> Vec<&Message> {
     msgs.iter().filter(|m| m.typ == typ).collect()
 }
 
+/// A browser's check of the native's pair, nominating it (USE-CANDIDATE), with `priority`,
+/// authenticated with the native's credentials.
+fn nomination(local_ufrag: &str, local_pwd: &str, priority: u32) -> Message {
+    stun(vec![
+        Box::new(BINDING_REQUEST),
+        Box::new(TransactionId::new()),
+        Box::new(Username::new(
+            ATTR_USERNAME,
+            format!("{local_ufrag}:{BROWSER_UFRAG}"),
+        )),
+        Box::new(UseCandidateAttr::new()),
+        Box::new(AttrControlling(7)),
+        Box::new(PriorityAttr(priority)),
+        integrity(local_pwd),
+        Box::new(FINGERPRINT),
+    ])
+}
+
 #[test]
 fn a_first_check_that_nominates_is_answered_at_once_and_its_pair_selected_when_our_check_succeeds()
 {
@@ -125,19 +143,7 @@ fn a_first_check_that_nominates_is_answered_at_once_and_its_pair_selected_when_o
     let local_pwd = native.get_local_credentials().pwd.clone();
 
     // Chromium's first check of the pair, nominating it: the native has never checked it.
-    let nomination = stun(vec![
-        Box::new(BINDING_REQUEST),
-        Box::new(TransactionId::new()),
-        Box::new(Username::new(
-            ATTR_USERNAME,
-            format!("{local_ufrag}:{BROWSER_UFRAG}"),
-        )),
-        Box::new(UseCandidateAttr::new()),
-        Box::new(AttrControlling(7)),
-        Box::new(PriorityAttr(1_862_270_975)),
-        integrity(&local_pwd),
-        Box::new(FINGERPRINT),
-    ]);
+    let nomination = nomination(&local_ufrag, &local_pwd, 1_862_270_975);
     from_browser(&mut native, now, &nomination);
     let sent = to_browser(&mut native);
     let answers = of_type(&sent, BINDING_SUCCESS);
@@ -185,19 +191,7 @@ fn a_nomination_whose_pair_never_answers_our_check_is_never_selected() {
     for ms in (0..10_000).step_by(50) {
         let now = start + std::time::Duration::from_millis(ms);
         if ms % 500 == 0 {
-            let nomination = stun(vec![
-                Box::new(BINDING_REQUEST),
-                Box::new(TransactionId::new()),
-                Box::new(Username::new(
-                    ATTR_USERNAME,
-                    format!("{local_ufrag}:{BROWSER_UFRAG}"),
-                )),
-                Box::new(UseCandidateAttr::new()),
-                Box::new(AttrControlling(7)),
-                Box::new(PriorityAttr(2_130_706_431)),
-                integrity(&local_pwd),
-                Box::new(FINGERPRINT),
-            ]);
+            let nomination = nomination(&local_ufrag, &local_pwd, 2_130_706_431);
             from_browser(&mut native, now, &nomination);
         }
         native.handle_timeout(now).unwrap();

@@ -33,6 +33,15 @@ fn star(w: &World, h: usize, clients: &[usize]) -> bool {
             .all(|&c| w.links(c).len() == 1 && w.connected(c, h) && w.connected(h, c))
 }
 
+/// Host `host`'s process dies: its signalling socket drops, and nothing more reaches
+/// `clients` from it.
+fn crash(w: &mut World, host: usize, clients: &[usize]) {
+    w.drop_socket(host);
+    for &c in clients {
+        w.set_blackout(host, c, true);
+    }
+}
+
 #[test]
 fn clients_link_to_the_host_alone_over_webrtc_and_udp_and_the_host_relays() {
     let mut w = World::new();
@@ -126,9 +135,7 @@ fn clients_hear_they_lost_the_host_and_a_restarted_host_takes_its_seat_at_once()
     w.run_until_true(3 * S, "a star", |w| star(w, host, &clients));
     // The host's process dies: its socket drops; inside the server's grace a new process
     // (another instance) joins as host and takes the seat.
-    w.drop_socket(host);
-    w.set_blackout(host, clients[0], true);
-    w.set_blackout(host, clients[1], true);
+    crash(&mut w, host, &clients);
     let restarted = w.add(PeerKind::Native, as_role(Role::Host));
     w.run_until_true(3 * S, "a star with the new host", |w| {
         star(w, restarted, &clients)
@@ -359,9 +366,7 @@ fn a_named_hosts_restarted_program_replaces_it_and_clients_drop_the_old_link_at_
     // The host's process dies and a new one of the same identity joins (another instance):
     // the server replaces the old, and the clients link with the new one with nothing left
     // of the old link (not kept for the 20 s a link of a replaced peer waits to be renamed).
-    w.drop_socket(host);
-    w.set_blackout(host, clients[0], true);
-    w.set_blackout(host, clients[1], true);
+    crash(&mut w, host, &clients);
     let restarted = w.add(PeerKind::Native, named(Role::Host, "host-a"));
     w.run_until_true(3 * S, "a star with the restarted host", |w| {
         star(w, restarted, &clients)
