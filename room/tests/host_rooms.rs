@@ -265,8 +265,9 @@ fn hosts_refused(w: &World, n: usize) -> Vec<(Option<String>, String)> {
         .collect()
 }
 
-#[test]
-fn a_client_pins_its_first_hosts_identity_and_links_with_no_host_of_another() {
+/// A star: a native host named `host-a` by the backend, a browser and a native client linked
+/// to it.
+fn star_of_host_a() -> (World, usize, [usize; 2]) {
     let mut w = World::new();
     let host = w.add(PeerKind::Native, named(Role::Host, "host-a"));
     let clients = [
@@ -274,6 +275,12 @@ fn a_client_pins_its_first_hosts_identity_and_links_with_no_host_of_another() {
         w.add(PeerKind::Native, as_role(Role::Client)),
     ];
     w.run_until_true(3 * S, "a star", |w| star(w, host, &clients));
+    (w, host, clients)
+}
+
+#[test]
+fn a_client_pins_its_first_hosts_identity_and_links_with_no_host_of_another() {
+    let (mut w, host, clients) = star_of_host_a();
     for &c in &clients {
         assert!(w.nodes[c].events.iter().any(|e| matches!(
             e,
@@ -356,13 +363,7 @@ fn a_client_configured_with_its_hosts_identity_links_with_that_host_alone() {
 
 #[test]
 fn a_named_hosts_restarted_program_replaces_it_and_clients_drop_the_old_link_at_once() {
-    let mut w = World::new();
-    let host = w.add(PeerKind::Native, named(Role::Host, "host-a"));
-    let clients = [
-        w.add(PeerKind::Browser, as_role(Role::Client)),
-        w.add(PeerKind::Native, as_role(Role::Client)),
-    ];
-    w.run_until_true(3 * S, "a star", |w| star(w, host, &clients));
+    let (mut w, host, clients) = star_of_host_a();
     // The host's process dies and a new one of the same identity joins (another instance):
     // the server replaces the old, and the clients link with the new one with nothing left
     // of the old link (not kept for the 20 s a link of a replaced peer waits to be renamed).
