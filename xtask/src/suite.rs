@@ -338,6 +338,27 @@ struct Stage {
     /// When it began, seconds after `cargo xtask test` started.
     began: f64,
     seconds: f64,
+    /// CPU seconds (user + system) of the processes it ran: on two cores the stages share,
+    /// this, not the wall time, says what cutting a stage would give back.
+    cpu: f64,
+}
+
+/// CPU seconds (user + system) used so far by this process's children that have ended and
+/// been waited for (`cutime` + `cstime` of /proc/self/stat; cargo waits for its rustcs, so
+/// a stage's delta is all it ran). Linux reports them in USER_HZ ticks, 100 a second on
+/// every architecture's ABI.
+fn children_cpu() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command's closing parenthesis start at the third (state).
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (ticks(13) + ticks(14)) / 100.0
 }
 
 /// When `cargo xtask test` started, so every stage's start, in this process or a lane's, is
@@ -361,17 +382,20 @@ fn stage(name: &str, f: impl FnOnce() -> Result<()>) -> Stage {
     println!("== {name}");
     let began = since_start();
     let start = Instant::now();
+    let cpu_before = children_cpu();
     let outcome = f();
     let seconds = start.elapsed().as_secs_f64();
+    let cpu = children_cpu() - cpu_before;
     match &outcome {
-        Ok(()) => println!("== {name}: ok ({seconds:.1}s)"),
-        Err(e) => println!("== {name}: FAILED ({seconds:.1}s): {e}"),
+        Ok(()) => println!("== {name}: ok ({seconds:.1}s, {cpu:.0} s of CPU)"),
+        Err(e) => println!("== {name}: FAILED ({seconds:.1}s, {cpu:.0} s of CPU): {e}"),
     }
     Stage {
         name: name.to_owned(),
         outcome,
         began,
         seconds,
+        cpu,
     }
 }
 
@@ -413,7 +437,8 @@ fn lane_stage(key: &str, tools: &Tools) -> Stage {
 }
 
 /// `cargo xtask lane NAME` (run by `cargo xtask test`): one lane's stages in order, each
-/// line of its profile written to `target/ci/NAME.stages` (name, outcome, began, seconds).
+/// line of its profile written to `target/ci/NAME.stages` (name, outcome, began, seconds,
+/// CPU seconds).
 pub(crate) fn lane(name: &str) -> Result<()> {
     let (_, _, keys) = LANES
         .iter()
@@ -427,11 +452,12 @@ pub(crate) fn lane(name: &str) -> Result<()> {
         let s = lane_stage(key, &tools);
         failed |= s.outcome.is_err();
         record.push_str(&format!(
-            "{}\t{}\t{:.1}\t{:.1}\n",
+            "{}\t{}\t{:.1}\t{:.1}\t{:.1}\n",
             s.name,
             s.outcome.as_ref().err().map_or("ok", |_| "FAILED"),
             s.began,
-            s.seconds
+            s.seconds,
+            s.cpu
         ));
     }
     std::fs::write(ci_dir().join(format!("{name}.stages")), record).map_err(|e| e.to_string())?;
@@ -509,6 +535,8 @@ impl Beside {
                     outcome,
                     began: b.began,
                     seconds,
+                    // Told apart by the caller: the waits above run in threads of one process.
+                    cpu: 0.0,
                 }
             })
             .collect()
@@ -556,6 +584,7 @@ pub(crate) fn test() -> Result<()> {
                 outcome: Err(e),
                 began: 0.0,
                 seconds: since_start(),
+                cpu: 0.0,
             });
             return summarize("test", &stages, start);
         }
@@ -577,6 +606,7 @@ pub(crate) fn test() -> Result<()> {
         e2e_cmd,
         paths::root().join("target/e2e.log"),
     )?];
+    let cpu_before = children_cpu();
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     for (name, nice, _) in LANES {
         let mut cmd = Command::new("nice");
@@ -591,8 +621,13 @@ pub(crate) fn test() -> Result<()> {
             ci_dir().join(format!("{name}.log")),
         )?);
     }
-    for ended in Beside::finish_all(beside) {
+    let side_by_side = stages.len();
+    let ended_all = Beside::finish_all(beside);
+    let cpu_beside = children_cpu() - cpu_before;
+    let mut e2e_index = None;
+    for ended in ended_all {
         let Some(lane) = ended.name.strip_prefix("lane ") else {
+            e2e_index = Some(stages.len());
             stages.push(ended);
             continue;
         };
@@ -603,7 +638,7 @@ pub(crate) fn test() -> Result<()> {
         let mut stage_failed = false;
         let mut any = false;
         for line in record.lines() {
-            if let [name, mark, began, seconds] = line.split('\t').collect::<Vec<_>>()[..] {
+            if let [name, mark, began, seconds, cpu] = line.split('\t').collect::<Vec<_>>()[..] {
                 any = true;
                 stage_failed |= mark != "ok";
                 stages.push(Stage {
@@ -615,12 +650,24 @@ pub(crate) fn test() -> Result<()> {
                     },
                     began: began.parse().unwrap_or(0.0),
                     seconds: seconds.parse().unwrap_or(0.0),
+                    cpu: cpu.parse().unwrap_or(0.0),
                 });
             }
         }
         if !any || (ended.outcome.is_err() && !stage_failed) {
             stages.push(ended);
         }
+    }
+    // The e2e suite's CPU: all that ran beside, less what the lanes' stages counted (a lane
+    // process itself only waits).
+    if let Some(i) = e2e_index {
+        let lanes: f64 = stages[side_by_side..]
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| side_by_side + j != i)
+            .map(|(_, s)| s.cpu)
+            .sum();
+        stages[i].cpu = (cpu_beside - lanes).max(0.0);
     }
     summarize("test", &stages, start)
 }
@@ -630,21 +677,25 @@ pub(crate) fn test() -> Result<()> {
 fn summarize(command: &str, stages: &[Stage], start: Instant) -> Result<()> {
     let failed = stages.iter().filter(|s| s.outcome.is_err()).count();
     println!();
-    println!("  {:<6} {:<62} {:>7} {:>7}", "", "stage", "began", "took");
+    println!(
+        "  {:<6} {:<62} {:>7} {:>7} {:>7}",
+        "", "stage", "began", "took", "cpu"
+    );
     let mut by_start: Vec<&Stage> = stages.iter().collect();
     by_start.sort_by(|a, b| a.began.total_cmp(&b.began));
     for s in by_start {
         let mark = if s.outcome.is_ok() { "ok" } else { "FAILED" };
         println!(
-            "  {mark:<6} {:<62} {:>6.1}s {:>6.1}s",
-            s.name, s.began, s.seconds
+            "  {mark:<6} {:<62} {:>6.1}s {:>6.1}s {:>6.0}s",
+            s.name, s.began, s.seconds, s.cpu
         );
     }
     println!(
-        "xtask {command}: {}/{} stages passed in {:.1}s",
+        "xtask {command}: {}/{} stages passed in {:.1}s ({:.0} s of CPU, setup's included)",
         stages.len() - failed,
         stages.len(),
-        start.elapsed().as_secs_f64()
+        start.elapsed().as_secs_f64(),
+        children_cpu()
     );
     if failed == 0 {
         Ok(())
