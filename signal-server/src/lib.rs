@@ -167,6 +167,17 @@ pub async fn serve(
     config: Config,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    serve_until(listener, config, Box::pin(shutdown)).await
+}
+
+/// [`serve`]'s body, not generic: a generic `serve` had the whole axum and hyper stack it
+/// reaches compiled again in every crate that calls it, once per shutdown future's type
+/// (the server's tests spent 139 s of a core on it, most of a CI run's longest compile).
+async fn serve_until(
+    listener: TcpListener,
+    config: Config,
+    shutdown: std::pin::Pin<Box<dyn Future<Output = ()> + Send + 'static>>,
+) -> std::io::Result<()> {
     config.check().map_err(invalid_input)?;
     let tls = tls::Certificates::load(&config)?;
     let tickets = config.tickets().map_err(invalid_input)?;

@@ -12,6 +12,7 @@ mod paths;
 mod process;
 mod setup;
 mod suite;
+mod test_binaries;
 mod third_party;
 
 use std::process::ExitCode;

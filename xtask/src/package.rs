@@ -163,17 +163,24 @@ fn dev_profile(manifest: &str, own: &[String]) -> String {
     out
 }
 
-/// `cargo package` of every published crate, verified: each `.crate` is unpacked and built
-/// on its own, outside the workspace (so without its `[patch.crates-io]`: against the crates
-/// crates.io has, as a user's build would be), its dependencies on the others resolved to
-/// their fresh packages. The bundle must be built already (`cargo xtask bundle`).
+/// `cargo package` of every published crate, then each `.crate` checked on its own, outside
+/// the workspace: unpacked into `target/packages/verify/`, a workspace of the packages alone
+/// whose `[patch.crates-io]` points each one's dependencies on the others at their fresh
+/// packages, and no other patch (so against the crates crates.io has, as a user's build would
+/// be); then `cargo check -p NAME` of each, which resolves the features of that package and
+/// its dependencies alone, as `cargo publish`'s own verification does. The bundle must be
+/// built already (`cargo xtask bundle`).
 ///
-/// The verification builds share the workspace's build directory (`build.build-dir`) and
-/// its profile for dependencies, so every dependency the test build compiled with the same
-/// features is reused rather than compiled again. The `.crate` files go to
-/// `target/packages/package/`. Cargo links the verified server's binary where the test
-/// build's is (`target/debug/ackwire-signal`, which the e2e suite and the native tests run):
-/// the test build's is put back afterwards.
+/// Checked rather than built (what `cargo package` would do): a check runs every build script
+/// (the server's embedding of its assets among them), resolves every dependency and
+/// type-checks every line of the package, which is what a package can get wrong (a file left
+/// out of `include`, a feature a dependency lacks); codegen and linking see the same files.
+/// Built, the five verifications took 290 s of CPU of a CI run (2026-11-30), most of it
+/// compiling the stock `webrtc` stack's code twice more.
+///
+/// The checks share the workspace's build directory (`build.build-dir`) and its profile for
+/// dependencies, so every dependency already checked with the same features (`cargo doc`'s
+/// in the lints) is reused. The `.crate` files go to `target/packages/package/`.
 pub(crate) fn package() -> Result<()> {
     let (files, bytes) = stage_assets()?;
     println!(
@@ -189,60 +196,89 @@ pub(crate) fn package() -> Result<()> {
     fs::write(&profile, dev_profile(&manifest, &crates))
         .map_err(|e| format!("cannot write {}: {e}", profile.display()))?;
     let mut cmd = suite::cargo();
-    cmd.arg("package");
+    cmd.arg("package").arg("--no-verify");
     for name in &crates {
         cmd.args(["-p", name]);
     }
     // The packages are made from the files as they are (a CI run's tree may carry the very
     // change under test): whether git has them committed is `cargo publish`'s question.
-    cmd.arg("--allow-dirty")
-        .arg("--target-dir")
-        .arg(&out)
-        .arg("--config")
-        .arg(format!(
-            "build.build-dir={:?}",
-            build_dir.display().to_string()
-        ))
-        .arg("--config")
-        .arg(&profile)
-        // Incremental state of builds nothing rebuilds would only cost disk.
-        .env("CARGO_INCREMENTAL", "0");
-    let server = build_dir.join("debug/ackwire-signal");
-    let test_builds = linked_from_deps(&server);
-    let outcome = run(&mut cmd);
-    if let Some(original) = test_builds {
-        relink(&original, &server)?;
+    cmd.arg("--allow-dirty").arg("--target-dir").arg(&out);
+    run(&mut cmd)?;
+    let verify = out.join("verify");
+    let dirs = unpack_all(&out.join("package"), &verify, &crates)?;
+    fs::write(verify.join("Cargo.toml"), verify_manifest(&crates, &dirs))
+        .map_err(|e| format!("cannot write {}: {e}", verify.display()))?;
+    // The workspace's locked versions: the check resolves what the test build built.
+    fs::copy(paths::root().join("Cargo.lock"), verify.join("Cargo.lock"))
+        .map_err(|e| format!("cannot copy Cargo.lock: {e}"))?;
+    for name in &crates {
+        run(suite::cargo()
+            .current_dir(&verify)
+            .args(["check", "-p", name, "--target-dir"])
+            .arg(out.join("verify-target"))
+            .arg("--config")
+            .arg(format!(
+                "build.build-dir={:?}",
+                build_dir.display().to_string()
+            ))
+            .arg("--config")
+            .arg(&profile)
+            // Incremental state of builds nothing rebuilds would only cost disk.
+            .env("CARGO_INCREMENTAL", "0"))?;
     }
-    outcome?;
     println!("   packages: {}", out.join("package").display());
     Ok(())
 }
 
-/// The file under `deps/` that `binary` (cargo's hard link of it, one level up) is.
-fn linked_from_deps(binary: &Path) -> Option<PathBuf> {
-    use std::os::unix::fs::MetadataExt;
-    let inode = fs::metadata(binary).ok()?.ino();
-    let deps = binary.parent()?.join("deps");
-    let stem = binary.file_name()?.to_str()?.replace('-', "_");
-    fs::read_dir(deps)
-        .ok()?
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with(&format!("{stem}-")))
-                && fs::metadata(p).is_ok_and(|m| m.ino() == inode)
-        })
+/// Unpacks each crate's `.crate` (`NAME-VERSION.crate` in `packages`) into `into/`, emptied
+/// first; returns each one's directory name (`NAME-VERSION`), in `crates`' order.
+fn unpack_all(packages: &Path, into: &Path, crates: &[String]) -> Result<Vec<String>> {
+    if into.exists() {
+        fs::remove_dir_all(into).map_err(|e| format!("cannot empty {}: {e}", into.display()))?;
+    }
+    fs::create_dir_all(into).map_err(|e| format!("cannot create {}: {e}", into.display()))?;
+    let mut dirs = Vec::new();
+    for name in crates {
+        let newest = fs::read_dir(packages)
+            .map_err(|e| format!("cannot read {}: {e}", packages.display()))?
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .and_then(|n| n.strip_prefix(&format!("{name}-")))
+                    .and_then(|rest| rest.strip_suffix(".crate"))
+                    .is_some_and(|version| version.starts_with(|c: char| c.is_ascii_digit()))
+            })
+            .max_by_key(|p| fs::metadata(p).and_then(|m| m.modified()).ok())
+            .ok_or_else(|| format!("no {name}-*.crate in {}", packages.display()))?;
+        let file = fs::File::open(&newest).map_err(|e| format!("{}: {e}", newest.display()))?;
+        tar::Archive::new(flate2::read::GzDecoder::new(file))
+            .unpack(into)
+            .map_err(|e| format!("cannot unpack {}: {e}", newest.display()))?;
+        let stem = newest
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or_default()
+            .to_owned();
+        dirs.push(stem);
+    }
+    Ok(dirs)
 }
 
-/// Points `binary` at `original` again (a new hard link, renamed over it).
-fn relink(original: &Path, binary: &Path) -> Result<()> {
-    let temporary = binary.with_extension("relink");
-    let _ = fs::remove_file(&temporary);
-    fs::hard_link(original, &temporary)
-        .and_then(|()| fs::rename(&temporary, binary))
-        .map_err(|e| format!("cannot put the test build's {} back: {e}", binary.display()))
+/// The manifest of the workspace the packages are checked in: the unpacked packages as its
+/// members, each one's crates.io name patched to its directory, nothing else.
+fn verify_manifest(crates: &[String], dirs: &[String]) -> String {
+    let members: Vec<String> = dirs.iter().map(|d| format!("{d:?}")).collect();
+    let mut manifest = format!(
+        "# Written by `cargo xtask package`: the packages, checked as crates.io would build them.\n\
+         [workspace]\nresolver = \"3\"\nmembers = [{}]\n\n[patch.crates-io]\n",
+        members.join(", ")
+    );
+    for (name, dir) in crates.iter().zip(dirs) {
+        manifest.push_str(&format!("{name} = {{ path = {dir:?} }}\n"));
+    }
+    manifest
 }
 
 /// `cargo xtask package`: setup, the bundle, then [`package`].
@@ -281,6 +317,25 @@ mod tests {
             "[profile.dev]\ndebug = 1\n[profile.dev.package.\"*\"]\ndebug = false\n\
              [profile.dev.package.brotli]\nopt-level = 3\n"
         );
+    }
+
+    #[test]
+    fn the_packages_are_checked_against_each_other_and_nothing_else_patched() {
+        let manifest = verify_manifest(
+            &["ackwire-core".to_owned(), "ackwire".to_owned()],
+            &["ackwire-core-0.1.0".to_owned(), "ackwire-0.1.0".to_owned()],
+        );
+        assert!(
+            manifest.contains("members = [\"ackwire-core-0.1.0\", \"ackwire-0.1.0\"]\n"),
+            "{manifest}"
+        );
+        let patches = &manifest[manifest.find("[patch.crates-io]\n").unwrap()..];
+        assert_eq!(
+            patches,
+            "[patch.crates-io]\nackwire-core = { path = \"ackwire-core-0.1.0\" }\n\
+             ackwire = { path = \"ackwire-0.1.0\" }\n"
+        );
+        assert!(!manifest.contains("third_party"));
     }
 
     #[test]

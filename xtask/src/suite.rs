@@ -399,19 +399,28 @@ fn stage(name: &str, f: impl FnOnce() -> Result<()>) -> Stage {
     }
 }
 
-/// The stages that run beside the browser e2e suite once the builds are done, in lanes:
-/// each lane is its own process (`cargo xtask lane NAME`, niced as given: the e2e's pages,
-/// relays and natives come first, whose RTT bounds a starved process could miss, then the
-/// lane whose native tests have timing bounds of their own), whose
-/// output goes to `target/ci/NAME.log` and is printed in one piece when it ends. The lints,
-/// the packages' verification and the native tests share one lane because all three build
-/// in `target/debug`, which cargo locks for a whole build (and the whole of `cargo test`,
-/// runs included); the packages come after the e2e's usual end and before the native tests,
-/// which run once the other lane's fuzzing is over.
+/// The stages that run beside the builds and then the browser e2e suite, in lanes: each
+/// lane is its own process (`cargo xtask lane NAME`, niced as given: the e2e's pages, relays
+/// and natives come first, whose RTT bounds a starved process could miss, then the lane whose
+/// native tests have timing bounds of their own), whose output goes to `target/ci/NAME.log`
+/// and is printed in one piece when it ends. The lanes start as soon as the test build is
+/// done, beside the builds (the wasm bundle's whole-program optimisation keeps one core
+/// busy); the stages named in [`NEED_BUILDS`] wait for them. The lints, the packages'
+/// verification and the native tests share one lane because all three use `target/`'s
+/// build directory, which cargo locks for a whole build; the fuzz smoke comes first in the
+/// other lane, so that its two fuzzing processes are over long before the native tests run.
 const LANES: &[(&str, i32, &[&str])] = &[
     ("checks", 10, &["third-party", "lints", "package", "native"]),
-    ("browser", 15, &["types", "wasm", "fuzz"]),
+    ("browser", 15, &["fuzz", "wasm", "types"]),
 ];
+
+/// Stages that use what the builds make (the wasm bundle, the npm package): a lane waits for
+/// `cargo xtask test` to say the builds are done before it starts one.
+const NEED_BUILDS: &[&str] = &["package", "types"];
+
+/// What `cargo xtask test` writes to a lane's stdin once the builds are done; an end of input
+/// without it means they failed.
+const BUILT: &str = "built";
 
 fn lane_stage(key: &str, tools: &Tools) -> Stage {
     match key {
@@ -448,8 +457,15 @@ pub(crate) fn lane(name: &str) -> Result<()> {
     let tools = setup::run()?;
     let mut record = String::new();
     let mut failed = false;
+    let mut built = None;
     for key in keys.iter() {
-        let s = lane_stage(key, &tools);
+        let s = if NEED_BUILDS.contains(key) && !*built.get_or_insert_with(builds_done) {
+            stage(&format!("{key} (not run)"), || {
+                Err("the builds it needs failed".into())
+            })
+        } else {
+            lane_stage(key, &tools)
+        };
         failed |= s.outcome.is_err();
         record.push_str(&format!(
             "{}\t{}\t{:.1}\t{:.1}\t{:.1}\n",
@@ -468,6 +484,15 @@ pub(crate) fn lane(name: &str) -> Result<()> {
     }
 }
 
+/// Blocks until `cargo xtask test` says the builds are done ([`BUILT`] on stdin): whether
+/// they succeeded.
+fn builds_done() -> bool {
+    std::io::stdin()
+        .lines()
+        .map_while(std::result::Result::ok)
+        .any(|line| line.trim() == BUILT)
+}
+
 fn ci_dir() -> PathBuf {
     paths::root().join("target/ci")
 }
@@ -481,10 +506,13 @@ struct Beside {
 }
 
 impl Beside {
+    /// Starts `cmd` with its output to `log` and its stdin a pipe (closed when dropped).
     fn spawn(name: &str, mut cmd: Command, log: PathBuf) -> Result<Self> {
         let out = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
         let err = out.try_clone().map_err(|e| e.to_string())?;
-        cmd.stdout(out).stderr(err);
+        cmd.stdout(out)
+            .stderr(err)
+            .stdin(std::process::Stdio::piped());
         eprintln!("  $ {}   (output: {})", describe(&cmd), log.display());
         let child = cmd
             .spawn()
@@ -592,22 +620,10 @@ pub(crate) fn test() -> Result<()> {
     if stages[0].outcome.is_err() {
         return summarize("test", &stages, start);
     }
-    let mut e2e_cmd = None;
-    stages.push(stage("builds (bundles, npm package, e2e programs)", || {
-        e2e_cmd = Some(prepare_e2e(&tools, &[])?);
-        Ok(())
-    }));
-    let Some(e2e_cmd) = e2e_cmd else {
-        return summarize("test", &stages, start);
-    };
     std::fs::create_dir_all(ci_dir()).map_err(|e| e.to_string())?;
-    let mut beside = vec![Beside::spawn(
-        "browser e2e (playwright-core + chromium)",
-        e2e_cmd,
-        paths::root().join("target/e2e.log"),
-    )?];
     let cpu_before = children_cpu();
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut beside = Vec::new();
     for (name, nice, _) in LANES {
         let mut cmd = Command::new("nice");
         cmd.args(["-n", &nice.to_string()])
@@ -621,9 +637,33 @@ pub(crate) fn test() -> Result<()> {
             ci_dir().join(format!("{name}.log")),
         )?);
     }
+    let mut e2e_cmd = None;
+    let builds = stage("builds (bundles, npm package, e2e programs)", || {
+        e2e_cmd = Some(prepare_e2e(&tools, &[], false)?);
+        Ok(())
+    });
+    let builds_cpu = builds.cpu;
+    stages.push(builds);
+    // Tells the lanes the builds are done (or, by closing their stdin unsaid, that they failed).
+    for lane in &mut beside {
+        if let Some(mut stdin) = lane.child.stdin.take()
+            && e2e_cmd.is_some()
+        {
+            use std::io::Write;
+            let _ = writeln!(stdin, "{BUILT}");
+        }
+    }
+    if let Some(e2e_cmd) = e2e_cmd {
+        beside.push(Beside::spawn(
+            "browser e2e (playwright-core + chromium)",
+            e2e_cmd,
+            paths::root().join("target/e2e.log"),
+        )?);
+    }
     let side_by_side = stages.len();
     let ended_all = Beside::finish_all(beside);
-    let cpu_beside = children_cpu() - cpu_before;
+    // The builds stage's own processes ended before these, counted in its stage.
+    let cpu_beside = children_cpu() - cpu_before - builds_cpu;
     let mut e2e_index = None;
     for ended in ended_all {
         let Some(lane) = ended.name.strip_prefix("lane ") else {
@@ -718,8 +758,19 @@ fn lints() -> Result<()> {
     run(cargo().args(["check", "-p", "ackwire-peer", "--no-default-features"]))
 }
 
+/// `cargo test --workspace`, its executables run several at a time ([`test_binaries`]): the
+/// build is the test build's (nothing left to compile), listed as cargo's JSON messages.
 fn native_tests() -> Result<()> {
-    run(cargo_linted().args(["test", "--workspace"]))
+    let messages = crate::process::output(cargo_linted().args([
+        "test",
+        "--workspace",
+        "--no-run",
+        "--message-format=json-render-diagnostics",
+    ]))?;
+    let binaries = crate::test_binaries::from_messages(&messages)?;
+    println!("   {} test executables", binaries.len());
+    crate::test_binaries::run_all(binaries, &ci_dir().join("native"))?;
+    run(cargo_linted().args(["test", "--workspace", "--doc"]))
 }
 
 /// `wasm-bindgen-test` suites, run by wasm-bindgen-test-runner through chromedriver in
@@ -768,21 +819,25 @@ fn wasm_browser_tests(tools: &Tools) -> Result<()> {
 /// only loopback exists.
 /// With `only`, just the files whose name contains one of those strings.
 pub(crate) fn browser_e2e(tools: &Tools, only: &[&str]) -> Result<()> {
-    let mut cmd = prepare_e2e(tools, only)?;
+    let mut cmd = prepare_e2e(tools, only, true)?;
     run(&mut cmd).map_err(|e| format!("{e}\n   (command: {})", describe(&cmd)))
 }
 
 /// Builds everything the e2e files in `only` (all without) need and returns the command that
 /// runs them.
-fn prepare_e2e(tools: &Tools, only: &[&str]) -> Result<Command> {
+/// The builds the e2e suite needs, and its command. With `build_tests`, the test build too
+/// (`cargo xtask e2e`); `cargo xtask test` made it already, and its lanes hold cargo's lock
+/// on `target/` while the bundles build.
+fn prepare_e2e(tools: &Tools, only: &[&str], build_tests: bool) -> Result<Command> {
     bundle::build(tools)?;
     // `package.test.mjs` loads the JS API from the tarball a game would install.
     let tarball = npm::pack()?;
     // The binaries and examples the e2e drives come from the very build the native tests run
     // (`cargo test` builds every package's binaries and examples): one feature set, one
     // compile. A `cargo build -p` of each resolves its own features and rebuilt ~140 crates.
-    // Nothing to do after `cargo xtask test`'s own test build.
-    build_tests()?;
+    if build_tests {
+        self::build_tests()?;
+    }
     let debug = paths::root().join("target/debug");
     let server = debug.join("ackwire-signal");
     let peer = debug.join("ackwire-peer");
