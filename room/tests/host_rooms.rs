@@ -2,7 +2,7 @@
 //! lost, wait, and link again when a host comes back, without joining again; and the
 //! refusals that keep a room a star.
 
-mod world;
+use crate::world;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! server restarts, ICE failure, and bad input, with members driven only by their own
 //! timeouts and by what arrives for them (`world/mod.rs`).
 
-mod world;
+use crate::world;
 
 use std::net::SocketAddr;
 use std::time::Duration;

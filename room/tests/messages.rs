@@ -2,7 +2,7 @@
 //! messages across lost links and server restarts, what is handed back when a peer goes for
 //! good, the application check, and every refusal (`world/mod.rs` is the room).
 
-mod world;
+use crate::world;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -430,7 +430,7 @@ fn lane_stage(key: &str, tools: &Tools) -> Stage {
         ),
         "lints" => stage("lints (fmt, rustdoc, no-default-features)", lints),
         "package" => stage(
-            "packages (cargo package, verified, of every published crate)",
+            "packages (cargo package, each checked on its own)",
             package::package,
         ),
         "types" => stage("types (tsc --noEmit: example, README snippets)", npm::types),
@@ -758,7 +758,7 @@ fn lints() -> Result<()> {
     run(cargo().args(["check", "-p", "ackwire-peer", "--no-default-features"]))
 }
 
-/// `cargo test --workspace`, its executables run several at a time ([`test_binaries`]): the
+/// `cargo test --workspace`, its executables run several at a time ([`crate::test_binaries`]): the
 /// build is the test build's (nothing left to compile), listed as cargo's JSON messages.
 fn native_tests() -> Result<()> {
     let messages = crate::process::output(cargo_linted().args([
