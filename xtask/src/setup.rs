@@ -479,6 +479,9 @@ fn cargo_install(krate: &str, version: &str, root: &Path, takes: &str) -> Result
     );
     process::run(
         Command::new(env!("CARGO"))
+            // Tools, not code to step through: without debug info a dev build compiles
+            // ~16 % faster (cargo-fuzz: 44 s of CPU against 37 s).
+            .env("CARGO_PROFILE_DEV_DEBUG", "false")
             .args([
                 "install",
                 "--debug",
