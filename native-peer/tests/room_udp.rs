@@ -36,12 +36,14 @@ async fn two_natives_in_a_room_link_over_udp_exchange_positions_and_a_greeting_o
             let link = me.wait_for("a UDP link", Duration::from_secs(10), |l| {
                 link_state(l, other, "connected") && l["transport"] == "udp"
             });
-            // Measured 1-33 ms. The newcomer's first connect request beats `peer_joined` to
-            // the other native, which replays it once it knows the address; without that the
-            // core's 250 ms resend shows here.
+            // Measured 1-33 ms on an idle machine, up to 165 ms in a CI run with the e2e's
+            // browsers and other test executables beside it. The newcomer's first connect
+            // request beats `peer_joined` to the other native, which replays it once it knows
+            // the address; without that the link waits for the core's 250 ms resend, which
+            // this bound still catches.
             let after = link["attempt_ms"].as_f64().unwrap();
             assert!(
-                after < 150.0,
+                after < 240.0,
                 "UDP link connected {after} ms after discovery"
             );
             // The other's dot moves: two different positions arrive over the link.

@@ -19,7 +19,7 @@ use crate::process::{Result, describe};
 
 /// Executables running at once: enough for the waits to overlap, few enough that the tests
 /// with timing bounds of their own (RTTs, link times) keep a core.
-const AT_ONCE: usize = 4;
+const AT_ONCE: usize = 3;
 
 /// One test executable, as `cargo test --no-run --message-format=json` names it.
 #[derive(Debug, PartialEq)]
