@@ -463,7 +463,16 @@ fn wasm_bindgen_cli() -> Result<(PathBuf, PathBuf)> {
     if matches && runner.exists() {
         step("wasm-bindgen-cli", &format!("{version} present; skipping"));
     } else {
-        cargo_install("wasm-bindgen-cli", &version, &install_root, "~3 min")?;
+        // Without its default feature, TLS for its HTTP client: the test runner speaks
+        // plain HTTP to a chromedriver on loopback, and rustls with its `ring` is 7 % of
+        // the tool's compile (138 s of CPU against 129 s, 2026-11-30).
+        cargo_install(
+            "wasm-bindgen-cli",
+            &version,
+            &install_root,
+            &["--no-default-features"],
+            "~1.5 min",
+        )?;
     }
     Ok((cli, runner))
 }
@@ -472,7 +481,13 @@ fn wasm_bindgen_cli() -> Result<(PathBuf, PathBuf)> {
 /// dev profile: these tools run for a second per use, and a debug build compiles in ~60 % of
 /// a release one's time (wasm-bindgen-cli 2 min 48 s against ~4.5 min here) and writes the
 /// same bytes (the bundle's glue and wasm compared: identical).
-fn cargo_install(krate: &str, version: &str, root: &Path, takes: &str) -> Result<()> {
+fn cargo_install(
+    krate: &str,
+    version: &str,
+    root: &Path,
+    extra: &[&str],
+    takes: &str,
+) -> Result<()> {
     step(
         krate,
         &format!("installing {version} into {} ({takes})", root.display()),
@@ -493,7 +508,8 @@ fn cargo_install(krate: &str, version: &str, root: &Path, takes: &str) -> Result
                 version,
                 "--root",
             ])
-            .arg(root),
+            .arg(root)
+            .args(extra),
     )
 }
 
@@ -509,7 +525,7 @@ fn cargo_fuzz() -> Result<PathBuf> {
             &format!("{CARGO_FUZZ_VERSION} present; skipping"),
         );
     } else {
-        cargo_install("cargo-fuzz", CARGO_FUZZ_VERSION, &root, "~1 min")?;
+        cargo_install("cargo-fuzz", CARGO_FUZZ_VERSION, &root, &[], "~1 min")?;
     }
     Ok(bin)
 }
