@@ -13,13 +13,14 @@
 #[cfg(target_arch = "wasm32")]
 mod room;
 
+#[cfg(target_arch = "wasm32")]
 use wasm_bindgen::prelude::*;
 
 #[cfg(target_arch = "wasm32")]
 pub use room::WasmRoom;
 
 /// The version of the protocol core compiled into this bundle.
-#[wasm_bindgen(js_name = coreVersion)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen(js_name = coreVersion))]
 pub fn core_version() -> String {
     ackwire_core::VERSION.to_owned()
 }
