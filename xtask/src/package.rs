@@ -133,7 +133,7 @@ fn read(path: &Path) -> Result<String> {
 }
 
 /// Where the workspace's builds put their artifacts (`CARGO_TARGET_DIR`, else `target/`).
-fn build_dir() -> PathBuf {
+fn target_dir() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| paths::root().join("target"))
@@ -188,8 +188,9 @@ pub(crate) fn package() -> Result<()> {
         bytes / 1000
     );
     let crates = published_crates()?;
-    let build_dir = build_dir();
-    let out = build_dir.join("packages");
+    // The workspace's native build directory: CI's cache of it, else the target directory.
+    let build_dir = paths::build_cache("native").unwrap_or_else(target_dir);
+    let out = target_dir().join("packages");
     fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
     let profile = out.join("dev-profile.toml");
     let manifest = read(&paths::root().join("Cargo.toml"))?;

@@ -23,6 +23,19 @@ pub(crate) fn tools_dir() -> PathBuf {
     cache.join("ackwire")
 }
 
+/// Where cargo keeps the intermediate artifacts (`build.build-dir`) of the builds into one
+/// target directory, `name` (`native`, `wasm-ROUTE`, `fuzz`), when `ACKWIRE_BUILD_CACHE` names a
+/// directory: `.ci/run` sets it beside the tools, so the dependencies one CI run compiled serve
+/// the next run's fresh clone (cargo's fingerprints decide what is still fresh; the clone's own
+/// crates always rebuild). One per target directory: cargo locks a build directory for a whole
+/// build, and the lanes build into several at once. `None` otherwise: each target directory
+/// keeps its own, as cargo does by default.
+pub(crate) fn build_cache(name: &str) -> Option<PathBuf> {
+    std::env::var_os("ACKWIRE_BUILD_CACHE")
+        .filter(|dir| !dir.is_empty())
+        .map(|dir| PathBuf::from(dir).join(name))
+}
+
 pub(crate) fn web_dir() -> PathBuf {
     root().join("web")
 }

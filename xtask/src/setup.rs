@@ -73,6 +73,9 @@ impl WasmToolchain {
         if let Self::Debian { usr } = self {
             debian_env(cmd, usr);
         }
+        if let Some(dir) = paths::build_cache(&format!("wasm-{}", self.name())) {
+            cmd.env("CARGO_BUILD_BUILD_DIR", dir);
+        }
     }
 
     /// A `cargo` command set up for wasm32 builds with this toolchain.

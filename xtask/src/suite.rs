@@ -18,6 +18,9 @@ const WASM_TARGET: &str = "wasm32-unknown-unknown";
 pub(crate) fn cargo() -> Command {
     let mut cmd = Command::new(env!("CARGO"));
     cmd.current_dir(paths::root());
+    if let Some(dir) = paths::build_cache("native") {
+        cmd.env("CARGO_BUILD_BUILD_DIR", dir);
+    }
     cmd
 }
 
@@ -935,6 +938,9 @@ fn fuzz_smoke(tools: &Tools) -> Result<()> {
             .args(args)
             .current_dir(&core)
             .env("RUSTC_BOOTSTRAP", "1");
+        if let Some(dir) = paths::build_cache("fuzz") {
+            cmd.env("CARGO_BUILD_BUILD_DIR", dir);
+        }
         cmd
     };
     // Without AddressSanitizer: the core forbids unsafe code, so ASan has nothing of ours to
