@@ -235,6 +235,6 @@ test('ten browsers join a room with a native peer: where the time from opening t
   const median = (step) => runs.map((r) => r[step] ?? NaN).sort((x, y) => x - y)[runs.length / 2];
   console.log(`a browser joining a native, medians of ${runs.length} (ms after navigation): ${steps.map((s) => `${s} ${median(s).toFixed(0)}`).join(', ')}`);
   // A wide bound, for a loaded CI machine (the goal, a first ack within 120 ms, is printed
-  // above, not asserted).
-  assert.ok(median('ack') < 1000, `median first ack at ${median('ack')} ms`);
+  // above, not asserted), as in room.test.mjs's ten joins.
+  assert.ok(median('ack') < 2500, `median first ack at ${median('ack')} ms`);
 });

@@ -70,9 +70,10 @@ test('two players in a room connect, see each other move, and get a first ack qu
   const aId = await a.page.evaluate(() => window.ackwire.me.id);
   const [onA, onB] = [await settledRtt(a.page, bId), await settledRtt(b.page, aId)];
   console.log(`clean loopback RTT read by the pages: ${onA.rtt.toFixed(2)} ms (jitter ${onA.jitter.toFixed(2)}) and ${onB.rtt.toFixed(2)} ms (jitter ${onB.jitter.toFixed(2)})`);
-  // 2.6-2.7 ms on an idle machine; the bound leaves room for a loaded one and still fails the
+  // 2.6-2.7 ms on an idle machine, 8.2 ms seen with a CI run's builds beside it (fresh
+  // caches, 2026-11-30); the bound leaves room for a loaded machine and still fails the
   // 30-100 ms a held ack would add.
-  for (const { rtt } of [onA, onB]) assert.ok(rtt > 0 && rtt <= 8, `RTT on clean loopback ${rtt} ms`);
+  for (const { rtt } of [onA, onB]) assert.ok(rtt > 0 && rtt <= 20, `RTT on clean loopback ${rtt} ms`);
   // A reliable chat message arrives exactly once on the other page.
   const text = `hello from B ${Math.random().toString(36).slice(2)}`;
   await b.page.fill('#chat-input', text);
@@ -155,8 +156,10 @@ test('ten joins: where the time from opening the URL to the first acked packet g
   const median = (step) => runs.map((r) => r[step] ?? NaN).sort((x, y) => x - y)[runs.length / 2];
   console.log(`joining, medians of ${runs.length} (ms after navigation): ${steps.map((s) => `${s} ${median(s).toFixed(0)}`).join(', ')}`);
   // A wide bound, for a loaded CI machine (the goal, a first ack within 120 ms, is printed
-  // above, not asserted).
-  assert.ok(median('ack') < 1000, `median first ack at ${median('ack')} ms`);
+  // above, not asserted): 300 ms idle, 1,225 ms seen in a CI run with fresh caches, its builds
+  // beside it (2026-11-30). It fails a join that waits out a timeout of seconds; the medians
+  // printed and `cargo xtask bench joins` show the finer regressions.
+  assert.ok(median('ack') < 2500, `median first ack at ${median('ack')} ms`);
 });
 
 test('a room playing another game refuses the page, which says why; join() rejects with the server\'s code, and a joined room\'s bad calls throw typed errors', async () => {
