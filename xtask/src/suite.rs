@@ -425,6 +425,16 @@ const NEED_BUILDS: &[&str] = &["package", "types"];
 /// without it means they failed.
 const BUILT: &str = "built";
 
+/// Stages with timing bounds of their own (real sockets' RTTs, link times) that start only once
+/// the browser e2e suite has ended: beside its pages, at a lane's lower priority, they were
+/// starved past their bounds (a 50 ms emulated RTT read as 116 ms, 2026-11-30, when compiled
+/// dependencies came from CI's cache and the lanes caught up with the e2e).
+const AFTER_E2E: &[&str] = &["native"];
+
+/// What `cargo xtask test` writes to a lane's stdin once the e2e suite has ended; an end of
+/// input (no e2e suite ran) lets the stage go on too.
+const E2E_ENDED: &str = "e2e ended";
+
 fn lane_stage(key: &str, tools: &Tools) -> Stage {
     match key {
         "third-party" => stage(
@@ -462,6 +472,10 @@ pub(crate) fn lane(name: &str) -> Result<()> {
     let mut failed = false;
     let mut built = None;
     for key in keys.iter() {
+        if AFTER_E2E.contains(key) {
+            built.get_or_insert_with(builds_done);
+            e2e_ended();
+        }
         let s = if NEED_BUILDS.contains(key) && !*built.get_or_insert_with(builds_done) {
             stage(&format!("{key} (not run)"), || {
                 Err("the builds it needs failed".into())
@@ -496,6 +510,15 @@ fn builds_done() -> bool {
         .any(|line| line.trim() == BUILT)
 }
 
+/// Blocks until `cargo xtask test` says the e2e suite has ended ([`E2E_ENDED`] on stdin), or
+/// has closed this lane's stdin.
+fn e2e_ended() {
+    let _ = std::io::stdin()
+        .lines()
+        .map_while(std::result::Result::ok)
+        .any(|line| line.trim() == E2E_ENDED);
+}
+
 fn ci_dir() -> PathBuf {
     paths::root().join("target/ci")
 }
@@ -506,6 +529,8 @@ struct Beside {
     child: std::process::Child,
     log: PathBuf,
     began: f64,
+    /// Called as soon as the process has ended (by its waiting thread).
+    then: Option<Box<dyn FnOnce() + Send>>,
 }
 
 impl Beside {
@@ -525,6 +550,7 @@ impl Beside {
             child,
             log,
             began: since_start(),
+            then: None,
         })
     }
 
@@ -541,6 +567,9 @@ impl Beside {
                             Ok(status) => Err(format!("{} failed ({status})", b.name)),
                             Err(e) => Err(e.to_string()),
                         };
+                        if let Some(then) = b.then.take() {
+                            then();
+                        }
                         (since_start(), b, outcome)
                     })
                 })
@@ -647,7 +676,9 @@ pub(crate) fn test() -> Result<()> {
     });
     let builds_cpu = builds.cpu;
     stages.push(builds);
-    // Tells the lanes the builds are done (or, by closing their stdin unsaid, that they failed).
+    // Tells the lanes the builds are done (or, by closing their stdin unsaid, that they failed),
+    // then, once the e2e suite has ended, that too.
+    let mut told = Vec::new();
     for lane in &mut beside {
         if let Some(mut stdin) = lane.child.stdin.take()
             && e2e_cmd.is_some()
@@ -655,14 +686,22 @@ pub(crate) fn test() -> Result<()> {
             use std::io::Write;
             // A lane that cannot be told has ended already, and its own outcome says why.
             let _ = writeln!(stdin, "{BUILT}");
+            told.push(stdin);
         }
     }
     if let Some(e2e_cmd) = e2e_cmd {
-        beside.push(Beside::spawn(
+        let mut e2e = Beside::spawn(
             "browser e2e (playwright-core + chromium)",
             e2e_cmd,
             paths::root().join("target/e2e.log"),
-        )?);
+        )?;
+        e2e.then = Some(Box::new(move || {
+            use std::io::Write;
+            for mut stdin in told {
+                let _ = writeln!(stdin, "{E2E_ENDED}");
+            }
+        }));
+        beside.push(e2e);
     }
     let side_by_side = stages.len();
     let ended_all = Beside::finish_all(beside);
