@@ -513,10 +513,11 @@ fn builds_done() -> bool {
 /// Blocks until `cargo xtask test` says the e2e suite has ended ([`E2E_ENDED`] on stdin), or
 /// has closed this lane's stdin.
 fn e2e_ended() {
-    let _ = std::io::stdin()
-        .lines()
-        .map_while(std::result::Result::ok)
-        .any(|line| line.trim() == E2E_ENDED);
+    for line in std::io::stdin().lines().map_while(std::result::Result::ok) {
+        if line.trim() == E2E_ENDED {
+            break;
+        }
+    }
 }
 
 fn ci_dir() -> PathBuf {
