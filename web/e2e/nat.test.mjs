@@ -112,9 +112,10 @@ test('Chromium, Firefox and native players, each behind its own symmetric NAT, l
       const rttMs = native.link(line, other.id).stats.rtt_ms;
       console.log(`native ${native.id} ↔ native ${other.id} over the relay: RTT ${rttMs.toFixed(1)} ms`);
       // The relay is on this machine (a path of ~1 ms); a wide bound, for load: CI runs
-      // this beside two compiling lanes, where a reading of 73 ms was seen. A link stalling
-      // on its retransmission timers reads seconds.
-      assert.ok(rttMs < 250, `RTT ${rttMs} ms over a relay on this machine`);
+      // this beside two compiling lanes, where readings of 73 and 299 ms were seen (the
+      // latter on a fresh machine, 2026-11-30). A link stalling on its retransmission timers
+      // reads seconds.
+      assert.ok(rttMs < 1000, `RTT ${rttMs} ms over a relay on this machine`);
     }
     // Acked packets over the relay: an RTT in the pages' link tables.
     for (const [page, other] of [[pages[0], bId], [pages[2], aId]]) {
