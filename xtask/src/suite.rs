@@ -709,8 +709,12 @@ pub(crate) fn test() -> Result<()> {
     // The builds stage's own processes ended before these, counted in its stage.
     let cpu_beside = children_cpu() - cpu_before - builds_cpu;
     let mut e2e_index = None;
+    let mut why = String::new();
     for ended in ended_all {
         let Some(lane) = ended.name.strip_prefix("lane ") else {
+            if ended.outcome.is_err() {
+                why += &failure_digest(&ended.name, &paths::root().join("target/e2e.log"));
+            }
             e2e_index = Some(stages.len());
             stages.push(ended);
             continue;
@@ -738,6 +742,9 @@ pub(crate) fn test() -> Result<()> {
                 });
             }
         }
+        if stage_failed || ended.outcome.is_err() {
+            why += &failure_digest(&ended.name, &ci_dir().join(format!("{lane}.log")));
+        }
         if !any || (ended.outcome.is_err() && !stage_failed) {
             stages.push(ended);
         }
@@ -753,7 +760,47 @@ pub(crate) fn test() -> Result<()> {
             .sum();
         stages[i].cpu = (cpu_beside - lanes).max(0.0);
     }
-    summarize("test", &stages, start)
+    let outcome = summarize("test", &stages, start);
+    // Last, where a reader of the run's tail (a CI page) sees it: the full outputs above are
+    // thousands of lines, and the failure is in one of them.
+    if !why.is_empty() {
+        println!("\n{why}");
+    }
+    outcome
+}
+
+/// The part of a failed process's log that says why: node's `failing tests` section, or
+/// cargo test's `failures:` onwards, else the log's last lines; without stack frames.
+fn failure_digest(name: &str, log: &std::path::Path) -> String {
+    const MAX_LINES: usize = 80;
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    let from = lines
+        .iter()
+        .position(|l| l.starts_with("✖ failing tests:"))
+        .or_else(|| lines.iter().position(|l| *l == "failures:"))
+        .unwrap_or(lines.len().saturating_sub(40));
+    // Stack frames say where in the harness; the messages above them say what.
+    let mut part: Vec<&str> = lines[from..]
+        .iter()
+        .filter(|l| !l.trim_start().starts_with("at "))
+        .copied()
+        .collect();
+    if part.len() > MAX_LINES {
+        let cut = part.len() - MAX_LINES;
+        part.truncate(MAX_LINES);
+        part.push("");
+        return format!(
+            "== why {name} failed (from {}; {cut} more lines there):\n{}\n",
+            log.display(),
+            part.join("\n")
+        );
+    }
+    format!(
+        "== why {name} failed (from {}):\n{}\n",
+        log.display(),
+        part.join("\n")
+    )
 }
 
 /// Prints the profile (each stage's outcome, start and length, in seconds after the start)
@@ -1088,5 +1135,46 @@ pub(crate) fn sim(args: &[String]) -> Result<()> {
         Ok(())
     } else {
         Err("the explorer found a broken promise".into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::failure_digest;
+
+    #[test]
+    fn a_failed_e2e_run_is_summed_up_by_its_failing_tests_without_stack_frames() {
+        let dir = std::env::temp_dir().join(format!("xtask-digest-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let log = dir.join("e2e.log");
+        let mut text = String::from("✔ passes\n").repeat(500);
+        text += "✖ failing tests:\n\ntest at web/e2e/wss.test.mjs:40:1\n✖ two players (10ms)\n  \
+                 TimeoutError: page.waitForFunction: Timeout 10000ms exceeded.\n      \
+                 at file:///web/e2e/wss.test.mjs:42:16\n";
+        std::fs::write(&log, &text).unwrap();
+        let digest = failure_digest("browser e2e", &log);
+        assert!(digest.starts_with("== why browser e2e failed"), "{digest}");
+        assert!(digest.contains("✖ two players"), "{digest}");
+        assert!(digest.contains("Timeout 10000ms exceeded"), "{digest}");
+        assert!(!digest.contains("wss.test.mjs:42:16"), "{digest}");
+        assert!(!digest.contains("✔ passes"), "{digest}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_failed_cargo_test_is_summed_up_by_its_failures_section() {
+        let dir = std::env::temp_dir().join(format!("xtask-digest-c-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let log = dir.join("native.log");
+        std::fs::write(
+            &log,
+            "test a ... ok\ntest b ... FAILED\n\nfailures:\n\n---- b stdout ----\n\
+             assertion failed: rtt < 60\n\nfailures:\n    b\n\ntest result: FAILED. 1 passed\n",
+        )
+        .unwrap();
+        let digest = failure_digest("native tests", &log);
+        assert!(digest.contains("assertion failed: rtt < 60"), "{digest}");
+        assert!(!digest.contains("test a ... ok"), "{digest}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
