@@ -37,10 +37,20 @@ async function openPlayer(room) {
   return player;
 }
 
+/** Waits for the player's welcome; a page that never gets one says what it saw. */
+async function welcomed(p) {
+  try {
+    await p.page.waitForFunction(() => window.ackwire?.me.id !== undefined, null, { timeout: 10000 });
+  } catch (e) {
+    const assets = p.responses.map((r) => `${r.status()} ${new URL(r.url()).pathname}`);
+    throw new Error(`${e.message}\npage errors: ${JSON.stringify(p.errors)}\nconsole errors: ${JSON.stringify(p.consoleErrors)}\nsockets: ${p.sockets}\nresponses: ${assets.join(', ')}`);
+  }
+}
+
 test('two players load the pages over https, signal over wss and open their data channel', async () => {
   assert.match(env.server.url, /^https:\/\/127\.0\.0\.1:\d+$/);
   const a = await openPlayer('tls-duo');
-  await a.page.waitForFunction(() => window.ackwire?.me.id !== undefined, null, { timeout: 10000 });
+  await welcomed(a);
   const b = await openPlayer('tls-duo');
   for (const p of [a, b]) {
     await p.page.waitForFunction(
@@ -84,7 +94,7 @@ test('two players load the pages over https, signal over wss and open their data
 
 test('a native peer joins over wss trusting the certificate with --tls-ca and links with a player', async () => {
   const a = await openPlayer('tls-mixed');
-  await a.page.waitForFunction(() => window.ackwire?.me.id !== undefined, null, { timeout: 10000 });
+  await welcomed(a);
   const aId = await a.page.evaluate(() => window.ackwire.me.id);
   const native = await joinNative(`${env.server.url}/room/tls-mixed`, ['--tls-ca', requireEnv('ACKWIRE_E2E_TLS_CERT')]);
   try {
