@@ -1,6 +1,7 @@
 // A tcpdump of the test's namespace (every interface, UDP only), read back as the DTLS
 // handshake messages it carried. `cargo xtask setup` installs tcpdump; the e2e runs as root in
 // its own network namespace, so the capture sees only the test's traffic.
+import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -111,4 +112,23 @@ function handshakeTypes(datagram) {
     at += 13 + length;
   }
   return types;
+}
+
+/** The handshake messages as lines: ms after the first, type, from → to. */
+export function storyOf(messages) {
+  return messages.map((m) => `${(m.time - messages[0].time).toFixed(1)} ms ${m.type} ${m.from} → ${m.to}`).join('\n');
+}
+
+/**
+ * Holds a join's captured handshakes (`{ messages, story }`, the story printed in a failure) to
+ * the patched one: one ClientHello, answered by one ServerHello, and no HelloVerifyRequest.
+ */
+export function assertOneHandshake({ messages, story }) {
+  const count = (type) => messages.filter((m) => m.type === type).length;
+  assert.equal(count('HelloVerifyRequest'), 0, `no cookie exchange:\n${story}`);
+  assert.equal(count('ClientHello'), 1, `one ClientHello:\n${story}`);
+  assert.equal(count('ServerHello'), 1, `one ServerHello:\n${story}`);
+  const [hello] = messages.filter((m) => m.type === 'ClientHello');
+  const [answer] = messages.filter((m) => m.type === 'ServerHello');
+  assert.equal(answer.to, hello.from, 'the ServerHello answers the ClientHello');
 }

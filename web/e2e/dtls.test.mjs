@@ -6,7 +6,7 @@
 // "LAN" firefox.test.mjs describes.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { captureUdp } from './capture.mjs';
+import { assertOneHandshake, captureUdp, storyOf } from './capture.mjs';
 import { lanInNamespace, launchBrowser, launchFirefox, startServer } from './harness.mjs';
 import { joinNative } from './native.mjs';
 
@@ -35,19 +35,9 @@ async function handshakesOfAJoin(room, open) {
     await native.stop();
   }
   const messages = await capture.stop();
-  const story = messages.map((m) => `${(m.time - messages[0].time).toFixed(1)} ms ${m.type} ${m.from} → ${m.to}`).join('\n');
+  const story = storyOf(messages);
   console.log(`${room}:\n${story}`);
   return { messages, story };
-}
-
-function assertOneHandshake({ messages, story }) {
-  const count = (type) => messages.filter((m) => m.type === type).length;
-  assert.equal(count('HelloVerifyRequest'), 0, `no cookie exchange:\n${story}`);
-  assert.equal(count('ClientHello'), 1, `one ClientHello:\n${story}`);
-  assert.equal(count('ServerHello'), 1, `one ServerHello:\n${story}`);
-  const [hello] = messages.filter((m) => m.type === 'ClientHello');
-  const [answer] = messages.filter((m) => m.type === 'ServerHello');
-  assert.equal(answer.to, hello.from, 'the ServerHello answers the ClientHello');
 }
 
 test('Chromium joining a native: one ClientHello, no HelloVerifyRequest', async () => {

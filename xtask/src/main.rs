@@ -7,6 +7,7 @@
 mod bench;
 mod bundle;
 mod npm;
+mod outside_game;
 mod package;
 mod paths;
 mod process;
@@ -45,7 +46,8 @@ commands:
   bench [NAME..]  run the benchmarks (all, or the stages whose name contains one of NAME,
           e.g. `joins`, `cold-start`)
   e2e [NAME..]  setup, then only the browser e2e suite (files of web/e2e/ whose name
-          contains one of NAME; all without)
+          contains one of NAME; without, all but outside-game, which builds a game
+          outside the workspace first: `cargo xtask e2e outside-game`)
   sim [--seeds N] [--from S]  the room's schedule explorer (room/tests/explorer.rs), N seeds
           (default 100000) from seed S (default 0), over every core; a failing
           seed prints its shrunk schedule and the command that replays it

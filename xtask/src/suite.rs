@@ -7,7 +7,7 @@ use std::{
 };
 
 use crate::{
-    bundle, npm, package, paths,
+    bundle, npm, outside_game, package, paths,
     process::{Result, describe, in_loopback_namespace, run},
     setup::{self, Tools},
     third_party,
@@ -414,12 +414,12 @@ fn stage(name: &str, f: impl FnOnce() -> Result<()>) -> Stage {
 /// other lane, so that its two fuzzing processes are over long before the native tests run.
 const LANES: &[(&str, i32, &[&str])] = &[
     ("checks", 10, &["third-party", "lints", "package", "native"]),
-    ("browser", 15, &["fuzz", "wasm", "types"]),
+    ("browser", 15, &["fuzz", "wasm", "types", "outside-game"]),
 ];
 
 /// Stages that use what the builds make (the wasm bundle, the npm package): a lane waits for
 /// `cargo xtask test` to say the builds are done before it starts one.
-const NEED_BUILDS: &[&str] = &["package", "types"];
+const NEED_BUILDS: &[&str] = &["package", "types", "outside-game"];
 
 /// What `cargo xtask test` writes to a lane's stdin once the builds are done; an end of input
 /// without it means they failed.
@@ -454,6 +454,10 @@ fn lane_stage(key: &str, tools: &Tools) -> Stage {
         "fuzz" => stage("fuzz smoke (cargo fuzz, every target)", || {
             fuzz_smoke(tools)
         }),
+        "outside-game" => stage(
+            "a game outside the workspace (built as the guide says; its handshake)",
+            outside_game_stage,
+        ),
         other => stage("unknown stage", || Err(format!("no stage `{other}`"))),
     }
 }
@@ -951,6 +955,9 @@ fn prepare_e2e(tools: &Tools, only: &[&str], build_tests: bool) -> Result<Comman
         cmd.env("ACKWIRE_PONG_HOST_BIN", host)
             .env("ACKWIRE_PONG_WEB_DIR", paths::pong_web_dir());
     }
+    if files.iter().any(|f| f.ends_with(OUTSIDE_GAME_E2E)) {
+        cmd.env("ACKWIRE_OUTSIDE_GAME_BIN", outside_game::build()?);
+    }
     cmd.env("ACKWIRE_EXCHANGE_BIN", exchange)
         .env("ACKWIRE_NPM_TARBALL", &tarball)
         .env("ACKWIRE_ARTIFACTS", &artifacts)
@@ -963,7 +970,30 @@ fn prepare_e2e(tools: &Tools, only: &[&str], build_tests: bool) -> Result<Comman
     Ok(cmd)
 }
 
-/// The e2e files whose name contains one of `only` (all without).
+/// Builds the game [`outside_game`] writes, then runs [`OUTSIDE_GAME_E2E`] with it against
+/// the test build's server, beside the e2e suite (in a namespace of its own).
+fn outside_game_stage() -> Result<()> {
+    let game = outside_game::build()?;
+    let debug = paths::root().join("target/debug");
+    let file = paths::web_dir().join("e2e").join(OUTSIDE_GAME_E2E);
+    run(e2e_command(
+        &[file.to_string_lossy().into_owned()],
+        &[],
+        &debug.join("ackwire-signal"),
+        &debug.join("ackwire-peer"),
+    )
+    .env("ACKWIRE_OUTSIDE_GAME_BIN", game)
+    .env(
+        "ACKWIRE_ARTIFACTS",
+        paths::root().join("target/e2e-artifacts"),
+    ))
+}
+
+/// The e2e file of the stage "a game outside the workspace", left out of the suite: it needs
+/// that game's build, which the stage makes beside the suite.
+const OUTSIDE_GAME_E2E: &str = "outside-game.test.mjs";
+
+/// The e2e files whose name contains one of `only` (without, all but [`OUTSIDE_GAME_E2E`]).
 pub(crate) fn e2e_files(only: &[&str]) -> Result<Vec<String>> {
     let e2e = paths::web_dir().join("e2e");
     let mut files: Vec<String> = std::fs::read_dir(&e2e)
@@ -972,7 +1002,11 @@ pub(crate) fn e2e_files(only: &[&str]) -> Result<Vec<String>> {
         .filter(|p| p.to_string_lossy().ends_with(".test.mjs"))
         .filter(|p| {
             let name = p.file_name().unwrap_or_default().to_string_lossy();
-            only.is_empty() || only.iter().any(|o| name.contains(o))
+            if only.is_empty() {
+                name != OUTSIDE_GAME_E2E
+            } else {
+                only.iter().any(|o| name.contains(o))
+            }
         })
         .map(|p| p.to_string_lossy().into_owned())
         .collect();
