@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 
 use crate::{
-    paths,
+    package, paths,
     process::{Result, run},
     suite,
 };
@@ -81,9 +81,16 @@ pub(crate) fn build() -> Result<PathBuf> {
     std::fs::copy(paths::root().join("Cargo.lock"), game.join("Cargo.lock"))
         .map_err(|e| format!("cannot copy Cargo.lock: {e}"))?;
 
-    // Its own target directory, the workspace's build directory: the crates it shares with
-    // the workspace's build (all but ackwire's own and the patched ones, which it builds from
-    // another path) are compiled once.
+    // Its own target directory, the workspace's build directory, and the workspace's dev
+    // profile for dependencies (a build setting, given as configuration: the manifest stays
+    // the guide's): the dependencies it shares with the workspace's build, compiled alike, are
+    // compiled once. What it builds again: ackwire's own crates and the patched ones (from
+    // another path, so other units), those built on them, and crates whose features the
+    // workspace's other members widen.
+    let profile = dir.join("dev-profile.toml");
+    let own = package::published_crates()?;
+    std::fs::write(&profile, package::dev_profile(&read("Cargo.toml")?, &own))
+        .map_err(|e| format!("cannot write {}: {e}", profile.display()))?;
     let build_dir = paths::build_cache("native").unwrap_or_else(|| paths::root().join("target"));
     let target = dir.join("target");
     run(suite::cargo()
@@ -94,6 +101,8 @@ pub(crate) fn build() -> Result<PathBuf> {
         .arg(format!(
             "build.build-dir={:?}",
             build_dir.display().to_string()
-        )))?;
+        ))
+        .arg("--config")
+        .arg(&profile))?;
     Ok(target.join("debug/outside-game"))
 }

@@ -143,7 +143,7 @@ fn target_dir() -> PathBuf {
 /// (`[profile.dev]` and the package overrides, except those of `own` crates), as a cargo
 /// configuration file: a package's verification is a build outside the workspace, which
 /// reads no `[profile]` of the workspace's manifest.
-fn dev_profile(manifest: &str, own: &[String]) -> String {
+pub(crate) fn dev_profile(manifest: &str, own: &[String]) -> String {
     let mut out = String::new();
     let mut keep = false;
     for line in manifest.lines() {
