@@ -91,7 +91,7 @@ pub(crate) fn build() -> Result<PathBuf> {
     let own = package::published_crates()?;
     std::fs::write(&profile, package::dev_profile(&read("Cargo.toml")?, &own))
         .map_err(|e| format!("cannot write {}: {e}", profile.display()))?;
-    let build_dir = paths::build_cache("native").unwrap_or_else(|| paths::root().join("target"));
+    let build_dir = paths::native_build_dir();
     let target = dir.join("target");
     run(suite::cargo()
         .current_dir(&game)

@@ -132,13 +132,6 @@ fn read(path: &Path) -> Result<String> {
     fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
 }
 
-/// Where the workspace's builds put their artifacts (`CARGO_TARGET_DIR`, else `target/`).
-fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| paths::root().join("target"))
-}
-
 /// The sections of the workspace's `[profile.dev]` that shape how dependencies are compiled
 /// (`[profile.dev]` and the package overrides, except those of `own` crates), as a cargo
 /// configuration file: a package's verification is a build outside the workspace, which
@@ -189,8 +182,8 @@ pub(crate) fn package() -> Result<()> {
     );
     let crates = published_crates()?;
     // The workspace's native build directory: CI's cache of it, else the target directory.
-    let build_dir = paths::build_cache("native").unwrap_or_else(target_dir);
-    let out = target_dir().join("packages");
+    let build_dir = paths::native_build_dir();
+    let out = paths::target_dir().join("packages");
     fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
     let profile = out.join("dev-profile.toml");
     let manifest = read(&paths::root().join("Cargo.toml"))?;

@@ -36,6 +36,20 @@ pub(crate) fn build_cache(name: &str) -> Option<PathBuf> {
         .map(|dir| PathBuf::from(dir).join(name))
 }
 
+/// Where the workspace's builds put their artifacts (`CARGO_TARGET_DIR`, else `target/`).
+pub(crate) fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("target"))
+}
+
+/// The build directory of the workspace's native builds: the build cache's when there is one,
+/// else the target directory (cargo's default). Builds outside the workspace (the packages'
+/// verification, the outside game) use it too, to reuse the dependencies it compiled.
+pub(crate) fn native_build_dir() -> PathBuf {
+    build_cache("native").unwrap_or_else(target_dir)
+}
+
 pub(crate) fn web_dir() -> PathBuf {
     root().join("web")
 }
