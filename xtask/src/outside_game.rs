@@ -18,7 +18,8 @@ fn dir() -> PathBuf {
     paths::root().join("target/outside-game")
 }
 
-/// The body of the first block opened by `fence` (e.g. "```toml\n") after `heading` in `text`.
+/// The body of the first block opened by `fence` (a fence line: three backticks and a
+/// language) after `heading` in `text`.
 fn block_after(text: &str, heading: &str, fence: &str) -> Result<String> {
     let section = &text[text
         .find(heading)
