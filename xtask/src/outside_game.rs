@@ -89,21 +89,12 @@ pub(crate) fn build() -> Result<PathBuf> {
     // another path, so other units), those built on them, and crates whose features the
     // workspace's other members widen.
     let profile = dir.join("dev-profile.toml");
-    let own = package::published_crates()?;
-    std::fs::write(&profile, package::dev_profile(&read("Cargo.toml")?, &own))
-        .map_err(|e| format!("cannot write {}: {e}", profile.display()))?;
-    let build_dir = paths::native_build_dir();
+    package::write_dev_profile(&profile)?;
     let target = dir.join("target");
     run(suite::cargo()
         .current_dir(&game)
         .args(["build", "--offline", "--target-dir"])
         .arg(&target)
-        .arg("--config")
-        .arg(format!(
-            "build.build-dir={:?}",
-            build_dir.display().to_string()
-        ))
-        .arg("--config")
-        .arg(&profile))?;
+        .args(package::built_as_the_workspace(&profile)))?;
     Ok(target.join("debug/outside-game"))
 }

@@ -136,7 +136,7 @@ fn read(path: &Path) -> Result<String> {
 /// (`[profile.dev]` and the package overrides, except those of `own` crates), as a cargo
 /// configuration file: a package's verification is a build outside the workspace, which
 /// reads no `[profile]` of the workspace's manifest.
-pub(crate) fn dev_profile(manifest: &str, own: &[String]) -> String {
+fn dev_profile(manifest: &str, own: &[String]) -> String {
     let mut out = String::new();
     let mut keep = false;
     for line in manifest.lines() {
@@ -154,6 +154,28 @@ pub(crate) fn dev_profile(manifest: &str, own: &[String]) -> String {
         }
     }
     out
+}
+
+/// Writes [`dev_profile`] of the workspace's manifest (the published crates' own overrides
+/// left out) to `path`, for [`built_as_the_workspace`].
+pub(crate) fn write_dev_profile(path: &Path) -> Result<()> {
+    let manifest = read(&paths::root().join("Cargo.toml"))?;
+    fs::write(path, dev_profile(&manifest, &published_crates()?))
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// Cargo arguments for a build outside the workspace (a package's verification, the outside
+/// game) that reuses what the workspace's builds compiled: their build directory (CI's cache
+/// of it, else the target directory) and their dev profile for dependencies (`profile`, as
+/// [`write_dev_profile`] wrote it), as configuration, so that the build's manifest stays its own.
+pub(crate) fn built_as_the_workspace(profile: &Path) -> [std::ffi::OsString; 4] {
+    let build_dir = paths::native_build_dir();
+    [
+        "--config".into(),
+        format!("build.build-dir={:?}", build_dir.display().to_string()).into(),
+        "--config".into(),
+        profile.into(),
+    ]
 }
 
 /// `cargo package` of every published crate, then each `.crate` checked on its own, outside
@@ -181,14 +203,10 @@ pub(crate) fn package() -> Result<()> {
         bytes / 1000
     );
     let crates = published_crates()?;
-    // The workspace's native build directory: CI's cache of it, else the target directory.
-    let build_dir = paths::native_build_dir();
     let out = paths::target_dir().join("packages");
     fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
     let profile = out.join("dev-profile.toml");
-    let manifest = read(&paths::root().join("Cargo.toml"))?;
-    fs::write(&profile, dev_profile(&manifest, &crates))
-        .map_err(|e| format!("cannot write {}: {e}", profile.display()))?;
+    write_dev_profile(&profile)?;
     let mut cmd = suite::cargo();
     cmd.arg("package").arg("--no-verify");
     for name in &crates {
@@ -210,13 +228,7 @@ pub(crate) fn package() -> Result<()> {
             .current_dir(&verify)
             .args(["check", "-p", name, "--target-dir"])
             .arg(out.join("verify-target"))
-            .arg("--config")
-            .arg(format!(
-                "build.build-dir={:?}",
-                build_dir.display().to_string()
-            ))
-            .arg("--config")
-            .arg(&profile)
+            .args(built_as_the_workspace(&profile))
             // Incremental state of builds nothing rebuilds would only cost disk.
             .env("CARGO_INCREMENTAL", "0"))?;
     }

@@ -36,6 +36,13 @@ pub(crate) fn build_cache(name: &str) -> Option<PathBuf> {
         .map(|dir| PathBuf::from(dir).join(name))
 }
 
+/// Points `cmd`'s cargo at the build cache's `name` directory ([`build_cache`]), if there is one.
+pub(crate) fn use_build_cache(cmd: &mut std::process::Command, name: &str) {
+    if let Some(dir) = build_cache(name) {
+        cmd.env("CARGO_BUILD_BUILD_DIR", dir);
+    }
+}
+
 /// Where the workspace's builds put their artifacts (`CARGO_TARGET_DIR`, else `target/`).
 pub(crate) fn target_dir() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")

@@ -73,9 +73,7 @@ impl WasmToolchain {
         if let Self::Debian { usr } = self {
             debian_env(cmd, usr);
         }
-        if let Some(dir) = paths::build_cache(&format!("wasm-{}", self.name())) {
-            cmd.env("CARGO_BUILD_BUILD_DIR", dir);
-        }
+        paths::use_build_cache(cmd, &format!("wasm-{}", self.name()));
     }
 
     /// A `cargo` command set up for wasm32 builds with this toolchain.

@@ -18,9 +18,7 @@ const WASM_TARGET: &str = "wasm32-unknown-unknown";
 pub(crate) fn cargo() -> Command {
     let mut cmd = Command::new(env!("CARGO"));
     cmd.current_dir(paths::root());
-    if let Some(dir) = paths::build_cache("native") {
-        cmd.env("CARGO_BUILD_BUILD_DIR", dir);
-    }
+    paths::use_build_cache(&mut cmd, "native");
     cmd
 }
 
@@ -790,18 +788,13 @@ fn failure_digest(name: &str, log: &std::path::Path) -> String {
         .filter(|l| !l.trim_start().starts_with("at "))
         .copied()
         .collect();
+    let mut more = String::new();
     if part.len() > MAX_LINES {
-        let cut = part.len() - MAX_LINES;
+        more = format!("; {} more lines there", part.len() - MAX_LINES);
         part.truncate(MAX_LINES);
-        part.push("");
-        return format!(
-            "== why {name} failed (from {}; {cut} more lines there):\n{}\n",
-            log.display(),
-            part.join("\n")
-        );
     }
     format!(
-        "== why {name} failed (from {}):\n{}\n",
+        "== why {name} failed (from {}{more}):\n{}\n",
         log.display(),
         part.join("\n")
     )
@@ -937,7 +930,7 @@ fn prepare_e2e(tools: &Tools, only: &[&str], build_tests: bool) -> Result<Comman
     let server = debug.join("ackwire-signal");
     let peer = debug.join("ackwire-peer");
     let files = e2e_files(only)?;
-    let artifacts = paths::root().join("target/e2e-artifacts");
+    let artifacts = e2e_artifacts_dir();
     std::fs::create_dir_all(&artifacts).map_err(|e| e.to_string())?;
     // A fresh self-signed certificate for the tests that serve over TLS (`wss.test.mjs`).
     let tls = paths::root().join("target/e2e-tls");
@@ -983,10 +976,12 @@ fn outside_game_stage() -> Result<()> {
         &debug.join("ackwire-peer"),
     )
     .env("ACKWIRE_OUTSIDE_GAME_BIN", game)
-    .env(
-        "ACKWIRE_ARTIFACTS",
-        paths::root().join("target/e2e-artifacts"),
-    ))
+    .env("ACKWIRE_ARTIFACTS", e2e_artifacts_dir()))
+}
+
+/// Where the e2e tests put their screenshots and captures.
+fn e2e_artifacts_dir() -> PathBuf {
+    paths::root().join("target/e2e-artifacts")
 }
 
 /// The e2e file of the stage "a game outside the workspace", left out of the suite: it needs
@@ -1059,9 +1054,7 @@ fn fuzz_smoke(tools: &Tools) -> Result<()> {
             .args(args)
             .current_dir(&core)
             .env("RUSTC_BOOTSTRAP", "1");
-        if let Some(dir) = paths::build_cache("fuzz") {
-            cmd.env("CARGO_BUILD_BUILD_DIR", dir);
-        }
+        paths::use_build_cache(&mut cmd, "fuzz");
         cmd
     };
     // Without AddressSanitizer: the core forbids unsafe code, so ASan has nothing of ours to
