@@ -76,6 +76,14 @@ export interface JoinOptions {
    */
   peerBudget?: number;
   /**
+   * A link not connected after this many milliseconds is lost, with reason `timeout` ("could
+   * not connect within N s; this network may need a TURN server"), and tried again
+   * (default 20000). Shorter tells a player sooner that a network has no path; a path that
+   * takes longer to connect (a relay far away) never connects. Anything but a number of 1 or
+   * more rejects the join with `bad_options`.
+   */
+  attemptTimeoutMs?: number;
+  /**
    * Emulate a bad network on every link (absent, or all zero: a real link). A field that is
    * not a number of 0 or more rejects the join with `invalid_config`.
    */

@@ -56,6 +56,8 @@
  *   another gets no link (default: the first host with an identity is pinned)
  * @property {boolean} [relayOnly] ICE over TURN relays only: peers never learn this player's address
  * @property {number} [peerBudget] bytes of reliable messages kept per peer until it confirms them (default 4 MiB)
+ * @property {number} [attemptTimeoutMs] a link not connected after this long is lost (reason
+ *   `timeout`) and tried again (default 20000)
  * @property {Emulation} [emulation] emulate a bad network on every link
  */
 

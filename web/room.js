@@ -22,8 +22,10 @@ const emulation = { latencyMs: num('latency'), jitterMs: num('jitter'), lossPct:
 const relayOnly = params.has('relay');
 // ?role=client: a client of a host room.
 const role = params.get('role') ?? undefined;
+// ?attempt=SECS: a link not connected after that long is lost and tried again (default 20).
+const attemptTimeoutMs = params.has('attempt') ? num('attempt') * 1000 : undefined;
 // Joining starts first: the signalling socket opens before anything else here runs.
-const joining = join(location.href, { ...APP, relayOnly, emulation, role });
+const joining = join(location.href, { ...APP, relayOnly, emulation, role, attemptTimeoutMs });
 const ORIGIN = 4; // a relayed message's origin: u32 little-endian
 
 const $ = (id) => document.getElementById(id);
@@ -33,6 +35,7 @@ $('dashboard-link').href = `/room/${encodeURIComponent(room)}/dashboard`;
 const asked = [['latency', 'ms'], ['jitter', 'ms'], ['loss', '%'], ['seed', '']]
   .filter(([k]) => params.has(k)).map(([k, unit]) => `${k} ${params.get(k)}${unit ? ` ${unit}` : ''}`);
 if (relayOnly) asked.push('relay only');
+if (attemptTimeoutMs !== undefined) asked.push(`links connect within ${params.get('attempt')} s`);
 $('emulation').textContent = asked.length ? `emulated: ${asked.join(', ')}` : 'real link (no emulation)';
 
 // State the page shows; window.ackwire exposes it to tests and curious developers.

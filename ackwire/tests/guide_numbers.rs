@@ -167,3 +167,26 @@ fn the_guide_states_the_link_rates_and_when_a_link_goes_bad() {
         ),
     );
 }
+
+#[test]
+fn the_guide_states_how_long_a_link_may_take_to_connect() {
+    let guide = guide();
+    let app = App::new("numbers", 1, [ChannelKind::ReliableOrdered]);
+    let attempt = RoomConfig::new(app).attempt_timeout;
+    assert_eq!(attempt.subsec_nanos(), 0);
+    let secs = attempt.as_secs();
+    says(
+        &guide,
+        &format!("A link not `connected` {secs} s after its attempt began"),
+    );
+    says(&guide, &format!("could not connect within {secs} s"));
+    let d_ts = include_str!("../../web/ackwire.d.ts")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        d_ts.contains(&format!("(default {})", secs * 1000)),
+        "web/ackwire.d.ts should give attemptTimeoutMs's default, {} ms",
+        secs * 1000
+    );
+}

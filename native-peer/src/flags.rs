@@ -53,6 +53,12 @@ pub enum ArgError {
         /// Its value.
         value: f64,
     },
+    /// A duration flag that must be more than zero is zero.
+    #[error("--{flag} must be more than 0 seconds")]
+    Zero {
+        /// The flag.
+        flag: &'static str,
+    },
     /// `join` runs the room driver (`crate::room`), which has no UDP peer options.
     #[error("`join` runs the room driver, not the UDP peer loop")]
     NotAUdpPeer,

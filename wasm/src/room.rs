@@ -47,7 +47,7 @@ impl WasmRoom {
     /// `unreliable-sequenced`, `reliable-ordered`, `reliable-unordered`), `room`, `role`
     /// (`peer`, the default, `host` or `client`), `ticket` (the join ticket from the game's
     /// backend, a string), `hostIdentity` (a client's host's identity, a string), `relayOnly`,
-    /// `peerBudget` (bytes),
+    /// `peerBudget` (bytes), `attemptTimeoutMs` (how long a link may take to connect),
     /// `emulation` (`{ latencyMs, jitterMs, lossPct, seed }`, each optional), `earlySocket`
     /// (see `ackwire::EarlySocket`) and `onEvent(event)`, called with every event of the
     /// room as a plain object with a `type`, outside any call into the room.
@@ -90,6 +90,19 @@ impl WasmRoom {
                         "options.peerBudget must be a whole number of bytes",
                     )
                 })? as usize;
+        }
+        let attempt = get(options, "attemptTimeoutMs");
+        if !attempt.is_undefined() {
+            config.attempt_timeout = attempt
+                .as_f64()
+                .filter(|ms| ms.is_finite() && *ms >= 1.0)
+                .map(|ms| Duration::from_secs_f64(ms / 1e3))
+                .ok_or_else(|| {
+                    error(
+                        "bad_options",
+                        "options.attemptTimeoutMs: milliseconds, 1 or more",
+                    )
+                })?;
         }
         let early = get(options, "earlySocket");
         if early.is_object() {

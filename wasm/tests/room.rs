@@ -303,4 +303,16 @@ fn a_join_that_cannot_start_throws_a_typed_error() {
         set(&bad_role, "role", bad);
         assert_eq!(code(join(SERVER, &bad_role)), "bad_options");
     }
+    for bad in [
+        JsValue::from(0),
+        JsValue::from(-5000),
+        JsValue::from(f64::NAN),
+        JsValue::from(f64::INFINITY),
+        JsValue::from("5000"),
+        JsValue::NULL,
+    ] {
+        let bad_attempt = options(&events, None);
+        set(&bad_attempt, "attemptTimeoutMs", bad);
+        assert_eq!(code(join(SERVER, &bad_attempt)), "bad_options");
+    }
 }

@@ -194,29 +194,34 @@ test('a link with no network path fails with a reason the player understands, on
   const w = await world();
   const room = 'nopath';
   const dash = await openPage(w.env, `/room/${room}/dashboard`, { width: 1400, height: 900 });
-  // ?relay: ICE may use TURN relays only, and this server offers none: no candidate pair can work.
-  const a = await openPage(w.env, `/room/${room}?relay`);
+  // ?relay: ICE may use TURN relays only, and this server offers none: no candidate pair can
+  // work. ?attempt=5 (the JS API's `attemptTimeoutMs`; the native's `--attempt-timeout`): a
+  // link not connected after 5 s is lost, not after the default 20.
+  const a = await openPage(w.env, `/room/${room}?relay&attempt=5`);
   const aId = await myId(a);
-  const b = await openPage(w.env, `/room/${room}`);
+  const b = await openPage(w.env, `/room/${room}?attempt=5`);
   const bId = await myId(b);
-  const native = await joinNative(`${w.env.server.url}/room/${room}`);
+  const native = await joinNative(`${w.env.server.url}/room/${room}`, ['--attempt-timeout', '5']);
+  /** The reason names the path's want, and a timeout the 5 s asked for. */
+  const explains = (code, why) => {
+    assert.ok(['ice_failed', 'timeout'].includes(code), `${code}: ${why}`);
+    assert.match(why, code === 'timeout' ? /within 5 s; .*TURN server/ : /TURN server/);
+  };
   try {
     const started = Date.now();
-    // Within the browser's ICE timeout (or the member's 20 s attempt timeout, whichever says
-    // so first), both pages show the link failed and why.
+    // Within the browser's ICE timeout or the 5 s attempt timeout, whichever says so first,
+    // both pages show the link failed and why.
     for (const [p, other] of [[a, bId], [b, aId]]) {
       const failed = await p.page.waitForFunction((id) => {
         const l = window.ackwire.players.get(id);
         return l && l.reason && l.state !== 'connected' && { state: l.state, code: l.reason.code, why: l.reason.message };
-      }, other, { timeout: 35000 }).then((h) => h.jsonValue());
+      }, other, { timeout: 15000 }).then((h) => h.jsonValue());
       console.log(`no path: ${failed.code} after ${Date.now() - started} ms: "${failed.why}"`);
-      assert.ok(['ice_failed', 'timeout'].includes(failed.code), JSON.stringify(failed));
-      assert.match(failed.why, /TURN server/);
+      explains(failed.code, failed.why);
     }
     // The native peer, too, says why it cannot reach A, while its link with B works.
-    const lost = await native.waitFor('the link to A lost', (l) => native.linkState(l, aId, 'lost'), 35000);
-    assert.ok(['ice_failed', 'timeout'].includes(lost.reason.code), JSON.stringify(lost.reason));
-    assert.match(lost.reason.message, /TURN server/);
+    const lost = await native.waitFor('the link to A lost', (l) => native.linkState(l, aId, 'lost'), 15000);
+    explains(lost.reason.code, lost.reason.message);
     await connectedTo(b, native.id);
     // The header's link summary says so too, and the signalling badge still says connected.
     assert.match(await b.page.textContent('#links-status'), /TURN server/);

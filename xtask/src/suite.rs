@@ -410,14 +410,9 @@ fn stage(name: &str, f: impl FnOnce() -> Result<()>) -> Stage {
 /// verification and the native tests share one lane because all three use `target/`'s
 /// build directory, which cargo locks for a whole build; the fuzz smoke comes first in the
 /// other lane, so that its two fuzzing processes are over long before the native tests run.
-/// The outside game builds into that build directory too, but has a lane of its own: its
-/// build waits on cargo's lock while the lints and the packages hold it, and then runs beside
-/// the wasm tests and the native tests, both mostly waiting on a browser or on sockets. Last
-/// in a lane, it was the run's last minute on a fresh machine, alone on the cores (~1.5 busy).
 const LANES: &[(&str, i32, &[&str])] = &[
     ("checks", 10, &["third-party", "lints", "package", "native"]),
-    ("browser", 15, &["fuzz", "wasm", "types"]),
-    ("game", 15, &["outside-game"]),
+    ("browser", 15, &["fuzz", "wasm", "types", "outside-game"]),
 ];
 
 /// Stages that use what the builds make (the wasm bundle, the npm package): a lane waits for

@@ -95,6 +95,15 @@ fn config(args: &JoinArgs, role: Role) -> Result<RoomConfig, RoomError> {
     config.ticket = args.ticket.clone();
     config.host_identity = args.host_identity.clone();
     config.emulation = args.common.emulation()?.map(|e: Emulation| e);
+    if let Some(attempt) = seconds("attempt-timeout", args.attempt_timeout)? {
+        if attempt.is_zero() {
+            return Err(ArgError::Zero {
+                flag: "attempt-timeout",
+            }
+            .into());
+        }
+        config.attempt_timeout = attempt;
+    }
     let mut native = NativeOptions::default();
     native.bind = args.bind;
     native.advertise = args.advertise;
@@ -549,6 +558,31 @@ mod tests {
         for s in 0..100 {
             let (x, y) = demo_position(Duration::from_millis(s * 97));
             assert!((0.0..=1.0).contains(&x) && (0.0..=1.0).contains(&y));
+        }
+    }
+
+    /// `join`'s flags after the URL, parsed as the command line would be.
+    fn join_args(flags: &[&str]) -> JoinArgs {
+        use clap::{Args as _, FromArgMatches as _};
+        let command = JoinArgs::augment_args(clap::Command::new("join").no_binary_name(true));
+        let argv = std::iter::once("http://127.0.0.1:9/room/x").chain(flags.iter().copied());
+        JoinArgs::from_arg_matches(&command.try_get_matches_from(argv).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn attempt_timeout_flag_sets_how_long_a_link_may_take_and_refuses_zero() {
+        let default = config(&join_args(&[]), Role::Peer).unwrap();
+        assert_eq!(default.attempt_timeout, Duration::from_secs(20));
+        let short = config(&join_args(&["--attempt-timeout", "2.5"]), Role::Peer).unwrap();
+        assert_eq!(short.attempt_timeout, Duration::from_millis(2500));
+        for bad in ["0", "-1", "nan"] {
+            let flag = format!("--attempt-timeout={bad}");
+            let err = config(&join_args(&[&flag]), Role::Peer).unwrap_err();
+            assert!(matches!(err, RoomError::Arg(_)), "{bad}: {err}");
+            assert!(
+                err.to_string().contains("--attempt-timeout"),
+                "{bad}: {err}"
+            );
         }
     }
 }

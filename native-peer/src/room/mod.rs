@@ -62,6 +62,10 @@ pub struct JoinArgs {
     /// native PID`, reliable), for soaks: each line's outcome is a `said` JSON line.
     #[arg(long, value_name = "SECS")]
     pub chat_every: Option<f64>,
+    /// A link not connected after this many seconds is lost (`timeout`: "could not connect
+    /// within N s") and tried again. Default: 20.
+    #[arg(long, value_name = "SECS")]
+    pub attempt_timeout: Option<f64>,
     /// Declare another application than the demo (its id), e.g. to see the server refuse a
     /// room that plays the demo.
     #[arg(long, value_name = "ID", default_value = demo::APP_ID)]

@@ -768,7 +768,9 @@ impl Member {
                     let failure = if self.links[i].direct_udp().is_some() {
                         Failure::NoDirectPath
                     } else {
-                        Failure::Timeout(now.saturating_sub(self.links[i].started))
+                        // The attempt timeout it had, which is what the player can change
+                        // (an answerer's deadline starts at the offer, after the attempt).
+                        Failure::Timeout(self.config.attempt_timeout)
                     };
                     self.lose(now, i, failure);
                 }
