@@ -30,9 +30,10 @@ commands:
   pong    setup, both wasm builds, a signal server serving the example game at /pong/ and
           its host in room `table`; prints the URLs to play (examples/pong/README.md)
   test    setup beside the test build (clippy as its compiler), then the bundles and the
-          browser e2e tests in the background, and beside them two lanes: the third_party/
-          drift check, lints, the packages' verification, then native tests; the type check,
-          wasm tests in headless Chromium and the fuzz smoke; prints each stage's start and
+          browser e2e tests in the background, and beside them three lanes: the
+          third_party/ drift check, lints, the packages' verification, the doctests; the
+          fuzz smoke, wasm tests in headless Chromium, the type check and a game outside the
+          workspace; the native tests once the e2e tests end; prints each stage's start and
           length
   types   setup, then `tsc --noEmit` on web/types-check/ (an example and the READMEs' JS
           snippets) against the npm package's declarations

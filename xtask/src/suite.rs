@@ -407,12 +407,22 @@ fn stage(name: &str, f: impl FnOnce() -> Result<()>) -> Stage {
 /// and is printed in one piece when it ends. The lanes start as soon as the test build is
 /// done, beside the builds (the wasm bundle's whole-program optimisation keeps one core
 /// busy); the stages named in [`NEED_BUILDS`] wait for them. The lints, the packages'
-/// verification and the native tests share one lane because all three use `target/`'s
-/// build directory, which cargo locks for a whole build; the fuzz smoke comes first in the
-/// other lane, so that its two fuzzing processes are over long before the native tests run.
+/// verification and the doctests share one lane because all three use `target/`'s build
+/// directory, which cargo locks for a whole build; the fuzz smoke comes first in the other
+/// lane, so that its two fuzzing processes are over long before the native tests run. The
+/// native tests, mostly waiting on real sockets, have a lane of their own at the e2e's
+/// priority, from the e2e suite's end: they need no cargo (the test build listed their
+/// executables), and beside the other lanes' compiles, niced below them, they neither wait
+/// for those nor are starved by them. Last in the checks lane, they were the run's last
+/// minute on a fresh machine, with one core idle.
 const LANES: &[(&str, i32, &[&str])] = &[
-    ("checks", 10, &["third-party", "lints", "package", "native"]),
+    (
+        "checks",
+        10,
+        &["third-party", "lints", "package", "doctests"],
+    ),
     ("browser", 15, &["fuzz", "wasm", "types", "outside-game"]),
+    ("native", 0, &["native"]),
 ];
 
 /// Stages that use what the builds make (the wasm bundle, the npm package): a lane waits for
@@ -445,7 +455,11 @@ fn lane_stage(key: &str, tools: &Tools) -> Stage {
             package::package,
         ),
         "types" => stage("types (tsc --noEmit: example, README snippets)", npm::types),
-        "native" => stage("native tests (cargo test --workspace)", native_tests),
+        "native" => stage(
+            "native tests (the test build's executables, three at a time)",
+            native_tests,
+        ),
+        "doctests" => stage("doctests (cargo test --doc)", doctests),
         "wasm" => stage("wasm tests in headless Chromium", || {
             wasm_browser_tests(tools)
         }),
@@ -608,10 +622,23 @@ impl Beside {
 
 /// What `cargo test` builds (examples as the programs they are), then the benches, so that
 /// clippy sees all that `cargo clippy --all-targets` would.
+/// Cargo's messages of the tests' build are kept ([`TEST_BUILD_MESSAGES`]): they list the
+/// executables the native tests run, which the native lane then finds without asking cargo,
+/// whose lock on the build directory another lane may hold for minutes.
 fn build_tests() -> Result<()> {
-    run(cargo_linted().args(["test", "--workspace", "--no-run"]))?;
+    let messages = crate::process::output(cargo_linted().args([
+        "test",
+        "--workspace",
+        "--no-run",
+        "--message-format=json-render-diagnostics",
+    ]))?;
+    std::fs::create_dir_all(ci_dir()).map_err(|e| e.to_string())?;
+    std::fs::write(ci_dir().join(TEST_BUILD_MESSAGES), messages).map_err(|e| e.to_string())?;
     run(cargo_linted().args(["test", "--workspace", "--benches", "--no-run"]))
 }
+
+/// Where [`build_tests`] keeps cargo's messages, in [`ci_dir`].
+const TEST_BUILD_MESSAGES: &str = "test-build.json";
 
 /// `cargo xtask test`, as three overlapping parts, each step started as soon as what it
 /// needs is there (the profile it prints gives each stage's start and length):
@@ -849,15 +876,18 @@ fn lints() -> Result<()> {
 /// `cargo test --workspace`, its executables run several at a time ([`crate::test_binaries`]): the
 /// build is the test build's (nothing left to compile), listed as cargo's JSON messages.
 fn native_tests() -> Result<()> {
-    let messages = crate::process::output(cargo_linted().args([
-        "test",
-        "--workspace",
-        "--no-run",
-        "--message-format=json-render-diagnostics",
-    ]))?;
+    let kept = ci_dir().join(TEST_BUILD_MESSAGES);
+    let messages = std::fs::read_to_string(&kept)
+        .map_err(|e| format!("{}: {e} (the test build writes it)", kept.display()))?;
     let binaries = crate::test_binaries::from_messages(&messages)?;
     println!("   {} test executables", binaries.len());
-    crate::test_binaries::run_all(binaries, &ci_dir().join("native"))?;
+    crate::test_binaries::run_all(binaries, &ci_dir().join("native"))
+}
+
+/// `cargo test --workspace --doc` (the README's Rust example compiles as one): rustdoc
+/// compiles each against the test build's libraries, under cargo's lock on the build
+/// directory, so in the lane that holds it.
+fn doctests() -> Result<()> {
     run(cargo_linted().args(["test", "--workspace", "--doc"]))
 }
 
