@@ -622,6 +622,7 @@ impl Beside {
 
 /// What `cargo test` builds (examples as the programs they are), then the benches, so that
 /// clippy sees all that `cargo clippy --all-targets` would.
+///
 /// Cargo's messages of the tests' build are kept ([`TEST_BUILD_MESSAGES`]): they list the
 /// executables the native tests run, which the native lane then finds without asking cargo,
 /// whose lock on the build directory another lane may hold for minutes.
@@ -873,8 +874,8 @@ fn lints() -> Result<()> {
     run(cargo().args(["check", "-p", "ackwire-peer", "--no-default-features"]))
 }
 
-/// `cargo test --workspace`, its executables run several at a time ([`crate::test_binaries`]): the
-/// build is the test build's (nothing left to compile), listed as cargo's JSON messages.
+/// `cargo test --workspace`'s executables, run several at a time ([`crate::test_binaries`]), as
+/// the test build's kept messages ([`TEST_BUILD_MESSAGES`]) list them.
 fn native_tests() -> Result<()> {
     let kept = ci_dir().join(TEST_BUILD_MESSAGES);
     let messages = std::fs::read_to_string(&kept)
