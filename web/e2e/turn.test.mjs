@@ -81,12 +81,16 @@ test('a relayed link that renegotiates after its first credentials expired conne
   return withRelayOnlyPair('renewed', ['--turn-ttl', String(ttl / 1000)], async ({ a, b, aId, bId, welcomed }) => {
     assert.equal(await connectedVia(b, aId, 20000), 'relay');
     await a.page.evaluate(() => window.ackwire.client.setOutage(true));
-    await b.page.waitForFunction((id) => {
+    // The first reason b's link gives once it is no longer connected: the pulled cable's.
+    const reason = await b.page.waitForFunction((id) => {
       const l = window.ackwire.players.get(id);
-      return l && l.state !== 'connected' && l.reason;
-    }, aId, { timeout: 15000 });
-    const plugged = Date.now();
-    assert.ok(plugged - welcomed > ttl, 'the welcome credentials have expired');
+      return l && l.state !== 'connected' && l.reason && { state: l.state, ...l.reason };
+    }, aId, { timeout: 15000 }).then((h) => h.jsonValue());
+    const lost = Date.now();
+    assert.equal(reason.code, 'idle_timeout', `b lost its link to a to the pulled cable, not: ${JSON.stringify(reason)}\n${await b.page.evaluate(() => window.ackwire.log.join('\n'))}`);
+    // Lost after the core's 10 s of silence, so past the welcomes' 8 s credentials.
+    assert.ok(lost - welcomed > ttl, `the welcome credentials have expired (lost ${lost - welcomed} ms after the welcomes)`);
+    const plugged = lost;
     await a.page.evaluate(() => window.ackwire.client.setOutage(false));
     assert.equal(await connectedVia(b, aId, 20000), 'relay');
     assert.equal(await connectedVia(a, bId, 5000), 'relay');
