@@ -15,11 +15,13 @@
 //! - [`webrtc`]: the WebRTC policy both drivers follow (the data channel, ICE states, paths).
 //! - [`emulation`]: the core's link emulator around one link, both directions.
 //! - [`backoff`]: the one retry policy (signalling and links).
+//! - [`clock`]: each peer's clock as the member estimates it (pings on the control channel).
 //! - [`keys`]: how native↔native UDP links are keyed (the driver's [`keys::UdpKeys`]).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod backoff;
+pub mod clock;
 mod core_link;
 mod delivery;
 pub mod emulation;

@@ -1,10 +1,13 @@
 //! The room member in virtual time, on the world of `world/mod.rs`: its links and their
-//! recovery (`member.rs`), delivery exactly once (`messages.rs`) and host rooms
-//! (`host_rooms.rs`). One test binary for the three: the world is compiled optimised (the
+//! recovery (`member.rs`), delivery exactly once (`messages.rs`), host rooms
+//! (`host_rooms.rs`) and clocks (`clock.rs`). One test binary for the four: the world is compiled optimised (the
 //! explorer plays thousands of schedules on it), once here rather than once per file, which
 //! took ~19 s of a core each.
 
 mod world;
+
+#[path = "clock.rs"]
+mod clock;
 
 #[path = "host_rooms.rs"]
 mod host_rooms;

@@ -14,7 +14,8 @@ use super::{
     ReceiveError, Route, ServerId, TransportId, TransportKind,
 };
 use crate::core_link::{CoreEvent, CoreLink, Handshake, RefusedDatagram, Role, SetupError};
-use crate::delivery::Delivery;
+use crate::clock::{self, ClockMessage, PeerClock};
+use crate::delivery::{Delivery, DeliveryError};
 use crate::keys::LinkKeys;
 use crate::signalling::{self, PeerInfo, PeerKind, PublicKey, SignalData};
 
@@ -189,6 +190,9 @@ pub(super) struct Link {
     pub(super) orphaned_at: Option<Duration>,
     pub(super) refused: u64,
     pub(super) delivery: Delivery,
+    /// The peer's clock, from the pings of every connection the link had (one program
+    /// instance, one clock).
+    pub(super) clock: PeerClock,
 }
 
 impl Link {
@@ -498,6 +502,7 @@ impl Member {
             first_ack: None,
             orphaned_at: None,
             refused: 0,
+            clock: PeerClock::default(),
             delivery,
         });
         self.event(Event::PeerJoined {
@@ -884,9 +889,15 @@ impl Member {
         }
         let mut ready = std::mem::take(&mut self.ready);
         let link = &mut self.links[i];
+        // Pings only once the member took the connection (its hello went first).
+        let linked = matches!(link.attempt, Attempt::Connected { .. });
         if let Some(core) = link.attempt.core_mut() {
             if let Some(connection) = core.connected_mut() {
                 link.delivery.flush(connection);
+                if let Some(ping) = linked.then(|| link.clock.ping_due(now)).flatten() {
+                    // A ping that cannot be queued is retried at the next one's time.
+                    let _ = connection.send(link.delivery.control_channel(), &ping.encode());
+                }
             }
             core.poll_transmit(now, &mut self.pool, &mut ready, &mut events);
         }
@@ -954,7 +965,30 @@ impl Member {
                         bytes,
                     }));
                 };
-                if link.delivery.is_reliable(channel) || channel == link.delivery.control_channel()
+                if channel == link.delivery.control_channel() && ClockMessage::is_clock(&bytes) {
+                    match ClockMessage::parse(&bytes) {
+                        Some(ClockMessage::Ping { sent }) => {
+                            // Answered as it is taken, so the pong leaves with the prompt
+                            // reply to the packet that brought the ping. One that cannot be
+                            // queued (the control channel's window is full) is a sample the
+                            // peer misses; it pings again.
+                            let pong = ClockMessage::Pong {
+                                sent,
+                                remote: clock::micros(now),
+                            };
+                            let _ = connection.send(link.delivery.control_channel(), &pong.encode());
+                        }
+                        Some(ClockMessage::Pong { sent, remote }) => link.clock.pong(now, sent, remote),
+                        None => {
+                            // Nothing of its packet is acked: the connection fails now.
+                            link.refused += 1;
+                            let e = DeliveryError::Control;
+                            self.lose(now, i, Failure::Protocol(e.to_string()));
+                            return Err(e.into());
+                        }
+                    }
+                } else if link.delivery.is_reliable(channel)
+                    || channel == link.delivery.control_channel()
                 {
                     let arrived =
                         link.delivery

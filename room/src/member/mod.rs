@@ -100,6 +100,7 @@ use crate::backoff::Random;
 use crate::delivery::MAX_PREFIX;
 use crate::signalling::{AppInfo, Role, SignalData};
 
+pub use crate::clock::ClockReading;
 pub use crate::delivery::Budget;
 pub use config::MemberConfig;
 pub use errors::{FrameError, MemberError, ReceiveError, SendError};
@@ -256,6 +257,41 @@ impl Member {
             .iter()
             .find(|l| l.id == peer)
             .map(|l| l.info(now))
+    }
+
+    /// `peer`'s clock at `now` (ours), as this member estimates it from pings on the link's
+    /// control channel ([`crate::clock`]); `None` before the first exchange came back, or for
+    /// a peer that is not ours.
+    pub fn peer_clock(&self, now: Duration, peer: PeerId) -> Option<ClockReading> {
+        self.links
+            .iter()
+            .find(|l| l.id == peer)
+            .and_then(|l| l.clock.reading(now))
+    }
+
+    /// The room's clock at `now`, one every member of the room reads alike: in a host room
+    /// the host's (exact on the host), in a mesh the clock of the member the server numbered
+    /// first among those this one is linked with and itself (exact on that member). `None`
+    /// before this member is joined, or while that member's clock has no exchange back yet.
+    pub fn clock(&self, now: Duration) -> Option<ClockReading> {
+        if self.config.role == Role::Host {
+            return Some(ClockReading::own(now));
+        }
+        if self.config.role == Role::Client {
+            let host = self.host()?;
+            return self.peer_clock(now, host);
+        }
+        let me = self.server_id()?;
+        let first = self
+            .links
+            .iter()
+            .filter(|l| l.is_connected())
+            .filter_map(|l| Some((l.server_id?, l)))
+            .min_by_key(|(id, _)| *id);
+        match first {
+            Some((id, link)) if id < me => link.clock.reading(now),
+            _ => Some(ClockReading::own(now)),
+        }
     }
 
     /// The largest message `channel` takes, the same to every peer whatever carries its

@@ -232,8 +232,41 @@ pub fn app() -> AppInfo {
 /// The reliable-ordered channel of [`app`].
 pub const CHAT: u8 = 1;
 
+/// How a member's clock (the `now` it is given) relates to the world's: `ahead` of it, and
+/// running `ppm` parts per million fast (negative: slow). The default is the world's own.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Skew {
+    pub ahead: Duration,
+    pub ppm: i64,
+}
+
+impl Skew {
+    /// The member's clock at world time `world`.
+    pub fn local(&self, world: Duration) -> Duration {
+        let nanos = world.as_nanos() as i128;
+        let local = self.ahead.as_nanos() as i128 + nanos + nanos * i128::from(self.ppm) / 1_000_000;
+        Duration::from_nanos(local.max(0) as u64)
+    }
+
+    /// The first world time at which the member's clock reads `local` or later.
+    pub fn world(&self, local: Duration) -> Duration {
+        if *self == Skew::default() {
+            return local;
+        }
+        let since = (local.as_nanos() as i128 - self.ahead.as_nanos() as i128).max(0);
+        let scale = 1_000_000 + i128::from(self.ppm);
+        let mut world = Duration::from_nanos(((since * 1_000_000 + scale - 1) / scale) as u64);
+        while self.local(world) < local {
+            world += Duration::from_nanos(1);
+        }
+        world
+    }
+}
+
 pub struct Node {
     pub member: Member,
+    /// Its clock against the world's ([`World::add_skewed`]).
+    pub skew: Skew,
     pub events: Vec<Event>,
     /// The signalling connection the member has open (0: none).
     conn: u64,
@@ -339,6 +372,17 @@ impl World {
         network: &str,
         tweak: impl FnOnce(&mut MemberConfig),
     ) -> usize {
+        self.add_skewed(kind, network, Skew::default(), tweak)
+    }
+
+    /// Adds a member whose clock is `skew` off the world's.
+    pub fn add_skewed(
+        &mut self,
+        kind: PeerKind,
+        network: &str,
+        skew: Skew,
+        tweak: impl FnOnce(&mut MemberConfig),
+    ) -> usize {
         let n = self.nodes.len();
         let mut config = MemberConfig::new("lobby", app(), kind, format!("inst{n}"));
         config.secret = [n as u8 + 1; 32];
@@ -351,9 +395,10 @@ impl World {
         if let Some(addr) = config.udp_addr {
             self.udp_owner.insert(addr, n);
         }
-        let member = Member::new(config, self.now).expect("valid member config");
+        let member = Member::new(config, skew.local(self.now)).expect("valid member config");
         self.nodes.push(Node {
             member,
+            skew,
             events: Vec::new(),
             conn: 0,
             udp,
@@ -378,7 +423,11 @@ impl World {
     pub fn run_until(&mut self, until: Duration) {
         // Each member's next timer, polled again only when something reached that member:
         // the loop's cost is the members' work, not polling every member twice per step.
-        let poll = |node: &Node| (!node.gone).then(|| node.member.poll_timeout()).flatten();
+        let poll = |node: &Node| {
+            (!node.gone)
+                .then(|| node.member.poll_timeout().map(|t| node.skew.world(t)))
+                .flatten()
+        };
         let mut timers: Vec<Option<Duration>> = self.nodes.iter().map(poll).collect();
         let mut touched = vec![false; self.nodes.len()];
         loop {
@@ -407,7 +456,7 @@ impl World {
                     timers[n] = poll(&self.nodes[n]);
                 }
                 if timers[n].is_some_and(|t| t <= self.now) {
-                    let now = self.now;
+                    let now = self.nodes[n].skew.local(self.now);
                     self.nodes[n].member.handle_timeout(now);
                     self.drain(n);
                     timers[n] = poll(&self.nodes[n]);
@@ -461,6 +510,7 @@ impl World {
         match action {
             Action::ToServer { from, conn, frame } => self.server_receive(from, conn, frame),
             Action::ToMember { to, conn, text } => {
+                let now = self.nodes[to].skew.local(now);
                 if self.nodes[to].conn == conn {
                     self.nodes[to]
                         .member
@@ -470,12 +520,14 @@ impl World {
                 }
             }
             Action::SocketOpen { to, conn } => {
+                let now = self.nodes[to].skew.local(now);
                 if self.nodes[to].conn == conn {
                     self.nodes[to].member.signalling_open(now);
                     self.drain(to);
                 }
             }
             Action::SocketClosed { to, conn } => {
+                let now = self.nodes[to].skew.local(now);
                 if self.nodes[to].conn == conn {
                     self.nodes[to].conn = 0;
                     self.nodes[to]
@@ -489,12 +541,14 @@ impl World {
                 transport,
                 event,
             } => {
+                let now = self.nodes[to].skew.local(now);
                 self.nodes[to]
                     .member
                     .handle_transport(now, transport, event);
                 self.drain(to);
             }
             Action::Datagram { to, route, bytes } => {
+                let now = self.nodes[to].skew.local(now);
                 let _ = self.nodes[to].member.receive(now, route, &bytes);
                 self.drain(to);
             }
@@ -1054,7 +1108,7 @@ impl World {
     // ----- what the tests look at -----
 
     pub fn links(&self, n: usize) -> Vec<LinkInfo> {
-        self.nodes[n].member.links(self.now)
+        self.nodes[n].member.links(self.nodes[n].skew.local(self.now))
     }
 
     /// The link of `n` to the member whose current id is that of `m`.
@@ -1120,7 +1174,7 @@ impl World {
     /// Runs member `n`'s own code against it at the current time, then carries out what it
     /// asked for.
     pub fn with<R>(&mut self, n: usize, f: impl FnOnce(&mut Member, Duration) -> R) -> R {
-        let now = self.now;
+        let now = self.nodes[n].skew.local(self.now);
         let result = f(&mut self.nodes[n].member, now);
         self.drain(n);
         result
