@@ -103,7 +103,7 @@ pub use ackwire_core::emulator::EmulatorConfig;
 pub use ackwire_core::{ConnectionConfig, Mode, Stats};
 pub use ackwire_room::emulation::Emulation;
 pub use ackwire_room::member::{
-    Broadcast, Budget, Event, Failure, GoneReason, IceState, LinkInfo, LinkState, MemberError,
+    Broadcast, Budget, ClockReading, Event, Failure, GoneReason, IceState, LinkInfo, LinkState, MemberError,
     PeerId, SendError, ServerId, SignallingState, TransportKind,
 };
 pub use ackwire_signalling::{

@@ -2,7 +2,7 @@
 //! this target's driver.
 
 use ackwire_room::member::{
-    Broadcast, Event, LinkInfo, PeerId, SendError, ServerId, SignallingState,
+    Broadcast, ClockReading, Event, LinkInfo, PeerId, SendError, ServerId, SignallingState,
 };
 use ackwire_signalling::RoomUrl;
 
@@ -99,6 +99,22 @@ impl Room {
     /// Every link (one per peer) with its state, path and the core's [`Stats`](crate::Stats).
     pub fn links(&self) -> Vec<LinkInfo> {
         self.driver.with_member(|m, now| m.links(now))
+    }
+
+    /// The room's clock now, read alike by every member: the host's in a host room, and in a
+    /// mesh the clock of the member the server numbered first among this one and those it is
+    /// linked with. Exact on that member; elsewhere an estimate with its bound
+    /// ([`ClockReading::uncertainty`]), synced about half a second after the link connects.
+    /// `None` before this member joined, or until the first exchange with that member came
+    /// back. A member's clock is the time since its `Room::join`; docs/api.md, "Clocks".
+    pub fn clock(&self) -> Option<ClockReading> {
+        self.driver.with_member(|m, now| m.clock(now))
+    }
+
+    /// `peer`'s clock now, as this member estimates it (each link pings its peer's; docs/wire.md,
+    /// "Room members"): `None` before the first exchange came back, or for a peer not ours.
+    pub fn peer_clock(&self, peer: PeerId) -> Option<ClockReading> {
+        self.driver.with_member(|m, now| m.peer_clock(now, peer))
     }
 
     /// The host of a host room while it is in the room: a client's one peer. `None` in a
