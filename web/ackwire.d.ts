@@ -321,6 +321,21 @@ export interface Broadcast {
   readonly refused: readonly { readonly peer: PeerId; readonly error: SendError }[];
 }
 
+/**
+ * Another member's clock, as this one reads it: a member's clock counts milliseconds since
+ * its `join()` (its driver's time).
+ */
+export interface ClockReading {
+  /** That clock's time now, in ms. */
+  readonly time: number;
+  /** `time` is within this many ms of the truth: half the round trip of the pings it rests on, and the drift since (0 for a member's own clock). */
+  readonly uncertainty: number;
+  /** Ping exchanges the reading rests on (at most 16). */
+  readonly samples: number;
+  /** Four exchanges came back: the reading is as good as the path allows (a member's own clock: always). */
+  readonly synced: boolean;
+}
+
 /** What `join()` rejects with. */
 export type JoinError = AckwireError<JoinErrorCode>;
 
@@ -496,6 +511,15 @@ export declare class Room extends EventTarget {
   broadcastLatest(channel: number, data: Payload): Broadcast;
   /** Every link (one per peer) with its state, path and stats; none once closed. */
   links(): LinkInfo[];
+  /**
+   * The room's clock now, read alike by every member: the host's in a host room; in a mesh,
+   * the clock of the member the server numbered first among this one and those it is linked
+   * with. Exact on that member, elsewhere an estimate within its `uncertainty`. `null` until
+   * the first exchange with that member came back (docs/api.md, "Clocks").
+   */
+  clock(): ClockReading | null;
+  /** `peer`'s clock now, as this member estimates it; `null` before it is known. Throws `unknown_peer` for what is not a peer id. */
+  peerClock(peer: PeerId): ClockReading | null;
   /** The room's peers: their links, as {@link links} gives them. */
   readonly peers: LinkInfo[];
   /** Our id in the signalling server's current session, once joined (it changes when the server restarts). */

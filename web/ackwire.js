@@ -88,6 +88,18 @@
  */
 
 /**
+ * Another member's clock as this one reads it (a member's clock counts ms since its join()).
+ * @typedef {object} ClockReading
+ * @property {number} time that clock's time now, in ms
+ * @property {number} uncertainty `time` is within this many ms of the truth (0 for a member's own clock)
+ * @property {number} samples ping exchanges it rests on (at most 16)
+ * @property {boolean} synced four exchanges came back (a member's own clock: always)
+ */
+
+/** The bindings' `[time, uncertainty, samples, synced]` as a {@link ClockReading}. @returns {ClockReading | null} */
+const clockReading = (r) => r ? { time: r[0], uncertainty: r[1], samples: r[2], synced: r[3] === 1 } : null;
+
+/**
  * The events of a {@link Room}, by name, and what each carries besides `type`:
  * - `signalling`: `state` ('connecting' | 'joining' | 'joined' | 'reconnecting' | 'closed'), `detail`
  * - `joined`: `serverId`, `resumed` (again after a signalling server restart, with a new serverId)
@@ -443,6 +455,18 @@ export class Room extends EventTarget {
 
   /** The room's peers: their links, as {@link links} gives them. @type {LinkInfo[]} */
   get peers() { return this.#handle.links(); }
+
+  /**
+   * The room's clock now, read alike by every member: the host's in a host room, in a mesh
+   * the clock of the member the server numbered first among this one and its linked peers.
+   * Exact there; elsewhere an estimate within `uncertainty` ms, `synced` about half a second
+   * after the link connects. `null` until the first exchange with that member came back.
+   * @returns {ClockReading | null}
+   */
+  clock() { return clockReading(this.#handle.clock(undefined)); }
+
+  /** `peer`'s clock now, as this member estimates it; `null` before it is known. @param {number} peer @returns {ClockReading | null} */
+  peerClock(peer) { return clockReading(this.#handle.clock(peer)); }
 
   /** Our id in the signalling server's current session (it changes when the server restarts). @type {number | undefined} */
   get serverId() { return this.#handle.serverId; }

@@ -4,15 +4,18 @@
 //!
 //! One exchange bounds the truth: the peer read its clock `remote` after our ping left at
 //! `sent` and before its pong came back at `back` (our clock), so its clock runs ahead of
-//! ours by between `remote - back` and `remote - sent`. The midpoint is the estimate and half
-//! the round trip the bound, whatever the path's asymmetry, queueing or pacing did to the
-//! exchange: an exchange that waited (a resend, a queue, the sender's next pacing slot) only
-//! has a wider bound. So the estimator keeps the last [`WINDOW`] exchanges and reads the one
-//! with the shortest round trip, as NTP's clock filter does, and adds what the two clocks
-//! may have drifted apart since it was taken ([`DRIFT_PPM`]).
+//! ours by between `remote - back` and `remote - sent`, whatever the path's asymmetry,
+//! queueing or pacing did to the exchange: an exchange that waited (a resend, a queue, the
+//! sender's next pacing slot) only has a wider interval. Every interval holds the truth, once
+//! widened by what the two clocks may have drifted apart since it was taken ([`DRIFT_PPM`]);
+//! so does their intersection, whose midpoint is the reading and half whose width its bound.
+//! The estimator keeps the last [`WINDOW`] exchanges.
 
-use std::collections::VecDeque;
 use std::time::Duration;
+
+use ackwire_core::Connection;
+
+use crate::delivery::DeliveryError;
 
 /// The control message that asks the peer for its clock: `0x03`, then our clock.
 pub(crate) const PING: u8 = 3;
@@ -23,14 +26,14 @@ pub(crate) const PING_LEN: usize = 1 + 8;
 /// A pong's length: the type and two microsecond counts.
 pub(crate) const PONG_LEN: usize = 1 + 8 + 8;
 
-/// Exchanges kept: the estimate reads the best of them.
+/// Exchanges kept: the reading rests on all of them.
 pub const WINDOW: usize = 16;
 /// Exchanges before the estimate says it is synced.
 pub const SYNCED_AFTER: u32 = 4;
-/// Pings while not yet synced: one every this long, so a new link is synced within about
-/// half a second.
+/// Pings while not yet synced: one every this long (at the link's next packet after it),
+/// so a new link is synced within about half a second.
 pub const FAST_PING: Duration = Duration::from_millis(100);
-/// Pings once synced, one every this long: the window then covers the last 8 s.
+/// Pings once synced, one every this long: the window then covers the last 4 s.
 pub const SLOW_PING: Duration = Duration::from_millis(250);
 /// How far two clocks may drift apart, in parts per million, for the bound: quartz clocks of
 /// ordinary machines stay within ±50 ppm of true time each.
@@ -93,7 +96,16 @@ impl ClockMessage {
 
 /// A member's clock as a microsecond count on the wire.
 pub(crate) fn micros(now: Duration) -> u64 {
-    u64::try_from(now.as_micros()).unwrap_or(u64::MAX)
+    // Without `as_micros`'s u128: 128-bit arithmetic costs the browser's bundle ~0.5 KB.
+    now.as_secs()
+        .saturating_mul(1_000_000)
+        .saturating_add(u64::from(now.subsec_micros()))
+}
+
+/// A clock reading as i64 µs (ours and peers' clocks count from their rooms' start: they fit
+/// i64 for 290,000 years).
+fn signed(micros: u64) -> i64 {
+    i64::try_from(micros).unwrap_or(i64::MAX)
 }
 
 /// What the member knows of another clock at one moment.
@@ -104,11 +116,11 @@ pub struct ClockReading {
     /// member's clock is the `now` its driver passes it, so the time since that member's room
     /// began (`Room::join`).
     pub time: Duration,
-    /// The reading is within this of the other clock's true time: half the round trip of the
-    /// exchange it rests on, plus what the clocks may have drifted apart since
-    /// ([`DRIFT_PPM`]). Zero for a member's own clock.
+    /// The reading is within this of the other clock's true time: at most half the round
+    /// trip of the best exchange it rests on (the others narrow it), plus what the clocks
+    /// may have drifted apart since ([`DRIFT_PPM`]). Zero for a member's own clock.
     pub uncertainty: Duration,
-    /// Exchanges the reading rests on (the best of them counts), at most [`WINDOW`].
+    /// Exchanges the reading rests on, at most [`WINDOW`].
     pub samples: u32,
     /// At least [`SYNCED_AFTER`] exchanges came back on this link: the reading is as good as
     /// the path allows (its own clock: always).
@@ -132,19 +144,22 @@ impl ClockReading {
 #[derive(Debug, Clone, Copy)]
 struct Exchange {
     back: Duration,
-    low: i128,
-    high: i128,
+    low: i64,
+    high: i64,
 }
 
 /// The peer's clock may have drifted this far from ours (µs) in `age`.
-fn drift(age: Duration) -> i128 {
-    (age.as_micros() * u128::from(DRIFT_PPM) / 1_000_000) as i128
+fn drift(age: Duration) -> i64 {
+    signed(micros(age).saturating_mul(DRIFT_PPM) / 1_000_000)
 }
 
 /// The estimate of one peer's clock, and when to ask it next.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct PeerClock {
-    exchanges: VecDeque<Exchange>,
+    /// The last [`WINDOW`] exchanges, a ring whose next slot is `next`.
+    exchanges: Vec<Exchange>,
+    next: usize,
+    /// Exchanges taken so far.
     taken: u32,
     next_ping: Duration,
 }
@@ -164,6 +179,32 @@ impl PeerClock {
         Some(ClockMessage::Ping { sent: micros(now) })
     }
 
+    /// A clock message arrived on the control channel (`control`) of `core` at `now`: a ping
+    /// is answered at once, so the pong leaves with the prompt reply to the packet that
+    /// brought it; a pong is taken. A ping or pong of the wrong length is refused, before its
+    /// packet is acknowledged, like any unreadable control message.
+    pub(crate) fn take(
+        &mut self,
+        core: &mut Connection,
+        control: u8,
+        now: Duration,
+        bytes: &[u8],
+    ) -> Result<(), DeliveryError> {
+        match ClockMessage::parse(bytes).ok_or(DeliveryError::Control)? {
+            ClockMessage::Ping { sent } => {
+                let pong = ClockMessage::Pong {
+                    sent,
+                    remote: micros(now),
+                };
+                // A pong that cannot be queued (the control channel's window is full) is a
+                // sample the peer misses; it pings again.
+                let _ = core.send(control, &pong.encode());
+            }
+            ClockMessage::Pong { sent, remote } => self.pong(now, sent, remote),
+        }
+        Ok(())
+    }
+
     /// A pong came back at `now`: takes its exchange unless the ping it echoes cannot be ours
     /// (from the future, or older than [`MAX_ROUND_TRIP`]).
     pub(crate) fn pong(&mut self, now: Duration, sent: u64, remote: u64) {
@@ -174,45 +215,47 @@ impl PeerClock {
         if Duration::from_micros(round_trip) > MAX_ROUND_TRIP {
             return;
         }
-        if self.exchanges.len() == WINDOW {
-            self.exchanges.pop_front();
-        }
-        self.exchanges.push_back(Exchange {
+        let exchange = Exchange {
             back: now,
-            low: i128::from(remote) - i128::from(back),
-            high: i128::from(remote) - i128::from(sent),
-        });
+            low: signed(remote).saturating_sub(signed(back)),
+            high: signed(remote).saturating_sub(signed(sent)),
+        };
+        match self.exchanges.get_mut(self.next) {
+            Some(slot) => *slot = exchange,
+            None => self.exchanges.push(exchange),
+        }
+        self.next = (self.next + 1) % WINDOW;
         self.taken = self.taken.saturating_add(1);
     }
 
     /// The peer's clock at `now` (ours), once an exchange came back.
     pub(crate) fn reading(&self, now: Duration) -> Option<ClockReading> {
+        let taken = &self.exchanges;
+        if taken.is_empty() {
+            return None;
+        }
         // Each exchange, widened by the drift since it was taken, holds the truth: so does
         // their intersection, which is never wider than the best exchange's own bounds.
-        let widened = |e: &Exchange| {
+        // Bounds that do not meet (clocks that drifted more than allowed, or a peer that
+        // does not keep one clock) leave the narrowest exchange alone as the best guess.
+        let (mut meet, mut narrowest) = ((i64::MIN, i64::MAX), None::<(i64, i64)>);
+        for e in taken {
             let d = drift(now.saturating_sub(e.back));
-            (e.low - d, e.high + d)
-        };
-        let (low, high) = self
-            .exchanges
-            .iter()
-            .map(widened)
-            .reduce(|(l1, h1), (l2, h2)| (l1.max(l2), h1.min(h2)))?;
-        // Bounds that do not meet: clocks that drifted more than allowed (or a peer that
-        // does not keep one clock). The narrowest exchange alone is the best guess then.
-        let (low, high) = if low <= high {
-            (low, high)
-        } else {
-            self.exchanges
-                .iter()
-                .map(widened)
-                .min_by_key(|(l, h)| h - l)?
-        };
-        let time = i128::from(micros(now)) + (low + high) / 2;
+            let (low, high) = (e.low.saturating_sub(d), e.high.saturating_add(d));
+            meet = (meet.0.max(low), meet.1.min(high));
+            if narrowest.is_none_or(|(l, h)| high.saturating_sub(low) < h.saturating_sub(l)) {
+                narrowest = Some((low, high));
+            }
+        }
+        let (low, high) = if meet.0 <= meet.1 { meet } else { narrowest? };
+        // The midpoint and half the width, rounded up, without overflowing.
+        let middle = low / 2 + high / 2 + (low % 2 + high % 2) / 2;
+        let half = high.abs_diff(low).div_ceil(2);
+        let time = signed(micros(now)).saturating_add(middle);
         Some(ClockReading {
-            time: Duration::from_micros(u64::try_from(time.max(0)).unwrap_or(u64::MAX)),
-            uncertainty: Duration::from_micros(u64::try_from((high - low + 1) / 2).unwrap_or(u64::MAX)),
-            samples: self.exchanges.len() as u32,
+            time: Duration::from_micros(u64::try_from(time).unwrap_or(0)),
+            uncertainty: Duration::from_micros(half),
+            samples: taken.len() as u32,
             synced: self.taken >= SYNCED_AFTER,
         })
     }

@@ -163,6 +163,29 @@ impl WasmRoom {
         to_js(&links.iter().map(JsLink::from).collect::<Vec<_>>())
     }
 
+    /// `Room::clock` (`peer` undefined) or `Room::peer_clock`: `[time, uncertainty, samples,
+    /// synced]`, times in fractional ms and `synced` 1 or 0, for `ackwire.js` to name
+    /// (`ClockReading` in the `.d.ts`); `undefined` for none. Throws `unknown_peer` for a
+    /// `peer` that is not a peer's id. (One export and an array: the bundle's every export
+    /// and object field costs bytes.)
+    pub fn clock(&self, peer: &JsValue) -> Result<Option<Vec<f64>>, JsValue> {
+        let reading = if peer.is_undefined() {
+            self.with_room(Room::clock)
+        } else {
+            let peer = peer_id(peer)?;
+            self.with_room(|r| r.peer_clock(peer))
+        };
+        let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+        Ok(reading.ok().flatten().map(|r| {
+            vec![
+                ms(r.time),
+                ms(r.uncertainty),
+                f64::from(r.samples),
+                f64::from(u8::from(r.synced)),
+            ]
+        }))
+    }
+
     /// Our id in the signalling server's current session, once joined.
     #[wasm_bindgen(getter, js_name = serverId)]
     pub fn server_id(&self) -> Option<f64> {

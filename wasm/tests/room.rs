@@ -125,6 +125,14 @@ async fn bad_inputs_throw_typed_errors_and_close_hands_over_the_last_events() {
     assert_eq!(links.length(), 1);
     assert_eq!(get(&links.get(0), "id"), peer);
 
+    // Clocks: with no link up, this member (numbered 1) reads the room's clock as its own,
+    // exactly; the peer's is unknown until pings came back on a link.
+    let clock = room.clock(&JsValue::UNDEFINED).unwrap().expect("the room's clock");
+    assert!(clock[0] > 0.0, "{clock:?}");
+    assert_eq!(clock[1..], [0.0, 0.0, 1.0], "exact, no exchange, synced");
+    assert_eq!(room.clock(&peer), Ok(None));
+    assert_eq!(code(room.clock(&"2".into())), "unknown_peer");
+
     let text: JsValue = "hi".into();
     let (unreliable, reliable): (JsValue, JsValue) = (0.into(), 1.into());
     // The peer's link is not up: an unreliable message is refused, a reliable one kept for
@@ -201,6 +209,7 @@ async fn bad_inputs_throw_typed_errors_and_close_hands_over_the_last_events() {
     assert_eq!(code(room.send(&peer, &reliable, &text, false)), "closed");
     assert_eq!(code(room.set_outage(true)), "closed");
     assert_eq!(Array::from(&room.links()).length(), 0);
+    assert_eq!(room.clock(&JsValue::UNDEFINED), Ok(None));
     assert_eq!(room.signalling().as_string().unwrap(), "closed");
     // Leaving ended the link: its last events came before close resolved.
     let left = events.find("peerleave");

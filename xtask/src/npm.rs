@@ -160,7 +160,7 @@ fn js_snippets(markdown: &str, source: &str, section: Option<&str>) -> Result<St
 }
 
 /// `tsc --noEmit` on `web/types-check/`: its example program and the JS snippets of the README
-/// ("Use it in your game"), of the package's README and of the guide's "Options", each importing `ackwire` by name from
+/// ("Use it in your game"), of the package's README and of the guide's "Options" and "Clocks", each importing `ackwire` by name from
 /// the package as assembled into `web/types-check/node_modules/ackwire/` (resolved through
 /// its `exports`, as a game's compiler does). Any type error fails it.
 pub(crate) fn types() -> Result<()> {
@@ -169,22 +169,27 @@ pub(crate) fn types() -> Result<()> {
     let generated = check.join("generated");
     fs::create_dir_all(&generated).map_err(|e| e.to_string())?;
     let root = paths::root();
-    for (markdown, name, section) in [
+    for (markdown, name, section, out) in [
         (
-            root.join("README.md"),
+            "README.md",
             "README.md",
             Some("Use it in your game"),
+            "README.md.js",
         ),
-        (root.join("web/npm/README.md"), "web/npm/README.md", None),
-        (root.join("docs/api.md"), "docs/api.md", Some("Options")),
+        (
+            "web/npm/README.md",
+            "web/npm/README.md",
+            None,
+            "npm-README.md.js",
+        ),
+        ("docs/api.md", "docs/api.md", Some("Options"), "docs-api.md.js"),
+        ("docs/api.md", "docs/api.md", Some("Clocks"), "docs-api-clocks.md.js"),
     ] {
+        let markdown = root.join(markdown);
         let text = fs::read_to_string(&markdown)
             .map_err(|e| format!("cannot read {}: {e}", markdown.display()))?;
         let script = js_snippets(&text, name, section)?;
-        let file = generated.join(format!(
-            "{}.js",
-            name.replace("web/npm/", "npm-").replace("docs/", "docs-")
-        ));
+        let file = generated.join(out);
         fs::write(&file, script).map_err(|e| format!("cannot write {}: {e}", file.display()))?;
     }
     let tsc = paths::web_dir().join("node_modules/.bin/tsc");

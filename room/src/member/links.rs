@@ -14,8 +14,8 @@ use super::{
     ReceiveError, Route, ServerId, TransportId, TransportKind,
 };
 use crate::core_link::{CoreEvent, CoreLink, Handshake, RefusedDatagram, Role, SetupError};
-use crate::clock::{self, ClockMessage, PeerClock};
-use crate::delivery::{Delivery, DeliveryError};
+use crate::clock::{ClockMessage, PeerClock};
+use crate::delivery::Delivery;
 use crate::keys::LinkKeys;
 use crate::signalling::{self, PeerInfo, PeerKind, PublicKey, SignalData};
 
@@ -965,34 +965,14 @@ impl Member {
                         bytes,
                     }));
                 };
-                if channel == link.delivery.control_channel() && ClockMessage::is_clock(&bytes) {
-                    match ClockMessage::parse(&bytes) {
-                        Some(ClockMessage::Ping { sent }) => {
-                            // Answered as it is taken, so the pong leaves with the prompt
-                            // reply to the packet that brought the ping. One that cannot be
-                            // queued (the control channel's window is full) is a sample the
-                            // peer misses; it pings again.
-                            let pong = ClockMessage::Pong {
-                                sent,
-                                remote: clock::micros(now),
-                            };
-                            let _ = connection.send(link.delivery.control_channel(), &pong.encode());
-                        }
-                        Some(ClockMessage::Pong { sent, remote }) => link.clock.pong(now, sent, remote),
-                        None => {
-                            // Nothing of its packet is acked: the connection fails now.
-                            link.refused += 1;
-                            let e = DeliveryError::Control;
-                            self.lose(now, i, Failure::Protocol(e.to_string()));
-                            return Err(e.into());
-                        }
-                    }
-                } else if link.delivery.is_reliable(channel)
-                    || channel == link.delivery.control_channel()
-                {
-                    let arrived =
+                let control = link.delivery.control_channel();
+                if link.delivery.is_reliable(channel) || channel == control {
+                    let arrived = if channel == control && ClockMessage::is_clock(&bytes) {
+                        link.clock.take(connection, control, now, &bytes)
+                    } else {
                         link.delivery
-                            .arrived(connection, channel, bytes, new_life, &mut deliver);
+                            .arrived(connection, channel, bytes, new_life, &mut deliver)
+                    };
                     for (channel, bytes) in link.delivery.take_handed_back() {
                         self.out.push_back(Output::Event(Event::Undelivered {
                             peer,

@@ -282,15 +282,17 @@ impl Member {
             return self.peer_clock(now, host);
         }
         let me = self.server_id()?;
-        let first = self
-            .links
-            .iter()
-            .filter(|l| l.is_connected())
-            .filter_map(|l| Some((l.server_id?, l)))
-            .min_by_key(|(id, _)| *id);
+        let mut first: Option<(ServerId, &Link)> = None;
+        for link in &self.links {
+            if let Some(id) = link.server_id.filter(|&id| id < me && link.is_connected())
+                && first.is_none_or(|(f, _)| id < f)
+            {
+                first = Some((id, link));
+            }
+        }
         match first {
-            Some((id, link)) if id < me => link.clock.reading(now),
-            _ => Some(ClockReading::own(now)),
+            Some((_, link)) => link.clock.reading(now),
+            None => Some(ClockReading::own(now)),
         }
     }
 
