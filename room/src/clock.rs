@@ -33,7 +33,8 @@ pub const SYNCED_AFTER: u32 = 4;
 /// Pings while not yet synced: one every this long (at the link's next packet after it),
 /// so a new link is synced within about half a second.
 pub const FAST_PING: Duration = Duration::from_millis(100);
-/// Pings once synced, one every this long: the window then covers the last 4 s.
+/// Pings once synced, one every this long by default (`MemberConfig::clock_period`): the
+/// window then covers the last 4 s.
 pub const SLOW_PING: Duration = Duration::from_millis(250);
 /// How far two clocks may drift apart, in parts per million, for the bound: quartz clocks of
 /// ordinary machines stay within ±50 ppm of true time each.
@@ -75,22 +76,29 @@ impl ClockMessage {
         }
     }
 
-    pub(crate) fn encode(&self) -> Vec<u8> {
+    /// Its bytes, in a buffer on the stack (`len` of them): a ping a quarter second per
+    /// link should not cost a heap allocation of its own.
+    pub(crate) fn encode(&self) -> ([u8; PONG_LEN], usize) {
+        let mut out = [0u8; PONG_LEN];
         match *self {
             ClockMessage::Ping { sent } => {
-                let mut out = Vec::with_capacity(PING_LEN);
-                out.push(PING);
-                out.extend_from_slice(&sent.to_le_bytes());
-                out
+                out[0] = PING;
+                out[1..9].copy_from_slice(&sent.to_le_bytes());
+                (out, PING_LEN)
             }
             ClockMessage::Pong { sent, remote } => {
-                let mut out = Vec::with_capacity(PONG_LEN);
-                out.push(PONG);
-                out.extend_from_slice(&sent.to_le_bytes());
-                out.extend_from_slice(&remote.to_le_bytes());
-                out
+                out[0] = PONG;
+                out[1..9].copy_from_slice(&sent.to_le_bytes());
+                out[9..17].copy_from_slice(&remote.to_le_bytes());
+                (out, PONG_LEN)
             }
         }
+    }
+
+    #[cfg(test)]
+    fn to_vec(self) -> Vec<u8> {
+        let (bytes, len) = self.encode();
+        bytes[..len].to_vec()
     }
 }
 
@@ -165,15 +173,16 @@ pub(crate) struct PeerClock {
 }
 
 impl PeerClock {
-    /// A ping to send at `now`, if one is due: quickly until synced, then once a second.
-    pub(crate) fn ping_due(&mut self, now: Duration) -> Option<ClockMessage> {
+    /// A ping to send at `now`, if one is due: every [`FAST_PING`] until synced, then every
+    /// `period` (`MemberConfig::clock_period`).
+    pub(crate) fn ping_due(&mut self, now: Duration, period: Duration) -> Option<ClockMessage> {
         if now < self.next_ping {
             return None;
         }
         let every = if self.taken < SYNCED_AFTER {
             FAST_PING
         } else {
-            SLOW_PING
+            period
         };
         self.next_ping = now + every;
         Some(ClockMessage::Ping { sent: micros(now) })
@@ -198,7 +207,8 @@ impl PeerClock {
                 };
                 // A pong that cannot be queued (the control channel's window is full) is a
                 // sample the peer misses; it pings again.
-                let _ = core.send(control, &pong.encode());
+                let (bytes, len) = pong.encode();
+                let _ = core.send(control, &bytes[..len]);
             }
             ClockMessage::Pong { sent, remote } => self.pong(now, sent, remote),
         }
@@ -287,7 +297,7 @@ mod tests {
         let (ping, fields) = block("room-clock-ping");
         assert_eq!(fields, "sent=1000000");
         let message = ClockMessage::Ping { sent: 1_000_000 };
-        assert_eq!(message.encode(), ping);
+        assert_eq!(message.to_vec(), ping);
         assert_eq!(ClockMessage::parse(&ping), Some(message));
         let (pong, fields) = block("room-clock-pong");
         assert_eq!(fields, "sent=1000000 remote=5000000");
@@ -295,14 +305,14 @@ mod tests {
             sent: 1_000_000,
             remote: 5_000_000,
         };
-        assert_eq!(message.encode(), pong);
+        assert_eq!(message.to_vec(), pong);
         assert_eq!(ClockMessage::parse(&pong), Some(message));
     }
 
     #[test]
     fn a_clock_message_of_the_wrong_length_is_refused() {
-        let ping = ClockMessage::Ping { sent: 7 }.encode();
-        let pong = ClockMessage::Pong { sent: 7, remote: 9 }.encode();
+        let ping = ClockMessage::Ping { sent: 7 }.to_vec();
+        let pong = ClockMessage::Pong { sent: 7, remote: 9 }.to_vec();
         for bad in [&ping[..8], &pong[..16], &[PING][..], &[PONG][..]] {
             assert_eq!(ClockMessage::parse(bad), None, "{bad:02x?}");
         }
@@ -370,7 +380,7 @@ mod tests {
         let mut now = Duration::ZERO;
         let mut pinged = Vec::new();
         while now < Duration::from_secs(3) {
-            if let Some(ClockMessage::Ping { sent }) = clock.ping_due(now) {
+            if let Some(ClockMessage::Ping { sent }) = clock.ping_due(now, SLOW_PING) {
                 pinged.push(now);
                 clock.pong(now + MS, sent, sent);
             }

@@ -122,8 +122,10 @@ fn member(n: u8, udp: SocketAddr, keys: Option<Arc<dyn UdpKeys>>) -> Member {
     config.secret = [n; 32];
     config.connection = connection_config();
     config.udp_keys = keys;
-    // Stats come once an hour: a report a second is not a cost per message.
+    // Stats come once an hour, and so do clock pings once synced (in the warm-up): a report
+    // a second and four pings a second are costs per second, not per message.
     config.stats_period = Duration::from_secs(3600);
+    config.clock_period = Duration::from_secs(3600);
     Member::new(config, Duration::ZERO).unwrap()
 }
 

@@ -891,12 +891,17 @@ impl Member {
         let link = &mut self.links[i];
         // Pings only once the member took the connection (its hello went first).
         let linked = matches!(link.attempt, Attempt::Connected { .. });
+        let clock_period = self.config.clock_period;
         if let Some(core) = link.attempt.core_mut() {
             if let Some(connection) = core.connected_mut() {
                 link.delivery.flush(connection);
-                if let Some(ping) = linked.then(|| link.clock.ping_due(now)).flatten() {
+                if let Some(ping) = linked
+                    .then(|| link.clock.ping_due(now, clock_period))
+                    .flatten()
+                {
                     // A ping that cannot be queued is retried at the next one's time.
-                    let _ = connection.send(link.delivery.control_channel(), &ping.encode());
+                    let (bytes, len) = ping.encode();
+                    let _ = connection.send(link.delivery.control_channel(), &bytes[..len]);
                 }
             }
             core.poll_transmit(now, &mut self.pool, &mut ready, &mut events);
