@@ -91,6 +91,8 @@ pub mod net;
 mod outputs;
 #[cfg(any(target_arch = "wasm32", feature = "rooms"))]
 mod room;
+#[cfg(any(target_arch = "wasm32", feature = "rooms"))]
+pub mod sync;
 
 #[cfg(any(target_arch = "wasm32", feature = "rooms"))]
 pub use config::RoomConfig;
