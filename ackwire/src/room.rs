@@ -162,4 +162,20 @@ impl Room {
     pub async fn close(&mut self) {
         self.driver.close().await;
     }
+
+    /// [`close`](Self::close) for a loop that cannot await (a game engine's frame): starts
+    /// leaving and returns at once. The room goes on by itself: links say goodbye, the
+    /// server hears it, unconfirmed reliable messages come back as events;
+    /// [`is_closed`](Self::is_closed) says when it is done. Dropping the room meanwhile lets
+    /// it finish.
+    pub fn leave(&mut self) {
+        self.driver.leave();
+    }
+
+    /// Whether the room has left (after [`leave`](Self::leave) or [`close`](Self::close)):
+    /// nothing more happens in it, and [`poll_event`](Self::poll_event) only hands over
+    /// what came before.
+    pub fn is_closed(&mut self) -> bool {
+        self.driver.is_closed()
+    }
 }

@@ -11,7 +11,7 @@ use common::{server, wait_for};
 use std::time::Duration;
 
 use ackwire::{
-    App, ChannelKind, Emulation, EmulatorConfig, ErrorCode, Event, JoinError, LinkState,
+    App, ChannelKind, Emulation, EmulatorConfig, ErrorCode, Event, GoneReason, JoinError, LinkState,
     MemberError, PeerId, Room, RoomConfig, SendError, SignallingState,
 };
 use tokio::time::timeout;
@@ -343,4 +343,30 @@ async fn two_programs_read_one_room_clock_over_real_udp_at_ten_percent_loss_and_
     assert!(worst <= Duration::from_millis(20), "worst error {worst:?}");
     a.close().await;
     b.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_loop_that_cannot_await_leaves_at_once_and_its_peer_hears_it_left() {
+    let server = server().await;
+    let url = format!("http://{}/room/leave", server.addr);
+    let mut a = Room::join(&url, config(0.0)).unwrap();
+    let mut b = Room::join(&url, config(0.0)).unwrap();
+    let to_b = connected(&mut a).await;
+    connected(&mut b).await;
+    a.leave();
+    assert_eq!(a.send(to_b, 2, b"late"), Err(SendError::Closed), "refused at once");
+    let reason = wait_for(&mut b, "a's leaving", |e| match e {
+        Event::PeerLeft { reason, .. } => Some(reason),
+        _ => None,
+    })
+    .await;
+    assert_eq!(reason, GoneReason::Left, "said goodbye, not lost");
+    // A's room finishes by itself: its events end, and it says it is closed.
+    timeout(Duration::from_secs(5), async { while a.next_event().await.is_some() {} })
+        .await
+        .expect("a's room closed within 5 s");
+    assert!(a.is_closed());
+    assert!(!b.is_closed());
+    b.leave();
+    drop(b); // dropped while leaving: it finishes on its own
 }

@@ -76,6 +76,8 @@ struct State {
     early_links: Option<JsValue>,
     /// Closed: sockets and peer connections are gone, and no timer is armed again.
     shut: bool,
+    /// [`Driver::leave`] started the leaving, which shuts the state down when done.
+    leaving: bool,
 }
 
 impl State {
@@ -290,6 +292,7 @@ impl Driver {
             certificate,
             early_links,
             shut: false,
+            leaving: false,
         }));
         if matches!(shared.borrow().certificate, webrtc::Certificate::Pending) {
             webrtc::make_certificate(&shared);
@@ -334,27 +337,51 @@ impl Driver {
     /// then the socket and the peer connections close. A page being hidden may get no more
     /// timers: the goodbyes and the `leave` go out in the first step, before any wait.
     pub(crate) async fn close(&mut self) {
-        if self.shared.borrow().shut {
+        leave(self.shared.clone()).await;
+    }
+
+    /// [`close`](Self::close) without waiting: the leaving runs on the page's event loop,
+    /// and the driver, dropped meanwhile, lets it finish.
+    pub(crate) fn leave(&mut self) {
+        let mut state = self.shared.borrow_mut();
+        if state.shut || state.leaving {
             return;
         }
-        let until = now() + LEAVE_GRACE;
+        state.leaving = true;
+        drop(state);
+        // Closed now, so a send after this is refused at once; the goodbyes go out with it.
         self.with_member(|member, now| member.close(now));
-        loop {
-            let wait = {
-                let state = self.shared.borrow();
-                let at = now();
-                if state.member.is_closed() || at >= until {
-                    break;
-                }
-                let next = state.member.poll_timeout().map_or(until, |t| t.min(until));
-                next.saturating_sub(at)
-            };
-            sleep(wait).await;
-            self.with_member(|member, now| member.handle_timeout(now));
-        }
-        // The `leave` frame was queued on the socket before its close, and goes first.
-        self.shared.borrow_mut().shut_down();
+        wasm_bindgen_futures::spawn_local(leave(self.shared.clone()));
     }
+
+    /// Whether the room has left (or never joined): nothing more will happen in it.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.shared.borrow().shut
+    }
+}
+
+/// The leaving both [`Driver::close`] and [`Driver::leave`] run.
+async fn leave(shared: Rc<RefCell<State>>) {
+    if shared.borrow().shut {
+        return;
+    }
+    let until = now() + LEAVE_GRACE;
+    with_state(&shared, |state, now| state.member.close(now));
+    loop {
+        let wait = {
+            let state = shared.borrow();
+            let at = now();
+            if state.shut || state.member.is_closed() || at >= until {
+                break;
+            }
+            let next = state.member.poll_timeout().map_or(until, |t| t.min(until));
+            next.saturating_sub(at)
+        };
+        sleep(wait).await;
+        with_state(&shared, |state, now| state.member.handle_timeout(now));
+    }
+    // The `leave` frame was queued on the socket before its close, and goes first.
+    shared.borrow_mut().shut_down();
 }
 
 impl Drop for Driver {
@@ -362,7 +389,9 @@ impl Drop for Driver {
     /// objects outlive the driver, so their handlers are detached first (a handler whose
     /// closure is gone would throw).
     fn drop(&mut self) {
-        if let Ok(mut state) = self.shared.try_borrow_mut() {
+        if let Ok(mut state) = self.shared.try_borrow_mut()
+            && !state.leaving
+        {
             state.shut_down();
             state.tick = None;
         }

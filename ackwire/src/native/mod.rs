@@ -300,12 +300,31 @@ impl Driver {
     }
 
     pub(crate) async fn close(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
+        self.leave();
         if let Some(done) = self.done.take() {
             let _ = done.await;
         }
+    }
+
+    /// [`close`](Self::close) without waiting: the driver's task leaves (and ends) by itself.
+    pub(crate) fn leave(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            // Closed now, so a send after this is refused at once; the task says goodbye.
+            self.with_member(|member, now| member.close(now));
+            let _ = stop.send(());
+        }
+    }
+
+    /// Whether the driver's task has ended: the room left, or never started.
+    pub(crate) fn is_closed(&mut self) -> bool {
+        let Some(done) = &mut self.done else {
+            return true;
+        };
+        let ended = !matches!(done.try_recv(), Err(oneshot::error::TryRecvError::Empty));
+        if ended {
+            self.done = None;
+        }
+        ended
     }
 }
 

@@ -501,7 +501,10 @@ impl Member {
     /// [`is_closed`](Self::is_closed)), the server hears `leave`, and what peers never
     /// confirmed comes back as [`Event::Undelivered`].
     pub fn close(&mut self, now: Duration) {
-        self.leave_session();
+        // Once: a driver may close at once and again in its task.
+        if !self.session.left() {
+            self.leave_session();
+        }
         while !self.links.is_empty() {
             self.remove_link(now, 0, GoneReason::WeLeft);
         }
