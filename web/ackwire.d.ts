@@ -420,6 +420,27 @@ export interface LinkEvent extends RoomEvent {
   readonly link: LinkInfo;
 }
 
+/**
+ * A peer's link is connected: messages flow. Once per connection, after its `link` event: a
+ * game that only needs to know when it can send listens to this and `disconnected` alone.
+ */
+export interface ConnectedEvent extends RoomEvent {
+  readonly type: 'connected';
+  readonly peer: PeerId;
+}
+
+/**
+ * A peer's connected link no longer is: lost (it recovers by itself while the peer is in the
+ * room, and `connected` comes again) or gone (the peer left: `peerleave` follows). Once per
+ * `connected`.
+ */
+export interface DisconnectedEvent extends RoomEvent {
+  readonly type: 'disconnected';
+  readonly peer: PeerId;
+  /** Why it was lost (`peer_closed`: the peer said goodbye); `null` when the link went with its peer before any failure (the server said it left first, or this room left). */
+  readonly reason: Failure | null;
+}
+
 /** A message from a peer, with its channel's promise. */
 export interface RoomMessageEvent extends RoomEvent {
   readonly type: 'message';
@@ -455,6 +476,8 @@ export interface RoomEventMap {
   peerleave: PeerLeaveEvent;
   hostrefused: HostRefusedEvent;
   link: LinkEvent;
+  connected: ConnectedEvent;
+  disconnected: DisconnectedEvent;
   message: RoomMessageEvent;
   undelivered: UndeliveredEvent;
   stats: StatsEvent;

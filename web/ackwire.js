@@ -111,6 +111,9 @@ const clockReading = (r) => r ? { time: r[0], uncertainty: r[1], samples: r[2], 
  * - `peerleave`: `peer`, `serverId`, `reason` ('left' | 'lost' | 'not_back' | 'we_left'), `role`
  *   (a client whose host left or was lost stays in the room and links again when a host joins)
  * - `link`: `peer`, `link` ({@link LinkInfo}): a link changed state, or learned its path or first ack
+ * - `connected`: `peer`: its link is connected, messages flow (once per connection)
+ * - `disconnected`: `peer`, `reason` ({@link Failure}; `peer_closed` for a goodbye; null when the link went with its peer first):
+ *   its connected link no longer is (once per `connected`)
  * - `message`: `peer`, `channel`, `data` (Uint8Array), `text` (`data` as UTF-8)
  * - `undelivered`: `peer`, `channel`, `data`, `text`: a reliable message whose peer left first
  * - `stats`: `links` ({@link LinkInfo}[]), every second

@@ -250,7 +250,10 @@ impl<T: Interpolate + Clone> Snapshots<T> {
         // States show the field at the end of their tick.
         let end = |tick: u64| self.ticks.start(tick + 1);
         let after = self.states.partition_point(|(t, _)| end(*t) <= at);
-        let state = match (after.checked_sub(1).map(|i| &self.states[i]), self.states.get(after)) {
+        let state = match (
+            after.checked_sub(1).map(|i| &self.states[i]),
+            self.states.get(after),
+        ) {
             (Some((t0, s0)), Some((t1, s1))) => {
                 let (from, to) = (end(*t0), end(*t1));
                 let t = (at - from).as_secs_f32() / (to - from).as_secs_f32();
@@ -390,7 +393,11 @@ mod tests {
         );
         // A quiet path: one tick and the 20 ms, give or take the settling.
         assert!(quiet.delay() < MS * 60, "{:?}", quiet.delay());
-        assert!(jittery.delay() > quiet.delay() + MS * 20, "{:?}", jittery.delay());
+        assert!(
+            jittery.delay() > quiet.delay() + MS * 20,
+            "{:?}",
+            jittery.delay()
+        );
         assert!(held_quiet < 0.01, "{held_quiet}");
         // 10 % lost and 40 ms of spread: still a state after the render time in 9 draws of 10.
         assert!(held_jittery < 0.10, "{held_jittery}");

@@ -11,8 +11,8 @@ use common::{server, wait_for};
 use std::time::Duration;
 
 use ackwire::{
-    App, ChannelKind, Emulation, EmulatorConfig, ErrorCode, Event, GoneReason, JoinError, LinkState,
-    MemberError, PeerId, Room, RoomConfig, SendError, SignallingState,
+    App, ChannelKind, Emulation, EmulatorConfig, ErrorCode, Event, GoneReason, JoinError,
+    LinkState, MemberError, PeerId, Room, RoomConfig, SendError, SignallingState,
 };
 use tokio::time::timeout;
 
@@ -321,7 +321,10 @@ async fn two_programs_read_one_room_clock_over_real_udp_at_ten_percent_loss_and_
         let truth = exact.clock().expect("its own clock");
         assert_eq!(truth.uncertainty, Duration::ZERO);
         let Some(reading) = estimated.clock().filter(|r| r.synced) else {
-            assert!(start.elapsed() < Duration::from_secs(10), "synced within 10 s");
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "synced within 10 s"
+            );
             continue;
         };
         first_synced.get_or_insert(start.elapsed());
@@ -354,7 +357,11 @@ async fn a_loop_that_cannot_await_leaves_at_once_and_its_peer_hears_it_left() {
     let to_b = connected(&mut a).await;
     connected(&mut b).await;
     a.leave();
-    assert_eq!(a.send(to_b, 2, b"late"), Err(SendError::Closed), "refused at once");
+    assert_eq!(
+        a.send(to_b, 2, b"late"),
+        Err(SendError::Closed),
+        "refused at once"
+    );
     let reason = wait_for(&mut b, "a's leaving", |e| match e {
         Event::PeerLeft { reason, .. } => Some(reason),
         _ => None,
@@ -362,9 +369,11 @@ async fn a_loop_that_cannot_await_leaves_at_once_and_its_peer_hears_it_left() {
     .await;
     assert_eq!(reason, GoneReason::Left, "said goodbye, not lost");
     // A's room finishes by itself: its events end, and it says it is closed.
-    timeout(Duration::from_secs(5), async { while a.next_event().await.is_some() {} })
-        .await
-        .expect("a's room closed within 5 s");
+    timeout(Duration::from_secs(5), async {
+        while a.next_event().await.is_some() {}
+    })
+    .await
+    .expect("a's room closed within 5 s");
     assert!(a.is_closed());
     assert!(!b.is_closed());
     b.leave();

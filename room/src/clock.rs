@@ -344,7 +344,10 @@ mod tests {
         // the clocks may have drifted since.
         let reading = clock.reading(now).unwrap();
         let us = |d: Duration| d.as_micros() as i128;
-        assert!((2000..2010).contains(&us(reading.uncertainty)), "{reading:?}");
+        assert!(
+            (2000..2010).contains(&us(reading.uncertainty)),
+            "{reading:?}"
+        );
         assert_eq!((reading.samples, reading.synced), (4, true));
         // A minute later the bound has grown by the drift allowance, 100 ppm of a minute.
         let later = clock.reading(now + Duration::from_secs(60)).unwrap();
@@ -361,7 +364,11 @@ mod tests {
         clock.pong(now + 10 * MS, sent, sent + 5_000);
         clock.pong(now + 14 * MS, sent, sent + 1_005_000);
         let reading = clock.reading(now + 14 * MS).unwrap();
-        assert_eq!(reading.uncertainty, Duration::from_micros(5000), "the 10 ms exchange");
+        assert_eq!(
+            reading.uncertainty,
+            Duration::from_micros(5000),
+            "the 10 ms exchange"
+        );
         assert_eq!(reading.time, now + 14 * MS, "its midpoint: 0 ahead of ours");
     }
 

@@ -59,7 +59,9 @@ fn a_peer_clock_seconds_apart_is_read_within_a_millisecond_on_a_quiet_network() 
     // Synced within half a second of connecting: four pings 100 ms apart.
     let peer = w.peer(a, b);
     w.run_for(S);
-    let reading = w.with(a, |m, now| m.peer_clock(now, peer)).expect("a reading");
+    let reading = w
+        .with(a, |m, now| m.peer_clock(now, peer))
+        .expect("a reading");
     assert!(reading.synced, "{reading:?}");
     let errors = watch(&mut w, a, b, 60 * S);
     let worst = *errors.last().unwrap();
@@ -80,7 +82,11 @@ fn at_ten_percent_loss_and_20_ms_jitter_the_error_stays_within_the_jitter_and_th
         max_delay: Duration::from_millis(40),
     });
     let errors = watch(&mut w, a, b, 120 * S);
-    assert!(errors.len() > 1000, "synced for most of the run: {}", errors.len());
+    assert!(
+        errors.len() > 1000,
+        "synced for most of the run: {}",
+        errors.len()
+    );
     let (median, worst) = (errors[errors.len() / 2], *errors.last().unwrap());
     println!("clock error at 10 % loss, 20 ms jitter: median {median:?}, worst {worst:?}");
     assert!(worst <= Duration::from_millis(20), "worst error {worst:?}");
@@ -112,21 +118,35 @@ fn every_member_of_a_room_reads_the_same_room_clock() {
     for c in clients {
         let reading = w.with(c, |m, now| m.clock(now)).expect("the host's clock");
         assert!(reading.synced);
-        assert!(reading.time.abs_diff(on_host.time) <= Duration::from_millis(1), "{reading:?}");
+        assert!(
+            reading.time.abs_diff(on_host.time) <= Duration::from_millis(1),
+            "{reading:?}"
+        );
     }
 
     // A mesh: everyone reads the clock of the member the server numbered first.
     let mut w = World::new();
     let first = w.add_skewed(PeerKind::Native, "home", SKEWED, |_| {});
-    let others = [w.add(PeerKind::Browser, |_| {}), w.add(PeerKind::Native, |_| {})];
+    let others = [
+        w.add(PeerKind::Browser, |_| {}),
+        w.add(PeerKind::Native, |_| {}),
+    ];
     w.run_until_true(3 * S, "mesh linked", |w| {
         w.fully_linked(&[first, others[0], others[1]])
     });
     w.run_for(S);
     let truth = w.nodes[first].skew.local(w.now);
-    assert_eq!(w.with(first, |m, now| m.clock(now)), Some(ClockReading::own(truth)));
+    assert_eq!(
+        w.with(first, |m, now| m.clock(now)),
+        Some(ClockReading::own(truth))
+    );
     for n in others {
-        let reading = w.with(n, |m, now| m.clock(now)).expect("the first member's clock");
-        assert!(reading.time.abs_diff(truth) <= Duration::from_millis(1), "{reading:?}");
+        let reading = w
+            .with(n, |m, now| m.clock(now))
+            .expect("the first member's clock");
+        assert!(
+            reading.time.abs_diff(truth) <= Duration::from_millis(1),
+            "{reading:?}"
+        );
     }
 }

@@ -826,3 +826,80 @@ fn a_member_whose_place_another_program_took_stops_instead_of_taking_it_back() {
         "no socket to take the place back"
     );
 }
+
+/// Member `n`'s `Connected` and `Disconnected` events for its link to `m`, in order: `true`
+/// for connected, `false` for disconnected, with the reason's code.
+fn connections(
+    w: &World,
+    n: usize,
+    peer: ackwire_room::member::PeerId,
+) -> Vec<(bool, Option<&'static str>)> {
+    w.nodes[n]
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Connected { peer: p } if *p == peer => Some((true, None)),
+            Event::Disconnected { peer: p, reason } if *p == peer => {
+                Some((false, reason.as_ref().map(Failure::code)))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn connected_and_disconnected_come_once_per_transition_whatever_the_link_events_repeat() {
+    let mut w = World::new();
+    let a = w.add(PeerKind::Browser, |_| {});
+    let b = w.add(PeerKind::Native, |_| {});
+    w.run_until_true(2 * S, "link up", |w| w.fully_linked(&[a, b]));
+    let to_b = w.link(a, b).unwrap().peer;
+    // Stats and first acks repeat the connected state in `Link` events; not `Connected`.
+    w.run_for(3 * S);
+    let repeated = w.nodes[a]
+        .events
+        .iter()
+        .filter(
+            |e| matches!(e, Event::Link(l) if l.peer == to_b && l.state == LinkState::Connected),
+        )
+        .count();
+    assert!(repeated > 1, "the link repeats its state: {repeated}");
+    assert_eq!(connections(&w, a, to_b), [(true, None)]);
+
+    // A pulled cable: lost once (the idle timeout), connected once when it is back.
+    w.set_blackout(a, b, true);
+    w.run_for(12 * S);
+    w.set_blackout(a, b, false);
+    w.run_until_true(20 * S, "recovered", |w| w.fully_linked(&[a, b]));
+    assert_eq!(
+        connections(&w, a, to_b),
+        [(true, None), (false, Some("idle_timeout")), (true, None)]
+    );
+
+    // b leaves: its goodbye disconnects the link (`peer_closed`), once, before a hears it
+    // left the room.
+    w.with(b, |m, now| m.close(now));
+    w.run_for(S);
+    assert_eq!(
+        connections(&w, a, to_b),
+        [
+            (true, None),
+            (false, Some("idle_timeout")),
+            (true, None),
+            (false, Some("peer_closed"))
+        ]
+    );
+    let after = w.nodes[a]
+        .events
+        .iter()
+        .rev()
+        .position(|e| matches!(e, Event::Disconnected { .. }))
+        .unwrap();
+    let left = w.nodes[a]
+        .events
+        .iter()
+        .rev()
+        .position(|e| matches!(e, Event::PeerLeft { .. }))
+        .unwrap();
+    assert!(left < after, "PeerLeft follows Disconnected");
+}

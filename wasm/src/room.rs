@@ -387,6 +387,13 @@ enum JsEvent<'a> {
         peer: PeerId,
         link: JsLink<'a>,
     },
+    Connected {
+        peer: PeerId,
+    },
+    Disconnected {
+        peer: PeerId,
+        reason: &'a Option<Failure>,
+    },
     Stats {
         links: Vec<JsLink<'a>>,
     },
@@ -454,6 +461,11 @@ fn event_to_js(event: &Event) -> Option<JsValue> {
         Event::Link(info) => JsEvent::Link {
             peer: info.peer,
             link: JsLink::from(info),
+        },
+        Event::Connected { peer } => JsEvent::Connected { peer: *peer },
+        Event::Disconnected { peer, reason } => JsEvent::Disconnected {
+            peer: *peer,
+            reason,
         },
         Event::Stats { links } => JsEvent::Stats {
             links: links.iter().map(JsLink::from).collect(),

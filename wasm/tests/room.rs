@@ -127,7 +127,10 @@ async fn bad_inputs_throw_typed_errors_and_close_hands_over_the_last_events() {
 
     // Clocks: with no link up, this member (numbered 1) reads the room's clock as its own,
     // exactly; the peer's is unknown until pings came back on a link.
-    let clock = room.clock(&JsValue::UNDEFINED).unwrap().expect("the room's clock");
+    let clock = room
+        .clock(&JsValue::UNDEFINED)
+        .unwrap()
+        .expect("the room's clock");
     assert!(clock[0] > 0.0, "{clock:?}");
     assert_eq!(clock[1..], [0.0, 0.0, 1.0], "exact, no exchange, synced");
     assert_eq!(room.clock(&peer), Ok(None));

@@ -182,8 +182,18 @@ pub(crate) fn types() -> Result<()> {
             None,
             "npm-README.md.js",
         ),
-        ("docs/api.md", "docs/api.md", Some("Options"), "docs-api.md.js"),
-        ("docs/api.md", "docs/api.md", Some("Clocks"), "docs-api-clocks.md.js"),
+        (
+            "docs/api.md",
+            "docs/api.md",
+            Some("Options"),
+            "docs-api.md.js",
+        ),
+        (
+            "docs/api.md",
+            "docs/api.md",
+            Some("Clocks"),
+            "docs-api-clocks.md.js",
+        ),
     ] {
         let markdown = root.join(markdown);
         let text = fs::read_to_string(&markdown)

@@ -119,6 +119,25 @@ pub enum Event {
     },
     /// A link changed state (or learned its path or first ack).
     Link(LinkInfo),
+    /// A peer's link is connected: messages flow. Once per connection, after its
+    /// [`Event::Link`]; a game that only needs to know when it can send to a peer listens
+    /// to this and [`Event::Disconnected`] alone.
+    Connected {
+        /// Whose link.
+        peer: PeerId,
+    },
+    /// A peer's connected link is no longer connected: lost (it recovers by itself while the
+    /// peer is in the room, and [`Event::Connected`] comes again) or gone (the peer left:
+    /// [`Event::PeerLeft`] follows). Once per [`Event::Connected`].
+    Disconnected {
+        /// Whose link.
+        peer: PeerId,
+        /// Why it was lost (`PeerClosed` when the peer said goodbye, leaving); `None` when the
+        /// link went with its peer before any failure (the server said it left first, or
+        /// this member left).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<Failure>,
+    },
     /// A message from a peer: exactly once and in order where its channel promises it.
     Message {
         /// From whom.

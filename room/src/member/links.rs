@@ -13,8 +13,8 @@ use super::{
     EARLY_TTL, Event, Failure, GoneReason, IceState, LinkInfo, Member, Output, PeerId,
     ReceiveError, Route, ServerId, TransportId, TransportKind,
 };
-use crate::core_link::{CoreEvent, CoreLink, Handshake, RefusedDatagram, Role, SetupError};
 use crate::clock::{ClockMessage, PeerClock};
+use crate::core_link::{CoreEvent, CoreLink, Handshake, RefusedDatagram, Role, SetupError};
 use crate::delivery::Delivery;
 use crate::keys::LinkKeys;
 use crate::signalling::{self, PeerInfo, PeerKind, PublicKey, SignalData};
@@ -193,6 +193,9 @@ pub(super) struct Link {
     /// The peer's clock, from the pings of every connection the link had (one program
     /// instance, one clock).
     pub(super) clock: PeerClock,
+    /// The application was told the link is connected ([`Event::Connected`]), and not since
+    /// that it no longer is.
+    pub(super) told_connected: bool,
 }
 
 impl Link {
@@ -408,9 +411,22 @@ fn take_early<K: PartialEq, T>(
 }
 
 impl Member {
-    fn link_event(&mut self, now: Duration, i: usize) {
+    /// Link `i` changed: its [`Event::Link`], and [`Event::Connected`] or
+    /// [`Event::Disconnected`] when it went into or out of `connected`.
+    pub(super) fn link_event(&mut self, now: Duration, i: usize) {
         let info = self.links[i].info(now);
+        let connected = info.state == LinkState::Connected;
+        let link = &mut self.links[i];
+        let changed = std::mem::replace(&mut link.told_connected, connected) != connected;
+        let (peer, reason) = (link.id, info.reason.clone());
         self.event(Event::Link(info));
+        if changed {
+            self.event(if connected {
+                Event::Connected { peer }
+            } else {
+                Event::Disconnected { peer, reason }
+            });
+        }
     }
 
     /// `info` is in the room: link with it, or rename the link we already have.
@@ -503,6 +519,7 @@ impl Member {
             orphaned_at: None,
             refused: 0,
             clock: PeerClock::default(),
+            told_connected: false,
             delivery,
         });
         self.event(Event::PeerJoined {
@@ -737,6 +754,9 @@ impl Member {
         info.state = LinkState::Gone;
         self.event(Event::Link(info));
         let peer = link.id;
+        if link.told_connected {
+            self.event(Event::Disconnected { peer, reason: None });
+        }
         if let Some(receiving) = link.delivery.receiving() {
             if self.forgotten.len() >= super::FORGOTTEN_KEPT {
                 self.forgotten.pop_front();

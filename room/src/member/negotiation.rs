@@ -46,8 +46,7 @@ impl Member {
         self.links[i].took = None;
         self.links[i].first_ack = None;
         self.open_rtc(now, i, peer, false);
-        let info = self.links[i].info(now);
-        self.event(super::Event::Link(info));
+        self.link_event(now, i);
     }
 
     /// A signal relayed from the peer with server id `from`.
@@ -196,8 +195,7 @@ impl Member {
                     core,
                     deadline,
                 };
-                let info = link.info(now);
-                self.event(super::Event::Link(info));
+                self.link_event(now, i);
             }
             Err(failure) => self.lose(now, i, failure),
         }

@@ -244,7 +244,8 @@ impl Skew {
     /// The member's clock at world time `world`.
     pub fn local(&self, world: Duration) -> Duration {
         let nanos = world.as_nanos() as i128;
-        let local = self.ahead.as_nanos() as i128 + nanos + nanos * i128::from(self.ppm) / 1_000_000;
+        let local =
+            self.ahead.as_nanos() as i128 + nanos + nanos * i128::from(self.ppm) / 1_000_000;
         Duration::from_nanos(local.max(0) as u64)
     }
 
@@ -1108,7 +1109,9 @@ impl World {
     // ----- what the tests look at -----
 
     pub fn links(&self, n: usize) -> Vec<LinkInfo> {
-        self.nodes[n].member.links(self.nodes[n].skew.local(self.now))
+        self.nodes[n]
+            .member
+            .links(self.nodes[n].skew.local(self.now))
     }
 
     /// The link of `n` to the member whose current id is that of `m`.
