@@ -12,10 +12,9 @@
 //! (every second: each side's peer, target, position and inputs received) and with `--ticks`
 //! `tick` (every snapshot it sends).
 
-use std::collections::HashMap;
 use std::time::Duration;
 
-use ackwire::{Broadcast, Event, LinkState, PeerId, Role, Room, RoomConfig, SendError};
+use ackwire::{Broadcast, Event, PeerId, Role, Room, RoomConfig, SendError};
 use pong::protocol::{
     BALL_R, EVENTS, GameEvent, HEIGHT, INPUT, PADDLE_H, PADDLE_W, PADDLE_X, STATE, Side, Snapshot,
     WIDTH, app,
@@ -251,7 +250,6 @@ async fn main() -> std::process::ExitCode {
         points,
         ..Game::default()
     };
-    let mut links: HashMap<PeerId, LinkState> = HashMap::new();
     let mut tick = tokio::time::interval(TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     // Events are reliable: a player whose link is down gets them when it is back, so a player
@@ -297,19 +295,20 @@ async fn main() -> std::process::ExitCode {
             event = room.next_event() => match event {
                 Some(Event::Joined { .. }) => say(json!({"type": "joined", "url": url})),
                 Some(Event::Refused { code, message }) => say(json!({"type": "refused", "code": code, "message": message})),
-                Some(Event::Link(link)) if links.insert(link.peer, link.state) != Some(link.state) => {
-                    say(json!({"type": "link", "peer": link.peer, "state": link.state}));
-                    if link.state == LinkState::Connected {
-                        let (side, new) = game.seat(link.peer);
-                        if new {
-                            say(json!({"type": "seat", "peer": link.peer, "side": side.name()}));
-                            tell(&room, link.peer, GameEvent::Side(side, points));
-                            tell(&room, link.peer, GameEvent::Score(None, game.score));
-                        }
+                Some(Event::Connected { peer }) => {
+                    say(json!({"type": "link", "peer": peer, "state": "connected"}));
+                    let (side, new) = game.seat(peer);
+                    if new {
+                        say(json!({"type": "seat", "peer": peer, "side": side.name()}));
+                        tell(&room, peer, GameEvent::Side(side, points));
+                        tell(&room, peer, GameEvent::Score(None, game.score));
                     }
                 }
+                Some(Event::Disconnected { peer, reason }) => {
+                    let reason = reason.as_ref().map(|r| r.code());
+                    say(json!({"type": "link", "peer": peer, "state": "disconnected", "reason": reason}));
+                }
                 Some(Event::PeerLeft { peer, .. }) => {
-                    links.remove(&peer);
                     if let Some((next, side)) = game.leave(peer) {
                         say(json!({"type": "seat", "peer": next, "side": side.name()}));
                         tell(&room, next, GameEvent::Side(side, points));
