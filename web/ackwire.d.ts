@@ -336,10 +336,18 @@ export interface ClockReading {
   readonly synced: boolean;
 }
 
+/** What a peer's channel takes now: sends within both figures are taken. */
+export interface SendCapacity {
+  /** More messages (a reliable channel keeps at most 1,024 unconfirmed). */
+  readonly messages: number;
+  /** More bytes. */
+  readonly bytes: number;
+}
+
 /** What `join()` rejects with. */
 export type JoinError = AckwireError<JoinErrorCode>;
 
-/** What `send`, `sendLatest`, `broadcast`, `broadcastLatest`, `maxMessageSize` and `setOutage` throw. */
+/** What `send`, `sendLatest`, `broadcast`, `broadcastLatest`, `sendCapacity`, `maxMessageSize` and `setOutage` throw. */
 export type SendError = AckwireError<SendErrorCode>;
 
 /**
@@ -568,6 +576,13 @@ export declare class Room extends EventTarget {
    * channel the app did not declare.
    */
   maxMessageSize(channel: number): number;
+  /**
+   * How much `send` to `peer` on `channel` takes now before it throws `full`: on a reliable
+   * channel what the peer's copies may still hold (kept whatever the link's state; each
+   * message counts up to 5 bytes more than its data), on an unreliable one the room in the
+   * link's queue (`not_connected` while the link is down). Throws as `send` does otherwise.
+   */
+  sendCapacity(peer: PeerId, channel: number): SendCapacity;
   /**
    * Pulls (`true`) or plugs back this player's network cable for its links (signalling stays
    * up): links go quiet, are lost after the idle timeout, and recover once plugged back.

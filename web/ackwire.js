@@ -508,6 +508,15 @@ export class Room extends EventTarget {
   maxMessageSize(channel) { return this.#handle.maxMessageSize(channel); }
 
   /**
+   * How much `send` to `peer` on `channel` takes now before it throws `full`: `messages` and
+   * `bytes` (on a reliable channel what the peer's copies may still hold, each message
+   * counting up to 5 bytes more; on an unreliable one the room in the link's queue). Throws as
+   * `send` does. @param {number} peer @param {number} channel
+   * @returns {{ messages: number, bytes: number }}
+   */
+  sendCapacity(peer, channel) { return this.#handle.sendCapacity(peer, channel); }
+
+  /**
    * Pulls (`true`) or plugs back this player's network cable for its links (signalling stays
    * up): links go quiet, are lost after the idle timeout, and recover once plugged back.
    * @param {boolean} on

@@ -106,7 +106,7 @@ pub use ackwire_core::{ConnectionConfig, Mode, Stats};
 pub use ackwire_room::emulation::Emulation;
 pub use ackwire_room::member::{
     Broadcast, Budget, ClockReading, Event, Failure, GoneReason, IceState, LinkInfo, LinkState,
-    MemberError, PeerId, SendError, ServerId, SignallingState, TransportKind,
+    MemberError, PeerId, SendCapacity, SendError, ServerId, SignallingState, TransportKind,
 };
 pub use ackwire_signalling::{
     AppInfo as App, BadRoomUrl, ChannelKind, ErrorCode, InvalidApp, PeerKind, Role, RoomUrl,

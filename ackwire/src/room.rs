@@ -2,7 +2,8 @@
 //! this target's driver.
 
 use ackwire_room::member::{
-    Broadcast, ClockReading, Event, LinkInfo, PeerId, SendError, ServerId, SignallingState,
+    Broadcast, ClockReading, Event, LinkInfo, PeerId, SendCapacity, SendError, ServerId,
+    SignallingState,
 };
 use ackwire_signalling::RoomUrl;
 
@@ -94,6 +95,16 @@ impl Room {
     /// taken.
     pub async fn next_event(&mut self) -> Option<Event> {
         self.driver.next_event().await
+    }
+
+    /// How much [`send`](Self::send) to `peer` on `channel` takes now before it says
+    /// [`SendError::Full`]: on a reliable channel what the peer's copies may still hold (kept
+    /// whatever the link's state), on an unreliable one the room in the link's queue. A loop
+    /// that sends a large backlog a frame at a time sends what fits and the rest next frame.
+    /// Errors as `send`'s (on an unreliable channel, a link not connected).
+    pub fn send_capacity(&self, peer: PeerId, channel: u8) -> Result<SendCapacity, SendError> {
+        self.driver
+            .with_member(|m, _| m.send_capacity(peer, channel))
     }
 
     /// Every link (one per peer) with its state, path and the core's [`Stats`](crate::Stats).

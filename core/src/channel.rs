@@ -675,6 +675,17 @@ impl Channels {
         b
     }
 
+    /// How many more messages an unreliable `channel`'s queue takes now (`None` for a
+    /// reliable or unknown channel).
+    pub(crate) fn queue_room(&self, channel: u8) -> Option<usize> {
+        match &self.channels.get(usize::from(channel))?.send {
+            SendSide::Queue { queue, .. } => {
+                Some((self.queue_len as usize).saturating_sub(queue.len()))
+            }
+            SendSide::Reliable(_) => None,
+        }
+    }
+
     /// Largest message `channel` accepts, if it exists.
     pub(crate) fn max_message(&self, channel: u8) -> Option<usize> {
         self.channels

@@ -671,6 +671,13 @@ impl Connection {
         self.channels.max_message(channel)
     }
 
+    /// How many more messages [`send`](Self::send) queues on unreliable `channel` now before
+    /// [`SendError::QueueFull`] (`send_latest` always has room: it replaces). `None` for a
+    /// reliable or unknown channel.
+    pub fn queue_room(&self, channel: u8) -> Option<usize> {
+        self.channels.queue_room(channel)
+    }
+
     /// Whether [`send`](Self::send) would queue a message of `len` bytes on `channel` now,
     /// and if not, the error it would return: lets a caller sending one message to several
     /// connections check them all before it queues on any.

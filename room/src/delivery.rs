@@ -455,6 +455,23 @@ impl Delivery {
         Ok(())
     }
 
+    /// What [`check`](Self::check) lets through now on reliable `channel` (one of ours):
+    /// `(messages, bytes)`, the bytes counting each message's index prefix.
+    pub(crate) fn room_left(&self, channel: u8) -> (usize, usize) {
+        let kept = self
+            .lanes
+            .iter()
+            .find(|l| l.channel == channel)
+            .map_or(0, |l| l.send.retained.len());
+        let bytes = if self.kept == 0 {
+            // One message always fits when none is kept, however small the budget.
+            self.budget.max(ackwire_core::frame::MAX_MESSAGE_SIZE)
+        } else {
+            self.budget.saturating_sub(self.kept)
+        };
+        (MAX_RETAINED.saturating_sub(kept), bytes)
+    }
+
     /// Keeps `payload` for reliable `channel` (checked with [`check`](Self::check)) and, on a
     /// connection, queues what may go out now.
     pub(crate) fn send(

@@ -720,3 +720,52 @@ fn a_peer_that_never_answers_our_hello_fails_the_link_at_twice_the_idle_timeout_
     w.run_for(2 * S);
     assert_eq!(lines(&w, b), sent);
 }
+
+#[test]
+fn send_capacity_says_beforehand_which_sends_a_peers_channel_takes() {
+    let mut w = World::new();
+    let budget = 64 * 1024;
+    let a = w.add(PeerKind::Native, |c| c.peer_budget = budget);
+    let b = w.add(PeerKind::Native, |_| {});
+    w.run_until_true(2 * S, "linked", |w| w.fully_linked(&[a, b]));
+    let to_b = w.peer(a, b);
+    let capacity = |w: &mut World, channel| w.with(a, |m, _| m.send_capacity(to_b, channel));
+    // Nothing kept: any one message fits, and the whole window.
+    let cap = capacity(&mut w, CHAT).unwrap();
+    assert_eq!((cap.messages, cap.bytes), (1024, 262_144));
+    // b acknowledges nothing a hears: the copies stay, and each send is taken exactly when
+    // the capacity said it would be.
+    w.set_one_way_blackout(b, a, true);
+    let line = vec![b'x'; 1000];
+    let mut taken = 0;
+    loop {
+        let cap = capacity(&mut w, CHAT).unwrap();
+        let fits = cap.messages >= 1 && cap.bytes >= line.len() + 5;
+        let sent = w.with(a, |m, _| m.send(to_b, CHAT, &line));
+        assert_eq!(sent.is_ok(), fits, "after {taken}: {cap:?}, {sent:?}");
+        if sent.is_err() {
+            break;
+        }
+        taken += 1;
+        w.run_for(Duration::from_millis(10));
+    }
+    assert!(taken > 60, "{taken} taken within 64 KiB");
+    // An unreliable channel: its queue's room on the connected link; none on a lost one.
+    let cap = capacity(&mut w, 3).unwrap();
+    assert!(
+        cap.messages > 0
+            && cap.bytes == cap.messages * w.nodes[a].member.max_message_size(3).unwrap()
+    );
+    assert_eq!(capacity(&mut w, 9), Err(SendError::UnknownChannel(9)));
+    assert_eq!(
+        w.with(a, |m, _| m.send_capacity(PeerId(99), CHAT)),
+        Err(SendError::UnknownPeer(PeerId(99)))
+    );
+    w.set_blackout(a, b, true);
+    w.run_until_true(20 * S, "a's link to b lost", |w| !w.connected(a, b));
+    assert_eq!(capacity(&mut w, 3), Err(SendError::NotConnected(to_b)));
+    assert!(
+        capacity(&mut w, CHAT).is_ok(),
+        "a reliable send is kept while the link is down"
+    );
+}

@@ -157,6 +157,20 @@ impl WasmRoom {
         Ok(out.into())
     }
 
+    /// `Room::send_capacity`: `{ messages, bytes }` a send to `peer` on `channel` takes now;
+    /// throws as `send` does.
+    #[wasm_bindgen(js_name = sendCapacity)]
+    pub fn send_capacity(&self, peer: &JsValue, channel: &JsValue) -> Result<JsValue, JsValue> {
+        let (peer, channel) = (peer_id(peer)?, channel_index(channel)?);
+        let capacity = self
+            .with_room(|r| r.send_capacity(peer, channel))?
+            .map_err(send_error)?;
+        let out = Object::new();
+        let _ = Reflect::set(&out, &"messages".into(), &(capacity.messages as f64).into());
+        let _ = Reflect::set(&out, &"bytes".into(), &(capacity.bytes as f64).into());
+        Ok(out.into())
+    }
+
     /// Every link (one per peer) as a plain object (see [`JsLink`]); none once closed.
     pub fn links(&self) -> JsValue {
         let links = self.with_room(Room::links).unwrap_or_default();

@@ -138,6 +138,23 @@ async fn bad_inputs_throw_typed_errors_and_close_hands_over_the_last_events() {
 
     let text: JsValue = "hi".into();
     let (unreliable, reliable): (JsValue, JsValue) = (0.into(), 1.into());
+    // Capacity: a reliable channel keeps for a peer whose link is down; an unreliable one
+    // has none until it connects.
+    let capacity = room.send_capacity(&peer, &reliable).unwrap();
+    assert_eq!(get(&capacity, "messages").as_f64(), Some(1024.0));
+    assert!(
+        get(&capacity, "bytes")
+            .as_f64()
+            .is_some_and(|b| b >= 262_144.0)
+    );
+    assert_eq!(
+        code(room.send_capacity(&peer, &unreliable)),
+        "not_connected"
+    );
+    assert_eq!(
+        code(room.send_capacity(&peer, &7.into())),
+        "unknown_channel"
+    );
     // The peer's link is not up: an unreliable message is refused, a reliable one kept for
     // the next connection.
     assert_eq!(

@@ -166,6 +166,21 @@ pub enum Event {
     },
 }
 
+/// What a peer's channel takes now ([`Member::send_capacity`](super::Member::send_capacity)):
+/// sends within both figures are taken; one beyond either is refused with
+/// [`SendError::Full`](super::SendError::Full).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct SendCapacity {
+    /// More messages: on a reliable channel, copies the peer may still hold on it (1,024 at
+    /// most); on an unreliable one, room in the link's queue.
+    pub messages: usize,
+    /// More bytes: on a reliable channel, the peer's budget left, each message counting its
+    /// bytes and an index of up to 5 (any one message when nothing is kept); on an
+    /// unreliable one, `messages` of the largest size.
+    pub bytes: usize,
+}
+
 /// The signalling socket's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]

@@ -223,6 +223,16 @@ impl Link {
         }
     }
 
+    /// The connected core connection, if the link has one.
+    pub(super) fn connection(&self) -> Option<&ackwire_core::Connection> {
+        match &self.attempt {
+            Attempt::Connected { core, .. } => core
+                .connection()
+                .filter(|c| c.state() == ackwire_core::ConnectionState::Connected),
+            _ => None,
+        }
+    }
+
     pub(super) fn is_connected(&self) -> bool {
         matches!(&self.attempt, Attempt::Connected { core, .. } if core.is_connected())
     }

@@ -104,6 +104,7 @@ pub use crate::clock::ClockReading;
 pub use crate::delivery::Budget;
 pub use config::MemberConfig;
 pub use errors::{FrameError, MemberError, ReceiveError, SendError};
+pub use events::SendCapacity;
 pub use events::{Broadcast, Event, Failure, GoneReason, LinkInfo, Output, SignallingState};
 pub use links::LinkState;
 pub use reports::{EmulationReport, LinkReport, REPORT_LINKS_PER_FRAME};
@@ -329,6 +330,35 @@ impl Member {
             return Err(SendError::TooLarge { channel, len, max });
         }
         Ok(kind.is_reliable())
+    }
+
+    /// How much [`send`](Self::send) to `peer` on `channel` takes now before it says
+    /// [`SendError::Full`]: on a reliable channel, what the peer's copies may still hold
+    /// (kept whatever the link's state); on an unreliable one, the room left in the
+    /// connected link's queue (`send_latest` always has room: it replaces). For a loop that
+    /// sends a large backlog a frame at a time, or a game that sheds load before it is
+    /// refused. Errors as `send`'s: a closed member, an unknown channel or peer, and on an
+    /// unreliable channel a link that is not connected.
+    pub fn send_capacity(&self, peer: PeerId, channel: u8) -> Result<SendCapacity, SendError> {
+        let reliable = self.check_message(channel, 0, false)?;
+        let link = self
+            .links
+            .iter()
+            .find(|l| l.id == peer)
+            .ok_or(SendError::UnknownPeer(peer))?;
+        if reliable {
+            let (messages, bytes) = link.delivery.room_left(channel);
+            return Ok(SendCapacity { messages, bytes });
+        }
+        let max = self.max_message_size(channel).unwrap_or(0);
+        let messages = link
+            .connection()
+            .and_then(|c| c.queue_room(channel))
+            .ok_or(SendError::NotConnected(peer))?;
+        Ok(SendCapacity {
+            messages,
+            bytes: messages.saturating_mul(max),
+        })
     }
 
     /// Sends `bytes` to `peer` on `channel`, with the channel's promise: an unreliable one
