@@ -87,8 +87,17 @@ impl Room {
     }
 
     /// The next event, if one waits; never blocks (for game loops).
-    pub fn poll_event(&mut self) -> Option<Event> {
+    pub fn poll_event(&self) -> Option<Event> {
         self.driver.poll_event()
+    }
+
+    /// The oldest message that arrived on `channel`, from whom, taken out of the event
+    /// stream with the events around it left in place; never blocks. A frame loop drains the
+    /// channels it reads each frame (`while let Some((peer, bytes)) = room.receive(0)`) and
+    /// the rest with [`poll_event`](Self::poll_event): a message one takes, the other never
+    /// sees. Each channel's promise holds as in the stream (in order on an ordered channel).
+    pub fn receive(&self, channel: u8) -> Option<(PeerId, Vec<u8>)> {
+        self.driver.receive(channel)
     }
 
     /// The next event, waiting for it; `None` once the room is closed and every event was

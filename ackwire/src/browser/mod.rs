@@ -25,7 +25,9 @@ use std::rc::Rc;
 use std::task::{Poll, Waker};
 use std::time::Duration;
 
-use ackwire_room::member::{Command, Event, Member, MemberConfig, MemberFrame, Route, TransportId};
+use ackwire_room::member::{
+    Command, Event, Member, MemberConfig, MemberFrame, PeerId, Route, TransportId,
+};
 use ackwire_signalling::{PeerKind, RoomUrl, UrlJoin};
 use js_sys::Reflect;
 use wasm_bindgen::JsCast;
@@ -311,8 +313,19 @@ impl Driver {
         with_state(&self.shared, |state, now| f(&mut state.member, now))
     }
 
-    pub(crate) fn poll_event(&mut self) -> Option<Event> {
+    pub(crate) fn poll_event(&self) -> Option<Event> {
         self.shared.borrow_mut().inbox.events.pop_front()
+    }
+
+    pub(crate) fn receive(&self, channel: u8) -> Option<(PeerId, Vec<u8>)> {
+        let events = &mut self.shared.borrow_mut().inbox.events;
+        let at = events
+            .iter()
+            .position(|e| matches!(e, Event::Message { channel: c, .. } if *c == channel))?;
+        match events.remove(at)? {
+            Event::Message { peer, bytes, .. } => Some((peer, bytes)),
+            _ => None,
+        }
     }
 
     /// Cancel-safe: each poll takes an event or leaves its waker, and holds nothing between

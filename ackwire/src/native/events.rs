@@ -11,7 +11,7 @@
 use std::collections::VecDeque;
 use std::sync::{Mutex, MutexGuard};
 
-use ackwire_room::member::Event;
+use ackwire_room::member::{Event, PeerId};
 use tokio::sync::Notify;
 
 /// The game's queue of events.
@@ -112,6 +112,22 @@ impl EventQueue {
         Some((event, before >= self.limit && q.bytes < self.limit))
     }
 
+    /// The oldest message on `channel`, taken out of the queue with the events around it
+    /// left in place, and whether taking it made room in a full queue.
+    pub(super) fn take_message(&self, channel: u8) -> Option<((PeerId, Vec<u8>), bool)> {
+        let mut q = self.lock();
+        let at = q
+            .events
+            .iter()
+            .position(|e| matches!(e, Event::Message { channel: c, .. } if *c == channel))?;
+        let Some(Event::Message { peer, bytes, .. }) = q.events.remove(at) else {
+            return None;
+        };
+        let before = q.bytes;
+        q.bytes -= bytes.len();
+        Some(((peer, bytes), before >= self.limit && q.bytes < self.limit))
+    }
+
     /// The next event, waiting for one; `None` once closed and empty. Cancel-safe: an event
     /// leaves the queue only in the call that returns it.
     pub(super) async fn next(&self) -> Option<(Event, bool)> {
@@ -142,7 +158,6 @@ impl EventQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ackwire_room::member::PeerId;
 
     fn message(channel: u8, n: u8) -> Event {
         Event::Message {
@@ -194,5 +209,25 @@ mod tests {
             .map(|(_, room)| room)
             .collect();
         assert_eq!(made_room, [false, true, false]);
+    }
+
+    #[test]
+    fn a_channel_drained_alone_takes_its_messages_in_order_and_leaves_every_other_event() {
+        let queue = EventQueue::new(30, vec![false, true]);
+        queue.push(message(0, 1));
+        queue.push(Event::Connected { peer: PeerId(1) });
+        queue.push(message(1, 2));
+        queue.push(message(0, 3));
+        assert!(queue.is_full());
+        let ((peer, bytes), made_room) = queue.take_message(0).unwrap();
+        assert_eq!((peer, bytes[0], made_room), (PeerId(1), 1, true));
+        assert_eq!(queue.take_message(0).unwrap().0.1[0], 3);
+        assert!(queue.take_message(0).is_none());
+        // The rest, as it came.
+        assert!(matches!(
+            queue.try_pop(),
+            Some((Event::Connected { .. }, _))
+        ));
+        assert_eq!(numbers(&queue), [(1, 2)]);
     }
 }

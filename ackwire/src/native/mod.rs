@@ -24,7 +24,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use ackwire_room::keys::NoiseKeys;
-use ackwire_room::member::{Command, Event, Member, MemberConfig, MemberFrame, Route, TransportId};
+use ackwire_room::member::{
+    Command, Event, Member, MemberConfig, MemberFrame, PeerId, Route, TransportId,
+};
 use ackwire_signalling::{PeerKind, Role, RoomUrl, UrlJoin};
 use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::time::Instant;
@@ -268,10 +270,16 @@ impl Driver {
         result
     }
 
-    pub(crate) fn poll_event(&mut self) -> Option<Event> {
+    pub(crate) fn poll_event(&self) -> Option<Event> {
         let (event, made_room) = self.events.try_pop()?;
         self.taken(made_room);
         Some(event)
+    }
+
+    pub(crate) fn receive(&self, channel: u8) -> Option<(PeerId, Vec<u8>)> {
+        let (message, made_room) = self.events.take_message(channel)?;
+        self.taken(made_room);
+        Some(message)
     }
 
     /// Cancel-safe (see `EventQueue::next`).
