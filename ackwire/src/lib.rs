@@ -89,6 +89,8 @@ mod native;
 pub mod net;
 #[cfg(any(target_arch = "wasm32", feature = "rooms"))]
 mod outputs;
+#[cfg(all(feature = "ggrs", any(target_arch = "wasm32", feature = "rooms")))]
+pub mod rollback;
 #[cfg(any(target_arch = "wasm32", feature = "rooms"))]
 mod room;
 #[cfg(any(target_arch = "wasm32", feature = "rooms"))]

@@ -91,11 +91,13 @@ impl Room {
         self.driver.poll_event()
     }
 
-    /// The oldest message that arrived on `channel`, from whom, taken out of the event
-    /// stream with the events around it left in place; never blocks. A frame loop drains the
-    /// channels it reads each frame (`while let Some((peer, bytes)) = room.receive(0)`) and
-    /// the rest with [`poll_event`](Self::poll_event): a message one takes, the other never
-    /// sees. Each channel's promise holds as in the stream (in order on an ordered channel).
+    /// The oldest message that arrived on `channel`, from whom; never blocks. A frame loop
+    /// drains the channels it reads each frame (`while let Some((peer, bytes)) =
+    /// room.receive(0)`) and the other events with [`poll_event`](Self::poll_event): once a
+    /// channel has been read here, its messages leave the event stream (`poll_event` and
+    /// `next_event` pass them over and leave them here), so neither takes what the other
+    /// should. Each channel's promise holds as in the stream (in order on an ordered channel);
+    /// its messages count against the same budget, so a channel read here must be read.
     pub fn receive(&self, channel: u8) -> Option<(PeerId, Vec<u8>)> {
         self.driver.receive(channel)
     }

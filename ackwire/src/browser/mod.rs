@@ -51,10 +51,25 @@ struct Early {
 #[derive(Default)]
 struct Inbox {
     events: VecDeque<Event>,
+    /// Channels the game drains with [`Driver::receive`] (bit per channel): their messages
+    /// no longer come out of `poll_event` and `next_event`.
+    separated: u64,
     /// Whoever waits in [`Driver::next_event`].
     waker: Option<Waker>,
     /// The room was closed: once empty, no event comes any more.
     closed: bool,
+}
+
+impl Inbox {
+    /// The oldest event that is not a message of a separated channel.
+    fn pop(&mut self) -> Option<Event> {
+        let separated = self.separated;
+        let at = self.events.iter().position(|e| {
+            !matches!(e, Event::Message { channel, .. }
+                if separated & 1u64.checked_shl(u32::from(*channel)).unwrap_or(0) != 0)
+        })?;
+        self.events.remove(at)
+    }
 }
 
 type Shared = Rc<RefCell<State>>;
@@ -314,11 +329,13 @@ impl Driver {
     }
 
     pub(crate) fn poll_event(&self) -> Option<Event> {
-        self.shared.borrow_mut().inbox.events.pop_front()
+        self.shared.borrow_mut().inbox.pop()
     }
 
     pub(crate) fn receive(&self, channel: u8) -> Option<(PeerId, Vec<u8>)> {
-        let events = &mut self.shared.borrow_mut().inbox.events;
+        let inbox = &mut self.shared.borrow_mut().inbox;
+        inbox.separated |= 1u64.checked_shl(u32::from(channel)).unwrap_or(0);
+        let events = &mut inbox.events;
         let at = events
             .iter()
             .position(|e| matches!(e, Event::Message { channel: c, .. } if *c == channel))?;
@@ -334,7 +351,7 @@ impl Driver {
         poll_fn(|cx| {
             let mut state = self.shared.borrow_mut();
             let inbox = &mut state.inbox;
-            if let Some(event) = inbox.events.pop_front() {
+            if let Some(event) = inbox.pop() {
                 Poll::Ready(Some(event))
             } else if inbox.closed {
                 Poll::Ready(None)

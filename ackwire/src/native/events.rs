@@ -26,9 +26,22 @@ pub(super) struct EventQueue {
     reliable: Vec<bool>,
 }
 
+/// The bit of `channel` in [`Queued::separated`] (channels are below 64).
+fn channel_bit(channel: u8) -> u64 {
+    1u64.checked_shl(u32::from(channel)).unwrap_or(0)
+}
+
+/// Whether `event` is a message on a channel the game drains with `receive`.
+fn is_separated(event: &Event, separated: u64) -> bool {
+    matches!(event, Event::Message { channel, .. } if separated & channel_bit(*channel) != 0)
+}
+
 #[derive(Debug, Default)]
 struct Queued {
     events: VecDeque<Event>,
+    /// Channels the game has drained with `receive`: their messages no longer come out of
+    /// `try_pop` and `next`.
+    separated: u64,
     bytes: usize,
     dropped: u64,
     closed: bool,
@@ -106,7 +119,9 @@ impl EventQueue {
     /// reads again: wake it).
     pub(super) fn try_pop(&self) -> Option<(Event, bool)> {
         let mut q = self.lock();
-        let event = q.events.pop_front()?;
+        let separated = q.separated;
+        let at = q.events.iter().position(|e| !is_separated(e, separated))?;
+        let event = q.events.remove(at)?;
         let before = q.bytes;
         q.bytes -= size(&event);
         Some((event, before >= self.limit && q.bytes < self.limit))
@@ -116,6 +131,7 @@ impl EventQueue {
     /// left in place, and whether taking it made room in a full queue.
     pub(super) fn take_message(&self, channel: u8) -> Option<((PeerId, Vec<u8>), bool)> {
         let mut q = self.lock();
+        q.separated |= channel_bit(channel);
         let at = q
             .events
             .iter()
