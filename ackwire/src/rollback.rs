@@ -9,11 +9,11 @@
 //! use std::rc::Rc;
 //! use ackwire::rollback::{GgrsSocket, players};
 //! # struct Config;
-//! # impl ggrs::Config for Config { type Input = u8; type State = u64; type Address = ackwire::PeerId; }
+//! # impl ggrs::Config for Config { type Input = u8; type InputPredictor = ggrs::PredictRepeatLast; type State = u64; type Address = ackwire::PeerId; }
 //! # fn start(room: ackwire::Room) -> Result<(), Box<dyn std::error::Error>> {
 //! let room = Rc::new(room); // the game keeps reading its events through the same Rc
 //! let (_me, order) = players(&room).expect("joined, with every peer connected");
-//! let mut builder = ggrs::SessionBuilder::<Config>::new().with_num_players(order.len());
+//! let mut builder = ggrs::SessionBuilder::<Config>::new().with_num_players(order.len())?;
 //! for (handle, player) in order.into_iter().enumerate() {
 //!     builder = builder.add_player(player, handle)?;
 //! }

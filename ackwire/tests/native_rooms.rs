@@ -214,7 +214,7 @@ fn a_game_loop_without_a_runtime_joins_and_polls() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let server = runtime.block_on(server());
     let url = format!("http://{}/room/loop", server.addr);
-    let mut room = Room::join(&url, config(0.0)).unwrap();
+    let room = Room::join(&url, config(0.0)).unwrap();
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     let joined = loop {
         if let Some(Event::Joined { server_id, .. }) = room.poll_event() {
