@@ -12,8 +12,10 @@ use crate::{
     bundle, paths,
     process::{Result, describe, in_loopback_namespace, tee},
     setup::{self, Tools},
-    suite::{build_bin, build_signal_server, cargo, e2e_command, e2e_files},
+    suite::{build_bin, build_signal_server, e2e_command, e2e_files},
 };
+
+use paths::cargo;
 
 /// How xtask runs a stage; what it prints goes into the `String`.
 type Run = Box<dyn FnOnce(&mut String) -> Result<()>>;

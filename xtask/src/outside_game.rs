@@ -10,7 +10,6 @@ use std::path::PathBuf;
 use crate::{
     package, paths,
     process::{Result, run},
-    suite,
 };
 
 /// Where the game and the checkout's link sit: `target/outside-game/{ackwire,game}`.
@@ -91,7 +90,7 @@ pub(crate) fn build() -> Result<PathBuf> {
     let profile = dir.join("dev-profile.toml");
     package::write_dev_profile(&profile)?;
     let target = dir.join("target");
-    run(suite::cargo()
+    run(paths::cargo()
         .current_dir(&game)
         .args(["build", "--offline", "--target-dir"])
         .arg(&target)

@@ -16,7 +16,6 @@ use std::{
 use crate::{
     paths,
     process::{Result, run},
-    suite,
 };
 
 /// Names the server never embeds from `web/`, at any depth (besides dotfiles): tooling,
@@ -207,7 +206,7 @@ pub(crate) fn package() -> Result<()> {
     fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
     let profile = out.join("dev-profile.toml");
     write_dev_profile(&profile)?;
-    let mut cmd = suite::cargo();
+    let mut cmd = paths::cargo();
     cmd.arg("package").arg("--no-verify");
     for name in &crates {
         cmd.args(["-p", name]);
@@ -224,7 +223,7 @@ pub(crate) fn package() -> Result<()> {
     fs::copy(paths::root().join("Cargo.lock"), verify.join("Cargo.lock"))
         .map_err(|e| format!("cannot copy Cargo.lock: {e}"))?;
     for name in &crates {
-        run(suite::cargo()
+        run(paths::cargo()
             .current_dir(&verify)
             .args(["check", "-p", name, "--target-dir"])
             .arg(out.join("verify-target"))

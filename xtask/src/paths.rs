@@ -43,6 +43,15 @@ pub(crate) fn use_build_cache(cmd: &mut std::process::Command, name: &str) {
     }
 }
 
+/// The cargo that runs xtask, in the workspace's root, its native builds in the build cache:
+/// every native cargo command of xtask starts here, so they share their artifacts.
+pub(crate) fn cargo() -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO"));
+    cmd.current_dir(root());
+    use_build_cache(&mut cmd, "native");
+    cmd
+}
+
 /// Where the workspace's builds put their artifacts (`CARGO_TARGET_DIR`, else `target/`).
 pub(crate) fn target_dir() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")

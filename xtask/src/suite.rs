@@ -13,14 +13,9 @@ use crate::{
     third_party,
 };
 
-const WASM_TARGET: &str = "wasm32-unknown-unknown";
+use paths::cargo;
 
-pub(crate) fn cargo() -> Command {
-    let mut cmd = Command::new(env!("CARGO"));
-    cmd.current_dir(paths::root());
-    paths::use_build_cache(&mut cmd, "native");
-    cmd
-}
+const WASM_TARGET: &str = "wasm32-unknown-unknown";
 
 /// `cargo` for the test build, with clippy as the workspace's compiler (what `cargo clippy`
 /// does, in a full build instead of a check): one compile both lints every target and builds
