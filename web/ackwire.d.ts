@@ -380,6 +380,12 @@ export interface RefusedEvent extends RoomEvent {
   readonly type: 'refused';
   readonly code: ServerErrorCode;
   readonly message: string;
+  /**
+   * The room stopped: a join refused for a reason no retry cures (another app or version in
+   * the room, a bad name or ticket, the host's seat taken); `signalling` goes `closed` next.
+   * `false`: it tries again by itself (a full room, a busy server), or one request was refused.
+   */
+  readonly fatal: boolean;
 }
 
 /** A program instance we had not met entered the room (a host room's client hears of its host alone). */

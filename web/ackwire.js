@@ -103,7 +103,8 @@ const clockReading = (r) => r ? { time: r[0], uncertainty: r[1], samples: r[2], 
  * The events of a {@link Room}, by name, and what each carries besides `type`:
  * - `signalling`: `state` ('connecting' | 'joining' | 'joined' | 'reconnecting' | 'closed'), `detail`
  * - `joined`: `serverId`, `resumed` (again after a signalling server restart, with a new serverId)
- * - `refused`: `code`, `message` (a request the server refused)
+ * - `refused`: `code`, `message`, `fatal` (a request the server refused; `fatal`: a join no retry
+ *   cures, the room stopped)
  * - `peerjoin`: `peer`, `serverId`, `kind`, `role` ({@link Role}; a client hears of its host alone),
  *   `identity` (its join ticket's, or null without tickets)
  * - `hostrefused`: `serverId`, `identity`, `expected`: a client met a host of another identity

@@ -141,7 +141,7 @@ async fn main() -> std::process::ExitCode {
             }
             event = room.next_event() => match event {
                 Some(Event::Joined { server_id, .. }) => say(json!({"type": "joined", "server_id": server_id})),
-                Some(Event::Refused { code, message }) => {
+                Some(Event::Refused { code, message, .. }) => {
                     say(json!({"type": "refused", "code": code, "message": message}));
                     if code == ErrorCode::AppMismatch {
                         refused = Some(code);

@@ -118,7 +118,14 @@ async fn a_room_that_plays_another_application_refuses_the_join_with_its_reason(
     other.native.bind = "127.0.0.1:0".parse().unwrap();
     let mut b = Room::join(&url, other).unwrap();
     let (code, message) = wait_for(&mut b, "a refusal", |e| match e {
-        Event::Refused { code, message } => Some((code, message)),
+        Event::Refused {
+            code,
+            message,
+            fatal,
+        } => {
+            assert!(fatal, "another application: no retry cures it");
+            Some((code, message))
+        }
         _ => None,
     })
     .await;

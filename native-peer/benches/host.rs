@@ -296,7 +296,7 @@ async fn player(
                 Some(Event::Message { channel: STATE, .. }) => {
                     counters.states.fetch_add(1, Ordering::Relaxed);
                 }
-                Some(Event::Refused { code, message }) => panic!("a player refused: {code}: {message}"),
+                Some(Event::Refused { code, message, .. }) => panic!("a player refused: {code}: {message}"),
                 Some(_) => {}
                 None => break,
             },

@@ -781,20 +781,29 @@ fn a_ticket_rides_every_fresh_join_and_no_resume_and_a_refused_one_stops_the_mem
     // The server forgot it: the fresh join frame carries the ticket again.
     let rejected = r#"{"type":"error","code":"resume_rejected","message":"cannot resume peer 3"}"#;
     member.handle_frame(retry + ms(1), rejected).unwrap();
-    assert_eq!(
-        joins(drain(&mut member)),
-        [(false, Some("v1.payload.tag".into()))]
+    let outputs = drain(&mut member);
+    assert!(
+        outputs.iter().any(|o| matches!(
+            o,
+            Output::Event(Event::Refused {
+                code: ErrorCode::ResumeRejected,
+                fatal: false,
+                ..
+            })
+        )),
+        "a refusal the member cures by itself is not fatal"
     );
+    assert_eq!(joins(outputs), [(false, Some("v1.payload.tag".into()))]);
     // A ticket the server refuses cannot pass later: the member stops and says why.
     let expired = r#"{"type":"error","code":"ticket_expired","message":"the ticket expired at 1 (Unix seconds); get a fresh one"}"#;
     member.handle_frame(retry + ms(2), expired).unwrap();
     assert_eq!(member.signalling_state(), SignallingState::Closed);
     let outputs = drain(&mut member);
     let refused = outputs.iter().find_map(|o| match o {
-        Output::Event(Event::Refused { code, .. }) => Some(*code),
+        Output::Event(Event::Refused { code, fatal, .. }) => Some((*code, *fatal)),
         _ => None,
     });
-    assert_eq!(refused, Some(ErrorCode::TicketExpired));
+    assert_eq!(refused, Some((ErrorCode::TicketExpired, true)));
     member.handle_timeout(retry + Duration::from_secs(60));
     assert!(
         !drain(&mut member)

@@ -271,7 +271,7 @@ fn a_room_playing_another_application_refuses_the_join_and_the_member_stops_sayi
     let b = w.add(PeerKind::Browser, |c| c.app = other);
     w.run_for(5 * S);
     let refused = w.nodes[b].events.iter().find_map(|e| match e {
-        Event::Refused { code, message } => Some((*code, message.clone())),
+        Event::Refused { code, message, .. } => Some((*code, message.clone())),
         _ => None,
     });
     assert!(

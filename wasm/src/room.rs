@@ -376,6 +376,7 @@ enum JsEvent<'a> {
     Refused {
         code: &'static str,
         message: &'a str,
+        fatal: bool,
     },
     #[serde(rename = "peerjoin")]
     PeerJoined {
@@ -435,9 +436,14 @@ fn event_to_js(event: &Event) -> Option<JsValue> {
             server_id: *server_id,
             resumed: *resumed,
         },
-        Event::Refused { code, message } => JsEvent::Refused {
+        Event::Refused {
+            code,
+            message,
+            fatal,
+        } => JsEvent::Refused {
             code: code.as_str(),
             message,
+            fatal: *fatal,
         },
         Event::PeerJoined {
             peer,
@@ -689,9 +695,11 @@ mod tests {
         let js = event_to_js(&Event::Refused {
             code: ackwire::ErrorCode::AppMismatch,
             message: "room lobby plays pong".into(),
+            fatal: true,
         })
         .unwrap();
         assert_eq!(field(&js, "type").as_string().unwrap(), "refused");
+        assert_eq!(field(&js, "fatal").as_bool(), Some(true));
         assert_eq!(field(&js, "code").as_string().unwrap(), "app_mismatch");
         let js = event_to_js(&Event::PeerJoined {
             peer: PeerId(2),

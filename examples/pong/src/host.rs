@@ -294,7 +294,7 @@ async fn main() -> std::process::ExitCode {
             }
             event = room.next_event() => match event {
                 Some(Event::Joined { .. }) => say(json!({"type": "joined", "url": url})),
-                Some(Event::Refused { code, message }) => say(json!({"type": "refused", "code": code, "message": message})),
+                Some(Event::Refused { code, message, fatal }) => say(json!({"type": "refused", "code": code, "message": message, "fatal": fatal})),
                 Some(Event::Connected { peer }) => {
                     say(json!({"type": "link", "peer": peer, "state": "connected"}));
                     let (side, new) = game.seat(peer);

@@ -288,7 +288,7 @@ impl Bot {
                 tracing::info!(peer_id = server_id, resumed, "welcomed");
                 self.json(json!({"type": "welcome", "peer_id": server_id, "resumed": resumed}));
             }
-            Event::Refused { code, message } => {
+            Event::Refused { code, message, .. } => {
                 // After a server restart our old id is unknown there: expected, the room
                 // joins afresh by itself.
                 if code == ackwire::ErrorCode::ResumeRejected {

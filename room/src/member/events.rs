@@ -75,6 +75,11 @@ pub enum Event {
         code: ErrorCode,
         /// Its words.
         message: String,
+        /// The member stopped: a join refused for a reason no retry cures (another
+        /// application or version in the room, a bad name or ticket, the host's seat taken);
+        /// signalling goes [`Closed`](SignallingState::Closed) next. `false`: it tries again
+        /// by itself (a full room, a server busy), or only one request was refused.
+        fatal: bool,
     },
     /// A peer entered the room (a program instance this member had not met). A client of a
     /// host room hears of the host alone.

@@ -311,6 +311,7 @@ impl Member {
         self.event(Event::Refused {
             code,
             message: message.to_owned(),
+            fatal: !joined && refused_for_good(code),
         });
         if code == ErrorCode::ResumeRejected {
             // The server forgot us (restart, or grace expired): join afresh.
