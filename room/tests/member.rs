@@ -898,17 +898,10 @@ fn connected_and_disconnected_come_once_per_transition_whatever_the_link_events_
             (false, Some("peer_closed"))
         ]
     );
-    let after = w.nodes[a]
-        .events
-        .iter()
-        .rev()
-        .position(|e| matches!(e, Event::Disconnected { .. }))
-        .unwrap();
-    let left = w.nodes[a]
-        .events
-        .iter()
-        .rev()
-        .position(|e| matches!(e, Event::PeerLeft { .. }))
-        .unwrap();
-    assert!(left < after, "PeerLeft follows Disconnected");
+    let last = |is: fn(&Event) -> bool| w.nodes[a].events.iter().rposition(is).unwrap();
+    assert!(
+        last(|e| matches!(e, Event::Disconnected { .. }))
+            < last(|e| matches!(e, Event::PeerLeft { .. })),
+        "PeerLeft follows Disconnected"
+    );
 }

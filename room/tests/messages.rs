@@ -594,14 +594,21 @@ fn a_member_that_forgot_its_peer_across_a_server_restart_gets_each_of_its_messag
     assert_eq!(undelivered(&w, b), 0);
 }
 
-#[test]
-fn what_a_member_keeps_for_a_peer_that_never_acknowledges_stays_within_its_byte_budget() {
+/// Two natives linked, `a` keeping at most `budget` bytes for its peer: the world, `a`, `b`
+/// and `a`'s id for `b`.
+fn budgeted_pair(budget: usize) -> (World, usize, usize, PeerId) {
     let mut w = World::new();
-    let budget = 64 * 1024;
     let a = w.add(PeerKind::Native, |c| c.peer_budget = budget);
     let b = w.add(PeerKind::Native, |_| {});
     w.run_until_true(2 * S, "linked", |w| w.fully_linked(&[a, b]));
     let to_b = w.peer(a, b);
+    (w, a, b, to_b)
+}
+
+#[test]
+fn what_a_member_keeps_for_a_peer_that_never_acknowledges_stays_within_its_byte_budget() {
+    let budget = 64 * 1024;
+    let (mut w, a, b, to_b) = budgeted_pair(budget);
     // b takes everything and acknowledges nothing a hears.
     w.set_one_way_blackout(b, a, true);
     let line = vec![b'x'; 1000];
@@ -723,12 +730,7 @@ fn a_peer_that_never_answers_our_hello_fails_the_link_at_twice_the_idle_timeout_
 
 #[test]
 fn send_capacity_says_beforehand_which_sends_a_peers_channel_takes() {
-    let mut w = World::new();
-    let budget = 64 * 1024;
-    let a = w.add(PeerKind::Native, |c| c.peer_budget = budget);
-    let b = w.add(PeerKind::Native, |_| {});
-    w.run_until_true(2 * S, "linked", |w| w.fully_linked(&[a, b]));
-    let to_b = w.peer(a, b);
+    let (mut w, a, b, to_b) = budgeted_pair(64 * 1024);
     let capacity = |w: &mut World, channel| w.with(a, |m, _| m.send_capacity(to_b, channel));
     // Nothing kept: any one message fits, and the whole window.
     let cap = capacity(&mut w, CHAT).unwrap();
