@@ -54,4 +54,16 @@ pub enum JoinError {
     #[cfg(target_arch = "wasm32")]
     #[error("browser: {0}")]
     Browser(String),
+    /// The server refused the join for a reason no retry cures
+    /// ([`Room::joined`](crate::Room::joined); the `fatal` [`Event::Refused`](crate::Event::Refused)).
+    #[error("refused ({code}): {message}")]
+    Refused {
+        /// Its code (`docs/signalling.md`, "Errors").
+        code: ackwire_signalling::ErrorCode,
+        /// The server's words.
+        message: String,
+    },
+    /// The room was left before it was ever in the room.
+    #[error("the room was left before it joined")]
+    Left,
 }

@@ -86,6 +86,37 @@ impl Room {
         self.driver.send_failures()
     }
 
+    /// Waits until this member is in the room (its server id), or the join is refused for a
+    /// reason no retry cures ([`JoinError::Refused`]) or the room was left first
+    /// ([`JoinError::Left`]): what the JS `join()` promise resolves or rejects with. Retryable
+    /// refusals and lost sockets are retried meanwhile, as always. It takes no event: the
+    /// `Joined` or `Refused` event stays for [`poll_event`](Self::poll_event). Once joined it
+    /// returns at once (the current id).
+    pub async fn joined(&self) -> Result<ServerId, JoinError> {
+        loop {
+            // Armed before the look, so an event queued in between still wakes it.
+            let change = self.driver.change();
+            let outcome = self.driver.with_member(|m, _| {
+                if let Some(id) = m.server_id() {
+                    Some(Ok(id))
+                } else if let Some((code, message)) = m.refusal() {
+                    Some(Err(JoinError::Refused {
+                        code,
+                        message: message.to_owned(),
+                    }))
+                } else if m.signalling_state() == SignallingState::Closed {
+                    Some(Err(JoinError::Left))
+                } else {
+                    None
+                }
+            });
+            if let Some(outcome) = outcome {
+                return outcome;
+            }
+            change.await;
+        }
+    }
+
     /// The next event, if one waits; never blocks (for game loops).
     pub fn poll_event(&self) -> Option<Event> {
         self.driver.poll_event()

@@ -386,3 +386,45 @@ async fn a_loop_that_cannot_await_leaves_at_once_and_its_peer_hears_it_left() {
     b.leave();
     drop(b); // dropped while leaving: it finishes on its own
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_join_can_be_awaited_until_joined_or_refused_for_good_and_its_events_stay() {
+    let server = server().await;
+    let url = format!("http://{}/room/awaited", server.addr);
+    let a = Room::join(&url, config(0.0)).unwrap();
+    let id = timeout(Duration::from_secs(10), a.joined())
+        .await
+        .expect("joined within 10 s")
+        .expect("joined");
+    assert_eq!(a.server_id(), Some(id));
+    assert_eq!(a.joined().await.unwrap(), id, "joined: at once, again");
+    // The Joined event is still there for the game's loop.
+    let joined = std::iter::from_fn(|| a.poll_event()).find_map(|e| match e {
+        Event::Joined { server_id, .. } => Some(server_id),
+        _ => None,
+    });
+    assert_eq!(joined, Some(id));
+
+    // A room playing another game: no retry can cure that.
+    let mut other = RoomConfig::new(App::new("another-game", 3, [ChannelKind::ReliableOrdered]));
+    other.native.bind = "127.0.0.1:0".parse().unwrap();
+    let b = Room::join(&url, other).unwrap();
+    let refused = timeout(Duration::from_secs(10), b.joined())
+        .await
+        .expect("an answer within 10 s");
+    assert!(
+        matches!(
+            refused,
+            Err(JoinError::Refused {
+                code: ErrorCode::AppMismatch,
+                ..
+            })
+        ),
+        "{refused:?}"
+    );
+    // And a room left before it joined (no welcome can come between the two calls: it needs
+    // a WebSocket's round trips) says so.
+    let mut c = Room::join(&url, config(0.0)).unwrap();
+    c.leave();
+    assert!(matches!(c.joined().await, Err(JoinError::Left)));
+}

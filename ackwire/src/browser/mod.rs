@@ -58,6 +58,9 @@ struct Inbox {
     waker: Option<Waker>,
     /// The room was closed: once empty, no event comes any more.
     closed: bool,
+    /// Events queued so far, and whoever waits for the next one (`Room::joined`).
+    queued: u64,
+    watchers: Vec<Waker>,
 }
 
 impl Inbox {
@@ -115,9 +118,13 @@ impl State {
             let _ = early.ws.close();
         }
         self.inbox.closed = true;
-        if let Some(waker) = self.inbox.waker.take() {
-            waker.wake();
-        }
+        let inbox = &mut self.inbox;
+        inbox
+            .waker
+            .take()
+            .into_iter()
+            .chain(inbox.watchers.drain(..))
+            .for_each(Waker::wake);
     }
 }
 
@@ -156,10 +163,14 @@ fn flush(state: &mut State, shared: &Shared) {
     };
     outputs::carry_out(&mut carry);
     // The waiting task runs in a later microtask, after this borrow is released.
-    if carry.told
-        && let Some(waker) = carry.state.inbox.waker.take()
-    {
-        waker.wake();
+    if carry.told {
+        let inbox = &mut carry.state.inbox;
+        inbox
+            .waker
+            .take()
+            .into_iter()
+            .chain(inbox.watchers.drain(..))
+            .for_each(Waker::wake);
     }
 }
 
@@ -205,6 +216,7 @@ impl Carrier for Carry<'_> {
 
     fn queue_event(&mut self, event: Event) {
         self.state.inbox.events.push_back(event);
+        self.state.inbox.queued += 1;
         self.told = true;
     }
 }
@@ -330,6 +342,22 @@ impl Driver {
 
     pub(crate) fn poll_event(&self) -> Option<Event> {
         self.shared.borrow_mut().inbox.pop()
+    }
+
+    /// Resolves at the next event queued after this call (or the room's end). The page runs
+    /// one thread: nothing is queued between the call and the future's first poll.
+    pub(crate) fn change(&self) -> impl std::future::Future<Output = ()> + '_ {
+        let seen = self.shared.borrow().inbox.queued;
+        poll_fn(move |cx| {
+            let mut state = self.shared.borrow_mut();
+            let inbox = &mut state.inbox;
+            if inbox.queued > seen || inbox.closed {
+                Poll::Ready(())
+            } else {
+                inbox.watchers.push(cx.waker().clone());
+                Poll::Pending
+            }
+        })
     }
 
     pub(crate) fn receive(&self, channel: u8) -> Option<(PeerId, Vec<u8>)> {

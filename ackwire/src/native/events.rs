@@ -20,6 +20,9 @@ pub(super) struct EventQueue {
     state: Mutex<Queued>,
     /// Wakes a game waiting in `next`.
     ready: Notify,
+    /// Wakes everyone waiting for the room to change (`Room::joined`): each event queued,
+    /// and the end.
+    changed: Notify,
     /// Bytes of messages queued at most.
     limit: usize,
     /// Per application channel: reliable.
@@ -60,6 +63,7 @@ impl EventQueue {
         EventQueue {
             state: Mutex::new(Queued::default()),
             ready: Notify::new(),
+            changed: Notify::new(),
             limit,
             reliable,
         }
@@ -107,6 +111,7 @@ impl EventQueue {
             q.events.push_back(event);
         }
         self.ready.notify_one();
+        self.changed.notify_waiters();
     }
 
     /// Whether the queue holds its budget's worth: the task reads nothing until the game
@@ -159,6 +164,14 @@ impl EventQueue {
         }
     }
 
+    /// Resolves once an event is queued (or the queue closed) after this call: armed at once,
+    /// so a caller may look at the member between the call and the wait.
+    pub(super) fn changed(&self) -> std::pin::Pin<Box<tokio::sync::futures::Notified<'_>>> {
+        let mut notified = Box::pin(self.changed.notified());
+        notified.as_mut().enable();
+        notified
+    }
+
     /// Unreliable messages dropped so far because the game was not taking its events.
     pub(super) fn dropped(&self) -> u64 {
         self.lock().dropped
@@ -168,6 +181,7 @@ impl EventQueue {
     pub(super) fn close(&self) {
         self.lock().closed = true;
         self.ready.notify_one();
+        self.changed.notify_waiters();
     }
 }
 

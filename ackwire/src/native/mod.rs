@@ -276,6 +276,11 @@ impl Driver {
         Some(event)
     }
 
+    /// Resolves at the next event queued after this call (or the room's end).
+    pub(crate) fn change(&self) -> impl std::future::Future<Output = ()> + '_ {
+        self.events.changed()
+    }
+
     pub(crate) fn receive(&self, channel: u8) -> Option<(PeerId, Vec<u8>)> {
         let (message, made_room) = self.events.take_message(channel)?;
         self.taken(made_room);

@@ -39,6 +39,8 @@ pub(super) struct Session {
     left: bool,
     /// Server frames refused (see [`Member::unreadable_frames`]).
     unreadable_frames: u64,
+    /// The refusal that stopped the member (a join no retry cures), if one did.
+    refusal: Option<(ErrorCode, String)>,
 }
 
 impl Session {
@@ -55,6 +57,7 @@ impl Session {
             network: None,
             left: false,
             unreadable_frames: 0,
+            refusal: None,
         }
     }
 
@@ -125,6 +128,15 @@ fn refused_for_now(code: ErrorCode) -> bool {
 }
 
 impl Member {
+    /// The refusal that stopped this member before it was ever in the room (the `fatal`
+    /// [`Event::Refused`]): its code and words.
+    pub fn refusal(&self) -> Option<(ErrorCode, &str)> {
+        self.session
+            .refusal
+            .as_ref()
+            .map(|(code, message)| (*code, message.as_str()))
+    }
+
     /// Our id in the current server session, once welcomed.
     pub fn server_id(&self) -> Option<ServerId> {
         self.session.me
@@ -318,6 +330,7 @@ impl Member {
             self.session.token = None;
             self.send_join();
         } else if !joined && refused_for_good(code) {
+            self.session.refusal = Some((code, message.to_owned()));
             self.session.left = true;
             self.session.reconnect_at = None;
             self.session.socket_open = false;
