@@ -159,6 +159,10 @@ test('the Rust client compiled to wasm32 plays a round against a JS player and t
     const js = await seated('chromium', '/pong/?room=rust-round&auto=miss', 'right', 'js');
     const watcher = await seated('chromium', '/pong/?room=rust-round', 'spectator', 'watcher');
     await playRound(host, { winner: rust, loser: js, watchers: [watcher] });
+    // The Rust client draws between the host's states, on the host's clock (ackwire::sync).
+    const { interpolated, snapshots } = await rust.page.evaluate(() => window.pong);
+    assert.ok(interpolated > snapshots / 2, `frames drawn between two states: ${interpolated} (${snapshots} states)`);
+    console.log(`the Rust client drew ${interpolated} frames between the host's states (${snapshots} states)`);
   } finally {
     await host.stop();
   }

@@ -5,6 +5,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
+use ackwire::sync::{Snapshots, Ticks};
 use ackwire::{Event, GoneReason, LinkState, PeerId, Role, Room, RoomConfig};
 use js_sys::{Array, Object, Reflect};
 use wasm_bindgen::JsCast;
@@ -13,7 +14,7 @@ use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, KeyboardEvent, Pointe
 
 use crate::protocol::{
     BALL_R, EVENTS, GameEvent, HEIGHT, INPUT, PADDLE_H, PADDLE_W, PADDLE_X, STATE, Side, Snapshot,
-    WIDTH, app,
+    TICK, WIDTH, app,
 };
 
 /// Snapshots kept in `window.pong.history` (ten seconds' worth).
@@ -33,12 +34,18 @@ struct Client {
     score: [u8; 2],
     winner: Option<Side>,
     snapshot: Option<Snapshot>,
+    /// The host's states by tick, drawn between two at the room's clock less a delay that
+    /// follows the path's jitter (`ackwire::sync`): ball x, y, the paddles' y.
+    drawn: Snapshots<[f32; 4]>,
     target: f32,
     keys: f32,
     auto: Option<String>,
     line: String,
     sent: u32,
     snapshots: u32,
+    /// Frames drawn from the state buffer with a state after the render time, so between
+    /// two of the host's states (`window.pong.interpolated`).
+    interpolated: u32,
 }
 
 /// Joins the room the page's URL names (`?room=NAME`, default `pong`) and plays in `canvas`
@@ -68,6 +75,7 @@ pub fn start(canvas: HtmlCanvasElement) -> Result<(), JsValue> {
         ("history", history.clone().into()),
         ("sent", 0.into()),
         ("snapshots", 0.into()),
+        ("interpolated", 0.into()),
     ] {
         Reflect::set(&status, &key.into(), &value)?;
     }
@@ -83,12 +91,14 @@ pub fn start(canvas: HtmlCanvasElement) -> Result<(), JsValue> {
         score: [0; 2],
         winner: None,
         snapshot: None,
+        drawn: Snapshots::new(Ticks::new(TICK).ok_or("a tick of no length")?),
         target: HEIGHT / 2.0,
         keys: 0.0,
         auto: params.get("auto"),
         line: "joining…".into(),
         sent: 0,
         snapshots: 0,
+        interpolated: 0,
     }));
 
     // The pointer's height over the canvas is the paddle's target.
@@ -181,6 +191,12 @@ impl Client {
                     return;
                 };
                 self.snapshot = Some(s);
+                if let Some(clock) = self.room.clock() {
+                    let [x, y] = s.ball;
+                    let [left, right] = s.paddles;
+                    self.drawn
+                        .push(u64::from(s.tick), clock.time, [x, y, left, right]);
+                }
                 let entry = Array::of3(&s.tick.into(), &s.ball[0].into(), &s.ball[1].into());
                 self.history.push(&entry);
                 if self.history.length() > HISTORY {
@@ -250,7 +266,20 @@ impl Client {
         }
     }
 
-    fn draw(&self) {
+    fn draw(&mut self) {
+        // Between the host's two states around the render time; the newest until the
+        // room's clock is read.
+        let held = self.drawn.held();
+        let shown = match self.room.clock().and_then(|c| self.drawn.sample(c.time)) {
+            Some([x, y, left, right]) => {
+                if self.drawn.held() == held {
+                    self.interpolated += 1;
+                    self.set("interpolated", self.interpolated.into());
+                }
+                Some(([x, y], [left, right]))
+            }
+            None => self.snapshot.map(|s| (s.ball, s.paddles)),
+        };
         let ctx = &self.ctx;
         ctx.set_fill_style_str("#111");
         ctx.fill_rect(0.0, 0.0, WIDTH.into(), HEIGHT.into());
@@ -276,8 +305,8 @@ impl Client {
             (None, None) => self.line.clone(),
         };
         let _ = ctx.fill_text(&info, f64::from(WIDTH) / 2.0, f64::from(HEIGHT) - 16.0);
-        let Some(s) = self.snapshot else { return };
-        for (i, y) in s.paddles.into_iter().enumerate() {
+        let Some((ball, paddles)) = shown else { return };
+        for (i, y) in paddles.into_iter().enumerate() {
             let mine = self.side.is_some_and(|side| side as usize == i);
             ctx.set_fill_style_str(if mine { "#6cf" } else { "#eee" });
             ctx.fill_rect(
@@ -289,8 +318,8 @@ impl Client {
         }
         ctx.set_fill_style_str("#eee");
         ctx.fill_rect(
-            (s.ball[0] - BALL_R).into(),
-            (s.ball[1] - BALL_R).into(),
+            (ball[0] - BALL_R).into(),
+            (ball[1] - BALL_R).into(),
             (2.0 * BALL_R).into(),
             (2.0 * BALL_R).into(),
         );

@@ -12,16 +12,13 @@
 //! (every second: each side's peer, target, position and inputs received) and with `--ticks`
 //! `tick` (every snapshot it sends).
 
-use std::time::Duration;
-
 use ackwire::{Broadcast, Event, PeerId, Role, Room, RoomConfig, SendError};
 use pong::protocol::{
     BALL_R, EVENTS, GameEvent, HEIGHT, INPUT, PADDLE_H, PADDLE_W, PADDLE_X, STATE, Side, Snapshot,
-    WIDTH, app,
+    TICK, WIDTH, app,
 };
 use serde_json::json;
 
-const TICK: Duration = Duration::from_micros(33_333);
 const DT: f32 = 1.0 / 30.0;
 /// Units per second.
 const PADDLE_SPEED: f32 = 540.0;

@@ -17,6 +17,10 @@
 
 use ackwire::{App, ChannelKind};
 
+/// The host's tick: it simulates and sends its state 30 times a second, tick `n` ending at
+/// `(n + 1) × TICK` on its clock (give or take its start).
+pub const TICK: std::time::Duration = std::time::Duration::from_micros(33_333);
+
 /// Player → host: the paddle's target.
 pub const INPUT: u8 = 0;
 /// Host → all: the snapshots.
