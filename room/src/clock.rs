@@ -30,8 +30,8 @@ pub(crate) const PONG_LEN: usize = 1 + 8 + 8;
 pub const WINDOW: usize = 16;
 /// Exchanges before the estimate says it is synced.
 pub const SYNCED_AFTER: u32 = 4;
-/// Pings while not yet synced: one every this long (at the link's next packet after it),
-/// so a new link is synced within about half a second.
+/// Pings while not yet synced: one every this long (queued at the member's next step after
+/// it), so a new link is synced within about half a second.
 pub const FAST_PING: Duration = Duration::from_millis(100);
 /// Pings once synced, one every this long by default (`MemberConfig::clock_period`): the
 /// window then covers the last 4 s.
