@@ -336,6 +336,25 @@ export interface ClockReading {
   readonly synced: boolean;
 }
 
+/**
+ * A client's buffer of the host's tick-stamped states, drawn between the two around a render
+ * time behind the host's clock (`room.clock()`), at a delay that follows how late states
+ * arrive (the 90th percentile of the last 64, plus one tick) and never runs backwards: the
+ * Rust `ackwire::sync::Snapshots`, for states that are arrays of numbers.
+ */
+export class Snapshots {
+  /** `tickMs`: the host's tick in ms (tick `n` ends at `(n + 1) × tickMs` on its clock); throws a `RangeError` unless above 0. */
+  constructor(tickMs: number);
+  /** A state for `tick` arrived when the host's clock read `arrivedMs`; `false` for a duplicate or one older than every state kept. */
+  push(tick: number, arrivedMs: number, state: readonly number[]): boolean;
+  /** The state to draw when the host's clock reads `nowMs` (interpolated; the nearest outside the states kept); `null` before any. */
+  sample(nowMs: number): number[] | null;
+  /** How far behind the host's clock states are drawn now, in ms. */
+  readonly delay: number;
+  /** Draws that found no state after the render time. */
+  readonly held: number;
+}
+
 /** What a peer's channel takes now: sends within both figures are taken. */
 export interface SendCapacity {
   /** More messages (a reliable channel keeps at most 1,024 unconfirmed). */

@@ -356,6 +356,87 @@ function earlyLinks(early, o, timeline) {
   return early;
 }
 
+/** States a {@link Snapshots} keeps (two seconds at 60 a second), and lateness samples. */
+const KEPT_STATES = 120, LATENESS_KEPT = 64;
+
+/**
+ * A client's buffer of the host's states, each stamped with the tick it shows, drawn at a
+ * render time behind the host's clock (`room.clock()`): between the two states around it, so
+ * motion is smooth whatever the arrivals' jitter, gaps and reordering. The delay is the 90th
+ * percentile of the last 64 states' lateness (the host's clock at arrival, less the end of the
+ * state's tick) plus one tick, moving a tenth of the way per state; the render time never
+ * runs backwards. The Rust `ackwire::sync::Snapshots`, for states that are arrays of numbers.
+ */
+export class Snapshots {
+  #tickMs;
+  /** @type {[number, number[]][]} by tick, oldest first */
+  #states = [];
+  /** @type {number[]} */
+  #lateness = [];
+  #delay;
+  /** @type {number | null} */
+  #drawn = null;
+  #held = 0;
+
+  /** @param {number} tickMs the host's tick, in ms (tick `n` ends at `(n + 1) × tickMs` on its clock) */
+  constructor(tickMs) {
+    if (!(tickMs > 0)) throw new RangeError('a tick must last some time');
+    this.#tickMs = tickMs;
+    this.#delay = 2 * tickMs;
+  }
+
+  /**
+   * A state for tick `tick` arrived when the host's clock read `arrivedMs` (`room.clock().time`).
+   * A duplicate, or a state older than every one kept, is dropped (`false`).
+   * @param {number} tick @param {number} arrivedMs @param {number[]} state @returns {boolean}
+   */
+  push(tick, arrivedMs, state) {
+    const states = this.#states;
+    let at = states.findIndex(([t]) => t >= tick);
+    if (at === -1) at = states.length;
+    if (states[at]?.[0] === tick || (at === 0 && states.length === KEPT_STATES)) return false;
+    states.splice(at, 0, [tick, state]);
+    if (states.length > KEPT_STATES) states.shift();
+    this.#lateness.push(Math.max(0, arrivedMs - (tick + 1) * this.#tickMs));
+    if (this.#lateness.length > LATENESS_KEPT) this.#lateness.shift();
+    const sorted = [...this.#lateness].sort((a, b) => a - b);
+    const target = sorted[Math.min(Math.floor((sorted.length * 9) / 10), sorted.length - 1)] + this.#tickMs;
+    this.#delay += (target - this.#delay) / 10;
+    return true;
+  }
+
+  /**
+   * The state to draw when the host's clock reads `nowMs`: at `nowMs - delay` (never before the
+   * last render time), between the two states around it; the nearest one before the first or
+   * after the last (no extrapolation); `null` before any state.
+   * @param {number} nowMs @returns {number[] | null}
+   */
+  sample(nowMs) {
+    const at = Math.max(nowMs - this.#delay, this.#drawn ?? -Infinity);
+    this.#drawn = at;
+    const states = this.#states;
+    if (states.length === 0) return null;
+    const end = (/** @type {number} */ tick) => (tick + 1) * this.#tickMs;
+    let after = states.findIndex(([t]) => end(t) > at);
+    if (after === -1) after = states.length;
+    if (after === 0) return states[0][1];
+    if (after === states.length) {
+      this.#held += 1;
+      return states[after - 1][1];
+    }
+    const [t0, from] = states[after - 1];
+    const [t1, to] = states[after];
+    const f = (at - end(t0)) / (end(t1) - end(t0));
+    return from.map((v, i) => v + (to[i] - v) * f);
+  }
+
+  /** How far behind the host's clock states are drawn now, in ms. @type {number} */
+  get delay() { return this.#delay; }
+
+  /** Draws that found no state after the render time (the newest was held). @type {number} */
+  get held() { return this.#held; }
+}
+
 /**
  * A room as one player sees it: send to its peers, hear what happens (an `EventTarget`; see
  * {@link RoomEvent} for the events). It runs by itself: links are set up, kept, measured and

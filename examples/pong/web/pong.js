@@ -10,10 +10,12 @@
 //   channel 2, reliable-ordered, host → players: u8 kind + 3 × u8:
 //              1 side (side, points to win, 0), 2 score (scorer or 255, left, right),
 //              3 over (winner, left, right); a side is 0 left, 1 right, 2 spectator
-import { join } from '/ackwire.js';
+import { join, Snapshots } from '/ackwire.js';
 
 const W = 640, H = 480, PADDLE_X = [20, 620], PADDLE_W = 10, PADDLE_H = 80, BALL_R = 5;
 const INPUT = 0, STATE = 1, EVENTS = 2;
+// The host's tick, in ms: its states are stamped with their tick (src/protocol.rs, TICK).
+const TICK_MS = 33.333;
 const SIDES = ['left', 'right', 'spectator'];
 /** Snapshots kept in `pong.history` (ten seconds' worth). */
 const HISTORY = 300;
@@ -30,6 +32,7 @@ const statusLine = document.getElementById('status');
 /** What the page shows, for anyone to read (the e2e does): the same as the Rust client's. */
 const pong = {
   side: null, points: null, score: [0, 0], winner: null, results: [], snapshots: 0, history: [], sent: 0,
+  interpolated: 0,
 };
 window.pong = pong;
 // When each step of joining first happened, in ms after navigation (the cold-start bench reads
@@ -39,6 +42,8 @@ pong.timeline = { html: performance.getEntriesByType('navigation')[0]?.responseE
 const mark = (step, at = performance.now()) => { pong.timeline[step] ??= at; };
 let host = null;
 let snapshot = null;
+// The host's states by tick, drawn between two on its clock: ball x, y, the paddles' y.
+const drawn = new Snapshots(TICK_MS);
 let target = H / 2;
 let keys = 0;
 
@@ -104,6 +109,8 @@ room?.addEventListener('message', (e) => {
     const s = decodeSnapshot(e.data);
     if (!s) return;
     snapshot = s;
+    const clock = room.clock();
+    if (clock) drawn.push(s.tick, clock.time, [...s.ball, ...s.paddles]);
     mark('state', e.timeStamp);
     pong.snapshots += 1;
     pong.history.push([s.tick, s.ball[0], s.ball[1]]);
@@ -168,13 +175,20 @@ function draw() {
     ctx.font = '16px monospace';
     ctx.fillText(pong.winner === pong.side ? 'you win!' : `${pong.winner} wins`, W / 2, H - 16);
   }
-  if (!snapshot) return;
-  snapshot.paddles.forEach((y, i) => {
+  // Between the host's two states around the render time; the newest until its clock is read.
+  const clock = room?.clock();
+  const held = drawn.held;
+  const between = clock ? drawn.sample(clock.time) : null;
+  if (between && drawn.held === held) pong.interpolated += 1;
+  const shown = between ?? (snapshot && [...snapshot.ball, ...snapshot.paddles]);
+  if (!shown) return;
+  const [bx, by, ...paddles] = shown;
+  paddles.forEach((y, i) => {
     ctx.fillStyle = SIDES[i] === pong.side ? '#6cf' : '#eee';
     ctx.fillRect(PADDLE_X[i] - PADDLE_W / 2, y - PADDLE_H / 2, PADDLE_W, PADDLE_H);
   });
   ctx.fillStyle = '#eee';
-  ctx.fillRect(snapshot.ball[0] - BALL_R, snapshot.ball[1] - BALL_R, 2 * BALL_R, 2 * BALL_R);
+  ctx.fillRect(bx - BALL_R, by - BALL_R, 2 * BALL_R, 2 * BALL_R);
 }
 
 function frame() {
