@@ -64,6 +64,15 @@ struct Inbox {
 }
 
 impl Inbox {
+    /// Wakes whoever waits for an event (`next_event`) or for a change (`Room::joined`).
+    fn wake(&mut self) {
+        self.waker
+            .take()
+            .into_iter()
+            .chain(self.watchers.drain(..))
+            .for_each(Waker::wake);
+    }
+
     /// The oldest event that is not a message of a separated channel.
     fn pop(&mut self) -> Option<Event> {
         let separated = self.separated;
@@ -118,13 +127,7 @@ impl State {
             let _ = early.ws.close();
         }
         self.inbox.closed = true;
-        let inbox = &mut self.inbox;
-        inbox
-            .waker
-            .take()
-            .into_iter()
-            .chain(inbox.watchers.drain(..))
-            .for_each(Waker::wake);
+        self.inbox.wake();
     }
 }
 
@@ -164,13 +167,7 @@ fn flush(state: &mut State, shared: &Shared) {
     outputs::carry_out(&mut carry);
     // The waiting task runs in a later microtask, after this borrow is released.
     if carry.told {
-        let inbox = &mut carry.state.inbox;
-        inbox
-            .waker
-            .take()
-            .into_iter()
-            .chain(inbox.watchers.drain(..))
-            .for_each(Waker::wake);
+        carry.state.inbox.wake();
     }
 }
 
