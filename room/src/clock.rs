@@ -174,18 +174,22 @@ pub(crate) struct PeerClock {
 
 impl PeerClock {
     /// A ping to send at `now`, if one is due: every [`FAST_PING`] until synced, then every
-    /// `period` (`MemberConfig::clock_period`).
-    pub(crate) fn ping_due(&mut self, now: Duration, period: Duration) -> Option<ClockMessage> {
-        if now < self.next_ping {
-            return None;
-        }
+    /// `period` (`MemberConfig::clock_period`), counted from the last one that went out
+    /// ([`pinged`](Self::pinged)).
+    pub(crate) fn ping_due(&self, now: Duration) -> Option<ClockMessage> {
+        (now >= self.next_ping).then(|| ClockMessage::Ping { sent: micros(now) })
+    }
+
+    /// The ping due at `now` was queued: the next is due a period later. One the connection
+    /// refused (its control channel's window full) stays due, and is tried at the member's
+    /// next step.
+    pub(crate) fn pinged(&mut self, now: Duration, period: Duration) {
         let every = if self.taken < SYNCED_AFTER {
             FAST_PING
         } else {
             period
         };
         self.next_ping = now + every;
-        Some(ClockMessage::Ping { sent: micros(now) })
     }
 
     /// A clock message arrived on the control channel (`control`) of `core` at `now`: a ping
@@ -387,7 +391,8 @@ mod tests {
         let mut now = Duration::ZERO;
         let mut pinged = Vec::new();
         while now < Duration::from_secs(3) {
-            if let Some(ClockMessage::Ping { sent }) = clock.ping_due(now, SLOW_PING) {
+            if let Some(ClockMessage::Ping { sent }) = clock.ping_due(now) {
+                clock.pinged(now, SLOW_PING);
                 pinged.push(now);
                 clock.pong(now + MS, sent, sent);
             }

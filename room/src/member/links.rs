@@ -925,13 +925,16 @@ impl Member {
         if let Some(core) = link.attempt.core_mut() {
             if let Some(connection) = core.connected_mut() {
                 link.delivery.flush(connection);
-                if let Some(ping) = linked
-                    .then(|| link.clock.ping_due(now, clock_period))
-                    .flatten()
-                {
-                    // A ping that cannot be queued is retried at the next one's time.
+                if let Some(ping) = linked.then(|| link.clock.ping_due(now)).flatten() {
                     let (bytes, len) = ping.encode();
-                    let _ = connection.send(link.delivery.control_channel(), &bytes[..len]);
+                    // Refused (the control channel's window full): still due, tried again
+                    // at the member's next step.
+                    if connection
+                        .send(link.delivery.control_channel(), &bytes[..len])
+                        .is_ok()
+                    {
+                        link.clock.pinged(now, clock_period);
+                    }
                 }
             }
             core.poll_transmit(now, &mut self.pool, &mut ready, &mut events);
