@@ -163,6 +163,8 @@ export interface Stats {
   recovery_time_ms: number;
   /** Packets per second the link is paced to now. */
   send_rate_pps: number;
+  /** Packets the bulk window lets be in flight now, while a reliable backlog runs ahead of the cadence (0 on a link that never had one). */
+  bulk_window_packets: number;
   packets_sent: number;
   /** Received and accepted (duplicates, stale and malformed ones excluded). */
   packets_received: number;

@@ -267,6 +267,15 @@ pub(crate) struct Channels {
     reliable_storage: bool,
     /// A reliable frame arrived since [`take_reliable_arrived`](Self::take_reliable_arrived).
     reliable_arrived: bool,
+    /// The last packet left a due reliable frame out for lack of room: more is waiting than
+    /// the cadence carries (the endpoint's bulk window may send more, see `crate::bulk`).
+    backlog: bool,
+    /// Reliable bytes queued and never sent: more than a packet holds is a backlog before
+    /// any packet has said so.
+    unsent_reliable: usize,
+    /// The last packet left a due reliable frame out and carried none: the next one puts its
+    /// reliable frames before the queued unreliable ones, so neither kind starves the other.
+    reliable_first: bool,
     pub(crate) counters: MessageCounters,
 }
 
@@ -310,6 +319,9 @@ impl Channels {
             queued: 0,
             reliable_storage: false,
             reliable_arrived: false,
+            backlog: false,
+            unsent_reliable: 0,
+            reliable_first: false,
             counters: MessageCounters::default(),
         }
     }
@@ -377,6 +389,7 @@ impl Channels {
             }
             SendSide::Reliable(window) => {
                 window.push(bytes);
+                self.unsent_reliable += bytes.len();
                 self.reliable_idle = false;
                 self.reliable_storage = true;
             }
@@ -437,6 +450,11 @@ impl Channels {
     /// [`reliable_idle`](Self::reliable_idle) (it is then left as it was).
     /// `clock` gives the time and the resend interval; it is called only when a reliable
     /// message is queued or in flight (most packets carry unreliable messages only).
+    ///
+    /// Queued unreliable and sequenced frames go first, so a game's own traffic keeps its
+    /// place in every packet whatever reliable backlog waits; reliable frames fill the rest,
+    /// except in a packet after one that left a due reliable frame out and carried none,
+    /// where they go first (docs/wire.md, "Packing").
     pub(crate) fn write(
         &mut self,
         clock: impl FnOnce() -> (Duration, Duration),
@@ -447,33 +465,66 @@ impl Channels {
         if count == 0 {
             return 0;
         }
-        let (now, resend_interval) = if self.reliable_idle {
-            (Duration::ZERO, Duration::ZERO)
-        } else {
-            record.clear();
-            clock()
-        };
         let turn = self.turn as usize;
         // Channel indexes wrap by subtraction: a division per channel per packet is not free.
         let wrap = |i: usize| if i >= count { i - count } else { i };
         self.turn = wrap(turn + 1) as u8;
+        if self.reliable_idle {
+            self.backlog = false;
+            return self.write_queued(turn, buf, 0);
+        }
+        record.clear();
+        let (now, resend_interval) = clock();
         let mut at = 0;
+        if !self.reliable_first {
+            at = self.write_queued(turn, buf, at);
+        }
+        let (end, left_out) = self.write_reliable(turn, now, resend_interval, buf, at, record);
+        let wrote_reliable = end > at;
+        at = end;
+        if self.reliable_first {
+            at = self.write_queued(turn, buf, at);
+        }
+        self.backlog = left_out;
+        self.reliable_first = left_out && !wrote_reliable;
+        at
+    }
+
+    /// Writes the due reliable frames that fit into `buf[at..]`, channel by channel from
+    /// `turn`, oldest id first. Returns where they end, and whether a due frame was left out
+    /// for lack of room.
+    fn write_reliable(
+        &mut self,
+        turn: usize,
+        now: Duration,
+        resend_interval: Duration,
+        buf: &mut [u8],
+        mut at: usize,
+        record: &mut Vec<(u8, u16)>,
+    ) -> (usize, bool) {
+        let count = self.channels.len();
+        let wrap = |i: usize| if i >= count { i - count } else { i };
         let mut in_flight = 0;
+        let mut left_out = false;
         for k in 0..count {
-            if self.reliable_idle || buf.len() - at < MIN_FRAME {
-                break;
-            }
             let index = wrap(turn + k);
             let SendSide::Reliable(window) = &mut self.channels[index].send else {
                 continue;
             };
             in_flight += window.in_flight();
+            if left_out {
+                continue;
+            }
             for pending in window.pending_mut() {
                 let due = pending
                     .last_sent
                     .is_none_or(|sent| now >= sent + resend_interval);
                 if !due {
                     continue;
+                }
+                if buf.len() - at < MIN_FRAME {
+                    left_out = true;
+                    break;
                 }
                 let frame = FrameRepr {
                     channel: index as u8,
@@ -482,22 +533,29 @@ impl Channels {
                 };
                 // Too big for what is left: a smaller, later one may still fit.
                 let Ok(used) = frame.emit(&mut buf[at..]) else {
+                    left_out = true;
                     continue;
                 };
                 at += used;
                 if pending.last_sent.is_some() {
                     self.counters.resent += 1;
+                } else {
+                    self.unsent_reliable -= pending.bytes.len();
                 }
                 pending.last_sent = Some(now);
                 record.push((index as u8, pending.id));
-                if buf.len() - at < MIN_FRAME {
-                    break;
-                }
             }
         }
-        if !self.reliable_idle && in_flight == 0 && self.all_reliable_empty() {
+        if in_flight == 0 && self.all_reliable_empty() {
             self.reliable_idle = true;
         }
+        (at, left_out)
+    }
+
+    /// Writes the queued unreliable and sequenced frames that fit into `buf[at..]`, channel
+    /// by channel from `turn` (wrapping), each channel's queue in order until its next frame
+    /// does not fit. Returns where they end.
+    fn write_queued(&mut self, turn: usize, buf: &mut [u8], mut at: usize) -> usize {
         // Channels with queued frames, from `turn` on, then wrapping to those before it.
         let from_turn = u64::MAX.checked_shl(turn as u32).unwrap_or(0);
         for mut bits in [self.queued & from_turn, self.queued & !from_turn] {
@@ -522,6 +580,12 @@ impl Channels {
             }
         }
         at
+    }
+
+    /// Whether more reliable frames wait than a packet holds: the last packet left a due
+    /// one out for lack of room, or more bytes were queued since than one packet carries.
+    pub(crate) fn backlog(&self) -> bool {
+        self.backlog || self.unsent_reliable > usize::from(self.max_unreliable)
     }
 
     /// Checks every frame of `payload` against the channels, changing nothing. Returns the

@@ -61,6 +61,13 @@ pub struct Config {
     /// schedule.
     #[serde(default = "yes")]
     pub prompt_ack: bool,
+    /// Largest bulk window, in packets: while reliable frames wait for room and the link is
+    /// in good mode, up to this many packets may be in flight, sent between the cadence's
+    /// packets under a congestion window (docs/wire.md, "Bulk").
+    /// Default 256 (the sent ring: about 5 MB/s at 50 ms RTT); no more than `sent_buffer_len`
+    /// is used; 0 keeps the link to its cadence.
+    #[serde(default = "bulk_window")]
+    pub bulk_window_packets: u16,
 }
 
 setters!(Config {
@@ -79,10 +86,15 @@ setters!(Config {
     with_sent_buffer_len => sent_buffer_len: u16,
     with_loss_window_packets => loss_window_packets: u16,
     with_prompt_ack => prompt_ack: bool,
+    with_bulk_window_packets => bulk_window_packets: u16,
 });
 
 fn yes() -> bool {
     true
+}
+
+fn bulk_window() -> u16 {
+    256
 }
 
 impl Default for Config {
@@ -103,6 +115,7 @@ impl Default for Config {
             sent_buffer_len: 256,
             loss_window_packets: 64,
             prompt_ack: true,
+            bulk_window_packets: bulk_window(),
         }
     }
 }

@@ -706,7 +706,11 @@ impl Connection {
         if matches!(self.phase, Phase::Closing { .. } | Phase::Closed) {
             return Err(SendError::Closed);
         }
-        self.channels.send(channel, bytes)
+        self.channels.send(channel, bytes)?;
+        if !self.channels.reliable_idle() {
+            self.endpoint.set_backlog(self.channels.backlog());
+        }
+        Ok(())
     }
 
     /// Queues `bytes` on an unreliable or unreliable-sequenced `channel` in place of the
@@ -1077,6 +1081,9 @@ impl Connection {
             written_sequence = Some(sequence);
             channels.write(clock, space, scratch)
         })?;
+        if written_sequence.is_some() {
+            self.endpoint.set_backlog(self.channels.backlog());
+        }
         // A packet with reliable frames leaves the channels busy, and only then is the
         // scratch (in a cold line) worth reading.
         let recorded = !self.channels.reliable_idle() && !self.record_scratch.is_empty();

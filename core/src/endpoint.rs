@@ -13,6 +13,7 @@ use thiserror::Error;
 
 use std::sync::Arc;
 
+use crate::bulk::{BulkWindow, REORDER, RESTART_AFTER};
 use crate::config::{Config, ConfigError};
 use crate::congestion::{Limits, Mode, ModeState};
 use crate::loss::LossWindow;
@@ -47,6 +48,11 @@ const ACK_WINDOW: i32 = 32;
 /// A pending ack mark (see `Endpoint::ack_mark`) this far behind the next sequence is given
 /// up and set afresh: "at or after" stops meaning anything across half the sequence space.
 const ACK_MARK_MAX_AGE: i16 = 1024;
+
+/// A packet leaves at once, whatever the pace, once this many have arrived since the last
+/// one left: a peer sending in bulk hears of every packet well before the ack bitfield's 32
+/// pass it by. A game's peers send at about the same cadence, so this never fires for them.
+pub const ACK_EVERY: u8 = 16;
 
 /// Slots the sent ring starts with: the packets of one loss timeout (1 s) at good mode's 30
 /// packets/s fit, so at the default rates it rarely grows (16 bytes a slot; the ring grows by
@@ -277,6 +283,10 @@ pub struct Endpoint {
     /// `events` is not empty. Checked after every packet, so kept here, in the hot lines,
     /// rather than read from the queue at the struct's cold end.
     events_waiting: bool,
+    /// Packets taken in since the last one sent (up to [`ACK_EVERY`]).
+    arrivals: u8,
+    /// The layer above has reliable frames waiting for room (see [`set_backlog`](Self::set_backlog)).
+    backlog: bool,
     /// Length of the last header sent.
     last_header_len: u32,
     congestion: ModeState,
@@ -287,6 +297,9 @@ pub struct Endpoint {
     /// ([`protect`](Self::protect)); behind a pointer, as most endpoints (every browser's)
     /// have none.
     protection: Option<Box<Protection>>,
+    /// The bulk window (see [`crate::bulk`]), made on the first backlog: most links never
+    /// have one.
+    bulk: Option<Box<BulkWindow>>,
     /// The connection tag every data packet ends with, on a plain connection the cookie
     /// handshake made ([`CONNECTION_TAG_LEN`]); `None` when protected or on a channel.
     connection_tag: Option<[u8; CONNECTION_TAG_LEN]>,
@@ -336,6 +349,9 @@ impl Endpoint {
             events: VecDeque::new(),
             counters: Counters::default(),
             last_header_len: 0,
+            arrivals: 0,
+            backlog: false,
+            bulk: None,
             protection: None,
             connection_tag: None,
             settings,
@@ -612,6 +628,7 @@ impl Endpoint {
             }
         }
         self.counters.packets_received += 1;
+        self.arrivals = self.arrivals.saturating_add(1);
         // The datagram as it came off the wire: an opened packet's tag, or the connection
         // tag, counts, as it does in `bytes_sent`.
         let tag_len = self.trailer_len();
@@ -661,6 +678,10 @@ impl Endpoint {
             // Absent entries were acked or declared lost already: each ack counts once.
             if let Some(sent_at) = self.take_sent(acked) {
                 let rtt = arrived.saturating_sub(sent_at);
+                let (growing, next) = (self.backlog, self.next_sequence);
+                if let Some(bulk) = self.bulk_counting(acked) {
+                    bulk.on_acked(acked, growing, next);
+                }
                 // Only the packet `ack` names has a known hold: the peer says how long it
                 // kept it, and the path's round trip is the rest. Never below zero, never
                 // above the measured time; a peer can shade a sample by at most the
@@ -668,7 +689,11 @@ impl Endpoint {
                 if n == 0
                     && let Some(held) = delay.nanos()
                 {
-                    self.rtt.on_sample_nanos(rtt.saturating_sub(held));
+                    let sample = rtt.saturating_sub(held);
+                    self.rtt.on_sample_nanos(sample);
+                    if let Some(bulk) = &mut self.bulk {
+                        bulk.on_rtt(sample, self.next_sequence);
+                    }
                 }
                 self.loss.record(false);
                 self.last_ack_at = now;
@@ -681,6 +706,101 @@ impl Endpoint {
                 }
             }
         }
+        if self.bulk.is_some() {
+            self.scan_for_signals(ack);
+        }
+    }
+
+    /// The bulk window, if packet `sequence` (just resolved) still counts in its flight: one
+    /// behind the cursor was counted out when a signal passed it by.
+    fn bulk_counting(&mut self, sequence: u16) -> Option<&mut BulkWindow> {
+        self.bulk
+            .as_deref_mut()
+            .filter(|bulk| distance(sequence, bulk.cursor) <= 0)
+    }
+
+    /// Every packet sent [`REORDER`] or more before `ack` and still unacked counts as lost
+    /// for the bulk window (a signal), once: the cursor moves past it. It stays in the sent
+    /// ring, acked late or declared lost by the timeout as before.
+    fn scan_for_signals(&mut self, ack: u16) {
+        let Some(mut bulk) = self.bulk.take() else {
+            return;
+        };
+        let horizon = ack.wrapping_sub(REORDER);
+        let mut at = if distance(bulk.cursor, self.oldest_unresolved) > 0 {
+            self.oldest_unresolved
+        } else {
+            bulk.cursor
+        };
+        while distance(at, horizon) >= 0 && at != self.next_sequence {
+            if self.sent_at(at).is_some() {
+                bulk.on_lost(at, self.next_sequence);
+            }
+            at = at.wrapping_add(1);
+        }
+        bulk.cursor = at;
+        self.bulk = Some(bulk);
+    }
+
+    /// Tells the endpoint whether reliable frames wait for room in the packets (the
+    /// connection says so after each packet it fills): while they do and the link is in good
+    /// mode, packets may leave between the cadence's under the bulk window.
+    pub(crate) fn set_backlog(&mut self, backlog: bool) {
+        self.backlog = backlog;
+    }
+
+    /// Whether the link is good right now for the bulk window: good mode, or (while the mode
+    /// waits out its recovery time) an RTT measured under the threshold and a peer that is
+    /// not silent. The binary mode's wait keeps the cadence from flapping; the window has
+    /// its own brakes, and a transfer at the start of a game need not wait 4 s for them.
+    fn conditions_good(&self, now: u64) -> bool {
+        self.congestion.mode() == Mode::Good
+            || (self.rtt.rtt_nanos().is_some()
+                && !self
+                    .settings
+                    .limits
+                    .is_bad(self.rtt.rtt_nanos(), self.loss.percent())
+                && !self.is_silent(now))
+    }
+
+    /// Whether an extra packet may leave for the backlog at `now`: the link good
+    /// ([`conditions_good`](Self::conditions_good)), a bulk window allowed, open, and its
+    /// pace reached. Makes the window on the first backlog and afresh
+    /// after a quiet second.
+    fn bulk_ready(&mut self, now: u64) -> bool {
+        let config = &self.settings.config;
+        let max = config.bulk_window_packets.min(config.sent_buffer_len);
+        if !self.backlog || max == 0 || !self.conditions_good(now) {
+            return false;
+        }
+        let stale = self
+            .bulk
+            .as_ref()
+            .is_none_or(|bulk| now.saturating_sub(bulk.wanted_at) > RESTART_AFTER);
+        if stale {
+            let in_flight = self.count_in_flight();
+            self.bulk = Some(Box::new(BulkWindow::new(
+                max,
+                in_flight,
+                self.oldest_unresolved,
+                self.next_sequence,
+                now,
+            )));
+        }
+        let bulk = self.bulk.as_deref_mut().expect("made above");
+        bulk.wanted_at = now;
+        bulk.is_open() && now >= bulk.next_at
+    }
+
+    /// Packets in flight (neither acked nor declared lost), counted through the ring.
+    fn count_in_flight(&self) -> u32 {
+        let mut count = 0;
+        let mut at = self.oldest_unresolved;
+        while at != self.next_sequence {
+            count += u32::from(self.sent_at(at).is_some());
+            at = at.wrapping_add(1);
+        }
+        count
     }
 
     /// Writes the next packet into `buf` if one is due at `now` (header only, empty payload).
@@ -727,7 +847,11 @@ impl Endpoint {
         // due at the end, or earlier once there is an ack to send (see `Config::prompt_ack`).
         let prompt = self.settings.config.prompt_ack && self.ack_pending;
         let opens_at = self.next_send_at.saturating_sub(interval);
-        if now < self.next_send_at && !(prompt && now >= opens_at) {
+        let cadence = now >= self.next_send_at || (prompt && now >= opens_at);
+        // Between the cadence's packets: an ack for a peer sending in bulk, or a packet of
+        // our own backlog under the bulk window.
+        let extra = !cadence && (self.arrivals >= ACK_EVERY || self.bulk_ready(now));
+        if !cadence && !extra {
             return Ok(None);
         }
         if let Some(limit) = self.key_exhausted() {
@@ -811,12 +935,18 @@ impl Endpoint {
         self.last_header_len = header_len as u32;
 
         self.ack_pending = false;
-        self.next_send_at = if now.saturating_sub(self.next_send_at) >= interval {
-            // The driver stalled: restart the pace rather than bursting to catch up.
-            now.saturating_add(interval)
-        } else {
-            self.next_send_at.saturating_add(interval)
-        };
+        self.arrivals = 0;
+        if let Some(bulk) = &mut self.bulk {
+            bulk.on_sent(now, extra, self.rtt.rtt_nanos());
+        }
+        if cadence {
+            self.next_send_at = if now.saturating_sub(self.next_send_at) >= interval {
+                // The driver stalled: restart the pace rather than bursting to catch up.
+                now.saturating_add(interval)
+            } else {
+                self.next_send_at.saturating_add(interval)
+            };
+        }
         Ok(Some(Transmit {
             sequence,
             len,
@@ -865,7 +995,21 @@ impl Endpoint {
 
     /// [`poll_timeout`](Self::poll_timeout) in nanoseconds.
     pub(crate) fn poll_timeout_nanos(&self) -> u64 {
-        self.next_send_at.min(self.check_at)
+        let mut at = self.next_send_at.min(self.check_at);
+        if self.arrivals >= ACK_EVERY {
+            at = self.now;
+        } else if self.backlog
+            && self.settings.config.bulk_window_packets > 0
+            && self.conditions_good(self.now)
+        {
+            // A full window waits for acks, whose arrival wakes the driver anyway.
+            match self.bulk.as_deref() {
+                Some(bulk) if !bulk.is_open() => {}
+                Some(bulk) => at = at.min(bulk.next_at.max(self.now)),
+                None => at = self.now,
+            }
+        }
+        at
     }
 
     /// Turns `Acked` and `Lost` events on or off (on by default); counters and statistics
@@ -914,6 +1058,7 @@ impl Endpoint {
                 Mode::Good => self.settings.config.good_rate_pps,
                 Mode::Bad => self.settings.config.bad_rate_pps,
             },
+            bulk_window_packets: self.bulk.as_ref().map_or(0, |bulk| bulk.window()),
             counters: self.counters,
             last_header_len: self.last_header_len,
             messages_sent: 0,
@@ -970,6 +1115,10 @@ impl Endpoint {
     fn resolve_oldest_as_lost(&mut self) {
         let sequence = self.oldest_unresolved;
         if self.take_sent(sequence).is_some() {
+            let next = self.next_sequence;
+            if let Some(bulk) = self.bulk_counting(sequence) {
+                bulk.on_lost(sequence, next);
+            }
             self.loss.record(true);
             self.last_loss_at = self.now;
             self.counters.packets_lost += 1;

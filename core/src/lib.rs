@@ -227,6 +227,7 @@ macro_rules! setters {
     };
 }
 
+mod bulk;
 pub mod channel;
 pub mod config;
 pub mod congestion;

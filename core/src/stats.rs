@@ -84,6 +84,10 @@ pub struct Stats {
     pub recovery_time_ms: f64,
     /// Packets per second the endpoint is pacing to now.
     pub send_rate_pps: f64,
+    /// Packets the bulk window lets be in flight now, while a reliable backlog runs ahead of
+    /// the cadence (docs/wire.md, "Bulk"); 0 on a link that never had a backlog.
+    #[serde(default)]
+    pub bulk_window_packets: u32,
     /// Running totals (`packets_sent` to `packets_unauthenticated`), flattened into the same JSON
     /// object as the gauges.
     #[serde(flatten)]

@@ -142,24 +142,39 @@ fn a_full_send_window_refuses_with_window_full_until_acks_free_it() {
 }
 
 #[test]
-fn many_small_messages_share_a_packet_and_reliable_ones_go_first() {
+fn many_small_messages_share_a_packet_and_the_queued_unreliable_ones_go_first() {
     let mut pair = ConnPair::new(all_kinds(), EmulatorConfig::default(), 9);
     pair.connect();
     pair.run_for(Duration::from_secs(1));
     let before = pair.client_side.datagrams_sent.len();
+    let delivered = pair.server_side.events.len();
     for i in 0u32..100 {
         pair.client.send(3, &[i as u8; 20]).unwrap();
     }
     for i in 0u32..40 {
         pair.client.send(1, &[i as u8; 20]).unwrap();
     }
-    // The next packet: 1200 bytes hold 40 reliable (24 B each) and ~11 of the unreliable
-    // ones (22 B each); the rest wait for the packets after it.
+    // The next packet: 1200 bytes hold 53 of the unreliable ones (22 B each), which go
+    // first, the game's traffic keeping its place; the rest, and the reliable ones (24 B
+    // each), fill the packets after it.
     let next = pair.client.poll_timeout().unwrap();
     pair.run_until(next + 5 * MS);
     let sent = &pair.client_side.datagrams_sent[before..];
     assert!(!sent.is_empty());
     assert!(sent[0].1 > 1150, "packet filled: {} bytes", sent[0].1);
+    let first: Vec<u8> = pair.server_side.events[delivered..]
+        .iter()
+        .filter_map(|(_, e)| match e {
+            ConnectionEvent::Message { channel, .. } => Some(*channel),
+            _ => None,
+        })
+        .take(53)
+        .collect();
+    assert_eq!(
+        first,
+        vec![3; 53],
+        "the first packet's frames are the unreliable ones"
+    );
     pair.run_for(Duration::from_millis(200));
     assert_eq!(pair.server_side.messages(1).count(), 40);
     assert_eq!(pair.server_side.messages(3).count(), 100);

@@ -51,8 +51,8 @@ fn numbers(w: &World, n: usize, channel: u8) -> Vec<u32> {
         .collect()
 }
 
-/// The chat lines `n` received, in order.
-fn lines(w: &World, n: usize) -> Vec<String> {
+/// The bytes of every chat message `n` received, in order.
+fn chat(w: &World, n: usize) -> Vec<&Vec<u8>> {
     w.nodes[n]
         .events
         .iter()
@@ -61,9 +61,17 @@ fn lines(w: &World, n: usize) -> Vec<String> {
                 channel: CHAT,
                 bytes,
                 ..
-            } => Some(String::from_utf8(bytes.clone()).unwrap()),
+            } => Some(bytes),
             _ => None,
         })
+        .collect()
+}
+
+/// The chat lines `n` received, in order.
+fn lines(w: &World, n: usize) -> Vec<String> {
+    chat(w, n)
+        .into_iter()
+        .map(|bytes| String::from_utf8(bytes.clone()).unwrap())
         .collect()
 }
 
@@ -770,4 +778,55 @@ fn send_capacity_says_beforehand_which_sends_a_peers_channel_takes() {
         capacity(&mut w, CHAT).is_ok(),
         "a reliable send is kept while the link is down"
     );
+}
+
+#[test]
+fn a_4_mib_transfer_between_members_runs_ahead_of_the_cadence_and_arrives_once_in_order() {
+    // Two natives over a 20 ms RTT path: 16 messages of 256 KiB, sent as the capacity allows.
+    // At the cadence alone (30 packets of one 1 KiB fragment a second) this takes 2 minutes
+    // and more; the bulk window (docs/wire.md, "Bulk") runs ahead of it.
+    let mut w = World::new();
+    let path = |c: &mut MemberConfig| {
+        c.emulation = Some(Emulation {
+            config: EmulatorConfig::default().with_latency(ms(10)),
+            seed: 3 + c.secret[0] as u64,
+            impair_after: Duration::ZERO,
+        });
+    };
+    let a = w.add(PeerKind::Native, path);
+    let b = w.add(PeerKind::Native, path);
+    w.run_until_true(2 * S, "linked", |w| w.fully_linked(&[a, b]));
+    // The link's good mode, as in a game under way.
+    w.run_for(5 * S);
+    let to_b = w.peer(a, b);
+    let size = w.nodes[a].member.max_message_size(CHAT).unwrap();
+    let message = |n: u32| -> Vec<u8> {
+        (0..size as u32)
+            .map(|i| i.wrapping_mul(2_654_435_761).wrapping_add(n) as u8)
+            .collect()
+    };
+    let start = w.now;
+    let mut sent = 0u32;
+    while chat(&w, b).len() < 16 {
+        assert!(w.now < start + 60 * S, "the transfer stalled");
+        while sent < 16 && w.with(a, |m, _| m.send(to_b, CHAT, &message(sent))).is_ok() {
+            sent += 1;
+        }
+        w.run_for(ms(10));
+    }
+    let took = w.now - start;
+    let got = chat(&w, b);
+    assert_eq!(got.len(), 16, "each message once");
+    for (n, bytes) in got.iter().enumerate() {
+        assert!(
+            **bytes == message(n as u32),
+            "message {n} intact and in order"
+        );
+    }
+    let rate = 16.0 * size as f64 / took.as_secs_f64();
+    println!(
+        "4 MiB between members at 20 ms RTT: {took:?}, {:.2} MB/s",
+        rate / 1e6
+    );
+    assert!(rate >= 1e6, "{rate:.0} B/s");
 }

@@ -64,6 +64,11 @@ fn benches() -> Vec<Bench> {
             run: cargo_bench("ackwire-core", "connection_memory"),
         },
         Bench {
+            name: "bulk: a 4 MiB reliable transfer beside a game's state, ackwire vs renet, loopback UDP and emulated 50 ms at 1 % and 5 % loss",
+            command: "cargo bench -p ackwire-core --bench bulk",
+            run: cargo_bench("ackwire-core", "bulk"),
+        },
+        Bench {
             name: "native peer: UDP vs raw echo (unbatched, batched), encrypted vs plaintext, connections/core",
             command: "cargo bench -p ackwire-peer --bench udp",
             run: cargo_bench("ackwire-peer", "udp"),
