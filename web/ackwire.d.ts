@@ -16,6 +16,21 @@
  */
 export type ChannelKind = 'unreliable' | 'unreliable-sequenced' | 'reliable-ordered' | 'reliable-unordered';
 
+/** The kinds whose sends may replace what is not yet sent (`sendLatest`): the unreliable ones. */
+export type LatestKind = 'unreliable' | 'unreliable-sequenced';
+
+/**
+ * The indexes of the channels in `C` whose kind is one of `K`. With the channels declared as
+ * a literal list (`join(url, { channels: ['unreliable-sequenced', 'reliable-ordered'] })`, or a
+ * constant declared `as const`), a call naming an undeclared channel, or one of a kind the
+ * call does not take (`sendLatest` on a reliable channel), does not type-check; a list the
+ * compiler cannot see (`ChannelKind[]`) takes any number, checked when called.
+ */
+export type ChannelIndex<C extends readonly ChannelKind[], K extends ChannelKind = ChannelKind> =
+  number extends C['length']
+    ? number
+    : { [I in keyof C]: C[I] extends K ? (I extends `${infer N extends number}` ? N : never) : never }[number];
+
 /** Every link through the core's emulator, both directions: to try a game on a bad network. */
 export interface Emulation {
   /** One-way delay added to every datagram, in ms (0 or more). */
@@ -38,13 +53,13 @@ export interface Emulation {
 export type Role = 'peer' | 'host' | 'client';
 
 /** What {@link join} takes: the application every member of the room declares, and more. */
-export interface JoinOptions {
+export interface JoinOptions<C extends readonly ChannelKind[] = readonly ChannelKind[]> {
   /** The application's id: 1-64 of A-Z a-z 0-9 - _; a room plays one. */
   app: string;
   /** Its protocol version, a whole number: a room's members all play the same. */
   version: number;
-  /** Its channels, by index (1 to 63). */
-  channels: readonly ChannelKind[];
+  /** Its channels, by index (1 to 63); the room's calls are typed by them ({@link ChannelIndex}). */
+  channels: C;
   /** The room's name, when `url` is a server's rather than a room page's. */
   room?: string;
   /** What this player is in the room (default `peer`: a mesh). */
@@ -545,28 +560,40 @@ export type Payload = Uint8Array | string;
  * whether or not the page calls in. Rooms come from {@link join}. Every method that sends
  * throws a {@link SendError}, and then nothing was sent.
  */
-export declare class Room extends EventTarget {
+// `Room` alone is a room of any layout (`any`): what a helper taking any room names, and
+// what every typed room is assignable to.
+export declare class Room<C extends readonly ChannelKind[] = any> extends EventTarget {
   private constructor();
   /**
    * Sends `data` to `peer` on `channel`, as the channel promises: once on an unreliable one;
    * exactly once (in order, if ordered) on a reliable one, across lost links too, or handed
    * back as an `undelivered` event if the peer leaves first.
    */
-  send(peer: PeerId, channel: number, data: Payload): void;
+  send(peer: PeerId, channel: ChannelIndex<C>, data: Payload): void;
   /**
    * Sends `data` on an unreliable channel in place of what it holds for `peer` and has not
    * sent yet: call it every frame with the newest state; each packet carries the newest.
    */
-  sendLatest(peer: PeerId, channel: number, data: Payload): void;
+  sendLatest(peer: PeerId, channel: ChannelIndex<C, LatestKind>, data: Payload): void;
   /**
    * {@link send} to every peer: on a reliable channel every peer in the room (kept for those
    * whose link is down), on an unreliable one every connected peer. Each peer's outcome is its
    * own: one peer's full queue (`full`) refuses it for that peer alone, and the others get it.
    * Throws only when it goes to nobody (a bad channel, size or payload, a closed room).
    */
-  broadcast(channel: number, data: Payload): Broadcast;
+  broadcast(channel: ChannelIndex<C>, data: Payload): Broadcast;
   /** {@link sendLatest} to every connected peer. */
-  broadcastLatest(channel: number, data: Payload): Broadcast;
+  broadcastLatest(channel: ChannelIndex<C, LatestKind>, data: Payload): Broadcast;
+  /**
+   * The oldest message that arrived on `channel` (a `message` event: `peer`, `channel`,
+   * `data`, `text`), or `null`; never waits. A frame loop drains the channels it reads each
+   * frame (`for (let m; (m = room.receive(0));) ...`) and hears the rest as events: from a
+   * channel's first `receive`, its messages wait here and are no longer dispatched as
+   * `message` events, so neither takes what the other should. Each channel's promise holds
+   * as in the events (in order on an ordered channel); a channel read here must be read.
+   * Throws `unknown_channel` for a channel the app did not declare.
+   */
+  receive(channel: ChannelIndex<C>): RoomEventMap['message'] | null;
   /** Every link (one per peer) with its state, path and stats; none once closed. */
   links(): LinkInfo[];
   /**
@@ -602,14 +629,14 @@ export declare class Room extends EventTarget {
    * on an unreliable channel, 262,139 on a reliable one. Throws `unknown_channel` for a
    * channel the app did not declare.
    */
-  maxMessageSize(channel: number): number;
+  maxMessageSize(channel: ChannelIndex<C>): number;
   /**
    * How much `send` to `peer` on `channel` takes now before it throws `full`: on a reliable
    * channel what the peer's copies may still hold (kept whatever the link's state; each
    * message counts up to 5 bytes more than its data), on an unreliable one the room in the
    * link's queue (`not_connected` while the link is down). Throws as `send` does otherwise.
    */
-  sendCapacity(peer: PeerId, channel: number): SendCapacity;
+  sendCapacity(peer: PeerId, channel: ChannelIndex<C>): SendCapacity;
   /**
    * Pulls (`true`) or plugs back this player's network cable for its links (signalling stays
    * up): links go quiet, are lost after the idle timeout, and recover once plugged back.
@@ -649,4 +676,4 @@ export declare class Room extends EventTarget {
  * when the room plays another game, with the server's message).
  * @param url a room page's URL (`location.href` works), or a server's with `options.room`
  */
-export declare function join(url: string, options: JoinOptions): Promise<Room>;
+export declare function join<const C extends readonly ChannelKind[]>(url: string, options: JoinOptions<C>): Promise<Room<C>>;

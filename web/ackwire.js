@@ -447,6 +447,8 @@ export class Room extends EventTarget {
   #timeline;
   /** Events until the page could listen (see `#goLive`); `null` after. */
   #queue = [];
+  /** Per channel read with `receive`: its messages, oldest first (see `receive`). */
+  #inboxes = new Map();
   #closing;
 
   /** @private */
@@ -473,7 +475,9 @@ export class Room extends EventTarget {
           resolve();
           this.#goLive();
         }
-        if (this.#queue) this.#queue.push(event);
+        const inbox = fields.type === 'message' ? this.#inboxes.get(fields.channel) : undefined;
+        if (inbox) inbox.push(event);
+        else if (this.#queue) this.#queue.push(event);
         else this.dispatchEvent(event);
       };
       try {
@@ -534,6 +538,26 @@ export class Room extends EventTarget {
    * @returns {Broadcast} how many peers took it, and who refused it and why
    */
   broadcastLatest(channel, data) { return this.#handle.send(undefined, channel, data, true); }
+
+  /**
+   * The oldest message that arrived on `channel` (a `message` event: `peer`, `channel`,
+   * `data`, `text`), or `null`; never waits. From a channel's first `receive`, its messages
+   * wait here and are no longer dispatched as `message` events (those not yet dispatched
+   * included), so a frame loop drains the channels it reads and hears the rest as events.
+   * Throws `unknown_channel` for a channel the app did not declare.
+   * @param {number} channel @returns {RoomEvent | null}
+   */
+  receive(channel) {
+    let inbox = this.#inboxes.get(channel);
+    if (!inbox) {
+      this.maxMessageSize(channel); // throws `unknown_channel` for an undeclared one
+      const mine = (e) => e.type === 'message' && e.channel === channel;
+      inbox = this.#queue?.filter(mine) ?? [];
+      if (this.#queue) this.#queue = this.#queue.filter((e) => !mine(e));
+      this.#inboxes.set(channel, inbox);
+    }
+    return inbox.shift() ?? null;
+  }
 
   /** Every link (one per peer) with its state, path and stats. @returns {LinkInfo[]} */
   links() { return this.#handle.links(); }

@@ -79,6 +79,7 @@ mod host_rooms {}
 
 #[cfg(target_arch = "wasm32")]
 mod browser;
+pub mod channel;
 #[cfg(any(target_arch = "wasm32", feature = "rooms"))]
 mod config;
 #[cfg(any(target_arch = "wasm32", feature = "rooms"))]

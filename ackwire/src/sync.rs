@@ -13,6 +13,7 @@
 //! let mut step = FixedStep::new(ticks);
 //! let due: Vec<u64> = step.due(Duration::from_millis(120)).collect();
 //! assert_eq!(due, [2], "the tick the clock is in, the first time");
+//! assert_eq!(step.next_due(), Some(Duration::from_millis(150)), "when to wake for tick 3");
 //! let due: Vec<u64> = step.due(Duration::from_millis(260)).collect();
 //! assert_eq!(due, [3, 4, 5], "every tick since, once");
 //!
@@ -111,6 +112,12 @@ impl FixedStep {
         }
         self.next = Some(now + 1);
         from..now + 1
+    }
+
+    /// When the next tick falls due on the clock: the time a loop sleeps until before it
+    /// calls [`due`](Self::due) again. `None` before the first call placed it on the clock.
+    pub fn next_due(&self) -> Option<Duration> {
+        self.next.map(|tick| self.ticks.start(tick))
     }
 
     /// Ticks skipped so far because a call was more than the catch-up behind.

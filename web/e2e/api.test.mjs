@@ -4,7 +4,8 @@
 // datagrams lost each way (the native emulates it on its links): on both sides every reliable
 // message arrives once (and in order on the ordered channel), sequenced ones never go back,
 // latest-value ones are replaced yet the last one arrives. A program declaring another
-// application is refused, with the reason in its output.
+// application is refused, with the reason in its output. The page reads the reliable-ordered
+// channel with `receive()`, a frame loop's drain, and the others as events.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { test } from 'node:test';
@@ -47,9 +48,17 @@ test('a page and a native program exchange their own messages with each channel 
       const { join } = await import('/ackwire.js');
       const room = await join(url, { app: 'ackwire-exchange', version: 1, channels });
       const received = [[], [], [], []];
-      window.exchange = { room, received };
+      window.exchange = { room, received, leaked: 0 };
+      const number = (data) => new DataView(data.buffer, data.byteOffset, 4).getUint32(0, true);
+      // The ordered channel is read as a frame loop would, with receive(): from its first
+      // call on, that channel's messages wait there and are never dispatched as events.
+      room.receive(2);
+      setInterval(() => {
+        for (let m = room.receive(2); m; m = room.receive(2)) received[2].push(number(m.data));
+      }, 16);
       room.addEventListener('message', (e) => {
-        received[e.channel].push(new DataView(e.data.buffer, e.data.byteOffset, 4).getUint32(0, true));
+        if (e.channel === 2) window.exchange.leaked += 1;
+        else received[e.channel].push(number(e.data));
       });
       const bytes = (n) => new Uint8Array(new Uint32Array([n]).buffer);
       room.addEventListener('link', async (e) => {
@@ -74,6 +83,7 @@ test('a page and a native program exchange their own messages with each channel 
     }, COUNT, { timeout: 40000 });
     const pageReceived = await page.evaluate(() => window.exchange.received);
     checkPromises('page', pageReceived);
+    assert.equal(await page.evaluate(() => window.exchange.leaked), 0, 'a channel read with receive() dispatches no message event');
 
     // The native's side, from its `received` lines (one per channel, every second).
     const done = (l) => l.type === 'received' && l.channel === 1 && l.numbers.at(-1) === COUNT - 1;

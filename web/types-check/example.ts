@@ -208,7 +208,32 @@ async function play(url: string): Promise<Room | undefined> {
   return room;
 }
 
+/** Channels typed by their declared kinds: with a literal layout a wrong channel does not compile. */
+async function typed(url: string): Promise<Room> {
+  const pong = await join(url, {
+    app: 'pong',
+    version: 1,
+    channels: ['unreliable-sequenced', 'unreliable-sequenced', 'reliable-ordered'],
+  });
+  pong.sendLatest(1, 0, 'input');
+  pong.broadcastLatest(1, 'state');
+  pong.send(1, 2, 'goal');
+  // @ts-expect-error: sendLatest replaces what is not yet sent: an unreliable channel's call
+  pong.sendLatest(1, 2, 'goal');
+  // @ts-expect-error: channel 3 is not declared
+  pong.send(1, 3, 'x');
+  // The frame loop's drain: a channel's messages, oldest first, then null.
+  for (let m = pong.receive(1); m; m = pong.receive(1)) console.log(m.peer, m.data.length, m.text);
+  // @ts-expect-error: receive names a declared channel
+  pong.receive(5);
+  // A room of any layout takes any index, checked when called.
+  const untyped: Room = pong;
+  untyped.send(1, 7, 'refused at run time: unknown_channel');
+  return untyped;
+}
+
 async function main(): Promise<void> {
+  void typed;
   const room = await play('https://play.example.org/room/lobby');
   if (!room) return;
   await room.close();

@@ -168,7 +168,8 @@ impl Client {
             };
             if self
                 .room
-                .send_latest(host, INPUT, &self.target.to_le_bytes())
+                .on(INPUT)
+                .send_latest(host, &self.target.to_le_bytes())
                 .is_ok()
             {
                 self.sent += 1;
@@ -182,11 +183,7 @@ impl Client {
         match event {
             // Only the host's state and events count.
             Event::Message { peer, .. } if Some(peer) != self.host => {}
-            Event::Message {
-                channel: STATE,
-                bytes,
-                ..
-            } => {
+            Event::Message { channel, bytes, .. } if channel == STATE => {
                 let Some(s) = Snapshot::decode(&bytes) else {
                     return;
                 };
@@ -205,40 +202,38 @@ impl Client {
                 self.snapshots += 1;
                 self.set("snapshots", self.snapshots.into());
             }
-            Event::Message {
-                channel: EVENTS,
-                bytes,
-                ..
-            } => match GameEvent::decode(&bytes) {
-                Some(GameEvent::Side(side, points)) => {
-                    self.side = Some(side);
-                    self.set("side", side.name().into());
-                    self.set("points", points.into());
-                }
-                Some(GameEvent::Score(scorer, score)) => {
-                    self.score = score;
-                    if scorer.is_none() {
-                        self.winner = None;
-                        self.set("winner", JsValue::NULL);
+            Event::Message { channel, bytes, .. } if channel == EVENTS => {
+                match GameEvent::decode(&bytes) {
+                    Some(GameEvent::Side(side, points)) => {
+                        self.side = Some(side);
+                        self.set("side", side.name().into());
+                        self.set("points", points.into());
                     }
-                    self.set(
-                        "score",
-                        Array::of2(&score[0].into(), &score[1].into()).into(),
-                    );
+                    Some(GameEvent::Score(scorer, score)) => {
+                        self.score = score;
+                        if scorer.is_none() {
+                            self.winner = None;
+                            self.set("winner", JsValue::NULL);
+                        }
+                        self.set(
+                            "score",
+                            Array::of2(&score[0].into(), &score[1].into()).into(),
+                        );
+                    }
+                    Some(GameEvent::Over(winner, score)) => {
+                        self.score = score;
+                        self.winner = Some(winner);
+                        let score = Array::of2(&score[0].into(), &score[1].into());
+                        self.set("score", score.clone().into());
+                        self.set("winner", winner.name().into());
+                        let result = Object::new();
+                        let _ = Reflect::set(&result, &"winner".into(), &winner.name().into());
+                        let _ = Reflect::set(&result, &"score".into(), &score);
+                        self.results.push(&result);
+                    }
+                    None => {}
                 }
-                Some(GameEvent::Over(winner, score)) => {
-                    self.score = score;
-                    self.winner = Some(winner);
-                    let score = Array::of2(&score[0].into(), &score[1].into());
-                    self.set("score", score.clone().into());
-                    self.set("winner", winner.name().into());
-                    let result = Object::new();
-                    let _ = Reflect::set(&result, &"winner".into(), &winner.name().into());
-                    let _ = Reflect::set(&result, &"score".into(), &score);
-                    self.results.push(&result);
-                }
-                None => {}
-            },
+            }
             Event::Joined { .. } => self.line = "joined: waiting for the host".into(),
             Event::Refused { message, .. } => self.line = format!("refused: {message}"),
             // The room's host: a player links to it alone, and inputs go to it. When it leaves

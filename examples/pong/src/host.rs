@@ -1,5 +1,7 @@
 //! `pong-host`: the authoritative side of the example game, a native program on the `ackwire`
-//! crate. It owns the ball and the score and simulates them at 30 Hz; the first two players
+//! crate. It owns the ball and the score and simulates them at 30 Hz, tick `n` at `n × TICK`
+//! on the room's clock (`ackwire::sync::FixedStep`), the ticks its snapshots carry and its
+//! players draw by; the first two players
 //! whose links connect get the left and the right paddle, everyone else watches (and takes a
 //! side that frees up). Messages: `protocol.rs`.
 //!
@@ -12,6 +14,7 @@
 //! (every second: each side's peer, target, position and inputs received) and with `--ticks`
 //! `tick` (every snapshot it sends).
 
+use ackwire::sync::{FixedStep, Ticks};
 use ackwire::{Broadcast, Event, PeerId, Role, Room, RoomConfig, SendError};
 use pong::protocol::{
     BALL_R, EVENTS, GameEvent, HEIGHT, INPUT, PADDLE_H, PADDLE_W, PADDLE_X, STATE, Side, Snapshot,
@@ -115,9 +118,9 @@ impl Game {
         self.phase = Phase::Serving(self.now.tick + SERVE_WAIT);
     }
 
-    /// One tick; what it decided, for everyone to hear.
-    fn step(&mut self) -> Option<GameEvent> {
-        self.now.tick += 1;
+    /// Tick `tick`; what it decided, for everyone to hear.
+    fn step(&mut self, tick: u64) -> Option<GameEvent> {
+        self.now.tick = tick as u32;
         for (y, target) in self.now.paddles.iter_mut().zip(self.targets) {
             *y += (target - *y).clamp(-PADDLE_SPEED * DT, PADDLE_SPEED * DT);
         }
@@ -247,8 +250,10 @@ async fn main() -> std::process::ExitCode {
         points,
         ..Game::default()
     };
-    let mut tick = tokio::time::interval(TICK);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    // Ticks on the room's clock (the host's own): each simulated once, in order, however
+    // late the timer wakes.
+    let mut step = FixedStep::new(Ticks::new(TICK).expect("a tick"));
+    let mut wake = tokio::time::Instant::now();
     // Events are reliable: a player whose link is down gets them when it is back, so a player
     // hears its side and the score once, when it is seated. A refusal (its queue full: it has
     // stopped reading) is said, never dropped in silence.
@@ -256,7 +261,7 @@ async fn main() -> std::process::ExitCode {
         say(json!({"type": "refused-send", "what": what, "peer": peer, "error": e.to_string()}));
     };
     let tell = |room: &Room, peer, event: GameEvent| {
-        if let Err(e) = room.send(peer, EVENTS, &event.encode()) {
+        if let Err(e) = room.on(EVENTS).send(peer, &event.encode()) {
             refused("event", Some(peer), e);
         }
     };
@@ -274,20 +279,33 @@ async fn main() -> std::process::ExitCode {
     loop {
         tokio::select! {
             _ = &mut interrupted => break,
-            _ = tick.tick() => {
-                if let Some(event) = game.step() {
-                    say(line(event));
-                    broadcast("event", room.broadcast(EVENTS, &event.encode()));
+            _ = tokio::time::sleep_until(wake) => {
+                // The clock starts with the join; until then, look again a tick later.
+                let Some(clock) = room.clock() else {
+                    wake += TICK;
+                    continue;
+                };
+                // The players' paddle targets, newest last: a frame loop's drain.
+                while let Some((peer, bytes)) = room.on(INPUT).receive() {
+                    game.input(peer, &bytes);
                 }
-                let now = game.now;
-                broadcast("state", room.broadcast_latest(STATE, &now.encode()));
-                if ticks {
-                    say(json!({"type": "tick", "tick": now.tick, "ball": now.ball, "paddles": now.paddles}));
+                for tick in step.due(clock.time) {
+                    if let Some(event) = game.step(tick) {
+                        say(line(event));
+                        broadcast("event", room.on(EVENTS).broadcast(&event.encode()));
+                    }
+                    let now = game.now;
+                    broadcast("state", room.on(STATE).broadcast_latest(&now.encode()));
+                    if ticks {
+                        say(json!({"type": "tick", "tick": now.tick, "ball": now.ball, "paddles": now.paddles}));
+                    }
+                    if now.tick.is_multiple_of(30) {
+                        let side = |i: usize| json!({"peer": game.seats[i], "target": game.targets[i], "y": now.paddles[i], "inputs": game.inputs[i]});
+                        say(json!({"type": "paddles", "tick": now.tick, "left": side(0), "right": side(1)}));
+                    }
                 }
-                if now.tick.is_multiple_of(30) {
-                    let side = |i: usize| json!({"peer": game.seats[i], "target": game.targets[i], "y": now.paddles[i], "inputs": game.inputs[i]});
-                    say(json!({"type": "paddles", "tick": now.tick, "left": side(0), "right": side(1)}));
-                }
+                let next = step.next_due().unwrap_or_default();
+                wake = tokio::time::Instant::now() + next.saturating_sub(clock.time);
             }
             event = room.next_event() => match event {
                 Some(Event::Joined { .. }) => say(json!({"type": "joined", "url": url})),
@@ -311,7 +329,6 @@ async fn main() -> std::process::ExitCode {
                         tell(&room, next, GameEvent::Side(side, points));
                     }
                 }
-                Some(Event::Message { peer, channel: INPUT, bytes }) => game.input(peer, &bytes),
                 Some(_) => {}
                 None => break,
             },

@@ -15,18 +15,22 @@
 //! left, right); `3` over (`winner`, left, right). A side is `0` left, `1` right,
 //! `2` spectator.
 
-use ackwire::{App, ChannelKind};
+use ackwire::App;
 
 /// The host's tick: it simulates and sends its state 30 times a second, tick `n` ending at
-/// `(n + 1) × TICK` on its clock (give or take its start).
+/// `(n + 1) × TICK` on its clock, the room's (`ackwire::sync::FixedStep`).
 pub const TICK: std::time::Duration = std::time::Duration::from_micros(33_333);
 
-/// Player → host: the paddle's target.
-pub const INPUT: u8 = 0;
-/// Host → all: the snapshots.
-pub const STATE: u8 = 1;
-/// Host → players: sides, goals, the winner.
-pub const EVENTS: u8 = 2;
+ackwire::channels! {
+    /// The layout every member declares.
+    pub CHANNELS;
+    /// Player → host: the paddle's target.
+    pub INPUT: Sequenced,
+    /// Host → all: the snapshots.
+    pub STATE: Sequenced,
+    /// Host → players: sides, goals, the winner.
+    pub EVENTS: ReliableOrdered,
+}
 
 /// The field, the paddles' centres and sizes, the ball's half size.
 pub const WIDTH: f32 = 640.0;
@@ -38,15 +42,7 @@ pub const BALL_R: f32 = 5.0;
 
 /// What every member of a pong room declares (bump the version when a layout changes).
 pub fn app() -> App {
-    App::new(
-        "pong",
-        1,
-        [
-            ChannelKind::UnreliableSequenced,
-            ChannelKind::UnreliableSequenced,
-            ChannelKind::ReliableOrdered,
-        ],
-    )
+    App::new("pong", 1, CHANNELS)
 }
 
 /// Which paddle a peer plays.
