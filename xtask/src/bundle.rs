@@ -59,6 +59,14 @@ pub(crate) fn build_pong(tools: &Tools) -> Result<()> {
     Ok(())
 }
 
+/// The rollback game's browser player (`examples/rollback`, the `rollback` crate's lib, with
+/// ggrs) into `examples/rollback/web/pkg/`, built as the bundle is; its size is printed.
+pub(crate) fn build_rollback(tools: &Tools) -> Result<()> {
+    let (wasm, route) = build_package(tools, "rollback", &paths::rollback_web_dir().join("pkg"))?;
+    report_size(&wasm, &format!("; {} route", route.name()))?;
+    Ok(())
+}
+
 /// Builds the lib of `package` for wasm32 (profile `wasm-release`), binds it with
 /// wasm-bindgen (`--target web`) into `out_dir` and shrinks it with `wasm-opt -Oz`.
 /// Returns the module's path and the route it was compiled on. A browser package must not

@@ -25,8 +25,9 @@ commands:
   setup   install what building and testing need (idempotent; skips what is present)
   demo    setup, build the wasm bundle (release), start the signal server on 127.0.0.1:8080
           (ACKWIRE_INSTANCES=2: a Redis and two servers sharing rooms, on 8080 and 8081)
-  bundle  setup, build the wasm bundle (web/pkg/) and the example game's Rust client
-          (examples/pong/web/pkg/), each size printed
+  bundle  setup, build the wasm bundle (web/pkg/), the example game's Rust client
+          (examples/pong/web/pkg/) and the rollback player (examples/rollback/web/pkg/),
+          each size printed
   pong    setup, both wasm builds, a signal server serving the example game at /pong/ and
           its host in room `table`; prints the URLs to play (examples/pong/README.md)
   test    setup beside the test build (clippy as its compiler), then the bundles and the

@@ -75,6 +75,11 @@ pub(crate) fn pong_web_dir() -> PathBuf {
     root().join("examples/pong/web")
 }
 
+/// The rollback game's page (served with `ackwire-signal --static /rollback=...`).
+pub(crate) fn rollback_web_dir() -> PathBuf {
+    root().join("examples/rollback/web")
+}
+
 /// Separate target dirs per wasm toolchain so native and wasm builds (and the two wasm
 /// routes) never invalidate each other.
 pub(crate) fn wasm_target_dir(route: &str) -> PathBuf {

@@ -164,12 +164,14 @@ pub(crate) fn demo() -> Result<()> {
     }
 }
 
-/// `cargo xtask bundle`: the wasm bundle into `web/pkg/` and the example game's Rust client
-/// into `examples/pong/web/pkg/`.
+/// `cargo xtask bundle`: the wasm bundle into `web/pkg/`, the example game's Rust client
+/// into `examples/pong/web/pkg/` and the rollback game's player into
+/// `examples/rollback/web/pkg/`.
 pub(crate) fn bundles() -> Result<()> {
     let tools = setup::run()?;
     bundle::build(&tools)?;
-    bundle::build_pong(&tools)
+    bundle::build_pong(&tools)?;
+    bundle::build_rollback(&tools)
 }
 
 /// `cargo xtask pong`: the example game, ready to play: both wasm builds, a signal server
@@ -973,6 +975,12 @@ fn prepare_e2e(tools: &Tools, only: &[&str], build_tests: bool) -> Result<Comman
         let host = debug.join("pong-host");
         cmd.env("ACKWIRE_PONG_HOST_BIN", host)
             .env("ACKWIRE_PONG_WEB_DIR", paths::pong_web_dir());
+    }
+    // `rollback.test.mjs`: the rollback game's browser player and its native one.
+    if files.iter().any(|f| f.ends_with("rollback.test.mjs")) {
+        bundle::build_rollback(tools)?;
+        cmd.env("ACKWIRE_ROLLBACK_PLAYER_BIN", debug.join("rollback-player"))
+            .env("ACKWIRE_ROLLBACK_WEB_DIR", paths::rollback_web_dir());
     }
     if files.iter().any(|f| f.ends_with(OUTSIDE_GAME_E2E)) {
         cmd.env("ACKWIRE_OUTSIDE_GAME_BIN", outside_game::build()?);

@@ -4,11 +4,27 @@
 //! room is a mesh; ggrs's messages ride channel [`GGRS`] ([`ackwire::rollback`]).
 //!
 //! The simulation is integer arithmetic only, so that every machine computes the same state
-//! bit for bit: [`Game::checksum`] is what ggrs's desync detection compares.
+//! bit for bit: [`Game::checksum`] is what ggrs's desync detection compares. A [`Player`] is
+//! one player's session, the same code natively (`src/native.rs`, `rollback-player`) and in a
+//! browser (`src/page.rs`, `web/index.html`).
 #![forbid(unsafe_code)]
 
-use ackwire::{App, ChannelKind, PeerId};
-use ggrs::{InputStatus, PredictRepeatLast};
+use std::collections::BTreeMap;
+use std::ops::Deref;
+
+use ackwire::rollback::{GgrsSocket, players};
+use ackwire::{App, ChannelKind, LinkState, PeerId, Room};
+use ggrs::{
+    DesyncDetection, GgrsError, GgrsEvent, InputStatus, P2PSession, PredictRepeatLast,
+    SessionBuilder, SessionState,
+};
+
+#[cfg(target_arch = "wasm32")]
+mod page;
+
+/// The browser player (`web/index.html`).
+#[cfg(target_arch = "wasm32")]
+pub use page::start;
 
 /// The unreliable channel ggrs's messages ride.
 pub const GGRS: u8 = 0;
@@ -96,6 +112,131 @@ pub fn handle(
                 }
             }
             ggrs::GgrsRequest::AdvanceFrame { inputs } => game.step(&inputs),
+        }
+    }
+}
+
+/// The input a scripted player gives at `frame`: a pattern of its own (by its handle `me`),
+/// changing every 7 frames, so remote predictions miss and rollbacks happen.
+pub fn scripted_input(frame: u32, me: usize) -> Input {
+    [1u8, 8, 2, 4][(frame as usize / 7 + me) % 4]
+}
+
+/// The path every player of the e2e and the demos emulates on each of its links: 20 ± 10 ms
+/// each way and `loss_percent` of the datagrams lost (the core's emulator, `seed` its own).
+pub fn emulation(loss_percent: f64, seed: u64) -> ackwire::Emulation {
+    ackwire::Emulation {
+        config: ackwire::EmulatorConfig::default()
+            .with_latency(std::time::Duration::from_millis(20))
+            .with_jitter(std::time::Duration::from_millis(10))
+            .with_loss_percent(loss_percent),
+        seed,
+        impair_after: std::time::Duration::ZERO,
+    }
+}
+
+/// Whether `room` is linked to `others` peers, every link connected: a mesh ready to start,
+/// in which every member computes the same player order.
+pub fn linked(room: &Room, others: usize) -> bool {
+    let links = room.links();
+    links.len() == others && links.iter().all(|l| l.state == LinkState::Connected)
+}
+
+/// One player's ggrs session on a room: its frames, and what it saw of them.
+pub struct Player<R: Deref<Target = Room>> {
+    session: P2PSession<Config>,
+    /// This player's handle.
+    pub me: usize,
+    /// The game as simulated so far.
+    pub game: Game,
+    /// Frames at which ggrs's desync detection found a peer's checksum different.
+    pub desyncs: Vec<i32>,
+    /// States loaded to replay from (predictions that missed).
+    pub rollbacks: usize,
+    /// The checksum of each frame's state as last saved: after a rollback, the replayed one.
+    pub checksums: BTreeMap<i32, u128>,
+    /// The frame every input was confirmed to as this player last advanced: its saved states
+    /// up to it are final.
+    pub settled: i32,
+    _room: std::marker::PhantomData<R>,
+}
+
+impl<R: Deref<Target = Room>> std::fmt::Debug for Player<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Player")
+            .field("me", &self.me)
+            .field("frame", &self.game.frame)
+            .field("settled", &self.settled)
+            .field("rollbacks", &self.rollbacks)
+            .field("desyncs", &self.desyncs)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<R: Deref<Target = Room> + 'static> Player<R> {
+    /// A session for every member of `room` (joined, and linked to every other member: see
+    /// [`linked`]), desync detection every 10 frames and 2 frames of input delay. `None`
+    /// before the room is joined.
+    pub fn start(room: R) -> Option<Player<R>> {
+        let (me, order) = players(&room)?;
+        let mut builder = SessionBuilder::<Config>::new()
+            .with_num_players(order.len())
+            .ok()?
+            .with_desync_detection_mode(DesyncDetection::On { interval: 10 })
+            .with_input_delay(2);
+        let count = order.len();
+        for (handle, player) in order.into_iter().enumerate() {
+            builder = builder.add_player(player, handle).ok()?;
+        }
+        let socket = GgrsSocket::new(room, GGRS).ok()?;
+        Some(Player {
+            session: builder.start_p2p_session(socket).ok()?,
+            me,
+            game: Game::new(count),
+            desyncs: Vec::new(),
+            rollbacks: 0,
+            checksums: BTreeMap::new(),
+            settled: -1,
+            _room: std::marker::PhantomData,
+        })
+    }
+
+    /// Hears the peers (their inputs, and ggrs's own messages): every frame, and after the
+    /// last one too, so that peers still behind get what they miss.
+    pub fn poll(&mut self) {
+        self.session.poll_remote_clients();
+        for event in self.session.events() {
+            if let GgrsEvent::DesyncDetected { frame, .. } = event {
+                self.desyncs.push(frame);
+            }
+        }
+    }
+
+    /// One frame of the game loop: hears the peers, then, once every peer is synchronized,
+    /// adds `input` and advances (rolling back and replaying as ggrs asks). `Ok(false)` while
+    /// waiting (synchronizing, or too far ahead of a peer's confirmed inputs).
+    pub fn frame(&mut self, input: Input) -> Result<bool, GgrsError> {
+        self.poll();
+        if self.session.current_state() != SessionState::Running {
+            return Ok(false);
+        }
+        self.session.add_local_input(self.me, input)?;
+        let confirmed = self.session.confirmed_frame();
+        match self.session.advance_frame() {
+            Ok(requests) => {
+                self.rollbacks += requests
+                    .iter()
+                    .filter(|r| matches!(r, ggrs::GgrsRequest::LoadGameState { .. }))
+                    .count();
+                let checksums = &mut self.checksums;
+                handle(&mut self.game, requests, |frame, sum| {
+                    checksums.insert(frame, sum);
+                });
+                self.settled = confirmed;
+                Ok(true)
+            }
+            Err(GgrsError::PredictionThreshold) => Ok(false),
+            Err(e) => Err(e),
         }
     }
 }

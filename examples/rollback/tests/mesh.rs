@@ -7,10 +7,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use ackwire::rollback::{GgrsSocket, players};
-use ackwire::{Emulation, EmulatorConfig, Event, LinkState, Room, RoomConfig};
-use ggrs::{DesyncDetection, GgrsEvent, P2PSession, SessionBuilder, SessionState};
-use rollback::{Config, GGRS, Game, app, handle};
+use ackwire::rollback::GgrsSocket;
+use ackwire::{Event, Room, RoomConfig};
+use rollback::{Player, app, emulation, linked, scripted_input};
 
 const FRAMES: u32 = 300;
 
@@ -31,31 +30,8 @@ async fn server() -> (std::net::SocketAddr, tokio::sync::oneshot::Sender<()>) {
 fn config(seed: u64) -> RoomConfig {
     let mut config = RoomConfig::new(app());
     config.native.bind = "127.0.0.1:0".parse().unwrap();
-    config.emulation = Some(Emulation {
-        config: EmulatorConfig::default()
-            .with_latency(Duration::from_millis(20))
-            .with_jitter(Duration::from_millis(10))
-            .with_loss_percent(10.0),
-        seed,
-        impair_after: Duration::ZERO,
-    });
+    config.emulation = Some(emulation(10.0, seed));
     config
-}
-
-struct Player {
-    room: Arc<Room>,
-    session: P2PSession<Config>,
-    me: usize,
-    game: Game,
-    desyncs: Vec<String>,
-    /// States ggrs loaded to replay from (a prediction that missed).
-    rollbacks: usize,
-    /// The checksum of each frame's state as last saved: after a rollback, the replayed one.
-    checksums: std::collections::BTreeMap<i32, u128>,
-    /// The frame every input was confirmed to as this player last advanced: its saved states
-    /// up to it are final (inputs confirmed later are applied, and earlier states replayed,
-    /// only by an advance).
-    settled: i32,
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -66,11 +42,8 @@ async fn three_players_roll_back_through_loss_and_agree_on_every_confirmed_frame
         .map(|i| Arc::new(Room::join(&url, config(11 + i)).unwrap()))
         .collect();
     // Every member linked to both others: then every member computes the same order.
-    let linked = |room: &Room| {
-        room.links().len() == 2 && room.links().iter().all(|l| l.state == LinkState::Connected)
-    };
     tokio::time::timeout(Duration::from_secs(20), async {
-        while !rooms.iter().all(|r| linked(r)) {
+        while !rooms.iter().all(|r| linked(r, 2)) {
             for room in &rooms {
                 while room.poll_event().is_some() {}
             }
@@ -84,30 +57,9 @@ async fn three_players_roll_back_through_loss_and_agree_on_every_confirmed_frame
         GgrsSocket::new(rooms[0].clone(), 5),
         Err(ackwire::SendError::UnknownChannel(5))
     ));
-    let mut everyone: Vec<Player> = rooms
+    let mut everyone: Vec<Player<Arc<Room>>> = rooms
         .iter()
-        .map(|room| {
-            let (me, order) = players(room).expect("joined and linked");
-            let mut builder = SessionBuilder::<Config>::new()
-                .with_num_players(order.len())
-                .unwrap()
-                .with_desync_detection_mode(DesyncDetection::On { interval: 10 })
-                .with_input_delay(2);
-            for (handle, player) in order.into_iter().enumerate() {
-                builder = builder.add_player(player, handle).unwrap();
-            }
-            let socket = GgrsSocket::new(room.clone(), GGRS).unwrap();
-            Player {
-                room: room.clone(),
-                session: builder.start_p2p_session(socket).unwrap(),
-                me,
-                game: Game::new(3),
-                desyncs: Vec::new(),
-                rollbacks: 0,
-                checksums: Default::default(),
-                settled: -1,
-            }
-        })
+        .map(|room| Player::start(room.clone()).expect("joined and linked"))
         .collect();
     // Every player's handle is its own, and the three orders agree.
     let mut handles: Vec<usize> = everyone.iter().map(|p| p.me).collect();
@@ -123,38 +75,18 @@ async fn three_players_roll_back_through_loss_and_agree_on_every_confirmed_frame
             "300 frames within 60 s"
         );
         tick.tick().await;
-        for p in &mut everyone {
+        for (p, room) in everyone.iter_mut().zip(&rooms) {
             // The game's own events stay for it: ggrs took only its channel.
-            while let Some(event) = p.room.poll_event() {
+            while let Some(event) = room.poll_event() {
                 assert!(!matches!(event, Event::Message { .. }), "{event:?}");
             }
-            p.session.poll_remote_clients();
-            for event in p.session.events() {
-                if let GgrsEvent::DesyncDetected { frame, .. } = event {
-                    p.desyncs.push(format!("frame {frame}"));
+            if p.game.frame < FRAMES {
+                let input = scripted_input(p.game.frame, p.me);
+                if let Err(e) = p.frame(input) {
+                    panic!("player {}: {e}", p.me);
                 }
-            }
-            if p.session.current_state() != SessionState::Running || p.game.frame >= FRAMES {
-                continue;
-            }
-            // Each player steers its dot: a pattern of its own, changing every 7 frames, so
-            // predictions miss and rollbacks happen.
-            let input = [1u8, 8, 2, 4][(p.game.frame as usize / 7 + p.me) % 4];
-            p.session.add_local_input(p.me, input).unwrap();
-            let confirmed = p.session.confirmed_frame();
-            match p.session.advance_frame() {
-                Ok(requests) => {
-                    p.rollbacks += requests
-                        .iter()
-                        .filter(|r| matches!(r, ggrs::GgrsRequest::LoadGameState { .. }))
-                        .count();
-                    handle(&mut p.game, requests, |frame, sum| {
-                        p.checksums.insert(frame, sum);
-                    });
-                    p.settled = confirmed;
-                }
-                Err(ggrs::GgrsError::PredictionThreshold) => {}
-                Err(e) => panic!("player {}: {e}", p.me),
+            } else {
+                p.poll();
             }
         }
     }
@@ -181,9 +113,9 @@ async fn three_players_roll_back_through_loss_and_agree_on_every_confirmed_frame
             "frame {frame}: {sums:?}"
         );
     }
-    let lost: u64 = everyone
+    let lost: u64 = rooms
         .iter()
-        .flat_map(|p| p.room.links())
+        .flat_map(|room| room.links())
         .filter_map(|l| l.stats.map(|s| s.counters.packets_lost))
         .sum();
     println!(
@@ -193,9 +125,9 @@ async fn three_players_roll_back_through_loss_and_agree_on_every_confirmed_frame
     );
     assert!(lost > 0, "the emulator lost packets");
     assert!(rollbacks > 0, "predictions missed and were rolled back");
-    for p in everyone {
-        drop(p.session);
-        if let Ok(mut room) = Arc::try_unwrap(p.room) {
+    drop(everyone);
+    for room in rooms {
+        if let Ok(mut room) = Arc::try_unwrap(room) {
             room.close().await;
         }
     }
