@@ -79,6 +79,11 @@ fn benches() -> Vec<Bench> {
             run: cargo_bench("ackwire-peer", "room"),
         },
         Bench {
+            name: "clock: the room's clock read by a peer over loopback UDP, clean and at 10 % loss with 20 ms jitter, against the link's jitter",
+            command: "cargo bench -p ackwire-peer --bench clock",
+            run: cargo_bench("ackwire-peer", "clock"),
+        },
+        Bench {
             name: "sim: the room's schedule explorer, 1,000,000 seeds (exactly once under random schedules; ~70 min)",
             command: "cargo xtask sim --seeds 1000000",
             run: Box::new(|printed| {
