@@ -3,8 +3,10 @@
 //! The binary modes (see [`crate::congestion`]) pace a link at a game's steady rate, one
 //! packet per interval, 30 a second in good mode: about 35 KB/s of reliable data. A level or a
 //! large initial state waits minutes at that rate. So while the packer leaves a due reliable
-//! frame out for lack of room (a backlog) and the link is in good mode, the endpoint may send
-//! extra packets between the cadence's, under a congestion window counted in packets:
+//! frame out for lack of room (a backlog) and the link is good (good mode, or an RTT measured
+//! under the threshold and a peer that is not silent while the mode waits out its recovery),
+//! the endpoint may send extra packets between the cadence's, under a congestion window
+//! counted in packets:
 //!
 //! - it starts at [`INITIAL_WINDOW`] and grows by one per packet acked until the first
 //!   congestion signal (slow start), then by one per window acked (congestion avoidance);
@@ -24,8 +26,8 @@
 //!   may have changed.
 //!
 //! The cadence packets go out as before and the packer puts queued unreliable frames first in
-//! every packet ("Packing" in docs/wire.md): the game's own traffic keeps its place. In bad
-//! mode there are no extra packets.
+//! every packet ("Packing" in docs/wire.md): the game's own traffic keeps its place. While
+//! conditions are bad there are no extra packets.
 
 use crate::sequence::distance;
 use crate::time::NEVER;
