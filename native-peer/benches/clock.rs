@@ -11,6 +11,9 @@
 //!
 //! Run: `cargo bench -p ackwire-peer --bench clock`. Prints a line per phase and one JSON line.
 
+#[path = "support/signal.rs"]
+mod signal;
+
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
@@ -131,17 +134,7 @@ fn main() {
         impair_after: Duration::ZERO,
     };
     let phases = runtime.block_on(async {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let config = ackwire_signal::config::Config {
-            bind: addr,
-            ..ackwire_signal::config::Config::default()
-        };
-        tokio::spawn(ackwire_signal::serve(
-            listener,
-            config,
-            std::future::pending(),
-        ));
+        let addr = signal::start(|_| {}).await;
         vec![
             phase(addr, "clean", None, seconds).await,
             phase(addr, "impaired", Some(impaired), seconds).await,

@@ -25,6 +25,9 @@
 //! every link) and the signal server: read the figures as what this machine gave, not as a
 //! host's ceiling.
 
+#[path = "support/signal.rs"]
+mod signal;
+
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -312,21 +315,11 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 }
 
 async fn load(players: usize, udp: usize, seconds: f64) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().unwrap();
-    let server = ackwire_signal::config::Config {
-        bind: addr,
-        max_peers_per_host_room: players + 1,
-        max_connections_per_ip: players + 16,
-        ..Default::default()
-    };
-    tokio::spawn(ackwire_signal::serve(
-        listener,
-        server,
-        std::future::pending(),
-    ));
+    let addr = signal::start(|server| {
+        server.max_peers_per_host_room = players + 1;
+        server.max_connections_per_ip = players + 16;
+    })
+    .await;
     let url = format!("http://{addr}/room/arena");
 
     let mut host = Host::start(&url);

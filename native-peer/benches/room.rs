@@ -14,6 +14,9 @@
 //! alone (encryption costs both the same). The machine is shared: read the ratio, taken in
 //! one run, not the absolute figures.
 
+#[path = "support/signal.rs"]
+mod signal;
+
 use std::net::{SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
 
@@ -224,17 +227,7 @@ fn main() {
         .unwrap();
     let core = core_phase(seconds);
     let room = runtime.block_on(async {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let config = ackwire_signal::config::Config {
-            bind: addr,
-            ..ackwire_signal::config::Config::default()
-        };
-        tokio::spawn(ackwire_signal::serve(
-            listener,
-            config,
-            std::future::pending(),
-        ));
+        let addr = signal::start(|_| {}).await;
         room_phase(addr, seconds).await
     });
     println!(
