@@ -72,7 +72,6 @@ fn transfer(config: ConnectionConfig, link: EmulatorConfig, total: usize, seed: 
         pair.run_until(next_tick.min(warm));
     }
     let start = pair.now;
-    let first_tick = tick;
     let chunks = total / CHUNK;
     let chunk = |n: usize| -> Vec<u8> {
         (0..CHUNK)
@@ -138,7 +137,6 @@ fn transfer(config: ConnectionConfig, link: EmulatorConfig, total: usize, seed: 
     };
     let (before_median, before_worst) = latencies(start - Duration::from_millis(500), start);
     let (game_median, game_worst) = latencies(start, done);
-    let _ = first_tick;
     let took = done - start;
     let sends: Vec<Duration> = pair.client_side.datagrams_sent[sent_from..]
         .iter()
