@@ -63,7 +63,7 @@ pub enum JoinError {
         /// The server's words.
         message: String,
     },
-    /// The room was left before it was ever in the room.
-    #[error("the room was left before it joined")]
+    /// The room was left: before it joined, or since.
+    #[error("the room was left")]
     Left,
 }

@@ -87,19 +87,20 @@ impl Room {
     }
 
     /// Waits until this member is in the room (its server id), or the join is refused for a
-    /// reason no retry cures ([`JoinError::Refused`]) or the room was left first
-    /// ([`JoinError::Left`]): what the JS `join()` promise resolves or rejects with. Retryable
-    /// refusals and lost sockets are retried meanwhile, as always. It takes no event: the
-    /// `Joined` or `Refused` event stays for [`poll_event`](Self::poll_event). Once joined it
-    /// returns at once (the current id).
+    /// reason no retry cures ([`JoinError::Refused`]) or the room was left
+    /// ([`JoinError::Left`], even if it had joined before [`leave`](Self::leave)): what the
+    /// JS `join()` promise resolves or rejects with. Retryable refusals and lost sockets are
+    /// retried meanwhile, as always. It takes no event: the `Joined` or `Refused` event stays
+    /// for [`poll_event`](Self::poll_event). Once joined it returns at once (the current id)
+    /// until the room is left.
     pub async fn joined(&self) -> Result<ServerId, JoinError> {
         loop {
             // Armed before the look, so an event queued in between still wakes it.
             let change = self.driver.change();
             let outcome = self.driver.with_member(|m, _| {
-                if let Some(id) = m.server_id() {
-                    Some(Ok(id))
-                } else if let Some((code, message)) = m.refusal() {
+                // Left is checked first: a welcome that came between `join` and `leave` (a
+                // loaded machine can take that long) must not make a left room look joined.
+                if let Some((code, message)) = m.refusal() {
                     Some(Err(JoinError::Refused {
                         code,
                         message: message.to_owned(),
@@ -107,7 +108,7 @@ impl Room {
                 } else if m.signalling_state() == SignallingState::Closed {
                     Some(Err(JoinError::Left))
                 } else {
-                    None
+                    m.server_id().map(Ok)
                 }
             });
             if let Some(outcome) = outcome {

@@ -391,7 +391,7 @@ async fn a_loop_that_cannot_await_leaves_at_once_and_its_peer_hears_it_left() {
 async fn a_join_can_be_awaited_until_joined_or_refused_for_good_and_its_events_stay() {
     let server = server().await;
     let url = format!("http://{}/room/awaited", server.addr);
-    let a = Room::join(&url, config(0.0)).unwrap();
+    let mut a = Room::join(&url, config(0.0)).unwrap();
     let id = timeout(Duration::from_secs(10), a.joined())
         .await
         .expect("joined within 10 s")
@@ -422,9 +422,11 @@ async fn a_join_can_be_awaited_until_joined_or_refused_for_good_and_its_events_s
         ),
         "{refused:?}"
     );
-    // And a room left before it joined (no welcome can come between the two calls: it needs
-    // a WebSocket's round trips) says so.
+    // And a room left says so, whether its welcome came before the leave or never: a left
+    // room never looks joined.
     let mut c = Room::join(&url, config(0.0)).unwrap();
     c.leave();
     assert!(matches!(c.joined().await, Err(JoinError::Left)));
+    a.leave();
+    assert!(matches!(a.joined().await, Err(JoinError::Left)));
 }
