@@ -178,6 +178,8 @@ export interface Stats {
   recovery_time_ms: number;
   /** Packets per second the link is paced to now. */
   send_rate_pps: number;
+  /** How long until the link's next packet is due, in ms: a message sent now leaves by then. */
+  next_packet_ms: number;
   /** Packets the bulk window lets be in flight now, while a reliable backlog runs ahead of the cadence (0 on a link that never had one). */
   bulk_window_packets: number;
   packets_sent: number;
@@ -370,6 +372,8 @@ export class Snapshots {
   readonly delay: number;
   /** Draws that found no state after the render time. */
   readonly held: number;
+  /** Draws between two states (interpolated): most of them, on a path the delay suits. */
+  readonly between: number;
 }
 
 /** What a peer's channel takes now: sends within both figures are taken. */
@@ -533,8 +537,11 @@ export interface RoomEventMap {
   stats: StatsEvent;
 }
 
-/** When each step of joining happened, in `performance.now()` ms. */
-export interface JoinTimeline {
+/**
+ * When each step of joining happened, in `performance.now()` ms; and when the first link
+ * reached each {@link LinkState} (`open`, `connected`, ...).
+ */
+export interface JoinTimeline extends Partial<Record<LinkState, number>> {
   /** `join()` was called. */
   start: number;
   /** The signalling socket started opening (when `join()` could open it before the wasm loaded). */
@@ -605,6 +612,13 @@ export declare class Room<C extends readonly ChannelKind[] = any> extends EventT
   clock(): ClockReading | null;
   /** `peer`'s clock now, as this member estimates it; `null` before it is known. Throws `unknown_peer` for what is not a peer id. */
   peerClock(peer: PeerId): ClockReading | null;
+  /**
+   * In a host room, the tick (of `tickMs` on the host's clock) to stamp the input a client
+   * sends now so that it reaches the host before the host simulates that tick: the wait for
+   * the link's next packet, half its RTT, twice its jitter and the clock's uncertainty ahead.
+   * `null` in a mesh, on the host, without a host, and until its clock is synced.
+   */
+  inputTick(tickMs: number): number | null;
   /** The room's peers: their links, as {@link links} gives them. */
   readonly peers: LinkInfo[];
   /** Our id in the signalling server's current session, once joined (it changes when the server restarts). */

@@ -377,6 +377,7 @@ export class Snapshots {
   /** @type {number | null} */
   #drawn = null;
   #held = 0;
+  #between = 0;
 
   /** @param {number} tickMs the host's tick, in ms (tick `n` ends at `(n + 1) × tickMs` on its clock) */
   constructor(tickMs) {
@@ -426,6 +427,7 @@ export class Snapshots {
     }
     const [t0, from] = states[after - 1];
     const [t1, to] = states[after];
+    this.#between += 1;
     const f = (at - end(t0)) / (end(t1) - end(t0));
     return from.map((v, i) => v + (to[i] - v) * f);
   }
@@ -435,6 +437,9 @@ export class Snapshots {
 
   /** Draws that found no state after the render time (the newest was held). @type {number} */
   get held() { return this.#held; }
+
+  /** Draws between two states (interpolated): most of them, on a path the delay suits. @type {number} */
+  get between() { return this.#between; }
 }
 
 /**
@@ -475,6 +480,8 @@ export class Room extends EventTarget {
           resolve();
           this.#goLive();
         }
+        // The first link to reach each state, for the join's timeline.
+        if (fields.type === 'link') this.#timeline[fields.link.state] ??= performance.now();
         const inbox = fields.type === 'message' ? this.#inboxes.get(fields.channel) : undefined;
         if (inbox) inbox.push(event);
         else if (this.#queue) this.#queue.push(event);
@@ -576,6 +583,22 @@ export class Room extends EventTarget {
 
   /** `peer`'s clock now, as this member estimates it; `null` before it is known. @param {number} peer @returns {ClockReading | null} */
   peerClock(peer) { return clockReading(this.#handle.clock(peer)); }
+
+  /**
+   * In a host room, the tick to stamp the input a client sends now so that it reaches the
+   * host before the host simulates that tick: the host's clock, plus the wait for the link's
+   * next packet (`next_packet_ms`), half its RTT, twice its jitter and the clock's
+   * uncertainty, rounded up to the next tick of `tickMs`. `null` in a mesh, on the host,
+   * without a host, and until its clock is synced.
+   * @param {number} tickMs @returns {number | null}
+   */
+  inputTick(tickMs) {
+    const clock = this.clock();
+    const stats = this.host === null ? null : this.links().find((l) => l.id === this.host)?.stats;
+    if (!clock?.synced || !stats || !(tickMs > 0)) return null;
+    const ahead = stats.next_packet_ms + stats.rtt_ms / 2 + 2 * stats.jitter_ms + clock.uncertainty;
+    return Math.floor((clock.time + ahead) / tickMs) + 1;
+  }
 
   /** Our id in the signalling server's current session (it changes when the server restarts). @type {number | undefined} */
   get serverId() { return this.#handle.serverId; }

@@ -178,6 +178,20 @@ impl Room {
         self.driver.with_member(|m, _| m.host())
     }
 
+    /// The tick a client of a host room stamps the input it sends now, so that it reaches the
+    /// host before the host simulates that tick ([`sync::input_tick`](crate::sync::input_tick)
+    /// on the host's clock and the link's round trip and jitter, which it follows as they
+    /// change). `None` in a mesh, on the host, while there is no host and until its clock is
+    /// synced (about half a second after the link connects): a game then stamps the input
+    /// for the host's current tick, or waits.
+    pub fn input_tick(&self, ticks: crate::sync::Ticks) -> Option<u64> {
+        self.driver.with_member(|m, now| {
+            let host = m.host()?;
+            let stats = m.link(now, host)?.stats?;
+            crate::sync::input_tick(&m.peer_clock(now, host)?, &stats, ticks)
+        })
+    }
+
     /// Our id in the signalling server's current session (for logs and dashboards), once
     /// joined.
     pub fn server_id(&self) -> Option<ServerId> {

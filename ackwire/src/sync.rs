@@ -133,16 +133,18 @@ impl FixedStep {
 
 /// The tick a client should stamp the input it sends now, so that it reaches the host before
 /// the host simulates that tick: the host's clock now (`clock`, from [`Room::clock`](crate::Room::clock)),
-/// plus half the link's round trip, plus a margin of twice its jitter and the clock's
-/// uncertainty, rounded up to the next tick. It follows the link's measurements as they
-/// change. `None` while the clock is not synced.
+/// plus the wait for the link's next packet (`next_packet_ms`: up to a pacing interval, 33 ms
+/// in good mode and 100 ms in bad, or two when the last packet went early to carry an ack),
+/// half the link's round trip, and a margin of twice its jitter and the clock's uncertainty,
+/// rounded up to the next tick. `link` is the link's [`Stats`] as of now: it follows them as
+/// they change. `None` while the clock is not synced.
 pub fn input_tick(clock: &ClockReading, link: &Stats, ticks: Ticks) -> Option<u64> {
     if !clock.synced {
         return None;
     }
     let ms = |v: f64| Duration::from_secs_f64(v.max(0.0) / 1000.0);
-    let ahead = ms(link.rtt_ms / 2.0 + 2.0 * link.jitter_ms) + clock.uncertainty;
-    Some(ticks.at(clock.time + ahead) + 1)
+    let ahead = ms(link.next_packet_ms + link.rtt_ms / 2.0 + 2.0 * link.jitter_ms);
+    Some(ticks.at(clock.time + ahead + clock.uncertainty) + 1)
 }
 
 /// What [`Snapshots`] blends: the state between two states, `t` of the way (0 to 1) from
@@ -189,6 +191,7 @@ pub struct Snapshots<T> {
     /// The last render time drawn at.
     drawn: Option<Duration>,
     held: u64,
+    between: u64,
     drawn_count: u64,
 }
 
@@ -202,6 +205,7 @@ impl<T: Interpolate + Clone> Snapshots<T> {
             delay: ticks.period() * 2,
             drawn: None,
             held: 0,
+            between: 0,
             drawn_count: 0,
         }
     }
@@ -264,6 +268,7 @@ impl<T: Interpolate + Clone> Snapshots<T> {
             (Some((t0, s0)), Some((t1, s1))) => {
                 let (from, to) = (end(*t0), end(*t1));
                 let t = (at - from).as_secs_f32() / (to - from).as_secs_f32();
+                self.between += 1;
                 s0.interpolate(s1, t)
             }
             (Some((_, last)), None) => {
@@ -280,6 +285,11 @@ impl<T: Interpolate + Clone> Snapshots<T> {
     /// stays high means the delay is short for this path.
     pub fn held(&self) -> u64 {
         self.held
+    }
+
+    /// Draws between two states (interpolated): most of them, on a path the delay suits.
+    pub fn between(&self) -> u64 {
+        self.between
     }
 
     /// Draws so far.
@@ -322,10 +332,11 @@ mod tests {
         assert_eq!(step.due(MS * 185), 18..19);
     }
 
-    fn stats(rtt_ms: f64, jitter_ms: f64) -> Stats {
+    fn stats(rtt_ms: f64, jitter_ms: f64, next_packet_ms: f64) -> Stats {
         let mut s = Stats::default();
         s.rtt_ms = rtt_ms;
         s.jitter_ms = jitter_ms;
+        s.next_packet_ms = next_packet_ms;
         s
     }
 
@@ -335,11 +346,22 @@ mod tests {
         clock.uncertainty = MS * 2;
         // 1000 ms + 40 (half of 80) + 2 × 5 + 2 = 1052 ms: tick 21 of 50 ms; the next begins
         // after the input arrives.
-        assert_eq!(input_tick(&clock, &stats(80.0, 5.0), ticks(50)), Some(22));
+        assert_eq!(
+            input_tick(&clock, &stats(80.0, 5.0, 0.0), ticks(50)),
+            Some(22)
+        );
         // More jitter: a later tick.
-        assert_eq!(input_tick(&clock, &stats(80.0, 30.0), ticks(50)), Some(23));
+        assert_eq!(
+            input_tick(&clock, &stats(80.0, 30.0, 0.0), ticks(50)),
+            Some(23)
+        );
+        // The link's next packet is 100 ms away (bad mode's pacing): the input waits for it.
+        assert_eq!(
+            input_tick(&clock, &stats(80.0, 5.0, 100.0), ticks(50)),
+            Some(24)
+        );
         clock.synced = false;
-        assert_eq!(input_tick(&clock, &stats(80.0, 5.0), ticks(50)), None);
+        assert_eq!(input_tick(&clock, &stats(80.0, 5.0, 0.0), ticks(50)), None);
     }
 
     /// A host ticking at 30 Hz sends its state at each tick's end; each arrives after
@@ -406,6 +428,9 @@ mod tests {
             jittery.delay()
         );
         assert!(held_quiet < 0.01, "{held_quiet}");
+        let between = |b: &Snapshots<f32>| b.between() as f64 / b.drawn() as f64;
+        assert!(between(&quiet) > 0.95, "{}", between(&quiet));
+        assert!(between(&jittery) > 0.8, "{}", between(&jittery));
         // 10 % lost and 40 ms of spread: still a state after the render time in 9 draws of 10.
         assert!(held_jittery < 0.10, "{held_jittery}");
     }

@@ -1288,6 +1288,12 @@ impl Connection {
         self.channels.buffered()
     }
 
+    /// When the cadence's next packet is due: a message sent now leaves by then
+    /// ([`Endpoint::next_packet_at`]).
+    pub fn next_packet_at(&self) -> Duration {
+        self.endpoint.next_packet_at()
+    }
+
     /// Everything measured so far: the packet layer's figures plus message counters and the
     /// connection state.
     pub fn stats(&self) -> Stats {

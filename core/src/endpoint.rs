@@ -450,6 +450,13 @@ impl Endpoint {
         self.congestion.mode()
     }
 
+    /// When the cadence's next packet is due (on the clock `now` is given in): a message
+    /// queued before then leaves by then, or sooner when the packet goes early to carry an
+    /// ack. Past due, the next poll sends one.
+    pub fn next_packet_at(&self) -> Duration {
+        duration(self.next_send_at)
+    }
+
     /// Smoothed round-trip time, once a packet has been acked.
     pub fn rtt(&self) -> Option<Duration> {
         self.rtt.rtt()
@@ -1058,6 +1065,7 @@ impl Endpoint {
                 Mode::Good => self.settings.config.good_rate_pps,
                 Mode::Bad => self.settings.config.bad_rate_pps,
             },
+            next_packet_ms: self.next_send_at.saturating_sub(self.now) as f64 / 1e6,
             bulk_window_packets: self.bulk.as_ref().map_or(0, |bulk| bulk.window()),
             counters: self.counters,
             last_header_len: self.last_header_len,

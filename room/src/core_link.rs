@@ -341,8 +341,15 @@ impl CoreLink {
         emulator.into_iter().chain(connection).min()
     }
 
-    pub(crate) fn stats(&self) -> Option<Stats> {
-        self.connection().map(Connection::stats)
+    /// The core's stats, its next packet counted from `now` (the core's own clock stands at
+    /// its last step, which may be long ago on a quiet link).
+    pub(crate) fn stats(&self, now: Duration) -> Option<Stats> {
+        self.connection().map(|c| {
+            let mut stats = c.stats();
+            let wait = c.next_packet_at().saturating_sub(now);
+            stats.next_packet_ms = wait.as_secs_f64() * 1000.0;
+            stats
+        })
     }
 
     /// Starts a clean disconnect; the core sends it redundantly at the next polls.

@@ -5,7 +5,8 @@
 // first to 2 between a paddle that plays by itself (`?auto=track`) and one that misses on
 // purpose (`?auto=miss`), so its winner and score are known before it starts.
 //
-// Shown for each round: the players' inputs reach the host (its `paddles` lines), the host's
+// Shown for each round: the players' inputs reach the host (its `paddles` lines), nearly all
+// before the tick they are stamped with, the host's
 // snapshots reach every page (each page's history of ball positions matches the host's
 // `tick` lines, bit for bit, and the ball moves), and the score is decided the same on the
 // host and on every page, with no console errors. Firefox needs the veth "LAN" firefox.test.mjs
@@ -103,6 +104,11 @@ async function playRound(host, { winner, loser, watchers = [] }) {
   assert.ok(last[winnerSide].inputs > 0 && last[loserSide].inputs > 0, `inputs from both: ${JSON.stringify(last)}`);
   assert.ok(paddles.some((l) => MISS_TARGETS.includes(l[loserSide].target)), 'the missing paddle\'s targets reached the host');
   assert.ok(paddles.some((l) => l[winnerSide].target !== 240), 'the tracking paddle\'s targets reached the host');
+  // Stamped with the tick they reach the host by (room.inputTick, Room::input_tick): nearly all
+  // came in time (the first half second's, before the clock was synced, are applied at once).
+  for (const side of [winnerSide, loserSide]) {
+    assert.ok(last[side].timely >= 0.8 * last[side].inputs, `${side}: ${last[side].timely} of ${last[side].inputs} inputs in time for their tick`);
+  }
 
   // Every page: the round's result, and the host's own ball positions.
   const ticks = new Map(host.lines.filter((l) => l.type === 'tick').map((l) => [l.tick, l.ball]));

@@ -7,6 +7,8 @@ import {
   join,
   Room,
   RoomEvent,
+  Snapshots,
+  type ClockReading,
   type AckwireError,
   type ChannelKind,
   type ErrorCode,
@@ -196,9 +198,17 @@ async function play(url: string): Promise<Room | undefined> {
   const host: PeerId | null = room.host;
   if (host !== null) trySend(room, host, CHAT, 'hello, host');
   const signalling: 'connecting' | 'joining' | 'joined' | 'reconnecting' | 'closed' = room.signalling;
-  const { start, connect, socket, wasm, welcome } = room.timeline;
+  const { start, connect, socket, wasm, welcome, connected } = room.timeline;
   console.log(kinds, reached, told, count, biggest, links.length, peers.length, me, signalling,
-    start, connect, socket, wasm, welcome);
+    start, connect, socket, wasm, welcome, connected);
+  // The host's clock, the tick an input is stamped with, and the host's states drawn between two.
+  const clock: ClockReading | null = room.clock();
+  const inputTick: number | null = room.inputTick(1000 / 30);
+  const states = new Snapshots(1000 / 30);
+  if (clock?.synced) states.push(7, clock.time, [320, 240]);
+  const drawn: number[] | null = clock && states.sample(clock.time);
+  const share: number = states.between / Math.max(1, states.between + states.held);
+  console.log(inputTick, drawn, share, states.delay);
   room.setOutage(true);
   room.setOutage(false);
   room.removeEventListener('message', onMessage);

@@ -3,37 +3,51 @@
 //! [`start`]. It plays exactly as `web/pong.js` does and shows the same `window.pong`.
 
 use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::rc::Rc;
 
 use ackwire::sync::{Snapshots, Ticks};
-use ackwire::{Event, GoneReason, LinkState, PeerId, Role, Room, RoomConfig};
-use js_sys::{Array, Object, Reflect};
+use ackwire::{Event, GoneReason, LinkState, Role, Room, RoomConfig};
+use serde::Serialize;
+use serde_json::json;
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
 use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, KeyboardEvent, PointerEvent};
 
 use crate::protocol::{
-    BALL_R, EVENTS, GameEvent, HEIGHT, INPUT, PADDLE_H, PADDLE_W, PADDLE_X, STATE, Side, Snapshot,
-    TICK, WIDTH, app,
+    BALL_R, EVENTS, GameEvent, HEIGHT, INPUT, Input, PADDLE_H, PADDLE_W, PADDLE_X, STATE, Side,
+    Snapshot, TICK, WIDTH, app,
 };
 
 /// Snapshots kept in `window.pong.history` (ten seconds' worth).
-const HISTORY: u32 = 300;
+const HISTORY: usize = 300;
 /// Units a held key moves the paddle's target per frame.
 const KEY_STEP: f32 = 9.0;
+
+/// `window.pong`, what the page (and the e2e) reads: the same as `web/pong.js`'s.
+#[derive(Default, Serialize)]
+struct Status {
+    side: Option<Side>,
+    points: Option<u8>,
+    winner: Option<Side>,
+    score: [u8; 2],
+    /// Each round's `{winner, score}`.
+    results: Vec<serde_json::Value>,
+    /// The host's snapshots: tick, ball x, y (as the f64 a JS number holds, so exact).
+    history: VecDeque<(u32, f64, f64)>,
+    sent: u32,
+    snapshots: u32,
+    /// Frames drawn from the state buffer with a state after the render time, so between
+    /// two of the host's states.
+    interpolated: u64,
+}
 
 struct Client {
     room: Room,
     ctx: CanvasRenderingContext2d,
-    /// `window.pong`: what the page (and the e2e) reads.
-    status: Object,
-    history: Array,
-    results: Array,
-    host: Option<PeerId>,
-    side: Option<Side>,
-    score: [u8; 2],
-    winner: Option<Side>,
+    status: Status,
     snapshot: Option<Snapshot>,
+    ticks: Ticks,
     /// The host's states by tick, drawn between two at the room's clock less a delay that
     /// follows the path's jitter (`ackwire::sync`): ball x, y, the paddles' y.
     drawn: Snapshots<[f32; 4]>,
@@ -41,11 +55,6 @@ struct Client {
     keys: f32,
     auto: Option<String>,
     line: String,
-    sent: u32,
-    snapshots: u32,
-    /// Frames drawn from the state buffer with a state after the render time, so between
-    /// two of the host's states (`window.pong.interpolated`).
-    interpolated: u32,
 }
 
 /// Joins the room the page's URL names (`?room=NAME`, default `pong`) and plays in `canvas`
@@ -63,43 +72,20 @@ pub fn start(canvas: HtmlCanvasElement) -> Result<(), JsValue> {
         .get_context("2d")?
         .ok_or("no 2d context")?
         .dyn_into()?;
-    // `window.pong`, the same shape as `web/pong.js`'s from the start.
-    let (status, history, results) = (Object::new(), Array::new(), Array::new());
-    let score = Array::of2(&0.into(), &0.into());
-    for (key, value) in [
-        ("side", JsValue::NULL),
-        ("points", JsValue::NULL),
-        ("winner", JsValue::NULL),
-        ("score", score.into()),
-        ("results", results.clone().into()),
-        ("history", history.clone().into()),
-        ("sent", 0.into()),
-        ("snapshots", 0.into()),
-        ("interpolated", 0.into()),
-    ] {
-        Reflect::set(&status, &key.into(), &value)?;
-    }
-    Reflect::set(&window, &"pong".into(), &status)?;
+    let ticks = Ticks::new(TICK).ok_or("a tick of no length")?;
     let client = Rc::new(RefCell::new(Client {
         room,
         ctx,
-        status,
-        history,
-        results,
-        host: None,
-        side: None,
-        score: [0; 2],
-        winner: None,
+        status: Status::default(),
         snapshot: None,
-        drawn: Snapshots::new(Ticks::new(TICK).ok_or("a tick of no length")?),
+        ticks,
+        drawn: Snapshots::new(ticks),
         target: HEIGHT / 2.0,
         keys: 0.0,
         auto: params.get("auto"),
         line: "joining…".into(),
-        sent: 0,
-        snapshots: 0,
-        interpolated: 0,
     }));
+    client.borrow().publish()?;
 
     // The pointer's height over the canvas is the paddle's target.
     let c = Rc::clone(&client);
@@ -147,15 +133,30 @@ fn listen<E: wasm_bindgen::convert::FromWasmAbi + 'static>(
 }
 
 impl Client {
-    fn set(&self, key: &str, value: JsValue) {
-        let _ = Reflect::set(&self.status, &key.into(), &value);
+    /// Sets `window.pong` to the status now.
+    fn publish(&self) -> Result<(), JsValue> {
+        let status = serde_json::to_string(&self.status).map_err(|e| e.to_string())?;
+        let window = web_sys::window().ok_or("no window")?;
+        js_sys::Reflect::set(&window, &"pong".into(), &js_sys::JSON::parse(&status)?).map(drop)
     }
 
     fn frame(&mut self) {
+        // The host's states and events first (only the host's count), then everything else.
+        let host = self.room.host();
+        while let Some((peer, bytes)) = self.room.on(STATE).receive() {
+            if let Some(s) = Snapshot::decode(&bytes).filter(|_| Some(peer) == host) {
+                self.state(s);
+            }
+        }
+        while let Some((peer, bytes)) = self.room.on(EVENTS).receive() {
+            if let Some(e) = GameEvent::decode(&bytes).filter(|_| Some(peer) == host) {
+                self.event(e);
+            }
+        }
         while let Some(event) = self.room.poll_event() {
             self.hear(event);
         }
-        if let (Some(host), Some(side @ (Side::Left | Side::Right))) = (self.host, self.side) {
+        if let (Some(host), Some(side @ (Side::Left | Side::Right))) = (host, self.status.side) {
             self.target = match (self.auto.as_deref(), self.snapshot) {
                 (Some("track"), Some(s)) => s.arrival(side),
                 // Away from where the ball will arrive: a sure miss, for tests and demos.
@@ -166,115 +167,79 @@ impl Client {
                 _ => (self.target + self.keys * KEY_STEP)
                     .clamp(PADDLE_H / 2.0, HEIGHT - PADDLE_H / 2.0),
             };
-            if self
-                .room
-                .on(INPUT)
-                .send_latest(host, &self.target.to_le_bytes())
-                .is_ok()
-            {
-                self.sent += 1;
-                self.set("sent", self.sent.into());
-            }
+            // For the tick it reaches the host by; 0 (at once) until the host's clock is synced.
+            let tick = self.room.input_tick(self.ticks).unwrap_or(0) as u32;
+            let input = Input {
+                tick,
+                target: self.target,
+            };
+            let sent = self.room.on(INPUT).send_latest(host, &input.encode());
+            self.status.sent += u32::from(sent.is_ok());
         }
         self.draw();
+        let _ = self.publish();
+    }
+
+    fn state(&mut self, s: Snapshot) {
+        self.snapshot = Some(s);
+        if let Some(clock) = self.room.clock() {
+            let [[x, y], [left, right]] = [s.ball, s.paddles];
+            self.drawn
+                .push(u64::from(s.tick), clock.time, [x, y, left, right]);
+        }
+        let history = &mut self.status.history;
+        history.push_back((s.tick, s.ball[0].into(), s.ball[1].into()));
+        if history.len() > HISTORY {
+            history.pop_front();
+        }
+        self.status.snapshots += 1;
+    }
+
+    fn event(&mut self, event: GameEvent) {
+        let status = &mut self.status;
+        match event {
+            GameEvent::Side { side, points } => {
+                (status.side, status.points) = (Some(side), Some(points))
+            }
+            GameEvent::Round { score } => (status.score, status.winner) = (score, None),
+            GameEvent::Goal { score, .. } => status.score = score,
+            GameEvent::Over { winner, score } => {
+                (status.score, status.winner) = (score, Some(winner));
+                status
+                    .results
+                    .push(json!({"winner": winner, "score": score}));
+            }
+        }
     }
 
     fn hear(&mut self, event: Event) {
-        match event {
-            // Only the host's state and events count.
-            Event::Message { peer, .. } if Some(peer) != self.host => {}
-            Event::Message { channel, bytes, .. } if channel == STATE => {
-                let Some(s) = Snapshot::decode(&bytes) else {
-                    return;
-                };
-                self.snapshot = Some(s);
-                if let Some(clock) = self.room.clock() {
-                    let [x, y] = s.ball;
-                    let [left, right] = s.paddles;
-                    self.drawn
-                        .push(u64::from(s.tick), clock.time, [x, y, left, right]);
-                }
-                let entry = Array::of3(&s.tick.into(), &s.ball[0].into(), &s.ball[1].into());
-                self.history.push(&entry);
-                if self.history.length() > HISTORY {
-                    self.history.shift();
-                }
-                self.snapshots += 1;
-                self.set("snapshots", self.snapshots.into());
-            }
-            Event::Message { channel, bytes, .. } if channel == EVENTS => {
-                match GameEvent::decode(&bytes) {
-                    Some(GameEvent::Side(side, points)) => {
-                        self.side = Some(side);
-                        self.set("side", side.name().into());
-                        self.set("points", points.into());
-                    }
-                    Some(GameEvent::Score(scorer, score)) => {
-                        self.score = score;
-                        if scorer.is_none() {
-                            self.winner = None;
-                            self.set("winner", JsValue::NULL);
-                        }
-                        self.set(
-                            "score",
-                            Array::of2(&score[0].into(), &score[1].into()).into(),
-                        );
-                    }
-                    Some(GameEvent::Over(winner, score)) => {
-                        self.score = score;
-                        self.winner = Some(winner);
-                        let score = Array::of2(&score[0].into(), &score[1].into());
-                        self.set("score", score.clone().into());
-                        self.set("winner", winner.name().into());
-                        let result = Object::new();
-                        let _ = Reflect::set(&result, &"winner".into(), &winner.name().into());
-                        let _ = Reflect::set(&result, &"score".into(), &score);
-                        self.results.push(&result);
-                    }
-                    None => {}
-                }
-            }
-            Event::Joined { .. } => self.line = "joined: waiting for the host".into(),
-            Event::Refused { message, .. } => self.line = format!("refused: {message}"),
-            // The room's host: a player links to it alone, and inputs go to it. When it leaves
-            // or is lost the player waits, and links to the next host by itself.
-            Event::PeerJoined {
-                peer,
+        self.line = match event {
+            Event::Joined { .. } => "joined: waiting for the host".into(),
+            Event::Refused { message, .. } => format!("refused: {message}"),
+            // A player links to the host alone. When it leaves or is lost the player waits,
+            // and links to the next host by itself.
+            Event::PeerLeft {
+                reason,
                 role: Role::Host,
                 ..
-            } => self.host = Some(peer),
-            Event::PeerLeft { peer, reason, .. } if Some(peer) == self.host => {
-                self.host = None;
-                self.line = match reason {
-                    GoneReason::Left => "the host left: waiting for it to come back",
-                    _ => "lost the host: waiting for it to come back",
-                }
-                .into();
+            } => match reason {
+                GoneReason::Left => "the host left: waiting for it to come back",
+                _ => "lost the host: waiting for it to come back",
             }
-            Event::Link(link) if Some(link.peer) == self.host => {
-                self.line = match (link.state, &link.reason) {
-                    (LinkState::Lost, Some(why)) => format!("link to the host lost: {why}"),
-                    (state, _) => format!("link to the host: {state:?}").to_lowercase(),
-                };
-            }
-            _ => {}
-        }
+            .into(),
+            Event::Link(link) => match (link.state, &link.reason) {
+                (LinkState::Lost, Some(why)) => format!("link to the host lost: {why}"),
+                (state, _) => format!("link to the host: {state:?}").to_lowercase(),
+            },
+            _ => return,
+        };
     }
 
     fn draw(&mut self) {
-        // Between the host's two states around the render time; the newest until the
-        // room's clock is read.
-        let held = self.drawn.held();
-        let shown = match self.room.clock().and_then(|c| self.drawn.sample(c.time)) {
-            Some([x, y, left, right]) => {
-                if self.drawn.held() == held {
-                    self.interpolated += 1;
-                    self.set("interpolated", self.interpolated.into());
-                }
-                Some(([x, y], [left, right]))
-            }
-            None => self.snapshot.map(|s| (s.ball, s.paddles)),
-        };
+        // Between the host's two states around the render time, once its clock is read (a
+        // round trip after the link connects).
+        let shown = self.room.clock().and_then(|c| self.drawn.sample(c.time));
+        self.status.interpolated = self.drawn.between();
         let ctx = &self.ctx;
         ctx.set_fill_style_str("#111");
         ctx.fill_rect(0.0, 0.0, WIDTH.into(), HEIGHT.into());
@@ -287,12 +252,12 @@ impl Client {
         ctx.set_font("32px monospace");
         ctx.set_text_align("center");
         let _ = ctx.fill_text(
-            &format!("{}   {}", self.score[0], self.score[1]),
+            &format!("{}   {}", self.status.score[0], self.status.score[1]),
             f64::from(WIDTH) / 2.0,
             40.0,
         );
         ctx.set_font("16px monospace");
-        let info = match (self.winner, self.side) {
+        let info = match (self.status.winner, self.status.side) {
             (Some(w), Some(me)) if w == me => "you win!".to_owned(),
             (Some(w), _) => format!("{} wins", w.name()),
             (None, Some(Side::Spectator)) => "watching".to_owned(),
@@ -300,9 +265,11 @@ impl Client {
             (None, None) => self.line.clone(),
         };
         let _ = ctx.fill_text(&info, f64::from(WIDTH) / 2.0, f64::from(HEIGHT) - 16.0);
-        let Some((ball, paddles)) = shown else { return };
-        for (i, y) in paddles.into_iter().enumerate() {
-            let mine = self.side.is_some_and(|side| side as usize == i);
+        let Some([bx, by, left, right]) = shown else {
+            return;
+        };
+        for (i, y) in [left, right].into_iter().enumerate() {
+            let mine = self.status.side.is_some_and(|side| side as usize == i);
             ctx.set_fill_style_str(if mine { "#6cf" } else { "#eee" });
             ctx.fill_rect(
                 (PADDLE_X[i] - PADDLE_W / 2.0).into(),
@@ -313,8 +280,8 @@ impl Client {
         }
         ctx.set_fill_style_str("#eee");
         ctx.fill_rect(
-            (ball[0] - BALL_R).into(),
-            (ball[1] - BALL_R).into(),
+            (bx - BALL_R).into(),
+            (by - BALL_R).into(),
             (2.0 * BALL_R).into(),
             (2.0 * BALL_R).into(),
         );

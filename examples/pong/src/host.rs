@@ -1,9 +1,9 @@
 //! `pong-host`: the authoritative side of the example game, a native program on the `ackwire`
 //! crate. It owns the ball and the score and simulates them at 30 Hz, tick `n` at `n × TICK`
-//! on the room's clock (`ackwire::sync::FixedStep`), the ticks its snapshots carry and its
-//! players draw by; the first two players
-//! whose links connect get the left and the right paddle, everyone else watches (and takes a
-//! side that frees up). Messages: `protocol.rs`.
+//! on the room's clock (`ackwire::sync::FixedStep`), applying each player's input at the tick
+//! it is stamped with (`Room::input_tick`). The first two players whose links connect get the
+//! left and the right paddle, everyone else watches (and takes a side that frees up).
+//! Messages: `protocol.rs`.
 //!
 //! ```text
 //! pong-host http://127.0.0.1:8080/pong/?room=table [--points 5] [--bind 0.0.0.0:0] [--ticks]
@@ -11,14 +11,16 @@
 //!
 //! The URL is the one players open (or any `http://HOST/room/NAME`). It prints one JSON object
 //! per line: `joined`, `link` (state changes), `seat`, `round`, `goal`, `over`, `paddles`
-//! (every second: each side's peer, target, position and inputs received) and with `--ticks`
-//! `tick` (every snapshot it sends).
+//! (every second: each side's peer, target, position, inputs received and how many came in
+//! time for their tick) and with `--ticks` `tick` (every snapshot it sends).
+
+use std::time::Duration;
 
 use ackwire::sync::{FixedStep, Ticks};
 use ackwire::{Broadcast, Event, PeerId, Role, Room, RoomConfig, SendError};
 use pong::protocol::{
-    BALL_R, EVENTS, GameEvent, HEIGHT, INPUT, PADDLE_H, PADDLE_W, PADDLE_X, STATE, Side, Snapshot,
-    TICK, WIDTH, app,
+    BALL_R, EVENTS, GameEvent, HEIGHT, INPUT, Input, PADDLE_H, PADDLE_W, PADDLE_X, STATE, Side,
+    Snapshot, TICK, WIDTH, app,
 };
 use serde_json::json;
 
@@ -54,7 +56,12 @@ struct Game {
     /// What every tick sends: tick, ball, velocity, paddles.
     now: Snapshot,
     targets: [f32; 2],
+    /// Each side's newest input, waiting for its tick.
+    pending: [Option<Input>; 2],
     inputs: [u64; 2],
+    /// Inputs that came before the tick they are stamped with (the rest, late or sent before
+    /// the player's clock was synced, are applied at once).
+    timely: [u64; 2],
     seats: [Option<PeerId>; 2],
     /// Peers watching, in the order they came: the first takes a side that frees up.
     watching: Vec<PeerId>,
@@ -97,14 +104,13 @@ impl Game {
         Some((next, self.seat(next).0))
     }
 
+    /// A player's input: kept for its tick (the newest replaces one still waiting).
     fn input(&mut self, peer: PeerId, bytes: &[u8]) {
         let i = self.seats.iter().position(|&s| s == Some(peer));
-        if let (Some(i), Ok(target)) = (i, <[u8; 4]>::try_from(bytes)) {
-            let target = f32::from_le_bytes(target);
-            if target.is_finite() {
-                self.targets[i] = target.clamp(PADDLE_H / 2.0, HEIGHT - PADDLE_H / 2.0);
-                self.inputs[i] += 1;
-            }
+        if let (Some(i), Some(input)) = (i, Input::decode(bytes)) {
+            self.inputs[i] += 1;
+            self.timely[i] += u64::from(input.tick > self.now.tick);
+            self.pending[i] = Some(input);
         }
     }
 
@@ -121,6 +127,11 @@ impl Game {
     /// Tick `tick`; what it decided, for everyone to hear.
     fn step(&mut self, tick: u64) -> Option<GameEvent> {
         self.now.tick = tick as u32;
+        for (pending, target) in self.pending.iter_mut().zip(&mut self.targets) {
+            if let Some(input) = pending.take_if(|input| input.tick <= tick as u32) {
+                *target = input.target.clamp(PADDLE_H / 2.0, HEIGHT - PADDLE_H / 2.0);
+            }
+        }
         for (y, target) in self.now.paddles.iter_mut().zip(self.targets) {
             *y += (target - *y).clamp(-PADDLE_SPEED * DT, PADDLE_SPEED * DT);
         }
@@ -128,7 +139,7 @@ impl Game {
             Phase::Waiting if self.seats.iter().all(Option::is_some) => {
                 self.score = [0; 2];
                 self.serve(Side::Left);
-                Some(GameEvent::Score(None, self.score))
+                Some(GameEvent::Round { score: self.score })
             }
             Phase::Serving(at) if self.now.tick >= at => {
                 self.phase = Phase::Playing;
@@ -178,11 +189,14 @@ impl Game {
         if score[scorer as usize] >= self.points {
             self.phase = Phase::Over(self.now.tick + OVER_WAIT);
             self.now.velocity = [0.0; 2];
-            return Some(GameEvent::Over(scorer, score));
+            return Some(GameEvent::Over {
+                winner: scorer,
+                score,
+            });
         }
         // The one who conceded receives.
         self.serve(scorer.other());
-        Some(GameEvent::Score(Some(scorer), score))
+        Some(GameEvent::Goal { scorer, score })
     }
 }
 
@@ -190,28 +204,15 @@ fn say(value: serde_json::Value) {
     println!("{value}");
 }
 
-/// An event as the host's output line says it.
-fn line(event: GameEvent) -> serde_json::Value {
-    match event {
-        GameEvent::Score(None, score) => json!({"type": "round", "score": score}),
-        GameEvent::Score(Some(s), score) => {
-            json!({"type": "goal", "scorer": s.name(), "score": score})
-        }
-        GameEvent::Over(s, score) => json!({"type": "over", "winner": s.name(), "score": score}),
-        GameEvent::Side(side, _) => json!({"type": "side", "side": side.name()}),
-    }
-}
-
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> std::process::ExitCode {
     // The game's lines go to stdout; the stack's log to stderr, at warnings unless `RUST_LOG`
     // asks for more (`RUST_LOG=str0m=debug` shows the players' WebRTC sessions).
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
-        )
+        .with_env_filter(filter.unwrap_or_else(|_| "warn".into()))
         .init();
     let (mut url, mut points, mut bind, mut ticks) = (String::new(), 5u8, None, false);
     let mut args = std::env::args().skip(1);
@@ -238,16 +239,10 @@ async fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(2);
         }
     };
-    let points = points.max(1);
-    let middle = Snapshot {
-        ball: MIDDLE,
-        paddles: [HEIGHT / 2.0; 2],
-        ..Snapshot::default()
-    };
+    // The field at rest, the paddles' targets where the paddles are.
     let mut game = Game {
-        now: middle,
-        targets: [HEIGHT / 2.0; 2],
-        points,
+        targets: Snapshot::default().paddles,
+        points: points.max(1),
         ..Game::default()
     };
     // Ticks on the room's clock (the host's own): each simulated once, in order, however
@@ -261,16 +256,14 @@ async fn main() -> std::process::ExitCode {
         say(json!({"type": "refused-send", "what": what, "peer": peer, "error": e.to_string()}));
     };
     let tell = |room: &Room, peer, event: GameEvent| {
-        if let Err(e) = room.on(EVENTS).send(peer, &event.encode()) {
-            refused("event", Some(peer), e);
-        }
+        let sent = room.on(EVENTS).send(peer, &event.encode());
+        sent.unwrap_or_else(|e| refused("event", Some(peer), e));
     };
     let broadcast = |what: &str, sent: Result<Broadcast, SendError>| match sent {
-        Ok(report) => {
-            for (peer, e) in report.refused {
-                refused(what, Some(peer), e);
-            }
-        }
+        Ok(report) => report
+            .refused
+            .into_iter()
+            .for_each(|(p, e)| refused(what, Some(p), e)),
         Err(e) => refused(what, None, e),
     };
     // One listener for the loop: one made each turn misses a Ctrl-C that comes mid-turn.
@@ -280,18 +273,15 @@ async fn main() -> std::process::ExitCode {
         tokio::select! {
             _ = &mut interrupted => break,
             _ = tokio::time::sleep_until(wake) => {
-                // The clock starts with the join; until then, look again a tick later.
-                let Some(clock) = room.clock() else {
-                    wake += TICK;
-                    continue;
-                };
+                // The host's own clock: the room's, which its players' ticks count on.
+                let time = room.clock().map_or(Duration::ZERO, |c| c.time);
                 // The players' paddle targets, newest last: a frame loop's drain.
                 while let Some((peer, bytes)) = room.on(INPUT).receive() {
                     game.input(peer, &bytes);
                 }
-                for tick in step.due(clock.time) {
+                for tick in step.due(time) {
                     if let Some(event) = game.step(tick) {
-                        say(line(event));
+                        say(json!(event));
                         broadcast("event", room.on(EVENTS).broadcast(&event.encode()));
                     }
                     let now = game.now;
@@ -300,12 +290,11 @@ async fn main() -> std::process::ExitCode {
                         say(json!({"type": "tick", "tick": now.tick, "ball": now.ball, "paddles": now.paddles}));
                     }
                     if now.tick.is_multiple_of(30) {
-                        let side = |i: usize| json!({"peer": game.seats[i], "target": game.targets[i], "y": now.paddles[i], "inputs": game.inputs[i]});
+                        let side = |i: usize| json!({"peer": game.seats[i], "target": game.targets[i], "y": now.paddles[i], "inputs": game.inputs[i], "timely": game.timely[i]});
                         say(json!({"type": "paddles", "tick": now.tick, "left": side(0), "right": side(1)}));
                     }
                 }
-                let next = step.next_due().unwrap_or_default();
-                wake = tokio::time::Instant::now() + next.saturating_sub(clock.time);
+                wake = tokio::time::Instant::now() + step.next_due().unwrap_or(time) - time;
             }
             event = room.next_event() => match event {
                 Some(Event::Joined { .. }) => say(json!({"type": "joined", "url": url})),
@@ -314,19 +303,16 @@ async fn main() -> std::process::ExitCode {
                     say(json!({"type": "link", "peer": peer, "state": "connected"}));
                     let (side, new) = game.seat(peer);
                     if new {
-                        say(json!({"type": "seat", "peer": peer, "side": side.name()}));
-                        tell(&room, peer, GameEvent::Side(side, points));
-                        tell(&room, peer, GameEvent::Score(None, game.score));
+                        say(json!({"type": "seat", "peer": peer, "side": side}));
+                        tell(&room, peer, GameEvent::Side { side, points: game.points });
+                        tell(&room, peer, GameEvent::Round { score: game.score });
                     }
                 }
-                Some(Event::Disconnected { peer, reason }) => {
-                    let reason = reason.as_ref().map(|r| r.code());
-                    say(json!({"type": "link", "peer": peer, "state": "disconnected", "reason": reason}));
-                }
+                Some(Event::Disconnected { peer, reason }) => say(json!({"type": "link", "peer": peer, "state": "disconnected", "reason": reason.map(|r| r.code())})),
                 Some(Event::PeerLeft { peer, .. }) => {
                     if let Some((next, side)) = game.leave(peer) {
-                        say(json!({"type": "seat", "peer": next, "side": side.name()}));
-                        tell(&room, next, GameEvent::Side(side, points));
+                        say(json!({"type": "seat", "peer": next, "side": side}));
+                        tell(&room, next, GameEvent::Side { side, points: game.points });
                     }
                 }
                 Some(_) => {}

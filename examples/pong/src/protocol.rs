@@ -6,7 +6,7 @@
 //!
 //! | channel | kind | direction | message |
 //! |---|---|---|---|
-//! | 0 `INPUT` | unreliable-sequenced, `send_latest` every frame | player → host | `f32` paddle target: the y its centre should move to |
+//! | 0 `INPUT` | unreliable-sequenced, `send_latest` every frame | player → host | 8 bytes: `u32` the tick it is for (`Room::input_tick`; 0 until the host's clock is synced: at once), `f32` paddle target: the y its centre should move to |
 //! | 1 `STATE` | unreliable-sequenced, `broadcast_latest` every tick | host → all | 28 bytes: `u32` tick, `f32` ball x, y, velocity x, y (units/s), left paddle y, right paddle y |
 //! | 2 `EVENTS` | reliable-ordered | host → one or all | 4 bytes: `u8` kind, then three `u8`s (below) |
 //!
@@ -16,6 +16,7 @@
 //! `2` spectator.
 
 use ackwire::App;
+use serde::Serialize;
 
 /// The host's tick: it simulates and sends its state 30 times a second, tick `n` ending at
 /// `(n + 1) × TICK` on its clock, the room's (`ackwire::sync::FixedStep`).
@@ -24,7 +25,7 @@ pub const TICK: std::time::Duration = std::time::Duration::from_micros(33_333);
 ackwire::channels! {
     /// The layout every member declares.
     pub CHANNELS;
-    /// Player → host: the paddle's target.
+    /// Player → host: the paddle's target, for a tick.
     pub INPUT: Sequenced,
     /// Host → all: the snapshots.
     pub STATE: Sequenced,
@@ -42,11 +43,39 @@ pub const BALL_R: f32 = 5.0;
 
 /// What every member of a pong room declares (bump the version when a layout changes).
 pub fn app() -> App {
-    App::new("pong", 1, CHANNELS)
+    App::new("pong", 2, CHANNELS)
+}
+
+/// A player's paddle target, for the host to apply at `tick`.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Input {
+    pub tick: u32,
+    pub target: f32,
+}
+
+impl Input {
+    pub fn encode(&self) -> [u8; 8] {
+        let mut out = [0; 8];
+        out[..4].copy_from_slice(&self.tick.to_le_bytes());
+        out[4..].copy_from_slice(&self.target.to_le_bytes());
+        out
+    }
+
+    /// `None` for a wrong length or a target that is not a number.
+    pub fn decode(bytes: &[u8]) -> Option<Input> {
+        let bytes: &[u8; 8] = bytes.try_into().ok()?;
+        let [t0, t1, t2, t3, y0, y1, y2, y3] = *bytes;
+        let target = f32::from_le_bytes([y0, y1, y2, y3]);
+        target.is_finite().then_some(Input {
+            tick: u32::from_le_bytes([t0, t1, t2, t3]),
+            target,
+        })
+    }
 }
 
 /// Which paddle a peer plays.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Side {
     Left = 0,
     Right = 1,
@@ -71,12 +100,24 @@ impl Side {
 }
 
 /// The host's view of the field at one tick.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Snapshot {
     pub tick: u32,
     pub ball: [f32; 2],
     pub velocity: [f32; 2],
     pub paddles: [f32; 2],
+}
+
+/// The field at rest: the ball in the middle, still, and the paddles halfway down.
+impl Default for Snapshot {
+    fn default() -> Snapshot {
+        Snapshot {
+            tick: 0,
+            ball: [WIDTH / 2.0, HEIGHT / 2.0],
+            velocity: [0.0; 2],
+            paddles: [HEIGHT / 2.0; 2],
+        }
+    }
 }
 
 impl Snapshot {
@@ -126,24 +167,33 @@ impl Snapshot {
     }
 }
 
-/// A reliable event from the host.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A reliable event from the host; as JSON (the host's output lines), tagged by its `type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
 pub enum GameEvent {
-    /// The peer plays this side; a round is won at this many points.
-    Side(Side, u8),
-    /// The score (left, right) after a goal by this side; `None`: a round starts, or the peer
-    /// is told the score again.
-    Score(Option<Side>, [u8; 2]),
-    /// The round is won by this side, at this score.
-    Over(Side, [u8; 2]),
+    /// The peer plays `side`; a round is won at `points`.
+    Side { side: Side, points: u8 },
+    /// A round starts at this score (left, right), or a peer that comes is told the score.
+    Round { score: [u8; 2] },
+    /// `scorer` scored: the score after it.
+    Goal { scorer: Side, score: [u8; 2] },
+    /// The round is won by `winner`, at this score.
+    Over { winner: Side, score: [u8; 2] },
 }
 
 impl GameEvent {
     pub fn encode(&self) -> [u8; 4] {
         match *self {
-            GameEvent::Side(side, points) => [1, side as u8, points, 0],
-            GameEvent::Score(scorer, [l, r]) => [2, scorer.map_or(255, |s| s as u8), l, r],
-            GameEvent::Over(winner, [l, r]) => [3, winner as u8, l, r],
+            GameEvent::Side { side, points } => [1, side as u8, points, 0],
+            GameEvent::Round { score: [l, r] } => [2, 255, l, r],
+            GameEvent::Goal {
+                scorer,
+                score: [l, r],
+            } => [2, scorer as u8, l, r],
+            GameEvent::Over {
+                winner,
+                score: [l, r],
+            } => [3, winner as u8, l, r],
         }
     }
 
@@ -151,10 +201,12 @@ impl GameEvent {
         let &[kind, a, b, c] = bytes else {
             return None;
         };
-        Some(match kind {
-            1 => GameEvent::Side(Side::from_byte(a)?, b),
-            2 => GameEvent::Score(Side::from_byte(a), [b, c]),
-            3 => GameEvent::Over(Side::from_byte(a)?, [b, c]),
+        let score = [b, c];
+        Some(match (kind, Side::from_byte(a)) {
+            (1, Some(side)) => GameEvent::Side { side, points: b },
+            (2, None) if a == 255 => GameEvent::Round { score },
+            (2, Some(scorer)) => GameEvent::Goal { scorer, score },
+            (3, Some(winner)) => GameEvent::Over { winner, score },
             _ => return None,
         })
     }
@@ -174,14 +226,44 @@ mod tests {
         };
         assert_eq!(Snapshot::decode(&s.encode()), Some(s));
         assert_eq!(Snapshot::decode(&[0; 27]), None);
+        let input = Input {
+            tick: 90,
+            target: 212.5,
+        };
+        assert_eq!(Input::decode(&input.encode()), Some(input));
+        let nan = Input {
+            target: f32::NAN,
+            ..input
+        };
+        assert_eq!(Input::decode(&nan.encode()), None);
+        assert_eq!(Input::decode(&input.encode()[..7]), None);
         for e in [
-            GameEvent::Side(Side::Right, 2),
-            GameEvent::Score(None, [0, 0]),
-            GameEvent::Score(Some(Side::Left), [1, 0]),
-            GameEvent::Over(Side::Left, [2, 1]),
+            GameEvent::Side {
+                side: Side::Right,
+                points: 2,
+            },
+            GameEvent::Round { score: [0, 0] },
+            GameEvent::Goal {
+                scorer: Side::Left,
+                score: [1, 0],
+            },
+            GameEvent::Over {
+                winner: Side::Left,
+                score: [2, 1],
+            },
         ] {
             assert_eq!(GameEvent::decode(&e.encode()), Some(e));
         }
+        assert_eq!(GameEvent::decode(&[2, 7, 0, 0]), None, "no such side");
+        let over = GameEvent::Over {
+            winner: Side::Right,
+            score: [1, 3],
+        };
+        assert_eq!(
+            serde_json::to_value(over).unwrap(),
+            serde_json::json!({"type": "over", "winner": "right", "score": [1, 3]}),
+            "the host's output line"
+        );
     }
 
     #[test]

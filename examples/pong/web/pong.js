@@ -4,7 +4,8 @@
 //
 // The messages (little-endian; ../src/protocol.rs is the reference, the host and the Rust
 // client use it):
-//   channel 0, unreliable-sequenced, player → host: f32 paddle target (its centre's y)
+//   channel 0, unreliable-sequenced, player → host: u32 tick to apply it at (room.inputTick,
+//              0 for at once), f32 paddle target (its centre's y)
 //   channel 1, unreliable-sequenced, host → all: u32 tick, f32 ball x, y, velocity x, y,
 //              left paddle y, right paddle y (28 bytes)
 //   channel 2, reliable-ordered, host → players: u8 kind + 3 × u8:
@@ -29,25 +30,22 @@ const canvas = document.getElementById('field');
 const ctx = canvas.getContext('2d');
 const statusLine = document.getElementById('status');
 
+// When each step of joining first happened, in ms after navigation (the cold-start bench reads
+// it): the HTML, this module running, join()'s own steps (`connect`: the socket the HTML
+// opened; the welcome, the host's link), the first snapshot.
+const steps = { html: performance.getEntriesByType('navigation')[0]?.responseEnd, script: performance.now() };
 /** What the page shows, for anyone to read (the e2e does): the same as the Rust client's. */
 const pong = {
   side: null, points: null, score: [0, 0], winner: null, results: [], snapshots: 0, history: [], sent: 0,
-  interpolated: 0,
+  get interpolated() { return drawn.between; },
+  get timeline() { return { ...room?.timeline, ...steps }; },
 };
 window.pong = pong;
-// When each step of joining first happened, in ms after navigation (the cold-start bench reads
-// it): the HTML, this module running, join()'s own steps (`connect`: the socket the HTML
-// opened), the welcome, the host's link, its first snapshot.
-pong.timeline = { html: performance.getEntriesByType('navigation')[0]?.responseEnd, script: performance.now() };
-const mark = (step, at = performance.now()) => { pong.timeline[step] ??= at; };
-let host = null;
 let snapshot = null;
 // The host's states by tick, drawn between two on its clock: ball x, y, the paddles' y.
 const drawn = new Snapshots(TICK_MS);
 let target = H / 2;
 let keys = 0;
-
-const clampTarget = (y) => Math.min(H - PADDLE_H / 2, Math.max(PADDLE_H / 2, y));
 
 function decodeSnapshot(data) {
   if (data.byteLength !== 28) return null;
@@ -71,16 +69,13 @@ function hearEvent(data) {
   if (data.byteLength !== 4) return;
   const [kind, a, b, c] = data;
   if (kind === 1) {
-    pong.side = SIDES[a];
-    pong.points = b;
+    [pong.side, pong.points] = [SIDES[a], b];
     say(pong.side === 'spectator' ? 'watching: both sides are taken' : `you play ${pong.side}: the mouse, W/S or the arrows`);
-  } else if (kind === 2) {
+  } else if (kind === 2 || kind === 3) {
+    // The score: a round starting (no scorer: no winner yet), a goal, or a round won.
     pong.score = [b, c];
-    if (a === 255) pong.winner = null;
-  } else if (kind === 3) {
-    pong.score = [b, c];
-    pong.winner = SIDES[a];
-    pong.results.push({ winner: pong.winner, score: pong.score });
+    pong.winner = kind === 3 ? SIDES[a] : a === 255 ? null : pong.winner;
+    if (kind === 3) pong.results.push({ winner: pong.winner, score: pong.score });
   }
 }
 
@@ -89,29 +84,29 @@ const say = (text) => { statusLine.textContent = text; };
 let room;
 try {
   room = await join(location.href, {
-    app: 'pong', version: 1,
+    app: 'pong', version: 2,
     channels: ['unreliable-sequenced', 'unreliable-sequenced', 'reliable-ordered'],
     room: params.get('room') ?? 'pong',
     // The host room pong-host made: players link to the host alone.
     role: 'client',
   });
   say('joined: waiting for the host');
-  for (const [step, at] of Object.entries(room.timeline)) if (step !== 'start') mark(step, at);
-  room.addEventListener('joined', (e) => mark('welcome', e.timeStamp));
 } catch (err) {
   // A room playing another game, a bad room name...: say why, in the page.
   say(`could not join: ${err.message} (${err.code})`);
 }
 
+// Only the host's state and events count; inputs go to it (`room.host`). A player links to it
+// alone; when it leaves or is lost the player waits, and links to the next host by itself.
 room?.addEventListener('message', (e) => {
-  if (e.peer !== host) return;
+  if (e.peer !== room.host) return;
   if (e.channel === STATE) {
     const s = decodeSnapshot(e.data);
     if (!s) return;
     snapshot = s;
     const clock = room.clock();
     if (clock) drawn.push(s.tick, clock.time, [...s.ball, ...s.paddles]);
-    mark('state', e.timeStamp);
+    steps.state ??= e.timeStamp;
     pong.snapshots += 1;
     pong.history.push([s.tick, s.ball[0], s.ball[1]]);
     if (pong.history.length > HISTORY) pong.history.shift();
@@ -119,41 +114,33 @@ room?.addEventListener('message', (e) => {
     hearEvent(e.data);
   }
 });
-// The room's host: only its state and events count, inputs go to it. A player links to it
-// alone; when it leaves or is lost the player waits, and links to the next host by itself.
-room?.addEventListener('peerjoin', (e) => {
-  if (e.role === 'host') host = e.peer;
-});
 room?.addEventListener('peerleave', (e) => {
-  if (e.peer !== host) return;
-  host = null;
-  say(e.reason === 'left' ? 'the host left: waiting for it to come back' : 'lost the host: waiting for it to come back');
+  if (e.role === 'host') say(`${e.reason === 'left' ? 'the host left' : 'lost the host'}: waiting for it to come back`);
 });
 room?.addEventListener('link', (e) => {
-  if (e.peer !== host) return;
-  mark(e.link.state, e.timeStamp);
   if (e.link.state === 'lost') say(`link to the host lost: ${e.link.reason?.message ?? ''}`);
   else if (e.link.state === 'connected' && pong.side) say(`you play ${pong.side}`);
   else if (!pong.side) say(`link to the host: ${e.link.state}`);
 });
 
-canvas.addEventListener('pointermove', (e) => {
-  target = (e.offsetY * H) / canvas.clientHeight;
-});
+canvas.addEventListener('pointermove', (e) => { target = (e.offsetY * H) / canvas.clientHeight; });
 const KEYS = { ArrowUp: -1, KeyW: -1, ArrowDown: 1, KeyS: 1 };
 addEventListener('keydown', (e) => { if (e.code in KEYS) { keys = KEYS[e.code]; e.preventDefault(); } });
 addEventListener('keyup', (e) => { if (e.code in KEYS) keys = 0; });
 
 function control() {
   const side = pong.side;
-  if (host === null || (side !== 'left' && side !== 'right')) return;
+  if (room.host === null || (side !== 'left' && side !== 'right')) return;
   if (auto === 'track' && snapshot) target = arrival(snapshot, side);
   // Away from where the ball will arrive: a sure miss.
   else if (auto === 'miss' && snapshot) target = arrival(snapshot, side) < H / 2 ? H - PADDLE_H / 2 : PADDLE_H / 2;
   else target += keys * KEY_STEP;
-  target = clampTarget(target);
+  target = Math.min(H - PADDLE_H / 2, Math.max(PADDLE_H / 2, target));
+  const input = new DataView(new ArrayBuffer(8));
+  input.setUint32(0, room.inputTick(TICK_MS) ?? 0, true);
+  input.setFloat32(4, target, true);
   try {
-    room.sendLatest(host, INPUT, new Uint8Array(new Float32Array([target]).buffer));
+    room.sendLatest(room.host, INPUT, new Uint8Array(input.buffer));
     pong.sent += 1;
   } catch (err) {
     // `not_connected` while the link recovers: the next frame sends again.
@@ -175,12 +162,10 @@ function draw() {
     ctx.font = '16px monospace';
     ctx.fillText(pong.winner === pong.side ? 'you win!' : `${pong.winner} wins`, W / 2, H - 16);
   }
-  // Between the host's two states around the render time; the newest until its clock is read.
+  // Between the host's two states around the render time, once its clock is read (a round
+  // trip after the link connects).
   const clock = room?.clock();
-  const held = drawn.held;
-  const between = clock ? drawn.sample(clock.time) : null;
-  if (between && drawn.held === held) pong.interpolated += 1;
-  const shown = between ?? (snapshot && [...snapshot.ball, ...snapshot.paddles]);
+  const shown = clock && drawn.sample(clock.time);
   if (!shown) return;
   const [bx, by, ...paddles] = shown;
   paddles.forEach((y, i) => {

@@ -349,7 +349,7 @@ impl Link {
             first_ack_at: self.first_ack,
             refused: self.refused,
             unconfirmed: self.delivery.retained(),
-            stats: self.attempt.core().and_then(CoreLink::stats),
+            stats: self.attempt.core().and_then(|core| core.stats(now)),
         }
     }
 }
