@@ -133,9 +133,8 @@ impl FixedStep {
 
 /// The tick a client should stamp the input it sends now, so that it reaches the host before
 /// the host simulates that tick: the host's clock now (`clock`, from [`Room::clock`](crate::Room::clock)),
-/// plus the wait for the link's next packet (`next_packet_ms`: up to a pacing interval, 33 ms
-/// in good mode and 100 ms in bad, or two when the last packet went early to carry an ack),
-/// half the link's round trip, and a margin of twice its jitter and the clock's uncertainty,
+/// plus the wait for the link's next packet (`next_packet_ms`: within a pacing interval, 33 ms
+/// in good mode and 100 ms in bad), half the link's round trip, and a margin of twice its jitter and the clock's uncertainty,
 /// rounded up to the next tick. `link` is the link's [`Stats`] as of now: it follows them as
 /// they change. `None` while the clock is not synced.
 pub fn input_tick(clock: &ClockReading, link: &Stats, ticks: Ticks) -> Option<u64> {

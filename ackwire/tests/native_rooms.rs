@@ -486,7 +486,7 @@ async fn a_clients_input_stamped_with_input_tick_reaches_the_host_before_that_ti
     .await
     .expect("every input within 20 s");
     // Each came before its tick, and not needlessly early: on loopback the margin is the
-    // wait for the link's next packet (at most two pacing intervals, 200 ms in bad mode: 10
+    // wait for the link's next packet (within a pacing interval, 100 ms in bad mode: 5
     // ticks) less the time the input waited, and a tick's rounding.
     let leads: Vec<u64> = arrived
         .iter()

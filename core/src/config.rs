@@ -61,6 +61,15 @@ pub struct Config {
     /// schedule.
     #[serde(default = "yes")]
     pub prompt_ack: bool,
+    /// With `prompt_send`, the interval's packet also leaves as soon as the application queues
+    /// a message in it, instead of at the interval's end; once it has left, what is queued
+    /// next goes as the following interval opens. The rate is unchanged, one packet per
+    /// interval, and a message waits at most one interval, never more: a game's state or
+    /// input leaves as it is made (on average half an interval sooner), and nothing waits
+    /// two intervals behind a packet that went early for an ack. Default `true`; `false`
+    /// holds messages to the interval's end.
+    #[serde(default = "yes")]
+    pub prompt_send: bool,
     /// Largest bulk window, in packets: while reliable frames wait for room and the link is
     /// in good mode, up to this many packets may be in flight, sent between the cadence's
     /// packets under a congestion window (docs/wire.md, "Bulk").
@@ -86,6 +95,7 @@ setters!(Config {
     with_sent_buffer_len => sent_buffer_len: u16,
     with_loss_window_packets => loss_window_packets: u16,
     with_prompt_ack => prompt_ack: bool,
+    with_prompt_send => prompt_send: bool,
     with_bulk_window_packets => bulk_window_packets: u16,
 });
 
@@ -115,6 +125,7 @@ impl Default for Config {
             sent_buffer_len: 256,
             loss_window_packets: 64,
             prompt_ack: true,
+            prompt_send: true,
             bulk_window_packets: bulk_window(),
         }
     }

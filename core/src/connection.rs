@@ -401,6 +401,8 @@ pub struct Connection {
     /// Where a packet's reliable frames are gathered before they go into the ring; empty
     /// between packets.
     record_scratch: Vec<(u8, u16)>,
+    /// A message queued since [`take_rearm`](Self::take_rearm) moved `poll_timeout` earlier.
+    rearm: bool,
     /// Reliable frames per sent packet, in a ring tagged by sequence (like the sent ring):
     /// empty until the first reliable frame is sent, then grown as needed
     /// ([`record_slot`](Self::record_slot)), and freed with the reliable windows' rings once
@@ -568,6 +570,7 @@ impl Connection {
             records: Vec::new(),
             records_live: 0,
             record_scratch: Vec::new(),
+            rearm: false,
             scratch: Vec::new(),
             reliable_seen_at: now,
             events: EventQueue::default(),
@@ -703,6 +706,16 @@ impl Connection {
     /// Queues a message on `channel`. Messages queued while connecting go out once
     /// connected. On error nothing was queued; on [`SendError::WindowFull`] retry later.
     pub fn send(&mut self, channel: u8, bytes: &[u8]) -> Result<(), SendError> {
+        self.send_deferred(channel, bytes)?;
+        self.rearm |= self.endpoint.on_queued();
+        Ok(())
+    }
+
+    /// [`send`](Self::send), but the interval's packet is never pulled early for it
+    /// ([`Config::prompt_send`]): it rides whichever packet the link sends next. For a
+    /// periodic probe, such as a clock ping, whose interval's packet is better left to carry
+    /// an answer that arrives later in it.
+    pub fn send_deferred(&mut self, channel: u8, bytes: &[u8]) -> Result<(), SendError> {
         if matches!(self.phase, Phase::Closing { .. } | Phase::Closed) {
             return Err(SendError::Closed);
         }
@@ -723,7 +736,17 @@ impl Connection {
         if matches!(self.phase, Phase::Closing { .. } | Phase::Closed) {
             return Err(SendError::Closed);
         }
-        self.channels.send_latest(channel, bytes)
+        self.channels.send_latest(channel, bytes)?;
+        self.rearm |= self.endpoint.on_queued();
+        Ok(())
+    }
+
+    /// Whether a message queued since the last call moved [`poll_timeout`](Self::poll_timeout)
+    /// earlier (with [`Config::prompt_send`], the interval's packet may now leave before the
+    /// interval's end): a driver sleeping until the old deadline looks again. Queuing
+    /// drives nothing by itself, so that a frame's messages share its packet.
+    pub fn take_rearm(&mut self) -> bool {
+        std::mem::take(&mut self.rearm)
     }
 
     /// Takes in one datagram from the peer. On error nothing changed (on a protected
@@ -1288,8 +1311,7 @@ impl Connection {
         self.channels.buffered()
     }
 
-    /// When the cadence's next packet is due: a message sent now leaves by then
-    /// ([`Endpoint::next_packet_at`]).
+    /// When a message queued now leaves at the latest ([`Endpoint::next_packet_at`]).
     pub fn next_packet_at(&self) -> Duration {
         self.endpoint.next_packet_at()
     }

@@ -272,6 +272,9 @@ pub struct Endpoint {
     /// A packet arrived since the last send (with `prompt_ack`, the interval's packet may go
     /// now).
     ack_pending: bool,
+    /// The application queued a message since the last send (with `prompt_send`, the
+    /// interval's packet may go now, or when the next interval opens).
+    send_pending: bool,
     /// Queue `Acked` and `Lost` events (a connection turns them off while no packet in flight
     /// carries reliable frames: nothing would read them).
     packet_events: bool,
@@ -336,6 +339,7 @@ impl Endpoint {
             next_send_at: now,
             last_send_at: NEVER,
             ack_pending: false,
+            send_pending: false,
             check_at: now,
             packet_events: true,
             newest_in_flight: false,
@@ -450,11 +454,19 @@ impl Endpoint {
         self.congestion.mode()
     }
 
-    /// When the cadence's next packet is due (on the clock `now` is given in): a message
-    /// queued before then leaves by then, or sooner when the packet goes early to carry an
-    /// ack. Past due, the next poll sends one.
+    /// When a message queued now leaves at the latest (on the clock `now` is given in): with
+    /// `prompt_send`, as the interval whose packet has not left yet opens (a time past means
+    /// at once); without, at the interval's end. Sooner when a packet goes early for an ack.
     pub fn next_packet_at(&self) -> Duration {
-        duration(self.next_send_at)
+        duration(self.next_packet_at_nanos())
+    }
+
+    fn next_packet_at_nanos(&self) -> u64 {
+        if self.settings.config.prompt_send {
+            self.next_send_at.saturating_sub(self.interval())
+        } else {
+            self.next_send_at
+        }
     }
 
     /// Smoothed round-trip time, once a packet has been acked.
@@ -752,6 +764,14 @@ impl Endpoint {
     /// Tells the endpoint whether reliable frames wait for room in the packets (the
     /// connection says so after each packet it fills): while they do and the link is in good
     /// mode, packets may leave between the cadence's under the bulk window.
+    /// The application queued a message. Whether that moved [`poll_timeout`](Self::poll_timeout)
+    /// earlier (with `prompt_send`, the first since the last send).
+    pub(crate) fn on_queued(&mut self) -> bool {
+        let moved = self.settings.config.prompt_send && !self.send_pending;
+        self.send_pending = true;
+        moved
+    }
+
     pub(crate) fn set_backlog(&mut self, backlog: bool) {
         self.backlog = backlog;
     }
@@ -852,7 +872,9 @@ impl Endpoint {
         let interval = self.interval();
         // The current interval is (next_send_at - interval, next_send_at]: its one packet is
         // due at the end, or earlier once there is an ack to send (see `Config::prompt_ack`).
-        let prompt = self.settings.config.prompt_ack && self.ack_pending;
+        let config = &self.settings.config;
+        let prompt =
+            (config.prompt_ack && self.ack_pending) || (config.prompt_send && self.send_pending);
         let opens_at = self.next_send_at.saturating_sub(interval);
         let cadence = now >= self.next_send_at || (prompt && now >= opens_at);
         // Between the cadence's packets: an ack for a peer sending in bulk, or a packet of
@@ -942,6 +964,7 @@ impl Endpoint {
         self.last_header_len = header_len as u32;
 
         self.ack_pending = false;
+        self.send_pending = false;
         self.arrivals = 0;
         if let Some(bulk) = &mut self.bulk {
             bulk.on_sent(now, extra, self.rtt.rtt_nanos());
@@ -1003,6 +1026,11 @@ impl Endpoint {
     /// [`poll_timeout`](Self::poll_timeout) in nanoseconds.
     pub(crate) fn poll_timeout_nanos(&self) -> u64 {
         let mut at = self.next_send_at.min(self.check_at);
+        if self.send_pending && self.settings.config.prompt_send {
+            // The interval's packet may take it as soon as the interval is open.
+            let opens_at = self.next_send_at.saturating_sub(self.interval());
+            at = at.min(opens_at.max(self.now));
+        }
         if self.arrivals >= ACK_EVERY {
             at = self.now;
         } else if self.backlog
@@ -1065,7 +1093,7 @@ impl Endpoint {
                 Mode::Good => self.settings.config.good_rate_pps,
                 Mode::Bad => self.settings.config.bad_rate_pps,
             },
-            next_packet_ms: self.next_send_at.saturating_sub(self.now) as f64 / 1e6,
+            next_packet_ms: self.next_packet_at_nanos().saturating_sub(self.now) as f64 / 1e6,
             bulk_window_packets: self.bulk.as_ref().map_or(0, |bulk| bulk.window()),
             counters: self.counters,
             last_header_len: self.last_header_len,

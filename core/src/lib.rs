@@ -70,8 +70,10 @@
 //! 4. [`endpoint`]: one side of a link. Sending assigns the next sequence and acks the received
 //!    set; receiving processes each ack bit exactly once ([`Event::Acked`]); a packet unacked
 //!    after the loss timeout (1 s) is [`Event::Lost`]. The pace is one packet per send
-//!    interval; with [`Config::prompt_ack`] (the default) the interval's packet leaves as soon
-//!    as a packet from the peer has arrived in it, so acks go back at once.
+//!    interval; with [`Config::prompt_ack`] and [`Config::prompt_send`] (the defaults) the
+//!    interval's packet leaves as soon as a packet from the peer has arrived in it or a
+//!    message was queued in it, so acks go back at once and a message waits at most one
+//!    interval.
 //! 5. `rtt` and `loss`: one RTT sample per header that newly acks the packet it names,
 //!    less the ack delay the peer reports (how long it held that packet), so RTT is the
 //!    path's round trip whatever the two sides' send slots; a 10% moving average with jitter.

@@ -84,10 +84,10 @@ pub struct Stats {
     pub recovery_time_ms: f64,
     /// Packets per second the endpoint is pacing to now.
     pub send_rate_pps: f64,
-    /// How long until the cadence's next packet is due: a message queued now leaves by then
-    /// (sooner when the packet goes early to carry an ack). Within two pacing intervals of
-    /// the last packet, which may have gone early in its interval. As of the endpoint's last
-    /// step; a room's link stats count it from the moment they are read.
+    /// How long a message queued now waits for its packet at most: 0 while the current
+    /// interval's packet has not left (`Config::prompt_send`), else until the next interval
+    /// opens; within one pacing interval. As of the endpoint's last step; a room's link stats
+    /// count it from the moment they are read.
     #[serde(default)]
     pub next_packet_ms: f64,
     /// Packets the bulk window lets be in flight now, while a reliable backlog runs ahead of

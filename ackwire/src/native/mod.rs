@@ -262,7 +262,9 @@ impl Driver {
             let mut shared = lock(&self.shared);
             let now = shared.now();
             let result = f(&mut shared.member, now);
-            (result, shared.member.has_output())
+            // Output to carry out, or a link's packet due sooner than the task's deadline.
+            let wake = shared.member.has_output() || shared.member.take_rearm();
+            (result, wake)
         };
         if wake {
             self.wake.notify_one();

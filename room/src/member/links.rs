@@ -275,6 +275,17 @@ impl Link {
         result.map_err(|e| self.send_error(channel, e, queue_len))
     }
 
+    /// Whether a message just queued moved the core's `poll_timeout` earlier (its packet may
+    /// leave before the interval's end): the driver should look at the member's again.
+    pub(super) fn take_rearm(&mut self) -> bool {
+        match &mut self.attempt {
+            Attempt::Connected { core, .. } => core
+                .connected_mut()
+                .is_some_and(ackwire_core::Connection::take_rearm),
+            _ => false,
+        }
+    }
+
     fn send_error(
         &self,
         channel: u8,
@@ -928,9 +939,11 @@ impl Member {
                 if let Some(ping) = linked.then(|| link.clock.ping_due(now)).flatten() {
                     let (bytes, len) = ping.encode();
                     // Refused (the control channel's window full): still due, tried again
-                    // at the member's next step.
+                    // at the member's next step. It rides the link's next packet rather
+                    // than pulling one early: the interval's packet is better left to carry
+                    // the peer's pongs promptly (the clock's bounds are their round trips).
                     if connection
-                        .send(link.delivery.control_channel(), &bytes[..len])
+                        .send_deferred(link.delivery.control_channel(), &bytes[..len])
                         .is_ok()
                     {
                         link.clock.pinged(now, clock_period);

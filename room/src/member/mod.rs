@@ -145,6 +145,8 @@ pub struct Member {
     link_config: ConnectionConfig,
     random: Random,
     out: VecDeque<Output>,
+    /// A send moved a link's `poll_timeout` earlier ([`take_rearm`](Member::take_rearm)).
+    rearm: bool,
     session: session::Session,
     next_peer: u32,
     next_transport: u64,
@@ -209,6 +211,7 @@ impl Member {
             link_config,
             config,
             out: VecDeque::new(),
+            rearm: false,
             session: session::Session::new(now),
             next_peer: 1,
             next_transport: 1,
@@ -375,9 +378,12 @@ impl Member {
         if !reliable && !self.links[i].is_connected() {
             return Err(SendError::NotConnected(peer));
         }
-        // Queued only: the core paces its packets, and the next one leaves at its slot
-        // (`poll_timeout` is unchanged), so nothing is driven here.
-        self.links[i].send(channel, bytes, false, self.link_config.unreliable_queue_len)
+        // Queued only: the core paces its packets, and the next one leaves at its slot, so
+        // nothing is driven here and a frame's messages share a packet. The slot may open
+        // sooner than the driver's deadline: `take_rearm` says so.
+        let sent = self.links[i].send(channel, bytes, false, self.link_config.unreliable_queue_len);
+        self.rearm |= self.links[i].take_rearm();
+        sent
     }
 
     /// Sends `bytes` to `peer` on an unreliable `channel` in place of what that channel
@@ -391,7 +397,9 @@ impl Member {
     ) -> Result<(), SendError> {
         self.check_message(channel, bytes.len(), true)?;
         let i = self.connected_link(peer)?;
-        self.links[i].send(channel, bytes, true, self.link_config.unreliable_queue_len)
+        let sent = self.links[i].send(channel, bytes, true, self.link_config.unreliable_queue_len);
+        self.rearm |= self.links[i].take_rearm();
+        sent
     }
 
     /// [`send`](Self::send) to every peer: on a reliable channel to every peer in the room
@@ -425,6 +433,7 @@ impl Member {
                 Ok(()) => report.sent += 1,
                 Err(e) => report.refused.push((link.id, e)),
             }
+            self.rearm |= link.take_rearm();
         }
         Ok(report)
     }
@@ -470,6 +479,13 @@ impl Member {
         !self.out.is_empty()
     }
 
+    /// Whether a send since the last call moved [`poll_timeout`](Self::poll_timeout) earlier
+    /// (a link's next packet may leave as soon as its interval opens: `Config::prompt_send`):
+    /// a driver sleeping until the deadline it read before looks again.
+    pub fn take_rearm(&mut self) -> bool {
+        std::mem::take(&mut self.rearm)
+    }
+
     /// The next thing to do or tell.
     pub fn poll_output(&mut self) -> Option<Output> {
         self.out.pop_front()
@@ -498,7 +514,20 @@ impl Member {
             self.next_stats = Some(now + self.config.stats_period);
             self.report_stats(now);
         }
-        self.drive(now);
+        // The links something is due on: a host's hundreds of links each wake it at their
+        // own moments, and polling every one at each would cost links² a second.
+        let (grace, idle) = (self.config.orphan_grace, self.link_config.idle_timeout);
+        for i in 0..self.links.len() {
+            let due = self.links[i]
+                .timeouts(grace, idle)
+                .into_iter()
+                .flatten()
+                .min();
+            if due.is_some_and(|at| at <= now) {
+                self.link_poll(now, i);
+            }
+        }
+        self.poll_closing(now);
     }
 
     /// A datagram arrived on `route`.
@@ -523,7 +552,14 @@ impl Member {
             return Err(ReceiveError::UnknownTransport);
         };
         let result = self.link_receive(now, i, datagram);
-        self.drive(now);
+        // What it brought (acks, messages, a pong to send) concerns its own link alone; the
+        // others are driven when their time comes. Found again: taking it in may have
+        // removed a link.
+        match self.links.iter().position(|l| l.route() == Some(route)) {
+            Some(i) => self.link_poll(now, i),
+            None => self.drive(now),
+        }
+        self.poll_closing(now);
         result
     }
 
@@ -561,6 +597,11 @@ impl Member {
         for i in 0..self.links.len() {
             self.link_poll(now, i);
         }
+        self.poll_closing(now);
+    }
+
+    /// Sends what closing links still have to say, and lets go of those that are done.
+    fn poll_closing(&mut self, now: Duration) {
         let (out, pool) = (&mut self.out, &mut self.pool);
         for closing in &mut self.closing {
             closing.poll(now, pool, out);
