@@ -203,6 +203,9 @@ impl Exchange {
     }
 }
 
+/// Bounds on the peer's clock minus ours, in µs: `(low, high)`.
+type Interval = (i64, i64);
+
 /// A range of the peer's clock rate against ours, in parts per billion: `low..=high`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Rate {
@@ -291,7 +294,7 @@ enum Projection {
 
 impl Projection {
     /// `exchange`'s bounds moved `age` on.
-    fn bounds(self, exchange: &Exchange, age: Duration) -> (i64, i64) {
+    fn bounds(self, exchange: &Exchange, age: Duration) -> Interval {
         match self {
             Projection::Allowance => {
                 let d = drift(age);
@@ -481,10 +484,10 @@ impl PeerClock {
         &self,
         now: Duration,
         projection: Projection,
-    ) -> (Option<(i64, i64)>, Option<(i64, i64)>) {
+    ) -> (Option<Interval>, Option<Interval>) {
         // Each interval, moved to `now`, holds the truth: so does their intersection, which
         // is never wider than the best one's own bounds.
-        let (mut meet, mut narrowest) = ((i64::MIN, i64::MAX), None::<(i64, i64)>);
+        let (mut meet, mut narrowest) = ((i64::MIN, i64::MAX), None::<Interval>);
         for e in &self.exchanges {
             let (low, high) = projection.bounds(e, now.saturating_sub(e.back));
             meet = (meet.0.max(low), meet.1.min(high));
