@@ -24,7 +24,8 @@
 //! age both ways, and intervals that then do not meet leave the narrowest one alone. An
 //! exchange that no one rate fits together with the history (the peer's clock jumped, or
 //! changed its pace) starts the history again from itself, and the allowance holds until
-//! the new history pins the rate down; so it does while the intervals do not meet along it.
+//! the new history pins the rate down. It holds too while the intervals do not meet along
+//! the rate.
 
 use std::time::Duration;
 
@@ -465,7 +466,7 @@ impl PeerClock {
         let middle = low / 2 + high / 2 + (low % 2 + high % 2) / 2;
         let half = high.abs_diff(low).div_ceil(2);
         let time = signed(micros(now)).saturating_add(middle);
-        // ppb to ppm (rates within ±1 %: exact in f64).
+        // ppb to ppm.
         let ppm = |ppb: i64| ppb as f64 / 1000.0;
         Some(ClockReading {
             time: Duration::from_micros(u64::try_from(time).unwrap_or(0)),
@@ -602,6 +603,11 @@ mod tests {
         assert_eq!(reading.time, now + 14 * MS, "its midpoint: 0 ahead of ours");
     }
 
+    /// The rates `low..=high` ppb.
+    fn rate(low: i64, high: i64) -> Rate {
+        Rate { low, high }
+    }
+
     /// An exchange back at `back_s` seconds (our clock) whose bounds are `low..=high` µs.
     fn at(back_s: u64, low: i64, high: i64) -> Exchange {
         Exchange {
@@ -615,32 +621,14 @@ mod tests {
     fn two_exchanges_bound_the_rate_by_how_far_the_offset_can_have_risen_between_them() {
         // Ahead by -100..100 µs, then 10 s later by 700..900 µs: it rose by 600 to 1000 µs
         // over 10 s, so the rate is 60 to 100 ppm.
-        let rate = pair_rate(&at(0, -100, 100), &at(10, 700, 900)).unwrap();
-        assert_eq!(
-            rate,
-            Rate {
-                low: 60_000,
-                high: 100_000
-            }
-        );
+        let bound = pair_rate(&at(0, -100, 100), &at(10, 700, 900)).unwrap();
+        assert_eq!(bound, rate(60_000, 100_000));
         // Falling: -1000 to -600 µs over 10 s.
-        let rate = pair_rate(&at(0, -100, 100), &at(10, -900, -700)).unwrap();
-        assert_eq!(
-            rate,
-            Rate {
-                low: -100_000,
-                high: -60_000
-            }
-        );
+        let bound = pair_rate(&at(0, -100, 100), &at(10, -900, -700)).unwrap();
+        assert_eq!(bound, rate(-100_000, -60_000));
         // Bounds that are not whole ppb round outwards: 1 µs over 3 s is 333.3 ppb.
-        let rate = pair_rate(&at(0, 0, 0), &at(3, -1, 1)).unwrap();
-        assert_eq!(
-            rate,
-            Rate {
-                low: -334,
-                high: 334
-            }
-        );
+        let bound = pair_rate(&at(0, 0, 0), &at(3, -1, 1)).unwrap();
+        assert_eq!(bound, rate(-334, 334));
         // At one instant they bound nothing; nor does a rise too large to count.
         assert_eq!(pair_rate(&at(5, 0, 10), &at(5, 0, 10)), None);
         assert_eq!(pair_rate(&at(0, 0, 0), &at(1, 0, i64::MAX)), None);
@@ -651,24 +639,12 @@ mod tests {
         // 60..100 ppm from the first two, 70..90 ppm from the first and the third (20 s, a
         // rise of 1400 to 1800 µs): 70..90, whichever pair says which.
         let history = [at(0, -100, 100), at(10, 700, 900), at(20, 1500, 1700)];
-        assert_eq!(
-            rate_range(&history),
-            Some(Rate {
-                low: 70_000,
-                high: 90_000
-            })
-        );
+        assert_eq!(rate_range(&history), Some(rate(70_000, 90_000)));
         let mut reversed = history;
         reversed.reverse();
         assert_eq!(rate_range(&reversed), rate_range(&history));
         // One exchange bounds nothing.
-        assert_eq!(
-            rate_range(&history[..1]),
-            Some(Rate {
-                low: i64::MIN,
-                high: i64::MAX
-            })
-        );
+        assert_eq!(rate_range(&history[..1]), Some(rate(i64::MIN, i64::MAX)));
         // A clock that jumped 5 ms after the second: no steady rate passes through all three.
         let jumped = [history[0], history[1], at(20, 6500, 6700)];
         assert_eq!(rate_range(&jumped), None);
@@ -676,13 +652,7 @@ mod tests {
 
     #[test]
     fn a_rate_range_is_used_when_narrower_than_the_allowance_or_wholly_outside_it() {
-        let ppm = |low: i64, high: i64| {
-            Rate {
-                low: low * 1000,
-                high: high * 1000,
-            }
-            .usable()
-        };
+        let ppm = |low: i64, high: i64| rate(low * 1000, high * 1000).usable();
         assert!(
             ppm(70, 90) && ppm(-150, 40),
             "narrower than ±100 ppm, wherever it lies"
