@@ -353,6 +353,10 @@ export interface ClockReading {
   readonly samples: number;
   /** Four exchanges came back: the reading is as good as the path allows (a member's own clock: always). */
   readonly synced: boolean;
+  /** That clock's rate against ours, in parts per million (80: it gains 80 µs a second on ours; negative: it runs slow), once the pings of the last minute pin it down; `null` until then, or after its clock jumped (0 for a member's own clock). */
+  readonly driftPpm: number | null;
+  /** The rate is within this many ppm of `driftPpm`, the drift `uncertainty` allows for: 100 around 0 while `driftPpm` is `null` (0 for a member's own clock). */
+  readonly driftUncertaintyPpm: number;
 }
 
 /**

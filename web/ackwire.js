@@ -94,10 +94,15 @@
  * @property {number} uncertainty `time` is within this many ms of the truth (0 for a member's own clock)
  * @property {number} samples ping exchanges it rests on (at most 16)
  * @property {boolean} synced four exchanges came back (a member's own clock: always)
+ * @property {number | null} driftPpm that clock's rate against ours in ppm (80: it gains 80 µs a second), once the last minute's pings pin it down; null until then (0 for a member's own clock)
+ * @property {number} driftUncertaintyPpm the rate is within this many ppm of `driftPpm`; 100 around 0 while `driftPpm` is null (0 for a member's own clock)
  */
 
-/** The bindings' `[time, uncertainty, samples, synced]` as a {@link ClockReading}. @returns {ClockReading | null} */
-const clockReading = (r) => r ? { time: r[0], uncertainty: r[1], samples: r[2], synced: r[3] === 1 } : null;
+/** The bindings' `[time, uncertainty, samples, synced, driftPpm, driftUncertaintyPpm]` as a {@link ClockReading}. @returns {ClockReading | null} */
+const clockReading = (r) => r ? {
+  time: r[0], uncertainty: r[1], samples: r[2], synced: r[3] === 1,
+  driftPpm: Number.isNaN(r[4]) ? null : r[4], driftUncertaintyPpm: r[5],
+} : null;
 
 /**
  * The events of a {@link Room}, by name, and what each carries besides `type`:

@@ -178,7 +178,8 @@ impl WasmRoom {
     }
 
     /// `Room::clock` (`peer` undefined) or `Room::peer_clock`: `[time, uncertainty, samples,
-    /// synced]`, times in fractional ms and `synced` 1 or 0, for `ackwire.js` to name
+    /// synced, driftPpm, driftUncertaintyPpm]`, times in fractional ms, `synced` 1 or 0 and
+    /// `driftPpm` NaN while the drift is not estimated, for `ackwire.js` to name
     /// (`ClockReading` in the `.d.ts`); `undefined` for none. Throws `unknown_peer` for a
     /// `peer` that is not a peer's id. (One export and an array: the bundle's every export
     /// and object field costs bytes.)
@@ -196,6 +197,8 @@ impl WasmRoom {
                 ms(r.uncertainty),
                 f64::from(r.samples),
                 f64::from(u8::from(r.synced)),
+                r.drift_ppm.unwrap_or(f64::NAN),
+                r.drift_uncertainty_ppm,
             ]
         }))
     }

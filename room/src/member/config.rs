@@ -72,7 +72,8 @@ pub struct MemberConfig {
     pub stats_period: Duration,
     /// How often each synced link pings its peer's clock ([`crate::clock`]; a new link pings
     /// every 100 ms until synced). Default: 250 ms, four pings and pongs a second per link,
-    /// 9 and 17 bytes each. Longer makes the reading's drift allowance grow between pings.
+    /// 9 and 17 bytes each. Longer widens the reading's bound between pings by the drift it
+    /// allows for (100 ppm until the rate is estimated, `ClockReading::drift_ppm`).
     pub clock_period: Duration,
     /// Bytes of reliable messages kept per peer until it confirms them (each message plus
     /// its index): beyond it a reliable send to that peer is refused with

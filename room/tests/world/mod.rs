@@ -67,7 +67,7 @@ impl Rng {
 
 /// Faults on every datagram between members (UDP and data channel alike; signalling is not
 /// touched): each is lost with probability `loss`, else sent twice with probability
-/// `duplicate`, and each copy is held back by up to `max_delay` more than [`HOP`] with
+/// `duplicate`, and each copy is held back by up to `max_delay` more than the hop with
 /// probability `reorder` (so later datagrams overtake it). [`Faults::NONE`] is the world
 /// of the other tests: no randomness is drawn at all, so their runs are unchanged.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -318,6 +318,9 @@ pub struct World {
     faults: Faults,
     fault_rng: Rng,
     pub fault_counts: FaultCounts,
+    /// How long a datagram between members takes, before faults: [`HOP`] unless a test
+    /// shortens the path (a LAN).
+    pub datagram_hop: Duration,
 }
 
 impl World {
@@ -343,6 +346,7 @@ impl World {
             faults: Faults::NONE,
             fault_rng: Rng::new(0),
             fault_counts: FaultCounts::default(),
+            datagram_hop: HOP,
         }
     }
 
@@ -1079,7 +1083,7 @@ impl World {
     /// A datagram for member `to` crosses the network, through the faults if any.
     fn carry(&mut self, to: usize, route: Route, bytes: Vec<u8>) {
         if self.faults.is_off() {
-            self.at(HOP, Action::Datagram { to, route, bytes });
+            self.at(self.datagram_hop, Action::Datagram { to, route, bytes });
             return;
         }
         let faults = self.faults;
@@ -1095,7 +1099,7 @@ impl World {
             1
         };
         for _ in 0..copies {
-            let mut delay = HOP;
+            let mut delay = self.datagram_hop;
             if self.fault_rng.chance(faults.reorder) {
                 self.fault_counts.delayed += 1;
                 let max = faults.max_delay.as_micros() as u64;
