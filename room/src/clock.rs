@@ -16,7 +16,7 @@
 //! between the clocks grows linearly (one steady rate), any two exchanges bound that rate:
 //! it rose by at least the later one's low minus the earlier one's high, and at most the
 //! later one's high minus the earlier one's low, over the time between them. The range
-//! every pair allows is the rate's ([`rate_range`], recomputed when the history changes,
+//! every pair allows is the rate's (`rate_range`, recomputed when the history changes,
 //! not per reading). While that range is narrower than ±[`DRIFT_PPM`], or lies wholly
 //! outside it (the exchanges prove the clocks drift apart faster than the allowance), each
 //! interval is moved along it: by the range's low end times its age below, its high end
