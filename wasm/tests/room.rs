@@ -132,7 +132,11 @@ async fn bad_inputs_throw_typed_errors_and_close_hands_over_the_last_events() {
         .unwrap()
         .expect("the room's clock");
     assert!(clock[0] > 0.0, "{clock:?}");
-    assert_eq!(clock[1..], [0.0, 0.0, 1.0], "exact, no exchange, synced");
+    assert_eq!(
+        clock[1..],
+        [0.0, 0.0, 1.0, 0.0, 0.0],
+        "exact, no exchange, synced, no drift"
+    );
     assert_eq!(room.clock(&peer), Ok(None));
     assert_eq!(code(room.clock(&"2".into())), "unknown_peer");
 

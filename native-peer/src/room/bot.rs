@@ -412,7 +412,11 @@ impl Bot {
     }
 
     /// The host's job: `bytes` from client `from` to every other connected client, behind
-    /// its origin; positions newest-wins, chat reliably.
+    /// its origin; positions unreliably, chat reliably. Positions are queued with `send`,
+    /// not `send_latest`: that keeps one message per peer and channel whoever it is about,
+    /// so each packet would carry only the newest origin's dot and the others could starve
+    /// (docs/api.md, "State: `send_latest`"). Each packet carries every dot queued since the
+    /// last; the receiver's sequenced channel drops none of one packet.
     fn relay(&mut self, from: PeerId, channel: u8, bytes: &[u8]) {
         let relayed = Relayed::encode(from.0, bytes);
         // The peers and the room borrowed apart: no list of recipients per message.
@@ -422,12 +426,7 @@ impl Bot {
             .filter(|(id, p)| **id != from && p.state == Some(LinkState::Connected))
             .map(|(id, _)| *id);
         for to in clients {
-            let sent = if channel == POSITION {
-                room.send_latest(to, channel, &relayed)
-            } else {
-                room.send(to, channel, &relayed)
-            };
-            if let Err(e) = sent {
+            if let Err(e) = room.send(to, channel, &relayed) {
                 tracing::warn!(%to, channel, error = %e, "not relayed");
             }
         }
