@@ -254,6 +254,9 @@ pub struct Endpoint {
     received_bits: u32,
     /// Newest sequence received from the peer.
     remote: Option<u16>,
+    /// A packet carrying an ack has left: before it, the peer's first packets are acked at
+    /// once, outside the pace (the link counts as up when they are).
+    acked_any: bool,
     /// When `remote` arrived: the ack delay of a header is the time since.
     remote_at: u64,
     /// Newest ack (of our sequences) taken in from the peer: a 1-byte ack is resolved
@@ -331,6 +334,7 @@ impl Endpoint {
             next_sequence: 0,
             oldest_unresolved: 0,
             remote: None,
+            acked_any: false,
             remote_at: now,
             peer_ack: None,
             ack_floor: None,
@@ -764,6 +768,12 @@ impl Endpoint {
     /// Tells the endpoint whether reliable frames wait for room in the packets (the
     /// connection says so after each packet it fills): while they do and the link is in good
     /// mode, packets may leave between the cadence's under the bulk window.
+    /// The peer's first packets are waiting for our first ack (with `prompt_ack`): it
+    /// leaves at once, outside the pace, once per connection.
+    fn first_ack_due(&self) -> bool {
+        self.settings.config.prompt_ack && self.ack_pending && !self.acked_any
+    }
+
     /// The application queued a message. Whether that moved [`poll_timeout`](Self::poll_timeout)
     /// earlier (with `prompt_send`, the first since the last send).
     pub(crate) fn on_queued(&mut self) -> bool {
@@ -877,9 +887,12 @@ impl Endpoint {
             (config.prompt_ack && self.ack_pending) || (config.prompt_send && self.send_pending);
         let opens_at = self.next_send_at.saturating_sub(interval);
         let cadence = now >= self.next_send_at || (prompt && now >= opens_at);
-        // Between the cadence's packets: an ack for a peer sending in bulk, or a packet of
-        // our own backlog under the bulk window.
-        let extra = !cadence && (self.arrivals >= ACK_EVERY || self.bulk_ready(now));
+        // Between the cadence's packets: the first ack of the connection (whose arrival is
+        // when the peer counts the link as up: it should not wait for an interval a prompt
+        // send took), an ack for a peer sending in bulk, or a packet of our own backlog
+        // under the bulk window.
+        let first_ack = self.first_ack_due();
+        let extra = !cadence && (first_ack || self.arrivals >= ACK_EVERY || self.bulk_ready(now));
         if !cadence && !extra {
             return Ok(None);
         }
@@ -963,6 +976,7 @@ impl Endpoint {
         self.counters.header_bytes_sent += header_len as u64;
         self.last_header_len = header_len as u32;
 
+        self.acked_any |= self.remote.is_some();
         self.ack_pending = false;
         self.send_pending = false;
         self.arrivals = 0;
@@ -1031,7 +1045,7 @@ impl Endpoint {
             let opens_at = self.next_send_at.saturating_sub(self.interval());
             at = at.min(opens_at.max(self.now));
         }
-        if self.arrivals >= ACK_EVERY {
+        if self.arrivals >= ACK_EVERY || self.first_ack_due() {
             at = self.now;
         } else if self.backlog
             && self.settings.config.bulk_window_packets > 0

@@ -166,3 +166,43 @@ fn messages_queued_together_share_the_packet_their_first_one_pulls_early() {
     assert_eq!(arrived, [arrived[0]; 3], "all three in the one packet");
     assert!(arrived[0] - departed <= Duration::from_micros(1));
 }
+
+#[test]
+fn the_peers_first_packet_is_acked_at_once_even_when_a_message_took_the_interval() {
+    // Bad mode (10 packets a second) and 1 ms each way; the server sends a message every
+    // 10 ms from the start, so as it connects its first packet leaves and a message pulls
+    // its interval's packet at once, just before the client's first data packet arrives.
+    // That packet's ack still leaves at once, once per connection, outside the pace: the
+    // client counts the link as up a round trip after its first packet, not an interval
+    // later.
+    let config = ConnectionConfig::default()
+        .with_channels(vec![ChannelKind::Unreliable])
+        .with_packet(Config::default());
+    let link = EmulatorConfig::default().with_latency(MS);
+    let mut worst = Duration::ZERO;
+    for seed in 0..20 {
+        let mut pair = ConnPair::new(config.clone(), link.clone(), seed);
+        let mut first_data = None;
+        // The server's messages start at a different moment of its first interval each time.
+        let mut next = None;
+        let phase = Duration::from_micros(seed * 500);
+        while pair.client.stats().counters.packets_acked == 0 {
+            assert!(pair.now < Duration::from_secs(5), "no ack in 5 s");
+            if pair.server.is_some() {
+                let at = *next.get_or_insert(pair.now + phase);
+                if pair.now >= at {
+                    pair.server().send(0, b"state").unwrap();
+                    next = Some(at + 10 * MS);
+                }
+            }
+            if first_data.is_none() && pair.client.stats().counters.packets_sent > 0 {
+                first_data = Some(pair.now);
+            }
+            pair.run_until(pair.now + MS / 4);
+        }
+        let took = pair.now - first_data.unwrap();
+        worst = worst.max(took);
+    }
+    println!("first data packet to its ack, worst of 20: {worst:?} (round trip 2 ms)");
+    assert!(worst <= 2 * MS + 2 * MS, "{worst:?}");
+}

@@ -541,7 +541,10 @@ impl Delivery {
 
     fn say_hello(&mut self, core: &mut Connection) -> Result<(), DeliveryError> {
         let hello = self.hello();
-        core.send(self.control, &hello)
+        // It rides the link's next packet rather than pulling one early (`send_deferred`):
+        // the interval's packet is better left to ack the peer's first packets at once, which
+        // is when the link counts as up.
+        core.send_deferred(self.control, &hello)
             .map_err(DeliveryError::ControlRefused)?;
         self.flush(core);
         Ok(())
@@ -743,7 +746,7 @@ impl Delivery {
         let mut ack = [0u8; 9];
         ack[0] = HELLO_ACK;
         ack[1..].copy_from_slice(&hello.life.to_le_bytes());
-        core.send(self.control, &ack)
+        core.send_deferred(self.control, &ack)
             .map_err(DeliveryError::ControlRefused)?;
         for (lane, receive) in self.lanes.iter_mut().zip(receive) {
             lane.receive = receive;
