@@ -187,7 +187,7 @@ impl Room {
     pub fn input_tick(&self, ticks: crate::sync::Ticks) -> Option<u64> {
         self.driver.with_member(|m, now| {
             let host = m.host()?;
-            let stats = m.link(now, host)?.stats?;
+            let stats = m.link_stats(now, host)?;
             crate::sync::input_tick(&m.peer_clock(now, host)?, &stats, ticks)
         })
     }

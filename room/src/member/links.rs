@@ -335,6 +335,11 @@ impl Link {
         }
     }
 
+    /// The core's stats at `now`, once the protocol runs.
+    pub(super) fn core_stats(&self, now: Duration) -> Option<ackwire_core::Stats> {
+        self.attempt.core().and_then(|core| core.stats(now))
+    }
+
     pub(super) fn info(&self, now: Duration) -> LinkInfo {
         let rtc = self.attempt.rtc();
         let state = match (&self.attempt, &self.reason) {
@@ -360,7 +365,7 @@ impl Link {
             first_ack_at: self.first_ack,
             refused: self.refused,
             unconfirmed: self.delivery.retained(),
-            stats: self.attempt.core().and_then(|core| core.stats(now)),
+            stats: self.core_stats(now),
         }
     }
 }

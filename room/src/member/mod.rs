@@ -263,6 +263,12 @@ impl Member {
             .map(|l| l.info(now))
     }
 
+    /// The core's stats of the link to `peer` at `now` ([`link`](Self::link)'s `stats`,
+    /// without building the rest: a game loop may ask every frame), once the protocol runs.
+    pub fn link_stats(&self, now: Duration, peer: PeerId) -> Option<ackwire_core::Stats> {
+        self.links.iter().find(|l| l.id == peer)?.core_stats(now)
+    }
+
     /// `peer`'s clock at `now` (ours), as this member estimates it from pings on the link's
     /// control channel ([`crate::clock`]); `None` before the first exchange came back, or for
     /// a peer that is not ours.
