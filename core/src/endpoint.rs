@@ -765,9 +765,6 @@ impl Endpoint {
         self.bulk = Some(bulk);
     }
 
-    /// Tells the endpoint whether reliable frames wait for room in the packets (the
-    /// connection says so after each packet it fills): while they do and the link is in good
-    /// mode, packets may leave between the cadence's under the bulk window.
     /// The peer's first packets are waiting for our first ack (with `prompt_ack`): it
     /// leaves at once, outside the pace, once per connection.
     fn first_ack_due(&self) -> bool {
@@ -782,6 +779,9 @@ impl Endpoint {
         moved
     }
 
+    /// Tells the endpoint whether reliable frames wait for room in the packets (the
+    /// connection says so after each packet it fills): while they do and the link is in good
+    /// mode, packets may leave between the cadence's under the bulk window.
     pub(crate) fn set_backlog(&mut self, backlog: bool) {
         self.backlog = backlog;
     }
@@ -1042,8 +1042,7 @@ impl Endpoint {
         let mut at = self.next_send_at.min(self.check_at);
         if self.send_pending && self.settings.config.prompt_send {
             // The interval's packet may take it as soon as the interval is open.
-            let opens_at = self.next_send_at.saturating_sub(self.interval());
-            at = at.min(opens_at.max(self.now));
+            at = at.min(self.next_packet_at_nanos().max(self.now));
         }
         if self.arrivals >= ACK_EVERY || self.first_ack_due() {
             at = self.now;
