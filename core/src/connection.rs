@@ -449,9 +449,13 @@ impl Connection {
 
     /// A connector for an authenticated channel (a WebRTC data channel, whose ICE checks
     /// proved the path and whose DTLS handshake authenticated the peer), at time `now`: it
-    /// sends channel requests, which a [`ChannelAcceptor`] answers with `accepted` at once. One round trip where [`connect`](Self::connect) takes two;
-    /// the cookie round trip it skips stops spoofed sources, which such a channel cannot
-    /// have. An acceptor on raw UDP refuses it
+    /// sends channel requests, which a [`ChannelAcceptor`] answers with `accepted` at once. One
+    /// round trip where [`connect`](Self::connect) takes two; the cookie round trip it skips
+    /// stops spoofed sources, which such a channel cannot have. It sends early: its data
+    /// packets (with the messages queued so far) leave between its requests, the first right
+    /// behind the first request, so the acceptor takes them as it accepts and the connector
+    /// hears them acked with `accepted`; it stays [`Connecting`](ConnectionState::Connecting)
+    /// until then. An acceptor on raw UDP refuses it
     /// ([`HandshakeError::ChannelRequest`](crate::HandshakeError::ChannelRequest)). The
     /// connection is plaintext at this layer (DTLS encrypts the channel): [`secure`] refuses
     /// it.
@@ -840,7 +844,11 @@ impl Connection {
     /// The connector's side of the accept: a fresh packet layer is in place (at `now`,
     /// nanoseconds); messages flow.
     fn connected_at(&mut self, now: u64, connection_id: u64) {
-        self.endpoint.set_packet_events(false);
+        // A fresh packet layer reports no packets until one carries reliable frames; a
+        // channel connector's keeps reporting those its early packets carried.
+        if self.records_live == 0 {
+            self.endpoint.set_packet_events(false);
+        }
         self.phase = Phase::Connected;
         self.connection_id = Some(connection_id);
         self.last_received = now;
@@ -925,9 +933,9 @@ impl Connection {
             }
             (Phase::ChannelRequesting, ControlPacket::Accepted { connection_id }) => {
                 // No cookie to check the id against: the channel vouches for its sender,
-                // and the id only names the connection in disconnects from now on.
+                // and the id only names the connection in disconnects from now on. The
+                // packet layer stays: its early packets are this connection's first.
                 let now = self.endpoint.clock(now);
-                self.endpoint = Endpoint::with_settings(self.endpoint.settings().clone(), now);
                 self.connected_at(now, connection_id);
                 Ok(())
             }
@@ -961,10 +969,12 @@ impl Connection {
                 Ok(())
             }
             (Phase::Connected, ControlPacket::ChannelRequest { protocol_id })
-                if self.on_channel && !self.heard_data =>
+                if self.on_channel =>
             {
                 // The connector did not hear our `Accepted` (or its request was repeated
-                // before it could): say it again.
+                // before it could): say it again. Its data proves nothing here (it sends
+                // early, before it hears us), and a channel carries one connection: a late
+                // copy gets a repeat the connector ignores.
                 if protocol_id != self.config.protocol_id {
                     return Err(unexpected);
                 }
@@ -1016,9 +1026,15 @@ impl Connection {
         let budget = buf.len().min(self.config.max_datagram_size);
         let buf = &mut buf[..budget];
         let control = match self.phase {
-            Phase::Requesting | Phase::ChannelRequesting | Phase::Responding
-                if now < self.next_handshake_at =>
-            {
+            // Between requests a channel connector sends its data early: the request and the
+            // first data packet leave together, so the acceptor takes (and acks) the first
+            // messages as it accepts. Until then they are not lost: its reliable frames are
+            // resent as on any packet the peer never acked. (`docs/wire.md`, "The channel
+            // handshake".)
+            Phase::ChannelRequesting if now < self.next_handshake_at => {
+                return self.transmit_data(now, buf);
+            }
+            Phase::Requesting | Phase::Responding if now < self.next_handshake_at => {
                 return Ok(None);
             }
             Phase::ChannelRequesting => ControlPacket::ChannelRequest {
@@ -1235,7 +1251,7 @@ impl Connection {
             {
                 self.finish(DisconnectReason::TimedOut);
             }
-            Phase::Connected => {
+            Phase::Connected | Phase::ChannelRequesting => {
                 self.endpoint.handle_timeout_nanos(now);
                 self.drain_endpoint();
             }
@@ -1252,12 +1268,17 @@ impl Connection {
     /// [`poll_timeout`](Self::poll_timeout) in nanoseconds, `NEVER` for none.
     pub(crate) fn poll_timeout_nanos(&self) -> u64 {
         match self.phase {
-            Phase::Requesting | Phase::ChannelRequesting | Phase::Responding => {
-                self.next_handshake_at.min(
+            Phase::Requesting | Phase::Responding => self.next_handshake_at.min(
+                self.started
+                    .saturating_add(nanos(self.config.handshake_timeout)),
+            ),
+            Phase::ChannelRequesting => self
+                .next_handshake_at
+                .min(
                     self.started
                         .saturating_add(nanos(self.config.handshake_timeout)),
                 )
-            }
+                .min(self.endpoint.poll_timeout_nanos()),
             Phase::Connected if self.accepted_due => self.endpoint.now_nanos(),
             Phase::Connected => self.endpoint.poll_timeout_nanos().min(
                 self.last_received

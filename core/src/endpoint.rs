@@ -54,6 +54,14 @@ const ACK_MARK_MAX_AGE: i16 = 1024;
 /// pass it by. A game's peers send at about the same cadence, so this never fires for them.
 pub const ACK_EVERY: u8 = 16;
 
+/// A connection's first this many packets pulled by a queued message while the interval's
+/// packet has already left go at once, outside the pace (with `prompt_send`): a link starts in
+/// bad mode, and at its 10 packets a second a game's first messages (its first state, a
+/// player's first input) would each wait up to 100 ms for an interval that the accept's
+/// packet, or an ack, took. Three packets of at most the datagram size, once per connection,
+/// are no burst a path notices; the pace holds for everything else.
+pub const STARTUP_PACKETS: u8 = 3;
+
 /// Slots the sent ring starts with: the packets of one loss timeout (1 s) at good mode's 30
 /// packets/s fit, so at the default rates it rarely grows (16 bytes a slot; the ring grows by
 /// doubling, up to `sent_buffer_len`, when more are in flight).
@@ -278,6 +286,8 @@ pub struct Endpoint {
     /// The application queued a message since the last send (with `prompt_send`, the
     /// interval's packet may go now, or when the next interval opens).
     send_pending: bool,
+    /// Of the [`STARTUP_PACKETS`], how many are left.
+    startup_left: u8,
     /// Queue `Acked` and `Lost` events (a connection turns them off while no packet in flight
     /// carries reliable frames: nothing would read them).
     packet_events: bool,
@@ -344,6 +354,7 @@ impl Endpoint {
             last_send_at: NEVER,
             ack_pending: false,
             send_pending: false,
+            startup_left: STARTUP_PACKETS,
             check_at: now,
             packet_events: true,
             newest_in_flight: false,
@@ -771,6 +782,12 @@ impl Endpoint {
         self.settings.config.prompt_ack && self.ack_pending && !self.acked_any
     }
 
+    /// A message was queued and one of the [`STARTUP_PACKETS`] is left: its packet leaves at
+    /// once, outside the pace.
+    fn startup_due(&self) -> bool {
+        self.settings.config.prompt_send && self.send_pending && self.startup_left > 0
+    }
+
     /// The application queued a message. Whether that moved [`poll_timeout`](Self::poll_timeout)
     /// earlier (with `prompt_send`, the first since the last send).
     pub(crate) fn on_queued(&mut self) -> bool {
@@ -889,10 +906,12 @@ impl Endpoint {
         let cadence = now >= self.next_send_at || (prompt && now >= opens_at);
         // Between the cadence's packets: the first ack of the connection (whose arrival is
         // when the peer counts the link as up: it should not wait for an interval a prompt
-        // send took), an ack for a peer sending in bulk, or a packet of our own backlog
-        // under the bulk window.
+        // send took), one of its first packets (`STARTUP_PACKETS`), an ack for a peer sending
+        // in bulk, or a packet of our own backlog under the bulk window.
         let first_ack = self.first_ack_due();
-        let extra = !cadence && (first_ack || self.arrivals >= ACK_EVERY || self.bulk_ready(now));
+        let startup = !cadence && !first_ack && self.startup_due();
+        let extra = !cadence
+            && (first_ack || startup || self.arrivals >= ACK_EVERY || self.bulk_ready(now));
         if !cadence && !extra {
             return Ok(None);
         }
@@ -977,6 +996,7 @@ impl Endpoint {
         self.last_header_len = header_len as u32;
 
         self.acked_any |= self.remote.is_some();
+        self.startup_left -= u8::from(startup);
         self.ack_pending = false;
         self.send_pending = false;
         self.arrivals = 0;
@@ -1044,7 +1064,7 @@ impl Endpoint {
             // The interval's packet may take it as soon as the interval is open.
             at = at.min(self.next_packet_at_nanos().max(self.now));
         }
-        if self.arrivals >= ACK_EVERY || self.first_ack_due() {
+        if self.arrivals >= ACK_EVERY || self.first_ack_due() || self.startup_due() {
             at = self.now;
         } else if self.backlog
             && self.settings.config.bulk_window_packets > 0

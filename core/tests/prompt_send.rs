@@ -9,6 +9,7 @@ mod pair;
 use std::time::Duration;
 
 use ackwire_core::emulator::EmulatorConfig;
+use ackwire_core::endpoint::STARTUP_PACKETS;
 use ackwire_core::{ChannelKind, Config, ConnectionConfig, ConnectionEvent, Mode};
 use pair::ConnPair;
 
@@ -205,4 +206,46 @@ fn the_peers_first_packet_is_acked_at_once_even_when_a_message_took_the_interval
     }
     println!("first data packet to its ack, worst of 20: {worst:?} (round trip 2 ms)");
     assert!(worst <= 2 * MS + 2 * MS, "{worst:?}");
+}
+
+#[test]
+fn a_links_first_messages_leave_at_once_and_the_pace_holds_after_its_startup_packets() {
+    // Bad mode (10 packets a second, the mode a link starts in) and 1 ms each way, on a
+    // channel. The acceptor's interval packet went with its accept, and its first ack went
+    // outside the pace; a game's first states, queued 5 ms apart after that, each leave at
+    // once while `STARTUP_PACKETS` last. The next waits for the pace: the interval after the
+    // accept's packet, 100 ms after it.
+    let config = ConnectionConfig::default()
+        .with_channels(vec![ChannelKind::Unreliable])
+        .with_packet(Config::default());
+    let link = EmulatorConfig::default().with_latency(MS);
+    let mut pair = ConnPair::on_channel(config, link, 1);
+    pair.connect();
+    let accepted_at = pair.server_side.datagrams_sent[0].0;
+    let mut sent_at = Vec::new();
+    for i in 0..=STARTUP_PACKETS {
+        pair.server().send(0, &[i]).unwrap();
+        sent_at.push(pair.now);
+        pair.run_for(5 * MS);
+    }
+    pair.run_for(150 * MS);
+    let arrivals: Vec<Duration> = pair
+        .client_side
+        .events
+        .iter()
+        .filter(|(_, e)| matches!(e, ConnectionEvent::Message { .. }))
+        .map(|(at, _)| *at)
+        .collect();
+    assert_eq!(arrivals.len(), sent_at.len());
+    for (sent, arrived) in sent_at.iter().zip(&arrivals).take(STARTUP_PACKETS.into()) {
+        assert!(
+            *arrived - *sent <= 2 * MS,
+            "sent {sent:?}, arrived {arrived:?}"
+        );
+    }
+    let last = *arrivals.last().unwrap();
+    assert!(
+        last >= accepted_at + 100 * MS,
+        "the pace holds after the startup packets: {last:?}, accepted at {accepted_at:?}"
+    );
 }

@@ -112,6 +112,8 @@ pub(crate) struct CoreLink {
     out: Vec<Vec<u8>>,
     acked_any: bool,
     datagram_size: usize,
+    /// A channel connector: its connection takes messages before the accept.
+    early: bool,
 }
 
 impl CoreLink {
@@ -132,6 +134,7 @@ impl CoreLink {
     ) -> Result<CoreLink, SetupError> {
         #[cfg(target_arch = "wasm32")]
         let _ = address; // only the cookie acceptor binds it
+        let early = matches!(role, Role::Connect) && handshake == Handshake::Channel;
         let side = match role {
             Role::Accept { secret, attempt } if handshake == Handshake::Channel => {
                 if keys.is_some() {
@@ -179,6 +182,7 @@ impl CoreLink {
             out: Vec::new(),
             acked_any: false,
             datagram_size: config.max_datagram_size,
+            early,
         })
     }
 
@@ -193,6 +197,21 @@ impl CoreLink {
     pub(crate) fn connected_mut(&mut self) -> Option<&mut Connection> {
         match &mut self.side {
             Side::Connection(c) if c.state() == ConnectionState::Connected => Some(c),
+            _ => None,
+        }
+    }
+
+    /// The connection while messages may go on it: once connected, or from the start on a
+    /// channel connector, which sends early (its packets ride beside its requests).
+    pub(crate) fn sending_mut(&mut self) -> Option<&mut Connection> {
+        let early = self.early;
+        match &mut self.side {
+            Side::Connection(c)
+                if c.state() == ConnectionState::Connected
+                    || (early && c.state() == ConnectionState::Connecting) =>
+            {
+                Some(c)
+            }
             _ => None,
         }
     }

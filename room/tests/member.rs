@@ -123,6 +123,54 @@ fn a_link_on_a_data_channel_connects_one_round_trip_after_it_opens_and_raw_udp_i
 }
 
 #[test]
+fn a_browsers_first_reliable_message_rides_its_channel_request_and_is_acked_as_it_connects() {
+    // The connector on a data channel sends early: its hello and a message it kept for the
+    // peer leave with the channel request, so the native delivers the message as it accepts
+    // (one hop after the channel opened) and the browser hears it acked with the accept (two
+    // hops), where waiting for the accept to send would take four (docs/wire.md).
+    let mut w = World::new();
+    let n = w.add(PeerKind::Native, |_| {});
+    let b = w.add(PeerKind::Browser, |_| {});
+    w.run_until_true(2 * S, "the browser knows the native", |w| {
+        w.link(b, n).is_some()
+    });
+    assert_eq!(w.say(b, "early"), 1, "kept for the native");
+    let limit = w.now + 2 * S;
+    let state = |w: &World| w.link(b, n).map(|l| l.state);
+    while state(&w) != Some(LinkState::Open) {
+        assert!(w.now < limit, "never open");
+        w.run_for(ms(1));
+    }
+    let opened = w.now;
+    while w.chats(n, "early") == 0 {
+        assert!(w.now < limit, "never delivered");
+        w.run_for(ms(1));
+    }
+    assert_eq!(
+        w.now - opened,
+        world::HOP,
+        "delivered as the native accepts"
+    );
+    while !w.connected(b, n) {
+        assert!(w.now < limit, "never connected");
+        w.run_for(ms(1));
+    }
+    assert_eq!(w.now - opened, 2 * world::HOP);
+    let link = w.link(b, n).unwrap();
+    assert_eq!(
+        link.first_ack_at,
+        Some(w.now),
+        "the request's packet is acked as the accept arrives"
+    );
+    assert_eq!(
+        link.unconfirmed, 0,
+        "the native confirmed the message already"
+    );
+    w.run_for(S);
+    assert_eq!(w.chats(n, "early"), 1, "once");
+}
+
+#[test]
 fn the_player_already_in_the_room_offers_and_browsers_offer_to_natives() {
     let mut w = World::new();
     let a = w.add(PeerKind::Browser, |_| {});

@@ -88,6 +88,9 @@ pub(super) enum Attempt {
         transport: Transport,
         core: CoreLink,
         deadline: Option<Duration>,
+        /// The member took the connection before its accept (a channel connector sends
+        /// early): its hello and copies ride the request's packet.
+        early: bool,
     },
     /// The core connection is up.
     Connected {
@@ -249,11 +252,17 @@ impl Link {
         queue_len: usize,
     ) -> Result<(), super::SendError> {
         let id = self.id;
-        let connection = match &mut self.attempt {
-            Attempt::Connected { core, .. } => core.connected_mut(),
-            _ => None,
+        let (connection, early) = match &mut self.attempt {
+            Attempt::Connected { core, .. } => (core.connected_mut(), None),
+            Attempt::Open {
+                core, early: true, ..
+            } => (None, core.sending_mut()),
+            _ => (None, None),
         };
         let result = if !latest && self.delivery.is_reliable(channel) {
+            // A reliable copy also rides an early connection (the peer has not accepted it
+            // yet: the copy is resent until it acks).
+            let connection = connection.or(early);
             return self
                 .delivery
                 .send(connection, channel, bytes)
@@ -279,8 +288,11 @@ impl Link {
     /// leave before the interval's end): the driver should look at the member's again.
     pub(super) fn take_rearm(&mut self) -> bool {
         match &mut self.attempt {
-            Attempt::Connected { core, .. } => core
-                .connected_mut()
+            Attempt::Connected { core, .. }
+            | Attempt::Open {
+                core, early: true, ..
+            } => core
+                .sending_mut()
                 .is_some_and(ackwire_core::Connection::take_rearm),
             _ => false,
         }
@@ -656,6 +668,7 @@ impl Member {
                             transport: Transport::Udp,
                             core,
                             deadline: Some(deadline),
+                            early: false,
                         };
                     }
                     Err(failure) => return self.lose(now, i, failure),
@@ -935,11 +948,12 @@ impl Member {
         }
         let mut ready = std::mem::take(&mut self.ready);
         let link = &mut self.links[i];
-        // Pings only once the member took the connection (its hello went first).
+        // Pings only once the core connected (the member's hello went first).
         let linked = matches!(link.attempt, Attempt::Connected { .. });
+        let took = linked || matches!(link.attempt, Attempt::Open { early: true, .. });
         let clock_period = self.config.clock_period;
         if let Some(core) = link.attempt.core_mut() {
-            if let Some(connection) = core.connected_mut() {
+            if let Some(connection) = core.sending_mut().filter(|_| took) {
                 link.delivery.flush(connection);
                 if let Some(ping) = linked.then(|| link.clock.ping_due(now)).flatten() {
                     let (bytes, len) = ping.encode();
@@ -984,9 +998,11 @@ impl Member {
                     Attempt::Open {
                         transport,
                         mut core,
+                        early,
                         ..
                     } => {
-                        if let Some(connection) = core.connected_mut() {
+                        // An early link's hello already left with its request.
+                        if let Some(connection) = core.connected_mut().filter(|_| !early) {
                             refused = link.delivery.connected(connection).err();
                         }
                         Attempt::Connected { transport, core }

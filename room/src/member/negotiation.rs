@@ -183,17 +183,28 @@ impl Member {
         };
         let accept = !rtc.offerer;
         match self.new_core(now, accept, Handshake::Channel, peer, i, None) {
-            Ok(core) => {
+            Ok(mut core) => {
                 let link = &mut self.links[i];
                 let Attempt::Negotiating { rtc, deadline } =
                     std::mem::replace(&mut link.attempt, Attempt::Idle)
                 else {
                     return;
                 };
+                // A connector takes its connection now: the hello and the copies the peer has
+                // not confirmed ride the request's packet, so the peer takes (and acks) them
+                // as it accepts (`docs/wire.md`, "The channel handshake").
+                let early = match core.sending_mut() {
+                    Some(connection) => match link.delivery.connected(connection) {
+                        Ok(()) => true,
+                        Err(e) => return self.lose(now, i, Failure::Protocol(e.to_string())),
+                    },
+                    None => false,
+                };
                 link.attempt = Attempt::Open {
                     transport: Transport::WebRtc(rtc),
                     core,
                     deadline,
+                    early,
                 };
                 self.link_event(now, i);
             }
