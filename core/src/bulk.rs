@@ -12,11 +12,15 @@
 //!   congestion signal (slow start), then by one per window acked (congestion avoidance);
 //! - a **congestion signal** is an RTT sample more than [`rtt_rise`] above the smallest seen
 //!   (a queue building up on the path, which would delay the game's own packets), or more
-//!   than [`LOSS_TOLERANCE`] of a window's packets lost in one round trip (a packet counts as
-//!   lost once [`REORDER`] newer ones were acked before it). Each multiplies the window by
-//!   [`BACKOFF`], at most once per window of packets (a burst of losses is one signal).
-//!   Random loss below the tolerance (Wi-Fi, a lossy last mile) is not congestion and cuts
-//!   nothing, as in BBR's loss threshold;
+//!   packets lost in one round trip than the path loses without the transfer (a packet counts
+//!   as lost once [`REORDER`] newer ones were acked before it): [`LOSS_TOLERANCE`] of the
+//!   window, plus what the link's own loss before the transfer (its last 64 resolved
+//!   packets, at most [`MAX_BASELINE`]) would lose of it with two standard deviations to spare
+//!   ([`loss_limit`]). Each multiplies the window by [`BACKOFF`], at most once per window of
+//!   packets (a burst of losses is one signal). Random loss (Wi-Fi, a lossy last mile) is not
+//!   congestion and cuts nothing: on a clean link a transfer tolerates BBR's 2 %, and on a
+//!   link that already lost 5 % of the game's packets it tolerates those 5 % and what
+//!   chance adds to them, not a queue's overflow above them;
 //! - extra packets are spread over the round trip (the window over the smoothed RTT, with
 //!   headroom), never sent as one burst;
 //! - a packet counted as lost by a signal leaves the window at once: it is not waited for
@@ -44,6 +48,20 @@ pub(crate) const BACKOFF: f64 = 0.7;
 /// Losses in one round trip above this share of the window are a congestion signal (BBR's
 /// 2 %): one loss cuts a window of 50 packets or fewer, three are needed at 100.
 pub(crate) const LOSS_TOLERANCE: f64 = 0.02;
+
+/// The link's loss before a transfer counts as random (not the transfer's doing) up to this
+/// share: a quiet link losing more is broken, not noisy, and the transfer tolerates no more.
+pub(crate) const MAX_BASELINE: f64 = 0.10;
+
+/// Losses in one round trip of a `window` of packets past which they are congestion, when the
+/// link lost `baseline` of its packets before the transfer: [`LOSS_TOLERANCE`] of the window,
+/// plus the baseline's share of it and two standard deviations of that (a binomial's), so
+/// that random loss alone crosses it in one or two round trips of a hundred (a binomial at
+/// 5 % loss: 1.2 % of round trips at 10 packets, 0.4 % at 100).
+pub(crate) fn loss_limit(window: f64, baseline: f64) -> f64 {
+    let expected = baseline * window;
+    LOSS_TOLERANCE * window + expected + 2.0 * (expected * (1.0 - baseline)).sqrt()
+}
 
 /// How many newer packets must be acked before an unacked one counts as lost for the window
 /// (QUIC's packet threshold, RFC 9002).
@@ -85,6 +103,9 @@ pub(crate) struct BulkWindow {
     round_lost: u32,
     /// Smallest RTT sample since the window started, in nanoseconds (`NEVER` before one).
     min_rtt: u64,
+    /// The share of packets the link lost before the transfer (random loss, see
+    /// [`loss_limit`]).
+    baseline: f64,
     /// The next extra packet may leave at this time (pacing).
     pub(crate) next_at: u64,
     /// When the connection last had a backlog.
@@ -93,8 +114,16 @@ pub(crate) struct BulkWindow {
 
 impl BulkWindow {
     /// A fresh window at `now`, with `in_flight` packets already out (none before `oldest`),
-    /// and `next` the sequence the next packet gets: signals start with it.
-    pub(crate) fn new(max: u16, in_flight: u32, oldest: u16, next: u16, now: u64) -> BulkWindow {
+    /// and `next` the sequence the next packet gets: signals start with it. `baseline`: the
+    /// share of packets the link lost before the transfer.
+    pub(crate) fn new(
+        max: u16,
+        in_flight: u32,
+        oldest: u16,
+        next: u16,
+        now: u64,
+        baseline: f64,
+    ) -> BulkWindow {
         let max = f64::from(max);
         BulkWindow {
             window: INITIAL_WINDOW.min(max).max(MIN_WINDOW.min(max)),
@@ -106,6 +135,7 @@ impl BulkWindow {
             round_start: next,
             round_lost: 0,
             min_rtt: NEVER,
+            baseline: baseline.clamp(0.0, MAX_BASELINE),
             next_at: now,
             wanted_at: now,
         }
@@ -157,14 +187,14 @@ impl BulkWindow {
     }
 
     /// Packet `sequence`, counted in `in_flight`, is lost; `next` is the sequence the next
-    /// packet gets. A signal once this round trip's losses pass the tolerance.
+    /// packet gets. A signal once this round trip's losses pass [`loss_limit`].
     pub(crate) fn on_lost(&mut self, sequence: u16, next: u16) {
         self.in_flight = self.in_flight.saturating_sub(1);
         if distance(self.recovery, sequence) < 0 {
             return;
         }
         self.round_lost += 1;
-        if f64::from(self.round_lost) > LOSS_TOLERANCE * self.window {
+        if f64::from(self.round_lost) > loss_limit(self.window, self.baseline) {
             self.signal(sequence, next);
         }
     }
@@ -200,7 +230,7 @@ mod tests {
 
     #[test]
     fn slow_start_doubles_the_window_each_round_trip_then_avoidance_adds_one() {
-        let mut w = BulkWindow::new(256, 0, 0, 0, 0);
+        let mut w = BulkWindow::new(256, 0, 0, 0, 0, 0.0);
         // One round trip: a window's packets out, each acked, each adding one.
         for _ in 0..10 {
             w.on_sent(0, true, Some(10 * MS));
@@ -224,7 +254,7 @@ mod tests {
 
     #[test]
     fn a_burst_of_losses_from_one_window_cuts_once() {
-        let mut w = BulkWindow::new(256, 0, 100, 100, 0);
+        let mut w = BulkWindow::new(256, 0, 100, 100, 0, 0.0);
         w.window = 40.0;
         w.signal(100, 140);
         w.signal(101, 140);
@@ -236,7 +266,7 @@ mod tests {
 
     #[test]
     fn losses_within_the_tolerance_cut_nothing_and_past_it_cut_once() {
-        let mut w = BulkWindow::new(256, 0, 0, 0, 0);
+        let mut w = BulkWindow::new(256, 0, 0, 0, 0, 0.0);
         w.window = 100.0;
         w.on_lost(3, 100);
         w.on_lost(40, 100);
@@ -254,7 +284,7 @@ mod tests {
         w.on_acked(100, true, 170);
         w.on_lost(101, 170);
         assert_eq!(w.window(), 70);
-        let mut small = BulkWindow::new(256, 0, 0, 0, 0);
+        let mut small = BulkWindow::new(256, 0, 0, 0, 0, 0.0);
         small.on_lost(0, 10);
         assert_eq!(
             small.window(),
@@ -264,8 +294,34 @@ mod tests {
     }
 
     #[test]
+    fn on_a_link_that_lost_5_percent_before_the_transfer_that_loss_is_not_congestion() {
+        // 100 packets a round trip on a link that lost 5 % of the game's packets: 5 expected,
+        // and up to 11 (2 % + 5 % + two deviations of 2.2) tolerated; a queue's overflow on
+        // top of them cuts.
+        assert!((loss_limit(100.0, 0.05) - 11.36).abs() < 0.01);
+        let mut w = BulkWindow::new(256, 0, 0, 0, 0, 0.05);
+        w.window = 100.0;
+        for n in 0..11 {
+            w.on_lost(n * 9, 100);
+        }
+        assert_eq!(w.window(), 100, "11 of 100: the path's own loss");
+        w.on_lost(99, 100);
+        assert_eq!(w.window(), 70, "the 12th is congestion");
+        // A small window is not cut by the one or two losses chance gives it.
+        let mut small = BulkWindow::new(256, 0, 0, 0, 0, 0.05);
+        small.on_lost(0, 10);
+        small.on_lost(1, 10);
+        assert_eq!(small.window(), 10);
+        // A baseline past the cap counts as the cap: a broken link is not a noisy one.
+        let broken = BulkWindow::new(256, 0, 0, 0, 0, 0.5);
+        assert_eq!(broken.baseline, MAX_BASELINE);
+        // On a clean link the limit is the 2 % it always was.
+        assert_eq!(loss_limit(50.0, 0.0), 1.0);
+    }
+
+    #[test]
     fn an_unused_window_does_not_grow_and_none_passes_its_bounds() {
-        let mut w = BulkWindow::new(12, 0, 0, 0, 0);
+        let mut w = BulkWindow::new(12, 0, 0, 0, 0, 0.0);
         for _ in 0..100 {
             w.on_sent(0, true, None);
             w.on_acked(0, false, 1);
@@ -283,7 +339,7 @@ mod tests {
 
     #[test]
     fn an_rtt_well_above_the_smallest_is_a_signal_and_one_within_the_rise_is_not() {
-        let mut w = BulkWindow::new(256, 0, 0, 0, 0);
+        let mut w = BulkWindow::new(256, 0, 0, 0, 0, 0.0);
         w.window = 100.0;
         w.on_rtt(50 * MS, 10);
         w.on_rtt(60 * MS, 11);
@@ -294,7 +350,7 @@ mod tests {
 
     #[test]
     fn extra_packets_are_spread_over_the_round_trip() {
-        let mut w = BulkWindow::new(256, 0, 0, 0, 0);
+        let mut w = BulkWindow::new(256, 0, 0, 0, 0, 0.0);
         w.on_sent(0, true, Some(20 * MS));
         assert_eq!(w.next_at, MS, "20 ms over 10 packets at twice the rate");
         w.on_sent(5 * MS, false, Some(20 * MS));

@@ -833,12 +833,15 @@ impl Endpoint {
             .is_none_or(|bulk| now.saturating_sub(bulk.wanted_at) > RESTART_AFTER);
         if stale {
             let in_flight = self.count_in_flight();
+            // The link's loss before the transfer (its last 64 resolved packets, the figure
+            // `Stats::loss_percent` shows) is the path's own: the window tolerates it.
             self.bulk = Some(Box::new(BulkWindow::new(
                 max,
                 in_flight,
                 self.oldest_unresolved,
                 self.next_sequence,
                 now,
+                self.loss.percent() / 100.0,
             )));
         }
         let bulk = self.bulk.as_deref_mut().expect("made above");
