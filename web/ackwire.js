@@ -7,7 +7,7 @@
 //   const room = await join(location.href, {
 //     app: 'pong', version: 1, channels: ['unreliable-sequenced', 'reliable-ordered'],
 //   });
-//   room.addEventListener('link', (e) => { if (e.link.state === 'connected') room.send(e.peer, 1, 'hi'); });
+//   room.addEventListener('connected', (e) => room.send(e.peer, 1, 'hi')); // once per connection
 //   room.addEventListener('message', (e) => console.log(`peer ${e.peer} on ${e.channel}: ${e.text}`));
 //
 // Every error this API throws or rejects with is an `Error` with a string `code`:

@@ -32,8 +32,7 @@ const page = (entry) => `<!doctype html>
   }).then((room) => new Promise((resolve, reject) => {
     window.room = room;
     const received = [];
-    room.addEventListener('link', (e) => {
-      if (e.link.state !== 'connected') return;
+    room.addEventListener('connected', (e) => {
       try {
         room.send(e.peer, 1, 'hello from ' + name);
         room.send(e.peer, 1, new Uint8Array([0, 1, 127, 128, 255, name.charCodeAt(0)]));
