@@ -380,11 +380,12 @@ pub struct Connection {
     accepted_due: bool,
     /// Made by an acceptor (answers repeated connect responses).
     is_acceptor: bool,
-    /// A data packet from the peer was taken in. On an acceptor's connection that proves the
-    /// connector heard `accepted`, so a connect response or channel request arriving after it
-    /// is no repeat of the one accepted: it is late, or it is a restarted connector's, which
-    /// must not be accepted onto this connection's sequences (it would be acked and never
-    /// delivered). It is refused, and nothing answers it.
+    /// A data packet from the peer was taken in. On a cookie acceptor's connection that proves
+    /// the connector heard `accepted`, so a connect response arriving after it is no repeat
+    /// of the one accepted: it is late, or it is a restarted connector's, which must not be
+    /// accepted onto this connection's sequences (it would be acked and never delivered). It
+    /// is refused, and nothing answers it. (A channel connector sends data before it hears
+    /// `accepted`: on a channel a repeated request is answered whatever came.)
     heard_data: bool,
     /// Made by a [`ChannelAcceptor`](crate::ChannelAcceptor): the one kind of connection
     /// that answers a repeated channel request. One made by the cookie handshake refuses a

@@ -201,6 +201,12 @@ impl CoreLink {
         }
     }
 
+    /// A channel connector: it sends early (its packets ride beside its requests), so the
+    /// member takes its connection from the start.
+    pub(crate) fn sends_early(&self) -> bool {
+        self.early
+    }
+
     /// The connection while messages may go on it: once connected, or from the start on a
     /// channel connector, which sends early (its packets ride beside its requests).
     pub(crate) fn sending_mut(&mut self) -> Option<&mut Connection> {

@@ -88,9 +88,6 @@ pub(super) enum Attempt {
         transport: Transport,
         core: CoreLink,
         deadline: Option<Duration>,
-        /// The member took the connection before its accept (a channel connector sends
-        /// early): its hello and copies ride the request's packet.
-        early: bool,
     },
     /// The core connection is up.
     Connected {
@@ -254,9 +251,7 @@ impl Link {
         let id = self.id;
         let (connection, early) = match &mut self.attempt {
             Attempt::Connected { core, .. } => (core.connected_mut(), None),
-            Attempt::Open {
-                core, early: true, ..
-            } => (None, core.sending_mut()),
+            Attempt::Open { core, .. } => (None, core.sending_mut()),
             _ => (None, None),
         };
         let result = if !latest && self.delivery.is_reliable(channel) {
@@ -288,10 +283,7 @@ impl Link {
     /// leave before the interval's end): the driver should look at the member's again.
     pub(super) fn take_rearm(&mut self) -> bool {
         match &mut self.attempt {
-            Attempt::Connected { core, .. }
-            | Attempt::Open {
-                core, early: true, ..
-            } => core
+            Attempt::Connected { core, .. } | Attempt::Open { core, .. } => core
                 .sending_mut()
                 .is_some_and(ackwire_core::Connection::take_rearm),
             _ => false,
@@ -668,7 +660,6 @@ impl Member {
                             transport: Transport::Udp,
                             core,
                             deadline: Some(deadline),
-                            early: false,
                         };
                     }
                     Err(failure) => return self.lose(now, i, failure),
@@ -950,10 +941,10 @@ impl Member {
         let link = &mut self.links[i];
         // Pings only once the core connected (the member's hello went first).
         let linked = matches!(link.attempt, Attempt::Connected { .. });
-        let took = linked || matches!(link.attempt, Attempt::Open { early: true, .. });
         let clock_period = self.config.clock_period;
         if let Some(core) = link.attempt.core_mut() {
-            if let Some(connection) = core.sending_mut().filter(|_| took) {
+            // Before the accept, only a channel connector's (it sends early, its hello said).
+            if let Some(connection) = core.sending_mut() {
                 link.delivery.flush(connection);
                 if let Some(ping) = linked.then(|| link.clock.ping_due(now)).flatten() {
                     let (bytes, len) = ping.encode();
@@ -998,10 +989,10 @@ impl Member {
                     Attempt::Open {
                         transport,
                         mut core,
-                        early,
                         ..
                     } => {
-                        // An early link's hello already left with its request.
+                        // A channel connector's hello already left with its request.
+                        let early = core.sends_early();
                         if let Some(connection) = core.connected_mut().filter(|_| !early) {
                             refused = link.delivery.connected(connection).err();
                         }

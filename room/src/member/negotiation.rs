@@ -193,18 +193,15 @@ impl Member {
                 // A connector takes its connection now: the hello and the copies the peer has
                 // not confirmed ride the request's packet, so the peer takes (and acks) them
                 // as it accepts (`docs/wire.md`, "The channel handshake").
-                let early = match core.sending_mut() {
-                    Some(connection) => match link.delivery.connected(connection) {
-                        Ok(()) => true,
-                        Err(e) => return self.lose(now, i, Failure::Protocol(e.to_string())),
-                    },
-                    None => false,
-                };
+                if let Some(connection) = core.sending_mut()
+                    && let Err(e) = link.delivery.connected(connection)
+                {
+                    return self.lose(now, i, Failure::Protocol(e.to_string()));
+                }
                 link.attempt = Attempt::Open {
                     transport: Transport::WebRtc(rtc),
                     core,
                     deadline,
-                    early,
                 };
                 self.link_event(now, i);
             }
