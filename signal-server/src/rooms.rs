@@ -28,7 +28,7 @@ use std::{
 use ackwire_signalling::rules::{self, Effect, Room, Route, Shared, Takeover};
 use ackwire_signalling::{
     AppInfo, LeaveReason, PeerId, PeerInfo, PeerKind, PublicKey, Resume, Role, RoomSnapshot,
-    ServerFrame,
+    ServerFrame, WebTransportInfo,
 };
 use axum::extract::ws::Utf8Bytes;
 use serde_json::Value;
@@ -193,6 +193,8 @@ pub struct JoinRequest {
     pub udp_addr: Option<SocketAddr>,
     /// Natives' public key for encrypted UDP links (only with `udp_addr`).
     pub udp_key: Option<PublicKey>,
+    /// A host's WebTransport service (hosts only).
+    pub webtransport: Option<WebTransportInfo>,
     /// The address the connection is counted under ([`Permit::client`](crate::admission::Permit::client)): a join that creates
     /// a room spends one of its room creations.
     pub client: IpAddr,
@@ -414,6 +416,7 @@ impl Hub {
             role: req.role,
             udp_addr: req.udp_addr,
             udp_key: req.udp_key,
+            webtransport: req.webtransport,
             instance: req.instance,
             identity: req.identity,
             app: req.app,
@@ -881,6 +884,7 @@ mod tests {
             role: Role::Peer,
             udp_addr: None,
             udp_key: None,
+            webtransport: None,
             client: LOOPBACK,
             instance: None,
             identity: None,

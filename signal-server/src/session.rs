@@ -10,7 +10,8 @@ use std::{
 
 use ackwire_signalling::rules::tokens_match;
 use ackwire_signalling::{
-    ClientFrame, IceServer, LeaveReason, PeerId, PeerKind, ServerFrame, Topology, UrlJoin, VERSION,
+    ClientFrame, IceServer, LeaveReason, PeerId, PeerKind, Role, ServerFrame, Topology, UrlJoin,
+    VERSION, webtransport::InvalidWebTransport,
 };
 use axum::{
     extract::{
@@ -481,6 +482,7 @@ impl Session {
                 app,
                 role,
                 ticket,
+                webtransport,
                 resume,
             } => {
                 if let Some((room, _)) = &self.joined {
@@ -508,6 +510,21 @@ impl Session {
                         "udp_key is only for native peers with a udp_addr",
                     ));
                 }
+                if let Some(service) = &webtransport {
+                    if role != Role::Host {
+                        return Err(SignalError::InvalidJoin(
+                            "webtransport is only for a host room's host",
+                        ));
+                    }
+                    service.validate().map_err(|e| {
+                        SignalError::InvalidJoin(match e {
+                            InvalidWebTransport::TooManyHashes => {
+                                "webtransport.cert_hashes holds at most 4 hashes"
+                            }
+                            _ => "webtransport.url must be https://, at most 256 characters, with no query or fragment",
+                        })
+                    })?;
+                }
                 // With tickets, a fresh join shows its ticket before it touches any room (a
                 // refusal changes nothing); where tickets are for hosts alone, another join
                 // that carries one shows it too. A resume needs none: its token proves the
@@ -525,6 +542,7 @@ impl Session {
                     role,
                     udp_addr,
                     udp_key,
+                    webtransport,
                     client: self.permit.client(),
                     instance,
                     identity,

@@ -6,7 +6,7 @@ use std::{borrow::Cow, net::SocketAddr};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{AppInfo, ErrorCode, PublicKey};
+use crate::{AppInfo, ErrorCode, PublicKey, WebTransportInfo};
 
 /// A peer's id in its room, assigned by the server. Ids are unique for one server's
 /// lifetime; after a server restart they are handed out afresh (see [`PeerInfo::instance`]).
@@ -158,6 +158,10 @@ pub struct PeerInfo {
     /// with the same one replaces it. Absent without tickets, and from dashboards.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub identity: Option<String>,
+    /// A host room's host: where its clients reach it over WebTransport, and the
+    /// certificates it presents there. Absent for everyone else, and from dashboards.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webtransport: Option<WebTransportInfo>,
 }
 
 impl PeerInfo {
@@ -173,6 +177,7 @@ impl PeerInfo {
             udp_key: None,
             network: None,
             identity: None,
+            webtransport: None,
         }
     }
 
@@ -184,6 +189,7 @@ impl PeerInfo {
             udp_key: None,
             network: None,
             identity: None,
+            webtransport: None,
             ..self.clone()
         }
     }
@@ -288,6 +294,10 @@ pub enum ClientFrame<S = Value, L = Value> {
         /// resume needs none: its token proves the join it takes back.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         ticket: Option<String>,
+        /// A host room's host only: where its clients reach it over WebTransport
+        /// ([`PeerInfo::webtransport`]).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        webtransport: Option<WebTransportInfo>,
         /// Take back a peer id after a dropped link.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         resume: Option<Resume>,
@@ -689,6 +699,7 @@ mod tests {
             udp_key: None,
             network: None,
             identity: None,
+            webtransport: None,
         };
         let payload = || Cow::Owned(serde_json::json!({"candidate": "c"}));
         vec![
@@ -744,6 +755,7 @@ mod tests {
                 app: Some(AppInfo::new("pong", 1, [ChannelKind::ReliableOrdered])),
                 role: Role::Peer,
                 ticket: None,
+                webtransport: None,
                 resume: Some(Resume {
                     peer_id: 4,
                     token: "t".into(),
@@ -870,6 +882,7 @@ mod tests {
             app: None,
             role: Role::Peer,
             ticket: None,
+            webtransport: None,
             resume: None,
         };
         assert_eq!(
@@ -886,6 +899,7 @@ mod tests {
             app: None,
             role: Role::Peer,
             ticket: None,
+            webtransport: None,
             resume: Some(Resume {
                 peer_id: 7,
                 token: "t".into(),
@@ -905,6 +919,7 @@ mod tests {
             app: Some(AppInfo::new("pong", 2, [ChannelKind::ReliableOrdered])),
             role: Role::Peer,
             ticket: None,
+            webtransport: None,
             resume: None,
         };
         let text = serde_json::to_string(&with_instance).unwrap();
@@ -929,6 +944,7 @@ mod tests {
             udp_key: None,
             network: None,
             identity: None,
+            webtransport: None,
         };
         let frame = ServerFrame::PeerJoined {
             room: "lobby".into(),

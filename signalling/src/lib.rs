@@ -42,6 +42,7 @@ pub mod rules;
 mod signal;
 pub mod ticket;
 mod url;
+pub mod webtransport;
 
 pub use app::{AppInfo, ChannelKind, InvalidApp};
 pub use code::ErrorCode;
@@ -52,6 +53,7 @@ pub use frames::{
 pub use key::{InvalidPublicKey, PublicKey};
 pub use signal::{Sdp, SdpKind, SignalData};
 pub use url::{BadRoomUrl, RoomUrl, UrlJoin};
+pub use webtransport::{CertHash, WebTransportInfo};
 
 /// The signalling protocol version: sent in every join, echoed in the welcome.
 pub const VERSION: u32 = 1;

@@ -42,7 +42,7 @@ use std::net::SocketAddr;
 
 use crate::{
     AppInfo, ErrorCode, IceServer, LeaveReason, PeerId, PeerInfo, PeerKind, PublicKey, Resume,
-    Role, RoomSnapshot, ServerFrame, Topology, VERSION,
+    Role, RoomSnapshot, ServerFrame, Topology, VERSION, WebTransportInfo,
 };
 
 /// Peers that left a room lately, so a snapshot of another server read before their leave
@@ -252,6 +252,8 @@ pub struct Join<C> {
     pub udp_key: Option<PublicKey>,
     /// The program instance: a new peer with it replaces the room's old one.
     pub instance: Option<String>,
+    /// A host's WebTransport service ([`PeerInfo::webtransport`]).
+    pub webtransport: Option<WebTransportInfo>,
     /// Who the game's backend says it is (its join ticket's identity): a new peer with it
     /// replaces the room's old one, as the same instance does.
     pub identity: Option<String>,
@@ -284,6 +286,7 @@ impl<C> Join<C> {
             udp_addr: None,
             udp_key: None,
             instance: None,
+            webtransport: None,
             identity: None,
             app: None,
             resume: None,
@@ -676,6 +679,9 @@ impl<C: Clone + PartialEq> Room<C> {
             slot.info.udp_addr = join.udp_addr;
             slot.info.udp_key = join.udp_key;
         }
+        if join.webtransport.is_some() && slot.info.role == Role::Host {
+            slot.info.webtransport = join.webtransport;
+        }
         // It may come back from elsewhere (another network); newcomers see where.
         slot.info.network = slot.info.udp_addr.and(join.network);
         // Every welcome carries a new token and the one just used is dead: a token that
@@ -769,6 +775,7 @@ impl<C: Clone + PartialEq> Room<C> {
             // Natives only: they alone choose a path by it.
             network: join.udp_addr.and(join.network),
             identity: join.identity,
+            webtransport: join.webtransport.filter(|_| join.role == Role::Host),
         };
         effects.push(Effect::Shared(Shared::Joined {
             info: info.clone(),

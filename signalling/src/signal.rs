@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 /// The relay payload between peers: a session description or one trickled ICE candidate,
-/// in the browser's JSON shape.
+/// in the browser's JSON shape, or a client's WebTransport token.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(untagged)]
 pub enum SignalData {
@@ -22,6 +22,13 @@ pub enum SignalData {
         /// Media section index.
         #[serde(rename = "sdpMLineIndex", default)]
         sdp_m_line_index: Option<u16>,
+    },
+    /// `{"webtransport": "<token>"}`: a client of a host room dials the host's WebTransport
+    /// URL with this token ([`crate::webtransport::session_token`]); the host takes the session
+    /// that shows it as this client's link. 32 lowercase hex digits.
+    WebTransport {
+        /// The link's token.
+        webtransport: String,
     },
 }
 

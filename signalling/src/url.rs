@@ -165,6 +165,8 @@ impl UrlJoin {
             app,
             role: self.role,
             ticket: self.ticket,
+            // A host's WebTransport URL and hashes ride its join frame, not the URL.
+            webtransport: None,
             resume: None,
         })
     }

@@ -153,6 +153,7 @@ fn the_documented_browser_join_serializes_byte_for_byte() {
         app: None,
         role: Default::default(),
         ticket: None,
+        webtransport: None,
         resume: None,
     };
     let text = serde_json::to_string(&join).unwrap();

@@ -168,7 +168,7 @@ pub(super) fn run_command(state: &mut State, shared: &Shared, command: Command) 
                 apply_signal(&weak, transport, &pc, data).await;
             });
         }
-        Command::ClosePeerConnection { transport } => {
+        Command::CloseTransport { transport } => {
             if let Some(pc) = state.pcs.remove(&transport) {
                 pc.shut_down();
             }

@@ -351,6 +351,8 @@ impl LiteHost {
                     }
                 }
             }
+            // The member applies no WebTransport token to a peer connection.
+            SignalData::WebTransport { .. } => {}
         }
         self.drive(transport);
     }

@@ -447,7 +447,9 @@ impl Io {
                 Command::ApplyRemoteSignal { transport, data } => {
                     lite.remote_signal(transport, data);
                 }
-                Command::ClosePeerConnection { transport } => lite.close(transport),
+                Command::CloseTransport { transport } => lite.close(transport),
+                // TODO(#46): the host's WebTransport endpoint.
+                Command::OpenWebTransport { .. } | Command::AcceptWebTransport { .. } => {}
             }
             return;
         }
@@ -471,7 +473,9 @@ impl Io {
                 }
             }
             // Dropping the session closes the peer connection.
-            Command::ClosePeerConnection { transport } => drop(self.sessions.remove(&transport)),
+            Command::CloseTransport { transport } => drop(self.sessions.remove(&transport)),
+            // TODO(#46): the host's WebTransport endpoint.
+            Command::OpenWebTransport { .. } | Command::AcceptWebTransport { .. } => {}
         }
     }
 
@@ -566,6 +570,8 @@ impl Carrier for Carry<'_> {
                     session.send(datagram);
                 }
             }
+            // TODO(#46): the host's WebTransport endpoint.
+            (Route::WebTransport(_), _) => {}
         }
     }
 

@@ -329,6 +329,8 @@ async fn run(
                         tracing::debug!(transport = peer.0, error = %e, "remote candidate refused");
                     }
                 }
+                // The member applies no WebTransport token to a peer connection.
+                Some(Command::Remote(SignalData::WebTransport { .. })) => {}
             },
             datagram = datagrams.recv() => {
                 let Some(datagram) = datagram else { break };

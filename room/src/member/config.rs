@@ -12,7 +12,7 @@ use super::{Event, SendError};
 use crate::backoff::Backoff;
 use crate::emulation::Emulation;
 use crate::keys::UdpKeys;
-use crate::signalling::{AppInfo, ChannelKind, InvalidApp, PeerKind, Role};
+use crate::signalling::{AppInfo, ChannelKind, InvalidApp, PeerKind, Role, WebTransportInfo};
 
 /// How a member behaves; every field has a documented default except who and where it is.
 #[derive(Debug, Clone)]
@@ -83,6 +83,18 @@ pub struct MemberConfig {
     /// the join as `udp_key`). `None` (the default, and browsers'): plaintext UDP links,
     /// which encrypting natives refuse.
     pub udp_keys: Option<Arc<dyn UdpKeys>>,
+    /// A host room's host: where it serves WebTransport (its driver's endpoint), published
+    /// in its join so clients that can dial it do, before WebRTC. `None` (the default): its
+    /// clients link over WebRTC (browsers) or UDP (natives).
+    pub webtransport: Option<WebTransportInfo>,
+    /// A client of a host room can dial WebTransport (a browser that has it): it links to a
+    /// host that publishes a service that way first, and over WebRTC when the session fails
+    /// within [`webtransport_timeout`](Self::webtransport_timeout). Default: `false`.
+    pub dials_webtransport: bool,
+    /// A WebTransport attempt not ready after this long gives way to WebRTC. Default: 3 s
+    /// (a session is ready in two or three round trips; its handshake packets are resent
+    /// after a second).
+    pub webtransport_timeout: Duration,
 }
 
 impl MemberConfig {
@@ -114,6 +126,9 @@ impl MemberConfig {
             clock_period: crate::clock::SLOW_PING,
             peer_budget: crate::delivery::DEFAULT_PEER_BUDGET,
             udp_keys: None,
+            webtransport: None,
+            dials_webtransport: false,
+            webtransport_timeout: Duration::from_secs(3),
         }
     }
 

@@ -732,7 +732,7 @@ impl Member {
                 }
             }
             Attempt::Negotiating { rtc, .. } => {
-                self.command(super::Command::ClosePeerConnection { transport: rtc.id });
+                self.command(super::Command::CloseTransport { transport: rtc.id });
             }
             Attempt::Idle | Attempt::Retrying { .. } => {}
         }

@@ -614,8 +614,8 @@ impl Member {
         }
         self.closing.retain(|c| {
             let done = c.is_done(now);
-            if done && let Route::WebRtc(transport) = c.route {
-                out.push_back(Output::Command(Command::ClosePeerConnection { transport }));
+            if done && let Route::WebRtc(transport) | Route::WebTransport(transport) = c.route {
+                out.push_back(Output::Command(Command::CloseTransport { transport }));
             }
             !done
         });

@@ -59,6 +59,9 @@ impl Member {
             self.early_signals.push_back((now, from, data));
             return;
         };
+        if let SignalData::WebTransport { webtransport: token } = data {
+            return self.on_webtransport_token(now, i, token);
+        }
         let offer = matches!(&data, SignalData::Sdp { sdp } if sdp.kind == SdpKind::Offer);
         if self.links[i].direct_udp().is_some() {
             if !offer {
@@ -105,6 +108,7 @@ impl Member {
                     self.command(Command::ApplyRemoteSignal { transport, data });
                 }
             }
+            SignalData::WebTransport { .. } => {}
             SignalData::Candidate { .. } => {
                 let Some(rtc) = self.links[i].attempt.rtc_mut() else {
                     return;
@@ -207,5 +211,12 @@ impl Member {
             }
             Err(failure) => self.lose(now, i, failure),
         }
+    }
+}
+
+impl Member {
+    /// A client's WebTransport token for link `i` (see `webtransport.rs`).
+    fn on_webtransport_token(&mut self, now: Duration, i: usize, token: String) {
+        let _ = (now, i, token);
     }
 }

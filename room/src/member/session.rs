@@ -153,8 +153,11 @@ impl Member {
         }
         self.session.reconnect_at = None;
         self.set_signalling(SignallingState::Connecting, None);
-        // A fresh join rides the URL; a resume carries a token, which stays out of URLs.
-        let join = self.session.resume().is_none().then(|| UrlJoin {
+        // A fresh join rides the URL; a resume carries a token, which stays out of URLs, and
+        // a host's WebTransport service rides the join frame (one host per room: the round
+        // trip it costs delays no player).
+        let in_url = self.session.resume().is_none() && self.config.webtransport.is_none();
+        let join = in_url.then(|| UrlJoin {
             udp_addr: self.config.udp_addr,
             instance: Some(self.config.instance.clone()),
             udp_key: self.udp_key(),
@@ -355,6 +358,7 @@ impl Member {
             role: self.config.role,
             // A resume's token proves the join it takes back: the ticket goes with fresh joins.
             ticket: self.config.ticket.clone().filter(|_| resume.is_none()),
+            webtransport: self.config.webtransport.clone(),
             resume,
         }));
     }

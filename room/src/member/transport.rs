@@ -6,10 +6,10 @@ use std::net::SocketAddr;
 use serde::Serialize;
 
 use super::ServerId;
-use crate::signalling::{IceServer, SignalData};
+use crate::signalling::{IceServer, SignalData, WebTransportInfo};
 
-/// A WebRTC peer connection attempt. A link gets a new one for every renegotiation, so
-/// events of an old, closing peer connection can never touch the new one.
+/// A transport attempt: a WebRTC peer connection or a WebTransport session. A link gets a new
+/// one for every attempt, so events of an old, closing one can never touch the new one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(transparent)]
 pub struct TransportId(pub u64);
@@ -21,6 +21,8 @@ pub enum Route {
     WebRtc(TransportId),
     /// The member's UDP socket, to or from this address.
     Udp(SocketAddr),
+    /// The unreliable datagrams of this WebTransport session.
+    WebTransport(TransportId),
 }
 
 /// What carries a link.
@@ -32,6 +34,10 @@ pub enum TransportKind {
     /// A WebRTC data channel (unordered, 0 retransmits).
     #[serde(rename = "webrtc")]
     WebRtc,
+    /// WebTransport datagrams between a browser and a host room's host (HTTP/3 over QUIC,
+    /// unreliable and unordered).
+    #[serde(rename = "webtransport")]
+    WebTransport,
 }
 
 /// An ICE connection state, as both WebRTC stacks name them.
@@ -81,8 +87,32 @@ pub enum Command {
         /// The signal.
         data: SignalData,
     },
-    /// Close the peer connection; nothing more will be asked of it.
-    ClosePeerConnection {
+    /// A client of a host room dials the host's WebTransport `service` (browsers): the
+    /// driver makes the link's token (or adopts the session its page opened to `peer` while
+    /// the driver loaded, token and all) and reports it as a [`TransportEvent::LocalSignal`]
+    /// ([`SignalData::WebTransport`]) unless its page sent it already; then
+    /// [`TransportEvent::ChannelOpen`] once the session is ready, or
+    /// [`TransportEvent::Failed`]. Datagrams go both ways on [`Route::WebTransport`].
+    OpenWebTransport {
+        /// The new transport.
+        transport: TransportId,
+        /// The host, by its id in the current server session.
+        peer: ServerId,
+        /// Its URL and certificate hashes, from its `peerjoin` or the welcome.
+        service: WebTransportInfo,
+    },
+    /// The host takes the WebTransport session that shows `token` in its path as this
+    /// transport (a session that came before the token is held until it comes):
+    /// [`TransportEvent::ChannelOpen`] once the session is accepted.
+    AcceptWebTransport {
+        /// The new transport.
+        transport: TransportId,
+        /// The client's token ([`crate::signalling::webtransport::session_token`]).
+        token: String,
+    },
+    /// Close the transport (a peer connection or a session); nothing more will be asked of
+    /// it.
+    CloseTransport {
         /// Which transport.
         transport: TransportId,
     },
@@ -95,14 +125,15 @@ pub enum TransportEvent {
     LocalSignal(SignalData),
     /// The remote description is set (candidates may be added now).
     RemoteDescriptionSet,
-    /// The data channel opened.
+    /// The data channel opened (a WebTransport session: it is ready).
     ChannelOpen,
-    /// The data channel closed.
+    /// The data channel closed (a WebTransport session: it closed).
     ChannelClosed,
     /// The ICE connection state changed.
     Ice(IceState),
     /// The selected candidate pair's path ([`crate::webrtc::path_type`]).
     CandidateType(String),
-    /// The WebRTC stack failed (a description refused, the connection failed).
+    /// The transport failed (a description refused, the connection failed, a WebTransport
+    /// session refused or unreachable).
     Failed(String),
 }

@@ -926,7 +926,7 @@ impl World {
                 }
                 self.at(ICE_CONNECT, Action::IceCheck { pc });
             }
-            Command::ClosePeerConnection { transport } => {
+            Command::CloseTransport { transport } => {
                 let Some(&pc) = self.pc_by_transport.get(&(n, transport)) else {
                     return;
                 };
