@@ -1,6 +1,6 @@
 //! The room member in virtual time, on the world of `world/mod.rs`: its links and their
 //! recovery (`member.rs`), delivery exactly once (`messages.rs`), host rooms
-//! (`host_rooms.rs`) and clocks (`clock.rs`). One test binary for the four: the world is compiled optimised (the
+//! (`host_rooms.rs`), clocks (`clock.rs`) and WebTransport links (`webtransport.rs`). One test binary for the five: the world is compiled optimised (the
 //! explorer plays thousands of schedules on it), once here rather than once per file, which
 //! took ~19 s of a core each.
 
@@ -15,3 +15,5 @@ mod host_rooms;
 mod member;
 #[path = "messages.rs"]
 mod messages;
+#[path = "webtransport.rs"]
+mod webtransport;

@@ -542,7 +542,7 @@ impl Session {
                     role,
                     udp_addr,
                     udp_key,
-                    webtransport,
+                    webtransport: webtransport.map(|w| *w),
                     client: self.permit.client(),
                     instance,
                     identity,

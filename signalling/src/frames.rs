@@ -295,9 +295,9 @@ pub enum ClientFrame<S = Value, L = Value> {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         ticket: Option<String>,
         /// A host room's host only: where its clients reach it over WebTransport
-        /// ([`PeerInfo::webtransport`]).
+        /// ([`PeerInfo::webtransport`]). Boxed: most joins have none.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        webtransport: Option<WebTransportInfo>,
+        webtransport: Option<Box<WebTransportInfo>>,
         /// Take back a peer id after a dropped link.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         resume: Option<Resume>,

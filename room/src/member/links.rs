@@ -17,7 +17,7 @@ use crate::clock::{ClockMessage, PeerClock};
 use crate::core_link::{CoreEvent, CoreLink, Handshake, RefusedDatagram, Role, SetupError};
 use crate::delivery::Delivery;
 use crate::keys::LinkKeys;
-use crate::signalling::{self, PeerInfo, PeerKind, PublicKey, SignalData};
+use crate::signalling::{self, PeerInfo, PeerKind, PublicKey, SignalData, WebTransportInfo};
 
 /// A closed link keeps sending its disconnect packets at most this long.
 const CLOSING_MAX: Duration = Duration::from_secs(1);
@@ -49,6 +49,17 @@ pub(super) enum Transport {
     Udp,
     /// A WebRTC data channel.
     WebRtc(Rtc),
+    /// A WebTransport session's datagrams (`webtransport.rs`).
+    Session(Wt),
+}
+
+/// One WebTransport session attempt: a client dials its host, the host takes the session that
+/// shows the client's token.
+#[derive(Debug)]
+pub(super) struct Wt {
+    pub(super) id: TransportId,
+    /// We are the host (we accept the core's channel request); the client connects.
+    pub(super) accepting: bool,
 }
 
 /// One WebRTC peer connection attempt. Its state is the link's (it rides in the attempt);
@@ -83,6 +94,9 @@ pub(super) enum Attempt {
         rtc: Rtc,
         deadline: Option<Duration>,
     },
+    /// A WebTransport session being dialed (a client) or awaited (the host, which has the
+    /// client's token).
+    Dialing { wt: Wt, deadline: Duration },
     /// The transport is open and the core's handshake runs.
     Open {
         transport: Transport,
@@ -101,7 +115,7 @@ impl Attempt {
         match self {
             Attempt::Idle => LinkState::Wanted,
             Attempt::Retrying { .. } => LinkState::Retrying,
-            Attempt::Negotiating { .. } => LinkState::Negotiating,
+            Attempt::Negotiating { .. } | Attempt::Dialing { .. } => LinkState::Negotiating,
             Attempt::Open { .. } => LinkState::Open,
             Attempt::Connected { .. } => LinkState::Connected,
         }
@@ -137,6 +151,27 @@ impl Attempt {
         }
     }
 
+    /// The attempt's WebTransport session, from dialing to loss.
+    pub(super) fn wt(&self) -> Option<&Wt> {
+        match self {
+            Attempt::Dialing { wt, .. }
+            | Attempt::Open {
+                transport: Transport::Session(wt),
+                ..
+            }
+            | Attempt::Connected {
+                transport: Transport::Session(wt),
+                ..
+            } => Some(wt),
+            _ => None,
+        }
+    }
+
+    /// The attempt's transport (a peer connection or a session), whatever its state.
+    pub(super) fn transport_id(&self) -> Option<TransportId> {
+        self.rtc().map(|r| r.id).or_else(|| self.wt().map(|w| w.id))
+    }
+
     fn core(&self) -> Option<&CoreLink> {
         match self {
             Attempt::Open { core, .. } | Attempt::Connected { core, .. } => Some(core),
@@ -154,7 +189,7 @@ impl Attempt {
     fn deadline(&self) -> Option<Duration> {
         match self {
             Attempt::Negotiating { deadline, .. } | Attempt::Open { deadline, .. } => *deadline,
-            Attempt::Retrying { at } => Some(*at),
+            Attempt::Retrying { at } | Attempt::Dialing { deadline: at, .. } => Some(*at),
             _ => None,
         }
     }
@@ -180,6 +215,11 @@ pub(super) struct Link {
     pub(super) network: Option<String>,
     /// Who the game's backend says the peer is (its join ticket's identity), from signalling.
     pub(super) identity: Option<String>,
+    /// A host's WebTransport service, from signalling.
+    pub(super) webtransport: Option<WebTransportInfo>,
+    /// A WebTransport attempt to this host failed before its session was ready: the link
+    /// goes over WebRTC from now on.
+    pub(super) via_webrtc: bool,
     pub(super) attempt: Attempt,
     pub(super) reason: Option<Failure>,
     pub(super) attempts: u32,
@@ -207,6 +247,8 @@ impl Link {
     fn transport_kind(&self) -> TransportKind {
         if self.direct_udp().is_some() {
             TransportKind::Udp
+        } else if self.attempt.wt().is_some() {
+            TransportKind::WebTransport
         } else {
             TransportKind::WebRtc
         }
@@ -216,10 +258,11 @@ impl Link {
     /// datagram between attempts is counted, not queued as a stranger's), or the current
     /// peer connection.
     pub(super) fn route(&self) -> Option<Route> {
-        match (self.direct_udp(), self.attempt.rtc()) {
-            (Some(addr), _) => Some(Route::Udp(addr)),
-            (None, Some(rtc)) => Some(Route::WebRtc(rtc.id)),
-            (None, None) => None,
+        match (self.direct_udp(), self.attempt.rtc(), self.attempt.wt()) {
+            (Some(addr), _, _) => Some(Route::Udp(addr)),
+            (None, Some(rtc), _) => Some(Route::WebRtc(rtc.id)),
+            (None, None, Some(wt)) => Some(Route::WebTransport(wt.id)),
+            (None, None, None) => None,
         }
     }
 
@@ -497,10 +540,14 @@ impl Member {
             link.udp_key = info.udp_key;
             link.network = info.network.clone();
             link.identity = info.identity.clone();
+            link.webtransport = info.webtransport.clone();
             link.orphaned_at = None;
             // A negotiation begun under the old id cannot finish: its signals went to an id
             // the server no longer knows, and who offers may have changed with the ids.
-            if matches!(link.attempt, Attempt::Negotiating { .. }) {
+            if matches!(
+                link.attempt,
+                Attempt::Negotiating { .. } | Attempt::Dialing { .. }
+            ) {
                 self.close_transport(now, i);
             }
             let link = &mut self.links[i];
@@ -540,6 +587,8 @@ impl Member {
             udp_key: info.udp_key,
             network: info.network.clone(),
             identity: info.identity.clone(),
+            webtransport: info.webtransport.clone(),
+            via_webrtc: false,
             attempt: Attempt::Idle,
             reason: None,
             attempts: 0,
@@ -665,6 +714,7 @@ impl Member {
                     Err(failure) => return self.lose(now, i, failure),
                 }
             }
+            None if self.dials_webtransport(i) => self.dial_webtransport(now, i, peer),
             None => self.open_rtc(now, i, peer, lead),
         }
         self.link_event(now, i);
@@ -686,9 +736,21 @@ impl Member {
             .emulation
             .as_ref()
             .map(|e| e.salted(u64::from(self.links[i].id.0)));
+        // A WebTransport datagram holds less than a UDP one (`WEBTRANSPORT_DATAGRAM`).
+        let narrow;
+        let config = if self.links[i].attempt.wt().is_some() {
+            let size = self.link_config.max_datagram_size;
+            narrow = self
+                .link_config
+                .clone()
+                .with_max_datagram_size(size.min(super::WEBTRANSPORT_DATAGRAM));
+            &narrow
+        } else {
+            &self.link_config
+        };
         CoreLink::new(
             now,
-            &self.link_config,
+            config,
             if accept {
                 self.acceptors += 1;
                 Role::Accept {
@@ -731,8 +793,9 @@ impl Member {
                     });
                 }
             }
-            Attempt::Negotiating { rtc, .. } => {
-                self.command(super::Command::CloseTransport { transport: rtc.id });
+            Attempt::Negotiating { rtc: Rtc { id, .. }, .. }
+            | Attempt::Dialing { wt: Wt { id, .. }, .. } => {
+                self.command(super::Command::CloseTransport { transport: id });
             }
             Attempt::Idle | Attempt::Retrying { .. } => {}
         }
@@ -751,6 +814,11 @@ impl Member {
         let fall_back = lead
             && self.links[i].direct_udp().is_some()
             && matches!(failure, Failure::HandshakeTimeout | Failure::NoDirectPath);
+        // A client whose WebTransport session never became ready (the browser could not
+        // reach the host's UDP port, or refused its certificate) links over WebRTC instead,
+        // at once.
+        let to_webrtc = !matches!(self.links[i].attempt, Attempt::Connected { .. })
+            && self.links[i].attempt.wt().is_some_and(|wt| !wt.accepting);
         self.close_transport(now, i);
         let link = &mut self.links[i];
         link.reason = Some(failure);
@@ -758,11 +826,12 @@ impl Member {
         self.link_event(now, i);
         let link = &mut self.links[i];
         link.via_ice |= fall_back;
+        link.via_webrtc |= to_webrtc;
         if link.server_id.is_none() {
             // Not in the room (yet): it starts over when its peer shows up again.
             return;
         }
-        let delay = if lead && !fall_back {
+        let delay = if lead && !fall_back && !to_webrtc {
             self.config.backoff.delay(link.attempts, self.random.next())
         } else {
             // The passive side gets ready for the next attempt at once; so does a fallback
@@ -819,9 +888,18 @@ impl Member {
                 }
                 | Attempt::Open {
                     deadline: Some(at), ..
-                } if now >= *at => {
+                }
+                | Attempt::Dialing { deadline: at, .. }
+                    if now >= *at =>
+                {
                     let failure = if self.links[i].direct_udp().is_some() {
                         Failure::NoDirectPath
+                    } else if let Attempt::Dialing {
+                        wt: Wt { accepting: false, .. },
+                        ..
+                    } = self.links[i].attempt
+                    {
+                        Failure::Timeout(self.config.webtransport_timeout)
                     } else {
                         // The attempt timeout it had, which is what the player can change
                         // (an answerer's deadline starts at the offer, after the attempt).

@@ -86,6 +86,7 @@ mod reports;
 mod roles;
 mod session;
 mod transport;
+mod webtransport;
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -109,7 +110,9 @@ pub use events::{Broadcast, Event, Failure, GoneReason, LinkInfo, Output, Signal
 pub use links::LinkState;
 pub use reports::{EmulationReport, LinkReport, REPORT_LINKS_PER_FRAME};
 pub use session::{MemberFrame, MemberServerFrame};
-pub use transport::{Command, IceState, Route, TransportEvent, TransportId, TransportKind};
+pub use transport::{
+    Command, IceState, Route, TransportEvent, TransportId, TransportKind, WEBTRANSPORT_DATAGRAM,
+};
 
 use links::{Closing, Link};
 

@@ -134,7 +134,7 @@ impl Member {
         let Some(i) = self
             .links
             .iter()
-            .position(|l| l.attempt.rtc().is_some_and(|r| r.id == transport))
+            .position(|l| l.attempt.transport_id() == Some(transport))
         else {
             return;
         };
@@ -176,24 +176,29 @@ impl Member {
         self.drive(now);
     }
 
-    /// The data channel of link `i`'s attempt opened: the core handshake starts over it, the
-    /// offerer connecting and the answerer accepting.
+    /// The data channel of link `i`'s attempt opened (or its WebTransport session is ready):
+    /// the core handshake starts over it, the offerer (the client) connecting and the
+    /// answerer (the host) accepting.
     fn channel_open(&mut self, now: Duration, i: usize) {
         let Some(peer) = self.links[i].server_id else {
             return;
         };
-        let Attempt::Negotiating { rtc, .. } = &self.links[i].attempt else {
-            return;
+        let accept = match &self.links[i].attempt {
+            Attempt::Negotiating { rtc, .. } => !rtc.offerer,
+            Attempt::Dialing { wt, .. } => wt.accepting,
+            _ => return,
         };
-        let accept = !rtc.offerer;
         match self.new_core(now, accept, Handshake::Channel, peer, i, None) {
             Ok(mut core) => {
                 let link = &mut self.links[i];
-                let Attempt::Negotiating { rtc, deadline } =
-                    std::mem::replace(&mut link.attempt, Attempt::Idle)
-                else {
-                    return;
-                };
+                let (transport, deadline) =
+                    match std::mem::replace(&mut link.attempt, Attempt::Idle) {
+                        Attempt::Negotiating { rtc, deadline } => (Transport::WebRtc(rtc), deadline),
+                        Attempt::Dialing { wt, deadline } => {
+                            (Transport::Session(wt), Some(deadline))
+                        }
+                        _ => return,
+                    };
                 // A connector takes its connection now: the hello and the copies the peer has
                 // not confirmed ride the request's packet, so the peer takes (and acks) them
                 // as it accepts (`docs/wire.md`, "The channel handshake").
@@ -203,7 +208,7 @@ impl Member {
                     return self.lose(now, i, Failure::Protocol(e.to_string()));
                 }
                 link.attempt = Attempt::Open {
-                    transport: Transport::WebRtc(rtc),
+                    transport,
                     core,
                     deadline,
                 };
@@ -214,9 +219,3 @@ impl Member {
     }
 }
 
-impl Member {
-    /// A client's WebTransport token for link `i` (see `webtransport.rs`).
-    fn on_webtransport_token(&mut self, now: Duration, i: usize, token: String) {
-        let _ = (now, i, token);
-    }
-}

@@ -358,7 +358,7 @@ impl Member {
             role: self.config.role,
             // A resume's token proves the join it takes back: the ticket goes with fresh joins.
             ticket: self.config.ticket.clone().filter(|_| resume.is_none()),
-            webtransport: self.config.webtransport.clone(),
+            webtransport: self.config.webtransport.clone().map(Box::new),
             resume,
         }));
     }

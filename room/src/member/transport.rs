@@ -14,6 +14,14 @@ use crate::signalling::{IceServer, SignalData, WebTransportInfo};
 #[serde(transparent)]
 pub struct TransportId(pub u64);
 
+/// The largest core packet on a WebTransport link: what the tightest link carries (an
+/// encrypted UDP link's 1,200 bytes less its 16-byte tag), so every unreliable message
+/// [`Member::max_message_size`](super::Member::max_message_size) allows fits one datagram.
+/// Firefox takes datagrams of at most 1,190 bytes from a host (it advertises a 1,200-byte
+/// DATAGRAM frame), and a host's QUIC starts with 1,250-byte packets (Chromium's size).
+pub const WEBTRANSPORT_DATAGRAM: usize = 1184;
+const _: () = assert!(WEBTRANSPORT_DATAGRAM <= 1190, "Firefox takes no more from a host");
+
 /// Where a datagram travels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Route {

@@ -137,6 +137,10 @@ enum Action {
     IceCheck {
         pc: usize,
     },
+    /// A client's WebTransport session reaches its host (QUIC's handshake and the CONNECT).
+    WtArrive {
+        session: usize,
+    },
 }
 
 /// Picks datagrams to drop ([`World::drop_datagrams`]).
@@ -161,8 +165,25 @@ impl Action {
             | Action::Transport { to, .. }
             | Action::Datagram { to, .. } => Reach::One(*to),
             Action::IceCheck { .. } => Reach::Any,
+            // It only schedules the sessions' openings.
+            Action::WtArrive { .. } => Reach::Server,
         }
     }
+}
+
+/// A WebTransport session from a client to a host room's host. The host's service URL
+/// names its node: `https://wt.test/n<node>` ([`World::webtransport_service`]).
+#[derive(Debug)]
+struct WtSession {
+    client: usize,
+    client_transport: TransportId,
+    host: usize,
+    host_transport: Option<TransportId>,
+    token: String,
+    /// The CONNECT reached the host.
+    arrived: bool,
+    open: bool,
+    closed: bool,
 }
 
 #[derive(Debug)]
@@ -298,6 +319,9 @@ pub struct World {
     pub restart_ids_from: PeerId,
     pcs: Vec<Pc>,
     pc_by_transport: HashMap<(usize, TransportId), usize>,
+    wts: Vec<WtSession>,
+    /// Hosts whose WebTransport port no client reaches ([`World::block_webtransport`]).
+    wt_blocked: BTreeSet<usize>,
     /// Node pairs whose data is dropped (both directions).
     blackout: BTreeSet<(usize, usize)>,
     /// Pairs whose raw UDP datagrams are dropped (a symmetric NAT, a firewall), WebRTC not.
@@ -335,6 +359,8 @@ impl World {
             restart_ids_from: 1,
             pcs: Vec::new(),
             pc_by_transport: HashMap::new(),
+            wts: Vec::new(),
+            wt_blocked: BTreeSet::new(),
             blackout: BTreeSet::new(),
             udp_blocked: BTreeSet::new(),
             one_way: BTreeSet::new(),
@@ -507,6 +533,7 @@ impl World {
             | Action::SocketClosed { to, .. }
             | Action::Transport { to, .. }
             | Action::Datagram { to, .. } => gone(*to),
+            Action::WtArrive { session } => gone(self.wts[*session].host),
             Action::IceCheck { .. } => false,
         };
         if dead {
@@ -558,6 +585,10 @@ impl World {
                 self.drain(to);
             }
             Action::IceCheck { pc } => self.ice_check(pc),
+            Action::WtArrive { session } => {
+                self.wts[session].arrived = true;
+                self.wt_meet(session);
+            }
         }
     }
 
@@ -633,6 +664,7 @@ impl World {
                 role,
                 mut resume,
                 ticket,
+                webtransport,
                 ..
             } => {
                 if let Some(r) = &mut resume
@@ -658,6 +690,7 @@ impl World {
                     network: Some(network),
                     reserved: false,
                     identity,
+                    webtransport: webtransport.map(|w| *w),
                     replaces: None,
                 };
                 match server.room.join(join) {
@@ -919,6 +952,9 @@ impl World {
                         }
                         self.at(ICE_FAIL, Action::IceCheck { pc });
                     }
+                    SignalData::WebTransport { .. } => {
+                        panic!("a WebTransport token applied to a peer connection")
+                    }
                     SignalData::Candidate { .. } => {
                         assert!(self.pcs[pc].described, "candidate before the description");
                         self.pcs[pc].got_candidate = true;
@@ -926,7 +962,74 @@ impl World {
                 }
                 self.at(ICE_CONNECT, Action::IceCheck { pc });
             }
+            Command::OpenWebTransport {
+                transport, service, ..
+            } => {
+                let token = format!("{:032x}", self.wts.len() + 1);
+                let host = service
+                    .url
+                    .rsplit_once("/n")
+                    .and_then(|(_, n)| n.parse().ok())
+                    .expect("a world host's service names its node");
+                self.at(
+                    Duration::ZERO,
+                    Action::Transport {
+                        to: n,
+                        transport,
+                        event: TransportEvent::LocalSignal(SignalData::WebTransport {
+                            webtransport: token.clone(),
+                        }),
+                    },
+                );
+                let session = self.wts.len();
+                self.wts.push(WtSession {
+                    client: n,
+                    client_transport: transport,
+                    host,
+                    host_transport: None,
+                    token,
+                    arrived: false,
+                    open: false,
+                    closed: false,
+                });
+                // QUIC's handshake, then the CONNECT: three hops. A blocked port answers
+                // nothing (the browser's own handshake timeout is longer than the member's).
+                if !self.wt_blocked.contains(&host) && !self.blocked(n, host) {
+                    self.at(3 * HOP, Action::WtArrive { session });
+                }
+            }
+            Command::AcceptWebTransport { transport, token } => {
+                let Some(session) = self.wts.iter().position(|w| {
+                    w.host == n && w.token == token && !w.closed && w.host_transport.is_none()
+                }) else {
+                    return;
+                };
+                self.wts[session].host_transport = Some(transport);
+                self.wt_meet(session);
+            }
             Command::CloseTransport { transport } => {
+                if let Some(session) = self.wt_of(n, transport) {
+                    let w = &mut self.wts[session];
+                    let was_open = w.open;
+                    w.closed = true;
+                    w.open = false;
+                    let (to, their) = if w.client == n {
+                        (w.host, w.host_transport)
+                    } else {
+                        (w.client, Some(w.client_transport))
+                    };
+                    if was_open && let Some(transport) = their {
+                        self.at(
+                            HOP,
+                            Action::Transport {
+                                to,
+                                transport,
+                                event: TransportEvent::ChannelClosed,
+                            },
+                        );
+                    }
+                    return;
+                }
                 let Some(&pc) = self.pc_by_transport.get(&(n, transport)) else {
                     return;
                 };
@@ -950,6 +1053,62 @@ impl World {
                 }
             }
         }
+    }
+
+    /// The WebTransport session of member `n`'s `transport`, on either side.
+    fn wt_of(&self, n: usize, transport: TransportId) -> Option<usize> {
+        self.wts.iter().position(|w| {
+            (w.client == n && w.client_transport == transport)
+                || (w.host == n && w.host_transport == Some(transport))
+        })
+    }
+
+    /// A session whose CONNECT arrived and whose token the host was told opens: the host at
+    /// once, the client when the response reaches it.
+    fn wt_meet(&mut self, session: usize) {
+        let w = &mut self.wts[session];
+        let Some(host_transport) = w.host_transport else {
+            return;
+        };
+        if !w.arrived || w.open || w.closed {
+            return;
+        }
+        w.open = true;
+        let (host, client, client_transport) = (w.host, w.client, w.client_transport);
+        self.at(
+            Duration::ZERO,
+            Action::Transport {
+                to: host,
+                transport: host_transport,
+                event: TransportEvent::ChannelOpen,
+            },
+        );
+        self.at(
+            HOP,
+            Action::Transport {
+                to: client,
+                transport: client_transport,
+                event: TransportEvent::ChannelOpen,
+            },
+        );
+    }
+
+    /// The service a host at node `n` publishes in the world.
+    pub fn webtransport_service(n: usize) -> ackwire_room::signalling::WebTransportInfo {
+        ackwire_room::signalling::WebTransportInfo {
+            url: format!("https://wt.test/n{n}"),
+            cert_hashes: vec![ackwire_room::signalling::CertHash([n as u8; 32])],
+        }
+    }
+
+    /// No client reaches host `n`'s WebTransport port (a firewall that drops UDP to it).
+    pub fn block_webtransport(&mut self, n: usize) {
+        self.wt_blocked.insert(n);
+    }
+
+    /// How many WebTransport sessions opened.
+    pub fn webtransport_opened(&self) -> usize {
+        self.wts.iter().filter(|w| w.arrived && w.host_transport.is_some()).count()
     }
 
     fn local_description(&mut self, pc: usize, kind: SdpKind) {
@@ -1076,6 +1235,27 @@ impl World {
                     return;
                 }
                 self.carry(to, Route::WebRtc(transport), bytes);
+            }
+            Route::WebTransport(transport) => {
+                let Some(session) = self.wt_of(n, transport) else {
+                    return;
+                };
+                let w = &self.wts[session];
+                let (to, their) = if w.client == n {
+                    (w.host, w.host_transport)
+                } else {
+                    (w.client, Some(w.client_transport))
+                };
+                let Some(their) = their.filter(|_| w.open && !w.closed) else {
+                    return;
+                };
+                if self.blocked(n, to) || self.one_way.contains(&(n, to)) {
+                    return;
+                }
+                if self.drop_if.get(&(n, to)).is_some_and(|drop| drop(&bytes)) {
+                    return;
+                }
+                self.carry(to, Route::WebTransport(their), bytes);
             }
         }
     }

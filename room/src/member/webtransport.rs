@@ -1,0 +1,88 @@
+//! WebTransport links between a host room's host and its browser clients: the client dials
+//! the service the host published in its join, with a token it sends the host through the
+//! signal server; the host takes the session that shows that token. Once the session is
+//! ready the core's channel handshake runs over its datagrams, as over a data channel (QUIC's
+//! TLS authenticates the host by the certificate hash signalling gave; the token, which only
+//! the client and the host saw, the client). A client whose session never becomes ready links
+//! over WebRTC instead (`Link::via_webrtc`), and the host follows when the offer comes.
+
+use std::time::Duration;
+
+use super::links::{Attempt, Wt};
+use super::{Command, Failure, Member, ServerId, TransportId};
+use crate::signalling::{Role, webtransport};
+
+impl Member {
+    /// Whether link `i` starts with a WebTransport session: we are a client that can dial, the
+    /// peer is the host and publishes a service, and no session to it has failed yet.
+    pub(super) fn dials_webtransport(&self, i: usize) -> bool {
+        let link = &self.links[i];
+        self.config.dials_webtransport
+            && self.config.role == Role::Client
+            && link.role == Role::Host
+            && link.webtransport.is_some()
+            && !link.via_webrtc
+    }
+
+    /// A new WebTransport attempt of link `i` to the host `peer`: the driver dials (its token
+    /// comes back as a signal for the host).
+    pub(super) fn dial_webtransport(&mut self, now: Duration, i: usize, peer: ServerId) {
+        let Some(service) = self.links[i].webtransport.clone() else {
+            return;
+        };
+        let transport = self.new_transport();
+        self.links[i].attempt = Attempt::Dialing {
+            wt: Wt {
+                id: transport,
+                accepting: false,
+            },
+            deadline: now + self.config.webtransport_timeout,
+        };
+        self.command(Command::OpenWebTransport {
+            transport,
+            peer,
+            service,
+        });
+    }
+
+    /// A client's token for link `i`: a host with a service waits for the session that shows
+    /// it, in place of whatever the link had (the client started over). Anyone else, or a
+    /// token of the wrong shape, changes nothing.
+    pub(super) fn on_webtransport_token(&mut self, now: Duration, i: usize, token: String) {
+        if self.config.role != Role::Host
+            || self.config.webtransport.is_none()
+            || self.links[i].role != Role::Client
+            || !webtransport::is_token(&token)
+        {
+            return;
+        }
+        let was_up = matches!(
+            self.links[i].attempt,
+            Attempt::Open { .. } | Attempt::Connected { .. }
+        );
+        self.close_transport(now, i);
+        let transport = self.new_transport();
+        let link = &mut self.links[i];
+        link.started = now;
+        link.took = None;
+        link.first_ack = None;
+        if was_up {
+            link.reason = Some(Failure::Restarted);
+        }
+        link.attempt = Attempt::Dialing {
+            wt: Wt {
+                id: transport,
+                accepting: true,
+            },
+            deadline: now + self.config.attempt_timeout,
+        };
+        self.command(Command::AcceptWebTransport { transport, token });
+        self.link_event(now, i);
+    }
+
+    pub(super) fn new_transport(&mut self) -> TransportId {
+        let transport = TransportId(self.next_transport);
+        self.next_transport += 1;
+        transport
+    }
+}
