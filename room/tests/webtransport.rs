@@ -43,7 +43,9 @@ fn a_browser_that_can_dial_links_to_its_host_over_webtransport_with_no_offer() {
     let rtc = w.add(PeerKind::Browser, browser_client(false));
     let native = w.add(PeerKind::Native, |c| c.role = Role::Client);
     w.run_until_true(3 * S, "every client linked", |w| {
-        [wt, rtc, native].iter().all(|&c| w.connected(c, host) && w.connected(host, c))
+        [wt, rtc, native]
+            .iter()
+            .all(|&c| w.connected(c, host) && w.connected(host, c))
     });
     assert_eq!(transport(&w, wt, host), TransportKind::WebTransport);
     assert_eq!(transport(&w, host, wt), TransportKind::WebTransport);
@@ -57,7 +59,10 @@ fn a_browser_that_can_dial_links_to_its_host_over_webtransport_with_no_offer() {
     // take in this world.
     let took = w.link(wt, host).unwrap().attempt_ms;
     let rtc_took = w.link(rtc, host).unwrap().attempt_ms;
-    assert!(took < rtc_took, "WebTransport {took:?}, WebRTC {rtc_took:?}");
+    assert!(
+        took < rtc_took,
+        "WebTransport {took:?}, WebRTC {rtc_took:?}"
+    );
     assert!(took <= 6 * HOP + MS, "WebTransport took {took:?}");
 }
 
@@ -77,7 +82,8 @@ fn messages_cross_a_webtransport_link_exactly_once_in_both_directions() {
     let max = w.nodes[client].member.max_message_size(0).unwrap();
     let big = vec![7u8; max];
     let peer = w.peer(client, host);
-    w.with(client, |m, _| m.send(peer, 0, &big)).expect("a full-size unreliable message");
+    w.with(client, |m, _| m.send(peer, 0, &big))
+        .expect("a full-size unreliable message");
     w.run_for(S);
     assert_eq!(w.chats(host, "early"), 1);
     assert_eq!(w.chats(host, "input"), 1);
@@ -100,7 +106,11 @@ fn a_session_that_never_becomes_ready_gives_way_to_webrtc_within_the_timeout() {
     assert_eq!(transport(&w, client, host), TransportKind::WebRtc);
     assert_eq!(transport(&w, host, client), TransportKind::WebRtc);
     w.run_for(S);
-    assert_eq!(w.chats(host, "kept"), 1, "what it sent meanwhile arrives once");
+    assert_eq!(
+        w.chats(host, "kept"),
+        1,
+        "what it sent meanwhile arrives once"
+    );
     assert_eq!(w.webtransport_opened(), 0);
 }
 
@@ -122,7 +132,8 @@ fn a_client_that_restarts_its_session_is_taken_again_by_the_host() {
     // The path dies both ways: both sides time out and the client dials again.
     w.set_blackout(host, client, true);
     w.run_until_true(30 * S, "the link lost", |w| {
-        w.link(client, host).is_some_and(|l| l.state != LinkState::Connected)
+        w.link(client, host)
+            .is_some_and(|l| l.state != LinkState::Connected)
     });
     w.set_blackout(host, client, false);
     w.run_until_true(30 * S, "linked again", |w| {
@@ -142,8 +153,14 @@ fn a_token_of_the_wrong_shape_changes_nothing_on_the_hosts_link() {
     let client = w.add(PeerKind::Browser, browser_client(true));
     w.run_until_true(3 * S, "linked", |w| w.connected(host, client));
     let from = w.nodes[client].member.server_id().unwrap();
-    for token in ["", "XYZ", "0123456789ABCDEF0123456789ABCDEF", &"a".repeat(33)] {
-        let frame = serde_json::json!({"type": "signal", "from": from, "data": {"webtransport": token}});
+    for token in [
+        "",
+        "XYZ",
+        "0123456789ABCDEF0123456789ABCDEF",
+        &"a".repeat(33),
+    ] {
+        let frame =
+            serde_json::json!({"type": "signal", "from": from, "data": {"webtransport": token}});
         w.with(host, |m, now| m.handle_frame(now, &frame.to_string()))
             .expect("a signal is a well-formed frame");
     }

@@ -34,7 +34,9 @@ pub struct WebTransportInfo {
 pub enum InvalidWebTransport {
     /// The URL is not `https://`, is longer than [`MAX_URL_LEN`], or has a query, a fragment,
     /// a space or a control character in it.
-    #[error("webtransport.url must be an https:// URL of at most 256 characters, with no query or fragment")]
+    #[error(
+        "webtransport.url must be an https:// URL of at most 256 characters, with no query or fragment"
+    )]
     Url,
     /// More than [`MAX_CERT_HASHES`] hashes.
     #[error("webtransport.cert_hashes holds at most 4 hashes")]
@@ -50,7 +52,9 @@ impl WebTransportInfo {
         if url.len() > MAX_URL_LEN
             || authority.is_empty()
             || authority.starts_with('/')
-            || url.chars().any(|c| c.is_control() || c.is_whitespace() || c == '?' || c == '#')
+            || url
+                .chars()
+                .any(|c| c.is_control() || c.is_whitespace() || c == '?' || c == '#')
         {
             return Err(InvalidWebTransport::Url);
         }
@@ -76,7 +80,10 @@ pub fn session_token(path: &str) -> Option<&str> {
 
 /// Whether `token` is a link token: 32 lowercase hex digits (128 random bits).
 pub fn is_token(token: &str) -> bool {
-    token.len() == 32 && token.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    token.len() == 32
+        && token
+            .bytes()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
 /// The SHA-256 of a certificate's DER, written as 64 lowercase hex digits.
@@ -192,8 +199,16 @@ mod tests {
         let token = "0123456789abcdef0123456789abcdef";
         let url = info("https://192.0.2.7:4433/ackwire").session_url(token);
         assert_eq!(url, format!("https://192.0.2.7:4433/ackwire?token={token}"));
-        assert_eq!(session_token(&format!("/ackwire?token={token}")), Some(token));
-        for bad in ["/ackwire", "/ackwire?token=", "/ackwire?token=XYZ", "/a?t=0123"] {
+        assert_eq!(
+            session_token(&format!("/ackwire?token={token}")),
+            Some(token)
+        );
+        for bad in [
+            "/ackwire",
+            "/ackwire?token=",
+            "/ackwire?token=XYZ",
+            "/a?t=0123",
+        ] {
             assert_eq!(session_token(bad), None, "{bad}");
         }
     }

@@ -793,8 +793,13 @@ impl Member {
                     });
                 }
             }
-            Attempt::Negotiating { rtc: Rtc { id, .. }, .. }
-            | Attempt::Dialing { wt: Wt { id, .. }, .. } => {
+            Attempt::Negotiating {
+                rtc: Rtc { id, .. },
+                ..
+            }
+            | Attempt::Dialing {
+                wt: Wt { id, .. }, ..
+            } => {
                 self.command(super::Command::CloseTransport { transport: id });
             }
             Attempt::Idle | Attempt::Retrying { .. } => {}
@@ -895,7 +900,10 @@ impl Member {
                     let failure = if self.links[i].direct_udp().is_some() {
                         Failure::NoDirectPath
                     } else if let Attempt::Dialing {
-                        wt: Wt { accepting: false, .. },
+                        wt:
+                            Wt {
+                                accepting: false, ..
+                            },
                         ..
                     } = self.links[i].attempt
                     {

@@ -59,7 +59,10 @@ impl Member {
             self.early_signals.push_back((now, from, data));
             return;
         };
-        if let SignalData::WebTransport { webtransport: token } = data {
+        if let SignalData::WebTransport {
+            webtransport: token,
+        } = data
+        {
             return self.on_webtransport_token(now, i, token);
         }
         let offer = matches!(&data, SignalData::Sdp { sdp } if sdp.kind == SdpKind::Offer);
@@ -193,7 +196,9 @@ impl Member {
                 let link = &mut self.links[i];
                 let (transport, deadline) =
                     match std::mem::replace(&mut link.attempt, Attempt::Idle) {
-                        Attempt::Negotiating { rtc, deadline } => (Transport::WebRtc(rtc), deadline),
+                        Attempt::Negotiating { rtc, deadline } => {
+                            (Transport::WebRtc(rtc), deadline)
+                        }
                         Attempt::Dialing { wt, deadline } => {
                             (Transport::Session(wt), Some(deadline))
                         }
@@ -218,4 +223,3 @@ impl Member {
         }
     }
 }
-

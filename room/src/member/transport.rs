@@ -20,7 +20,10 @@ pub struct TransportId(pub u64);
 /// Firefox takes datagrams of at most 1,190 bytes from a host (it advertises a 1,200-byte
 /// DATAGRAM frame), and a host's QUIC starts with 1,250-byte packets (Chromium's size).
 pub const WEBTRANSPORT_DATAGRAM: usize = 1184;
-const _: () = assert!(WEBTRANSPORT_DATAGRAM <= 1190, "Firefox takes no more from a host");
+const _: () = assert!(
+    WEBTRANSPORT_DATAGRAM <= 1190,
+    "Firefox takes no more from a host"
+);
 
 /// Where a datagram travels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -1108,7 +1108,10 @@ impl World {
 
     /// How many WebTransport sessions opened.
     pub fn webtransport_opened(&self) -> usize {
-        self.wts.iter().filter(|w| w.arrived && w.host_transport.is_some()).count()
+        self.wts
+            .iter()
+            .filter(|w| w.arrived && w.host_transport.is_some())
+            .count()
     }
 
     fn local_description(&mut self, pc: usize, kind: SdpKind) {

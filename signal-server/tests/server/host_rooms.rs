@@ -876,3 +876,57 @@ async fn a_host_may_signal_for_all_its_clients_where_a_client_is_held_to_the_rat
         "the host heard {heard} of the client's 60"
     );
 }
+
+#[tokio::test]
+async fn a_hosts_webtransport_service_reaches_its_clients_alone_and_others_may_not_publish_one() {
+    let server = Server::start(|_| {}).await;
+    let hash = "ab".repeat(32);
+    let service = json!({"url": "https://192.0.2.7:4433/ackwire", "cert_hashes": [hash]});
+    // Only a host publishes a service, and only a well-formed one; a refusal changes nothing
+    // (the same socket joins afterwards).
+    let mut host = server.client().await;
+    let url = "https://192.0.2.7:4433/";
+    for (role, bad, code) in [
+        ("client", service.clone(), "invalid_join"),
+        ("peer", service.clone(), "invalid_join"),
+        (
+            "host",
+            json!({"url": "http://192.0.2.7:4433/ackwire"}),
+            "invalid_join",
+        ),
+        (
+            "host",
+            json!({"url": "https://192.0.2.7:4433/a?token=1"}),
+            "invalid_join",
+        ),
+        (
+            "host",
+            json!({"url": url, "cert_hashes": [hash, hash, hash, hash, hash]}),
+            "invalid_join",
+        ),
+        (
+            "host",
+            json!({"url": url, "cert_hashes": ["xyz"]}),
+            "malformed_message",
+        ),
+    ] {
+        let mut join = join_as("wt", role);
+        join["webtransport"] = bad.clone();
+        host.send(join).await;
+        let error = host.recv().await;
+        assert_eq!(error["code"], code, "{role} with {bad}: {error}");
+    }
+    let mut join = join_as("wt", "host");
+    join["webtransport"] = service.clone();
+    let wh = host.join_with(join).await;
+    let idh = peer_id(&wh);
+    // A client's welcome carries it; the dashboard's snapshot does not.
+    let (_client, wc) = joined(server.addr, "wt", "client").await;
+    assert_eq!(
+        wc["peers"],
+        json!([{"id": idh, "kind": "browser", "role": "host", "webtransport": service}])
+    );
+    let seen = snapshot(server.addr, "wt").await;
+    assert!(!seen.to_string().contains("webtransport"), "{seen}");
+    server.stop().await;
+}
