@@ -157,6 +157,18 @@ pub struct NativeOptions {
     /// client's link then goes as a peer's does (STUN, TURN). Ignored unless the role is
     /// `Host`.
     pub host_ice_lite: bool,
+    /// As a room's host with `host_ice_lite`, also serve WebTransport: browsers that have it
+    /// link over WebTransport datagrams (HTTP/3 over QUIC, every client on one UDP socket)
+    /// before WebRTC. The host makes a self-signed certificate (ECDSA P-256, 14 days) and
+    /// publishes `https://<ip>:<port>/ackwire` and the certificate's SHA-256 in its join; the
+    /// IP is `public_ip`, else `ice_bind`'s, else (a wildcard) the interface the signalling
+    /// server is reached through. Default `true`; `false`: browsers link over WebRTC alone.
+    /// Ignored unless the role is `Host` and `host_ice_lite` is on.
+    pub webtransport: bool,
+    /// The UDP port of the host's WebTransport (on `ice_bind`'s IP), when it serves it
+    /// (`webtransport`). Default 0: any free port (it is published, so clients need not know
+    /// it); a fixed one for a firewall's rule.
+    pub webtransport_port: u16,
     /// Bytes of messages (`Message`, `Undelivered`) waiting for the game to take them as
     /// events. Beyond it the room stops reading its sockets until the game catches up, so
     /// nothing more is acknowledged and reliable senders are held back (their sends say
@@ -178,6 +190,8 @@ impl Default for NativeOptions {
             tls_ca: None,
             encrypt: true,
             host_ice_lite: true,
+            webtransport: true,
+            webtransport_port: 0,
             event_budget: 16 << 20,
         }
     }

@@ -16,6 +16,7 @@ pub(crate) mod signalling;
 #[cfg(test)]
 mod unverified;
 pub(crate) mod webrtc;
+pub(crate) mod webtransport;
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
@@ -25,7 +26,7 @@ use std::time::Duration;
 
 use ackwire_room::keys::NoiseKeys;
 use ackwire_room::member::{
-    Command, Event, Member, MemberConfig, MemberFrame, PeerId, Route, TransportId,
+    Command, Event, Member, MemberConfig, MemberFrame, PeerId, Route, TransportEvent, TransportId,
 };
 use ackwire_signalling::{PeerKind, Role, RoomUrl, UrlJoin};
 use tokio::sync::{Notify, mpsc, oneshot};
@@ -35,6 +36,7 @@ use self::events::EventQueue;
 use self::lite::{LiteError, LiteHost};
 use self::signalling::{Socket, SocketEvent, Trust};
 use self::webrtc::{IceOptions, Session, WebRtcEvent};
+use self::webtransport::{Report, WtError, WtEvent, WtHost, WtPlan};
 use crate::config::RoomConfig;
 use crate::error::JoinError;
 use crate::net::timer::Timer;
@@ -161,10 +163,30 @@ impl Driver {
         } else {
             tracing::warn!("encryption off: links to other natives are plaintext");
         }
-        let member = Member::new(member_config, Duration::ZERO)?;
         let ice_bind = options
             .ice_bind
             .unwrap_or_else(|| SocketAddr::new(options.bind.ip(), 0));
+        // A host's WebTransport: its socket and certificate now, so the join publishes them.
+        let webtransport = match (config.role, options.host_ice_lite, options.webtransport) {
+            (Role::Host, true, true) => {
+                let server = url.server();
+                let bind = SocketAddr::new(ice_bind.ip(), options.webtransport_port);
+                let plan = WtPlan::bind(bind, options.public_ip, || route_to(&server, bind))
+                    .map_err(|e| match e {
+                        WtError::Bind { addr, source } => JoinError::Bind { addr, source },
+                        WtError::Address(source) => JoinError::NothingToAdvertise {
+                            bind,
+                            server: server.clone(),
+                            source,
+                        },
+                        other => JoinError::Runtime(std::io::Error::other(other)),
+                    })?;
+                member_config.webtransport = Some(plan.info().clone());
+                Some(plan)
+            }
+            _ => None,
+        };
+        let member = Member::new(member_config, Duration::ZERO)?;
         tracing::info!(room = %url.room, server = %url.ws_url, %udp_addr, %ice_bind, "joining");
         // A host's WebRTC sockets, each with the address its clients reach it at.
         let lite = match (config.role, options.host_ice_lite) {
@@ -219,6 +241,12 @@ impl Driver {
                     })?;
                     tracing::info!(candidates = ?host.local_addrs(), "host: every client's WebRTC on these sockets (ICE-lite)");
                     io.lite = Some(host);
+                }
+                if let Some(plan) = webtransport {
+                    let host = WtHost::start(plan, webtransport::HOLD)
+                        .map_err(|e| JoinError::Runtime(std::io::Error::other(e)))?;
+                    tracing::info!(url = %host.info().url, local = %host.local_addr(), "host: browsers' WebTransport on this socket");
+                    io.webtransport = Some(host);
                 }
                 Ok(run(shared, wake, io, precise, stop_rx, done_tx))
             }
@@ -358,9 +386,12 @@ struct Io {
     lite: Option<LiteHost>,
     webrtc_events: mpsc::UnboundedSender<(TransportId, WebRtcEvent)>,
     webrtc_rx: mpsc::UnboundedReceiver<(TransportId, WebRtcEvent)>,
+    /// A host's browsers' WebTransport sessions, all on one socket.
+    webtransport: Option<WtHost>,
     events: Arc<EventQueue>,
-    /// What [`Room::send_failures`](crate::Room::send_failures) reads: the UDP socket's and
-    /// the host's WebRTC sockets' refusals, published at each flush.
+    /// What [`Room::send_failures`](crate::Room::send_failures) reads: the UDP socket's, the
+    /// host's WebRTC sockets' and its WebTransport sessions' refusals, published at each
+    /// flush.
     send_failures: Arc<AtomicU64>,
 }
 
@@ -396,6 +427,7 @@ impl Io {
             lite: None,
             webrtc_events,
             webrtc_rx,
+            webtransport: None,
             events,
             send_failures,
         }
@@ -425,7 +457,8 @@ impl Io {
         // The task flushes at the top of every loop, so the game reads a count at most one
         // wake-up old (a host's WebRTC sockets also send as they read and time out).
         let lite = self.lite.as_ref().map_or(0, LiteHost::send_failures);
-        let total = self.udp.counters().send_failures + lite;
+        let wt = self.webtransport.as_ref().map_or(0, WtHost::send_failures);
+        let total = self.udp.counters().send_failures + lite + wt;
         self.send_failures.store(total, Ordering::Relaxed);
     }
 
@@ -439,6 +472,33 @@ impl Io {
     }
 
     fn command(&mut self, now: Duration, command: Command) {
+        match command {
+            // A native never dials WebTransport: the member falls back to WebRTC.
+            Command::OpenWebTransport { transport, .. } => {
+                let why = "no WebTransport client in a native";
+                self.tell(transport, TransportEvent::Failed(why.into()));
+                return;
+            }
+            Command::AcceptWebTransport { transport, token } => {
+                match &mut self.webtransport {
+                    Some(wt) => wt.accept(transport, token),
+                    None => {
+                        let why = "this host serves no WebTransport";
+                        self.tell(transport, TransportEvent::Failed(why.into()));
+                    }
+                }
+                return;
+            }
+            Command::CloseTransport { transport }
+                if self.webtransport.as_ref().is_some_and(|wt| wt.has(transport)) =>
+            {
+                if let Some(wt) = &mut self.webtransport {
+                    wt.close(transport);
+                }
+                return;
+            }
+            _ => {}
+        }
         if let Some(lite) = &mut self.lite {
             match command {
                 Command::OpenPeerConnection {
@@ -448,7 +508,6 @@ impl Io {
                     lite.remote_signal(transport, data);
                 }
                 Command::CloseTransport { transport } => lite.close(transport),
-                // TODO(#46): the host's WebTransport endpoint.
                 Command::OpenWebTransport { .. } | Command::AcceptWebTransport { .. } => {}
             }
             return;
@@ -474,9 +533,16 @@ impl Io {
             }
             // Dropping the session closes the peer connection.
             Command::CloseTransport { transport } => drop(self.sessions.remove(&transport)),
-            // TODO(#46): the host's WebTransport endpoint.
             Command::OpenWebTransport { .. } | Command::AcceptWebTransport { .. } => {}
         }
+    }
+
+    /// Tells the member `event` about `transport` at the task's next turn (not from inside
+    /// the member's own call).
+    fn tell(&self, transport: TransportId, event: TransportEvent) {
+        let _ = self
+            .webrtc_events
+            .send((transport, WebRtcEvent::Transport(event)));
     }
 
     fn on_socket(&mut self, shared: &mut Shared, number: u64, event: SocketEvent) {
@@ -505,6 +571,37 @@ impl Io {
     fn on_webrtc(&mut self, shared: &mut Shared, transport: TransportId, event: WebRtcEvent) {
         let now = shared.now();
         deliver(&mut shared.member, now, transport, event);
+    }
+
+    /// The host's WebTransport reported `report`; what else it has waiting goes along, up to
+    /// a batch (the loop flushes between batches).
+    fn on_webtransport(&mut self, shared: &mut Shared, report: Report) {
+        const BATCH: usize = 256;
+        let Some(wt) = &mut self.webtransport else {
+            return;
+        };
+        let now = shared.now();
+        let mut report = Some(report);
+        for _ in 0..BATCH {
+            let Some(next) = report.take().or_else(|| wt.try_next()) else {
+                break;
+            };
+            match wt.handle(next) {
+                Some((transport, WtEvent::Transport(event))) => {
+                    shared.member.handle_transport(now, transport, event);
+                }
+                Some((transport, WtEvent::Datagram(datagram))) => {
+                    let route = Route::WebTransport(transport);
+                    if let Err(e) = shared.member.receive(now, route, &datagram) {
+                        tracing::debug!(error = %e, "datagram refused");
+                    }
+                }
+                None => {}
+            }
+            if self.events.is_full() {
+                break;
+            }
+        }
     }
 
     fn read_udp(&mut self, shared: &mut Shared, buf: &mut RecvBuffers) {
@@ -570,8 +667,11 @@ impl Carrier for Carry<'_> {
                     session.send(datagram);
                 }
             }
-            // TODO(#46): the host's WebTransport endpoint.
-            (Route::WebTransport(_), _) => {}
+            (Route::WebTransport(transport), _) => {
+                if let Some(wt) = &mut io.webtransport {
+                    wt.send(transport, datagram);
+                }
+            }
         }
     }
 
@@ -596,6 +696,14 @@ fn deliver(member: &mut Member, now: Duration, transport: TransportId, event: We
 async fn lite_readable(lite: Option<&LiteHost>) -> std::io::Result<()> {
     match lite {
         Some(lite) => lite.readable().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The next report of a host's WebTransport; never without one.
+async fn webtransport_next(wt: Option<&mut WtHost>) -> Report {
+    match wt {
+        Some(wt) => wt.next().await,
         None => std::future::pending().await,
     }
 }
@@ -645,6 +753,9 @@ async fn run(
                     tracing::warn!(error = %e, "UDP socket");
                 }
                 io.read_udp(&mut lock(&shared), &mut buf);
+            }
+            report = webtransport_next(io.webtransport.as_mut()), if reading => {
+                io.on_webtransport(&mut lock(&shared), report);
             }
             ready = lite_readable(io.lite.as_ref()), if reading => {
                 if let Err(e) = ready {
@@ -701,6 +812,8 @@ async fn leave(shared: &Mutex<Shared>, io: &mut Io) {
     // Dropping the socket closes the WebSocket cleanly; give its task a moment.
     io.socket = None;
     io.sessions.clear();
+    // Dropping the host's WebTransport closes its sessions and its endpoint.
+    io.webtransport = None;
     tokio::time::sleep(Duration::from_millis(50)).await;
 }
 

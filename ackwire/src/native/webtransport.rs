@@ -1,0 +1,879 @@
+//! A host's WebTransport: browsers that have it link to a host room's host over WebTransport
+//! datagrams (HTTP/3 over QUIC), every session on one UDP socket, next to the host's ICE-lite
+//! WebRTC ([`lite`](super::lite)).
+//!
+//! A browser reaches a host with a self-signed certificate without a certificate authority
+//! when it is given the certificate's SHA-256 (`serverCertificateHashes`): the host makes an
+//! ECDSA P-256 certificate valid for 14 days (browsers refuse longer ones) and publishes its
+//! URL and hash in its join ([`WtPlan::info`]). A session opens in one or two round trips
+//! fewer than a WebRTC connection (no ICE, no DTLS over SCTP), and a host pays about what
+//! str0m costs it per client (the issue-46 spike: ~85 KiB and 14 % of a core at 256 sessions).
+//!
+//! The member matches a session to its link by the link's token, which the client sends in
+//! the session's path (`/ackwire?token=…`) and over signalling
+//! ([`Command::AcceptWebTransport`](ackwire_room::member::Command::AcceptWebTransport)). Either
+//! may come first: a session whose token the member has not named yet is held (up to
+//! [`HOLD`]), a token whose session has not come is kept until its transport closes. A session
+//! with no token, one the member never names, or one whose token already has a session is
+//! refused; a token is taken once.
+//!
+//! wtransport runs on tokio tasks of its own (quinn's endpoint and connection drivers); this
+//! module adds an accept task, a handshake task per incoming session and a datagram reader
+//! task per accepted one. They only report, through one channel the room's task reads
+//! ([`WtHost::next`], then [`WtHost::handle`]): the member is only ever touched from the
+//! room's task, and every decision (which session is whose, when one is refused) is made
+//! there. Sending is a synchronous call on the session's connection ([`WtHost::send`]).
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+use ackwire_room::member::{TransportEvent, TransportId};
+use ackwire_signalling::webtransport::{CertHash, WebTransportInfo, is_token, session_token};
+use bytes::Bytes;
+use tokio::sync::{mpsc, oneshot};
+use wtransport::config::QuicTransportConfig;
+use wtransport::endpoint::endpoint_side::Server;
+use wtransport::endpoint::{IncomingSession, SessionRequest};
+use wtransport::tls::self_signed::time;
+use wtransport::{Connection, Endpoint, Identity, ServerConfig, VarInt};
+
+/// How long a session whose token the member has not named is held before it is refused: a
+/// client sends its token over signalling as it dials, so the two arrive about together.
+pub(crate) const HOLD: Duration = Duration::from_secs(10);
+
+/// At most this many sessions held at once; beyond, a new one is refused.
+const MAX_HELD: usize = 1024;
+
+/// The path of the published URL (a session's own path adds `?token=…`).
+const PATH: &str = "/ackwire";
+
+/// The socket's receive buffer: every client's packets queue in this one socket (at 256
+/// sessions the default 208 KiB overflowed in the spike, losing handshakes and datagrams).
+const RECEIVE_BUFFER: usize = 4 << 20;
+
+/// QUIC's first packets: Chromium's own size. With quinn's default 1,200 a datagram carries
+/// only ~1,162 bytes until path MTU discovery grows it, less than a core packet on a
+/// WebTransport link ([`WEBTRANSPORT_DATAGRAM`](ackwire_room::member::WEBTRANSPORT_DATAGRAM),
+/// 1,184 bytes).
+const INITIAL_MTU: u16 = 1250;
+
+/// A quiet session sends a QUIC ping this often, so neither side's idle timeout (nor a NAT's
+/// mapping) ends it while the core's link is alive.
+const KEEP_ALIVE: Duration = Duration::from_secs(3);
+
+/// QUIC's idle timeout: longer than the core's (10 s by default), so a link's loss is the
+/// core's decision, and the session goes after it.
+const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The certificate's validity: the longest browsers accept for a pinned hash (14 days), from
+/// an hour back (clocks differ).
+const VALIDITY: time::Duration = time::Duration::days(14);
+const BACKDATE: time::Duration = time::Duration::hours(1);
+
+/// Why the host's WebTransport endpoint could not be set up.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum WtError {
+    /// The socket could not be made or bound.
+    #[error("cannot bind the host's WebTransport socket at {addr}: {source}")]
+    Bind {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Bound to a wildcard address, and no route gives the address clients reach.
+    #[error("no address to publish for the host's WebTransport: {0}")]
+    Address(std::io::Error),
+    /// The certificate could not be made.
+    #[error("no certificate could be made for the host's WebTransport: {0}")]
+    Certificate(String),
+    /// The QUIC endpoint could not start on the socket.
+    #[error("the host's WebTransport endpoint: {0}")]
+    Endpoint(std::io::Error),
+}
+
+/// The IP clients reach the host's WebTransport at: the 1:1 NAT's `public_ip`, else the bound
+/// IP, else (a wildcard) the interface `route` finds (the way to the signalling server).
+pub(crate) fn reach_ip(
+    bind: IpAddr,
+    public_ip: Option<IpAddr>,
+    route: impl FnOnce() -> std::io::Result<IpAddr>,
+) -> std::io::Result<IpAddr> {
+    match public_ip {
+        Some(ip) => Ok(ip),
+        None if !bind.is_unspecified() => Ok(bind),
+        None => route(),
+    }
+}
+
+/// The host's WebTransport before the runtime runs it: the bound socket, the certificate and
+/// what the host publishes. Made before the member (which publishes [`Self::info`] in its
+/// join); [`WtHost::start`] runs it.
+pub(crate) struct WtPlan {
+    socket: std::net::UdpSocket,
+    identity: Identity,
+    info: WebTransportInfo,
+}
+
+impl std::fmt::Debug for WtPlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WtPlan")
+            .field("socket", &self.socket)
+            .field("info", &self.info)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WtPlan {
+    /// Binds the UDP socket at `bind` (port 0: any) and makes the certificate, for clients
+    /// that reach the host at [`reach_ip`]`(bind's IP, public_ip, route)`.
+    pub(crate) fn bind(
+        bind: SocketAddr,
+        public_ip: Option<IpAddr>,
+        route: impl FnOnce() -> std::io::Result<IpAddr>,
+    ) -> Result<WtPlan, WtError> {
+        use socket2::{Domain, Protocol, Socket, Type};
+        let failed = |source| WtError::Bind { addr: bind, source };
+        let socket = Socket::new(Domain::for_address(bind), Type::DGRAM, Some(Protocol::UDP))
+            .map_err(failed)?;
+        // Best effort: the OS caps it (Linux: net.core.rmem_max).
+        if let Err(e) = socket.set_recv_buffer_size(RECEIVE_BUFFER) {
+            tracing::debug!(error = %e, "host WebTransport socket: SO_RCVBUF not raised");
+        }
+        socket.set_nonblocking(true).map_err(failed)?;
+        socket.bind(&bind.into()).map_err(failed)?;
+        let socket: std::net::UdpSocket = socket.into();
+        let port = socket.local_addr().map_err(failed)?.port();
+        let ip = reach_ip(bind.ip(), public_ip, route).map_err(WtError::Address)?;
+        let not_before = time::OffsetDateTime::now_utc() - BACKDATE;
+        let identity = Identity::self_signed_builder()
+            .subject_alt_names([ip.to_string(), "localhost".to_owned()])
+            .not_before(not_before)
+            .offset_from_not_before(VALIDITY)
+            .build()
+            .map_err(|e| WtError::Certificate(e.to_string()))?;
+        let hashes = identity
+            .certificate_chain()
+            .as_slice()
+            .iter()
+            .take(1)
+            .map(|cert| CertHash(*cert.hash().as_ref()))
+            .collect();
+        let info = WebTransportInfo {
+            url: format!("https://{}{PATH}", SocketAddr::new(ip, port)),
+            cert_hashes: hashes,
+        };
+        Ok(WtPlan {
+            socket,
+            identity,
+            info,
+        })
+    }
+
+    /// What the host publishes: its URL (no query) and its certificate's hash.
+    pub(crate) fn info(&self) -> &WebTransportInfo {
+        &self.info
+    }
+}
+
+/// What a transport of the host's WebTransport tells the member.
+#[derive(Debug)]
+pub(crate) enum WtEvent {
+    /// The session's state ([`TransportEvent::ChannelOpen`], `ChannelClosed`, `Failed`).
+    Transport(TransportEvent),
+    /// A datagram arrived on the session.
+    Datagram(Bytes),
+}
+
+/// What the endpoint's tasks report to the room's task (handed back to [`WtHost::handle`]).
+pub(crate) struct Report(Happened);
+
+impl std::fmt::Debug for Report {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Report")
+    }
+}
+
+enum Happened {
+    /// A session with a well-formed token finished its handshake.
+    Arrived {
+        token: String,
+        request: Box<SessionRequest>,
+    },
+    /// The hold of the session `number` held for `token` is over.
+    Expired { token: String, number: u64 },
+    /// The session taken as `transport` was accepted (or not).
+    Accepted {
+        transport: TransportId,
+        result: Result<Connection, String>,
+    },
+    /// A datagram on `transport`'s session.
+    Datagram {
+        transport: TransportId,
+        payload: Bytes,
+    },
+    /// `transport`'s session closed.
+    Closed {
+        transport: TransportId,
+        reason: String,
+    },
+    /// An event the host itself has for the member.
+    Tell {
+        transport: TransportId,
+        event: TransportEvent,
+    },
+}
+
+/// Where a transport's session is.
+enum State {
+    /// The member named the token; no session has shown it yet.
+    Waiting,
+    /// A session showed it and is being accepted.
+    Accepting,
+    /// Accepted: datagrams flow.
+    Open(Connection),
+    /// Failed or closed (told); the member closes the transport.
+    Ended,
+}
+
+struct Slot {
+    token: String,
+    state: State,
+}
+
+struct Held {
+    request: Box<SessionRequest>,
+    number: u64,
+}
+
+/// The host's WebTransport endpoint: sessions in, matched to the member's transports by
+/// token; their events and datagrams out through [`Self::next`] and [`Self::handle`].
+pub(crate) struct WtHost {
+    local: SocketAddr,
+    info: WebTransportInfo,
+    hold: Duration,
+    /// The tokens the member named, until their transport closes.
+    tokens: HashMap<String, TransportId>,
+    transports: HashMap<TransportId, Slot>,
+    /// Sessions whose token the member has not named yet.
+    held: HashMap<String, Held>,
+    holds: u64,
+    reports: mpsc::UnboundedSender<Report>,
+    reports_rx: mpsc::UnboundedReceiver<Report>,
+    /// Datagrams a session would not send (too large, closed).
+    send_failures: u64,
+    /// Dropped with the host: the accept task closes the endpoint and ends.
+    _stop: oneshot::Sender<()>,
+}
+
+impl std::fmt::Debug for WtHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WtHost")
+            .field("local", &self.local)
+            .field("url", &self.info.url)
+            .field("transports", &self.transports.len())
+            .field("held", &self.held.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl WtHost {
+    /// Starts the endpoint on the plan's socket (inside a tokio runtime: quinn spawns its
+    /// driver). A session whose token the member has not named is held for `hold`
+    /// ([`HOLD`] in a room).
+    pub(crate) fn start(plan: WtPlan, hold: Duration) -> Result<WtHost, WtError> {
+        let mut transport = QuicTransportConfig::default();
+        transport
+            .initial_mtu(INITIAL_MTU)
+            .keep_alive_interval(Some(KEEP_ALIVE))
+            .max_idle_timeout(Some(
+                IDLE_TIMEOUT
+                    .try_into()
+                    .map_err(|e| WtError::Endpoint(std::io::Error::other(e)))?,
+            ));
+        let config = ServerConfig::builder()
+            .with_bind_socket(plan.socket)
+            .with_custom_transport(plan.identity, transport)
+            .build();
+        let endpoint = Endpoint::server(config).map_err(WtError::Endpoint)?;
+        let local = endpoint.local_addr().map_err(WtError::Endpoint)?;
+        let (reports, reports_rx) = mpsc::unbounded_channel();
+        let (stop, stop_rx) = oneshot::channel();
+        tokio::spawn(accept_loop(endpoint, reports.clone(), stop_rx));
+        Ok(WtHost {
+            local,
+            info: plan.info,
+            hold,
+            tokens: HashMap::new(),
+            transports: HashMap::new(),
+            held: HashMap::new(),
+            holds: 0,
+            reports,
+            reports_rx,
+            send_failures: 0,
+            _stop: stop,
+        })
+    }
+
+    /// The bound address.
+    pub(crate) fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// What the host publishes.
+    pub(crate) fn info(&self) -> &WebTransportInfo {
+        &self.info
+    }
+
+    /// Datagrams the sessions would not send.
+    pub(crate) fn send_failures(&self) -> u64 {
+        self.send_failures
+    }
+
+    /// Sessions held for a token the member has not named.
+    #[cfg(test)]
+    fn held(&self) -> usize {
+        self.held.len()
+    }
+
+    /// Whether `transport` is one of this endpoint's.
+    pub(crate) fn has(&self, transport: TransportId) -> bool {
+        self.transports.contains_key(&transport)
+    }
+
+    /// The member's [`Command::AcceptWebTransport`]: the session that shows `token` is
+    /// `transport`, now if it came already, else when it comes.
+    ///
+    /// [`Command::AcceptWebTransport`]: ackwire_room::member::Command::AcceptWebTransport
+    pub(crate) fn accept(&mut self, transport: TransportId, token: String) {
+        if !is_token(&token) || self.tokens.contains_key(&token) || self.has(transport) {
+            let why = "not a WebTransport token, or one already taken";
+            self.tell(transport, TransportEvent::Failed(why.into()));
+            return;
+        }
+        self.tokens.insert(token.clone(), transport);
+        let state = match self.held.remove(&token) {
+            Some(held) => {
+                tokio::spawn(session(transport, held.request, self.reports.clone()));
+                State::Accepting
+            }
+            None => State::Waiting,
+        };
+        self.transports.insert(transport, Slot { token, state });
+    }
+
+    /// The member's `CloseTransport`: the session closes (or is refused if it comes), and
+    /// its token is forgotten.
+    pub(crate) fn close(&mut self, transport: TransportId) {
+        if let Some(slot) = self.transports.remove(&transport) {
+            self.tokens.remove(&slot.token);
+            if let State::Open(connection) = slot.state {
+                connection.close(VarInt::from_u32(0), b"closed");
+            }
+        }
+    }
+
+    /// Sends `datagram` on `transport`'s session; one it would not send (too large for the
+    /// path, the session gone) is dropped and counted, as one lost on the way would be.
+    pub(crate) fn send(&mut self, transport: TransportId, datagram: &[u8]) {
+        let Some(Slot {
+            state: State::Open(connection),
+            ..
+        }) = self.transports.get(&transport)
+        else {
+            return;
+        };
+        if let Err(e) = connection.send_datagram(datagram) {
+            self.send_failures += 1;
+            tracing::debug!(?transport, len = datagram.len(), error = %e, "WebTransport datagram not sent");
+        }
+    }
+
+    /// The next report of the endpoint's tasks (cancel-safe).
+    pub(crate) async fn next(&mut self) -> Report {
+        // The host holds a sender: the channel never closes while it lives.
+        match self.reports_rx.recv().await {
+            Some(report) => report,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// A report already waiting, if any.
+    pub(crate) fn try_next(&mut self) -> Option<Report> {
+        self.reports_rx.try_recv().ok()
+    }
+
+    /// Takes in a report: what it has for the member, if anything.
+    pub(crate) fn handle(&mut self, report: Report) -> Option<(TransportId, WtEvent)> {
+        match report.0 {
+            Happened::Arrived { token, request } => {
+                self.arrived(token, request);
+                None
+            }
+            Happened::Expired { token, number } => {
+                if self.held.get(&token).is_some_and(|h| h.number == number)
+                    && let Some(held) = self.held.remove(&token)
+                {
+                    tracing::debug!("WebTransport session refused: its token was never named");
+                    tokio::spawn((*held.request).forbidden());
+                }
+                None
+            }
+            Happened::Accepted { transport, result } => {
+                let slot = self.transports.get_mut(&transport);
+                match (slot, result) {
+                    (Some(slot), Ok(connection)) if matches!(slot.state, State::Accepting) => {
+                        slot.state = State::Open(connection);
+                        Some((transport, WtEvent::Transport(TransportEvent::ChannelOpen)))
+                    }
+                    (Some(slot), Err(reason)) => {
+                        slot.state = State::Ended;
+                        Some((transport, WtEvent::Transport(TransportEvent::Failed(reason))))
+                    }
+                    // Closed meanwhile.
+                    (_, Ok(connection)) => {
+                        connection.close(VarInt::from_u32(0), b"closed");
+                        None
+                    }
+                    (None, Err(_)) => None,
+                }
+            }
+            Happened::Datagram { transport, payload } => match self.transports.get(&transport) {
+                Some(Slot {
+                    state: State::Open(_),
+                    ..
+                }) => Some((transport, WtEvent::Datagram(payload))),
+                _ => None,
+            },
+            Happened::Closed { transport, reason } => {
+                let slot = self.transports.get_mut(&transport)?;
+                if !matches!(slot.state, State::Open(_)) {
+                    return None;
+                }
+                tracing::debug!(?transport, %reason, "WebTransport session closed");
+                slot.state = State::Ended;
+                Some((transport, WtEvent::Transport(TransportEvent::ChannelClosed)))
+            }
+            Happened::Tell { transport, event } => Some((transport, WtEvent::Transport(event))),
+        }
+    }
+
+    /// A session showed `token`: taken if the member named it and it is free, held if the
+    /// member has not named it yet, refused otherwise.
+    fn arrived(&mut self, token: String, request: Box<SessionRequest>) {
+        if let Some(&transport) = self.tokens.get(&token) {
+            match self.transports.get_mut(&transport) {
+                Some(slot) if matches!(slot.state, State::Waiting) => {
+                    slot.state = State::Accepting;
+                    tokio::spawn(session(transport, request, self.reports.clone()));
+                }
+                _ => {
+                    tracing::debug!("WebTransport session refused: its token is taken");
+                    tokio::spawn((*request).forbidden());
+                }
+            }
+            return;
+        }
+        if self.held.contains_key(&token) || self.held.len() >= MAX_HELD {
+            tracing::debug!("WebTransport session refused: its token is held already");
+            tokio::spawn((*request).forbidden());
+            return;
+        }
+        self.holds += 1;
+        let number = self.holds;
+        let (reports, hold, expired) = (self.reports.clone(), self.hold, token.clone());
+        tokio::spawn(async move {
+            tokio::time::sleep(hold).await;
+            let _ = reports.send(Report(Happened::Expired {
+                token: expired,
+                number,
+            }));
+        });
+        self.held.insert(token, Held { request, number });
+    }
+
+    /// Tells the member `event` about `transport` at the room task's next turn.
+    fn tell(&self, transport: TransportId, event: TransportEvent) {
+        let _ = self
+            .reports
+            .send(Report(Happened::Tell { transport, event }));
+    }
+}
+
+impl Drop for WtHost {
+    /// Every session closes now (the accept task closes the endpoint as `_stop` drops).
+    fn drop(&mut self) {
+        for slot in self.transports.values() {
+            if let State::Open(connection) = &slot.state {
+                connection.close(VarInt::from_u32(0), b"closed");
+            }
+        }
+    }
+}
+
+/// Takes every incoming session to its handshake, until the host is dropped; then closes the
+/// endpoint (every session with it).
+async fn accept_loop(
+    endpoint: Endpoint<Server>,
+    reports: mpsc::UnboundedSender<Report>,
+    mut stop: oneshot::Receiver<()>,
+) {
+    loop {
+        tokio::select! {
+            biased;
+            _ = &mut stop => break,
+            incoming = endpoint.accept() => {
+                tokio::spawn(handshake(incoming, reports.clone()));
+            }
+        }
+    }
+    endpoint.close(VarInt::from_u32(0), b"closed");
+}
+
+/// One incoming session's QUIC and HTTP/3 handshakes; a session with no token is refused
+/// (404) at once, one with a token goes to the room's task.
+async fn handshake(incoming: IncomingSession, reports: mpsc::UnboundedSender<Report>) {
+    let from = incoming.remote_address();
+    let request = match incoming.await {
+        Ok(request) => request,
+        Err(e) => {
+            tracing::debug!(%from, error = %e, "WebTransport handshake failed");
+            return;
+        }
+    };
+    match session_token(request.path()).map(str::to_owned) {
+        Some(token) => {
+            let request = Box::new(request);
+            let _ = reports.send(Report(Happened::Arrived { token, request }));
+        }
+        None => {
+            tracing::debug!(%from, "WebTransport session refused: no token in its path");
+            request.not_found().await;
+        }
+    }
+}
+
+/// Accepts the session taken as `transport`, then reads its datagrams until it closes.
+async fn session(
+    transport: TransportId,
+    request: Box<SessionRequest>,
+    reports: mpsc::UnboundedSender<Report>,
+) {
+    let connection = match request.accept().await {
+        Ok(connection) => connection,
+        Err(e) => {
+            let result = Err(format!("WebTransport session not accepted: {e}"));
+            let _ = reports.send(Report(Happened::Accepted { transport, result }));
+            return;
+        }
+    };
+    let result = Ok(connection.clone());
+    if reports
+        .send(Report(Happened::Accepted { transport, result }))
+        .is_err()
+    {
+        connection.close(VarInt::from_u32(0), b"closed");
+        return;
+    }
+    loop {
+        match connection.receive_datagram().await {
+            Ok(datagram) => {
+                let payload = datagram.payload();
+                if reports
+                    .send(Report(Happened::Datagram { transport, payload }))
+                    .is_err()
+                {
+                    connection.close(VarInt::from_u32(0), b"closed");
+                    return;
+                }
+            }
+            Err(e) => {
+                let reason = e.to_string();
+                let _ = reports.send(Report(Happened::Closed { transport, reason }));
+                return;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+    use std::future::Future;
+    use std::sync::Arc;
+
+    use wtransport::ClientConfig;
+    use wtransport::endpoint::endpoint_side::Client;
+    use wtransport::error::ConnectingError;
+    use wtransport::tls::Sha256Digest;
+
+    use super::*;
+
+    /// No test waits longer than this for anything.
+    const PATIENCE: Duration = Duration::from_secs(10);
+
+    /// The largest core packet on a WebTransport link.
+    const LARGEST: usize = ackwire_room::member::WEBTRANSPORT_DATAGRAM;
+
+    const TOKEN: &str = "0123456789abcdef0123456789abcdef";
+
+    /// A host on loopback, and what it had for the member so far.
+    struct Harness {
+        host: WtHost,
+        seen: VecDeque<(TransportId, WtEvent)>,
+    }
+
+    impl Harness {
+        fn new(hold: Duration) -> Harness {
+            let bind = SocketAddr::from(([127, 0, 0, 1], 0));
+            let plan = WtPlan::bind(bind, None, || unreachable!("a bound IP needs no route"))
+                .expect("bind");
+            Harness {
+                host: WtHost::start(plan, hold).expect("endpoint"),
+                seen: VecDeque::new(),
+            }
+        }
+
+        /// Runs the host until `work` is done, keeping what it has for the member.
+        async fn run<T>(&mut self, work: impl Future<Output = T>) -> T {
+            tokio::pin!(work);
+            let run = async {
+                loop {
+                    tokio::select! {
+                        out = &mut work => return out,
+                        report = self.host.next() => {
+                            if let Some(event) = self.host.handle(report) {
+                                self.seen.push_back(event);
+                            }
+                        }
+                    }
+                }
+            };
+            tokio::time::timeout(PATIENCE, run).await.expect("timed out")
+        }
+
+        /// The next thing the host has for the member.
+        async fn event(&mut self) -> (TransportId, WtEvent) {
+            if let Some(event) = self.seen.pop_front() {
+                return event;
+            }
+            let next = async {
+                loop {
+                    let report = self.host.next().await;
+                    if let Some(event) = self.host.handle(report) {
+                        return event;
+                    }
+                }
+            };
+            tokio::time::timeout(PATIENCE, next)
+                .await
+                .expect("timed out")
+        }
+
+        /// Runs the host until it holds `n` sessions.
+        async fn until_held(&mut self, n: usize) {
+            let wait = async {
+                while self.host.held() != n {
+                    let report = self.host.next().await;
+                    if let Some(event) = self.host.handle(report) {
+                        self.seen.push_back(event);
+                    }
+                }
+            };
+            tokio::time::timeout(PATIENCE, wait).await.expect("timed out");
+        }
+
+        /// Takes every report already waiting, and checks the member got nothing at all.
+        fn assert_nothing_for_the_member(&mut self) {
+            while let Some(report) = self.host.try_next() {
+                if let Some(event) = self.host.handle(report) {
+                    self.seen.push_back(event);
+                }
+            }
+            assert!(self.seen.is_empty(), "the member was told {:?}", self.seen);
+        }
+
+        /// A native client dialling the host with `token` (pinning the published hash, with
+        /// Chromium's first packet size).
+        fn dial(
+            &self,
+            token: &str,
+        ) -> tokio::task::JoinHandle<Result<(Endpoint<Client>, Connection), ConnectingError>>
+        {
+            let info = self.host.info().clone();
+            let url = info.session_url(token);
+            tokio::spawn(async move {
+                let hashes = info.cert_hashes.iter().map(|h| Sha256Digest::new(h.0));
+                let mut config = ClientConfig::builder()
+                    .with_bind_default()
+                    .with_server_certificate_hashes(hashes)
+                    .build();
+                let mut transport = QuicTransportConfig::default();
+                transport.initial_mtu(INITIAL_MTU);
+                config
+                    .quic_config_mut()
+                    .transport_config(Arc::new(transport));
+                let endpoint = Endpoint::client(config).expect("client endpoint");
+                let connection = endpoint.connect(url).await?;
+                Ok((endpoint, connection))
+            })
+        }
+    }
+
+    fn assert_open(event: (TransportId, WtEvent), transport: TransportId) {
+        assert!(
+            matches!(
+                event,
+                (t, WtEvent::Transport(TransportEvent::ChannelOpen)) if t == transport
+            ),
+            "expected {transport:?} open, got {event:?}"
+        );
+    }
+
+    /// One datagram each way on `transport`, checked byte for byte.
+    async fn exchange(h: &mut Harness, transport: TransportId, client: &Connection, size: usize) {
+        let up: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
+        client.send_datagram(&up).expect("the client sends");
+        match h.event().await {
+            (t, WtEvent::Datagram(got)) if t == transport => assert_eq!(got[..], up[..]),
+            other => panic!("expected a datagram, got {other:?}"),
+        }
+        let down: Vec<u8> = up.iter().rev().copied().collect();
+        h.host.send(transport, &down);
+        assert_eq!(h.host.send_failures(), 0);
+        let got = h.run(client.receive_datagram()).await.expect("a datagram");
+        assert_eq!(got.payload()[..], down[..]);
+    }
+
+    #[test]
+    fn the_published_url_names_the_address_clients_reach() {
+        let lan = IpAddr::from([192, 168, 1, 5]);
+        let public = IpAddr::from([203, 0, 113, 7]);
+        let any = IpAddr::from([0, 0, 0, 0]);
+        let never = || -> std::io::Result<IpAddr> { unreachable!("no route needed") };
+        assert_eq!(reach_ip(lan, Some(public), never).unwrap(), public);
+        assert_eq!(reach_ip(lan, None, never).unwrap(), lan);
+        assert_eq!(reach_ip(any, None, || Ok(lan)).unwrap(), lan);
+
+        let plan = WtPlan::bind(SocketAddr::from(([127, 0, 0, 1], 0)), None, never).unwrap();
+        let info = plan.info();
+        let port = plan.socket.local_addr().unwrap().port();
+        assert_eq!(info.url, format!("https://127.0.0.1:{port}/ackwire"));
+        assert!(info.validate().is_ok());
+        assert_eq!(info.cert_hashes.len(), 1);
+        // The hash is the certificate's own (what a browser checks).
+        let cert = &plan.identity.certificate_chain().as_slice()[0];
+        assert_eq!(info.cert_hashes[0].0, *cert.hash().as_ref());
+    }
+
+    #[tokio::test]
+    async fn a_session_with_a_named_token_opens_and_carries_the_largest_datagrams_both_ways() {
+        let mut h = Harness::new(HOLD);
+        let transport = TransportId(7);
+        h.host.accept(transport, TOKEN.into());
+        let dial = h.dial(TOKEN);
+        let (_endpoint, client) = h.run(dial).await.unwrap().expect("the session opens");
+        assert_open(h.event().await, transport);
+
+        exchange(&mut h, transport, &client, 100).await;
+        exchange(&mut h, transport, &client, LARGEST).await;
+        h.assert_nothing_for_the_member();
+    }
+
+    #[tokio::test]
+    async fn a_session_that_comes_before_its_token_is_held_and_then_taken() {
+        let mut h = Harness::new(HOLD);
+        let mut dial = h.dial(TOKEN);
+        // The session arrives and waits for the member's command.
+        h.until_held(1).await;
+        assert!(!dial.is_finished());
+        h.assert_nothing_for_the_member();
+
+        let transport = TransportId(3);
+        h.host.accept(transport, TOKEN.into());
+        let (_endpoint, client) = h.run(&mut dial).await.unwrap().expect("the session opens");
+        assert_open(h.event().await, transport);
+        assert_eq!(h.host.held(), 0);
+        exchange(&mut h, transport, &client, LARGEST).await;
+    }
+
+    #[tokio::test]
+    async fn a_session_whose_token_is_never_named_is_refused_after_the_hold() {
+        let mut h = Harness::new(Duration::from_millis(200));
+        let dial = h.dial(TOKEN);
+        let refused = h.run(dial).await.unwrap().err();
+        assert!(matches!(refused, Some(ConnectingError::SessionRejected)), "{refused:?}");
+        assert_eq!(h.host.held(), 0);
+        h.assert_nothing_for_the_member();
+        // Named too late: the member waits for a session that never comes (its attempt times
+        // out), and nothing is opened.
+        h.host.accept(TransportId(1), TOKEN.into());
+        h.assert_nothing_for_the_member();
+    }
+
+    #[tokio::test]
+    async fn a_session_without_a_token_is_refused_at_once() {
+        // Held sessions would wait a minute: the test's patience is 10 s.
+        let mut h = Harness::new(Duration::from_secs(60));
+        for bad in ["", "0123", "0123456789ABCDEF0123456789ABCDEF"] {
+            let dial = h.dial(bad);
+            let refused = h.run(dial).await.unwrap().err();
+            assert!(matches!(refused, Some(ConnectingError::SessionRejected)), "{bad}: {refused:?}");
+        }
+        assert_eq!(h.host.held(), 0);
+        h.assert_nothing_for_the_member();
+    }
+
+    #[tokio::test]
+    async fn a_second_session_with_a_taken_token_is_refused_at_once() {
+        let mut h = Harness::new(Duration::from_secs(60));
+        let transport = TransportId(9);
+        h.host.accept(transport, TOKEN.into());
+        let first = h.dial(TOKEN);
+        let (_endpoint, client) = h.run(first).await.unwrap().expect("the first opens");
+        assert_open(h.event().await, transport);
+
+        let second = h.dial(TOKEN);
+        let refused = h.run(second).await.unwrap().err();
+        assert!(matches!(refused, Some(ConnectingError::SessionRejected)), "{refused:?}");
+        h.assert_nothing_for_the_member();
+        // The first still works.
+        exchange(&mut h, transport, &client, 100).await;
+    }
+
+    #[tokio::test]
+    async fn closing_the_transport_closes_the_clients_session() {
+        let mut h = Harness::new(HOLD);
+        let transport = TransportId(4);
+        h.host.accept(transport, TOKEN.into());
+        let dial = h.dial(TOKEN);
+        let (_endpoint, client) = h.run(dial).await.unwrap().expect("the session opens");
+        assert_open(h.event().await, transport);
+
+        h.host.close(transport);
+        assert!(!h.host.has(transport));
+        h.run(client.closed()).await;
+        // Sending on it now is a no-op, and nothing more is told about it.
+        h.host.send(transport, b"late");
+        assert_eq!(h.host.send_failures(), 0);
+        h.assert_nothing_for_the_member();
+    }
+
+    #[tokio::test]
+    async fn a_session_the_client_closes_is_told_closed() {
+        let mut h = Harness::new(HOLD);
+        let transport = TransportId(5);
+        h.host.accept(transport, TOKEN.into());
+        let dial = h.dial(TOKEN);
+        let (_endpoint, client) = h.run(dial).await.unwrap().expect("the session opens");
+        assert_open(h.event().await, transport);
+
+        client.close(VarInt::from_u32(0), b"bye");
+        assert!(matches!(
+            h.event().await,
+            (t, WtEvent::Transport(TransportEvent::ChannelClosed)) if t == transport
+        ));
+    }
+}
