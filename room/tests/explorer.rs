@@ -254,6 +254,9 @@ struct Schedule {
     host: bool,
     /// Every member's `peer_budget` (`None`: the default, 4 MiB).
     budget: Option<usize>,
+    /// A host room whose host serves WebTransport, which its browser clients dial
+    /// (`Some(false)`: its port is blocked, so they fall back to WebRTC).
+    webtransport: Option<bool>,
     /// Every member's core idle timeout (a link silent this long is lost).
     idle: Duration,
     /// Each member's orphan grace (a peer not back this long after a restart is forgotten).
@@ -298,6 +301,11 @@ impl fmt::Display for Schedule {
             if self.host { "host room" } else { "mesh" },
             self.idle
         )?;
+        match self.webtransport {
+            Some(true) => write!(f, ", WebTransport")?,
+            Some(false) => write!(f, ", WebTransport blocked")?,
+            None => {}
+        }
         match self.budget {
             Some(budget) => writeln!(f, ", peer budget {budget} B")?,
             None => writeln!(f)?,
@@ -338,6 +346,10 @@ fn schedule(seed: u64) -> Schedule {
     // restarts) draws from its own stream.
     let mut extra = Rng::new(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x00B0_D6E7);
     let host = extra.chance(0.3);
+    // Later still: WebTransport in host rooms, from a stream of its own (the other draws, and
+    // so every schedule found before it, stay as they were).
+    let mut transports = Rng::new(seed.wrapping_mul(0xD1B5_4A32_D192_ED03) ^ 0x0057_7EB7);
+    let webtransport = (host && transports.chance(0.6)).then(|| transports.chance(0.8));
     let budget = extra
         .chance(0.25)
         .then(|| extra.pick(&[8usize, 16, 32]) * 1024);
@@ -545,6 +557,7 @@ fn schedule(seed: u64) -> Schedule {
         kinds,
         host,
         budget,
+        webtransport,
         idle,
         graces,
         total: steps.len(),
@@ -875,10 +888,20 @@ fn settled(w: &World, survivors: &[usize], host: Option<usize>) -> bool {
 fn add_member(w: &mut World, schedule: &Schedule, slot: usize) -> usize {
     let (idle, grace, budget) = (schedule.idle, schedule.graces[slot], schedule.budget);
     let role = schedule.role(slot);
+    let n = w.nodes.len();
+    if role == Role::Host && schedule.webtransport == Some(false) {
+        w.block_webtransport(n);
+    }
     w.add(schedule.kinds[slot], |config: &mut MemberConfig| {
         config.connection.idle_timeout = idle;
         config.orphan_grace = grace;
         config.role = role;
+        if schedule.webtransport.is_some() {
+            match role {
+                Role::Host => config.webtransport = Some(World::webtransport_service(n)),
+                _ => config.dials_webtransport = config.kind == PeerKind::Browser,
+            }
+        }
         if let Some(budget) = budget {
             config.peer_budget = budget;
         }
@@ -1678,6 +1701,7 @@ fn every_accepted_reliable_message_is_delivered_once_or_handed_back_once_under_r
     let mut failures = Vec::new();
     let (mut accepted, mut ambiguous) = (0, 0);
     let (mut full, mut unreliable, mut unattributed, mut hosts, mut budgets) = (0, 0, 0, 0, 0);
+    let mut webtransport = 0;
     let started = std::time::Instant::now();
     for (done, &seed) in seeds.iter().enumerate() {
         // A long run says how far it got (`cargo xtask sim` runs one per core).
@@ -1700,6 +1724,7 @@ fn every_accepted_reliable_message_is_delivered_once_or_handed_back_once_under_r
         unreliable += outcome.unreliable_delivered;
         unattributed += outcome.unattributed;
         hosts += usize::from(schedule.host);
+        webtransport += usize::from(schedule.webtransport.is_some());
         budgets += usize::from(schedule.budget.is_some());
         ambiguous += outcome
             .violations
@@ -1780,7 +1805,7 @@ fn every_accepted_reliable_message_is_delivered_once_or_handed_back_once_under_r
         failures.push((seed, kinds));
     }
     println!(
-        "{} seeds ({hosts} host rooms, {budgets} with small budgets), {accepted} accepted messages ({full} refused full, {unattributed} unattributed broadcast shares), {unreliable} unreliable messages delivered, {ambiguous} ambiguous hand-backs of delivered messages ({})",
+        "{} seeds ({hosts} host rooms, {webtransport} of them serving WebTransport, {budgets} with small budgets), {accepted} accepted messages ({full} refused full, {unattributed} unattributed broadcast shares), {unreliable} unreliable messages delivered, {ambiguous} ambiguous hand-backs of delivered messages ({})",
         seeds.len(),
         if strict {
             "failures under ACKWIRE_STRICT"
