@@ -85,6 +85,12 @@ export interface JoinOptions<C extends readonly ChannelKind[] = readonly Channel
    */
   relayOnly?: boolean;
   /**
+   * A client of a host room links to its host over WebTransport (HTTP/3 datagrams) when the
+   * host serves it and this browser has it, and over WebRTC when the session fails or takes
+   * too long; `false`: over WebRTC only. Default true.
+   */
+  webTransport?: boolean;
+  /**
    * Bytes of reliable messages kept per peer until it confirms them (default 4 MiB, 4194304):
    * beyond, a send to that peer throws `full` (a broadcast lists it in `refused`). Anything
    * but a whole number of 1 or more rejects the join with `bad_options`.
@@ -114,8 +120,11 @@ export type ServerId = number;
 /** What kind of program a peer is. */
 export type PeerKind = 'browser' | 'native';
 
-/** What carries a link: a WebRTC data channel, or raw UDP between two natives. */
-export type TransportKind = 'webrtc' | 'udp';
+/**
+ * What carries a link: a WebRTC data channel, raw UDP between two natives, or WebTransport
+ * datagrams between a browser client and its host room's host.
+ */
+export type TransportKind = 'webrtc' | 'udp' | 'webtransport';
 
 /**
  * Where a link is in its life: `wanted` (nothing started), `negotiating` (offer, answer, ICE),

@@ -55,6 +55,8 @@
  * @property {string} [hostIdentity] a client's host's identity (its join ticket's): a host of
  *   another gets no link (default: the first host with an identity is pinned)
  * @property {boolean} [relayOnly] ICE over TURN relays only: peers never learn this player's address
+ * @property {boolean} [webTransport] `false`: a host room's client links to its host over WebRTC
+ *   only, never over WebTransport (default true: when the host serves it and the browser has it)
  * @property {number} [peerBudget] bytes of reliable messages kept per peer until it confirms them (default 4 MiB)
  * @property {number} [attemptTimeoutMs] a link not connected after this long is lost (reason
  *   `timeout`) and tried again (default 20000)
@@ -74,7 +76,7 @@
  * @property {number} id the peer, as this room knows it for its whole life (server restarts too)
  * @property {number | null} serverId the peer's id in the signalling server's current session
  * @property {'browser' | 'native'} kind
- * @property {'webrtc' | 'udp'} transport
+ * @property {'webrtc' | 'udp' | 'webtransport'} transport
  * @property {'wanted' | 'negotiating' | 'open' | 'connected' | 'lost' | 'retrying' | 'gone'} state
  * @property {Failure | null} reason why it was last lost (kept until it connects again)
  * @property {string | null} ice the ICE connection state

@@ -199,7 +199,7 @@ impl Default for NativeOptions {
 
 /// Browser options; every field has a documented default.
 #[cfg(target_arch = "wasm32")]
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct BrowserOptions {
     /// ICE uses TURN relays only, so peers never learn this player's address; with no TURN
@@ -209,6 +209,21 @@ pub struct BrowserOptions {
     /// loading, adopted instead of opening one, so the join does not wait for the download.
     /// Default: none.
     pub early_socket: Option<EarlySocket>,
+    /// A client of a host room dials its host over WebTransport when the host serves it and
+    /// the browser has it (`globalThis.WebTransport`), before WebRTC; `false`: WebRTC only.
+    /// Default `true`.
+    pub webtransport: bool,
+}
+
+#[cfg(target_arch = "wasm32")]
+impl Default for BrowserOptions {
+    fn default() -> BrowserOptions {
+        BrowserOptions {
+            relay_only: false,
+            early_socket: None,
+            webtransport: true,
+        }
+    }
 }
 
 /// A signalling socket a page opened early, with the join in its URL (what the JS API's

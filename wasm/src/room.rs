@@ -47,10 +47,11 @@ impl WasmRoom {
     /// `unreliable-sequenced`, `reliable-ordered`, `reliable-unordered`), `room`, `role`
     /// (`peer`, the default, `host` or `client`), `ticket` (the join ticket from the game's
     /// backend, a string), `hostIdentity` (a client's host's identity, a string), `relayOnly`,
-    /// `peerBudget` (bytes), `attemptTimeoutMs` (how long a link may take to connect),
-    /// `emulation` (`{ latencyMs, jitterMs, lossPct, seed }`, each optional), `earlySocket`
-    /// (see `ackwire::EarlySocket`) and `onEvent(event)`, called with every event of the
-    /// room as a plain object with a `type`, outside any call into the room.
+    /// `webTransport` (`false`: a host room's client links over WebRTC only), `peerBudget`
+    /// (bytes), `attemptTimeoutMs` (how long a link may take to connect), `emulation`
+    /// (`{ latencyMs, jitterMs, lossPct, seed }`, each optional), `earlySocket` (see
+    /// `ackwire::EarlySocket`) and `onEvent(event)`, called with every event of the room as
+    /// a plain object with a `type`, outside any call into the room.
     #[wasm_bindgen(constructor)]
     pub fn new(url: &str, options: &JsValue) -> Result<WasmRoom, JsValue> {
         let on_event: Function = get(options, "onEvent")
@@ -79,6 +80,8 @@ impl WasmRoom {
             config = config.with_emulation(emulation);
         }
         config.browser.relay_only = get(options, "relayOnly").is_truthy();
+        // Only `false` turns it off: absent, it is on.
+        config.browser.webtransport = get(options, "webTransport") != JsValue::FALSE;
         let budget = get(options, "peerBudget");
         if !budget.is_undefined() {
             config.peer_budget = budget

@@ -21,8 +21,8 @@ use std::borrow::Cow;
 
 use ackwire_room::member::MemberServerFrame;
 use ackwire_signalling::{
-    ErrorCode, IceServer, LeaveReason, PeerId, PeerInfo, PeerKind, Role, Sdp, SdpKind, ServerFrame,
-    ServerFrameType, SignalData,
+    CertHash, ErrorCode, IceServer, LeaveReason, PeerId, PeerInfo, PeerKind, Role, Sdp, SdpKind,
+    ServerFrame, ServerFrameType, SignalData, WebTransportInfo,
 };
 use js_sys::{Array, Reflect};
 use serde::Serialize;
@@ -252,8 +252,8 @@ fn object<'a>(value: &'a JsValue, frame: &'static str) -> Result<Fields<'a>, Fra
     }
 }
 
-/// A peer. A browser links over WebRTC only, so it does not read a native's `udp_key`. A
-/// missing `role` is a mesh `peer`, as serde reads it.
+/// A peer. A browser links over WebRTC or WebTransport only, so it does not read a native's
+/// `udp_key`. A missing `role` is a mesh `peer`, as serde reads it.
 fn peer_info(value: &JsValue) -> Result<PeerInfo, FrameError> {
     let f = object(value, "peer")?;
     let kind = match f.string("kind")?.as_str() {
@@ -271,6 +271,10 @@ fn peer_info(value: &JsValue) -> Result<PeerInfo, FrameError> {
         .opt_string("udp_addr")?
         .map(|a| a.parse().map_err(|_| f.wrong("udp_addr", "an IP:port")))
         .transpose()?;
+    let webtransport = f
+        .present("webtransport")
+        .map(|w| webtransport(&w))
+        .transpose()?;
     Ok(PeerInfo {
         id: f.id("id")?,
         kind,
@@ -280,7 +284,44 @@ fn peer_info(value: &JsValue) -> Result<PeerInfo, FrameError> {
         udp_key: None,
         network: f.opt_string("network")?,
         identity: f.opt_string("identity")?,
+        webtransport,
     })
+}
+
+/// A host's WebTransport service: `url`, and `cert_hashes` (missing: none) an array of 64 hex
+/// digits each. The server checked the URL's shape; it is not checked again here.
+fn webtransport(value: &JsValue) -> Result<WebTransportInfo, FrameError> {
+    let f = object(value, "webtransport")?;
+    let url = f.string("url")?;
+    let wrong = || f.wrong("cert_hashes", "an array of 64-hex-digit SHA-256 hashes");
+    let hashes = get(value, "cert_hashes");
+    let mut cert_hashes = Vec::new();
+    if !hashes.is_undefined() {
+        if !Array::is_array(&hashes) {
+            return Err(wrong());
+        }
+        // A loop, not `Fields::list`: its collect costs the bundle 1 KB per item type.
+        for hash in Array::from(&hashes).iter() {
+            let hash = hash.as_string().and_then(|h| cert_hash(&h));
+            cert_hashes.push(hash.ok_or_else(wrong)?);
+        }
+    }
+    Ok(WebTransportInfo { url, cert_hashes })
+}
+
+/// 64 hex digits, either case, as `CertHash`'s `FromStr` reads them (the server writes them
+/// lowercase), without its error text and its UTF-8 and radix parsing (less bundle).
+fn cert_hash(text: &str) -> Option<CertHash> {
+    let digits = text.as_bytes();
+    if digits.len() != 64 {
+        return None;
+    }
+    let mut hash = [0u8; 32];
+    for (byte, pair) in hash.iter_mut().zip(digits.chunks_exact(2)) {
+        let nibble = |d: u8| char::from(d).to_digit(16);
+        *byte = (nibble(pair[0])? << 4 | nibble(pair[1])?) as u8;
+    }
+    Some(CertHash(hash))
 }
 
 /// An ICE server: `urls` one string or an array of them.

@@ -3,7 +3,8 @@
 //!
 //! It owns the clock (`performance.now()`), one `setTimeout` timer, the signalling WebSocket
 //! ([`signalling`]) and one RTCPeerConnection with its data channel per WebRTC link attempt
-//! ([`webrtc`]); it moves bytes and events between them and the member (its outputs through
+//! ([`webrtc`]), or one WebTransport session per link attempt to a host room's host
+//! ([`webtransport`]); it moves bytes and events between them and the member (its outputs through
 //! the loop both drivers share, [`outputs`](crate::outputs)), and queues the member's events
 //! for the [`Room`](crate::Room). Every decision about links — who offers,
 //! when to retry, what a failure means — is the member's, shared with the native driver.
@@ -17,6 +18,7 @@
 mod frames;
 mod signalling;
 mod webrtc;
+mod webtransport;
 
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
@@ -26,7 +28,7 @@ use std::task::{Poll, Waker};
 use std::time::Duration;
 
 use ackwire_room::member::{
-    Command, Event, Member, MemberConfig, MemberFrame, PeerId, Route, TransportId,
+    Command, Event, Member, MemberConfig, MemberFrame, PeerId, Route, TransportEvent, TransportId,
 };
 use ackwire_signalling::{PeerKind, RoomUrl, UrlJoin};
 use js_sys::Reflect;
@@ -94,6 +96,8 @@ struct State {
     socket: Option<signalling::Socket>,
     sockets_opened: u64,
     pcs: HashMap<TransportId, webrtc::Pc>,
+    /// A client's WebTransport sessions to its host (one, and any closing).
+    sessions: Vec<(TransportId, webtransport::Session)>,
     inbox: Inbox,
     timer: Option<i32>,
     tick: Option<Closure<dyn FnMut()>>,
@@ -119,6 +123,9 @@ impl State {
         }
         for (_, pc) in self.pcs.drain() {
             pc.shut_down();
+        }
+        for (_, session) in self.sessions.drain(..) {
+            session.shut_down();
         }
         if let Some(socket) = self.socket.take() {
             socket.shut_down();
@@ -151,10 +158,32 @@ fn with_state<R>(shared: &Shared, f: impl FnOnce(&mut State, Duration) -> R) -> 
 }
 
 /// Runs `f` on the state if the room still exists (browser callbacks hold it weakly).
-fn with_weak(weak: &std::rc::Weak<RefCell<State>>, f: impl FnOnce(&mut State, Duration)) {
+fn with_weak(weak: &WeakState, f: impl FnOnce(&mut State, Duration)) {
     if let Some(shared) = weak.upgrade() {
         with_state(&shared, f);
     }
+}
+
+type WeakState = std::rc::Weak<RefCell<State>>;
+
+/// Reports a transport event to the member (if the room still exists). The member ignores
+/// events of a transport it is done with.
+fn tell(weak: &WeakState, transport: TransportId, event: TransportEvent) {
+    with_weak(weak, |state, now| {
+        state.member.handle_transport(now, transport, event)
+    });
+}
+
+/// Hands a datagram that came on `route` to the member, if the room still exists (whether
+/// it does comes back). Refused datagrams change nothing; the member counts them per link.
+fn deliver(weak: &WeakState, route: Route, datagram: &[u8]) -> bool {
+    let Some(shared) = weak.upgrade() else {
+        return false;
+    };
+    with_state(&shared, |state, now| {
+        let _ = state.member.receive(now, route, datagram);
+    });
+    true
 }
 
 /// Carries out what the member asked for.
@@ -199,15 +228,27 @@ impl Carrier for Carry<'_> {
     }
 
     fn run_command(&mut self, command: Command) {
-        webrtc::run_command(self.state, self.shared, command);
+        if let Some(command) = webtransport::run_command(self.state, self.shared, command) {
+            webrtc::run_command(self.state, self.shared, command);
+        }
     }
 
     fn transmit(&mut self, route: Route, datagram: &[u8]) {
         // Browsers have no UDP sockets; the member never routes a browser's link there.
-        if let Route::WebRtc(transport) = route
-            && let Some(pc) = self.state.pcs.get(&transport)
-        {
-            pc.send(datagram);
+        match route {
+            Route::WebRtc(transport) => {
+                if let Some(pc) = self.state.pcs.get(&transport) {
+                    pc.send(datagram);
+                }
+            }
+            Route::WebTransport(transport) => {
+                if let Some((_, session)) =
+                    self.state.sessions.iter().find(|(t, _)| *t == transport)
+                {
+                    session.send(datagram);
+                }
+            }
+            Route::Udp(_) => {}
         }
     }
 
@@ -273,8 +314,7 @@ impl Driver {
         let instance = match &early {
             Some((_, instance)) => instance.clone(),
             None => {
-                let hex: String = random[..8].iter().map(|b| format!("{b:02x}")).collect();
-                format!("b{hex}")
+                format!("b{}", hex(&random[..8]))
             }
         };
         let mut member_config =
@@ -289,6 +329,7 @@ impl Driver {
         member_config.stats_period = config.stats_period;
         member_config.attempt_timeout = config.attempt_timeout;
         member_config.peer_budget = config.peer_budget;
+        member_config.dials_webtransport = options.webtransport && webtransport::available();
         let member = match Member::new(member_config, now()) {
             Ok(member) => member,
             Err(e) => {
@@ -312,6 +353,7 @@ impl Driver {
             socket: None,
             sockets_opened: 0,
             pcs: HashMap::new(),
+            sessions: Vec::new(),
             inbox: Inbox::default(),
             timer: None,
             tick: None,
@@ -473,6 +515,11 @@ fn random_bytes<const N: usize>() -> Result<[u8; N], String> {
         .get_random_values_with_u8_array(&mut bytes)
         .map_err(|e| js_err("crypto.getRandomValues", e))?;
     Ok(bytes)
+}
+
+/// `bytes` as lowercase hex digits: the instance id, a WebTransport token.
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// `context: message` of a JS exception (a string, or an `Error`'s message; a DOMException

@@ -1,7 +1,7 @@
 //! One RTCPeerConnection and its data channel per link attempt (a [`TransportId`]), set up by
 //! the shared policy (`ackwire_room::webrtc`); their events to the member.
 
-use std::rc::{Rc, Weak};
+use std::rc::Rc;
 
 use ackwire_room::member::{Command, Route, ServerId, TransportEvent, TransportId};
 use ackwire_room::webrtc::{DATA_CHANNEL, PATH_POLL, PATH_POLLS, ice_state, path_type};
@@ -17,9 +17,7 @@ use web_sys::{
 };
 
 use super::frames::to_js;
-use super::{Shared, State, js_err, now, sleep, with_weak};
-
-type WeakState = Weak<std::cell::RefCell<State>>;
+use super::{Shared, State, WeakState, deliver, js_err, now, sleep, tell};
 
 /// One WebRTC link attempt: the peer connection and its data channel.
 pub(super) struct Pc {
@@ -100,13 +98,6 @@ pub(super) fn make_certificate(shared: &Shared) {
     });
 }
 
-/// Reports a transport event to the member (if the room still exists).
-fn tell(weak: &WeakState, transport: TransportId, event: TransportEvent) {
-    with_weak(weak, |state, now| {
-        state.member.handle_transport(now, transport, event)
-    });
-}
-
 /// Runs a transport command of the member's.
 pub(super) fn run_command(state: &mut State, shared: &Shared, command: Command) {
     match command {
@@ -173,6 +164,8 @@ pub(super) fn run_command(state: &mut State, shared: &Shared, command: Command) 
                 pc.shut_down();
             }
         }
+        // WebTransport sessions' (`webtransport::run_command`).
+        Command::OpenWebTransport { .. } | Command::AcceptWebTransport { .. } => {}
     }
 }
 
@@ -214,6 +207,8 @@ async fn apply_signal(
                 JsFuture::from(pc.add_ice_candidate_with_opt_rtc_ice_candidate_init(Some(&init)))
                     .await;
         }
+        // A WebTransport session's token: no peer connection's business.
+        SignalData::WebTransport { .. } => {}
     }
 }
 
@@ -335,10 +330,7 @@ fn attach(
         let weak = weak.clone();
         move |event: MessageEvent| {
             let bytes = Uint8Array::new(&event.data()).to_vec();
-            with_weak(&weak, |state, now| {
-                // Refused datagrams change nothing; the member counts them per link.
-                let _ = state.member.receive(now, Route::WebRtc(transport), &bytes);
-            });
+            deliver(&weak, Route::WebRtc(transport), &bytes);
         }
     });
     let on_close = Closure::<dyn FnMut()>::new(move || {
@@ -441,9 +433,7 @@ fn adopt(state: &mut State, shared: &Shared, transport: TransportId, link: &JsVa
         let received = Reflect::get(&link, &"received".into()).unwrap_or_default();
         for data in js_sys::Array::from(&received).iter() {
             let bytes = Uint8Array::new(&data).to_vec();
-            with_weak(&weak, |state, now| {
-                let _ = state.member.receive(now, Route::WebRtc(transport), &bytes);
-            });
+            deliver(&weak, Route::WebRtc(transport), &bytes);
         }
     });
     true

@@ -11,8 +11,9 @@ use ackwire_room::member::{
     EmulationReport, Failure, LinkReport, LinkState, MemberFrame, MemberServerFrame, TransportKind,
 };
 use ackwire_signalling::{
-    AppInfo, ChannelKind, ClientFrame, ErrorCode, IceServer, LeaveReason, PeerInfo, PeerKind,
-    PublicKey, Resume, Role, Sdp, SdpKind, ServerFrame, ServerFrameType, SignalData, VERSION,
+    AppInfo, CertHash, ChannelKind, ClientFrame, ErrorCode, IceServer, LeaveReason, PeerInfo,
+    PeerKind, PublicKey, Resume, Role, Sdp, SdpKind, ServerFrame, ServerFrameType, SignalData,
+    VERSION, WebTransportInfo,
 };
 use wasm_bindgen_test::*;
 
@@ -28,6 +29,20 @@ fn native(id: u64) -> PeerInfo {
         udp_key: None,
         network: Some("9f2c01aa77e3b0d4".into()),
         identity: Some(format!("user:{id}")),
+        webtransport: None,
+    }
+}
+
+/// A host room's native host serving WebTransport, with `hashes` certificate hashes.
+fn wt_host(id: u64, hashes: usize) -> PeerInfo {
+    PeerInfo {
+        webtransport: Some(WebTransportInfo {
+            url: "https://192.0.2.8:4433/ackwire".into(),
+            cert_hashes: (0..hashes)
+                .map(|i| CertHash([0xa0 + i as u8; 32]))
+                .collect(),
+        }),
+        ..with_role(native(id), Role::Host)
     }
 }
 
@@ -111,6 +126,21 @@ fn every_server_frame() -> Vec<MemberServerFrame<'static>> {
             room: "arena".into(),
             peer: with_role(browser(15), Role::Host),
         },
+        // A host serving WebTransport: with its certificates' hashes, or a real certificate.
+        ServerFrame::Welcome {
+            version: VERSION,
+            room: "arena".into(),
+            peer_id: 9,
+            token: "t".into(),
+            resumed: false,
+            peers: vec![wt_host(1, 2)],
+            ice_servers: Cow::Owned(Vec::new()),
+            network: None,
+        },
+        ServerFrame::PeerJoined {
+            room: "arena".into(),
+            peer: wt_host(2, 0),
+        },
         ServerFrame::IceServers {
             ice_servers: Cow::Owned(vec![turn]),
         },
@@ -170,6 +200,49 @@ fn optional_fields_may_be_null_and_unknown_fields_are_ignored() {
         panic!("not read: {text}");
     };
     assert_eq!(ice_servers[0].urls, ["stun:203.0.113.9:3478"]);
+}
+
+#[wasm_bindgen_test]
+fn a_hosts_webtransport_service_reads_as_serde_reads_it() {
+    let text = r#"{"type":"peer_joined","room":"arena","peer":{"id":5,"kind":"native","role":"host","webtransport":null}}"#;
+    let read = server_frame(text);
+    assert_eq!(
+        read,
+        Ok(ServerFrame::PeerJoined {
+            room: "arena".into(),
+            peer: with_role(PeerInfo::new(5, PeerKind::Native), Role::Host),
+        })
+    );
+    assert_eq!(read, Ok(serde_json::from_str(text).unwrap()));
+    // No hashes: none (a real certificate); a hash in capitals is the same hash.
+    let host = |service: &str| {
+        format!(
+            r#"{{"type":"peer_joined","room":"arena","peer":{{"id":5,"kind":"native","role":"host","webtransport":{service}}}}}"#
+        )
+    };
+    let service = |text: &str| match server_frame(text) {
+        Ok(ServerFrame::PeerJoined { peer, .. }) => peer.webtransport.unwrap(),
+        other => panic!("{text}: {other:?}"),
+    };
+    let url = "https://h.example:443/wt";
+    for (text, hashes) in [
+        (host(&format!(r#"{{"url":"{url}"}}"#)), vec![]),
+        (
+            host(&format!(
+                r#"{{"url":"{url}","cert_hashes":["{}","{}"]}}"#,
+                "AB".repeat(32),
+                "0f".repeat(32)
+            )),
+            vec![CertHash([0xab; 32]), CertHash([0x0f; 32])],
+        ),
+    ] {
+        let read = service(&text);
+        assert_eq!((read.url.as_str(), &read.cert_hashes), (url, &hashes));
+        assert_eq!(
+            server_frame(&text),
+            Ok(serde_json::from_str(&text).unwrap())
+        );
+    }
 }
 
 /// A browser has no UDP links: it does not read natives' keys, and never refuses a frame for
@@ -269,6 +342,47 @@ fn malformed_frames_are_refused_with_what_is_wrong() {
         field(r#"{"type":"ice_servers","ice_servers":[{"urls":[1]}]}"#),
         ("ice server", "urls")
     );
+    let host = |service: &str| {
+        format!(
+            r#"{{"type":"peer_joined","room":"arena","peer":{{"id":1,"kind":"native","role":"host","webtransport":{service}}}}}"#
+        )
+    };
+    let bad_services = [
+        (r#""https://h:1/wt""#, "(itself)"),
+        (r#"{"cert_hashes":[]}"#, "url"),
+        (r#"{"url":7}"#, "url"),
+        (
+            r#"{"url":"https://h:1/wt","cert_hashes":"ab"}"#,
+            "cert_hashes",
+        ),
+        (
+            r#"{"url":"https://h:1/wt","cert_hashes":null}"#,
+            "cert_hashes",
+        ),
+        (
+            r#"{"url":"https://h:1/wt","cert_hashes":["abcd"]}"#,
+            "cert_hashes",
+        ),
+        (
+            r#"{"url":"https://h:1/wt","cert_hashes":[7]}"#,
+            "cert_hashes",
+        ),
+    ];
+    for (service, wrong) in bad_services {
+        let text = host(service);
+        assert_eq!(field(&text), ("webtransport", wrong), "{text}");
+        // serde refuses the same.
+        assert!(
+            serde_json::from_str::<ServerFrame>(&text).is_err(),
+            "{text}"
+        );
+    }
+    let not_hex = host(&format!(
+        r#"{{"url":"https://h:1/wt","cert_hashes":["{}"]}}"#,
+        "g".repeat(64)
+    ));
+    assert_eq!(field(&not_hex), ("webtransport", "cert_hashes"));
+    assert!(serde_json::from_str::<ServerFrame>(&not_hex).is_err());
     assert_eq!(
         server_frame(r#"{"type":"signal","from":2,"data":{"x":1}}"#),
         Err(FrameError::BadSignal { from: 2 })
@@ -353,6 +467,7 @@ fn what_the_browser_writes_is_what_serde_writes() {
             )),
             role: Default::default(),
             ticket: None,
+            webtransport: None,
             resume: Some(Resume {
                 peer_id: 7,
                 token: "04a7".into(),
@@ -368,6 +483,7 @@ fn what_the_browser_writes_is_what_serde_writes() {
             app: None,
             role: Role::Client,
             ticket: None,
+            webtransport: None,
             resume: None,
         },
         ClientFrame::Signal {
