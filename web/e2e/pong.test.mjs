@@ -150,6 +150,9 @@ test('a Chromium player and a Firefox player on the JS API play a round against 
     const chromium = await seated('chromium', '/pong/?room=js-round&auto=track', 'left', 'chromium');
     const firefox = await seated('firefox', '/pong/?room=js-round&auto=miss', 'right', 'firefox');
     await playRound(host, { winner: chromium, loser: firefox });
+    // Both browsers have WebTransport, and the host serves it: neither needed WebRTC.
+    const links = host.lines.filter((l) => l.type === 'link' && l.state === 'connected');
+    assert.deepEqual(links.map((l) => l.transport), ['webtransport', 'webtransport'], JSON.stringify(links));
     // The page's head opened the room's socket before its module ran, and join() adopted it:
     // the only one the page opened.
     const timeline = await chromium.page.evaluate(() => window.pong.timeline);

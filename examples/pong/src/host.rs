@@ -215,6 +215,7 @@ async fn main() -> std::process::ExitCode {
         .with_env_filter(filter.unwrap_or_else(|_| "warn".into()))
         .init();
     let (mut url, mut points, mut bind, mut ticks) = (String::new(), 5u8, None, false);
+    let mut webtransport_port = 0;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = || args.next().unwrap_or_default();
@@ -222,6 +223,8 @@ async fn main() -> std::process::ExitCode {
             "--points" => points = value().parse().expect("--points N (1-255)"),
             "--bind" => bind = Some(value().parse().expect("--bind IP:PORT")),
             "--ticks" => ticks = true,
+            // The UDP port browsers reach it at over WebTransport (a firewall's open port).
+            "--webtransport-port" => webtransport_port = value().parse().expect("--webtransport-port PORT"),
             _ => url = arg,
         }
     }
@@ -232,10 +235,11 @@ async fn main() -> std::process::ExitCode {
         config = config.with_room(room.split(['&', '#']).next().unwrap_or_default());
     }
     config.native.bind = bind.unwrap_or(config.native.bind);
+    config.native.webtransport_port = webtransport_port;
     let mut room = match Room::join(&url, config) {
         Ok(room) => room,
         Err(e) => {
-            eprintln!("pong-host: {e}\nusage: pong-host URL [--points N] [--bind ADDR] [--ticks]");
+            eprintln!("pong-host: {e}\nusage: pong-host URL [--points N] [--bind ADDR] [--webtransport-port PORT] [--ticks]");
             return std::process::ExitCode::from(2);
         }
     };
@@ -300,7 +304,9 @@ async fn main() -> std::process::ExitCode {
                 Some(Event::Joined { .. }) => say(json!({"type": "joined", "url": url})),
                 Some(Event::Refused { code, message, fatal }) => say(json!({"type": "refused", "code": code, "message": message, "fatal": fatal})),
                 Some(Event::Connected { peer }) => {
-                    say(json!({"type": "link", "peer": peer, "state": "connected"}));
+                    // What carries it: `webtransport`, `webrtc` or `udp`.
+                    let transport = room.links().into_iter().find(|l| l.peer == peer).map(|l| l.transport);
+                    say(json!({"type": "link", "peer": peer, "state": "connected", "transport": transport}));
                     let (side, new) = game.seat(peer);
                     if new {
                         say(json!({"type": "seat", "peer": peer, "side": side}));
