@@ -6,8 +6,8 @@ use crate::world;
 
 use std::time::Duration;
 
-use ackwire_room::member::{LinkState, MemberConfig, TransportKind};
-use ackwire_room::signalling::{PeerKind, Role};
+use ackwire_room::member::{LinkState, MemberConfig, SignallingState, TransportKind};
+use ackwire_room::signalling::{CertHash, PeerKind, Role, WebTransportInfo};
 use world::{HOP, World};
 
 const S: Duration = Duration::from_secs(1);
@@ -169,4 +169,96 @@ fn a_token_of_the_wrong_shape_changes_nothing_on_the_hosts_link() {
     assert_eq!(link.state, LinkState::Connected);
     assert_eq!(link.reason, None, "never restarted");
     assert_eq!(w.webtransport_opened(), 1);
+}
+
+/// The world host's service at node 0 with the certificates `hashes` (one byte each).
+fn rotated(hashes: &[u8]) -> WebTransportInfo {
+    WebTransportInfo {
+        cert_hashes: hashes.iter().map(|&b| CertHash([b; 32])).collect(),
+        ..World::webtransport_service(0)
+    }
+}
+
+/// The service the latest dial of node `n` named.
+fn last_dial(w: &World, n: usize) -> &WebTransportInfo {
+    &w.wt_dials
+        .iter()
+        .rev()
+        .find(|(c, _)| *c == n)
+        .expect("a dial")
+        .1
+}
+
+#[test]
+fn a_host_that_updates_its_service_is_dialed_with_the_new_one_and_keeps_its_clients() {
+    let mut w = World::new();
+    let host = host(&mut w);
+    let early = w.add(PeerKind::Browser, browser_client(true));
+    w.run_until_true(3 * S, "linked", |w| {
+        w.connected(early, host) && w.connected(host, early)
+    });
+    assert_eq!(last_dial(&w, early), &World::webtransport_service(0));
+
+    // The host rotates: [current, next]. The session open stays as it is.
+    let next = rotated(&[0, 100]);
+    w.with(host, |m, now| m.update_webtransport(now, next.clone()));
+    w.run_for(S);
+    let link = w.link(early, host).unwrap();
+    assert_eq!(link.state, LinkState::Connected);
+    assert_eq!(link.transport, TransportKind::WebTransport);
+    assert_eq!(link.reason, None, "never restarted");
+    assert_eq!(w.webtransport_opened(), 1);
+    assert_eq!(w.say(early, "through"), 1);
+
+    // A client that links after it dials the new service.
+    let late = w.add(PeerKind::Browser, browser_client(true));
+    w.run_until_true(3 * S, "the late client linked", |w| w.connected(late, host));
+    assert_eq!(transport(&w, late, host), TransportKind::WebTransport);
+    assert_eq!(last_dial(&w, late), &next);
+    assert_eq!(w.chats(host, "through"), 1);
+
+    // The switch: [next] alone. The early client's next session dials it too.
+    let after = rotated(&[100]);
+    w.with(host, |m, now| m.update_webtransport(now, after.clone()));
+    w.run_for(S);
+    assert!(w.connected(early, host) && w.connected(late, host));
+    w.set_blackout(host, early, true);
+    w.run_until_true(30 * S, "the link lost", |w| {
+        w.link(early, host)
+            .is_some_and(|l| l.state != LinkState::Connected)
+    });
+    w.set_blackout(host, early, false);
+    w.run_until_true(30 * S, "linked again", |w| {
+        w.connected(early, host) && w.connected(host, early)
+    });
+    assert_eq!(transport(&w, early, host), TransportKind::WebTransport);
+    assert_eq!(last_dial(&w, early), &after);
+}
+
+#[test]
+fn a_service_updated_while_the_hosts_signalling_is_down_reaches_its_clients_with_its_resume() {
+    let mut w = World::new();
+    let host = host(&mut w);
+    let client = w.add(PeerKind::Browser, browser_client(true));
+    w.run_until_true(3 * S, "linked", |w| w.connected(client, host));
+    w.cut_signalling(host, true);
+    w.run_for(100 * MS);
+    let next = rotated(&[0, 100]);
+    w.with(host, |m, now| m.update_webtransport(now, next.clone()));
+    w.cut_signalling(host, false);
+    w.run_until_true(30 * S, "the host back in the room", |w| {
+        w.nodes[host].member.signalling_state() == SignallingState::Joined
+    });
+    w.run_for(S);
+    assert!(w.connected(client, host), "the open session carried on");
+    // The client heard it: its next session dials the new service.
+    w.set_blackout(host, client, true);
+    w.run_until_true(30 * S, "the link lost", |w| {
+        w.link(client, host)
+            .is_some_and(|l| l.state != LinkState::Connected)
+    });
+    w.set_blackout(host, client, false);
+    w.run_until_true(30 * S, "linked again", |w| w.connected(client, host));
+    assert_eq!(transport(&w, client, host), TransportKind::WebTransport);
+    assert_eq!(last_dial(&w, client), &next);
 }

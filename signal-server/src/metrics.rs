@@ -69,6 +69,8 @@ pub enum LostWrite {
     Joined,
     /// A resumed peer's new token.
     Token,
+    /// A host's new WebTransport service (its record and the room's `updated` event).
+    Updated,
     /// A local peer's leave (its removal and the room's `left` event).
     Left,
     /// A place a join reserved and did not take.
@@ -87,6 +89,7 @@ impl LostWrite {
         match self {
             Self::Joined => "joined",
             Self::Token => "token",
+            Self::Updated => "updated",
             Self::Left => "left",
             Self::Release => "release",
             Self::Stats => "stats",

@@ -378,6 +378,7 @@ impl Hub {
                             reserved,
                         } => broker.joined(room, &info, &token, app.as_ref(), reserved),
                         Shared::Token { info, token } => broker.put(room, &info, &token),
+                        Shared::Updated { info, token } => broker.updated(room, &info, &token),
                         Shared::Left { peer_id, reason } => broker.left(room, peer_id, reason),
                         other => tracing::warn!(?other, "news the broker cannot share"),
                     }
@@ -517,6 +518,26 @@ impl Hub {
             st.notify_subscribers(&self.metrics, room, &text);
         }
         Ok(())
+    }
+
+    /// A host's `update` on connection `conn`: its new WebTransport service, for its clients
+    /// here and on the other instances (refused for anyone but a host: nothing changes).
+    pub fn update(
+        &self,
+        room: &str,
+        peer_id: PeerId,
+        conn: &Link,
+        webtransport: Option<WebTransportInfo>,
+    ) -> Result<(), SignalError> {
+        let mut st = self.lock();
+        self.with_room(&mut st, room, false, |r| {
+            match r.update(peer_id, conn, webtransport) {
+                Ok(effects) => (Ok(()), effects),
+                Err(err) => (Err(err), Vec::new()),
+            }
+        })
+        .ok_or(SignalError::NotJoined)?
+        .map_err(SignalError::from)
     }
 
     /// Remove the peer on connection `conn` now and tell its room (nothing if another
@@ -725,6 +746,11 @@ impl Mirror for Hub {
         {
             self.settle_locked(&mut st, room);
         }
+    }
+
+    fn mirror_updated(&self, room: &str, info: PeerInfo) {
+        let mut st = self.lock();
+        self.with_room(&mut st, room, false, |r| ((), r.remote_updated(info)));
     }
 
     fn mirror_moved(&self, room: &str, info: PeerInfo, home: String) {

@@ -11,7 +11,7 @@ use std::{
 use ackwire_signalling::rules::tokens_match;
 use ackwire_signalling::{
     ClientFrame, IceServer, LeaveReason, PeerId, PeerKind, Role, ServerFrame, Topology, UrlJoin,
-    VERSION, webtransport::InvalidWebTransport,
+    VERSION, WebTransportInfo, webtransport::InvalidWebTransport,
 };
 use axum::{
     extract::{
@@ -516,14 +516,7 @@ impl Session {
                             "webtransport is only for a host room's host",
                         ));
                     }
-                    service.validate().map_err(|e| {
-                        SignalError::InvalidJoin(match e {
-                            InvalidWebTransport::TooManyHashes => {
-                                "webtransport.cert_hashes holds at most 4 hashes"
-                            }
-                            _ => "webtransport.url must be https://, at most 256 characters, with no query or fragment",
-                        })
-                    })?;
+                    validate_webtransport(service)?;
                 }
                 // With tickets, a fresh join shows its ticket before it touches any room (a
                 // refusal changes nothing); where tickets are for hosts alone, another join
@@ -594,6 +587,14 @@ impl Session {
                 let _ = self.reply(&ServerFrame::Subscribed { rooms }).await;
                 Ok(())
             }
+            ClientFrame::Update { webtransport } => {
+                let (room, id) = self.own_id(None)?;
+                if let Some(service) = &webtransport {
+                    validate_webtransport(service)?;
+                }
+                self.hub
+                    .update(room, id, &self.link, webtransport.map(|w| *w))
+            }
             ClientFrame::Leave => {
                 let (room, id) = self.joined.take().ok_or(SignalError::NotJoined)?;
                 self.hub.leave(&room, id, &self.link, LeaveReason::Left);
@@ -601,6 +602,16 @@ impl Session {
             }
         }
     }
+}
+
+/// A host's WebTransport service, in its join or its update: refused as `invalid_join`.
+fn validate_webtransport(service: &WebTransportInfo) -> Result<(), SignalError> {
+    service.validate().map_err(|e| {
+        SignalError::InvalidJoin(match e {
+            InvalidWebTransport::TooManyHashes => "webtransport.cert_hashes holds at most 4 hashes",
+            _ => "webtransport.url must be https://, at most 256 characters, with no query or fragment",
+        })
+    })
 }
 
 /// The messages per second (sustained, burst) a connection may send. A host room's host

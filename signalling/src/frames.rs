@@ -332,6 +332,15 @@ pub enum ClientFrame<S = Value, L = Value> {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         token: Option<String>,
     },
+    /// A joined host room's host replaces the WebTransport service its join published
+    /// (`webtransport`, checked as the join's; absent: it serves none any more), as it rotates
+    /// its certificate. Its clients hear it in a `peer_updated`; anyone else's update is
+    /// refused (`invalid_join`) and changes nothing.
+    Update {
+        /// The service from now on ([`PeerInfo::webtransport`]). Boxed as the join's.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        webtransport: Option<Box<WebTransportInfo>>,
+    },
     /// Leave the room now (the room is told at once; the id cannot be resumed).
     Leave,
 }
@@ -377,6 +386,15 @@ pub enum ServerFrame<'a, D = Cow<'a, Value>> {
         /// Room.
         room: Cow<'a, str>,
         /// Who.
+        peer: PeerInfo,
+    },
+    /// A peer already announced changed what its members see of it (a host room's host
+    /// published a new WebTransport service): `peer` is its whole [`PeerInfo`] as of now, for
+    /// the next link to it. Sent to whoever heard its `peer_joined`; not to dashboards.
+    PeerUpdated {
+        /// Room.
+        room: Cow<'a, str>,
+        /// Who, as it is now.
         peer: PeerInfo,
     },
     /// A peer left the room.
@@ -435,6 +453,8 @@ pub enum ServerFrameType {
     Welcome,
     /// `peer_joined`
     PeerJoined,
+    /// `peer_updated`
+    PeerUpdated,
     /// `peer_left`
     PeerLeft,
     /// `signal`
@@ -451,9 +471,10 @@ pub enum ServerFrameType {
 
 impl ServerFrameType {
     /// Every server frame type.
-    pub const ALL: [ServerFrameType; 8] = [
+    pub const ALL: [ServerFrameType; 9] = [
         Self::Welcome,
         Self::PeerJoined,
+        Self::PeerUpdated,
         Self::PeerLeft,
         Self::Signal,
         Self::Subscribed,
@@ -467,6 +488,7 @@ impl ServerFrameType {
         match self {
             Self::Welcome => "welcome",
             Self::PeerJoined => "peer_joined",
+            Self::PeerUpdated => "peer_updated",
             Self::PeerLeft => "peer_left",
             Self::Signal => "signal",
             Self::Subscribed => "subscribed",
@@ -482,6 +504,7 @@ impl ServerFrameType {
         Some(match name {
             "welcome" => Self::Welcome,
             "peer_joined" => Self::PeerJoined,
+            "peer_updated" => Self::PeerUpdated,
             "peer_left" => Self::PeerLeft,
             "signal" => Self::Signal,
             "subscribed" => Self::Subscribed,
@@ -510,6 +533,7 @@ impl<'a, D> ServerFrame<'a, D> {
         match self {
             Self::Welcome { .. } => ServerFrameType::Welcome,
             Self::PeerJoined { .. } => ServerFrameType::PeerJoined,
+            Self::PeerUpdated { .. } => ServerFrameType::PeerUpdated,
             Self::PeerLeft { .. } => ServerFrameType::PeerLeft,
             Self::Signal { .. } => ServerFrameType::Signal,
             Self::Subscribed { .. } => ServerFrameType::Subscribed,
@@ -546,6 +570,7 @@ impl<'a, D> ServerFrame<'a, D> {
                 network,
             },
             Self::PeerJoined { room, peer } => ServerFrame::PeerJoined { room, peer },
+            Self::PeerUpdated { room, peer } => ServerFrame::PeerUpdated { room, peer },
             Self::PeerLeft {
                 room,
                 peer_id,
@@ -715,7 +740,18 @@ mod tests {
             },
             ServerFrame::PeerJoined {
                 room: "r".into(),
-                peer,
+                peer: peer.clone(),
+            },
+            ServerFrame::PeerUpdated {
+                room: "r".into(),
+                peer: PeerInfo {
+                    role: Role::Host,
+                    webtransport: Some(WebTransportInfo {
+                        url: "https://192.0.2.1:4433/ackwire".into(),
+                        cert_hashes: vec![crate::CertHash([1; 32]), crate::CertHash([2; 32])],
+                    }),
+                    ..peer
+                },
             },
             ServerFrame::PeerLeft {
                 room: "r".into(),
@@ -774,6 +810,13 @@ mod tests {
                 room: Some("lobby".into()),
                 token: None,
             },
+            ClientFrame::Update {
+                webtransport: Some(Box::new(WebTransportInfo {
+                    url: "https://192.0.2.1:4433/ackwire".into(),
+                    cert_hashes: vec![crate::CertHash([3; 32])],
+                })),
+            },
+            ClientFrame::Update { webtransport: None },
             ClientFrame::Leave,
         ];
         for frame in frames {
@@ -858,7 +901,7 @@ mod tests {
             .try_map(|data| serde_json::from_value::<SignalData>(data.into_owned()));
         assert!(refused.is_err());
         // Frames without a payload pass unchanged.
-        let left = one_of_each().swap_remove(2);
+        let left = one_of_each().swap_remove(3);
         assert_eq!(
             left.clone().try_map(|_| Err::<(), ()>(())),
             Ok(ServerFrame::PeerLeft {

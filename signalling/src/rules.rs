@@ -98,6 +98,10 @@ pub enum RuleError {
     /// A signal between two clients of a host room.
     #[error("peer {0} is another client of this host room: clients link to the host alone")]
     ClientToClient(PeerId),
+    /// An `update` from a peer that is not its host room's host: only a host publishes a
+    /// service.
+    #[error("peer {0} is not a host room's host: only the host publishes a webtransport service")]
+    NotHost(PeerId),
 }
 
 impl RuleError {
@@ -112,6 +116,8 @@ impl RuleError {
             Self::TopologyMismatch { .. } => ErrorCode::TopologyMismatch,
             Self::HostTaken { .. } => ErrorCode::HostTaken,
             Self::ClientToClient(_) => ErrorCode::ClientToClient,
+            // The join's own check of the same field.
+            Self::NotHost(_) => ErrorCode::InvalidJoin,
         }
     }
 
@@ -192,6 +198,14 @@ pub enum Shared {
         /// The peer.
         info: PeerInfo,
         /// Its new resume token (the old one is dead).
+        token: String,
+    },
+    /// A peer of this server changed what the room sees of it (a host's new WebTransport
+    /// service, by an `update` or in its resume): store it and tell the room.
+    Updated {
+        /// The peer, as it is now.
+        info: PeerInfo,
+        /// Its resume token (a resume's new one).
         token: String,
     },
     /// A peer left, was evicted, or was replaced (then wherever it lived: its server closes
@@ -588,6 +602,18 @@ impl<C: Clone + PartialEq> Room<C> {
         }));
     }
 
+    /// `peer_updated` to those who see it: not to the watchers, who see nothing it can change
+    /// (its WebTransport service).
+    fn announce_updated(&self, info: &PeerInfo, effects: &mut Vec<Effect<C>>) {
+        effects.push(Effect::Send {
+            to: self.audience(info),
+            frame: ServerFrame::PeerUpdated {
+                room: self.room(),
+                peer: info.clone(),
+            },
+        });
+    }
+
     /// `peer_left` to those who saw it and to the watchers (no address in it: one frame for
     /// both).
     fn announce_left(&self, left: &PeerInfo, reason: LeaveReason, effects: &mut Vec<Effect<C>>) {
@@ -679,7 +705,12 @@ impl<C: Clone + PartialEq> Room<C> {
             slot.info.udp_addr = join.udp_addr;
             slot.info.udp_key = join.udp_key;
         }
-        if join.webtransport.is_some() && slot.info.role == Role::Host {
+        // A host that rotated its certificate while away brings its new service: its clients
+        // hear it as from an `update`.
+        let updated = join.webtransport.is_some()
+            && slot.info.role == Role::Host
+            && slot.info.webtransport != join.webtransport;
+        if updated {
             slot.info.webtransport = join.webtransport;
         }
         // It may come back from elsewhere (another network); newcomers see where.
@@ -687,10 +718,14 @@ impl<C: Clone + PartialEq> Room<C> {
         // Every welcome carries a new token and the one just used is dead: a token that
         // leaked is worth at most one takeover, which its owner notices at once.
         slot.token = join.token;
-        effects.push(Effect::Shared(Shared::Token {
-            info: slot.info.clone(),
-            token: slot.token.clone(),
-        }));
+        let (info, token) = (slot.info.clone(), slot.token.clone());
+        if updated {
+            effects.push(Effect::Shared(Shared::Updated { info, token }));
+            let info = &self.peers[&resume.peer_id].info;
+            self.announce_updated(info, &mut effects);
+        } else {
+            effects.push(Effect::Shared(Shared::Token { info, token }));
+        }
         Ok(self.welcome_of(resume.peer_id, true, effects))
     }
 
@@ -882,6 +917,38 @@ impl<C: Clone + PartialEq> Room<C> {
         }
     }
 
+    /// An `update` from `peer_id` on `conn`: a host room's host replaces its WebTransport
+    /// service (`None`: it serves none any more; the carrier checked the service's shape), and
+    /// whoever heard of its join hears `peer_updated` (its clients; nobody when it is the
+    /// same). Refused unless `conn` speaks for a host ([`RuleError::NotHost`]): nothing
+    /// changes.
+    pub fn update(
+        &mut self,
+        peer_id: PeerId,
+        conn: &C,
+        webtransport: Option<WebTransportInfo>,
+    ) -> Result<Vec<Effect<C>>, RuleError> {
+        if !self.speaks_for(peer_id, conn) {
+            return Err(RuleError::NotJoined);
+        }
+        let slot = self.peers.get_mut(&peer_id).ok_or(RuleError::NotJoined)?;
+        if slot.info.role != Role::Host {
+            return Err(RuleError::NotHost(peer_id));
+        }
+        let mut effects = Vec::new();
+        if slot.info.webtransport == webtransport {
+            return Ok(effects);
+        }
+        slot.info.webtransport = webtransport;
+        effects.push(Effect::Shared(Shared::Updated {
+            info: slot.info.clone(),
+            token: slot.token.clone(),
+        }));
+        let info = &self.peers[&peer_id].info;
+        self.announce_updated(info, &mut effects);
+        Ok(effects)
+    }
+
     /// `peer_id` on `conn` leaves now (a `leave`, a clean close): the room hears it. Nothing
     /// when another connection took the peer over or replaced it meanwhile.
     pub fn leave(&mut self, peer_id: PeerId, conn: &C, reason: LeaveReason) -> Vec<Effect<C>> {
@@ -1049,6 +1116,22 @@ impl<C: Clone + PartialEq> Room<C> {
         if let Some(slot) = self.forget_peer(peer_id) {
             self.announce_left(&slot.info, reason, &mut effects);
         }
+        effects
+    }
+
+    /// Another server's peer changed what the room sees of it ([`Shared::Updated`] there):
+    /// the mirror takes `info`, and those who see it here hear `peer_updated`. Nothing for a
+    /// peer this server holds or does not know.
+    pub fn remote_updated(&mut self, info: PeerInfo) -> Vec<Effect<C>> {
+        let mut effects = Vec::new();
+        let Some(slot) = self.peers.get_mut(&info.id) else {
+            return effects;
+        };
+        if slot.home.is_none() || slot.info == info {
+            return effects;
+        }
+        slot.info = info.clone();
+        self.announce_updated(&info, &mut effects);
         effects
     }
 
@@ -1488,6 +1571,187 @@ mod tests {
         let listed = vec![(info(5), "other".to_owned())];
         assert!(room.sync("me", listed, None, false).is_empty());
         assert!(!room.holds_local(5) && room.len() == 1);
+    }
+
+    fn service(n: u8) -> WebTransportInfo {
+        WebTransportInfo {
+            url: "https://192.0.2.1:4433/ackwire".into(),
+            cert_hashes: vec![crate::CertHash([n; 32])],
+        }
+    }
+
+    fn watched(effects: &[Effect<u32>]) -> usize {
+        effects
+            .iter()
+            .filter(|e| matches!(e, Effect::Watchers(_)))
+            .count()
+    }
+
+    #[test]
+    fn a_hosts_update_reaches_its_clients_and_the_other_servers_but_not_the_watchers() {
+        let mut room: R = Room::new("r", 8);
+        let host = Join {
+            role: Role::Host,
+            webtransport: Some(service(1)),
+            ..browser(1, 1)
+        };
+        room.join(host).unwrap();
+        let client = |conn, id| Join {
+            role: Role::Client,
+            ..browser(conn, id)
+        };
+        room.join(client(2, 2)).unwrap();
+        room.join(client(3, 3)).unwrap();
+
+        let effects = room.update(1, &1, Some(service(2))).unwrap();
+        for conn in [2, 3] {
+            match &sent_to(&effects, conn)[..] {
+                [ServerFrame::PeerUpdated { peer, .. }] => {
+                    assert_eq!(peer.id, 1);
+                    assert_eq!(peer.role, Role::Host);
+                    assert_eq!(peer.webtransport, Some(service(2)));
+                }
+                other => panic!("client {conn} got {other:?}"),
+            }
+        }
+        assert!(sent_to(&effects, 1).is_empty(), "not the host itself");
+        assert_eq!(watched(&effects), 0, "dashboards see no service");
+        assert!(effects.iter().any(|e| matches!(
+            e,
+            Effect::Shared(Shared::Updated { info, token }) if info.webtransport == Some(service(2)) && token == "t1"
+        )));
+        // A newcomer's welcome lists the host with its new service.
+        let late = room.join(client(4, 4)).unwrap();
+        assert_eq!(late.peers[0].webtransport, Some(service(2)));
+        // The same service again is no news.
+        assert!(room.update(1, &1, Some(service(2))).unwrap().is_empty());
+        // Withdrawn: the clients hear the host has none.
+        let effects = room.update(1, &1, None).unwrap();
+        assert!(matches!(
+            &sent_to(&effects, 2)[..],
+            [ServerFrame::PeerUpdated { peer, .. }] if peer.webtransport.is_none()
+        ));
+    }
+
+    #[test]
+    fn an_update_from_a_client_or_a_stale_connection_is_refused_and_changes_nothing() {
+        let mut room: R = Room::new("r", 8);
+        let host = Join {
+            role: Role::Host,
+            webtransport: Some(service(1)),
+            ..browser(1, 1)
+        };
+        room.join(host).unwrap();
+        let client = Join {
+            role: Role::Client,
+            ..browser(2, 2)
+        };
+        room.join(client).unwrap();
+        let refused = room.update(2, &2, Some(service(9))).unwrap_err();
+        assert_eq!(refused, RuleError::NotHost(2));
+        assert_eq!(refused.code(), ErrorCode::InvalidJoin);
+        // Another connection does not speak for the host.
+        assert_eq!(
+            room.update(1, &2, Some(service(9))).unwrap_err(),
+            RuleError::NotJoined
+        );
+        let mut mesh: R = Room::new("m", 8);
+        mesh.join(browser(5, 5)).unwrap();
+        assert_eq!(mesh.update(5, &5, None).unwrap_err(), RuleError::NotHost(5));
+        let welcome = room
+            .join(Join {
+                role: Role::Client,
+                ..browser(3, 3)
+            })
+            .unwrap();
+        assert_eq!(welcome.peers[0].webtransport, Some(service(1)));
+    }
+
+    #[test]
+    fn a_host_that_resumes_with_a_new_service_is_announced_and_another_servers_update_mirrored() {
+        let mut room: R = Room::new("r", 8);
+        let host = Join {
+            role: Role::Host,
+            webtransport: Some(service(1)),
+            ..browser(1, 1)
+        };
+        let joined = room.join(host).unwrap();
+        room.join(Join {
+            role: Role::Client,
+            ..browser(2, 2)
+        })
+        .unwrap();
+        room.detach(1, &1).unwrap();
+        let resume = |webtransport| Join {
+            role: Role::Host,
+            webtransport,
+            resume: Some(Resume {
+                peer_id: 1,
+                token: joined.token.clone(),
+            }),
+            ..browser(3, 0)
+        };
+        let back = room.join(resume(Some(service(2)))).unwrap();
+        assert!(matches!(
+            &sent_to(&back.effects, 2)[..],
+            [ServerFrame::PeerUpdated { peer, .. }] if peer.webtransport == Some(service(2))
+        ));
+        assert!(
+            back.effects
+                .iter()
+                .any(|e| matches!(e, Effect::Shared(Shared::Updated { .. })))
+        );
+        // The same service: a resume as ever.
+        room.detach(1, &3).unwrap();
+        let again = Join {
+            resume: Some(Resume {
+                peer_id: 1,
+                token: back.token.clone(),
+            }),
+            ..resume(Some(service(2)))
+        };
+        let again = room.join(again).unwrap();
+        assert!(sent_to(&again.effects, 2).is_empty());
+        assert!(
+            again
+                .effects
+                .iter()
+                .any(|e| matches!(e, Effect::Shared(Shared::Token { .. })))
+        );
+
+        // A host on another server: its update is mirrored, and our client hears it.
+        let mut room: R = Room::new("r2", 8);
+        room.join(Join {
+            role: Role::Client,
+            ..browser(2, 2)
+        })
+        .unwrap();
+        let remote_host = PeerInfo {
+            role: Role::Host,
+            webtransport: Some(service(1)),
+            ..PeerInfo::new(7, PeerKind::Native)
+        };
+        room.remote_joined(remote_host.clone(), "other".into(), None);
+        let moved = PeerInfo {
+            webtransport: Some(service(3)),
+            ..remote_host.clone()
+        };
+        let effects = room.remote_updated(moved.clone());
+        assert!(matches!(
+            &sent_to(&effects, 2)[..],
+            [ServerFrame::PeerUpdated { peer, .. }] if *peer == moved
+        ));
+        assert_eq!(watched(&effects), 0);
+        assert!(room.remote_updated(moved).is_empty(), "no news twice");
+        // Not for a peer it does not know, nor for its own.
+        assert!(
+            room.remote_updated(PeerInfo::new(9, PeerKind::Native))
+                .is_empty()
+        );
+        assert!(
+            room.remote_updated(PeerInfo::new(2, PeerKind::Browser))
+                .is_empty()
+        );
     }
 
     #[test]

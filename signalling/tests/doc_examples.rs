@@ -131,7 +131,9 @@ fn every_documented_frame_round_trips_through_the_shared_types() {
     }
     assert_eq!(
         client_types,
-        BTreeSet::from(["join", "leave", "signal", "stats", "subscribe"].map(String::from)),
+        BTreeSet::from(
+            ["join", "leave", "signal", "stats", "subscribe", "update"].map(String::from)
+        ),
         "every client frame type is documented"
     );
     assert_eq!(

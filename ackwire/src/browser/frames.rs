@@ -100,6 +100,13 @@ pub(crate) fn server_frame(text: &str) -> Result<MemberServerFrame<'static>, Fra
                 peer: peer_info(&f.object("peer", "a peer")?)?,
             }
         }
+        ServerFrameType::PeerUpdated => {
+            let f = frame("peer_updated");
+            ServerFrame::PeerUpdated {
+                room: f.string("room")?.into(),
+                peer: peer_info(&f.object("peer", "a peer")?)?,
+            }
+        }
         ServerFrameType::PeerLeft => {
             let f = frame("peer_left");
             let reason = match f.string("reason")?.as_str() {

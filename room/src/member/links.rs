@@ -532,6 +532,8 @@ impl Member {
         if let Some(i) = known {
             let link = &mut self.links[i];
             if link.server_id == Some(info.id) {
+                // A resume's welcome: a host's service may have changed while we were away.
+                link.webtransport = info.webtransport.clone();
                 return;
             }
             link.server_id = Some(info.id);

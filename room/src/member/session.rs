@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use super::{Event, FrameError, GoneReason, LinkReport, Member, Output, ServerId, SignallingState};
 use crate::signalling::{
-    ClientFrame, ErrorCode, IceServer, LeaveReason, PeerInfo, PublicKey, Resume, ServerFrame,
-    SignalData, UnreadableFrame, UrlJoin, VERSION, parse_server_frame,
+    ClientFrame, ErrorCode, IceServer, LeaveReason, PeerInfo, PublicKey, Resume, Role, ServerFrame,
+    SignalData, UnreadableFrame, UrlJoin, VERSION, WebTransportInfo, parse_server_frame,
 };
 
 /// What a member sends on the signalling socket: a [`ClientFrame`] whose relayed payloads
@@ -41,6 +41,9 @@ pub(super) struct Session {
     unreadable_frames: u64,
     /// The refusal that stopped the member (a join no retry cures), if one did.
     refusal: Option<(ErrorCode, String)>,
+    /// A host's new WebTransport service waits for the room to hear it (an `update` sent at
+    /// the next welcome: a resume taken over by another server keeps the service it had).
+    update_pending: bool,
 }
 
 impl Session {
@@ -58,6 +61,7 @@ impl Session {
             left: false,
             unreadable_frames: 0,
             refusal: None,
+            update_pending: false,
         }
     }
 
@@ -298,6 +302,7 @@ impl Member {
                 self.session.ice_servers = ice_servers.into_owned();
             }
             ServerFrame::PeerJoined { peer, .. } => self.peer_present(now, &peer),
+            ServerFrame::PeerUpdated { peer, .. } => self.peer_updated(&peer),
             ServerFrame::PeerLeft {
                 peer_id, reason, ..
             } => {
@@ -363,6 +368,30 @@ impl Member {
         }));
     }
 
+    /// A host room's host publishes a new WebTransport service (its endpoint's next
+    /// certificate, say): the room hears it now when we are in it (an `update`, which its
+    /// clients hear as `peer_updated` and dial with from then on; sessions already open stay
+    /// as they are), else with the next join or resume. Anyone but a host changes nothing.
+    pub fn update_webtransport(&mut self, now: Duration, service: WebTransportInfo) {
+        let _ = now;
+        if self.config.role != Role::Host || self.config.webtransport.as_ref() == Some(&service) {
+            return;
+        }
+        self.config.webtransport = Some(service);
+        self.session.update_pending = true;
+        self.send_update();
+    }
+
+    /// The `update` of our service, if the room can hear it now (else at the next welcome).
+    fn send_update(&mut self) {
+        if self.session.socket_open && self.session.state == SignallingState::Joined {
+            self.session.update_pending = false;
+            let webtransport = self.config.webtransport.clone().map(Box::new);
+            self.out
+                .push_back(Output::Frame(ClientFrame::Update { webtransport }));
+        }
+    }
+
     /// Our public key for the join: natives with a UDP address and keys.
     fn udp_key(&self) -> Option<PublicKey> {
         self.config
@@ -408,6 +437,11 @@ impl Member {
         self.session.ice_servers = ice_servers;
         self.session.attempts = 0;
         self.set_signalling(SignallingState::Joined, None);
+        if self.session.update_pending {
+            // The join carried it, unless a resume went to a server that kept the old one:
+            // the same again is no news to the room.
+            self.send_update();
+        }
         self.event(Event::Joined {
             server_id: peer_id,
             resumed,

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use super::links::{Attempt, Wt};
 use super::{Command, Failure, Member, ServerId, TransportId};
-use crate::signalling::{Role, webtransport};
+use crate::signalling::{PeerInfo, Role, webtransport};
 
 impl Member {
     /// Whether link `i` starts with a WebTransport session: we are a client that can dial, the
@@ -78,6 +78,14 @@ impl Member {
         };
         self.command(Command::AcceptWebTransport { transport, token });
         self.link_event(now, i);
+    }
+
+    /// A `peer_updated`: the peer's new WebTransport service (a host's next certificate) is
+    /// what the next session to it dials; one open or being dialed is not touched.
+    pub(super) fn peer_updated(&mut self, info: &PeerInfo) {
+        if let Some(link) = self.links.iter_mut().find(|l| l.server_id == Some(info.id)) {
+            link.webtransport = info.webtransport.clone();
+        }
     }
 
     pub(super) fn new_transport(&mut self) -> TransportId {

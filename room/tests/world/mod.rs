@@ -322,6 +322,8 @@ pub struct World {
     wts: Vec<WtSession>,
     /// Hosts whose WebTransport port no client reaches ([`World::block_webtransport`]).
     wt_blocked: BTreeSet<usize>,
+    /// Every WebTransport dial: (client node, the service its command named), in order.
+    pub wt_dials: Vec<(usize, ackwire_room::signalling::WebTransportInfo)>,
     /// Node pairs whose data is dropped (both directions).
     blackout: BTreeSet<(usize, usize)>,
     /// Pairs whose raw UDP datagrams are dropped (a symmetric NAT, a firewall), WebRTC not.
@@ -361,6 +363,7 @@ impl World {
             pc_by_transport: HashMap::new(),
             wts: Vec::new(),
             wt_blocked: BTreeSet::new(),
+            wt_dials: Vec::new(),
             blackout: BTreeSet::new(),
             udp_blocked: BTreeSet::new(),
             one_way: BTreeSet::new(),
@@ -727,6 +730,13 @@ impl World {
                     Err(err) => replies.push(error(&err)),
                 }
             }
+            ClientFrame::Update { webtransport } => {
+                let Some(id) = sender else { return };
+                match server.room.update(id, &me, webtransport.map(|w| *w)) {
+                    Ok(done) => effects = done,
+                    Err(err) => replies.push(error(&err)),
+                }
+            }
             ClientFrame::Leave => {
                 let Some(id) = server.sessions.remove(&me) else {
                     return;
@@ -965,6 +975,7 @@ impl World {
             Command::OpenWebTransport {
                 transport, service, ..
             } => {
+                self.wt_dials.push((n, service.clone()));
                 let token = format!("{:032x}", self.wts.len() + 1);
                 let host = service
                     .url

@@ -393,6 +393,19 @@ impl Broker {
         self.queue_or_count(op, write);
     }
 
+    /// A local peer changed what the room sees of it (a host's new WebTransport service):
+    /// store it, if its place is still there, and tell the room (after the store, in order).
+    pub fn updated(&self, room: &str, info: &PeerInfo, token: &str) {
+        self.send_put(room, info, token, (None, true), LostWrite::Updated);
+        let event = RoomEvent::Updated {
+            origin: self.instance.clone(),
+            peer: info.clone(),
+        };
+        if let Err(err) = self.publish_event(room, &event) {
+            self.lost(LostWrite::Updated, err);
+        }
+    }
+
     /// A local peer left.
     pub fn left(&self, room: &str, peer_id: PeerId, reason: LeaveReason) {
         let op = Op::Left {

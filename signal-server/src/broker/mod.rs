@@ -6,7 +6,8 @@
 //! alive. Each instance keeps its own hub (`rooms::Hub`, which the broker reaches only
 //! through [`Mirror`]) for the sockets it holds, plus a mirror of the other instances' peers
 //! in the rooms it serves; events reach it over Redis pub/sub:
-//! - `ackwire:room:{room}`: joins, leaves, moves (a resume on another instance) and stats
+//! - `ackwire:room:{room}`: joins, leaves, updates (a host's new service), moves (a resume on
+//!   another instance) and stats
 //!   reports of one room, published by the instance where they happen;
 //! - `ackwire:to:{instance}`: frames for the peers an instance holds (relayed signals).
 //!
@@ -63,6 +64,9 @@ pub trait Mirror: Send + Sync + std::fmt::Debug {
     /// A peer of a room this instance serves left on another instance (or was evicted, or
     /// replaced).
     fn mirror_left(&self, room: &str, peer_id: PeerId, reason: LeaveReason);
+    /// Another instance's peer changed what the room sees of it (a host's new WebTransport
+    /// service).
+    fn mirror_updated(&self, room: &str, info: PeerInfo);
     /// A peer resumed on `home`.
     fn mirror_moved(&self, room: &str, info: PeerInfo, home: String);
     /// This instance's peer `peer_id` of `room` lost its place in Redis before its record

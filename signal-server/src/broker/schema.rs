@@ -35,6 +35,8 @@ pub(super) enum RoomEvent {
         peer_id: PeerId,
         reason: LeaveReason,
     },
+    /// The peer changed what the room sees of it (a host's new WebTransport service).
+    Updated { origin: String, peer: PeerInfo },
     /// The peer resumed on `home`.
     Moved {
         origin: String,

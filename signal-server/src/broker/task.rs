@@ -366,6 +366,7 @@ impl Broker {
             };
             let (RoomEvent::Joined { origin, .. }
             | RoomEvent::Left { origin, .. }
+            | RoomEvent::Updated { origin, .. }
             | RoomEvent::Moved { origin, .. }
             | RoomEvent::Stats { origin, .. }) = &event;
             if *origin == self.instance {
@@ -383,7 +384,8 @@ impl Broker {
                     RoomEvent::Stats { peer_id, links, .. } => {
                         hub.watched_stats(room, peer_id, &links);
                     }
-                    RoomEvent::Moved { .. } => {}
+                    // Dashboards see no WebTransport service.
+                    RoomEvent::Moved { .. } | RoomEvent::Updated { .. } => {}
                 }
                 return;
             }
@@ -394,6 +396,7 @@ impl Broker {
                 RoomEvent::Left {
                     peer_id, reason, ..
                 } => hub.mirror_left(room, peer_id, reason),
+                RoomEvent::Updated { peer, .. } => hub.mirror_updated(room, peer),
                 RoomEvent::Moved { peer, home, .. } => hub.mirror_moved(room, peer, home),
                 RoomEvent::Stats { peer_id, links, .. } => {
                     hub.mirror_stats(room, peer_id, &links);

@@ -38,6 +38,7 @@ impl Mirror for PanickingHub {
     fn resync(&self, _: &str, _: &str, _: Vec<Record>, _: Option<Option<AppInfo>>) {}
     fn mirror_joined(&self, _: &str, _: PeerInfo, _: String, _: Option<AppInfo>) {}
     fn mirror_left(&self, _: &str, _: PeerId, _: LeaveReason) {}
+    fn mirror_updated(&self, _: &str, _: PeerInfo) {}
     fn mirror_moved(&self, _: &str, _: PeerInfo, _: String) {}
     fn place_lost(&self, _: &str, _: PeerId) {}
     fn mirror_stats(&self, _: &str, _: PeerId, _: &Value) {}

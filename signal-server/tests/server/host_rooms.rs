@@ -930,3 +930,112 @@ async fn a_hosts_webtransport_service_reaches_its_clients_alone_and_others_may_n
     assert!(!seen.to_string().contains("webtransport"), "{seen}");
     server.stop().await;
 }
+
+/// A service at 192.0.2.7 whose certificates hash to `hashes` (each byte repeated).
+fn wt_service(hashes: &[&str]) -> Value {
+    let hashes: Vec<String> = hashes.iter().map(|h| h.repeat(32)).collect();
+    json!({"url": "https://192.0.2.7:4433/ackwire", "cert_hashes": hashes})
+}
+
+#[tokio::test]
+async fn a_hosts_update_reaches_its_clients_as_peer_updated_and_a_clients_is_refused() {
+    let server = Server::start(|_| {}).await;
+    let old = wt_service(&["aa"]);
+    let new = wt_service(&["aa", "bb"]);
+    let mut host = server.client().await;
+    let mut join = join_as("rot", "host");
+    join["webtransport"] = old.clone();
+    let idh = peer_id(&host.join_with(join).await);
+    let (mut c1, w1) = joined(server.addr, "rot", "client").await;
+    let (mut c2, w2) = joined(server.addr, "rot", "client").await;
+    let (id1, id2) = (peer_id(&w1), peer_id(&w2));
+    for _ in 0..2 {
+        assert_eq!(host.recv_type("peer_joined").await["type"], "peer_joined");
+    }
+    let mut dash = server.client().await;
+    dash.send(json!({"type": "subscribe", "room": "rot"})).await;
+    dash.recv_type("subscribed").await;
+
+    // The host rotates: both clients hear its whole description with the new service.
+    host.send(json!({"type": "update", "webtransport": new.clone()}))
+        .await;
+    let updated = json!({"type": "peer_updated", "room": "rot",
+        "peer": {"id": idh, "kind": "browser", "role": "host", "webtransport": new}});
+    assert_eq!(c1.recv().await, updated);
+    assert_eq!(c2.recv().await, updated);
+    // A newcomer's welcome lists it; the dashboard heard nothing of it.
+    let (_c3, w3) = joined(server.addr, "rot", "client").await;
+    assert_eq!(w3["peers"][0]["webtransport"], new);
+    assert_eq!(host.recv().await["type"], "peer_joined");
+    let joined3 = dash.recv().await;
+    assert_eq!(
+        joined3["type"], "peer_joined",
+        "the dashboard's next frame: {joined3}"
+    );
+    assert!(!joined3.to_string().contains("webtransport"), "{joined3}");
+
+    // A client's update, and a malformed one of the host's, are refused and change nothing.
+    c1.send(json!({"type": "update", "webtransport": wt_service(&["cc"])}))
+        .await;
+    assert_eq!(c1.error_code().await, "invalid_join");
+    host.send(json!({"type": "update", "webtransport": {"url": "http://192.0.2.7/"}}))
+        .await;
+    assert_eq!(host.error_code().await, "invalid_join");
+    let mut loose = server.client().await;
+    loose
+        .send(json!({"type": "update", "webtransport": new.clone()}))
+        .await;
+    assert_eq!(loose.error_code().await, "not_joined");
+    // Nothing reached anyone: each client's next frame is the host's signal.
+    next_is_signal(&mut host, idh, &mut c2, id2).await;
+    next_is_signal(&mut host, idh, &mut c1, id1).await;
+    let (_c4, w4) = joined(server.addr, "rot", "client").await;
+    assert_eq!(w4["peers"][0]["webtransport"], new);
+    assert_eq!(host.recv().await["type"], "peer_joined");
+    // The sockets that were refused are still open: the client signals the host.
+    next_is_signal(&mut c1, id1, &mut host, idh).await;
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_hosts_update_reaches_its_clients_on_another_instance() {
+    let redis = Redis::start().await;
+    let one = instance(&redis, |_| {}).await;
+    let two = instance(&redis, |_| {}).await;
+    let old = wt_service(&["aa"]);
+    let new = wt_service(&["aa", "bb"]);
+    let mut host = Client::connect(one.addr).await;
+    let mut join = join_as("rot", "host");
+    join["webtransport"] = old.clone();
+    let idh = peer_id(&host.join_with(join).await);
+    let (mut far, wf) = joined(two.addr, "rot", "client").await;
+    let (mut near, wn) = joined(one.addr, "rot", "client").await;
+    assert_eq!(wf["peers"][0]["webtransport"], old);
+    for _ in 0..2 {
+        host.recv_type("peer_joined").await;
+    }
+    // Both instances' all-rooms dashboards hear nothing of it.
+    let mut dashes = Vec::new();
+    for addr in [one.addr, two.addr] {
+        let mut all = Client::connect(addr).await;
+        all.send(json!({"type": "subscribe"})).await;
+        all.recv_type("subscribed").await;
+        dashes.push(all);
+    }
+
+    host.send(json!({"type": "update", "webtransport": new.clone()}))
+        .await;
+    let updated = json!({"type": "peer_updated", "room": "rot",
+        "peer": {"id": idh, "kind": "browser", "role": "host", "webtransport": new}});
+    assert_eq!(near.recv().await, updated);
+    assert_eq!(far.recv().await, updated);
+    // Redis holds it: a newcomer on the other instance is welcomed with it.
+    let (_late, wl) = joined(two.addr, "rot", "client").await;
+    assert_eq!(wl["peers"][0]["webtransport"], new);
+    for dash in &mut dashes {
+        let next = dash.recv().await;
+        assert_eq!(next["type"], "peer_joined", "{next}");
+        assert!(!next.to_string().contains("webtransport"), "{next}");
+    }
+    let _ = (peer_id(&wn), peer_id(&wf));
+}

@@ -141,6 +141,15 @@ fn every_server_frame() -> Vec<MemberServerFrame<'static>> {
             room: "arena".into(),
             peer: wt_host(2, 0),
         },
+        // The host rotated its certificate: its whole description, with the new service.
+        ServerFrame::PeerUpdated {
+            room: "arena".into(),
+            peer: wt_host(1, 2),
+        },
+        ServerFrame::PeerUpdated {
+            room: "arena".into(),
+            peer: with_role(native(1), Role::Host),
+        },
         ServerFrame::IceServers {
             ice_servers: Cow::Owned(vec![turn]),
         },
@@ -241,6 +250,41 @@ fn a_hosts_webtransport_service_reads_as_serde_reads_it() {
         assert_eq!(
             server_frame(&text),
             Ok(serde_json::from_str(&text).unwrap())
+        );
+    }
+}
+
+#[wasm_bindgen_test]
+fn a_hosts_updated_service_reads_as_serde_reads_it_and_a_broken_one_is_refused() {
+    let hash = "c4".repeat(32);
+    let text = format!(
+        r#"{{"type":"peer_updated","room":"arena","later":1,"peer":{{"id":1,"kind":"native","role":"host","webtransport":{{"url":"https://203.0.113.5:4433/ackwire","cert_hashes":["{hash}","{}"]}}}}}}"#,
+        "0d".repeat(32)
+    );
+    let read = server_frame(&text);
+    assert_eq!(read, Ok(serde_json::from_str(&text).unwrap()));
+    let Ok(ServerFrame::PeerUpdated { peer, .. }) = read else {
+        panic!("not read: {text}");
+    };
+    let service = peer.webtransport.expect("a service");
+    assert_eq!(
+        service.cert_hashes,
+        [CertHash([0xc4; 32]), CertHash([0x0d; 32])]
+    );
+    for broken in [
+        r#"{"type":"peer_updated","room":"arena"}"#,
+        r#"{"type":"peer_updated","room":"arena","peer":[1]}"#,
+        r#"{"type":"peer_updated","peer":{"id":1,"kind":"native"}}"#,
+        r#"{"type":"peer_updated","room":"arena","peer":{"id":1,"kind":"native","webtransport":{"url":"https://h/","cert_hashes":["xyz"]}}}"#,
+    ] {
+        assert!(
+            matches!(server_frame(broken), Err(FrameError::Field { .. })),
+            "{broken}: {:?}",
+            server_frame(broken)
+        );
+        assert!(
+            serde_json::from_str::<ServerFrame>(broken).is_err(),
+            "{broken}"
         );
     }
 }
