@@ -266,9 +266,13 @@ function holder(early, o, timeline) {
  * (`release`). Everything else about links stays the member's. The roles are the same in a
  * host room, which only narrows who is named: a client's welcome names the host alone (one
  * link, offered to a native host or answered to a browser host), a host's every client.
+ * A client whose welcome names a host that serves WebTransport dials it instead (as the
+ * member would, `room/src/member/webtransport.rs`): its token goes to the host at once, and the
+ * driver adopts the session (`claimSession`) when the member dials.
  */
 function earlyLinks(early, o, timeline) {
   const links = new Map();
+  const sessions = new Map();
   const browsers = new Set();
   let iceServers = [];
   const send = (frame) => { if (early.ws.readyState === WebSocket.OPEN) early.ws.send(JSON.stringify(frame)); };
@@ -300,15 +304,41 @@ function earlyLinks(early, o, timeline) {
   const later = (link, step) => {
     link.settled = link.settled.then(step).catch((err) => { link.error ??= `early link: ${err?.message ?? err}`; });
   };
+  /** A WebTransport session to the host `peer` serving `service`, and its token sent. */
+  const dial = (peer, service) => {
+    const token = Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, '0')).join('');
+    const url = `${service.url}?token=${token}`;
+    const hashes = (service.cert_hashes ?? []).map((h) => ({ algorithm: 'sha-256', value: new Uint8Array(h.match(/../g).map((b) => parseInt(b, 16))) }));
+    const wt = new WebTransport(url, hashes.length ? { serverCertificateHashes: hashes } : {});
+    // Heard by the driver once it adopts the session; until then a refusal must not go unheard.
+    wt.ready.catch(() => {});
+    wt.closed.catch(() => {});
+    send({ type: 'signal', to: peer, data: { webtransport: token } });
+    timeline.offer ??= performance.now();
+    sessions.set(peer, { wt, url });
+  };
+  const dials = (peer) => peer.role === 'host' && typeof peer.webtransport?.url === 'string'
+    && o.role === 'client' && o.webTransport !== false && typeof globalThis.WebTransport === 'function';
   /** Sees a frame before the member does (it gets every one). */
   early.see = (text) => {
-    if (early.released || !globalThis.RTCPeerConnection) return;
+    if (early.released) return;
     let frame;
     try { frame = JSON.parse(text); } catch { return; }
     if (frame?.type === 'welcome' && Array.isArray(frame.peers)) {
+      for (const peer of frame.peers) {
+        if (!Number.isInteger(peer?.id) || sessions.has(peer.id) || !dials(peer)) continue;
+        try {
+          dial(peer.id, peer.webtransport);
+        } catch {
+          // The member's own attempt will say why.
+        }
+      }
+    }
+    if (!globalThis.RTCPeerConnection) return;
+    if (frame?.type === 'welcome' && Array.isArray(frame.peers)) {
       iceServers = frame.ice_servers ?? [];
       for (const peer of frame.peers) {
-        if (!Number.isInteger(peer?.id) || links.has(peer.id)) continue;
+        if (!Number.isInteger(peer?.id) || links.has(peer.id) || sessions.has(peer.id)) continue;
         if (peer.kind === 'browser') {
           browsers.add(peer.id);
         } else if (peer.kind === 'native') {
@@ -354,11 +384,19 @@ function earlyLinks(early, o, timeline) {
     links.delete(peer);
     return link;
   };
+  /** The driver adopts the WebTransport session to `peer`: `{ wt, url }` (its token sent), or none. */
+  early.claimSession = (peer) => {
+    const session = sessions.get(peer);
+    sessions.delete(peer);
+    return session;
+  };
   /** No member will claim a link any more: close those left. */
   early.release = () => {
     early.released = true;
     for (const link of links.values()) link.settled.then(() => { link.channel.close(); link.pc.close(); });
     links.clear();
+    for (const { wt } of sessions.values()) { try { wt.close(); } catch { /* already closed */ } }
+    sessions.clear();
   };
   return early;
 }

@@ -7,7 +7,7 @@
 
 use std::rc::Rc;
 
-use ackwire_room::member::{Command, Route, TransportEvent, TransportId};
+use ackwire_room::member::{Command, Route, ServerId, TransportEvent, TransportId};
 use ackwire_signalling::{SignalData, WebTransportInfo};
 use js_sys::{Array, Object, Promise, Reflect, Uint8Array};
 use wasm_bindgen::JsCast;
@@ -93,8 +93,10 @@ thread_local! {
 pub(super) fn run_command(state: &mut State, shared: &Shared, command: Command) -> Option<Command> {
     let (transport, outcome) = match command {
         Command::OpenWebTransport {
-            transport, service, ..
-        } => (transport, open(state, shared, transport, &service)),
+            transport,
+            peer,
+            service,
+        } => (transport, open(state, shared, transport, peer, &service)),
         // A browser never hosts a host room's WebTransport.
         Command::AcceptWebTransport { transport, .. } => (
             transport,
@@ -119,13 +121,18 @@ pub(super) fn run_command(state: &mut State, shared: &Shared, command: Command) 
 }
 
 /// Makes the link's token and hands it to the member (which relays it to the host), then
-/// dials `service` with it: the session's events come from its task ([`run`]).
+/// dials `service` with it: the session's events come from its task ([`run`]). A session the
+/// page dialed to `peer` while the driver loaded (its token sent) is adopted instead.
 fn open(
     state: &mut State,
     shared: &Shared,
     transport: TransportId,
+    peer: ServerId,
     service: &WebTransportInfo,
 ) -> Result<(), String> {
+    if let Some(wt) = claim(state, peer, service) {
+        return Ok(start(state, shared, transport, wt));
+    }
     let token = hex(&random_bytes::<16>()?);
     let url = service.session_url(&token);
     let signal = SignalData::WebTransport {
@@ -148,6 +155,12 @@ fn open(
         let _ = Reflect::set(&options, &"serverCertificateHashes".into(), &hashes);
     }
     let wt = WebTransport::new(&url, &options).map_err(|e| js_err("WebTransport", e))?;
+    start(state, shared, transport, wt);
+    Ok(())
+}
+
+/// The session `transport` runs on from now on.
+fn start(state: &mut State, shared: &Shared, transport: TransportId, wt: WebTransport) {
     let writer = wt.datagrams().writable().get_writer().ok();
     let session = Session {
         wt: wt.clone(),
@@ -155,7 +168,30 @@ fn open(
     };
     state.sessions.push((transport, session));
     spawn_local(run(Rc::downgrade(shared), transport, wt));
-    Ok(())
+}
+
+/// The session the page dialed to `peer` while the driver loaded (`earlyLinks` in
+/// `web/ackwire.js`), if it dialed `service` (a host that changed its service since gets a
+/// new session; the page's is closed).
+fn claim(state: &State, peer: ServerId, service: &WebTransportInfo) -> Option<WebTransport> {
+    let holder = state.early_links.as_ref()?;
+    let claim: js_sys::Function = Reflect::get(holder, &"claimSession".into())
+        .ok()?
+        .dyn_into()
+        .ok()?;
+    // A Number, as the page read it from the welcome (ids stay far below 2^53).
+    let session = claim.call1(holder, &JsValue::from_f64(peer as f64)).ok()?;
+    let wt: WebTransport = Reflect::get(&session, &"wt".into()).ok()?.dyn_into().ok()?;
+    let url = Reflect::get(&session, &"url".into()).ok()?.as_string()?;
+    if url
+        .strip_prefix(service.url.as_str())?
+        .starts_with("?token=")
+    {
+        Some(wt)
+    } else {
+        let _ = wt.close();
+        None
+    }
 }
 
 /// The session's life: ready (or refused), its datagrams to the member until it closes,
