@@ -169,6 +169,14 @@ pub struct NativeOptions {
     /// (`webtransport`). Default 0: any free port (it is published, so clients need not know
     /// it); a fixed one for a firewall's rule.
     pub webtransport_port: u16,
+    /// How often the host's WebTransport makes a new certificate (browsers accept a pinned one
+    /// for 14 days at most), when it serves it (`webtransport`). Nobody is dropped: the host
+    /// publishes the next certificate's hash beside the current one (its clients hear it as
+    /// `peer_updated`), presents it to new sessions an overlap later (half the period, at
+    /// most a day), then publishes it alone; open sessions keep theirs (docs/signalling.md,
+    /// "Rotating the certificate"). Default 7 days; more than zero and at most 12 days (else
+    /// [`JoinError::WebTransportRotation`](crate::JoinError::WebTransportRotation)).
+    pub webtransport_rotation: std::time::Duration,
     /// Bytes of messages (`Message`, `Undelivered`) waiting for the game to take them as
     /// events. Beyond it the room stops reading its sockets until the game catches up, so
     /// nothing more is acknowledged and reliable senders are held back (their sends say
@@ -192,6 +200,7 @@ impl Default for NativeOptions {
             host_ice_lite: true,
             webtransport: true,
             webtransport_port: 0,
+            webtransport_rotation: std::time::Duration::from_secs(7 * 24 * 3600),
             event_budget: 16 << 20,
         }
     }

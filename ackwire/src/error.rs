@@ -46,6 +46,13 @@ pub enum JoinError {
         /// What is wrong.
         reason: String,
     },
+    /// [`NativeOptions::webtransport_rotation`](crate::NativeOptions::webtransport_rotation)
+    /// is zero or longer than 12 days (a certificate must be replaced within its 14 days).
+    #[cfg(not(target_arch = "wasm32"))]
+    #[error(
+        "NativeOptions::webtransport_rotation must be more than zero and at most 12 days, not {0:?}"
+    )]
+    WebTransportRotation(std::time::Duration),
     /// No async runtime could be started for the room's driver.
     #[cfg(not(target_arch = "wasm32"))]
     #[error("cannot start the room's runtime: {0}")]

@@ -167,8 +167,12 @@ impl Driver {
             .ice_bind
             .unwrap_or_else(|| SocketAddr::new(options.bind.ip(), 0));
         // A host's WebTransport: its socket and certificate now, so the join publishes them.
+        let rotation = options.webtransport_rotation;
         let webtransport = match (config.role, options.host_ice_lite, options.webtransport) {
             (Role::Host, true, true) => {
+                if rotation.is_zero() || rotation > webtransport::MAX_ROTATION {
+                    return Err(JoinError::WebTransportRotation(rotation));
+                }
                 let server = url.server();
                 let bind = SocketAddr::new(ice_bind.ip(), options.webtransport_port);
                 let plan = WtPlan::bind(bind, options.public_ip, || route_to(&server, bind))
@@ -243,7 +247,8 @@ impl Driver {
                     io.lite = Some(host);
                 }
                 if let Some(plan) = webtransport {
-                    let host = WtHost::start(plan, webtransport::HOLD)
+                    let now = lock(&shared).now();
+                    let host = WtHost::start(plan, webtransport::HOLD, Some(rotation), now)
                         .map_err(|e| JoinError::Runtime(std::io::Error::other(e)))?;
                     tracing::info!(url = %host.info().url, local = %host.local_addr(), "host: browsers' WebTransport on this socket");
                     io.webtransport = Some(host);
@@ -490,7 +495,10 @@ impl Io {
                 return;
             }
             Command::CloseTransport { transport }
-                if self.webtransport.as_ref().is_some_and(|wt| wt.has(transport)) =>
+                if self
+                    .webtransport
+                    .as_ref()
+                    .is_some_and(|wt| wt.has(transport)) =>
             {
                 if let Some(wt) = &mut self.webtransport {
                     wt.close(transport);
@@ -726,10 +734,11 @@ async fn run(
             let mut guard = lock(&shared);
             io.flush(&mut guard);
             let lite = io.lite.as_mut().and_then(LiteHost::poll_timeout);
-            match (guard.member.poll_timeout(), lite) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            }
+            let wt = io.webtransport.as_ref().and_then(WtHost::poll_timeout);
+            [guard.member.poll_timeout(), lite, wt]
+                .into_iter()
+                .flatten()
+                .min()
         };
         match next {
             Some(at) => timer.reset(start + at, precise),
@@ -776,6 +785,14 @@ async fn run(
             && lite.poll_timeout().is_some_and(|t| t <= now)
         {
             lite.handle_timeout(now);
+        }
+        // A certificate rotation's step: the room hears the service (the loop's flush sends
+        // the member's update).
+        if let Some(wt) = &mut io.webtransport
+            && wt.poll_timeout().is_some_and(|t| t <= now)
+            && let Some(service) = wt.handle_timeout(now)
+        {
+            guard.member.update_webtransport(now, service);
         }
     }
     leave(&shared, &mut io).await;

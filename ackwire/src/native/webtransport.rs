@@ -17,6 +17,17 @@
 //! with no token, one the member never names, or one whose token already has a session is
 //! refused; a token is taken once.
 //!
+//! Browsers refuse a pinned certificate valid for more than 14 days, so a host that runs
+//! longer rotates it ([`Rotation`], every 7 days by default:
+//! [`NativeOptions::webtransport_rotation`](crate::NativeOptions::webtransport_rotation)) and publishes each step
+//! through the member (`Member::update_webtransport`, which its clients hear as
+//! `peer_updated`): at each rotation it makes the next certificate and publishes both hashes
+//! (`[current, next]`); an overlap later (half the period, at most [`MAX_OVERLAP`]) the
+//! endpoint presents the next one to new sessions (`Endpoint::reload_config`, which leaves
+//! open sessions alone) and it publishes `[next]`. A client dials with the list it heard last,
+//! which holds the presented certificate at every step, so nobody is dropped. The steps run on
+//! the room task's clock ([`WtHost::poll_timeout`], [`WtHost::handle_timeout`]).
+//!
 //! wtransport runs on tokio tasks of its own (quinn's endpoint and connection drivers); this
 //! module adds an accept task, a handshake task per incoming session and a datagram reader
 //! task per accepted one. They only report, through one channel the room's task reads
@@ -26,6 +37,7 @@
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
 use std::time::Duration;
 
 use ackwire_room::member::{TransportEvent, TransportId};
@@ -71,6 +83,19 @@ const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 const VALIDITY: time::Duration = time::Duration::days(14);
 const BACKDATE: time::Duration = time::Duration::hours(1);
 
+/// The longest rotation period: a certificate is presented from an overlap after it was made
+/// until an overlap after the next is made (period + overlap, at most 13 days), inside its
+/// 14 days from an hour back, with 23 hours to spare.
+pub(crate) const MAX_ROTATION: Duration = Duration::from_secs(12 * 24 * 3600);
+
+/// The longest overlap between publishing the next certificate and presenting it: long enough
+/// for every client to hear of it (they hear at once while their signalling is up; one whose
+/// signalling is down hears with its resume).
+pub(crate) const MAX_OVERLAP: Duration = Duration::from_secs(24 * 3600);
+
+/// A rotation step whose certificate could not be made is tried again this much later.
+const RETRY: Duration = Duration::from_secs(60);
+
 /// Why the host's WebTransport endpoint could not be set up.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -115,6 +140,8 @@ pub(crate) struct WtPlan {
     socket: std::net::UdpSocket,
     identity: Identity,
     info: WebTransportInfo,
+    /// The certificate's names, for the next ones.
+    names: Vec<String>,
 }
 
 impl std::fmt::Debug for WtPlan {
@@ -147,34 +174,83 @@ impl WtPlan {
         let socket: std::net::UdpSocket = socket.into();
         let port = socket.local_addr().map_err(failed)?.port();
         let ip = reach_ip(bind.ip(), public_ip, route).map_err(WtError::Address)?;
-        let not_before = time::OffsetDateTime::now_utc() - BACKDATE;
-        let identity = Identity::self_signed_builder()
-            .subject_alt_names([ip.to_string(), "localhost".to_owned()])
-            .not_before(not_before)
-            .offset_from_not_before(VALIDITY)
-            .build()
-            .map_err(|e| WtError::Certificate(e.to_string()))?;
-        let hashes = identity
-            .certificate_chain()
-            .as_slice()
-            .iter()
-            .take(1)
-            .map(|cert| CertHash(*cert.hash().as_ref()))
-            .collect();
+        let names = vec![ip.to_string(), "localhost".to_owned()];
+        let (identity, hash) = certificate(&names)?;
         let info = WebTransportInfo {
             url: format!("https://{}{PATH}", SocketAddr::new(ip, port)),
-            cert_hashes: hashes,
+            cert_hashes: vec![hash],
         };
         Ok(WtPlan {
             socket,
             identity,
             info,
+            names,
         })
     }
 
     /// What the host publishes: its URL (no query) and its certificate's hash.
     pub(crate) fn info(&self) -> &WebTransportInfo {
         &self.info
+    }
+}
+
+/// A self-signed certificate for `names`, valid 14 days from an hour ago, and its hash.
+fn certificate(names: &[String]) -> Result<(Identity, CertHash), WtError> {
+    let not_before = time::OffsetDateTime::now_utc() - BACKDATE;
+    let identity = Identity::self_signed_builder()
+        .subject_alt_names(names.iter().cloned())
+        .not_before(not_before)
+        .offset_from_not_before(VALIDITY)
+        .build()
+        .map_err(|e| WtError::Certificate(e.to_string()))?;
+    let hash = identity
+        .certificate_chain()
+        .as_slice()
+        .first()
+        .map(|cert| CertHash(*cert.hash().as_ref()))
+        .ok_or_else(|| WtError::Certificate("no certificate in the chain".into()))?;
+    Ok((identity, hash))
+}
+
+/// QUIC's settings for the host's sessions (the same at every certificate).
+fn transport_config() -> Result<QuicTransportConfig, WtError> {
+    let mut transport = QuicTransportConfig::default();
+    transport
+        .initial_mtu(INITIAL_MTU)
+        .keep_alive_interval(Some(KEEP_ALIVE))
+        .max_idle_timeout(Some(
+            IDLE_TIMEOUT
+                .try_into()
+                .map_err(|e| WtError::Endpoint(std::io::Error::other(e)))?,
+        ));
+    Ok(transport)
+}
+
+/// Where the certificate rotation is, on the room task's clock.
+struct Rotation {
+    period: Duration,
+    overlap: Duration,
+    /// When the next step is due.
+    at: Duration,
+    /// The certificate presented to new sessions.
+    current: CertHash,
+    /// The next certificate, published beside the current one until the switch.
+    next: Option<(Identity, CertHash)>,
+    /// The certificates' names.
+    names: Vec<String>,
+}
+
+impl Rotation {
+    /// Every `period` from `now`.
+    fn new(period: Duration, now: Duration, current: CertHash, names: Vec<String>) -> Rotation {
+        Rotation {
+            period,
+            overlap: (period / 2).min(MAX_OVERLAP),
+            at: now + period,
+            current,
+            next: None,
+            names,
+        }
     }
 }
 
@@ -253,6 +329,9 @@ struct Held {
 pub(crate) struct WtHost {
     local: SocketAddr,
     info: WebTransportInfo,
+    /// Shared with the accept task; the host reloads its certificate.
+    endpoint: Arc<Endpoint<Server>>,
+    rotation: Option<Rotation>,
     hold: Duration,
     /// The tokens the member named, until their transport closes.
     tokens: HashMap<String, TransportId>,
@@ -282,28 +361,31 @@ impl std::fmt::Debug for WtHost {
 impl WtHost {
     /// Starts the endpoint on the plan's socket (inside a tokio runtime: quinn spawns its
     /// driver). A session whose token the member has not named is held for `hold`
-    /// ([`HOLD`] in a room).
-    pub(crate) fn start(plan: WtPlan, hold: Duration) -> Result<WtHost, WtError> {
-        let mut transport = QuicTransportConfig::default();
-        transport
-            .initial_mtu(INITIAL_MTU)
-            .keep_alive_interval(Some(KEEP_ALIVE))
-            .max_idle_timeout(Some(
-                IDLE_TIMEOUT
-                    .try_into()
-                    .map_err(|e| WtError::Endpoint(std::io::Error::other(e)))?,
-            ));
+    /// ([`HOLD`] in a room). With `rotation`, a new certificate every that long from `now`
+    /// (the room task's clock; see [`Self::handle_timeout`]).
+    pub(crate) fn start(
+        plan: WtPlan,
+        hold: Duration,
+        rotation: Option<Duration>,
+        now: Duration,
+    ) -> Result<WtHost, WtError> {
         let config = ServerConfig::builder()
             .with_bind_socket(plan.socket)
-            .with_custom_transport(plan.identity, transport)
+            .with_custom_transport(plan.identity, transport_config()?)
             .build();
-        let endpoint = Endpoint::server(config).map_err(WtError::Endpoint)?;
+        let endpoint = Arc::new(Endpoint::server(config).map_err(WtError::Endpoint)?);
         let local = endpoint.local_addr().map_err(WtError::Endpoint)?;
         let (reports, reports_rx) = mpsc::unbounded_channel();
         let (stop, stop_rx) = oneshot::channel();
-        tokio::spawn(accept_loop(endpoint, reports.clone(), stop_rx));
+        tokio::spawn(accept_loop(endpoint.clone(), reports.clone(), stop_rx));
+        let rotation = rotation.filter(|p| !p.is_zero()).and_then(|period| {
+            let current = *plan.info.cert_hashes.first()?;
+            Some(Rotation::new(period, now, current, plan.names))
+        });
         Ok(WtHost {
             local,
+            endpoint,
+            rotation,
             info: plan.info,
             hold,
             tokens: HashMap::new(),
@@ -325,6 +407,59 @@ impl WtHost {
     /// What the host publishes.
     pub(crate) fn info(&self) -> &WebTransportInfo {
         &self.info
+    }
+
+    /// When the certificate rotation's next step is due, on the room task's clock.
+    pub(crate) fn poll_timeout(&self) -> Option<Duration> {
+        self.rotation.as_ref().map(|r| r.at)
+    }
+
+    /// The rotation's step due at `now`, if one is: the service the host publishes from now
+    /// on (`Member::update_webtransport`). At a rotation, the next certificate is made and
+    /// both hashes published (`[current, next]`); an overlap later new sessions get the next
+    /// one (open ones keep theirs) and it alone is published.
+    pub(crate) fn handle_timeout(&mut self, now: Duration) -> Option<WebTransportInfo> {
+        let r = self.rotation.as_mut().filter(|r| r.at <= now)?;
+        match r.next.take() {
+            None => match certificate(&r.names) {
+                Ok((identity, hash)) => {
+                    r.next = Some((identity, hash));
+                    r.at = now + r.overlap;
+                    self.info.cert_hashes = vec![r.current, hash];
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "host WebTransport: no next certificate; trying again in a minute");
+                    r.at = now + RETRY;
+                    return None;
+                }
+            },
+            Some((identity, hash)) => {
+                let transport = match transport_config() {
+                    Ok(transport) => transport,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "host WebTransport: certificate not switched; trying again in a minute");
+                        r.next = Some((identity, hash));
+                        r.at = now + RETRY;
+                        return None;
+                    }
+                };
+                // No socket is bound for a reload that does not rebind: the address is unused.
+                let config = ServerConfig::builder()
+                    .with_bind_default(0)
+                    .with_custom_transport(identity, transport)
+                    .build();
+                if let Err(e) = self.endpoint.reload_config(config, false) {
+                    tracing::warn!(error = %e, "host WebTransport: certificate not switched");
+                    r.at = now + RETRY;
+                    return None;
+                }
+                r.current = hash;
+                r.at = now + r.period.saturating_sub(r.overlap);
+                self.info.cert_hashes = vec![hash];
+            }
+        }
+        tracing::info!(cert_hashes = ?self.info.cert_hashes, "host WebTransport: certificate rotation");
+        Some(self.info.clone())
     }
 
     /// Datagrams the sessions would not send.
@@ -430,7 +565,10 @@ impl WtHost {
                     }
                     (Some(slot), Err(reason)) => {
                         slot.state = State::Ended;
-                        Some((transport, WtEvent::Transport(TransportEvent::Failed(reason))))
+                        Some((
+                            transport,
+                            WtEvent::Transport(TransportEvent::Failed(reason)),
+                        ))
                     }
                     // Closed meanwhile.
                     (_, Ok(connection)) => {
@@ -516,7 +654,7 @@ impl Drop for WtHost {
 /// Takes every incoming session to its handshake, until the host is dropped; then closes the
 /// endpoint (every session with it).
 async fn accept_loop(
-    endpoint: Endpoint<Server>,
+    endpoint: Arc<Endpoint<Server>>,
     reports: mpsc::UnboundedSender<Report>,
     mut stop: oneshot::Receiver<()>,
 ) {
@@ -627,11 +765,17 @@ mod tests {
 
     impl Harness {
         fn new(hold: Duration) -> Harness {
+            Harness::rotating(hold, None)
+        }
+
+        /// A host that rotates its certificate every `rotation` from zero on the clock its
+        /// tests hand [`WtHost::handle_timeout`].
+        fn rotating(hold: Duration, rotation: Option<Duration>) -> Harness {
             let bind = SocketAddr::from(([127, 0, 0, 1], 0));
             let plan = WtPlan::bind(bind, None, || unreachable!("a bound IP needs no route"))
                 .expect("bind");
             Harness {
-                host: WtHost::start(plan, hold).expect("endpoint"),
+                host: WtHost::start(plan, hold, rotation, Duration::ZERO).expect("endpoint"),
                 seen: VecDeque::new(),
             }
         }
@@ -651,7 +795,9 @@ mod tests {
                     }
                 }
             };
-            tokio::time::timeout(PATIENCE, run).await.expect("timed out")
+            tokio::time::timeout(PATIENCE, run)
+                .await
+                .expect("timed out")
         }
 
         /// The next thing the host has for the member.
@@ -682,7 +828,9 @@ mod tests {
                     }
                 }
             };
-            tokio::time::timeout(PATIENCE, wait).await.expect("timed out");
+            tokio::time::timeout(PATIENCE, wait)
+                .await
+                .expect("timed out");
         }
 
         /// Takes every report already waiting, and checks the member got nothing at all.
@@ -702,7 +850,16 @@ mod tests {
             token: &str,
         ) -> tokio::task::JoinHandle<Result<(Endpoint<Client>, Connection), ConnectingError>>
         {
-            let info = self.host.info().clone();
+            self.dial_pinning(token, self.host.info().clone())
+        }
+
+        /// A native client dialling `info`'s URL with `token`, pinning `info`'s hashes alone.
+        fn dial_pinning(
+            &self,
+            token: &str,
+            info: WebTransportInfo,
+        ) -> tokio::task::JoinHandle<Result<(Endpoint<Client>, Connection), ConnectingError>>
+        {
             let url = info.session_url(token);
             tokio::spawn(async move {
                 let hashes = info.cert_hashes.iter().map(|h| Sha256Digest::new(h.0));
@@ -804,7 +961,10 @@ mod tests {
         let mut h = Harness::new(Duration::from_millis(200));
         let dial = h.dial(TOKEN);
         let refused = h.run(dial).await.unwrap().err();
-        assert!(matches!(refused, Some(ConnectingError::SessionRejected)), "{refused:?}");
+        assert!(
+            matches!(refused, Some(ConnectingError::SessionRejected)),
+            "{refused:?}"
+        );
         assert_eq!(h.host.held(), 0);
         h.assert_nothing_for_the_member();
         // Named too late: the member waits for a session that never comes (its attempt times
@@ -820,7 +980,10 @@ mod tests {
         for bad in ["", "0123", "0123456789ABCDEF0123456789ABCDEF"] {
             let dial = h.dial(bad);
             let refused = h.run(dial).await.unwrap().err();
-            assert!(matches!(refused, Some(ConnectingError::SessionRejected)), "{bad}: {refused:?}");
+            assert!(
+                matches!(refused, Some(ConnectingError::SessionRejected)),
+                "{bad}: {refused:?}"
+            );
         }
         assert_eq!(h.host.held(), 0);
         h.assert_nothing_for_the_member();
@@ -837,7 +1000,10 @@ mod tests {
 
         let second = h.dial(TOKEN);
         let refused = h.run(second).await.unwrap().err();
-        assert!(matches!(refused, Some(ConnectingError::SessionRejected)), "{refused:?}");
+        assert!(
+            matches!(refused, Some(ConnectingError::SessionRejected)),
+            "{refused:?}"
+        );
         h.assert_nothing_for_the_member();
         // The first still works.
         exchange(&mut h, transport, &client, 100).await;
@@ -875,5 +1041,97 @@ mod tests {
             h.event().await,
             (t, WtEvent::Transport(TransportEvent::ChannelClosed)) if t == transport
         ));
+    }
+
+    #[tokio::test]
+    async fn a_rotation_keeps_open_sessions_and_new_ones_dial_the_certificate_last_published() {
+        const LATE: &str = "1123456789abcdef0123456789abcdef";
+        const OVERLAPPING: &str = "2123456789abcdef0123456789abcdef";
+        const STALE: &str = "3123456789abcdef0123456789abcdef";
+        let period = Duration::from_millis(200);
+        let mut h = Harness::rotating(HOLD, Some(period));
+        let first = h.host.info().clone();
+        assert_eq!(first.cert_hashes.len(), 1);
+        assert_eq!(h.host.poll_timeout(), Some(period));
+
+        // A client connected before the rotation.
+        let early = TransportId(1);
+        h.host.accept(early, TOKEN.into());
+        let dial = h.dial(TOKEN);
+        let (_e1, client) = h.run(dial).await.unwrap().expect("the session opens");
+        assert_open(h.event().await, early);
+        exchange(&mut h, early, &client, 100).await;
+
+        // Nothing is due before the period; at it, the next certificate is published beside
+        // the current one.
+        assert!(
+            h.host
+                .handle_timeout(period - Duration::from_millis(1))
+                .is_none()
+        );
+        let both = h.host.handle_timeout(period).expect("a rotation");
+        assert_eq!(both.url, first.url);
+        assert_eq!(both.cert_hashes.len(), 2);
+        assert_eq!(both.cert_hashes[0], first.cert_hashes[0]);
+        let next = both.cert_hashes[1];
+        assert_ne!(next, first.cert_hashes[0]);
+        assert!(both.validate().is_ok());
+        assert_eq!(h.host.info(), &both);
+        let overlap = period / 2;
+        assert_eq!(h.host.poll_timeout(), Some(period + overlap));
+
+        // Within the overlap the current certificate is still presented: a client that read
+        // the list before the rotation still connects.
+        let overlapping = TransportId(2);
+        h.host.accept(overlapping, OVERLAPPING.into());
+        let dial = h.dial_pinning(OVERLAPPING, first.clone());
+        let (_e2, _c2) = h
+            .run(dial)
+            .await
+            .unwrap()
+            .expect("the old hash still works");
+        assert_open(h.event().await, overlapping);
+
+        // The switch: the next certificate alone, and the next rotation a period after the
+        // last.
+        let after = h.host.handle_timeout(period + overlap).expect("the switch");
+        assert_eq!(after.cert_hashes, [next]);
+        assert_eq!(h.host.poll_timeout(), Some(2 * period));
+
+        // The session open before it carries on, both ways, with the largest datagrams.
+        exchange(&mut h, early, &client, LARGEST).await;
+        exchange(&mut h, early, &client, 100).await;
+
+        // A client pinning the new hash alone connects; one pinning the old hash alone is
+        // refused by its own TLS (the host never hears of it).
+        let late = TransportId(3);
+        h.host.accept(late, LATE.into());
+        let dial = h.dial_pinning(LATE, after.clone());
+        let (_e3, late_client) = h.run(dial).await.unwrap().expect("the new hash works");
+        assert_open(h.event().await, late);
+        exchange(&mut h, late, &late_client, 100).await;
+        h.host.accept(TransportId(4), STALE.into());
+        let dial = h.dial_pinning(STALE, first.clone());
+        let refused = h.run(dial).await.unwrap().err();
+        assert!(
+            matches!(refused, Some(ConnectingError::ConnectionError(_))),
+            "{refused:?}"
+        );
+        h.assert_nothing_for_the_member();
+        // The early client, again, after all of it.
+        exchange(&mut h, early, &client, 100).await;
+    }
+
+    #[test]
+    fn the_overlap_is_half_the_period_at_most_a_day_and_a_presented_certificate_outlives_its_use() {
+        let hash = CertHash([1; 32]);
+        let short = Rotation::new(Duration::from_secs(10), Duration::ZERO, hash, Vec::new());
+        assert_eq!(short.overlap, Duration::from_secs(5));
+        let long = Rotation::new(super::MAX_ROTATION, Duration::ZERO, hash, Vec::new());
+        assert_eq!(long.overlap, MAX_OVERLAP);
+        // Presented from an overlap after it is made until an overlap after the next is made.
+        let presented_until = long.period + long.overlap;
+        let valid_for = Duration::from_secs(14 * 24 * 3600 - 3600);
+        assert!(presented_until + Duration::from_secs(23 * 3600) <= valid_for);
     }
 }
