@@ -253,6 +253,9 @@ function holder(early, o, timeline) {
   return early;
 }
 
+/** How many datagrams a WebTransport session keeps until they are read (`ackwire/src/browser/webtransport.rs`). */
+const DATAGRAMS_QUEUED = 256;
+
 /**
  * The links a page starts while its wasm loads (docs/api.md, "Cold start"), by the room
  * member's roles (`room/src/member/roles.rs`): a browser offers to a native, and answers the
@@ -310,8 +313,11 @@ function earlyLinks(early, o, timeline) {
     const url = `${service.url}?token=${token}`;
     const hashes = (service.cert_hashes ?? []).map((h) => ({ algorithm: 'sha-256', value: new Uint8Array(h.match(/../g).map((b) => parseInt(b, 16))) }));
     const wt = new WebTransport(url, hashes.length ? { serverCertificateHashes: hashes } : {});
+    // The host connects as the session opens (docs/wire.md): its first packets wait here
+    // until the driver reads them, and a queue of one (the default) would keep the last alone.
+    wt.datagrams.incomingHighWaterMark = DATAGRAMS_QUEUED;
     // Heard by the driver once it adopts the session; until then a refusal must not go unheard.
-    wt.ready.catch(() => {});
+    wt.ready.then(() => { timeline.ready ??= performance.now(); }, () => {});
     wt.closed.catch(() => {});
     send({ type: 'signal', to: peer, data: { webtransport: token } });
     timeline.offer ??= performance.now();
@@ -387,6 +393,7 @@ function earlyLinks(early, o, timeline) {
   /** The driver adopts the WebTransport session to `peer`: `{ wt, url }` (its token sent), or none. */
   early.claimSession = (peer) => {
     const session = sessions.get(peer);
+    if (session) timeline.claimed ??= performance.now();
     sessions.delete(peer);
     return session;
   };

@@ -6,7 +6,7 @@ use crate::world;
 
 use std::time::Duration;
 
-use ackwire_room::member::{LinkState, MemberConfig, SignallingState, TransportKind};
+use ackwire_room::member::{LinkState, MemberConfig, SendError, SignallingState, TransportKind};
 use ackwire_room::signalling::{CertHash, PeerKind, Role, WebTransportInfo};
 use world::{HOP, World};
 
@@ -261,4 +261,44 @@ fn a_service_updated_while_the_hosts_signalling_is_down_reaches_its_clients_with
     w.run_until_true(30 * S, "linked again", |w| w.connected(client, host));
     assert_eq!(transport(&w, client, host), TransportKind::WebTransport);
     assert_eq!(last_dial(&w, client), &next);
+}
+
+#[test]
+fn the_hosts_first_state_leaves_as_the_session_opens_and_arrives_as_the_client_accepts() {
+    let mut w = World::new();
+    let host = host(&mut w);
+    let client = w.add(PeerKind::Browser, browser_client(true));
+    // On a session the host connects: its link opens as the CONNECT arrives, half a round
+    // trip before the client hears the session is ready.
+    w.run_until_true(S, "the host's link open", |w| {
+        w.link(host, client)
+            .is_some_and(|l| l.state == LinkState::Open)
+    });
+    assert_ne!(w.link(client, host).unwrap().state, LinkState::Connected);
+    let sent = w
+        .with(host, |m, _| m.broadcast_latest(0, b"state 1"))
+        .unwrap();
+    assert_eq!(
+        sent.sent, 1,
+        "an unreliable state goes out before the client accepted"
+    );
+    // The client accepts: its own unreliable sends wait for the connection.
+    let peer = w.peer(client, host);
+    let early = w.with(client, |m, _| m.send(peer, 0, b"input"));
+    assert!(
+        matches!(early, Err(SendError::NotConnected(_))),
+        "{early:?}"
+    );
+    w.run_until_true(S, "the client connected", |w| w.connected(client, host));
+    let connected_at = w.now;
+    w.run_until_true(S, "the state arrived", |w| {
+        w.received(client, 0, b"state 1") == 1
+    });
+    assert!(
+        w.now <= connected_at + HOP,
+        "it came with the handshake: {:?} after",
+        w.now - connected_at
+    );
+    w.run_for(S);
+    assert_eq!(w.received(client, 0, b"state 1"), 1);
 }

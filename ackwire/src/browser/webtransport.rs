@@ -131,7 +131,8 @@ fn open(
     service: &WebTransportInfo,
 ) -> Result<(), String> {
     if let Some(wt) = claim(state, peer, service) {
-        return Ok(start(state, shared, transport, wt));
+        start(state, shared, transport, wt);
+        return Ok(());
     }
     let token = hex(&random_bytes::<16>()?);
     let url = service.session_url(&token);
@@ -159,8 +160,17 @@ fn open(
     Ok(())
 }
 
+/// How many datagrams a session keeps until they are read (the default is one): the host
+/// connects as the session opens, and its first packets wait for the driver.
+const DATAGRAMS_QUEUED: u32 = 256;
+
 /// The session `transport` runs on from now on.
 fn start(state: &mut State, shared: &Shared, transport: TransportId, wt: WebTransport) {
+    let _ = Reflect::set(
+        &wt.datagrams(),
+        &"incomingHighWaterMark".into(),
+        &DATAGRAMS_QUEUED.into(),
+    );
     let writer = wt.datagrams().writable().get_writer().ok();
     let session = Session {
         wt: wt.clone(),

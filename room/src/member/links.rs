@@ -58,8 +58,11 @@ pub(super) enum Transport {
 #[derive(Debug)]
 pub(super) struct Wt {
     pub(super) id: TransportId,
-    /// We are the host (we accept the core's channel request); the client connects.
-    pub(super) accepting: bool,
+    /// We are the host. On a session the host connects (the core's channel request, its
+    /// first packets right behind it) and the client accepts: the host knows the session is
+    /// up half a round trip before the client does, and its first state reaches a page that
+    /// is still loading its wasm, queued in the session until the driver reads it.
+    pub(super) hosting: bool,
 }
 
 /// One WebRTC peer connection attempt. Its state is the link's (it rides in the attempt);
@@ -280,6 +283,19 @@ impl Link {
         matches!(&self.attempt, Attempt::Connected { core, .. } if core.is_connected())
     }
 
+    /// Whether an unreliable message goes out on this link now: it is connected, or it is
+    /// opening on a channel where this side connects, whose first packets leave before the
+    /// peer accepts (a host's first state on a WebTransport session, a browser's first
+    /// inputs on its data channel); a packet the peer is not ready for is lost, as any
+    /// unreliable one may be.
+    pub(super) fn takes_unreliable(&self) -> bool {
+        match &self.attempt {
+            Attempt::Connected { core, .. } => core.is_connected(),
+            Attempt::Open { core, .. } => core.sends_early(),
+            _ => false,
+        }
+    }
+
     /// Sends a message (its channel and size checked by the member): a reliable one is kept
     /// whatever the link's state, and queued on the connected core as far as it allows; an
     /// unreliable one is queued on the connected core (whose queues take `queue_len`
@@ -312,7 +328,9 @@ impl Link {
                     limit: full.limit,
                 });
         } else {
-            let connection = connection.ok_or(super::SendError::NotConnected(id))?;
+            let connection = connection
+                .or(early)
+                .ok_or(super::SendError::NotConnected(id))?;
             if latest {
                 connection.send_latest(channel, bytes)
             } else {
@@ -825,7 +843,7 @@ impl Member {
         // reach the host's UDP port, or refused its certificate) links over WebRTC instead,
         // at once.
         let to_webrtc = !matches!(self.links[i].attempt, Attempt::Connected { .. })
-            && self.links[i].attempt.wt().is_some_and(|wt| !wt.accepting);
+            && self.links[i].attempt.wt().is_some_and(|wt| !wt.hosting);
         self.close_transport(now, i);
         let link = &mut self.links[i];
         link.reason = Some(failure);
@@ -902,10 +920,7 @@ impl Member {
                     let failure = if self.links[i].direct_udp().is_some() {
                         Failure::NoDirectPath
                     } else if let Attempt::Dialing {
-                        wt:
-                            Wt {
-                                accepting: false, ..
-                            },
+                        wt: Wt { hosting: false, .. },
                         ..
                     } = self.links[i].attempt
                     {

@@ -374,7 +374,8 @@ impl Member {
     }
 
     /// Sends `bytes` to `peer` on `channel`, with the channel's promise: an unreliable one
-    /// sends it once, on a connected link; a reliable one delivers it exactly once (in order
+    /// sends it once, on a connected link (or one opening where this side connects: its
+    /// first packets leave before the peer accepts); a reliable one delivers it exactly once (in order
     /// if ordered), across lost links too (sent while the link is down, it is kept for the
     /// next connection), or reports it [`Event::Undelivered`] when the peer goes for good.
     pub fn send(&mut self, peer: PeerId, channel: u8, bytes: &[u8]) -> Result<(), SendError> {
@@ -384,7 +385,7 @@ impl Member {
             .iter()
             .position(|l| l.id == peer)
             .ok_or(SendError::UnknownPeer(peer))?;
-        if !reliable && !self.links[i].is_connected() {
+        if !reliable && !self.links[i].takes_unreliable() {
             return Err(SendError::NotConnected(peer));
         }
         // Queued only: the core paces its packets, and the next one leaves at its slot, so
@@ -435,7 +436,7 @@ impl Member {
         let mut report = Broadcast::default();
         let queue_len = self.link_config.unreliable_queue_len;
         for link in self.links.iter_mut() {
-            if !reliable && !link.is_connected() {
+            if !reliable && !link.takes_unreliable() {
                 continue;
             }
             match link.send(channel, bytes, latest, queue_len) {
@@ -462,7 +463,7 @@ impl Member {
             .iter()
             .position(|l| l.id == peer)
             .ok_or(SendError::UnknownPeer(peer))?;
-        if !self.links[i].is_connected() {
+        if !self.links[i].takes_unreliable() {
             return Err(SendError::NotConnected(peer));
         }
         Ok(i)

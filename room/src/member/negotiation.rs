@@ -180,15 +180,15 @@ impl Member {
     }
 
     /// The data channel of link `i`'s attempt opened (or its WebTransport session is ready):
-    /// the core handshake starts over it, the offerer (the client) connecting and the
-    /// answerer (the host) accepting.
+    /// the core handshake starts over it, the offerer connecting and the answerer accepting;
+    /// on a session, the host connecting and the client accepting (`Wt::hosting`).
     fn channel_open(&mut self, now: Duration, i: usize) {
         let Some(peer) = self.links[i].server_id else {
             return;
         };
         let accept = match &self.links[i].attempt {
             Attempt::Negotiating { rtc, .. } => !rtc.offerer,
-            Attempt::Dialing { wt, .. } => wt.accepting,
+            Attempt::Dialing { wt, .. } => !wt.hosting,
             _ => return,
         };
         match self.new_core(now, accept, Handshake::Channel, peer, i, None) {

@@ -34,7 +34,7 @@ impl Member {
         self.links[i].attempt = Attempt::Dialing {
             wt: Wt {
                 id: transport,
-                accepting: false,
+                hosting: false,
             },
             deadline: now + self.config.webtransport_timeout,
         };
@@ -72,7 +72,7 @@ impl Member {
         link.attempt = Attempt::Dialing {
             wt: Wt {
                 id: transport,
-                accepting: true,
+                hosting: true,
             },
             deadline: now + self.config.attempt_timeout,
         };
