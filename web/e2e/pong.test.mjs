@@ -12,7 +12,7 @@
 // host and on every page, with no console errors. Firefox needs the veth "LAN" firefox.test.mjs
 // describes.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import { join } from 'node:path';
@@ -40,9 +40,9 @@ after(async () => {
  * The host in `room`, every tick logged, on every interface as a server listens: its ICE-lite
  * WebRTC sends no checks, so it must offer addresses Firefox pairs with (the LAN, not loopback).
  */
-async function startHost(room) {
+async function startHost(room, extra = []) {
   const child = spawn(requireEnv('ACKWIRE_PONG_HOST_BIN'),
-    [`${env.server.url}/pong/?room=${room}`, '--points', String(POINTS), '--bind', '0.0.0.0:0', '--ticks'],
+    [`${env.server.url}/pong/?room=${room}`, '--points', String(POINTS), '--bind', '0.0.0.0:0', '--ticks', ...extra],
     { env: { ...process.env, RUST_LOG: 'warn', NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
   const host = jsonLines(child);
   await host.waitFor('joined', (l) => l.type === 'joined', 15000);
@@ -173,6 +173,37 @@ test('the Rust client compiled to wasm32 plays a round against a JS player and t
     await playRound(host, { winner: rust, loser: js, watchers: [watcher] });
   } finally {
     await host.stop();
+  }
+});
+
+test('with the host\'s WebTransport port blocked, players fall back to WebRTC within the member\'s bound and play a round', async () => {
+  // This file's own network namespace: a firewall that drops UDP to the port, and nothing else.
+  const port = '4433';
+  const rule = ['INPUT', '-p', 'udp', '--dport', port, '-j', 'DROP'];
+  execFileSync('iptables', ['-I', ...rule]);
+  const host = await startHost('blocked', ['--webtransport-port', port]);
+  try {
+    const started = Date.now();
+    const tracker = await seated('chromium', '/pong/?room=blocked&auto=track', 'left', 'blocked-track');
+    const seatedAfter = Date.now() - started;
+    const misser = await seated('chromium', '/pong/?room=blocked&auto=miss', 'right', 'blocked-miss');
+    // Each page tried the session first: Chromium logs its failure on the console itself
+    // (as it does a failed fetch), the one error these pages may show.
+    for (const p of [tracker, misser]) {
+      const tried = (e) => e.startsWith(`Failed to establish a connection to https://127.0.0.1:${port}/ackwire?token=`);
+      // Chromium gives up on the session after its own 4 s idle timeout, after the member did.
+      if (!p.errors.some(tried)) await p.page.waitForEvent('console', { predicate: (m) => tried(m.text()), timeout: 10000 });
+      p.errors.splice(0, p.errors.length, ...p.errors.filter((e) => !tried(e)));
+    }
+    await playRound(host, { winner: tracker, loser: misser });
+    const links = host.lines.filter((l) => l.type === 'link' && l.state === 'connected');
+    assert.deepEqual(links.map((l) => l.transport), ['webrtc', 'webrtc'], JSON.stringify(links));
+    // The session is given 3 s (MemberConfig::webtransport_timeout), then WebRTC at once.
+    assert.ok(seatedAfter < 8000, `seated ${seatedAfter} ms after the page opened`);
+    console.log(`WebTransport blocked: the first player seated over WebRTC ${seatedAfter} ms after its page opened`);
+  } finally {
+    await host.stop();
+    execFileSync('iptables', ['-D', ...rule]);
   }
 });
 
