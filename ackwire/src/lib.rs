@@ -77,6 +77,11 @@ mod guide {}
 #[doc = include_str!("../../docs/host-rooms.md")]
 mod host_rooms {}
 
+/// A game host's ports in `docs/deployment.md`, compiled as a doctest likewise.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/deployment.md")]
+mod deployment {}
+
 #[cfg(target_arch = "wasm32")]
 mod browser;
 pub mod channel;

@@ -13,8 +13,9 @@
 // `cargo xtask bench join-rtt` runs it (release builds, under `unshare --net`).
 // ACKWIRE_COLD_RUNS joins per delay (7), ACKWIRE_COLD_DELAYS the delays each way in ms
 // (0,20,50; the summary counts round trips between the first and last added delay, and from
-// 0 to the first), ACKWIRE_COLD_PAGES the joins (game,demo,pair: the game's page with its
-// host, the demo's page with a native peer, the demo's page with a browser).
+// 0 to the first), ACKWIRE_COLD_PAGES the joins (game,game-webrtc,demo,pair: the game's page
+// with its host over WebTransport, the same over WebRTC, the demo's page with a native peer,
+// the demo's page with a browser).
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn } from 'node:child_process';
@@ -25,12 +26,13 @@ import { joinNative, jsonLines } from './native.mjs';
 
 const RUNS = Number(process.env.ACKWIRE_COLD_RUNS ?? 7);
 const DELAYS = (process.env.ACKWIRE_COLD_DELAYS ?? '0,20,50').split(',').map(Number);
-const PAGES = (process.env.ACKWIRE_COLD_PAGES ?? 'game,demo,pair').split(',');
-assert.ok(PAGES.length && PAGES.every((p) => ['game', 'demo', 'pair'].includes(p)), 'ACKWIRE_COLD_PAGES names some of game, demo, pair');
+const PAGES = (process.env.ACKWIRE_COLD_PAGES ?? 'game,game-webrtc,demo,pair').split(',');
+assert.ok(PAGES.length && PAGES.every((p) => ['game', 'game-webrtc', 'demo', 'pair'].includes(p)), 'ACKWIRE_COLD_PAGES names some of game, game-webrtc, demo, pair');
 assert.ok(RUNS >= 1 && DELAYS.length >= 2 && DELAYS[0] === 0, 'ACKWIRE_COLD_DELAYS starts at 0 and has a larger delay');
 
-// A page's timeline over WebRTC (web/room.js, ms after navigation) and the least round trips
-// each step can take from navigation (docs/cold-start.md, "The minimum").
+// A page's timeline over WebRTC (the game's page with `transport=webrtc`, the demo's
+// web/room.js; ms after navigation) and the least round trips each step can take from
+// navigation (docs/cold-start.md, "The minimum").
 const STEPS = [
   ['html', 'html received', 2],
   ['socket', 'socket open', 4],
@@ -232,36 +234,43 @@ try {
   const top = others[0];
   const far = others.at(-1);
   chromium = chromiumIn(path.client);
-  if (PAGES.includes('game')) {
-    const url = `${server.url}/pong/?room=table`;
-    // The game's host, in the server's namespace, on its every interface as a deployed host
-    // binds; its log at errors only (its JSON lines are read, not printed): each join ends with
-    // the page closed under it, which it would warn about.
-    const child = spawn('ip', ['netns', 'exec', path.server, requireEnv('ACKWIRE_PONG_HOST_BIN'), url], {
+  // The game's host, in the server's namespace, on its every interface as a deployed host
+  // binds; its log at errors only (its JSON lines are read, not printed): each join ends with
+  // the page closed under it, which it would warn about.
+  if (PAGES.includes('game') || PAGES.includes('game-webrtc')) {
+    const child = spawn('ip', ['netns', 'exec', path.server, requireEnv('ACKWIRE_PONG_HOST_BIN'), `${server.url}/pong/?room=table`], {
       env: { ...process.env, RUST_LOG: process.env.ACKWIRE_COLD_NATIVE_LOG ?? 'error', NO_COLOR: '1' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     host = jsonLines(child);
     await host.waitFor('the host joined', (l) => l.type === 'joined', 15000);
-    console.log(`cold start: ${url} opened in a new Chromium (fresh profile, empty cache) in the client namespace; `
+  }
+  // The game's page over WebTransport (`game`), and over WebRTC as a browser without
+  // WebTransport joins (`game-webrtc`), the same host in the same run.
+  for (const [kind, query, steps, minimum, via, hop] of [
+    ['game', '', GAME_STEPS, GAME_MINIMUM, 'WebTransport', ['ready', 'session ready', 7]],
+    ['game-webrtc', '&transport=webrtc', STEPS, MINIMUM, 'WebRTC', ['open', 'data channel open', 10]],
+  ]) {
+    if (!PAGES.includes(kind)) continue;
+    const url = `${server.url}/pong/?room=table${query}`;
+    console.log(`\ncold start: ${url} opened in a new Chromium (fresh profile, empty cache) in the client namespace; `
       + `${RUNS} joins at each of ${DELAYS.map((d) => `${d} ms`).join(', ')} added each way, interleaved; medians`);
     // A join not counted: the server's and the host's first page and link after start.
     await coldJoin(url, host, gameTimeline);
-    const runs = await joinsAtEachDelay(() => coldJoin(url, host, gameTimeline), 'state', ['html', 'connect', 'socket', 'script', 'wasm', 'welcome', 'offer', 'ready', 'claimed', 'open', 'connected']);
-    const { medians, slope } = report(runs, GAME_STEPS, rtt, 'a browser joining the example game\'s native host over WebTransport');
+    const runs = await joinsAtEachDelay(() => coldJoin(url, host, gameTimeline), 'state', steps.map(([k]) => k).filter((k) => k !== 'state'));
+    const { medians, slope } = report(runs, steps, rtt, `a browser joining the example game's native host over ${via}`);
     // After the handshake the first snapshot leaves at the host's next tick (30 Hz) or its next
-    // paced packet (the core starts at 10 packets/s): shown per join, since on a short path the
-    // pacing, not the RTT, decides it.
+    // paced packet: shown per join, since on a short path the tick, not the RTT, decides it.
     const after = (d) => runs[d].map((t) => t.state - t.connected);
     console.log(`first state update after core connected, per join (ms): ${DELAYS.map((d) => `at ${f(rtt(d), 1)} ms RTT ${after(d).map((v) => f(v)).join(' ')}`).join('; ')}`);
     const at = (d) => `${f(medians[d].state)} ms at ${f(rtt(d), d === base ? 2 : 1)} ms RTT`;
+    const [key, label, least] = hop;
     const counted = others.length > 1
-      ? `${f(slope(top, far, 'state'), 1)} round trips between ${f(rtt(top), 0)} and ${f(rtt(far), 0)} ms RTT (minimum ${GAME_MINIMUM}; `
-        + `session ready ${f(slope(top, far, 'ready'), 1)}, minimum 7), ${f(slope(base, top, 'state'), 1)} from ${f(rtt(base), 1)} to ${f(rtt(top), 0)} ms RTT`
-      : `${f(slope(base, top, 'state'), 1)} round trips (minimum ${GAME_MINIMUM}; session ready ${f(slope(base, top, 'ready'), 1)}, minimum 7)`;
-    console.log(`\ncold-start: first state update ${DELAYS.map(at).join(', ')}; ${counted}; `
+      ? `${f(slope(top, far, 'state'), 1)} round trips between ${f(rtt(top), 0)} and ${f(rtt(far), 0)} ms RTT (minimum ${minimum}; `
+        + `${label} ${f(slope(top, far, key), 1)}, minimum ${least}), ${f(slope(base, top, 'state'), 1)} from ${f(rtt(base), 1)} to ${f(rtt(top), 0)} ms RTT`
+      : `${f(slope(base, top, 'state'), 1)} round trips (minimum ${minimum}; ${label} ${f(slope(base, top, key), 1)}, minimum ${least})`;
+    console.log(`\ncold-start (${via}): first state update ${DELAYS.map(at).join(', ')}; ${counted}; `
       + `${RUNS} cold joins at each delay, all completed`);
-
   }
 
   if (PAGES.includes('demo')) {

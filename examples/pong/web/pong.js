@@ -89,6 +89,9 @@ try {
     room: params.get('room') ?? 'pong',
     // The host room pong-host made: players link to the host alone.
     role: 'client',
+    // Over WebTransport when the browser and the host have it (`?transport=webrtc`: WebRTC
+    // only, as a browser without WebTransport plays).
+    webTransport: params.get('transport') !== 'webrtc',
   });
   say('joined: waiting for the host');
 } catch (err) {
