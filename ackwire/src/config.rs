@@ -177,6 +177,11 @@ pub struct NativeOptions {
     /// "Rotating the certificate"). Default 7 days; more than zero and at most 12 days (else
     /// [`JoinError::WebTransportRotation`](crate::JoinError::WebTransportRotation)).
     pub webtransport_rotation: std::time::Duration,
+    /// As a host room's client, link to a host that serves WebTransport over a session to its
+    /// service (as a browser does) instead of raw UDP or WebRTC; a session not ready within
+    /// 3 s gives way to the ordinary path. For load generators and tests, which stand in for
+    /// browsers: a native game has no reason to. Default `false`.
+    pub dial_webtransport: bool,
     /// Bytes of messages (`Message`, `Undelivered`) waiting for the game to take them as
     /// events. Beyond it the room stops reading its sockets until the game catches up, so
     /// nothing more is acknowledged and reliable senders are held back (their sends say
@@ -201,6 +206,7 @@ impl Default for NativeOptions {
             webtransport: true,
             webtransport_port: 0,
             webtransport_rotation: std::time::Duration::from_secs(7 * 24 * 3600),
+            dial_webtransport: false,
             event_budget: 16 << 20,
         }
     }

@@ -257,6 +257,9 @@ struct Schedule {
     /// A host room whose host serves WebTransport, which its browser clients dial
     /// (`Some(false)`: its port is blocked, so they fall back to WebRTC).
     webtransport: Option<bool>,
+    /// In a host room that serves WebTransport, native clients dial it too (as a load
+    /// generator's do), else only browsers.
+    natives_dial: bool,
     /// Every member's core idle timeout (a link silent this long is lost).
     idle: Duration,
     /// Each member's orphan grace (a peer not back this long after a restart is forgotten).
@@ -302,6 +305,10 @@ impl fmt::Display for Schedule {
             self.idle
         )?;
         match self.webtransport {
+            Some(true) if self.natives_dial => write!(f, ", WebTransport (natives dial too)")?,
+            Some(false) if self.natives_dial => {
+                write!(f, ", WebTransport blocked (natives dial too)")?;
+            }
             Some(true) => write!(f, ", WebTransport")?,
             Some(false) => write!(f, ", WebTransport blocked")?,
             None => {}
@@ -350,6 +357,9 @@ fn schedule(seed: u64) -> Schedule {
     // so every schedule found before it, stay as they were).
     let mut transports = Rng::new(seed.wrapping_mul(0xD1B5_4A32_D192_ED03) ^ 0x0057_7EB7);
     let webtransport = (host && transports.chance(0.6)).then(|| transports.chance(0.8));
+    // Later again: native clients that dial it too (load generators), from the same stream
+    // after its draws.
+    let natives_dial = webtransport.is_some() && transports.chance(0.5);
     let budget = extra
         .chance(0.25)
         .then(|| extra.pick(&[8usize, 16, 32]) * 1024);
@@ -558,6 +568,7 @@ fn schedule(seed: u64) -> Schedule {
         host,
         budget,
         webtransport,
+        natives_dial,
         idle,
         graces,
         total: steps.len(),
@@ -899,7 +910,10 @@ fn add_member(w: &mut World, schedule: &Schedule, slot: usize) -> usize {
         if schedule.webtransport.is_some() {
             match role {
                 Role::Host => config.webtransport = Some(World::webtransport_service(n)),
-                _ => config.dials_webtransport = config.kind == PeerKind::Browser,
+                _ => {
+                    config.dials_webtransport =
+                        config.kind == PeerKind::Browser || schedule.natives_dial;
+                }
             }
         }
         if let Some(budget) = budget {

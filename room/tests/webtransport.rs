@@ -23,6 +23,7 @@ fn host(w: &mut World) -> usize {
     host
 }
 
+/// A client (a browser, or a native in a load generator) that dials WebTransport or not.
 fn browser_client(dials: bool) -> impl FnOnce(&mut MemberConfig) {
     move |c| {
         c.role = Role::Client;
@@ -301,4 +302,62 @@ fn the_hosts_first_state_leaves_as_the_session_opens_and_arrives_as_the_client_a
     );
     w.run_for(S);
     assert_eq!(w.received(client, 0, b"state 1"), 1);
+}
+
+#[test]
+fn a_native_client_that_dials_links_to_its_host_over_webtransport_rather_than_udp() {
+    let mut w = World::new();
+    let host = host(&mut w);
+    // A native that dials (a load generator's player), and one that does not.
+    let dialer = w.add(PeerKind::Native, browser_client(true));
+    let native = w.add(PeerKind::Native, browser_client(false));
+    w.run_until_true(3 * S, "both linked", |w| {
+        [dialer, native]
+            .iter()
+            .all(|&c| w.connected(c, host) && w.connected(host, c))
+    });
+    assert_eq!(transport(&w, dialer, host), TransportKind::WebTransport);
+    assert_eq!(transport(&w, host, dialer), TransportKind::WebTransport);
+    assert_eq!(transport(&w, native, host), TransportKind::Udp);
+    assert_eq!(transport(&w, host, native), TransportKind::Udp);
+    assert_eq!(w.webtransport_opened(), 1);
+    assert!(!w.offers.iter().any(|&(a, b)| a == dialer || b == dialer));
+    // Messages both ways, exactly once, and the largest unreliable one in one datagram.
+    assert_eq!(w.say(dialer, "input"), 1);
+    assert_eq!(w.say(host, "state"), 2, "to both clients");
+    let max = w.nodes[dialer].member.max_message_size(0).unwrap();
+    let big = vec![9u8; max];
+    let peer = w.peer(dialer, host);
+    w.with(dialer, |m, _| m.send(peer, 0, &big))
+        .expect("a full-size unreliable message");
+    w.run_for(S);
+    assert_eq!(w.chats(host, "input"), 1);
+    assert_eq!(w.chats(dialer, "state"), 1);
+    assert_eq!(w.received(host, 0, &big), 1);
+}
+
+#[test]
+fn a_native_whose_session_never_becomes_ready_falls_back_to_udp_not_webrtc() {
+    let mut w = World::new();
+    let host = host(&mut w);
+    w.block_webtransport(host);
+    let dialer = w.add(PeerKind::Native, browser_client(true));
+    w.run_until_true(S, "the host heard of", |w| w.link(dialer, host).is_some());
+    assert_eq!(w.say(dialer, "kept"), 1);
+    w.run_until_true(5 * S, "linked over UDP", |w| {
+        w.connected(dialer, host) && w.connected(host, dialer)
+    });
+    let timeout = MemberConfig::new("r", world::app(), PeerKind::Native, "i").webtransport_timeout;
+    assert!(w.now >= timeout, "it waited the session out: {:?}", w.now);
+    assert!(w.now < timeout + S, "and fell back at once: {:?}", w.now);
+    assert_eq!(transport(&w, dialer, host), TransportKind::Udp);
+    assert_eq!(transport(&w, host, dialer), TransportKind::Udp);
+    assert!(!w.offers.iter().any(|&(a, b)| a == dialer || b == dialer));
+    w.run_for(S);
+    assert_eq!(
+        w.chats(host, "kept"),
+        1,
+        "what it sent meanwhile arrives once"
+    );
+    assert_eq!(w.webtransport_opened(), 0);
 }

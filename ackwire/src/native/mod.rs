@@ -17,6 +17,7 @@ pub(crate) mod signalling;
 mod unverified;
 pub(crate) mod webrtc;
 pub(crate) mod webtransport;
+mod wt_client;
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
@@ -37,6 +38,7 @@ use self::lite::{LiteError, LiteHost};
 use self::signalling::{Socket, SocketEvent, Trust};
 use self::webrtc::{IceOptions, Session, WebRtcEvent};
 use self::webtransport::{Report, WtError, WtEvent, WtHost, WtPlan};
+use self::wt_client::{ClientReport, WtClient};
 use crate::config::RoomConfig;
 use crate::error::JoinError;
 use crate::net::timer::Timer;
@@ -190,6 +192,10 @@ impl Driver {
             }
             _ => None,
         };
+        // A client that dials its host's WebTransport as a browser does (load generators).
+        let dialer = (options.dial_webtransport && config.role == Role::Client)
+            .then(|| WtClient::new(bound.ip()));
+        member_config.dials_webtransport = dialer.is_some();
         let member = Member::new(member_config, Duration::ZERO)?;
         tracing::info!(room = %url.room, server = %url.ws_url, %udp_addr, %ice_bind, "joining");
         // A host's WebRTC sockets, each with the address its clients reach it at.
@@ -238,6 +244,7 @@ impl Driver {
                 // A room's few links wake the loop per datagram; it never reads on a timer.
                 udp.watch().map_err(JoinError::Runtime)?;
                 let mut io = Io::new(url, trust, udp, ice, events, send_failures);
+                io.dialer = dialer;
                 if let Some(plan) = lite {
                     let host = LiteHost::bind(&plan, epoch).map_err(|e| match e {
                         LiteError::Bind { addr, source } => JoinError::Bind { addr, source },
@@ -393,6 +400,8 @@ struct Io {
     webrtc_rx: mpsc::UnboundedReceiver<(TransportId, WebRtcEvent)>,
     /// A host's browsers' WebTransport sessions, all on one socket.
     webtransport: Option<WtHost>,
+    /// A client's sessions to its host's WebTransport (`NativeOptions::dial_webtransport`).
+    dialer: Option<WtClient>,
     events: Arc<EventQueue>,
     /// What [`Room::send_failures`](crate::Room::send_failures) reads: the UDP socket's, the
     /// host's WebRTC sockets' and its WebTransport sessions' refusals, published at each
@@ -433,6 +442,7 @@ impl Io {
             webrtc_events,
             webrtc_rx,
             webtransport: None,
+            dialer: None,
             events,
             send_failures,
         }
@@ -463,7 +473,8 @@ impl Io {
         // wake-up old (a host's WebRTC sockets also send as they read and time out).
         let lite = self.lite.as_ref().map_or(0, LiteHost::send_failures);
         let wt = self.webtransport.as_ref().map_or(0, WtHost::send_failures);
-        let total = self.udp.counters().send_failures + lite + wt;
+        let dialed = self.dialer.as_ref().map_or(0, WtClient::send_failures);
+        let total = self.udp.counters().send_failures + lite + wt + dialed;
         self.send_failures.store(total, Ordering::Relaxed);
     }
 
@@ -478,10 +489,25 @@ impl Io {
 
     fn command(&mut self, now: Duration, command: Command) {
         match command {
-            // A native never dials WebTransport: the member falls back to WebRTC.
-            Command::OpenWebTransport { transport, .. } => {
-                let why = "no WebTransport client in a native";
-                self.tell(transport, TransportEvent::Failed(why.into()));
+            // Only a native that dials as a browser does; the member's config says so.
+            Command::OpenWebTransport {
+                transport, service, ..
+            } => {
+                match &mut self.dialer {
+                    Some(dialer) => dialer.open(transport, &service),
+                    None => {
+                        let why = "no WebTransport client in this native";
+                        self.tell(transport, TransportEvent::Failed(why.into()));
+                    }
+                }
+                return;
+            }
+            Command::CloseTransport { transport }
+                if self.dialer.as_ref().is_some_and(|d| d.has(transport)) =>
+            {
+                if let Some(dialer) = &mut self.dialer {
+                    dialer.close(transport);
+                }
                 return;
             }
             Command::AcceptWebTransport { transport, token } => {
@@ -594,18 +620,27 @@ impl Io {
             let Some(next) = report.take().or_else(|| wt.try_next()) else {
                 break;
             };
-            match wt.handle(next) {
-                Some((transport, WtEvent::Transport(event))) => {
-                    shared.member.handle_transport(now, transport, event);
-                }
-                Some((transport, WtEvent::Datagram(datagram))) => {
-                    let route = Route::WebTransport(transport);
-                    if let Err(e) = shared.member.receive(now, route, &datagram) {
-                        tracing::debug!(error = %e, "datagram refused");
-                    }
-                }
-                None => {}
+            deliver_wt(&mut shared.member, now, wt.handle(next));
+            if self.events.is_full() {
+                break;
             }
+        }
+    }
+
+    /// A client's session reported `report`; what else they have waiting goes along, up to
+    /// a batch.
+    fn on_dialed(&mut self, shared: &mut Shared, report: ClientReport) {
+        const BATCH: usize = 256;
+        let Some(dialer) = &mut self.dialer else {
+            return;
+        };
+        let now = shared.now();
+        let mut report = Some(report);
+        for _ in 0..BATCH {
+            let Some(next) = report.take().or_else(|| dialer.try_next()) else {
+                break;
+            };
+            deliver_wt(&mut shared.member, now, dialer.handle(next));
             if self.events.is_full() {
                 break;
             }
@@ -676,8 +711,10 @@ impl Carrier for Carry<'_> {
                 }
             }
             (Route::WebTransport(transport), _) => {
-                if let Some(wt) = &mut io.webtransport {
+                if let Some(wt) = io.webtransport.as_mut().filter(|wt| wt.has(transport)) {
                     wt.send(transport, datagram);
+                } else if let Some(dialer) = &mut io.dialer {
+                    dialer.send(transport, datagram);
                 }
             }
         }
@@ -697,6 +734,30 @@ fn deliver(member: &mut Member, now: Duration, transport: TransportId, event: We
                 tracing::debug!(error = %e, "datagram refused");
             }
         }
+    }
+}
+
+/// Hands a WebTransport session's event or datagram (a host's or a client's) to the member.
+fn deliver_wt(member: &mut Member, now: Duration, told: Option<(TransportId, WtEvent)>) {
+    match told {
+        Some((transport, WtEvent::Transport(event))) => {
+            member.handle_transport(now, transport, event);
+        }
+        Some((transport, WtEvent::Datagram(datagram))) => {
+            let route = Route::WebTransport(transport);
+            if let Err(e) = member.receive(now, route, &datagram) {
+                tracing::debug!(error = %e, "datagram refused");
+            }
+        }
+        None => {}
+    }
+}
+
+/// The next report of a client's WebTransport sessions; never without them.
+async fn dialed_next(dialer: Option<&mut WtClient>) -> ClientReport {
+    match dialer {
+        Some(dialer) => dialer.next().await,
+        None => std::future::pending().await,
     }
 }
 
@@ -766,6 +827,9 @@ async fn run(
             report = webtransport_next(io.webtransport.as_mut()), if reading => {
                 io.on_webtransport(&mut lock(&shared), report);
             }
+            report = dialed_next(io.dialer.as_mut()), if reading => {
+                io.on_dialed(&mut lock(&shared), report);
+            }
             ready = lite_readable(io.lite.as_ref()), if reading => {
                 if let Err(e) = ready {
                     tracing::warn!(error = %e, "host WebRTC socket");
@@ -831,6 +895,7 @@ async fn leave(shared: &Mutex<Shared>, io: &mut Io) {
     io.sessions.clear();
     // Dropping the host's WebTransport closes its sessions and its endpoint.
     io.webtransport = None;
+    io.dialer = None;
     tokio::time::sleep(Duration::from_millis(50)).await;
 }
 

@@ -212,8 +212,9 @@ fn certificate(names: &[String]) -> Result<(Identity, CertHash), WtError> {
     Ok((identity, hash))
 }
 
-/// QUIC's settings for the host's sessions (the same at every certificate).
-fn transport_config() -> Result<QuicTransportConfig, WtError> {
+/// QUIC's settings for the host's sessions (the same at every certificate), and a dialing
+/// native client's ([`wt_client`](super::wt_client)).
+pub(crate) fn transport_config() -> Result<QuicTransportConfig, WtError> {
     let mut transport = QuicTransportConfig::default();
     transport
         .initial_mtu(INITIAL_MTU)

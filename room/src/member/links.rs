@@ -242,9 +242,12 @@ pub(super) struct Link {
 }
 
 impl Link {
-    /// The peer's UDP address while the link runs over raw UDP.
+    /// The peer's UDP address while the link runs over raw UDP: not through ICE, and not
+    /// while a WebTransport session carries it (a native client that dials its host's
+    /// service: after the session, the next attempt is raw UDP again).
     pub(super) fn direct_udp(&self) -> Option<SocketAddr> {
-        self.udp.filter(|_| !self.via_ice)
+        self.udp
+            .filter(|_| !self.via_ice && self.attempt.wt().is_none())
     }
 
     fn transport_kind(&self) -> TransportKind {
@@ -713,6 +716,14 @@ impl Member {
         {
             link.via_ice = true;
         }
+        // A client that dials WebTransport does so first, even where raw UDP would do (a
+        // native that dials: load generators, tests); a failed session leaves the ordinary
+        // path (`Link::via_webrtc`).
+        if self.dials_webtransport(i) {
+            self.dial_webtransport(now, i, peer);
+            return self.link_event(now, i);
+        }
+        let link = &mut self.links[i];
         match link.direct_udp() {
             Some(_) => {
                 let keys = match (&self.config.udp_keys, link.udp_key) {
@@ -734,7 +745,6 @@ impl Member {
                     Err(failure) => return self.lose(now, i, failure),
                 }
             }
-            None if self.dials_webtransport(i) => self.dial_webtransport(now, i, peer),
             None => self.open_rtc(now, i, peer, lead),
         }
         self.link_event(now, i);

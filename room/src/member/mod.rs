@@ -551,6 +551,11 @@ impl Member {
             return Ok(());
         }
         let Some(i) = self.links.iter().position(|l| l.route() == Some(route)) else {
+            if let Route::Udp(addr) = route
+                && self.udp_instead_of_session(now, addr)
+            {
+                return self.receive(now, route, datagram);
+            }
             if let Route::Udp(addr) = route {
                 if self.early_datagrams.len() == EARLY_MAX {
                     self.early_datagrams.pop_front();

@@ -6,6 +6,7 @@
 //! the client and the host saw, the client). A client whose session never becomes ready links
 //! over WebRTC instead (`Link::via_webrtc`), and the host follows when the offer comes.
 
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use super::links::{Attempt, Wt};
@@ -78,6 +79,28 @@ impl Member {
         };
         self.command(Command::AcceptWebTransport { transport, token });
         self.link_event(now, i);
+    }
+
+    /// A datagram from `addr` that no link takes: a host waiting for the session of a native
+    /// client at that address takes it as the client having given up its session for raw UDP
+    /// (its session never became ready: `Link::via_webrtc`), and follows with a UDP attempt
+    /// (which the datagram then goes to). Whether it did.
+    pub(super) fn udp_instead_of_session(&mut self, now: Duration, addr: SocketAddr) -> bool {
+        let Some(i) = self.links.iter().position(|l| {
+            l.udp == Some(addr)
+                && !l.via_ice
+                && matches!(
+                    l.attempt,
+                    Attempt::Dialing {
+                        wt: Wt { hosting: true, .. },
+                        ..
+                    }
+                )
+        }) else {
+            return false;
+        };
+        self.start_attempt(now, i);
+        self.links[i].direct_udp() == Some(addr)
     }
 
     /// A `peer_updated`: the peer's new WebTransport service (a host's next certificate) is

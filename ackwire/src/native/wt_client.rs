@@ -1,0 +1,274 @@
+//! A native client that dials its host's WebTransport as a browser does
+//! ([`NativeOptions::dial_webtransport`](crate::NativeOptions::dial_webtransport)): load
+//! generators and tests stand in for browsers with it, so what a WebTransport player costs a
+//! host can be measured next to WebRTC and UDP players (`cargo xtask bench host`).
+//!
+//! The member's [`Command::OpenWebTransport`](ackwire_room::member::Command::OpenWebTransport)
+//! is carried out as the browser driver does: a token of 16 random bytes (32 lowercase hex
+//! digits) goes to the member first ([`TransportEvent::LocalSignal`], which it relays to the
+//! host), then the session to `service.session_url(&token)` pinning the service's certificate
+//! hashes; [`TransportEvent::ChannelOpen`] once it is ready, `Failed` if it never is,
+//! `ChannelClosed` when it closes. Each session has a client endpoint (a UDP socket) of its
+//! own, as the hashes it pins are its service's (a host's rotation changes them).
+//!
+//! A task per session dials and reads its datagrams; it only reports, through one channel the
+//! room's task reads ([`WtClient::next`], then [`WtClient::handle`]), so the member is only
+//! ever touched from the room's task. Sending is a synchronous call on the session's
+//! connection ([`WtClient::send`]).
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+use ackwire_room::member::{TransportEvent, TransportId};
+use ackwire_signalling::{SignalData, WebTransportInfo};
+use bytes::Bytes;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use wtransport::tls::Sha256Digest;
+use wtransport::{ClientConfig, Connection, Endpoint, VarInt};
+
+use super::webtransport::{WtEvent, transport_config};
+
+/// What a session's task reports.
+enum Dialed {
+    /// For the member as it is (the token's signal).
+    Tell(TransportEvent),
+    /// The session is ready.
+    Open(Connection),
+    /// It never was.
+    Failed(String),
+    /// A datagram on it.
+    Datagram(Bytes),
+    /// It closed.
+    Closed(String),
+}
+
+/// A report of a session's task (handed back to [`WtClient::handle`]).
+pub(crate) struct ClientReport(TransportId, Dialed);
+
+impl std::fmt::Debug for ClientReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("ClientReport").field(&self.0).finish()
+    }
+}
+
+/// One session, from its dial to its close.
+struct Slot {
+    /// Once ready.
+    connection: Option<Connection>,
+    task: JoinHandle<()>,
+}
+
+/// A client's WebTransport sessions to its host, by the member's transport.
+pub(crate) struct WtClient {
+    /// The IP the sessions' sockets bind (port 0).
+    bind: IpAddr,
+    sessions: HashMap<TransportId, Slot>,
+    reports: mpsc::UnboundedSender<ClientReport>,
+    reports_rx: mpsc::UnboundedReceiver<ClientReport>,
+    /// Datagrams a session would not send (too large, closed).
+    send_failures: u64,
+}
+
+impl std::fmt::Debug for WtClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WtClient")
+            .field("bind", &self.bind)
+            .field("sessions", &self.sessions.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl WtClient {
+    /// A client whose sessions' sockets bind `bind` (the room's own IP: a loopback room
+    /// stays on loopback).
+    pub(crate) fn new(bind: IpAddr) -> WtClient {
+        let (reports, reports_rx) = mpsc::unbounded_channel();
+        WtClient {
+            bind,
+            sessions: HashMap::new(),
+            reports,
+            reports_rx,
+            send_failures: 0,
+        }
+    }
+
+    /// Whether `transport` is one of this client's sessions.
+    pub(crate) fn has(&self, transport: TransportId) -> bool {
+        self.sessions.contains_key(&transport)
+    }
+
+    /// Datagrams the sessions would not send.
+    pub(crate) fn send_failures(&self) -> u64 {
+        self.send_failures
+    }
+
+    /// The member's `OpenWebTransport`: the token to the member (before anything else of
+    /// the session), then the dial (inside a tokio runtime: it spawns the session's task).
+    pub(crate) fn open(&mut self, transport: TransportId, service: &WebTransportInfo) {
+        let token: String = rand::random::<[u8; 16]>()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let url = service.session_url(&token);
+        let hashes: Vec<Sha256Digest> = service
+            .cert_hashes
+            .iter()
+            .map(|h| Sha256Digest::new(h.0))
+            .collect();
+        let reports = self.reports.clone();
+        let signal = SignalData::WebTransport {
+            webtransport: token,
+        };
+        let _ = reports.send(ClientReport(
+            transport,
+            Dialed::Tell(TransportEvent::LocalSignal(signal)),
+        ));
+        let bind = SocketAddr::new(self.bind, 0);
+        let task = tokio::spawn(dial(transport, bind, url, hashes, reports));
+        if let Some(old) = self.sessions.insert(
+            transport,
+            Slot {
+                connection: None,
+                task,
+            },
+        ) {
+            close(old);
+        }
+    }
+
+    /// The member's `CloseTransport`: the session closes (or its dial stops), and nothing
+    /// more of it is told.
+    pub(crate) fn close(&mut self, transport: TransportId) {
+        if let Some(slot) = self.sessions.remove(&transport) {
+            close(slot);
+        }
+    }
+
+    /// Sends `datagram` on `transport`'s session; one it would not send is dropped and
+    /// counted, as one lost on the way would be.
+    pub(crate) fn send(&mut self, transport: TransportId, datagram: &[u8]) {
+        let Some(Slot {
+            connection: Some(connection),
+            ..
+        }) = self.sessions.get(&transport)
+        else {
+            return;
+        };
+        if let Err(e) = connection.send_datagram(datagram) {
+            self.send_failures += 1;
+            tracing::debug!(?transport, len = datagram.len(), error = %e, "WebTransport datagram not sent");
+        }
+    }
+
+    /// The next report of the sessions' tasks (cancel-safe).
+    pub(crate) async fn next(&mut self) -> ClientReport {
+        // The client holds a sender: the channel never closes while it lives.
+        match self.reports_rx.recv().await {
+            Some(report) => report,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// A report already waiting, if any.
+    pub(crate) fn try_next(&mut self) -> Option<ClientReport> {
+        self.reports_rx.try_recv().ok()
+    }
+
+    /// Takes in a report: what it has for the member, if anything (nothing of a session the
+    /// member closed).
+    pub(crate) fn handle(&mut self, report: ClientReport) -> Option<(TransportId, WtEvent)> {
+        let ClientReport(transport, dialed) = report;
+        let slot = self.sessions.get_mut(&transport)?;
+        let event = match dialed {
+            Dialed::Tell(event) => WtEvent::Transport(event),
+            Dialed::Open(connection) => {
+                slot.connection = Some(connection);
+                WtEvent::Transport(TransportEvent::ChannelOpen)
+            }
+            Dialed::Failed(reason) => WtEvent::Transport(TransportEvent::Failed(reason)),
+            Dialed::Datagram(payload) => WtEvent::Datagram(payload),
+            Dialed::Closed(reason) => {
+                tracing::debug!(?transport, %reason, "WebTransport session closed");
+                slot.connection = None;
+                WtEvent::Transport(TransportEvent::ChannelClosed)
+            }
+        };
+        Some((transport, event))
+    }
+}
+
+impl Drop for WtClient {
+    /// Every session closes now.
+    fn drop(&mut self) {
+        for (_, slot) in self.sessions.drain() {
+            close(slot);
+        }
+    }
+}
+
+fn close(slot: Slot) {
+    slot.task.abort();
+    if let Some(connection) = slot.connection {
+        connection.close(VarInt::from_u32(0), b"closed");
+    }
+}
+
+/// Dials `url` pinning `hashes` from a socket at `bind`, then reads the session's datagrams
+/// until it closes.
+async fn dial(
+    transport: TransportId,
+    bind: SocketAddr,
+    url: String,
+    hashes: Vec<Sha256Digest>,
+    reports: mpsc::UnboundedSender<ClientReport>,
+) {
+    let report = |dialed| reports.send(ClientReport(transport, dialed)).is_ok();
+    let quic = match transport_config() {
+        Ok(quic) => quic,
+        Err(e) => {
+            report(Dialed::Failed(e.to_string()));
+            return;
+        }
+    };
+    let mut config = ClientConfig::builder()
+        .with_bind_address(bind)
+        .with_server_certificate_hashes(hashes)
+        .build();
+    config.quic_config_mut().transport_config(Arc::new(quic));
+    let endpoint = match Endpoint::client(config) {
+        Ok(endpoint) => endpoint,
+        Err(e) => {
+            report(Dialed::Failed(format!("WebTransport client endpoint: {e}")));
+            return;
+        }
+    };
+    let connection = match endpoint.connect(&url).await {
+        Ok(connection) => connection,
+        Err(e) => {
+            report(Dialed::Failed(format!(
+                "WebTransport session to {url}: {e}"
+            )));
+            return;
+        }
+    };
+    if !report(Dialed::Open(connection.clone())) {
+        connection.close(VarInt::from_u32(0), b"closed");
+        return;
+    }
+    loop {
+        match connection.receive_datagram().await {
+            Ok(datagram) => {
+                if !report(Dialed::Datagram(datagram.payload())) {
+                    connection.close(VarInt::from_u32(0), b"closed");
+                    return;
+                }
+            }
+            Err(e) => {
+                report(Dialed::Closed(e.to_string()));
+                return;
+            }
+        }
+    }
+}
