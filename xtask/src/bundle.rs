@@ -21,11 +21,9 @@ const NATIVE_CRYPTO: &[&str] = &["ring", "snow", "hkdf", "curve25519-dalek"];
 
 /// The most the wasm module may weigh, gzipped at level 9: the build fails above it, so a
 /// change that drags a JSON parser, float formatting or a crypto crate (the cookies' SHA-256
-/// and HMAC, ~4 KB gzipped) back into the bundle is seen at once. Today's module is 122.7 KB
-/// (docs/architecture.md, "What the bundle weighs": 117.6 KB there, before WebTransport for
-/// host rooms added 5.1 KB: the schema's service and token 0.95 KB, the member's dialing
-/// 1.05 KB, the browser driver's sessions 3.05 KB); issue #22's goal is 60 KB.
-const GZIP_CEILING: u64 = 122_900;
+/// and HMAC, ~4 KB gzipped) back into the bundle is seen at once. Today's module is 123.3 KB
+/// (docs/architecture.md, "What the bundle weighs"); issue #22's goal is 60 KB.
+const GZIP_CEILING: u64 = 123_600;
 
 /// The ceiling of the stable route's module (std prebuilt, panic messages and locations kept):
 /// about 129.4 KB today, with a similar margin over it.
