@@ -224,7 +224,9 @@ async fn main() -> std::process::ExitCode {
             "--bind" => bind = Some(value().parse().expect("--bind IP:PORT")),
             "--ticks" => ticks = true,
             // The UDP port browsers reach it at over WebTransport (a firewall's open port).
-            "--webtransport-port" => webtransport_port = value().parse().expect("--webtransport-port PORT"),
+            "--webtransport-port" => {
+                webtransport_port = value().parse().expect("--webtransport-port PORT")
+            }
             _ => url = arg,
         }
     }
@@ -239,7 +241,9 @@ async fn main() -> std::process::ExitCode {
     let mut room = match Room::join(&url, config) {
         Ok(room) => room,
         Err(e) => {
-            eprintln!("pong-host: {e}\nusage: pong-host URL [--points N] [--bind ADDR] [--webtransport-port PORT] [--ticks]");
+            eprintln!(
+                "pong-host: {e}\nusage: pong-host URL [--points N] [--bind ADDR] [--webtransport-port PORT] [--ticks]"
+            );
             return std::process::ExitCode::from(2);
         }
     };
