@@ -72,15 +72,10 @@ mod readme {}
 #[doc = include_str!("../../docs/api.md")]
 mod guide {}
 
-/// Host rooms' Rust example (`docs/host-rooms.md`), compiled as a doctest likewise.
+/// Host rooms' Rust examples (`docs/host-rooms.md`), compiled as doctests likewise.
 #[cfg(doctest)]
 #[doc = include_str!("../../docs/host-rooms.md")]
 mod host_rooms {}
-
-/// A game host's ports in `docs/deployment.md`, compiled as a doctest likewise.
-#[cfg(doctest)]
-#[doc = include_str!("../../docs/deployment.md")]
-mod deployment {}
 
 #[cfg(target_arch = "wasm32")]
 mod browser;
