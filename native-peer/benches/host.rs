@@ -4,22 +4,29 @@
 //! (`broadcast_latest`, 30 ticks/s) and takes each player's input (`send_latest` every tick
 //! from each player); the core paces both ways at its 30 packets/s.
 //!
-//! Players come in two kinds, as a public host meets them: natives over raw UDP (encrypted,
-//! one socket on the host for all), and WebRTC players: load-generator members that announce
-//! no key, which an encrypting host reaches over a WebRTC data channel (on the host, the same
-//! ICE-lite session on one socket and data channel a browser's link has). The UDP players join first, then
-//! the WebRTC ones, one after the other, each timed from `Room::join` to its link to the host
-//! connected (signalling, the data channel or UDP path, and the core's handshake). The host's
-//! RSS is read before, between and after, so each kind's cost per player is its own.
+//! Players come in three kinds, as a public host meets them: natives over raw UDP (encrypted,
+//! one socket on the host for all); WebRTC players: load-generator members that announce no
+//! key, which an encrypting host reaches over a WebRTC data channel (on the host, the same
+//! ICE-lite session on one socket and data channel a browser's link has); and WebTransport
+//! players: load-generator members that dial the host's WebTransport service as a browser
+//! does (`NativeOptions::dial_webtransport`; on the host, the same session on one socket a
+//! browser's has). The UDP players join first, then the WebRTC ones, then the WebTransport
+//! ones, one after the other, each timed from `Room::join` to its link to the host connected
+//! (signalling, the data channel, session or UDP path, and the core's handshake).
 //!
-//! Then, with every player in, a steady-state window: the host's CPU (user + system from
-//! `/proc/PID/stat`, as a share of one core), threads, sockets, and every link's packets lost
-//! on both ends.
+//! After each kind is in (and once before anyone), with every link so far connected at the
+//! host, a steady-state window: the host's CPU (user + system from `/proc/PID/stat`, as a
+//! share of one core), its RSS and live heap, and every link's packets lost on both ends. A
+//! kind's cost per player is what its window added to the one before, divided by its
+//! players: CPU, RSS and heap per player of each kind, from one run. The last window (every
+//! player in) gives the host's totals, threads and sockets.
 //!
-//! Run: `cargo bench -p ackwire-peer --bench host` (`-- --players 256 --udp 128 --seconds 10`).
-//! Half the players are natives: a per-player figure from a few dozen would mostly be the
-//! allocator's steps (glibc grows a heap by fixed amounts), as 32 UDP players read 28 KiB
-//! each where 128 read 14.6 KiB, for about the same live heap per player (14.4 and 13.1 KiB).
+//! Run: `cargo bench -p ackwire-peer --bench host`
+//! (`-- --players 256 --udp 86 --webtransport 85 --seconds 10`; the WebRTC players are the
+//! rest). A third of the players of each kind: a per-player figure from a few dozen would
+//! mostly be the allocator's steps (glibc grows a heap by fixed amounts), as 32 UDP players
+//! read 28 KiB each where 128 read 14.6 KiB, for about the same live heap per player (14.4
+//! and 13.1 KiB).
 //! Prints a summary, the goals of `docs/host-rooms.md` met or not, and one JSON line. The
 //! machine is shared by the host, the load generator (which holds every player's side of
 //! every link) and the signal server: read the figures as what this machine gave, not as a
@@ -34,7 +41,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use ackwire::{App, ChannelKind, Event, LinkState, PeerId, Role, Room, RoomConfig};
+use ackwire::{App, ChannelKind, Event, LinkState, PeerId, Role, Room, RoomConfig, TransportKind};
 use serde_json::json;
 use stats_alloc::{INSTRUMENTED_SYSTEM, StatsAlloc};
 
@@ -71,6 +78,14 @@ fn app() -> App {
 }
 
 fn main() {
+    // `ACKWIRE_BENCH_LOG=<filter>`: both processes log to stderr (the host's JSON lines stay
+    // on stdout).
+    if let Ok(filter) = std::env::var("ACKWIRE_BENCH_LOG") {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+            .with_writer(std::io::stderr)
+            .init();
+    }
     if let Ok(url) = std::env::var(HOST_ENV) {
         host(&url);
         return;
@@ -84,14 +99,15 @@ fn main() {
             .unwrap_or(default)
     };
     let players = flag("--players", 256.0) as usize;
-    let udp = (flag("--udp", 128.0) as usize).min(players);
+    let udp = (flag("--udp", players.div_ceil(3) as f64) as usize).min(players);
+    let webtransport = (flag("--webtransport", (players / 3) as f64) as usize).min(players - udp);
     let seconds = flag("--seconds", 10.0);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .expect("runtime");
-    runtime.block_on(load(players, udp, seconds));
+    runtime.block_on(load(players, udp, webtransport, seconds));
 }
 
 // ----- the host process -----
@@ -266,22 +282,54 @@ struct Counters {
     states: AtomicU64,
 }
 
+/// How a player reaches the host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Udp,
+    WebRtc,
+    WebTransport,
+}
+
+impl Kind {
+    const ALL: [Kind; 3] = [Kind::Udp, Kind::WebRtc, Kind::WebTransport];
+
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Udp => "UDP",
+            Kind::WebRtc => "WebRTC",
+            Kind::WebTransport => "WebTransport",
+        }
+    }
+
+    fn transport(self) -> TransportKind {
+        match self {
+            Kind::Udp => TransportKind::Udp,
+            Kind::WebRtc => TransportKind::WebRtc,
+            Kind::WebTransport => TransportKind::WebTransport,
+        }
+    }
+}
+
 /// One player: joins, waits for its link to the host, then sends an input every tick and
 /// takes what comes, until the run ends; `linked` gets the join's time.
 async fn player(
     url: String,
-    udp: bool,
+    kind: Kind,
     counters: Arc<Counters>,
     linked: tokio::sync::oneshot::Sender<Duration>,
 ) {
     let mut config = RoomConfig::new(app()).with_role(Role::Client);
     config.native.bind = "127.0.0.1:0".parse().unwrap();
     // A player with no key is reached over WebRTC by an encrypting host.
-    config.native.encrypt = udp;
+    config.native.encrypt = kind != Kind::WebRtc;
+    // One that dials the host's WebTransport stands in for a browser that has it.
+    config.native.dial_webtransport = kind == Kind::WebTransport;
     let began = Instant::now();
     let mut room = Room::join(&url, config).expect("a player joins");
     let mut host: Option<PeerId> = None;
     let mut linked = Some(linked);
+    let mut failed = None;
+    let mut trail: Vec<String> = Vec::new();
     let mut tick = tokio::time::interval(TICK);
     let input = [7u8; INPUT_BYTES];
     loop {
@@ -291,10 +339,20 @@ async fn player(
             }
             event = room.next_event() => match event {
                 Some(Event::Link(info)) if info.state == LinkState::Connected && host.is_none() => {
+                    assert_eq!(
+                        info.transport,
+                        kind.transport(),
+                        "a {} player's link (its last failure: {failed:?}) {trail:#?}",
+                        kind.name(),
+                    );
                     host = Some(info.peer);
                     if let Some(tx) = linked.take() {
                         let _ = tx.send(began.elapsed());
                     }
+                }
+                Some(Event::Link(info)) => {
+                    trail.push(format!("{:?} {:?} {:?} {:?}", began.elapsed(), info.state, info.transport, info.reason));
+                    if info.reason.is_some() { failed = info.reason; }
                 }
                 Some(Event::Message { channel: STATE, .. }) => {
                     counters.states.fetch_add(1, Ordering::Relaxed);
@@ -314,47 +372,26 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
-async fn load(players: usize, udp: usize, seconds: f64) {
-    let addr = signal::start(|server| {
-        server.max_peers_per_host_room = players + 1;
-        server.max_connections_per_ip = players + 16;
-    })
-    .await;
-    let url = format!("http://{addr}/room/arena");
+/// What the host did in one steady-state window.
+struct Window {
+    /// Players in.
+    players: usize,
+    /// A share of one core.
+    cpu: f64,
+    rss_kib: u64,
+    heap: i64,
+    lost: u64,
+    sent: u64,
+    received: u64,
+    inputs: u64,
+    /// States the players took.
+    states: u64,
+    seconds: f64,
+}
 
-    let mut host = Host::start(&url);
-    host.wait("its welcome", Duration::from_secs(20), |l| {
-        l["type"] == "joined"
-    });
-    // The host idle in its room: the baseline its players add to.
-    let heap_empty = host.stats()["heap"].as_i64().unwrap_or(0);
-    let rss_empty = host.rss_kib();
-    let counters = Arc::new(Counters::default());
-    let mut joins: Vec<(bool, f64)> = Vec::new();
-    let (mut rss_after_udp, mut heap_after_udp) = (rss_empty, heap_empty);
-    for i in 0..players {
-        let is_udp = i < udp;
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        tokio::spawn(player(url.clone(), is_udp, counters.clone(), tx));
-        let took = tokio::time::timeout(Duration::from_secs(30), rx)
-            .await
-            .unwrap_or_else(|_| panic!("player {} not linked within 30 s", i + 1))
-            .expect("the player's task");
-        joins.push((is_udp, took.as_secs_f64() * 1e3));
-        if i + 1 == udp {
-            // Let the host's allocations for them settle into its RSS.
-            heap_after_udp = host.stats()["heap"].as_i64().unwrap_or(0);
-            rss_after_udp = host.rss_kib();
-        }
-        if (i + 1) % 32 == 0 {
-            eprintln!(
-                "  {} players in; the last joined in {:.0} ms",
-                i + 1,
-                took.as_secs_f64() * 1e3
-            );
-        }
-    }
-    // Every link connected at the host, then a settled second before the window.
+/// A steady-state window of `seconds` once every one of the `players` in is connected at the
+/// host (and a settled stats line after).
+async fn window(host: &mut Host, counters: &Counters, players: usize, seconds: f64) -> Window {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let s = host.stats();
@@ -367,9 +404,9 @@ async fn load(players: usize, udp: usize, seconds: f64) {
             s["connected"]
         );
     }
-    let heap_full = host.stats()["heap"].as_i64().unwrap_or(0);
-    let rss_full = host.rss_kib();
     let before = host.stats();
+    let rss_kib = host.rss_kib();
+    let heap = before["heap"].as_i64().unwrap_or(0);
     let (cpu0, t0, states0) = (
         host.cpu(),
         Instant::now(),
@@ -383,95 +420,233 @@ async fn load(players: usize, udp: usize, seconds: f64) {
     );
     let after = host.stats();
     let window = (t1 - t0).as_secs_f64();
-    let cpu_share = (cpu1 - cpu0).as_secs_f64() / window;
     let delta = |k: &str| after[k].as_u64().unwrap_or(0) - before[k].as_u64().unwrap_or(0);
-    let (lost, sent, received, inputs) = (
-        delta("lost"),
-        delta("sent"),
-        delta("received"),
-        delta("inputs"),
-    );
-    let webrtc = players - udp;
-    let udp_kib = (rss_after_udp as f64 - rss_empty as f64) / udp.max(1) as f64;
-    let webrtc_kib = (rss_full as f64 - rss_after_udp as f64) / webrtc.max(1) as f64;
-    let udp_heap_kib = (heap_after_udp - heap_empty) as f64 / 1024.0 / udp.max(1) as f64;
-    let webrtc_heap_kib = (heap_full - heap_after_udp) as f64 / 1024.0 / webrtc.max(1) as f64;
-    let mut all: Vec<f64> = joins.iter().map(|(_, ms)| *ms).collect();
-    let last_join = *all.last().unwrap_or(&f64::NAN);
+    Window {
+        players,
+        cpu: (cpu1 - cpu0).as_secs_f64() / window,
+        rss_kib,
+        heap,
+        lost: delta("lost"),
+        sent: delta("sent"),
+        received: delta("received"),
+        inputs: delta("inputs"),
+        states: states1 - states0,
+        seconds: window,
+    }
+}
+
+/// One kind's players, what they cost the host (the window after them less the one before)
+/// and how long they took to join.
+struct Cost {
+    kind: Kind,
+    players: usize,
+    /// Per player: a share of one core, RSS KiB, live heap KiB.
+    cpu: f64,
+    rss_kib: f64,
+    heap_kib: f64,
+    /// Join times, ms, sorted.
+    joins: Vec<f64>,
+    lost: u64,
+    sent: u64,
+}
+
+async fn load(players: usize, udp: usize, webtransport: usize, seconds: f64) {
+    let addr = signal::start(|server| {
+        server.max_peers_per_host_room = players + 1;
+        server.max_connections_per_ip = players + 16;
+    })
+    .await;
+    let url = format!("http://{addr}/room/arena");
+
+    let mut host = Host::start(&url);
+    host.wait("its welcome", Duration::from_secs(20), |l| {
+        l["type"] == "joined"
+    });
+    let webrtc = players - udp - webtransport;
+    let counts = [udp, webrtc, webtransport];
+    let counters = Arc::new(Counters::default());
+    // The host idle in its room: the baseline its players add to.
+    let mut last = window(&mut host, &counters, 0, seconds).await;
+    let empty = (last.rss_kib, last.heap, last.cpu);
+    let mut joins: Vec<f64> = Vec::new();
+    let mut costs: Vec<Cost> = Vec::new();
+    for (kind, count) in Kind::ALL.into_iter().zip(counts) {
+        let mut kind_joins = Vec::new();
+        for _ in 0..count {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            tokio::spawn(player(url.clone(), kind, counters.clone(), tx));
+            let took = tokio::time::timeout(Duration::from_secs(30), rx)
+                .await
+                .unwrap_or_else(|_| {
+                    panic!(
+                        "player {} ({}) not linked within 30 s",
+                        joins.len() + 1,
+                        kind.name()
+                    )
+                })
+                .expect("the player's task");
+            let ms = took.as_secs_f64() * 1e3;
+            joins.push(ms);
+            kind_joins.push(ms);
+            if joins.len().is_multiple_of(32) {
+                eprintln!(
+                    "  {} players in; the last ({}) joined in {ms:.0} ms",
+                    joins.len(),
+                    kind.name()
+                );
+            }
+        }
+        if count == 0 {
+            continue;
+        }
+        let now = window(&mut host, &counters, joins.len(), seconds).await;
+        let n = count as f64;
+        kind_joins.sort_by(f64::total_cmp);
+        eprintln!(
+            "  {count} {} players in: host CPU {:.3} of a core, RSS {} KiB",
+            kind.name(),
+            now.cpu,
+            now.rss_kib
+        );
+        costs.push(Cost {
+            kind,
+            players: count,
+            cpu: (now.cpu - last.cpu) / n,
+            rss_kib: (now.rss_kib as f64 - last.rss_kib as f64) / n,
+            heap_kib: (now.heap - last.heap) as f64 / 1024.0 / n,
+            joins: kind_joins,
+            lost: now.lost,
+            sent: now.sent,
+        });
+        last = now;
+    }
+    let full = last;
+    let cost = |kind: Kind| costs.iter().find(|c| c.kind == kind);
+    let per = |kind: Kind, f: fn(&Cost) -> f64| cost(kind).map_or(f64::NAN, f);
+    let last_join = *joins.last().unwrap_or(&f64::NAN);
+    let mut all = joins.clone();
     all.sort_by(f64::total_cmp);
-    let kind = |want_udp: bool| {
-        let mut v: Vec<f64> = joins
-            .iter()
-            .filter(|(u, _)| *u == want_udp)
-            .map(|(_, ms)| *ms)
-            .collect();
-        v.sort_by(f64::total_cmp);
-        v
-    };
-    let (udp_joins, webrtc_joins) = (kind(true), kind(false));
-    let held = after["connected"].as_u64().unwrap_or(0);
-    let per_player_pps_out = sent as f64 / window / players as f64;
-    let per_player_pps_in = received as f64 / window / players as f64;
+    let held = full.players;
+    let window = full.seconds;
+    let per_player_pps_out = full.sent as f64 / window / players as f64;
+    let per_player_pps_in = full.received as f64 / window / players as f64;
     println!(
-        "host room: {held} players held ({udp} UDP, {webrtc} WebRTC) by one host process, {window:.1} s window"
+        "host room: {held} players held ({udp} UDP, {webrtc} WebRTC, {webtransport} WebTransport) by one host process, {window:.1} s windows"
     );
     println!(
-        "  host CPU: {:.2} of one core; threads {}; sockets {}",
-        cpu_share,
+        "  host CPU: {:.3} of one core with all ({:.3} empty); threads {}; sockets {}",
+        full.cpu,
+        empty.2,
         host.threads(),
         host.sockets()
     );
     println!(
-        "  host RSS: {} KiB empty, {} KiB with {udp} UDP players, {} KiB with all: {udp_kib:.1} KiB per UDP player, {webrtc_kib:.1} KiB per WebRTC player",
-        rss_empty, rss_after_udp, rss_full
+        "  host RSS: {} KiB empty, {} KiB with all; live heap {:.0} KiB empty",
+        empty.0,
+        full.rss_kib,
+        empty.1 as f64 / 1024.0
+    );
+    for c in &costs {
+        println!(
+            "  per {} player ({}): CPU {:.5} of a core ({:.1} per 1000 players), RSS {:.1} KiB, live heap {:.1} KiB; join p50 {:.0} ms p99 {:.0} ms; the window after them lost {} of {} packets",
+            c.kind.name(),
+            c.players,
+            c.cpu,
+            c.cpu * 1000.0,
+            c.rss_kib,
+            c.heap_kib,
+            percentile(&c.joins, 0.5),
+            percentile(&c.joins, 0.99),
+            c.lost,
+            c.sent
+        );
+    }
+    let (cpu_rtc, cpu_wt) = (
+        per(Kind::WebRtc, |c| c.cpu),
+        per(Kind::WebTransport, |c| c.cpu),
+    );
+    if webrtc > 0 && webtransport > 0 {
+        println!(
+            "  CPU per WebTransport player / per WebRTC (str0m) player: {:.2}",
+            cpu_wt / cpu_rtc
+        );
+    }
+    println!(
+        "  packets per player per second at the host: {per_player_pps_out:.1} out, {per_player_pps_in:.1} in; inputs taken {}, states delivered to players {}",
+        full.inputs, full.states
     );
     println!(
-        "  host heap (live bytes): {:.0} KiB empty; {udp_heap_kib:.1} KiB per UDP player, {webrtc_heap_kib:.1} KiB per WebRTC player",
-        heap_empty as f64 / 1024.0
-    );
-    println!(
-        "  packets per player per second at the host: {per_player_pps_out:.1} out, {per_player_pps_in:.1} in; inputs taken {inputs}, states delivered to players {}",
-        states1 - states0
-    );
-    println!(
-        "  join (Room::join -> link to the host connected), ms: all p50 {:.0} p99 {:.0}; UDP p50 {:.0} p99 {:.0}; WebRTC p50 {:.0} p99 {:.0}; the {}th (last) {last_join:.0}",
+        "  join (Room::join -> link to the host connected), ms: all p50 {:.0} p99 {:.0}; the {}th (last) {last_join:.0}",
         percentile(&all, 0.5),
         percentile(&all, 0.99),
-        percentile(&udp_joins, 0.5),
-        percentile(&udp_joins, 0.99),
-        percentile(&webrtc_joins, 0.5),
-        percentile(&webrtc_joins, 0.99),
         players
     );
-    println!("  packets lost on the host's links in the window: {lost} of {sent} sent");
+    let lost = full.lost;
+    println!(
+        "  packets lost on the host's links in the last window: {lost} of {} sent",
+        full.sent
+    );
+    let (udp_kib, webrtc_kib, wt_kib) = (
+        per(Kind::Udp, |c| c.rss_kib),
+        per(Kind::WebRtc, |c| c.rss_kib),
+        per(Kind::WebTransport, |c| c.rss_kib),
+    );
     let goal = |ok: bool| if ok { "met" } else { "MISSED" };
-    println!("goals (issue #37):");
+    println!("goals (issues #37, #46):");
     println!(
-        "  host CPU <= 1 core: {} ({cpu_share:.2})",
-        goal(cpu_share <= 1.0)
+        "  host CPU <= 1 core: {} ({:.2})",
+        goal(full.cpu <= 1.0),
+        full.cpu
     );
-    println!(
-        "  RSS <= 256 KiB per WebRTC player: {} ({webrtc_kib:.1})",
-        goal(webrtc_kib <= 256.0)
-    );
-    println!(
-        "  RSS <= 16 KiB per UDP player: {} ({udp_kib:.1})",
-        goal(udp_kib <= 16.0)
-    );
+    if webrtc > 0 {
+        println!(
+            "  RSS <= 256 KiB per WebRTC player: {} ({webrtc_kib:.1})",
+            goal(webrtc_kib <= 256.0)
+        );
+    }
+    if udp > 0 {
+        println!(
+            "  RSS <= 16 KiB per UDP player: {} ({udp_kib:.1})",
+            goal(udp_kib <= 16.0)
+        );
+    }
+    if webrtc > 0 && webtransport > 0 {
+        println!(
+            "  CPU per WebTransport player <= per WebRTC player: {} ({cpu_wt:.5} vs {cpu_rtc:.5})",
+            goal(cpu_wt <= cpu_rtc)
+        );
+    }
     println!(
         "  the {players}th join <= 500 ms: {} ({last_join:.0} ms)",
         goal(last_join <= 500.0)
     );
     println!("  no packet loss on loopback: {} ({lost})", goal(lost == 0));
+    let kinds: serde_json::Map<String, serde_json::Value> = costs
+        .iter()
+        .map(|c| {
+            (
+                c.kind.name().to_lowercase(),
+                json!({"players": c.players, "cpu_cores_per_player": c.cpu, "rss_kib": c.rss_kib,
+                    "heap_kib": c.heap_kib, "join_p50_ms": percentile(&c.joins, 0.5),
+                    "join_p99_ms": percentile(&c.joins, 0.99), "lost": c.lost, "sent": c.sent}),
+            )
+        })
+        .collect();
     println!(
         "{}",
         json!({
-            "bench": "host", "players": players, "udp": udp, "webrtc": webrtc, "held": held,
-            "cpu_cores": cpu_share, "rss_empty_kib": rss_empty, "rss_per_udp_kib": udp_kib,
-            "rss_per_webrtc_kib": webrtc_kib,
-            "heap_per_udp_kib": udp_heap_kib, "heap_per_webrtc_kib": webrtc_heap_kib, "threads": host.threads(), "sockets": host.sockets(),
+            "bench": "host", "players": players, "udp": udp, "webrtc": webrtc,
+            "webtransport": webtransport, "held": held,
+            "cpu_cores": full.cpu, "cpu_cores_empty": empty.2, "rss_empty_kib": empty.0,
+            "rss_per_udp_kib": udp_kib, "rss_per_webrtc_kib": webrtc_kib,
+            "rss_per_webtransport_kib": wt_kib,
+            "heap_per_udp_kib": per(Kind::Udp, |c| c.heap_kib),
+            "heap_per_webrtc_kib": per(Kind::WebRtc, |c| c.heap_kib),
+            "heap_per_webtransport_kib": per(Kind::WebTransport, |c| c.heap_kib),
+            "cpu_per_webtransport_over_webrtc": cpu_wt / cpu_rtc,
+            "kinds": kinds, "threads": host.threads(), "sockets": host.sockets(),
             "join_p50_ms": percentile(&all, 0.5), "join_p99_ms": percentile(&all, 0.99),
-            "join_last_ms": last_join, "lost": lost, "sent": sent, "received": received,
+            "join_last_ms": last_join, "lost": lost, "sent": full.sent, "received": full.received,
             "pps_out_per_player": per_player_pps_out, "pps_in_per_player": per_player_pps_in,
         })
     );

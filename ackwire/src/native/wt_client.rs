@@ -25,10 +25,15 @@ use ackwire_signalling::{SignalData, WebTransportInfo};
 use bytes::Bytes;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
+use wtransport::error::ConnectingError;
 use wtransport::tls::Sha256Digest;
 use wtransport::{ClientConfig, Connection, Endpoint, VarInt};
 
 use super::webtransport::{WtEvent, transport_config};
+
+/// Dials of one session before its failure is told: a connection the host closed as it
+/// opened is dialed again.
+const DIALS: u32 = 3;
 
 /// What a session's task reports.
 enum Dialed {
@@ -244,13 +249,24 @@ async fn dial(
             return;
         }
     };
-    let connection = match endpoint.connect(&url).await {
-        Ok(connection) => connection,
-        Err(e) => {
-            report(Dialed::Failed(format!(
-                "WebTransport session to {url}: {e}"
-            )));
-            return;
+    // wtransport 0.7.2's server now and then closes a connection whose control stream and
+    // CONNECT arrive together (H3_FRAME_UNEXPECTED, before the request is seen: the token is
+    // still free), a few in 256 on loopback: dialed again at once, within the member's
+    // bound, as that says nothing of the path.
+    let mut tries = 0;
+    let connection = loop {
+        tries += 1;
+        match endpoint.connect(&url).await {
+            Ok(connection) => break connection,
+            Err(ConnectingError::ConnectionError(e)) if tries < DIALS => {
+                tracing::debug!(?transport, error = %e, "WebTransport session closed as it opened; dialing again");
+            }
+            Err(e) => {
+                report(Dialed::Failed(format!(
+                    "WebTransport session to {url}: {e}"
+                )));
+                return;
+            }
         }
     };
     if !report(Dialed::Open(connection.clone())) {
