@@ -258,7 +258,12 @@ fn unpack_all(packages: &Path, into: &Path, crates: &[String]) -> Result<Vec<Str
             .max_by_key(|p| fs::metadata(p).and_then(|m| m.modified()).ok())
             .ok_or_else(|| format!("no {name}-*.crate in {}", packages.display()))?;
         let file = fs::File::open(&newest).map_err(|e| format!("{}: {e}", newest.display()))?;
-        tar::Archive::new(flate2::read::GzDecoder::new(file))
+        let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(file));
+        // Unpacked as new files: a package keeps its files' old times, and the shared build
+        // directory keys a path crate's artifacts by its path in the verify workspace, the same
+        // in every clone, so an artifact of an earlier run's package would pass for fresh.
+        archive.set_preserve_mtime(false);
+        archive
             .unpack(into)
             .map_err(|e| format!("cannot unpack {}: {e}", newest.display()))?;
         let stem = newest
