@@ -87,9 +87,24 @@ export interface JoinOptions<C extends readonly ChannelKind[] = readonly Channel
   /**
    * A client of a host room links to its host over WebTransport (HTTP/3 datagrams) when the
    * host serves it and this browser has it, and over WebRTC when the session fails or takes
-   * too long; `false`: over WebRTC only. Default true.
+   * too long; `false`: never over WebTransport. Default true.
    */
   webTransport?: boolean;
+  /**
+   * WebRTC peer connections, when this browser has them (WebKitGTK has none); `false`: never,
+   * as a browser without them: a host room's client then links to its host over WebTransport
+   * or the host's WebSocket alone (with `webTransport: false` too, over the WebSocket alone).
+   * Only a host room's client can be without WebRTC: `false` with any other role rejects the
+   * join with `bad_options`, and a browser without it rejects with `unsupported_browser`.
+   * Default true.
+   */
+  webRtc?: boolean;
+  /**
+   * A client of a host room links to its host over the host's WebSocket, the last resort,
+   * when the host serves one and nothing else reaches it (no WebRTC here, or its WebRTC
+   * attempt never opened: UDP blocked); `false`: never over a WebSocket. Default true.
+   */
+  webSocket?: boolean;
   /**
    * Bytes of reliable messages kept per peer until it confirms them (default 4 MiB, 4194304):
    * beyond, a send to that peer throws `full` (a broadcast lists it in `refused`). Anything
@@ -121,10 +136,11 @@ export type ServerId = number;
 export type PeerKind = 'browser' | 'native';
 
 /**
- * What carries a link: a WebRTC data channel, raw UDP between two natives, or WebTransport
- * datagrams between a browser client and its host room's host.
+ * What carries a link: a WebRTC data channel, raw UDP between two natives, or between a
+ * browser client and its host room's host WebTransport datagrams or a WebSocket (the last
+ * resort: one TCP stream, so a lost segment holds back the packets behind it).
  */
-export type TransportKind = 'webrtc' | 'udp' | 'webtransport';
+export type TransportKind = 'webrtc' | 'udp' | 'webtransport' | 'websocket';
 
 /**
  * Where a link is in its life: `wanted` (nothing started), `negotiating` (offer, answer, ICE),
@@ -150,7 +166,8 @@ export type FailureCode =
   | 'key_refused'
   | 'keying'
   | 'protocol'
-  | 'no_direct_path';
+  | 'no_direct_path'
+  | 'no_transport';
 
 /** Why a link was lost. */
 export interface Failure {
@@ -297,8 +314,9 @@ export type ServerErrorCode =
  * `bad_url` (the URL names no room, or the room's name, from the URL or `options.room`, breaks
  * the name rule: 1-64 of A-Z a-z 0-9 - _), `invalid_app` (options.app, version or channels),
  * `invalid_config` (the emulation), `bad_options` (a `role` that is none of `peer`, `host`,
- * `client`, or a `ticket` that is not a string), `unsupported_browser`
- * (no WebSocket or RTCPeerConnection), `load_failed` (the wasm did not load). `join_failed` is
+ * `client`, a `ticket` that is not a string, or `webRtc: false` for anyone but a host room's
+ * client), `unsupported_browser` (no WebSocket, or no RTCPeerConnection and not a host room's
+ * client), `load_failed` (the wasm did not load). `join_failed` is
  * the bindings' word for a kind of failure a later `ackwire` crate adds; this one has none.
  */
 export type JoinErrorCode =

@@ -14,8 +14,9 @@
 //   joining:  the server's refusal (`app_mismatch`, `room_full`, `topology_mismatch`,
 //             `host_taken`, `ticket_expired`, ... as docs/signalling.md lists them), `bad_url` (the
 //             URL or the room's name), `invalid_app`, `invalid_config` (the emulation),
-//             `bad_options` (the role, the ticket),
-//             `unsupported_browser`, `load_failed` (the wasm did not load);
+//             `bad_options` (the role, the ticket, `webRtc: false` but for a client),
+//             `unsupported_browser` (no WebRTC, and not a host room's client),
+//             `load_failed` (the wasm did not load);
 //   sending:  `unknown_peer`, `not_connected`, `unknown_channel`, `too_large`, `reliable`
 //             (sendLatest on a reliable channel), `full` (the peer's queue: try later),
 //             `closed`, `bad_payload` (data neither a Uint8Array nor a string).
@@ -55,8 +56,14 @@
  * @property {string} [hostIdentity] a client's host's identity (its join ticket's): a host of
  *   another gets no link (default: the first host with an identity is pinned)
  * @property {boolean} [relayOnly] ICE over TURN relays only: peers never learn this player's address
- * @property {boolean} [webTransport] `false`: a host room's client links to its host over WebRTC
- *   only, never over WebTransport (default true: when the host serves it and the browser has it)
+ * @property {boolean} [webTransport] `false`: a host room's client never links to its host over
+ *   WebTransport (default true: when the host serves it and the browser has it)
+ * @property {boolean} [webRtc] `false`: a host room's client never opens a WebRTC connection, and
+ *   links to its host over WebTransport or the host's WebSocket alone, as a browser without
+ *   WebRTC does (default true: when the browser has it); any other role rejects with `bad_options`
+ * @property {boolean} [webSocket] `false`: a host room's client never links to its host over the
+ *   host's WebSocket, the last resort (default true: when the host serves one and nothing else
+ *   reaches it)
  * @property {number} [peerBudget] bytes of reliable messages kept per peer until it confirms them (default 4 MiB)
  * @property {number} [attemptTimeoutMs] a link not connected after this long is lost (reason
  *   `timeout`) and tried again (default 20000)
@@ -66,7 +73,8 @@
 /**
  * Why a link was last lost.
  * @typedef {object} Failure
- * @property {string} code stable: `ice_failed`, `timeout`, `channel_closed`, `idle_timeout`, `peer_closed`, ...
+ * @property {string} code stable: `ice_failed`, `timeout`, `channel_closed`, `idle_timeout`, `peer_closed`,
+ *   `no_transport`, ...
  * @property {string} message what happened, in words a player understands
  */
 
@@ -76,7 +84,7 @@
  * @property {number} id the peer, as this room knows it for its whole life (server restarts too)
  * @property {number | null} serverId the peer's id in the signalling server's current session
  * @property {'browser' | 'native'} kind
- * @property {'webrtc' | 'udp' | 'webtransport'} transport
+ * @property {'webrtc' | 'udp' | 'webtransport' | 'websocket'} transport
  * @property {'wanted' | 'negotiating' | 'open' | 'connected' | 'lost' | 'retrying' | 'gone'} state
  * @property {Failure | null} reason why it was last lost (kept until it connects again)
  * @property {string | null} ice the ICE connection state
@@ -188,6 +196,12 @@ export async function join(url, options) {
 const NAME = /^[A-Za-z0-9_-]{1,64}$/;
 
 /**
+ * Whether this page opens WebRTC connections: the browser has them (WebKitGTK has none) and
+ * `options.webRtc` is not `false`. As the driver decides (`ackwire/src/browser/mod.rs`).
+ */
+const webRtc = (o) => o.webRtc !== false && typeof globalThis.RTCPeerConnection === 'function';
+
+/**
  * Opens the signalling socket with the join in its URL, for the driver to adopt once the
  * wasm is there: the welcome may be waiting by then. The query is the member's fresh join
  * (`UrlJoin`); should it ever differ, the driver closes this socket and joins on its own.
@@ -203,6 +217,9 @@ function openEarlySocket(url, o, timeline) {
     if (typeof o.app !== 'string' || !Number.isInteger(o.version) || !Array.isArray(o.channels)) return undefined;
     if (o.role != null && !['peer', 'host', 'client'].includes(o.role)) return undefined;
     if (o.ticket != null && typeof o.ticket !== 'string') return undefined;
+    // Without WebRTC only a host room's client can join: the driver refuses anyone else, and
+    // a socket opened meanwhile would show the room a member that comes and goes.
+    if (o.role !== 'client' && !webRtc(o)) return undefined;
     const instance = `b${Array.from(crypto.getRandomValues(new Uint8Array(8)), (b) => b.toString(16).padStart(2, '0')).join('')}`;
     const join = new URLSearchParams({
       // The signalling protocol's version (ackwire_room::signalling::VERSION).
@@ -248,8 +265,10 @@ function holder(early, o, timeline) {
   early.ws.onmessage = (m) => { early.see(m.data); early.messages.push(m.data); };
   // The DTLS certificate for this room's links, made now: a link's first offer would
   // otherwise wait for one.
-  globalThis.RTCPeerConnection?.generateCertificate({ name: 'ECDSA', namedCurve: 'P-256' })
-    .then((c) => { early.certificate = c; }, () => {});
+  if (webRtc(o)) {
+    RTCPeerConnection.generateCertificate({ name: 'ECDSA', namedCurve: 'P-256' })
+      .then((c) => { early.certificate = c; }, () => {});
+  }
   return early;
 }
 
@@ -271,7 +290,9 @@ const DATAGRAMS_QUEUED = 256;
  * link, offered to a native host or answered to a browser host), a host's every client.
  * A client whose welcome names a host that serves WebTransport dials it instead (as the
  * member would, `room/src/member/webtransport.rs`): its token goes to the host at once, and the
- * driver adopts the session (`claimSession`) when the member dials.
+ * driver adopts the session (`claimSession`) when the member dials. A page without WebRTC
+ * (`webRtc`) starts no peer connection; nor does it dial a host's WebSocket early: the last
+ * resort waits for the member.
  */
 function earlyLinks(early, o, timeline) {
   const links = new Map();
@@ -340,7 +361,7 @@ function earlyLinks(early, o, timeline) {
         }
       }
     }
-    if (!globalThis.RTCPeerConnection) return;
+    if (!webRtc(o)) return;
     if (frame?.type === 'welcome' && Array.isArray(frame.peers)) {
       iceServers = frame.ice_servers ?? [];
       for (const peer of frame.peers) {

@@ -162,7 +162,8 @@ pub struct NativeOptions {
     /// before WebRTC. The host makes a self-signed certificate (ECDSA P-256, 14 days) and
     /// publishes `https://<ip>:<port>/ackwire` and the certificate's SHA-256 in its join; the
     /// IP is `public_ip`, else `ice_bind`'s, else (a wildcard) the interface the signalling
-    /// server is reached through. Default `true`; `false`: browsers link over WebRTC alone.
+    /// server is reached through. Default `true`; `false`: browsers link over WebRTC alone
+    /// (and no WebSocket is served: its URL is published with this service, `websocket`).
     /// Ignored unless the role is `Host` and `host_ice_lite` is on.
     pub webtransport: bool,
     /// The UDP port of the host's WebTransport (on `ice_bind`'s IP), when it serves it
@@ -182,6 +183,31 @@ pub struct NativeOptions {
     /// 3 s gives way to the ordinary path. For load generators and tests, which stand in for
     /// browsers: a native game has no reason to. Default `false`.
     pub dial_webtransport: bool,
+    /// As a room's host that serves WebTransport (`webtransport`, on the same conditions),
+    /// also serve a WebSocket: the last resort of clients that reach the host neither over
+    /// WebTransport nor over WebRTC (a browser without WebRTC such as WebKitGTK, a network
+    /// that blocks UDP). The core's packets ride it one per binary message, in order on one
+    /// TCP stream (a lost segment holds back the ones behind it: a worse link than the
+    /// others, but a link). The host publishes `ws://<ip>:<port>/ackwire` beside its
+    /// WebTransport URL, with the same IP.
+    ///
+    /// It is plain `ws://`: TLS for it is not built (the host has no certificate a browser
+    /// trusts, only the self-signed one its WebTransport pins by hash, which a WebSocket
+    /// cannot). A page served over `https://` may open only `wss://` (browsers block mixed
+    /// content), so the host's WebSocket reaches natives and pages served over `http://`
+    /// only: a page served over `https://` falls back no further than WebRTC. Default
+    /// `true`; `false`: clients link over WebTransport and WebRTC alone.
+    pub websocket: bool,
+    /// The TCP port of the host's WebSocket (on `ice_bind`'s IP), when it serves one
+    /// (`websocket`). Default 0: any free port (it is published, so clients need not know
+    /// it); a fixed one for a firewall's rule.
+    pub websocket_port: u16,
+    /// As a host room's client, link to a host that serves a WebSocket over it, as a browser
+    /// without WebRTC does: after WebTransport if `dial_webtransport` is on too, never over
+    /// WebRTC, and again over it when the connection drops. A host that serves none is
+    /// linked over raw UDP alone. For load generators and tests, which stand in for such
+    /// browsers: a native game has no reason to. Default `false`.
+    pub dial_websocket: bool,
     /// Bytes of messages (`Message`, `Undelivered`) waiting for the game to take them as
     /// events. Beyond it the room stops reading its sockets until the game catches up, so
     /// nothing more is acknowledged and reliable senders are held back (their sends say
@@ -207,6 +233,9 @@ impl Default for NativeOptions {
             webtransport_port: 0,
             webtransport_rotation: std::time::Duration::from_secs(7 * 24 * 3600),
             dial_webtransport: false,
+            websocket: true,
+            websocket_port: 0,
+            dial_websocket: false,
             event_budget: 16 << 20,
         }
     }
@@ -225,9 +254,19 @@ pub struct BrowserOptions {
     /// Default: none.
     pub early_socket: Option<EarlySocket>,
     /// A client of a host room dials its host over WebTransport when the host serves it and
-    /// the browser has it (`globalThis.WebTransport`), before WebRTC; `false`: WebRTC only.
+    /// the browser has it (`globalThis.WebTransport`), before WebRTC; `false`: never over it.
     /// Default `true`.
     pub webtransport: bool,
+    /// Open WebRTC peer connections (when the browser has `RTCPeerConnection`). `false`: a host
+    /// room's client links to its host over WebTransport or the host's WebSocket alone, as a
+    /// browser without WebRTC does (a page made to play over the WebSocket); a peer or host
+    /// cannot link without WebRTC, so its join fails
+    /// ([`JoinError::Browser`](crate::JoinError::Browser)). Default `true`.
+    pub webrtc: bool,
+    /// A client of a host room links to its host over the host's WebSocket (if it serves one)
+    /// when nothing else reaches it: no WebRTC here, or a WebRTC attempt that never opened
+    /// (UDP blocked). `false`: never over a WebSocket. Default `true`.
+    pub websocket: bool,
 }
 
 #[cfg(target_arch = "wasm32")]
@@ -237,6 +276,8 @@ impl Default for BrowserOptions {
             relay_only: false,
             early_socket: None,
             webtransport: true,
+            webrtc: true,
+            websocket: true,
         }
     }
 }

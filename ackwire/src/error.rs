@@ -14,9 +14,10 @@ pub enum JoinError {
     /// The configuration is invalid (the app, names, sizes, emulation).
     #[error(transparent)]
     Config(#[from] MemberError),
-    /// The UDP socket could not be bound.
+    /// A socket could not be bound: the UDP socket, a host's WebTransport or ICE-lite
+    /// socket (UDP), or its WebSocket listener (TCP).
     #[cfg(not(target_arch = "wasm32"))]
-    #[error("cannot bind UDP {addr}: {source}")]
+    #[error("cannot bind {addr}: {source}")]
     Bind {
         /// The address.
         addr: std::net::SocketAddr,

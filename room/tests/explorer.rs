@@ -260,6 +260,14 @@ struct Schedule {
     /// In a host room that serves WebTransport, native clients dial it too (as a load
     /// generator's do), else only browsers.
     natives_dial: bool,
+    /// In a host room that serves WebTransport, browsers fall back to the host's WebSocket
+    /// (else they have none to), and those in `without_webrtc` have no WebRTC (WebKitGTK).
+    websocket: bool,
+    /// Browser slots without WebRTC, when `websocket`.
+    without_webrtc: BTreeSet<usize>,
+    /// With its WebTransport port blocked, no UDP reaches the host at all (ICE fails too):
+    /// only the WebSocket does.
+    no_udp: bool,
     /// Every member's core idle timeout (a link silent this long is lost).
     idle: Duration,
     /// Each member's orphan grace (a peer not back this long after a restart is forgotten).
@@ -313,6 +321,15 @@ impl fmt::Display for Schedule {
             Some(false) => write!(f, ", WebTransport blocked")?,
             None => {}
         }
+        if self.websocket {
+            write!(f, ", WebSocket")?;
+            if self.no_udp {
+                write!(f, " (no UDP to the host)")?;
+            }
+            if !self.without_webrtc.is_empty() {
+                write!(f, " (no WebRTC in slots {:?})", self.without_webrtc)?;
+            }
+        }
         match self.budget {
             Some(budget) => writeln!(f, ", peer budget {budget} B")?,
             None => writeln!(f)?,
@@ -360,6 +377,14 @@ fn schedule(seed: u64) -> Schedule {
     // Later again: native clients that dial it too (load generators), from the same stream
     // after its draws.
     let natives_dial = webtransport.is_some() && transports.chance(0.5);
+    // Later again: the WebSocket, the last resort, from the same stream after those.
+    let websocket = webtransport.is_some() && transports.chance(0.5);
+    let no_udp = websocket && webtransport == Some(false) && transports.chance(0.5);
+    let without_webrtc_mask = if websocket {
+        transports.range(0, 15)
+    } else {
+        0
+    };
     let budget = extra
         .chance(0.25)
         .then(|| extra.pick(&[8usize, 16, 32]) * 1024);
@@ -562,6 +587,9 @@ fn schedule(seed: u64) -> Schedule {
     for (index, step) in steps.iter_mut().enumerate() {
         step.index = index;
     }
+    let without_webrtc = (0..members)
+        .filter(|&slot| kinds[slot] == PeerKind::Browser && without_webrtc_mask >> slot & 1 == 1)
+        .collect();
     Schedule {
         seed,
         kinds,
@@ -569,6 +597,9 @@ fn schedule(seed: u64) -> Schedule {
         budget,
         webtransport,
         natives_dial,
+        websocket,
+        without_webrtc,
+        no_udp,
         idle,
         graces,
         total: steps.len(),
@@ -902,17 +933,31 @@ fn add_member(w: &mut World, schedule: &Schedule, slot: usize) -> usize {
     let n = w.nodes.len();
     if role == Role::Host && schedule.webtransport == Some(false) {
         w.block_webtransport(n);
+        if schedule.no_udp {
+            w.no_udp_to(n);
+        }
     }
+    let webkit = role == Role::Client && schedule.without_webrtc.contains(&slot);
     w.add(schedule.kinds[slot], |config: &mut MemberConfig| {
         config.connection.idle_timeout = idle;
         config.orphan_grace = grace;
         config.role = role;
         if schedule.webtransport.is_some() {
             match role {
-                Role::Host => config.webtransport = Some(World::webtransport_service(n)),
+                Role::Host => {
+                    let mut service = World::webtransport_service(n);
+                    if !schedule.websocket {
+                        service.websocket = None;
+                    }
+                    config.webtransport = Some(service);
+                }
                 _ => {
-                    config.dials_webtransport =
-                        config.kind == PeerKind::Browser || schedule.natives_dial;
+                    let browser = config.kind == PeerKind::Browser;
+                    config.dials_webtransport = (browser && !webkit) || schedule.natives_dial;
+                    // With no UDP to the host, natives too, as `dial_websocket` makes them
+                    // (the WebSocket at once, no WebRTC): nothing else reaches it.
+                    config.dials_websocket = browser || schedule.no_udp;
+                    config.webrtc = !webkit && (browser || !schedule.no_udp);
                 }
             }
         }
@@ -1715,7 +1760,7 @@ fn every_accepted_reliable_message_is_delivered_once_or_handed_back_once_under_r
     let mut failures = Vec::new();
     let (mut accepted, mut ambiguous) = (0, 0);
     let (mut full, mut unreliable, mut unattributed, mut hosts, mut budgets) = (0, 0, 0, 0, 0);
-    let mut webtransport = 0;
+    let (mut webtransport, mut websocket) = (0, 0);
     let started = std::time::Instant::now();
     for (done, &seed) in seeds.iter().enumerate() {
         // A long run says how far it got (`cargo xtask sim` runs one per core).
@@ -1739,6 +1784,7 @@ fn every_accepted_reliable_message_is_delivered_once_or_handed_back_once_under_r
         unattributed += outcome.unattributed;
         hosts += usize::from(schedule.host);
         webtransport += usize::from(schedule.webtransport.is_some());
+        websocket += usize::from(schedule.websocket);
         budgets += usize::from(schedule.budget.is_some());
         ambiguous += outcome
             .violations
@@ -1819,7 +1865,7 @@ fn every_accepted_reliable_message_is_delivered_once_or_handed_back_once_under_r
         failures.push((seed, kinds));
     }
     println!(
-        "{} seeds ({hosts} host rooms, {webtransport} of them serving WebTransport, {budgets} with small budgets), {accepted} accepted messages ({full} refused full, {unattributed} unattributed broadcast shares), {unreliable} unreliable messages delivered, {ambiguous} ambiguous hand-backs of delivered messages ({})",
+        "{} seeds ({hosts} host rooms, {webtransport} of them serving WebTransport, {websocket} a WebSocket too, {budgets} with small budgets), {accepted} accepted messages ({full} refused full, {unattributed} unattributed broadcast shares), {unreliable} unreliable messages delivered, {ambiguous} ambiguous hand-backs of delivered messages ({})",
         seeds.len(),
         if strict {
             "failures under ACKWIRE_STRICT"

@@ -749,6 +749,7 @@ mod tests {
                     webtransport: Some(WebTransportInfo {
                         url: "https://192.0.2.1:4433/ackwire".into(),
                         cert_hashes: vec![crate::CertHash([1; 32]), crate::CertHash([2; 32])],
+                        websocket: Some("ws://192.0.2.7:4433/ackwire".into()),
                     }),
                     ..peer
                 },
@@ -814,6 +815,7 @@ mod tests {
                 webtransport: Some(Box::new(WebTransportInfo {
                     url: "https://192.0.2.1:4433/ackwire".into(),
                     cert_hashes: vec![crate::CertHash([3; 32])],
+                    websocket: None,
                 })),
             },
             ClientFrame::Update { webtransport: None },

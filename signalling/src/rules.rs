@@ -1577,6 +1577,7 @@ mod tests {
         WebTransportInfo {
             url: "https://192.0.2.1:4433/ackwire".into(),
             cert_hashes: vec![crate::CertHash([n; 32])],
+            websocket: None,
         }
     }
 

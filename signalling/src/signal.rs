@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 /// The relay payload between peers: a session description or one trickled ICE candidate,
-/// in the browser's JSON shape, or a client's WebTransport token.
+/// in the browser's JSON shape, or a client's WebTransport or WebSocket token.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(untagged)]
 pub enum SignalData {
@@ -29,6 +29,14 @@ pub enum SignalData {
     WebTransport {
         /// The link's token.
         webtransport: String,
+    },
+    /// `{"websocket": "<token>"}`: a client of a host room that reaches the host by neither
+    /// WebTransport nor WebRTC dials the host's WebSocket URL
+    /// ([`crate::WebTransportInfo::websocket`]) with this token; the host takes the
+    /// connection that shows it. 32 lowercase hex digits.
+    WebSocket {
+        /// The link's token.
+        websocket: String,
     },
 }
 

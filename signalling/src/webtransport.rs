@@ -1,5 +1,6 @@
-//! Where a host serves WebTransport (`webtransport` in its join and its [`PeerInfo`]), and the
-//! certificates a browser accepts from it without a certificate authority.
+//! Where a host serves WebTransport (`webtransport` in its join and its [`PeerInfo`]), the
+//! certificates a browser accepts from it without a certificate authority, and the WebSocket
+//! its clients fall back to when neither WebTransport nor WebRTC reaches it.
 //!
 //! [`PeerInfo`]: crate::PeerInfo
 
@@ -19,6 +20,11 @@ pub const MAX_URL_LEN: usize = 256;
 /// certificate when its SHA-256 is one of `cert_hashes` (the browser's
 /// `serverCertificateHashes`). With no hashes the certificate must chain to a root the
 /// browser trusts (a host with a real certificate).
+///
+/// `websocket` is the same host's last resort: a client that reaches it neither over
+/// WebTransport nor over WebRTC (a browser without either, a network that blocks UDP) dials
+/// it with its token (`?token=…`) and carries the core's packets one per binary message, in
+/// order on one TCP stream.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WebTransportInfo {
     /// `https://host:port/path`, with no query or fragment.
@@ -26,6 +32,10 @@ pub struct WebTransportInfo {
     /// The certificates the host may present: the current one and the next.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cert_hashes: Vec<CertHash>,
+    /// `ws://host:port/path` or `wss://…` (a host with a certificate browsers trust; a page
+    /// served over https may open only `wss://`), with no query or fragment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub websocket: Option<String>,
 }
 
 /// What is wrong with a [`WebTransportInfo`].
@@ -41,25 +51,28 @@ pub enum InvalidWebTransport {
     /// More than [`MAX_CERT_HASHES`] hashes.
     #[error("webtransport.cert_hashes holds at most 4 hashes")]
     TooManyHashes,
+    /// The WebSocket URL is not `ws://` or `wss://`, is longer than [`MAX_URL_LEN`], or has a
+    /// query, a fragment, a space or a control character in it.
+    #[error(
+        "webtransport.websocket must be a ws:// or wss:// URL of at most 256 characters, with no query or fragment"
+    )]
+    WebSocketUrl,
 }
 
 impl WebTransportInfo {
     /// Checks the URL's shape and the number of hashes (each hash was checked as it was
     /// read).
     pub fn validate(&self) -> Result<(), InvalidWebTransport> {
-        let url = &self.url;
-        let authority = url.strip_prefix("https://").unwrap_or_default();
-        if url.len() > MAX_URL_LEN
-            || authority.is_empty()
-            || authority.starts_with('/')
-            || url
-                .chars()
-                .any(|c| c.is_control() || c.is_whitespace() || c == '?' || c == '#')
-        {
+        if !plain_url(&self.url, &["https://"]) {
             return Err(InvalidWebTransport::Url);
         }
         if self.cert_hashes.len() > MAX_CERT_HASHES {
             return Err(InvalidWebTransport::TooManyHashes);
+        }
+        if let Some(url) = &self.websocket
+            && !plain_url(url, &["ws://", "wss://"])
+        {
+            return Err(InvalidWebTransport::WebSocketUrl);
         }
         Ok(())
     }
@@ -68,6 +81,27 @@ impl WebTransportInfo {
     pub fn session_url(&self, token: &str) -> String {
         format!("{}?token={token}", self.url)
     }
+
+    /// The WebSocket URL a client dials for the link with token `token`, if the host serves
+    /// one.
+    pub fn websocket_url(&self, token: &str) -> Option<String> {
+        let url = self.websocket.as_ref()?;
+        Some(format!("{url}?token={token}"))
+    }
+}
+
+/// Whether `url` is one of `schemes`, with an authority, at most [`MAX_URL_LEN`] long, and
+/// no query, fragment, space or control character (the client appends the token's query).
+fn plain_url(url: &str, schemes: &[&str]) -> bool {
+    let Some(rest) = schemes.iter().find_map(|s| url.strip_prefix(s)) else {
+        return false;
+    };
+    url.len() <= MAX_URL_LEN
+        && !rest.is_empty()
+        && !rest.starts_with('/')
+        && !url
+            .chars()
+            .any(|c| c.is_control() || c.is_whitespace() || c == '?' || c == '#')
 }
 
 /// The token in a session's path (`…?token=…`), if it has one of the right shape: what a host
@@ -147,6 +181,7 @@ mod tests {
         WebTransportInfo {
             url: url.into(),
             cert_hashes: vec![CertHash([0xab; 32])],
+            websocket: None,
         }
     }
 
@@ -192,6 +227,51 @@ mod tests {
         let mut many = info("https://192.0.2.7:4433/");
         many.cert_hashes = vec![CertHash([1; 32]); 5];
         assert_eq!(many.validate(), Err(InvalidWebTransport::TooManyHashes));
+    }
+
+    #[test]
+    fn a_websocket_url_is_published_beside_the_service_in_its_own_shape() {
+        let mut service = info("https://192.0.2.7:4433/ackwire");
+        for good in ["ws://192.0.2.7:4433/ackwire", "wss://host.example/ackwire"] {
+            service.websocket = Some(good.into());
+            assert_eq!(service.validate(), Ok(()), "{good}");
+            let text = serde_json::to_string(&service).unwrap();
+            assert!(
+                text.ends_with(&format!(r#","websocket":"{good}"}}"#)),
+                "{text}"
+            );
+            assert_eq!(
+                serde_json::from_str::<WebTransportInfo>(&text).unwrap(),
+                service
+            );
+        }
+        let token = "0123456789abcdef0123456789abcdef";
+        assert_eq!(
+            service.websocket_url(token).unwrap(),
+            format!("wss://host.example/ackwire?token={token}")
+        );
+        for bad in [
+            "https://192.0.2.7/",
+            "ws://",
+            "ws:///a",
+            "ws://192.0.2.7/a?token=x",
+            "ws://192.0.2.7/a b",
+            &format!("ws://{}", "a".repeat(300)),
+        ] {
+            service.websocket = Some(bad.into());
+            assert_eq!(
+                service.validate(),
+                Err(InvalidWebTransport::WebSocketUrl),
+                "{bad}"
+            );
+        }
+        service.websocket = None;
+        assert_eq!(service.websocket_url(token), None);
+        assert!(
+            !serde_json::to_string(&service)
+                .unwrap()
+                .contains("websocket")
+        );
     }
 
     #[test]

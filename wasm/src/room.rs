@@ -47,7 +47,8 @@ impl WasmRoom {
     /// `unreliable-sequenced`, `reliable-ordered`, `reliable-unordered`), `room`, `role`
     /// (`peer`, the default, `host` or `client`), `ticket` (the join ticket from the game's
     /// backend, a string), `hostIdentity` (a client's host's identity, a string), `relayOnly`,
-    /// `webTransport` (`false`: a host room's client links over WebRTC only), `peerBudget`
+    /// `webTransport`, `webRtc`, `webSocket` (`false`: a host room's client never links to its
+    /// host that way; `webRtc: false` only for a client), `peerBudget`
     /// (bytes), `attemptTimeoutMs` (how long a link may take to connect), `emulation`
     /// (`{ latencyMs, jitterMs, lossPct, seed }`, each optional), `earlySocket` (see
     /// `ackwire::EarlySocket`) and `onEvent(event)`, called with every event of the room as
@@ -80,8 +81,16 @@ impl WasmRoom {
             config = config.with_emulation(emulation);
         }
         config.browser.relay_only = get(options, "relayOnly").is_truthy();
-        // Only `false` turns it off: absent, it is on.
+        // Only `false` turns one off: absent, it is on.
         config.browser.webtransport = get(options, "webTransport") != JsValue::FALSE;
+        config.browser.websocket = get(options, "webSocket") != JsValue::FALSE;
+        config.browser.webrtc = get(options, "webRtc") != JsValue::FALSE;
+        if !config.browser.webrtc && config.role != Role::Client {
+            return Err(error(
+                "bad_options",
+                "options.webRtc: false is for a host room's client only",
+            ));
+        }
         let budget = get(options, "peerBudget");
         if !budget.is_undefined() {
             config.peer_budget = budget

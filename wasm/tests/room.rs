@@ -349,3 +349,201 @@ fn a_join_that_cannot_start_throws_a_typed_error() {
         assert_eq!(code(join(SERVER, &bad_attempt)), "bad_options");
     }
 }
+
+/// A client's welcome in a host room whose host (native 3) serves WebTransport and a
+/// WebSocket beside it.
+const WEBSOCKET_HOST_WELCOME: &str = r#"{"type":"welcome","version":1,"room":"typed","peer_id":5,"token":"t","resumed":false,"peers":[{"id":3,"kind":"native","role":"host","instance":"nhost0003","webtransport":{"url":"https://127.0.0.1:9/ackwire","websocket":"ws://127.0.0.1:9/ackwire"}}],"ice_servers":[]}"#;
+
+/// The options of a host room's client.
+fn client_options(events: &Events, early: Option<&JsValue>) -> JsValue {
+    let options = options(events, early);
+    set(&options, "role", "client");
+    options
+}
+
+/// The link to the room's one peer, as `links()` reads it now.
+fn only_link(room: &WasmRoom) -> JsValue {
+    let links = Array::from(&room.links());
+    assert_eq!(links.length(), 1, "one link");
+    links.get(0)
+}
+
+#[wasm_bindgen_test]
+async fn without_webrtc_only_a_host_rooms_client_joins() {
+    let global = js_sys::global();
+    let rtc = get(&global, "RTCPeerConnection");
+    // WebKitGTK's page: no `RTCPeerConnection`.
+    Reflect::delete_property(&global, &"RTCPeerConnection".into()).unwrap();
+    let events = events("joined");
+    let join = |role: &str| {
+        let options = options(&events, None);
+        set(&options, "role", role);
+        WasmRoom::new(SERVER, &options)
+    };
+    let (peer, host, client) = (
+        join("peer").map(|_| ()),
+        join("host").map(|_| ()),
+        join("client"),
+    );
+    set(&global, "RTCPeerConnection", rtc);
+    assert_eq!(code(peer), "unsupported_browser");
+    assert_eq!(code(host), "unsupported_browser");
+    JsFuture::from(client.expect("a client joins").close())
+        .await
+        .unwrap();
+    // With WebRTC in the browser and `webRtc: false`: the same, told as a bad option.
+    for role in ["peer", "host"] {
+        let options = options(&events, None);
+        set(&options, "role", role);
+        set(&options, "webRtc", false);
+        assert_eq!(
+            code(WasmRoom::new(SERVER, &options).map(|_| ())),
+            "bad_options"
+        );
+    }
+}
+
+#[wasm_bindgen_test]
+async fn a_client_without_webrtc_whose_host_serves_no_websocket_loses_its_link_for_no_transport() {
+    let (holder, _ws) = early_socket_with(&format!("{JOIN_URL}&role=client"), CLIENT_WELCOME);
+    let events = events("peerjoin");
+    let options = client_options(&events, Some(&holder));
+    set(&options, "webRtc", false);
+    let room = WasmRoom::new(SERVER, &options).unwrap();
+    // The welcome that named the host started the link, and nothing could carry it.
+    JsFuture::from(events.first.clone()).await.unwrap();
+    let reason = get(&only_link(&room), "reason");
+    assert_eq!(get(&reason, "code").as_string().unwrap(), "no_transport");
+    JsFuture::from(room.close()).await.unwrap();
+}
+
+/// Stands in for the browser's `WebSocket` (installed as `globalThis.WebSocket`, so the
+/// driver's `new WebSocket` and `instanceof WebSocket` meet it) until `restore()`: each socket
+/// records what is sent on it, and the test opens, feeds and closes it (`open`, `receive`,
+/// `drop`); `next()` resolves with the next one made. The early signalling socket is one too.
+const FAKE_WEBSOCKET: &str = r#"
+const Real = globalThis.WebSocket;
+const made = [];
+let waiting = [];
+class FakeWebSocket {
+  constructor(url) {
+    this.url = String(url);
+    this.readyState = 0;
+    this.bufferedAmount = 0;
+    this.binaryType = 'blob';
+    this.sent = [];
+    made.push(this);
+    for (const resolve of waiting) resolve(this);
+    waiting = [];
+  }
+  send(data) { this.sent.push(typeof data === 'string' ? data : new Uint8Array(data)); }
+  close() { this.readyState = 3; }
+  open() { this.readyState = 1; this.onopen?.(new Event('open')); }
+  receive(data) { this.onmessage?.(new MessageEvent('message', { data })); }
+  drop(code) { this.readyState = 3; this.onclose?.(new CloseEvent('close', { code })); }
+}
+Object.assign(FakeWebSocket, { CONNECTING: 0, OPEN: 1, CLOSING: 2, CLOSED: 3 });
+globalThis.WebSocket = FakeWebSocket;
+return {
+  made,
+  next: () => new Promise((resolve) => waiting.push(resolve)),
+  restore: () => { globalThis.WebSocket = Real; },
+};
+"#;
+
+/// Calls `object.name(args...)`.
+fn call(object: &JsValue, name: &str, args: &[JsValue]) -> JsValue {
+    let f: Function = get(object, name).dyn_into().unwrap();
+    f.apply(object, &args.iter().collect()).unwrap()
+}
+
+#[wasm_bindgen_test]
+async fn a_client_without_webrtc_dials_its_hosts_websocket_with_the_token_it_signals() {
+    let fakes = Function::new_no_args(FAKE_WEBSOCKET)
+        .call0(&JsValue::NULL)
+        .unwrap();
+    let signalling = WebSocket::new(&format!("{JOIN_URL}&role=client")).unwrap();
+    set(&signalling, "readyState", 1);
+    let holder: JsValue = Object::new().into();
+    set(&holder, "ws", signalling.clone());
+    set(&holder, "instance", "btest0001");
+    set(&holder, "opened", true);
+    set(
+        &holder,
+        "messages",
+        Array::of1(&WEBSOCKET_HOST_WELCOME.into()),
+    );
+    let events = events("peerjoin");
+    let options = client_options(&events, Some(&holder));
+    // What `?transport=websocket` asks of the example game's page: the host's WebSocket alone.
+    set(&options, "webRtc", false);
+    set(&options, "webTransport", false);
+    let room = WasmRoom::new(SERVER, &options).unwrap();
+    JsFuture::from(events.first.clone()).await.unwrap();
+
+    // The host's socket: its URL carries a fresh token, which went to the host through the
+    // signalling server.
+    let made = Array::from(&get(&fakes, "made"));
+    assert_eq!(made.length(), 2, "the signalling socket, then the host's");
+    let host = made.get(1);
+    assert_eq!(get(&host, "binaryType").as_string().unwrap(), "arraybuffer");
+    let url = get(&host, "url").as_string().unwrap();
+    let token = url
+        .strip_prefix("ws://127.0.0.1:9/ackwire?token=")
+        .unwrap_or_else(|| panic!("{url}"));
+    assert!(
+        token.len() == 32
+            && token
+                .bytes()
+                .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')),
+        "{token}"
+    );
+    let signals: Vec<JsValue> = Array::from(&get(&signalling, "sent"))
+        .iter()
+        .map(|text| js_sys::JSON::parse(&text.as_string().unwrap()).unwrap())
+        .filter(|frame| get(frame, "type").as_string().as_deref() == Some("signal"))
+        .collect();
+    assert_eq!(signals.len(), 1, "the token alone");
+    assert_eq!(get(&signals[0], "to").as_f64(), Some(3.0));
+    let data = get(&signals[0], "data");
+    assert_eq!(get(&data, "websocket").as_string().as_deref(), Some(token));
+    let link = only_link(&room);
+    assert_eq!(get(&link, "transport").as_string().unwrap(), "websocket");
+    assert_eq!(get(&link, "state").as_string().unwrap(), "negotiating");
+
+    // Open: the core's handshake runs over it. A binary message is a packet for the link
+    // (this one is refused: no core packet), a text message none.
+    call(&host, "open", &[]);
+    assert_eq!(get(&only_link(&room), "state").as_string().unwrap(), "open");
+    call(
+        &host,
+        "receive",
+        &[Uint8Array::from(&[1u8, 2, 3][..]).buffer().into()],
+    );
+    call(&host, "receive", &["not a packet".into()]);
+    assert_eq!(get(&only_link(&room), "refused").as_f64(), Some(1.0));
+
+    // Closed once open: the link is lost, and tried again on a new socket with a new token.
+    let next = get(&fakes, "next").dyn_into::<Function>().unwrap();
+    let again = next
+        .call0(&JsValue::NULL)
+        .unwrap()
+        .dyn_into::<Promise>()
+        .unwrap();
+    call(&host, "drop", &[1006.into()]);
+    let reason = get(&only_link(&room), "reason");
+    assert_eq!(get(&reason, "code").as_string().unwrap(), "channel_closed");
+    let retry = JsFuture::from(again).await.unwrap();
+    let url = get(&retry, "url").as_string().unwrap();
+    assert!(url.starts_with("ws://127.0.0.1:9/ackwire?token=") && !url.ends_with(token));
+
+    // Closed before it opened: that attempt failed, and says so.
+    call(&retry, "drop", &[1006.into()]);
+    let reason = get(&only_link(&room), "reason");
+    assert_eq!(get(&reason, "code").as_string().unwrap(), "transport");
+    let message = get(&reason, "message").as_string().unwrap();
+    assert!(message.contains("closed before it opened"), "{message}");
+
+    JsFuture::from(room.close()).await.unwrap();
+    call(&fakes, "restore", &[]);
+}

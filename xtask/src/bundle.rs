@@ -21,9 +21,10 @@ const NATIVE_CRYPTO: &[&str] = &["ring", "snow", "hkdf", "curve25519-dalek"];
 
 /// The most the wasm module may weigh, gzipped at level 9: the build fails above it, so a
 /// change that drags a JSON parser, float formatting or a crypto crate (the cookies' SHA-256
-/// and HMAC, ~4 KB gzipped) back into the bundle is seen at once. Today's module is 123.3 KB
-/// (docs/architecture.md, "What the bundle weighs"); issue #22's goal is 60 KB.
-const GZIP_CEILING: u64 = 123_600;
+/// and HMAC, ~4 KB gzipped) back into the bundle is seen at once. Today's module is 125.1 KB
+/// (docs/architecture.md, "What the bundle weighs"); issue #22's goal is 60 KB. Raised from
+/// 123,600 for the WebSocket to the host (+0.8 KB the member's fallback, +1.0 KB the driver's).
+const GZIP_CEILING: u64 = 125_400;
 
 /// The ceiling of the stable route's module (std prebuilt, panic messages and locations kept):
 /// about 129.4 KB today, with a similar margin over it.

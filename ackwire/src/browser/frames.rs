@@ -259,8 +259,8 @@ fn object<'a>(value: &'a JsValue, frame: &'static str) -> Result<Fields<'a>, Fra
     }
 }
 
-/// A peer. A browser links over WebRTC or WebTransport only, so it does not read a native's
-/// `udp_key`. A missing `role` is a mesh `peer`, as serde reads it.
+/// A peer. A browser links over WebRTC, WebTransport or a WebSocket only, so it does not read
+/// a native's `udp_key`. A missing `role` is a mesh `peer`, as serde reads it.
 fn peer_info(value: &JsValue) -> Result<PeerInfo, FrameError> {
     let f = object(value, "peer")?;
     let kind = match f.string("kind")?.as_str() {
@@ -295,8 +295,9 @@ fn peer_info(value: &JsValue) -> Result<PeerInfo, FrameError> {
     })
 }
 
-/// A host's WebTransport service: `url`, and `cert_hashes` (missing: none) an array of 64 hex
-/// digits each. The server checked the URL's shape; it is not checked again here.
+/// A host's WebTransport service: `url`, `cert_hashes` (missing: none) an array of 64 hex
+/// digits each, and its WebSocket's URL if it has one. The server checked the URLs' shape;
+/// they are not checked again here.
 fn webtransport(value: &JsValue) -> Result<WebTransportInfo, FrameError> {
     let f = object(value, "webtransport")?;
     let url = f.string("url")?;
@@ -313,7 +314,11 @@ fn webtransport(value: &JsValue) -> Result<WebTransportInfo, FrameError> {
             cert_hashes.push(hash.ok_or_else(wrong)?);
         }
     }
-    Ok(WebTransportInfo { url, cert_hashes })
+    Ok(WebTransportInfo {
+        url,
+        cert_hashes,
+        websocket: f.opt_string("websocket")?,
+    })
 }
 
 /// 64 hex digits, either case, as `CertHash`'s `FromStr` reads them (the server writes them

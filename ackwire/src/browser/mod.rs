@@ -3,11 +3,12 @@
 //!
 //! It owns the clock (`performance.now()`), one `setTimeout` timer, the signalling WebSocket
 //! ([`signalling`]) and one RTCPeerConnection with its data channel per WebRTC link attempt
-//! ([`webrtc`]), or one WebTransport session per link attempt to a host room's host
-//! ([`webtransport`]); it moves bytes and events between them and the member (its outputs through
-//! the loop both drivers share, [`outputs`](crate::outputs)), and queues the member's events
-//! for the [`Room`](crate::Room). Every decision about links — who offers,
-//! when to retry, what a failure means — is the member's, shared with the native driver.
+//! ([`webrtc`]), or one WebTransport session ([`webtransport`]) or WebSocket ([`websocket`])
+//! per link attempt to a host room's host; it moves bytes and events between them and the
+//! member (its outputs through the loop both drivers share, [`outputs`](crate::outputs)), and
+//! queues the member's events for the [`Room`](crate::Room). Every decision about links — who
+//! offers, when to retry, what a failure means — is the member's, shared with the native
+//! driver.
 //!
 //! All state sits in one `Rc<RefCell<State>>`. Browser callbacks borrow it briefly (through
 //! [`with_state`]), carry out what the member asked for and release it; nothing here calls
@@ -18,6 +19,7 @@
 mod frames;
 mod signalling;
 mod webrtc;
+mod websocket;
 mod webtransport;
 
 use std::cell::RefCell;
@@ -30,7 +32,7 @@ use std::time::Duration;
 use ackwire_room::member::{
     Command, Event, Member, MemberConfig, MemberFrame, PeerId, Route, TransportEvent, TransportId,
 };
-use ackwire_signalling::{PeerKind, RoomUrl, UrlJoin};
+use ackwire_signalling::{PeerKind, Role, RoomUrl, UrlJoin};
 use js_sys::Reflect;
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
@@ -96,8 +98,8 @@ struct State {
     socket: Option<signalling::Socket>,
     sockets_opened: u64,
     pcs: HashMap<TransportId, webrtc::Pc>,
-    /// A client's WebTransport sessions to its host (one, and any closing).
-    sessions: Vec<(TransportId, webtransport::Session)>,
+    /// A client's sessions and WebSockets to its host (one, and any closing).
+    to_host: Vec<(TransportId, ToHost)>,
     inbox: Inbox,
     timer: Option<i32>,
     tick: Option<Closure<dyn FnMut()>>,
@@ -124,8 +126,8 @@ impl State {
         for (_, pc) in self.pcs.drain() {
             pc.shut_down();
         }
-        for (_, session) in self.sessions.drain(..) {
-            session.shut_down();
+        for (_, transport) in self.to_host.drain(..) {
+            transport.shut_down();
         }
         if let Some(socket) = self.socket.take() {
             socket.shut_down();
@@ -228,7 +230,15 @@ impl Carrier for Carry<'_> {
     }
 
     fn run_command(&mut self, command: Command) {
-        if let Some(command) = webtransport::run_command(self.state, self.shared, command) {
+        // A session's or WebSocket's close here; a peer connection's goes on.
+        if let Command::CloseTransport { transport } = command
+            && let Some(at) = self.state.to_host.iter().position(|(t, _)| *t == transport)
+        {
+            return self.state.to_host.swap_remove(at).1.shut_down();
+        }
+        let command = webtransport::run_command(self.state, self.shared, command)
+            .and_then(|command| websocket::run_command(self.state, self.shared, command));
+        if let Some(command) = command {
             webrtc::run_command(self.state, self.shared, command);
         }
     }
@@ -241,11 +251,10 @@ impl Carrier for Carry<'_> {
                     pc.send(datagram);
                 }
             }
-            Route::WebTransport(transport) => {
-                if let Some((_, session)) =
-                    self.state.sessions.iter().find(|(t, _)| *t == transport)
+            Route::WebTransport(transport) | Route::WebSocket(transport) => {
+                if let Some((_, to_host)) = self.state.to_host.iter().find(|(t, _)| *t == transport)
                 {
-                    session.send(datagram);
+                    to_host.send(datagram);
                 }
             }
             Route::Udp(_) => {}
@@ -276,6 +285,29 @@ fn schedule(state: &mut State) {
         .ok();
 }
 
+/// A client's transport to its host beside WebRTC (one list for both: a page has one, and any
+/// closing).
+enum ToHost {
+    Session(webtransport::Session),
+    Socket(websocket::Socket),
+}
+
+impl ToHost {
+    fn send(&self, datagram: &[u8]) {
+        match self {
+            ToHost::Session(session) => session.send(datagram),
+            ToHost::Socket(socket) => socket.send(datagram),
+        }
+    }
+
+    fn shut_down(self) {
+        match self {
+            ToHost::Session(session) => session.shut_down(),
+            ToHost::Socket(socket) => socket.shut_down(),
+        }
+    }
+}
+
 /// The room's handle on its driver.
 pub(crate) struct Driver {
     shared: Shared,
@@ -294,12 +326,17 @@ impl Driver {
     /// Checks what the browser offers, makes the member and starts it: its first output opens
     /// (or adopts) the signalling socket.
     pub(crate) fn start(url: RoomUrl, config: RoomConfig) -> Result<Driver, JoinError> {
-        let window = web_sys::window().ok_or_else(|| JoinError::Browser("no window".into()))?;
-        if !Reflect::has(&window, &"RTCPeerConnection".into()).unwrap_or(false) {
-            return Err(JoinError::Browser("no WebRTC (RTCPeerConnection)".into()));
+        web_sys::window().ok_or_else(|| JoinError::Browser("no window".into()))?;
+        let options = config.browser;
+        // A host room's client links to its host over WebTransport or the host's WebSocket
+        // without WebRTC (WebKitGTK has no RTCPeerConnection); anyone else links over WebRTC.
+        let webrtc = options.webrtc && global_function("RTCPeerConnection");
+        if !webrtc && config.role != Role::Client {
+            return Err(JoinError::Browser(
+                "no WebRTC (RTCPeerConnection, or BrowserOptions::webrtc): only a host room's client joins without it".into(),
+            ));
         }
         let random = random_bytes::<48>().map_err(JoinError::Browser)?;
-        let options = config.browser;
         // An early socket joined with its own instance: the member joins as that one.
         let early = options.early_socket.as_ref().and_then(|e| {
             let (ws, instance) = e.parts()?;
@@ -329,7 +366,9 @@ impl Driver {
         member_config.stats_period = config.stats_period;
         member_config.attempt_timeout = config.attempt_timeout;
         member_config.peer_budget = config.peer_budget;
-        member_config.dials_webtransport = options.webtransport && webtransport::available();
+        member_config.dials_webtransport = options.webtransport && global_function("WebTransport");
+        member_config.webrtc = webrtc;
+        member_config.dials_websocket = options.websocket;
         let member = match Member::new(member_config, now()) {
             Ok(member) => member,
             Err(e) => {
@@ -341,8 +380,8 @@ impl Driver {
             }
         };
         let certificate = match &early {
-            Some((early, _)) => webrtc::Certificate::Early(early.holder.clone()),
-            None => webrtc::Certificate::Pending,
+            Some((early, _)) if webrtc => webrtc::Certificate::Early(early.holder.clone()),
+            _ => webrtc::Certificate::Pending,
         };
         let early_links = early.as_ref().map(|(early, _)| early.holder.clone());
         let shared = Rc::new(RefCell::new(State {
@@ -353,7 +392,7 @@ impl Driver {
             socket: None,
             sockets_opened: 0,
             pcs: HashMap::new(),
-            sessions: Vec::new(),
+            to_host: Vec::new(),
             inbox: Inbox::default(),
             timer: None,
             tick: None,
@@ -362,7 +401,7 @@ impl Driver {
             shut: false,
             leaving: false,
         }));
-        if matches!(shared.borrow().certificate, webrtc::Certificate::Pending) {
+        if webrtc && matches!(shared.borrow().certificate, webrtc::Certificate::Pending) {
             webrtc::make_certificate(&shared);
         }
         let weak = Rc::downgrade(&shared);
@@ -517,9 +556,21 @@ fn random_bytes<const N: usize>() -> Result<[u8; N], String> {
     Ok(bytes)
 }
 
-/// `bytes` as lowercase hex digits: the instance id, a WebTransport token.
+/// `bytes` as lowercase hex digits: the instance id, a link's token.
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A new link's token for its host: 128 random bits as 32 lowercase hex digits, the shape the
+/// host takes (`ackwire_signalling::webtransport::is_token`), for a WebTransport session or a
+/// WebSocket.
+fn token() -> Result<String, String> {
+    Ok(hex(&random_bytes::<16>()?))
+}
+
+/// Whether the page's global `name` is a function: what the browser offers (a constructor).
+fn global_function(name: &str) -> bool {
+    Reflect::get(&js_sys::global(), &name.into()).is_ok_and(|f| f.is_function())
 }
 
 /// `context: message` of a JS exception (a string, or an `Error`'s message; a DOMException

@@ -164,8 +164,11 @@ pub(super) fn run_command(state: &mut State, shared: &Shared, command: Command) 
                 pc.shut_down();
             }
         }
-        // WebTransport sessions' (`webtransport::run_command`).
-        Command::OpenWebTransport { .. } | Command::AcceptWebTransport { .. } => {}
+        // WebTransport sessions' and WebSockets' (`webtransport`, `websocket`).
+        Command::OpenWebTransport { .. }
+        | Command::AcceptWebTransport { .. }
+        | Command::OpenWebSocket { .. }
+        | Command::AcceptWebSocket { .. } => {}
     }
 }
 
@@ -207,8 +210,8 @@ async fn apply_signal(
                 JsFuture::from(pc.add_ice_candidate_with_opt_rtc_ice_candidate_init(Some(&init)))
                     .await;
         }
-        // A WebTransport session's token: no peer connection's business.
-        SignalData::WebTransport { .. } => {}
+        // A WebTransport session's or WebSocket's token: no peer connection's business.
+        SignalData::WebTransport { .. } | SignalData::WebSocket { .. } => {}
     }
 }
 

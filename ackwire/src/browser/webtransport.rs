@@ -17,7 +17,7 @@ use web_sys::{
     ReadableStream, ReadableStreamDefaultReader, WritableStream, WritableStreamDefaultWriter,
 };
 
-use super::{Shared, State, WeakState, deliver, hex, js_err, now, random_bytes, tell};
+use super::{Shared, State, ToHost, WeakState, deliver, js_err, now, tell, token};
 
 #[wasm_bindgen]
 extern "C" {
@@ -52,11 +52,6 @@ extern "C" {
     fn writable(this: &Datagrams) -> WritableStream;
 }
 
-/// Whether the browser has WebTransport (`globalThis.WebTransport` is a function).
-pub(super) fn available() -> bool {
-    Reflect::get(&js_sys::global(), &"WebTransport".into()).is_ok_and(|f| f.is_function())
-}
-
 /// One session to the host.
 pub(super) struct Session {
     wt: WebTransport,
@@ -88,8 +83,8 @@ thread_local! {
     });
 }
 
-/// Runs the member's command if it is about a WebTransport session; any other comes back
-/// (a `CloseTransport` of a peer connection too).
+/// Runs the member's command if it opens a WebTransport session (or would have a browser serve
+/// one); any other comes back. Sessions are closed as WebSockets are (`Carry::run_command`).
 pub(super) fn run_command(state: &mut State, shared: &Shared, command: Command) -> Option<Command> {
     let (transport, outcome) = match command {
         Command::OpenWebTransport {
@@ -97,20 +92,12 @@ pub(super) fn run_command(state: &mut State, shared: &Shared, command: Command) 
             peer,
             service,
         } => (transport, open(state, shared, transport, peer, &service)),
-        // A browser never hosts a host room's WebTransport.
-        Command::AcceptWebTransport { transport, .. } => (
+        // A browser never hosts a host room's WebTransport, nor its WebSocket.
+        Command::AcceptWebTransport { transport, .. }
+        | Command::AcceptWebSocket { transport, .. } => (
             transport,
-            Err("a browser does not serve WebTransport".to_owned()),
+            Err("a browser serves neither WebTransport nor a WebSocket".to_owned()),
         ),
-        Command::CloseTransport { transport } => {
-            let at = state.sessions.iter().position(|(t, _)| *t == transport);
-            // A peer connection's.
-            let Some(at) = at else {
-                return Some(command);
-            };
-            state.sessions.swap_remove(at).1.shut_down();
-            return None;
-        }
         command => return Some(command),
     };
     if let Err(err) = outcome {
@@ -134,7 +121,7 @@ fn open(
         start(state, shared, transport, wt);
         return Ok(());
     }
-    let token = hex(&random_bytes::<16>()?);
+    let token = token()?;
     let url = service.session_url(&token);
     let signal = SignalData::WebTransport {
         webtransport: token,
@@ -176,7 +163,7 @@ fn start(state: &mut State, shared: &Shared, transport: TransportId, wt: WebTran
         wt: wt.clone(),
         writer,
     };
-    state.sessions.push((transport, session));
+    state.to_host.push((transport, ToHost::Session(session)));
     spawn_local(run(Rc::downgrade(shared), transport, wt));
 }
 

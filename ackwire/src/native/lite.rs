@@ -351,8 +351,8 @@ impl LiteHost {
                     }
                 }
             }
-            // The member applies no WebTransport token to a peer connection.
-            SignalData::WebTransport { .. } => {}
+            // The member applies no session token to a peer connection.
+            SignalData::WebTransport { .. } | SignalData::WebSocket { .. } => {}
         }
         self.drive(transport);
     }

@@ -7,16 +7,22 @@
 //! share, [`outputs`](crate::outputs)), and hands the member's events to the
 //! [`Room`](crate::Room). The member sits behind a mutex the room's calls share with the
 //! task: a send is checked and queued in the caller's call, and the task is woken to carry
-//! it out. Every decision about links — who offers, when to retry, what a failure means — is
+//! it out. A host room's host also serves its browsers' WebTransport ([`webtransport`]) and
+//! WebSocket ([`websocket`]); a native client may dial either as a browser would
+//! ([`wt_client`], [`ws_client`]); the task drives the four alike ([`sessions`]). Every
+//! decision about links — who offers, when to retry, what a failure means — is
 //! the member's, shared with the browser driver.
 
 mod events;
 pub(crate) mod lite;
+mod sessions;
 pub(crate) mod signalling;
 #[cfg(test)]
 mod unverified;
 pub(crate) mod webrtc;
+pub(crate) mod websocket;
 pub(crate) mod webtransport;
+mod ws_client;
 mod wt_client;
 
 use std::collections::HashMap;
@@ -35,11 +41,14 @@ use tokio::time::Instant;
 
 use self::events::EventQueue;
 use self::lite::{LiteError, LiteHost};
+use self::sessions::Sessions;
 use self::signalling::{Socket, SocketEvent, Trust};
 use self::webrtc::{IceOptions, Session, WebRtcEvent};
-use self::webtransport::{Report, WtError, WtEvent, WtHost, WtPlan};
-use self::wt_client::{ClientReport, WtClient};
-use crate::config::RoomConfig;
+use self::websocket::{WsHost, WsPlan};
+use self::webtransport::{WtError, WtHost, WtPlan};
+use self::ws_client::WsClient;
+use self::wt_client::WtClient;
+use crate::config::{NativeOptions, RoomConfig};
 use crate::error::JoinError;
 use crate::net::timer::Timer;
 use crate::net::udp::{self, Link, RecvBuffers};
@@ -99,6 +108,46 @@ pub(crate) fn route_to(server: &str, bind: SocketAddr) -> std::io::Result<IpAddr
     let probe = std::net::UdpSocket::bind(SocketAddr::new(bind.ip(), 0))?;
     probe.connect(target)?;
     Ok(probe.local_addr()?.ip())
+}
+
+/// A host's WebTransport (its socket and certificate) and, unless `options.websocket` is off,
+/// its WebSocket (its listener), on `ice_bind`'s IP: what its join publishes, and the rest of
+/// their setup once the runtime runs.
+fn plan_sessions(
+    url: &RoomUrl,
+    options: &NativeOptions,
+    ice_bind: SocketAddr,
+) -> Result<(WtPlan, Option<WsPlan>), JoinError> {
+    let rotation = options.webtransport_rotation;
+    if rotation.is_zero() || rotation > webtransport::MAX_ROTATION {
+        return Err(JoinError::WebTransportRotation(rotation));
+    }
+    let server = url.server();
+    let bind = SocketAddr::new(ice_bind.ip(), options.webtransport_port);
+    let mut wt =
+        WtPlan::bind(bind, options.public_ip, || route_to(&server, bind)).map_err(|e| match e {
+            WtError::Bind { addr, source } => JoinError::Bind { addr, source },
+            WtError::Address(source) => JoinError::NothingToAdvertise {
+                bind,
+                server: server.clone(),
+                source,
+            },
+            other => JoinError::Runtime(std::io::Error::other(other)),
+        })?;
+    if !options.websocket {
+        return Ok((wt, None));
+    }
+    let bind = SocketAddr::new(ice_bind.ip(), options.websocket_port);
+    let ws = WsPlan::bind(bind, wt.ip()).map_err(|e| JoinError::Bind {
+        addr: bind,
+        // Say which socket this is: the others are UDP.
+        source: std::io::Error::new(
+            e.kind(),
+            format!("the host's WebSocket listener (TCP): {e}"),
+        ),
+    })?;
+    wt.serve_websocket(ws.url().to_owned());
+    Ok((wt, Some(ws)))
 }
 
 impl Driver {
@@ -168,34 +217,27 @@ impl Driver {
         let ice_bind = options
             .ice_bind
             .unwrap_or_else(|| SocketAddr::new(options.bind.ip(), 0));
-        // A host's WebTransport: its socket and certificate now, so the join publishes them.
+        // A host's WebTransport and WebSocket: bound now, so the join publishes them.
         let rotation = options.webtransport_rotation;
-        let webtransport = match (config.role, options.host_ice_lite, options.webtransport) {
-            (Role::Host, true, true) => {
-                if rotation.is_zero() || rotation > webtransport::MAX_ROTATION {
-                    return Err(JoinError::WebTransportRotation(rotation));
-                }
-                let server = url.server();
-                let bind = SocketAddr::new(ice_bind.ip(), options.webtransport_port);
-                let plan = WtPlan::bind(bind, options.public_ip, || route_to(&server, bind))
-                    .map_err(|e| match e {
-                        WtError::Bind { addr, source } => JoinError::Bind { addr, source },
-                        WtError::Address(source) => JoinError::NothingToAdvertise {
-                            bind,
-                            server: server.clone(),
-                            source,
-                        },
-                        other => JoinError::Runtime(std::io::Error::other(other)),
-                    })?;
-                member_config.webtransport = Some(plan.info().clone());
-                Some(plan)
+        let serves = config.role == Role::Host && options.host_ice_lite && options.webtransport;
+        let (webtransport, websocket) = match serves {
+            true => {
+                let (wt, ws) = plan_sessions(&url, options, ice_bind)?;
+                member_config.webtransport = Some(wt.info().clone());
+                (Some(wt), ws)
             }
-            _ => None,
+            false => (None, None),
         };
         // A client that dials its host's WebTransport as a browser does (load generators).
         let dialer = (options.dial_webtransport && config.role == Role::Client)
             .then(|| WtClient::new(bound.ip()));
         member_config.dials_webtransport = dialer.is_some();
+        // A client that dials its host's WebSocket as a browser without WebRTC does.
+        let ws_dialer = (options.dial_websocket && config.role == Role::Client).then(WsClient::new);
+        if ws_dialer.is_some() {
+            member_config.dials_websocket = true;
+            member_config.webrtc = false;
+        }
         let member = Member::new(member_config, Duration::ZERO)?;
         tracing::info!(room = %url.room, server = %url.ws_url, %udp_addr, %ice_bind, "joining");
         // A host's WebRTC sockets, each with the address its clients reach it at.
@@ -245,6 +287,7 @@ impl Driver {
                 udp.watch().map_err(JoinError::Runtime)?;
                 let mut io = Io::new(url, trust, udp, ice, events, send_failures);
                 io.dialer = dialer;
+                io.ws_dialer = ws_dialer;
                 if let Some(plan) = lite {
                     let host = LiteHost::bind(&plan, epoch).map_err(|e| match e {
                         LiteError::Bind { addr, source } => JoinError::Bind { addr, source },
@@ -259,6 +302,11 @@ impl Driver {
                         .map_err(|e| JoinError::Runtime(std::io::Error::other(e)))?;
                     tracing::info!(url = %host.info().url, local = %host.local_addr(), "host: browsers' WebTransport on this socket");
                     io.webtransport = Some(host);
+                }
+                if let Some(plan) = websocket {
+                    let host = WsHost::start(plan, websocket::HOLD).map_err(JoinError::Runtime)?;
+                    tracing::info!(url = %host.url(), local = %host.local_addr(), "host: browsers' WebSocket on this listener");
+                    io.websocket = Some(host);
                 }
                 Ok(run(shared, wake, io, precise, stop_rx, done_tx))
             }
@@ -402,10 +450,14 @@ struct Io {
     webtransport: Option<WtHost>,
     /// A client's sessions to its host's WebTransport (`NativeOptions::dial_webtransport`).
     dialer: Option<WtClient>,
+    /// A host's browsers' WebSockets, all on one listener.
+    websocket: Option<WsHost>,
+    /// A client's connections to its host's WebSocket (`NativeOptions::dial_websocket`).
+    ws_dialer: Option<WsClient>,
     events: Arc<EventQueue>,
     /// What [`Room::send_failures`](crate::Room::send_failures) reads: the UDP socket's, the
-    /// host's WebRTC sockets' and its WebTransport sessions' refusals, published at each
-    /// flush.
+    /// host's WebRTC sockets' and its WebTransport sessions' and WebSockets' refusals,
+    /// published at each flush.
     send_failures: Arc<AtomicU64>,
 }
 
@@ -443,6 +495,8 @@ impl Io {
             webrtc_rx,
             webtransport: None,
             dialer: None,
+            websocket: None,
+            ws_dialer: None,
             events,
             send_failures,
         }
@@ -472,9 +526,12 @@ impl Io {
         // The task flushes at the top of every loop, so the game reads a count at most one
         // wake-up old (a host's WebRTC sockets also send as they read and time out).
         let lite = self.lite.as_ref().map_or(0, LiteHost::send_failures);
-        let wt = self.webtransport.as_ref().map_or(0, WtHost::send_failures);
-        let dialed = self.dialer.as_ref().map_or(0, WtClient::send_failures);
-        let total = self.udp.counters().send_failures + lite + wt + dialed;
+        let total = self.udp.counters().send_failures
+            + lite
+            + sessions::send_failures(self.webtransport.as_ref())
+            + sessions::send_failures(self.dialer.as_ref())
+            + sessions::send_failures(self.websocket.as_ref())
+            + sessions::send_failures(self.ws_dialer.as_ref());
         self.send_failures.store(total, Ordering::Relaxed);
     }
 
@@ -488,51 +545,49 @@ impl Io {
     }
 
     fn command(&mut self, now: Duration, command: Command) {
-        match command {
-            // Only a native that dials as a browser does; the member's config says so.
+        if let Command::CloseTransport { transport } = command
+            && self.close_session(transport)
+        {
+            return;
+        }
+        // Only a native that dials as a browser does (the member's config says so), or a
+        // host that serves them.
+        let unserved = match command {
             Command::OpenWebTransport {
                 transport, service, ..
-            } => {
-                match &mut self.dialer {
-                    Some(dialer) => dialer.open(transport, &service),
-                    None => {
-                        let why = "no WebTransport client in this native";
-                        self.tell(transport, TransportEvent::Failed(why.into()));
-                    }
-                }
-                return;
-            }
-            Command::CloseTransport { transport }
-                if self.dialer.as_ref().is_some_and(|d| d.has(transport)) =>
-            {
-                if let Some(dialer) = &mut self.dialer {
-                    dialer.close(transport);
-                }
-                return;
-            }
-            Command::AcceptWebTransport { transport, token } => {
-                match &mut self.webtransport {
-                    Some(wt) => wt.accept(transport, token),
-                    None => {
-                        let why = "this host serves no WebTransport";
-                        self.tell(transport, TransportEvent::Failed(why.into()));
-                    }
-                }
-                return;
-            }
-            Command::CloseTransport { transport }
-                if self
-                    .webtransport
-                    .as_ref()
-                    .is_some_and(|wt| wt.has(transport)) =>
-            {
-                if let Some(wt) = &mut self.webtransport {
-                    wt.close(transport);
-                }
-                return;
-            }
-            _ => {}
-        }
+            } => match &mut self.dialer {
+                Some(dialer) => return dialer.open(transport, &service),
+                None => (transport, "no WebTransport client in this native"),
+            },
+            Command::AcceptWebTransport { transport, token } => match &mut self.webtransport {
+                Some(wt) => return wt.accept(transport, token),
+                None => (transport, "this host serves no WebTransport"),
+            },
+            Command::OpenWebSocket { transport, service } => match &mut self.ws_dialer {
+                Some(dialer) => return dialer.open(transport, &service),
+                None => (transport, "no WebSocket client in this native"),
+            },
+            Command::AcceptWebSocket { transport, token } => match &mut self.websocket {
+                Some(ws) => return ws.accept(transport, token),
+                None => (transport, "this host serves no WebSocket"),
+            },
+            command => return self.command_rtc(now, command),
+        };
+        let (transport, why) = unserved;
+        self.tell(transport, TransportEvent::Failed(why.into()));
+    }
+
+    /// Closes `transport` if it is a session's (a host's or a client's, over WebTransport or
+    /// a WebSocket); whether it was.
+    fn close_session(&mut self, transport: TransportId) -> bool {
+        sessions::close(self.webtransport.as_mut(), transport)
+            || sessions::close(self.dialer.as_mut(), transport)
+            || sessions::close(self.websocket.as_mut(), transport)
+            || sessions::close(self.ws_dialer.as_mut(), transport)
+    }
+
+    /// The member's command on a WebRTC transport.
+    fn command_rtc(&mut self, now: Duration, command: Command) {
         if let Some(lite) = &mut self.lite {
             match command {
                 Command::OpenPeerConnection {
@@ -542,7 +597,10 @@ impl Io {
                     lite.remote_signal(transport, data);
                 }
                 Command::CloseTransport { transport } => lite.close(transport),
-                Command::OpenWebTransport { .. } | Command::AcceptWebTransport { .. } => {}
+                Command::OpenWebTransport { .. }
+                | Command::AcceptWebTransport { .. }
+                | Command::OpenWebSocket { .. }
+                | Command::AcceptWebSocket { .. } => {}
             }
             return;
         }
@@ -567,7 +625,10 @@ impl Io {
             }
             // Dropping the session closes the peer connection.
             Command::CloseTransport { transport } => drop(self.sessions.remove(&transport)),
-            Command::OpenWebTransport { .. } | Command::AcceptWebTransport { .. } => {}
+            Command::OpenWebTransport { .. }
+            | Command::AcceptWebTransport { .. }
+            | Command::OpenWebSocket { .. }
+            | Command::AcceptWebSocket { .. } => {}
         }
     }
 
@@ -605,46 +666,6 @@ impl Io {
     fn on_webrtc(&mut self, shared: &mut Shared, transport: TransportId, event: WebRtcEvent) {
         let now = shared.now();
         deliver(&mut shared.member, now, transport, event);
-    }
-
-    /// The host's WebTransport reported `report`; what else it has waiting goes along, up to
-    /// a batch (the loop flushes between batches).
-    fn on_webtransport(&mut self, shared: &mut Shared, report: Report) {
-        const BATCH: usize = 256;
-        let Some(wt) = &mut self.webtransport else {
-            return;
-        };
-        let now = shared.now();
-        let mut report = Some(report);
-        for _ in 0..BATCH {
-            let Some(next) = report.take().or_else(|| wt.try_next()) else {
-                break;
-            };
-            deliver_wt(&mut shared.member, now, wt.handle(next));
-            if self.events.is_full() {
-                break;
-            }
-        }
-    }
-
-    /// A client's session reported `report`; what else they have waiting goes along, up to
-    /// a batch.
-    fn on_dialed(&mut self, shared: &mut Shared, report: ClientReport) {
-        const BATCH: usize = 256;
-        let Some(dialer) = &mut self.dialer else {
-            return;
-        };
-        let now = shared.now();
-        let mut report = Some(report);
-        for _ in 0..BATCH {
-            let Some(next) = report.take().or_else(|| dialer.try_next()) else {
-                break;
-            };
-            deliver_wt(&mut shared.member, now, dialer.handle(next));
-            if self.events.is_full() {
-                break;
-            }
-        }
     }
 
     fn read_udp(&mut self, shared: &mut Shared, buf: &mut RecvBuffers) {
@@ -711,11 +732,12 @@ impl Carrier for Carry<'_> {
                 }
             }
             (Route::WebTransport(transport), _) => {
-                if let Some(wt) = io.webtransport.as_mut().filter(|wt| wt.has(transport)) {
-                    wt.send(transport, datagram);
-                } else if let Some(dialer) = &mut io.dialer {
-                    dialer.send(transport, datagram);
-                }
+                let (host, client) = (io.webtransport.as_mut(), io.dialer.as_mut());
+                sessions::send(host, client, transport, datagram);
+            }
+            (Route::WebSocket(transport), _) => {
+                let (host, client) = (io.websocket.as_mut(), io.ws_dialer.as_mut());
+                sessions::send(host, client, transport, datagram);
             }
         }
     }
@@ -737,42 +759,22 @@ fn deliver(member: &mut Member, now: Duration, transport: TransportId, event: We
     }
 }
 
-/// Hands a WebTransport session's event or datagram (a host's or a client's) to the member.
-fn deliver_wt(member: &mut Member, now: Duration, told: Option<(TransportId, WtEvent)>) {
-    match told {
-        Some((transport, WtEvent::Transport(event))) => {
-            member.handle_transport(now, transport, event);
-        }
-        Some((transport, WtEvent::Datagram(datagram))) => {
-            let route = Route::WebTransport(transport);
-            if let Err(e) = member.receive(now, route, &datagram) {
-                tracing::debug!(error = %e, "datagram refused");
-            }
-        }
-        None => {}
-    }
-}
-
-/// The next report of a client's WebTransport sessions; never without them.
-async fn dialed_next(dialer: Option<&mut WtClient>) -> ClientReport {
-    match dialer {
-        Some(dialer) => dialer.next().await,
-        None => std::future::pending().await,
-    }
+/// Hands a report of `sessions` (and what else they have waiting) to the member.
+fn on_report<S: Sessions>(
+    shared: &Mutex<Shared>,
+    sessions: Option<&mut S>,
+    events: &EventQueue,
+    report: S::Report,
+) {
+    let mut guard = lock(shared);
+    let now = guard.now();
+    sessions::take_reports(sessions, &mut guard.member, now, events, report);
 }
 
 /// Until a host's WebRTC socket may have datagrams; never without one.
 async fn lite_readable(lite: Option<&LiteHost>) -> std::io::Result<()> {
     match lite {
         Some(lite) => lite.readable().await,
-        None => std::future::pending().await,
-    }
-}
-
-/// The next report of a host's WebTransport; never without one.
-async fn webtransport_next(wt: Option<&mut WtHost>) -> Report {
-    match wt {
-        Some(wt) => wt.next().await,
         None => std::future::pending().await,
     }
 }
@@ -824,11 +826,17 @@ async fn run(
                 }
                 io.read_udp(&mut lock(&shared), &mut buf);
             }
-            report = webtransport_next(io.webtransport.as_mut()), if reading => {
-                io.on_webtransport(&mut lock(&shared), report);
+            report = sessions::next(io.webtransport.as_mut()), if reading => {
+                on_report(&shared, io.webtransport.as_mut(), &io.events, report);
             }
-            report = dialed_next(io.dialer.as_mut()), if reading => {
-                io.on_dialed(&mut lock(&shared), report);
+            report = sessions::next(io.dialer.as_mut()), if reading => {
+                on_report(&shared, io.dialer.as_mut(), &io.events, report);
+            }
+            report = sessions::next(io.websocket.as_mut()), if reading => {
+                on_report(&shared, io.websocket.as_mut(), &io.events, report);
+            }
+            report = sessions::next(io.ws_dialer.as_mut()), if reading => {
+                on_report(&shared, io.ws_dialer.as_mut(), &io.events, report);
             }
             ready = lite_readable(io.lite.as_ref()), if reading => {
                 if let Err(e) = ready {
@@ -893,9 +901,12 @@ async fn leave(shared: &Mutex<Shared>, io: &mut Io) {
     // Dropping the socket closes the WebSocket cleanly; give its task a moment.
     io.socket = None;
     io.sessions.clear();
-    // Dropping the host's WebTransport closes its sessions and its endpoint.
+    // Dropping the host's WebTransport and WebSocket closes their sessions, endpoint and
+    // listener.
     io.webtransport = None;
     io.dialer = None;
+    io.websocket = None;
+    io.ws_dialer = None;
     tokio::time::sleep(Duration::from_millis(50)).await;
 }
 

@@ -329,8 +329,10 @@ async fn run(
                         tracing::debug!(transport = peer.0, error = %e, "remote candidate refused");
                     }
                 }
-                // The member applies no WebTransport token to a peer connection.
-                Some(Command::Remote(SignalData::WebTransport { .. })) => {}
+                // The member applies no session token to a peer connection.
+                Some(Command::Remote(
+                    SignalData::WebTransport { .. } | SignalData::WebSocket { .. },
+                )) => {}
             },
             datagram = datagrams.recv() => {
                 let Some(datagram) = datagram else { break };

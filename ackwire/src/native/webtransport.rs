@@ -40,7 +40,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
-use ackwire_room::member::{TransportEvent, TransportId};
+use ackwire_room::member::{Route, TransportEvent, TransportId};
 use ackwire_signalling::webtransport::{CertHash, WebTransportInfo, is_token, session_token};
 use bytes::Bytes;
 use tokio::sync::{mpsc, oneshot};
@@ -49,6 +49,8 @@ use wtransport::endpoint::endpoint_side::Server;
 use wtransport::endpoint::{IncomingSession, SessionRequest};
 use wtransport::tls::self_signed::time;
 use wtransport::{Connection, Endpoint, Identity, ServerConfig, VarInt};
+
+use super::sessions::{SessionEvent, Sessions};
 
 /// How long a session whose token the member has not named is held before it is refused: a
 /// client sends its token over signalling as it dials, so the two arrive about together.
@@ -139,6 +141,8 @@ pub(crate) fn reach_ip(
 pub(crate) struct WtPlan {
     socket: std::net::UdpSocket,
     identity: Identity,
+    /// The IP clients reach the host at.
+    ip: IpAddr,
     info: WebTransportInfo,
     /// The certificate's names, for the next ones.
     names: Vec<String>,
@@ -179,18 +183,32 @@ impl WtPlan {
         let info = WebTransportInfo {
             url: format!("https://{}{PATH}", SocketAddr::new(ip, port)),
             cert_hashes: vec![hash],
+            websocket: None,
         };
         Ok(WtPlan {
             socket,
             identity,
+            ip,
             info,
             names,
         })
     }
 
-    /// What the host publishes: its URL (no query) and its certificate's hash.
+    /// What the host publishes: its URL (no query) and its certificate's hash (and its
+    /// WebSocket's URL, once [`Self::serve_websocket`] gives it).
     pub(crate) fn info(&self) -> &WebTransportInfo {
         &self.info
+    }
+
+    /// The IP clients reach the host at (the URL's).
+    pub(crate) fn ip(&self) -> IpAddr {
+        self.ip
+    }
+
+    /// Publishes the host's WebSocket (`ws://…`, [`WsPlan`](super::websocket::WsPlan)) beside
+    /// the service, in every step of the certificate's rotation too.
+    pub(crate) fn serve_websocket(&mut self, url: String) {
+        self.info.websocket = Some(url);
     }
 }
 
@@ -253,15 +271,6 @@ impl Rotation {
             names,
         }
     }
-}
-
-/// What a transport of the host's WebTransport tells the member.
-#[derive(Debug)]
-pub(crate) enum WtEvent {
-    /// The session's state ([`TransportEvent::ChannelOpen`], `ChannelClosed`, `Failed`).
-    Transport(TransportEvent),
-    /// A datagram arrived on the session.
-    Datagram(Bytes),
 }
 
 /// What the endpoint's tasks report to the room's task (handed back to [`WtHost::handle`]).
@@ -463,20 +472,10 @@ impl WtHost {
         Some(self.info.clone())
     }
 
-    /// Datagrams the sessions would not send.
-    pub(crate) fn send_failures(&self) -> u64 {
-        self.send_failures
-    }
-
     /// Sessions held for a token the member has not named.
     #[cfg(test)]
     fn held(&self) -> usize {
         self.held.len()
-    }
-
-    /// Whether `transport` is one of this endpoint's.
-    pub(crate) fn has(&self, transport: TransportId) -> bool {
-        self.transports.contains_key(&transport)
     }
 
     /// The member's [`Command::AcceptWebTransport`]: the session that shows `token` is
@@ -498,105 +497,6 @@ impl WtHost {
             None => State::Waiting,
         };
         self.transports.insert(transport, Slot { token, state });
-    }
-
-    /// The member's `CloseTransport`: the session closes (or is refused if it comes), and
-    /// its token is forgotten.
-    pub(crate) fn close(&mut self, transport: TransportId) {
-        if let Some(slot) = self.transports.remove(&transport) {
-            self.tokens.remove(&slot.token);
-            if let State::Open(connection) = slot.state {
-                connection.close(VarInt::from_u32(0), b"closed");
-            }
-        }
-    }
-
-    /// Sends `datagram` on `transport`'s session; one it would not send (too large for the
-    /// path, the session gone) is dropped and counted, as one lost on the way would be.
-    pub(crate) fn send(&mut self, transport: TransportId, datagram: &[u8]) {
-        let Some(Slot {
-            state: State::Open(connection),
-            ..
-        }) = self.transports.get(&transport)
-        else {
-            return;
-        };
-        if let Err(e) = connection.send_datagram(datagram) {
-            self.send_failures += 1;
-            tracing::debug!(?transport, len = datagram.len(), error = %e, "WebTransport datagram not sent");
-        }
-    }
-
-    /// The next report of the endpoint's tasks (cancel-safe).
-    pub(crate) async fn next(&mut self) -> Report {
-        // The host holds a sender: the channel never closes while it lives.
-        match self.reports_rx.recv().await {
-            Some(report) => report,
-            None => std::future::pending().await,
-        }
-    }
-
-    /// A report already waiting, if any.
-    pub(crate) fn try_next(&mut self) -> Option<Report> {
-        self.reports_rx.try_recv().ok()
-    }
-
-    /// Takes in a report: what it has for the member, if anything.
-    pub(crate) fn handle(&mut self, report: Report) -> Option<(TransportId, WtEvent)> {
-        match report.0 {
-            Happened::Arrived { token, request } => {
-                self.arrived(token, request);
-                None
-            }
-            Happened::Expired { token, number } => {
-                if self.held.get(&token).is_some_and(|h| h.number == number)
-                    && let Some(held) = self.held.remove(&token)
-                {
-                    tracing::debug!("WebTransport session refused: its token was never named");
-                    tokio::spawn((*held.request).forbidden());
-                }
-                None
-            }
-            Happened::Accepted { transport, result } => {
-                let slot = self.transports.get_mut(&transport);
-                match (slot, result) {
-                    (Some(slot), Ok(connection)) if matches!(slot.state, State::Accepting) => {
-                        slot.state = State::Open(connection);
-                        Some((transport, WtEvent::Transport(TransportEvent::ChannelOpen)))
-                    }
-                    (Some(slot), Err(reason)) => {
-                        slot.state = State::Ended;
-                        Some((
-                            transport,
-                            WtEvent::Transport(TransportEvent::Failed(reason)),
-                        ))
-                    }
-                    // Closed meanwhile.
-                    (_, Ok(connection)) => {
-                        connection.close(VarInt::from_u32(0), b"closed");
-                        None
-                    }
-                    (None, Err(_)) => None,
-                }
-            }
-            Happened::Datagram { transport, payload } => match self.transports.get(&transport) {
-                Some(Slot {
-                    state: State::Open(_),
-                    ..
-                }) => Some((transport, WtEvent::Datagram(payload))),
-                _ => None,
-            },
-            Happened::Closed { transport, reason } => {
-                let slot = self.transports.get_mut(&transport)?;
-                if !matches!(slot.state, State::Open(_)) {
-                    return None;
-                }
-                tracing::debug!(?transport, %reason, "WebTransport session closed");
-                slot.state = State::Ended;
-                Some((transport, WtEvent::Transport(TransportEvent::ChannelClosed)))
-            }
-            Happened::Tell { transport, event } => Some((transport, WtEvent::Transport(event))),
-        }
     }
 
     /// A session showed `token`: taken if the member named it and it is free, held if the
@@ -638,6 +538,131 @@ impl WtHost {
         let _ = self
             .reports
             .send(Report(Happened::Tell { transport, event }));
+    }
+}
+
+impl Sessions for WtHost {
+    type Report = Report;
+
+    fn route(transport: TransportId) -> Route {
+        Route::WebTransport(transport)
+    }
+
+    /// Datagrams the sessions would not send.
+    fn send_failures(&self) -> u64 {
+        self.send_failures
+    }
+
+    /// Whether `transport` is one of this endpoint's.
+    fn has(&self, transport: TransportId) -> bool {
+        self.transports.contains_key(&transport)
+    }
+
+    /// The member's `CloseTransport`: the session closes (or is refused if it comes), and
+    /// its token is forgotten.
+    fn close(&mut self, transport: TransportId) {
+        if let Some(slot) = self.transports.remove(&transport) {
+            self.tokens.remove(&slot.token);
+            if let State::Open(connection) = slot.state {
+                connection.close(VarInt::from_u32(0), b"closed");
+            }
+        }
+    }
+
+    /// Sends `datagram` on `transport`'s session; one it would not send (too large for the
+    /// path, the session gone) is dropped and counted, as one lost on the way would be.
+    fn send(&mut self, transport: TransportId, datagram: &[u8]) {
+        let Some(Slot {
+            state: State::Open(connection),
+            ..
+        }) = self.transports.get(&transport)
+        else {
+            return;
+        };
+        if let Err(e) = connection.send_datagram(datagram) {
+            self.send_failures += 1;
+            tracing::debug!(?transport, len = datagram.len(), error = %e, "WebTransport datagram not sent");
+        }
+    }
+
+    /// The next report of the endpoint's tasks (cancel-safe).
+    async fn next(&mut self) -> Report {
+        // The host holds a sender: the channel never closes while it lives.
+        match self.reports_rx.recv().await {
+            Some(report) => report,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// A report already waiting, if any.
+    fn try_next(&mut self) -> Option<Report> {
+        self.reports_rx.try_recv().ok()
+    }
+
+    /// Takes in a report: what it has for the member, if anything.
+    fn handle(&mut self, report: Report) -> Option<(TransportId, SessionEvent)> {
+        match report.0 {
+            Happened::Arrived { token, request } => {
+                self.arrived(token, request);
+                None
+            }
+            Happened::Expired { token, number } => {
+                if self.held.get(&token).is_some_and(|h| h.number == number)
+                    && let Some(held) = self.held.remove(&token)
+                {
+                    tracing::debug!("WebTransport session refused: its token was never named");
+                    tokio::spawn((*held.request).forbidden());
+                }
+                None
+            }
+            Happened::Accepted { transport, result } => {
+                let slot = self.transports.get_mut(&transport);
+                match (slot, result) {
+                    (Some(slot), Ok(connection)) if matches!(slot.state, State::Accepting) => {
+                        slot.state = State::Open(connection);
+                        Some((
+                            transport,
+                            SessionEvent::Transport(TransportEvent::ChannelOpen),
+                        ))
+                    }
+                    (Some(slot), Err(reason)) => {
+                        slot.state = State::Ended;
+                        Some((
+                            transport,
+                            SessionEvent::Transport(TransportEvent::Failed(reason)),
+                        ))
+                    }
+                    // Closed meanwhile.
+                    (_, Ok(connection)) => {
+                        connection.close(VarInt::from_u32(0), b"closed");
+                        None
+                    }
+                    (None, Err(_)) => None,
+                }
+            }
+            Happened::Datagram { transport, payload } => match self.transports.get(&transport) {
+                Some(Slot {
+                    state: State::Open(_),
+                    ..
+                }) => Some((transport, SessionEvent::Datagram(payload))),
+                _ => None,
+            },
+            Happened::Closed { transport, reason } => {
+                let slot = self.transports.get_mut(&transport)?;
+                if !matches!(slot.state, State::Open(_)) {
+                    return None;
+                }
+                tracing::debug!(?transport, %reason, "WebTransport session closed");
+                slot.state = State::Ended;
+                Some((
+                    transport,
+                    SessionEvent::Transport(TransportEvent::ChannelClosed),
+                ))
+            }
+            Happened::Tell { transport, event } => {
+                Some((transport, SessionEvent::Transport(event)))
+            }
+        }
     }
 }
 
@@ -761,7 +786,7 @@ mod tests {
     /// A host on loopback, and what it had for the member so far.
     struct Harness {
         host: WtHost,
-        seen: VecDeque<(TransportId, WtEvent)>,
+        seen: VecDeque<(TransportId, SessionEvent)>,
     }
 
     impl Harness {
@@ -802,7 +827,7 @@ mod tests {
         }
 
         /// The next thing the host has for the member.
-        async fn event(&mut self) -> (TransportId, WtEvent) {
+        async fn event(&mut self) -> (TransportId, SessionEvent) {
             if let Some(event) = self.seen.pop_front() {
                 return event;
             }
@@ -880,11 +905,11 @@ mod tests {
         }
     }
 
-    fn assert_open(event: (TransportId, WtEvent), transport: TransportId) {
+    fn assert_open(event: (TransportId, SessionEvent), transport: TransportId) {
         assert!(
             matches!(
                 event,
-                (t, WtEvent::Transport(TransportEvent::ChannelOpen)) if t == transport
+                (t, SessionEvent::Transport(TransportEvent::ChannelOpen)) if t == transport
             ),
             "expected {transport:?} open, got {event:?}"
         );
@@ -895,7 +920,7 @@ mod tests {
         let up: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
         client.send_datagram(&up).expect("the client sends");
         match h.event().await {
-            (t, WtEvent::Datagram(got)) if t == transport => assert_eq!(got[..], up[..]),
+            (t, SessionEvent::Datagram(got)) if t == transport => assert_eq!(got[..], up[..]),
             other => panic!("expected a datagram, got {other:?}"),
         }
         let down: Vec<u8> = up.iter().rev().copied().collect();
@@ -1040,7 +1065,7 @@ mod tests {
         client.close(VarInt::from_u32(0), b"bye");
         assert!(matches!(
             h.event().await,
-            (t, WtEvent::Transport(TransportEvent::ChannelClosed)) if t == transport
+            (t, SessionEvent::Transport(TransportEvent::ChannelClosed)) if t == transport
         ));
     }
 

@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
-use ackwire_room::member::{TransportEvent, TransportId};
+use ackwire_room::member::{Route, TransportEvent, TransportId};
 use ackwire_signalling::{SignalData, WebTransportInfo};
 use bytes::Bytes;
 use tokio::sync::mpsc;
@@ -29,7 +29,8 @@ use wtransport::error::ConnectingError;
 use wtransport::tls::Sha256Digest;
 use wtransport::{ClientConfig, Connection, Endpoint, VarInt};
 
-use super::webtransport::{WtEvent, transport_config};
+use super::sessions::{SessionEvent, Sessions, link_token};
+use super::webtransport::transport_config;
 
 /// Dials of one session before its failure is told: a connection the host closed as it
 /// opened is dialed again.
@@ -99,23 +100,10 @@ impl WtClient {
         }
     }
 
-    /// Whether `transport` is one of this client's sessions.
-    pub(crate) fn has(&self, transport: TransportId) -> bool {
-        self.sessions.contains_key(&transport)
-    }
-
-    /// Datagrams the sessions would not send.
-    pub(crate) fn send_failures(&self) -> u64 {
-        self.send_failures
-    }
-
     /// The member's `OpenWebTransport`: the token to the member (before anything else of
     /// the session), then the dial (inside a tokio runtime: it spawns the session's task).
     pub(crate) fn open(&mut self, transport: TransportId, service: &WebTransportInfo) {
-        let token: String = rand::random::<[u8; 16]>()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let token = link_token();
         let url = service.session_url(&token);
         let hashes: Vec<Sha256Digest> = service
             .cert_hashes
@@ -142,10 +130,28 @@ impl WtClient {
             close(old);
         }
     }
+}
+
+impl Sessions for WtClient {
+    type Report = ClientReport;
+
+    fn route(transport: TransportId) -> Route {
+        Route::WebTransport(transport)
+    }
+
+    /// Whether `transport` is one of this client's sessions.
+    fn has(&self, transport: TransportId) -> bool {
+        self.sessions.contains_key(&transport)
+    }
+
+    /// Datagrams the sessions would not send.
+    fn send_failures(&self) -> u64 {
+        self.send_failures
+    }
 
     /// The member's `CloseTransport`: the session closes (or its dial stops), and nothing
     /// more of it is told.
-    pub(crate) fn close(&mut self, transport: TransportId) {
+    fn close(&mut self, transport: TransportId) {
         if let Some(slot) = self.sessions.remove(&transport) {
             close(slot);
         }
@@ -153,7 +159,7 @@ impl WtClient {
 
     /// Sends `datagram` on `transport`'s session; one it would not send is dropped and
     /// counted, as one lost on the way would be.
-    pub(crate) fn send(&mut self, transport: TransportId, datagram: &[u8]) {
+    fn send(&mut self, transport: TransportId, datagram: &[u8]) {
         let Some(Slot {
             connection: Some(connection),
             ..
@@ -168,7 +174,7 @@ impl WtClient {
     }
 
     /// The next report of the sessions' tasks (cancel-safe).
-    pub(crate) async fn next(&mut self) -> ClientReport {
+    async fn next(&mut self) -> ClientReport {
         // The client holds a sender: the channel never closes while it lives.
         match self.reports_rx.recv().await {
             Some(report) => report,
@@ -177,27 +183,27 @@ impl WtClient {
     }
 
     /// A report already waiting, if any.
-    pub(crate) fn try_next(&mut self) -> Option<ClientReport> {
+    fn try_next(&mut self) -> Option<ClientReport> {
         self.reports_rx.try_recv().ok()
     }
 
     /// Takes in a report: what it has for the member, if anything (nothing of a session the
     /// member closed).
-    pub(crate) fn handle(&mut self, report: ClientReport) -> Option<(TransportId, WtEvent)> {
+    fn handle(&mut self, report: ClientReport) -> Option<(TransportId, SessionEvent)> {
         let ClientReport(transport, dialed) = report;
         let slot = self.sessions.get_mut(&transport)?;
         let event = match dialed {
-            Dialed::Tell(event) => WtEvent::Transport(event),
+            Dialed::Tell(event) => SessionEvent::Transport(event),
             Dialed::Open(connection) => {
                 slot.connection = Some(connection);
-                WtEvent::Transport(TransportEvent::ChannelOpen)
+                SessionEvent::Transport(TransportEvent::ChannelOpen)
             }
-            Dialed::Failed(reason) => WtEvent::Transport(TransportEvent::Failed(reason)),
-            Dialed::Datagram(payload) => WtEvent::Datagram(payload),
+            Dialed::Failed(reason) => SessionEvent::Transport(TransportEvent::Failed(reason)),
+            Dialed::Datagram(payload) => SessionEvent::Datagram(payload),
             Dialed::Closed(reason) => {
                 tracing::debug!(?transport, %reason, "WebTransport session closed");
                 slot.connection = None;
-                WtEvent::Transport(TransportEvent::ChannelClosed)
+                SessionEvent::Transport(TransportEvent::ChannelClosed)
             }
         };
         Some((transport, event))

@@ -90,8 +90,10 @@ try {
     // The host room pong-host made: players link to the host alone.
     role: 'client',
     // Over WebTransport when the browser and the host have it (`?transport=webrtc`: WebRTC
-    // only, as a browser without WebTransport plays).
-    webTransport: params.get('transport') !== 'webrtc',
+    // first, as a browser without WebTransport plays; `?transport=websocket`: over the host's
+    // WebSocket alone, as a browser with neither plays).
+    webTransport: !['webrtc', 'websocket'].includes(params.get('transport')),
+    webRtc: params.get('transport') !== 'websocket',
   });
   say('joined: waiting for the host');
 } catch (err) {

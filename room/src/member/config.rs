@@ -95,6 +95,20 @@ pub struct MemberConfig {
     /// (a session is ready in two or three round trips; its handshake packets are resent
     /// after a second).
     pub webtransport_timeout: Duration,
+    /// A client of a host room can dial a WebSocket (browsers): it links to a host whose
+    /// service has one that way when nothing else reaches it (its WebRTC attempt failed, or
+    /// it has no WebRTC). Default: `false`.
+    pub dials_websocket: bool,
+    /// The driver can open WebRTC peer connections. A browser without `RTCPeerConnection`
+    /// (WebKitGTK) sets `false`: it links to a host over WebTransport or its WebSocket only,
+    /// and a link with neither is lost at once ([`Failure::NoTransport`]). Default: `true`.
+    ///
+    /// [`Failure::NoTransport`]: super::Failure::NoTransport
+    pub webrtc: bool,
+    /// A client's WebRTC attempt to a host that serves a WebSocket gives way to the WebSocket
+    /// when its data channel is not open after this long (the path to a host is short: an
+    /// ICE-lite host answers the first checks). Default: 8 s.
+    pub websocket_after: Duration,
 }
 
 impl MemberConfig {
@@ -129,6 +143,9 @@ impl MemberConfig {
             webtransport: None,
             dials_webtransport: false,
             webtransport_timeout: Duration::from_secs(3),
+            dials_websocket: false,
+            webrtc: true,
+            websocket_after: Duration::from_secs(8),
         }
     }
 

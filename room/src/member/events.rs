@@ -297,6 +297,9 @@ pub enum Failure {
     /// A direct UDP attempt between natives got no answer within `direct_timeout`: the next
     /// attempt goes through WebRTC (ICE, with STUN and TURN).
     NoDirectPath,
+    /// Nothing this side can open reaches the peer: a browser without WebRTC, and a host
+    /// that serves neither WebTransport it can dial nor a WebSocket.
+    NoTransport,
 }
 
 impl Failure {
@@ -315,6 +318,7 @@ impl Failure {
             Failure::KeyRefused => "key_refused",
             Failure::Keying(_) => "keying",
             Failure::Protocol(_) => "protocol",
+            Failure::NoTransport => "no_transport",
             Failure::NoDirectPath => "no_direct_path",
         }
     }
@@ -338,7 +342,7 @@ impl std::fmt::Display for Failure {
                 f.write_str("; this network may need a TURN server (see docs/deployment.md)")
             }
             Failure::ChannelClosed => f.write_str("the data channel closed"),
-            Failure::Transport(reason) => write!(f, "WebRTC error: {reason}"),
+            Failure::Transport(reason) => write!(f, "transport error: {reason}"),
             Failure::IdleTimeout(after) => {
                 write!(f, "nothing heard from this player for {} s", after.as_secs())
             }
@@ -357,6 +361,9 @@ impl std::fmt::Display for Failure {
             }
             Failure::NoDirectPath => f.write_str(
                 "no direct UDP path to this player (NATs or a firewall); trying WebRTC (ICE) instead",
+            ),
+            Failure::NoTransport => f.write_str(
+                "nothing this browser can open reaches the host (no WebRTC here, and the host serves no WebSocket)",
             ),
         }
     }

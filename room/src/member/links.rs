@@ -49,15 +49,17 @@ pub(super) enum Transport {
     Udp,
     /// A WebRTC data channel.
     WebRtc(Rtc),
-    /// A WebTransport session's datagrams (`webtransport.rs`).
+    /// A WebTransport session's datagrams or a WebSocket's messages (`webtransport.rs`).
     Session(Wt),
 }
 
-/// One WebTransport session attempt: a client dials its host, the host takes the session that
-/// shows the client's token.
+/// One session attempt between a client and its host, over WebTransport or a WebSocket: the
+/// client dials, the host takes the session that shows the client's token.
 #[derive(Debug)]
 pub(super) struct Wt {
     pub(super) id: TransportId,
+    /// A WebSocket (the last resort), not a WebTransport session.
+    pub(super) websocket: bool,
     /// We are the host. On a session the host connects (the core's channel request, its
     /// first packets right behind it) and the client accepts: the host knows the session is
     /// up half a round trip before the client does, and its first state reaches a page that
@@ -223,6 +225,11 @@ pub(super) struct Link {
     /// A WebTransport attempt to this host failed before its session was ready: the link
     /// goes over WebRTC from now on.
     pub(super) via_webrtc: bool,
+    /// A WebRTC attempt to this host failed before its data channel opened (or we have no
+    /// WebRTC): the link goes over the host's WebSocket from now on.
+    pub(super) via_websocket: bool,
+    /// What carried the link's last attempt: what a lost or retrying link says it was on.
+    pub(super) last_kind: Option<TransportKind>,
     pub(super) attempt: Attempt,
     pub(super) reason: Option<Failure>,
     pub(super) attempts: u32,
@@ -251,10 +258,22 @@ impl Link {
     }
 
     fn transport_kind(&self) -> TransportKind {
+        match (&self.attempt, self.last_kind) {
+            (Attempt::Idle | Attempt::Retrying { .. }, Some(kind)) => kind,
+            _ => self.live_kind(),
+        }
+    }
+
+    /// What carries the current attempt (or, between attempts, the ordinary path).
+    fn live_kind(&self) -> TransportKind {
         if self.direct_udp().is_some() {
             TransportKind::Udp
-        } else if self.attempt.wt().is_some() {
-            TransportKind::WebTransport
+        } else if let Some(wt) = self.attempt.wt() {
+            if wt.websocket {
+                TransportKind::WebSocket
+            } else {
+                TransportKind::WebTransport
+            }
         } else {
             TransportKind::WebRtc
         }
@@ -267,6 +286,7 @@ impl Link {
         match (self.direct_udp(), self.attempt.rtc(), self.attempt.wt()) {
             (Some(addr), _, _) => Some(Route::Udp(addr)),
             (None, Some(rtc), _) => Some(Route::WebRtc(rtc.id)),
+            (None, None, Some(wt)) if wt.websocket => Some(Route::WebSocket(wt.id)),
             (None, None, Some(wt)) => Some(Route::WebTransport(wt.id)),
             (None, None, None) => None,
         }
@@ -508,6 +528,10 @@ impl Member {
     /// Link `i` changed: its [`Event::Link`], and [`Event::Connected`] or
     /// [`Event::Disconnected`] when it went into or out of `connected`.
     pub(super) fn link_event(&mut self, now: Duration, i: usize) {
+        let link = &mut self.links[i];
+        if !matches!(link.attempt, Attempt::Idle | Attempt::Retrying { .. }) {
+            link.last_kind = Some(link.live_kind());
+        }
         let info = self.links[i].info(now);
         let connected = info.state == LinkState::Connected;
         let link = &mut self.links[i];
@@ -612,6 +636,8 @@ impl Member {
             identity: info.identity.clone(),
             webtransport: info.webtransport.clone(),
             via_webrtc: false,
+            via_websocket: false,
+            last_kind: None,
             attempt: Attempt::Idle,
             reason: None,
             attempts: 0,
@@ -722,6 +748,14 @@ impl Member {
         if self.dials_webtransport(i) {
             self.dial_webtransport(now, i, peer);
             return self.link_event(now, i);
+        }
+        // Its WebSocket, the last resort: WebRTC failed, or we have none.
+        if self.dials_websocket(i) {
+            self.dial_websocket(now, i);
+            return self.link_event(now, i);
+        }
+        if !self.config.webrtc && self.links[i].direct_udp().is_none() {
+            return self.lose(now, i, Failure::NoTransport);
         }
         let link = &mut self.links[i];
         match link.direct_udp() {
@@ -852,8 +886,13 @@ impl Member {
         // A client whose WebTransport session never became ready (the browser could not
         // reach the host's UDP port, or refused its certificate) links over WebRTC instead,
         // at once.
-        let to_webrtc = !matches!(self.links[i].attempt, Attempt::Connected { .. })
-            && self.links[i].attempt.wt().is_some_and(|wt| !wt.hosting);
+        let connected = matches!(self.links[i].attempt, Attempt::Connected { .. });
+        let to_webrtc = !connected
+            && (self.links[i].attempt.wt()).is_some_and(|wt| !wt.hosting && !wt.websocket);
+        // And one whose WebRTC attempt never opened its data channel (UDP blocked both ways,
+        // a relay that is down) links over the host's WebSocket, at once.
+        let to_websocket =
+            !connected && self.links[i].attempt.rtc().is_some() && self.has_websocket(i);
         self.close_transport(now, i);
         let link = &mut self.links[i];
         link.reason = Some(failure);
@@ -862,11 +901,12 @@ impl Member {
         let link = &mut self.links[i];
         link.via_ice |= fall_back;
         link.via_webrtc |= to_webrtc;
+        link.via_websocket |= to_websocket;
         if link.server_id.is_none() {
             // Not in the room (yet): it starts over when its peer shows up again.
             return;
         }
-        let delay = if lead && !fall_back && !to_webrtc {
+        let delay = if lead && !fall_back && !to_webrtc && !to_websocket {
             self.config.backoff.delay(link.attempts, self.random.next())
         } else {
             // The passive side gets ready for the next attempt at once; so does a fallback
@@ -875,6 +915,11 @@ impl Member {
         };
         let link = &mut self.links[i];
         link.attempts += 1;
+        if matches!(link.reason, Some(Failure::NoTransport)) {
+            // Nothing to try again with until the host publishes another service
+            // (`peer_updated`).
+            return;
+        }
         link.attempt = Attempt::Retrying { at: now + delay };
         self.link_event(now, i);
     }
@@ -930,11 +975,18 @@ impl Member {
                     let failure = if self.links[i].direct_udp().is_some() {
                         Failure::NoDirectPath
                     } else if let Attempt::Dialing {
-                        wt: Wt { hosting: false, .. },
+                        wt:
+                            Wt {
+                                hosting: false,
+                                websocket: false,
+                                ..
+                            },
                         ..
                     } = self.links[i].attempt
                     {
                         Failure::Timeout(self.config.webtransport_timeout)
+                    } else if self.links[i].attempt.rtc().is_some() && self.has_websocket(i) {
+                        Failure::Timeout(self.config.websocket_after)
                     } else {
                         // The attempt timeout it had, which is what the player can change
                         // (an answerer's deadline starts at the offer, after the attempt).

@@ -623,7 +623,11 @@ impl Member {
         }
         self.closing.retain(|c| {
             let done = c.is_done(now);
-            if done && let Route::WebRtc(transport) | Route::WebTransport(transport) = c.route {
+            if done
+                && let Route::WebRtc(transport)
+                | Route::WebTransport(transport)
+                | Route::WebSocket(transport) = c.route
+            {
                 out.push_back(Output::Command(Command::CloseTransport { transport }));
             }
             !done

@@ -28,8 +28,13 @@ impl Member {
             path: None,
         };
         // The answering side waits for an offer as long as it takes; its clock starts with
-        // the offer.
-        let deadline = offerer.then_some(now + self.config.attempt_timeout);
+        // the offer. A client with its host's WebSocket to fall back to waits less.
+        let timeout = if self.has_websocket(i) {
+            self.config.attempt_timeout.min(self.config.websocket_after)
+        } else {
+            self.config.attempt_timeout
+        };
+        let deadline = offerer.then_some(now + timeout);
         self.links[i].attempt = Attempt::Negotiating { rtc, deadline };
         self.command(Command::OpenPeerConnection {
             transport,
@@ -59,11 +64,14 @@ impl Member {
             self.early_signals.push_back((now, from, data));
             return;
         };
-        if let SignalData::WebTransport {
-            webtransport: token,
-        } = data
-        {
-            return self.on_webtransport_token(now, i, token);
+        match data {
+            SignalData::WebTransport {
+                webtransport: token,
+            } => return self.on_session_token(now, i, token, false),
+            SignalData::WebSocket { websocket: token } => {
+                return self.on_session_token(now, i, token, true);
+            }
+            _ => {}
         }
         let offer = matches!(&data, SignalData::Sdp { sdp } if sdp.kind == SdpKind::Offer);
         if self.links[i].direct_udp().is_some() {
@@ -111,7 +119,7 @@ impl Member {
                     self.command(Command::ApplyRemoteSignal { transport, data });
                 }
             }
-            SignalData::WebTransport { .. } => {}
+            SignalData::WebTransport { .. } | SignalData::WebSocket { .. } => {}
             SignalData::Candidate { .. } => {
                 let Some(rtc) = self.links[i].attempt.rtc_mut() else {
                     return;

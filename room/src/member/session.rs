@@ -302,7 +302,7 @@ impl Member {
                 self.session.ice_servers = ice_servers.into_owned();
             }
             ServerFrame::PeerJoined { peer, .. } => self.peer_present(now, &peer),
-            ServerFrame::PeerUpdated { peer, .. } => self.peer_updated(&peer),
+            ServerFrame::PeerUpdated { peer, .. } => self.peer_updated(now, &peer),
             ServerFrame::PeerLeft {
                 peer_id, reason, ..
             } => {

@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::ServerId;
 use crate::signalling::{IceServer, SignalData, WebTransportInfo};
 
-/// A transport attempt: a WebRTC peer connection or a WebTransport session. A link gets a new
+/// A transport attempt: a WebRTC peer connection, a WebTransport session or a WebSocket. A link gets a new
 /// one for every attempt, so events of an old, closing one can never touch the new one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(transparent)]
@@ -34,6 +34,9 @@ pub enum Route {
     Udp(SocketAddr),
     /// The unreliable datagrams of this WebTransport session.
     WebTransport(TransportId),
+    /// The binary messages of this WebSocket, one core packet each (in order, none lost: TCP
+    /// carries them).
+    WebSocket(TransportId),
 }
 
 /// What carries a link.
@@ -49,6 +52,11 @@ pub enum TransportKind {
     /// unreliable and unordered).
     #[serde(rename = "webtransport")]
     WebTransport,
+    /// A WebSocket between a client and a host room's host, the last resort (no UDP or no
+    /// WebRTC on the client's side): the core's packets ride one TCP stream, so a lost
+    /// segment holds back the ones behind it.
+    #[serde(rename = "websocket")]
+    WebSocket,
 }
 
 /// An ICE connection state, as both WebRTC stacks name them.
@@ -121,8 +129,29 @@ pub enum Command {
         /// The client's token ([`crate::signalling::webtransport::session_token`]).
         token: String,
     },
-    /// Close the transport (a peer connection or a session); nothing more will be asked of
-    /// it.
+    /// A client of a host room dials the host's WebSocket (`service.websocket`): the driver
+    /// makes the link's token, reports it as a [`TransportEvent::LocalSignal`]
+    /// ([`SignalData::WebSocket`]), dials [`WebTransportInfo::websocket_url`] with it, and
+    /// reports [`TransportEvent::ChannelOpen`] once it is open,
+    /// [`TransportEvent::ChannelClosed`] once it closes, or [`TransportEvent::Failed`];
+    /// packets go both ways on [`Route::WebSocket`], one per binary message.
+    OpenWebSocket {
+        /// The new transport.
+        transport: TransportId,
+        /// The host's service, with its WebSocket URL.
+        service: WebTransportInfo,
+    },
+    /// The host takes the WebSocket that shows `token` in its path as this transport (one
+    /// that came before the token is held until it comes): [`TransportEvent::ChannelOpen`]
+    /// once it is taken.
+    AcceptWebSocket {
+        /// The new transport.
+        transport: TransportId,
+        /// The client's token.
+        token: String,
+    },
+    /// Close the transport (a peer connection, a session or a WebSocket); nothing more will
+    /// be asked of it.
     CloseTransport {
         /// Which transport.
         transport: TransportId,

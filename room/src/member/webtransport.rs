@@ -5,6 +5,11 @@
 //! TLS authenticates the host by the certificate hash signalling gave; the token, which only
 //! the client and the host saw, the client). A client whose session never becomes ready links
 //! over WebRTC instead (`Link::via_webrtc`), and the host follows when the offer comes.
+//!
+//! The host's WebSocket is the last resort, the same way: a client whose WebRTC attempt to
+//! the host never opened (or that has no WebRTC) dials it with a token of its own
+//! (`Link::via_websocket`), and the host takes the connection that shows it. TCP carries
+//! the core's packets in order and resends what it loses; the core runs as over a session.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -25,6 +30,47 @@ impl Member {
             && !link.via_webrtc
     }
 
+    /// Whether link `i` could fall back to its host's WebSocket: we are a client that can
+    /// dial one, the peer is the host and publishes one, and we have not fallen back yet.
+    pub(super) fn has_websocket(&self, i: usize) -> bool {
+        let link = &self.links[i];
+        self.config.dials_websocket
+            && self.config.role == Role::Client
+            && link.role == Role::Host
+            && (link.webtransport.as_ref()).is_some_and(|s| s.websocket.is_some())
+            && !link.via_websocket
+    }
+
+    /// Whether link `i` goes over its host's WebSocket: it could, and WebRTC failed or we
+    /// have none.
+    pub(super) fn dials_websocket(&self, i: usize) -> bool {
+        let link = &self.links[i];
+        self.config.dials_websocket
+            && self.config.role == Role::Client
+            && link.role == Role::Host
+            && (link.webtransport.as_ref()).is_some_and(|s| s.websocket.is_some())
+            && (link.via_websocket || !self.config.webrtc)
+    }
+
+    /// A new WebSocket attempt of link `i` to its host: the driver dials (its token comes
+    /// back as a signal for the host). The last resort has no fallback: it takes as long as
+    /// any attempt may.
+    pub(super) fn dial_websocket(&mut self, now: Duration, i: usize) {
+        let Some(service) = self.links[i].webtransport.clone() else {
+            return;
+        };
+        let transport = self.new_transport();
+        self.links[i].attempt = Attempt::Dialing {
+            wt: Wt {
+                id: transport,
+                websocket: true,
+                hosting: false,
+            },
+            deadline: now + self.config.attempt_timeout,
+        };
+        self.command(Command::OpenWebSocket { transport, service });
+    }
+
     /// A new WebTransport attempt of link `i` to the host `peer`: the driver dials (its token
     /// comes back as a signal for the host).
     pub(super) fn dial_webtransport(&mut self, now: Duration, i: usize, peer: ServerId) {
@@ -35,6 +81,7 @@ impl Member {
         self.links[i].attempt = Attempt::Dialing {
             wt: Wt {
                 id: transport,
+                websocket: false,
                 hosting: false,
             },
             deadline: now + self.config.webtransport_timeout,
@@ -46,12 +93,23 @@ impl Member {
         });
     }
 
-    /// A client's token for link `i`: a host with a service waits for the session that shows
-    /// it, in place of whatever the link had (the client started over). Anyone else, or a
-    /// token of the wrong shape, changes nothing.
-    pub(super) fn on_webtransport_token(&mut self, now: Duration, i: usize, token: String) {
+    /// A client's token for link `i` (for its WebSocket with `websocket`): a host that serves
+    /// it waits for the session that shows it, in place of whatever the link had (the client
+    /// started over). Anyone else, or a token of the wrong shape, changes nothing.
+    pub(super) fn on_session_token(
+        &mut self,
+        now: Duration,
+        i: usize,
+        token: String,
+        websocket: bool,
+    ) {
+        let serves = self
+            .config
+            .webtransport
+            .as_ref()
+            .is_some_and(|s| !websocket || s.websocket.is_some());
         if self.config.role != Role::Host
-            || self.config.webtransport.is_none()
+            || !serves
             || self.links[i].role != Role::Client
             || !webtransport::is_token(&token)
         {
@@ -73,11 +131,16 @@ impl Member {
         link.attempt = Attempt::Dialing {
             wt: Wt {
                 id: transport,
+                websocket,
                 hosting: true,
             },
             deadline: now + self.config.attempt_timeout,
         };
-        self.command(Command::AcceptWebTransport { transport, token });
+        self.command(if websocket {
+            Command::AcceptWebSocket { transport, token }
+        } else {
+            Command::AcceptWebTransport { transport, token }
+        });
         self.link_event(now, i);
     }
 
@@ -104,10 +167,16 @@ impl Member {
     }
 
     /// A `peer_updated`: the peer's new WebTransport service (a host's next certificate) is
-    /// what the next session to it dials; one open or being dialed is not touched.
-    pub(super) fn peer_updated(&mut self, info: &PeerInfo) {
-        if let Some(link) = self.links.iter_mut().find(|l| l.server_id == Some(info.id)) {
-            link.webtransport = info.webtransport.clone();
+    /// what the next session to it dials; one open or being dialed is not touched. A link
+    /// that had nothing to try with (`Failure::NoTransport`) tries again with it.
+    pub(super) fn peer_updated(&mut self, now: Duration, info: &PeerInfo) {
+        let Some(i) = self.links.iter().position(|l| l.server_id == Some(info.id)) else {
+            return;
+        };
+        self.links[i].webtransport = info.webtransport.clone();
+        let link = &self.links[i];
+        if matches!(link.attempt, Attempt::Idle) && link.reason == Some(Failure::NoTransport) {
+            self.start_attempt(now, i);
         }
     }
 

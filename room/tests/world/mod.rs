@@ -171,8 +171,9 @@ impl Action {
     }
 }
 
-/// A WebTransport session from a client to a host room's host. The host's service URL
-/// names its node: `https://wt.test/n<node>` ([`World::webtransport_service`]).
+/// A WebTransport session or a WebSocket from a client to a host room's host. The host's
+/// service URLs name its node: `https://wt.test/n<node>`, `ws://wt.test/n<node>`
+/// ([`World::webtransport_service`]).
 #[derive(Debug)]
 struct WtSession {
     client: usize,
@@ -180,6 +181,8 @@ struct WtSession {
     host: usize,
     host_transport: Option<TransportId>,
     token: String,
+    /// A WebSocket (TCP), not a WebTransport session.
+    websocket: bool,
     /// The CONNECT reached the host.
     arrived: bool,
     open: bool,
@@ -306,6 +309,9 @@ pub struct Node {
     pub gone: bool,
     /// Its path to the server is cut ([`World::cut_signalling`]): sockets fail to open.
     pub signalling_cut: bool,
+    /// Its driver has WebRTC (`MemberConfig::webrtc`): one without must never open a peer
+    /// connection.
+    webrtc: bool,
 }
 
 pub struct World {
@@ -322,6 +328,8 @@ pub struct World {
     wts: Vec<WtSession>,
     /// Hosts whose WebTransport port no client reaches ([`World::block_webtransport`]).
     wt_blocked: BTreeSet<usize>,
+    /// Hosts no UDP reaches ([`World::no_udp_to`]).
+    no_udp: BTreeSet<usize>,
     /// Every WebTransport dial: (client node, the service its command named), in order.
     pub wt_dials: Vec<(usize, ackwire_room::signalling::WebTransportInfo)>,
     /// Node pairs whose data is dropped (both directions).
@@ -363,6 +371,7 @@ impl World {
             pc_by_transport: HashMap::new(),
             wts: Vec::new(),
             wt_blocked: BTreeSet::new(),
+            no_udp: BTreeSet::new(),
             wt_dials: Vec::new(),
             blackout: BTreeSet::new(),
             udp_blocked: BTreeSet::new(),
@@ -426,6 +435,7 @@ impl World {
         config.udp_addr = udp;
         tweak(&mut config);
         let udp = config.udp_addr;
+        let webrtc = config.webrtc;
         if let Some(addr) = config.udp_addr {
             self.udp_owner.insert(addr, n);
         }
@@ -443,6 +453,7 @@ impl World {
             network: network.to_owned(),
             gone: false,
             signalling_cut: false,
+            webrtc,
         });
         self.drain(n);
         n
@@ -919,6 +930,10 @@ impl World {
             Command::OpenPeerConnection {
                 transport, offer, ..
             } => {
+                assert!(
+                    self.nodes[n].webrtc,
+                    "member {n} has no WebRTC but opened a peer connection"
+                );
                 let pc = self.pcs.len();
                 self.pcs.push(Pc {
                     owner: n,
@@ -962,8 +977,8 @@ impl World {
                         }
                         self.at(ICE_FAIL, Action::IceCheck { pc });
                     }
-                    SignalData::WebTransport { .. } => {
-                        panic!("a WebTransport token applied to a peer connection")
+                    SignalData::WebTransport { .. } | SignalData::WebSocket { .. } => {
+                        panic!("a session token applied to a peer connection")
                     }
                     SignalData::Candidate { .. } => {
                         assert!(self.pcs[pc].described, "candidate before the description");
@@ -976,47 +991,19 @@ impl World {
                 transport, service, ..
             } => {
                 self.wt_dials.push((n, service.clone()));
-                let token = format!("{:032x}", self.wts.len() + 1);
-                let host = service
-                    .url
-                    .rsplit_once("/n")
-                    .and_then(|(_, n)| n.parse().ok())
-                    .expect("a world host's service names its node");
-                self.at(
-                    Duration::ZERO,
-                    Action::Transport {
-                        to: n,
-                        transport,
-                        event: TransportEvent::LocalSignal(SignalData::WebTransport {
-                            webtransport: token.clone(),
-                        }),
-                    },
-                );
-                let session = self.wts.len();
-                self.wts.push(WtSession {
-                    client: n,
-                    client_transport: transport,
-                    host,
-                    host_transport: None,
-                    token,
-                    arrived: false,
-                    open: false,
-                    closed: false,
-                });
-                // QUIC's handshake, then the CONNECT: three hops. A blocked port answers
-                // nothing (the browser's own handshake timeout is longer than the member's).
-                if !self.wt_blocked.contains(&host) && !self.blocked(n, host) {
-                    self.at(3 * HOP, Action::WtArrive { session });
-                }
+                self.dial_session(n, transport, &service.url, false);
+            }
+            Command::OpenWebSocket { transport, service } => {
+                let url = service
+                    .websocket
+                    .expect("a WebSocket dialed where none is served");
+                self.dial_session(n, transport, &url, true);
             }
             Command::AcceptWebTransport { transport, token } => {
-                let Some(session) = self.wts.iter().position(|w| {
-                    w.host == n && w.token == token && !w.closed && w.host_transport.is_none()
-                }) else {
-                    return;
-                };
-                self.wts[session].host_transport = Some(transport);
-                self.wt_meet(session);
+                self.accept_session(n, transport, &token, false);
+            }
+            Command::AcceptWebSocket { transport, token } => {
+                self.accept_session(n, transport, &token, true);
             }
             Command::CloseTransport { transport } => {
                 if let Some(session) = self.wt_of(n, transport) {
@@ -1066,6 +1053,70 @@ impl World {
         }
     }
 
+    /// Client `n` dials the session (a WebSocket with `websocket`) at `url`, which names the
+    /// host's node: its token goes to the host, the session arrives when the handshakes are
+    /// done.
+    fn dial_session(&mut self, n: usize, transport: TransportId, url: &str, websocket: bool) {
+        let token = format!("{:032x}", self.wts.len() + 1);
+        let host = url
+            .rsplit_once("/n")
+            .and_then(|(_, n)| n.parse().ok())
+            .expect("a world host's service names its node");
+        let signal = if websocket {
+            SignalData::WebSocket {
+                websocket: token.clone(),
+            }
+        } else {
+            SignalData::WebTransport {
+                webtransport: token.clone(),
+            }
+        };
+        self.at(
+            Duration::ZERO,
+            Action::Transport {
+                to: n,
+                transport,
+                event: TransportEvent::LocalSignal(signal),
+            },
+        );
+        let session = self.wts.len();
+        self.wts.push(WtSession {
+            client: n,
+            client_transport: transport,
+            host,
+            host_transport: None,
+            token,
+            websocket,
+            arrived: false,
+            open: false,
+            closed: false,
+        });
+        // QUIC's handshake, then the CONNECT: three hops; TCP's, then the upgrade: four. A
+        // blocked UDP port answers nothing (the browser's own handshake timeout is longer
+        // than the member's); TCP goes through.
+        let udp_blocked = !websocket && self.wt_blocked.contains(&host);
+        if !udp_blocked && !self.blocked(n, host) {
+            let hops = if websocket { 4 } else { 3 };
+            self.at(hops * HOP, Action::WtArrive { session });
+        }
+    }
+
+    /// Host `n` takes the session (a WebSocket with `websocket`) that shows `token` as
+    /// `transport`.
+    fn accept_session(&mut self, n: usize, transport: TransportId, token: &str, websocket: bool) {
+        let Some(session) = self.wts.iter().position(|w| {
+            w.host == n
+                && w.token == token
+                && w.websocket == websocket
+                && !w.closed
+                && w.host_transport.is_none()
+        }) else {
+            return;
+        };
+        self.wts[session].host_transport = Some(transport);
+        self.wt_meet(session);
+    }
+
     /// The WebTransport session of member `n`'s `transport`, on either side.
     fn wt_of(&self, n: usize, transport: TransportId) -> Option<usize> {
         self.wts.iter().position(|w| {
@@ -1109,6 +1160,7 @@ impl World {
         ackwire_room::signalling::WebTransportInfo {
             url: format!("https://wt.test/n{n}"),
             cert_hashes: vec![ackwire_room::signalling::CertHash([n as u8; 32])],
+            websocket: Some(format!("ws://wt.test/n{n}")),
         }
     }
 
@@ -1117,11 +1169,26 @@ impl World {
         self.wt_blocked.insert(n);
     }
 
+    /// No UDP reaches host `n` or leaves it: neither its WebTransport port, nor ICE, nor raw
+    /// UDP (a network that carries TCP alone); its WebSocket still does.
+    pub fn no_udp_to(&mut self, n: usize) {
+        self.wt_blocked.insert(n);
+        self.no_udp.insert(n);
+    }
+
+    /// How many WebSockets opened.
+    pub fn websockets_opened(&self) -> usize {
+        self.wts
+            .iter()
+            .filter(|w| w.websocket && w.arrived && w.host_transport.is_some())
+            .count()
+    }
+
     /// How many WebTransport sessions opened.
     pub fn webtransport_opened(&self) -> usize {
         self.wts
             .iter()
-            .filter(|w| w.arrived && w.host_transport.is_some())
+            .filter(|w| !w.websocket && w.arrived && w.host_transport.is_some())
             .count()
     }
 
@@ -1167,7 +1234,8 @@ impl World {
         let r = &self.pcs[remote];
         let paired = r.remote == Some(pc) && !r.closed;
         let usable = p.described && r.described && (p.got_candidate || r.got_candidate);
-        if paired && usable && !self.blocked(p.owner, r.owner) {
+        let udp = !self.no_udp.contains(&p.owner) && !self.no_udp.contains(&r.owner);
+        if paired && usable && udp && !self.blocked(p.owner, r.owner) {
             for x in [pc, remote] {
                 if self.pcs[x].open {
                     continue;
@@ -1222,6 +1290,8 @@ impl World {
                 if self.blocked(n, to)
                     || self.one_way.contains(&(n, to))
                     || self.udp_blocked.contains(&(n.min(to), n.max(to)))
+                    || self.no_udp.contains(&n)
+                    || self.no_udp.contains(&to)
                 {
                     return;
                 }
@@ -1250,7 +1320,7 @@ impl World {
                 }
                 self.carry(to, Route::WebRtc(transport), bytes);
             }
-            Route::WebTransport(transport) => {
+            Route::WebTransport(transport) | Route::WebSocket(transport) => {
                 let Some(session) = self.wt_of(n, transport) else {
                     return;
                 };
@@ -1269,7 +1339,12 @@ impl World {
                 if self.drop_if.get(&(n, to)).is_some_and(|drop| drop(&bytes)) {
                     return;
                 }
-                self.carry(to, Route::WebTransport(their), bytes);
+                let route = if w.websocket {
+                    Route::WebSocket(their)
+                } else {
+                    Route::WebTransport(their)
+                };
+                self.carry(to, route, bytes);
             }
         }
     }

@@ -41,6 +41,7 @@ fn wt_host(id: u64, hashes: usize) -> PeerInfo {
             cert_hashes: (0..hashes)
                 .map(|i| CertHash([0xa0 + i as u8; 32]))
                 .collect(),
+            websocket: Some("ws://192.0.2.8:4433/ackwire".into()),
         }),
         ..with_role(native(id), Role::Host)
     }
