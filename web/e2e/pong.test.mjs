@@ -1,7 +1,8 @@
 // The example game (examples/pong) plays a round: its native host (`pong-host`, on the
 // `ackwire` crate) against players on the public APIs alone, served by the signal server with
-// `--static /pong=examples/pong/web`: the JS page (web/ackwire.js) in Chromium and in Firefox,
-// and the same client in Rust compiled to wasm32 (`rust.html`) in Chromium. Each round is
+// `--static /pong=examples/pong/web`: the JS page (web/ackwire.js) in Chromium, in Firefox and
+// in WebKitGTK (over the host's WebSocket: it has no WebRTC), and the same client in Rust
+// compiled to wasm32 (`rust.html`) in Chromium. Each round is
 // first to 2 between a paddle that plays by itself (`?auto=track`) and one that misses on
 // purpose (`?auto=miss`), so its winner and score are known before it starts.
 //
@@ -13,11 +14,12 @@
 // describes.
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import { join } from 'node:path';
 import { artifactsDir, lanInNamespace, launchBrowser, launchFirefox, requireEnv, startServer } from './harness.mjs';
 import { jsonLines } from './native.mjs';
+import { launchWebKit } from './webkit.mjs';
 
 const POINTS = 2;
 /** Both autoplayers' targets when missing: the paddle's centre at the top or the bottom. */
@@ -30,6 +32,7 @@ before(async () => {
   env.chromium = await launchBrowser();
 });
 after(async () => {
+  await env.webkit?.close();
   await env.firefox?.close();
   await env.chromium?.close();
   await env.server?.stop();
@@ -76,9 +79,35 @@ async function player(browser, path, name) {
   return { page, errors, path, name, wait, state, sockets };
 }
 
+/**
+ * Opens `path` in WebKitGTK (one window: one WebKit player at a time), as `player` does in the
+ * others. Its driver has no console and no script that runs before the page's: errors are
+ * collected from the moment the page has loaded (one before that shows as a page that never
+ * gets its side).
+ */
+async function webkitPlayer(path, name) {
+  env.webkit ??= await launchWebKit();
+  const webkit = env.webkit;
+  await webkit.goto(env.server.url + path);
+  await webkit.evaluate(`window.__errors = [];
+    addEventListener('error', (e) => __errors.push(e.message));
+    addEventListener('unhandledrejection', (e) => __errors.push(String(e.reason)));`);
+  const wait = (fn, arg, timeout = 20000) => webkit.waitFor(`return (${fn})(arguments[0]);`, { timeout }, arg);
+  const state = async () => JSON.parse(await webkit.evaluate('return JSON.stringify(window.pong)'));
+  const page = {
+    screenshot: async ({ path: file }) => writeFileSync(file, Buffer.from(await webkit.screenshot(), 'base64')),
+    evaluate: (fn) => webkit.evaluate(`return (${fn})();`),
+  };
+  const p = { page, errors: [], path, name, wait, state, sockets: [] };
+  // Read when the round's checks read `errors`: after the round.
+  Object.defineProperty(p, 'errors', { get: () => p.collected ?? [] });
+  p.collectErrors = async () => { p.collected = await webkit.evaluate('return window.__errors'); };
+  return p;
+}
+
 /** Opens `path` and waits until the host gave it `side`; `name` names its screenshot. */
 async function seated(browser, path, side, name) {
-  const p = await player(browser, path, name);
+  const p = browser === 'webkit' ? await webkitPlayer(path, name) : await player(browser, path, name);
   await p.wait((s) => window.pong?.side === s, side);
   return p;
 }
@@ -114,6 +143,7 @@ async function playRound(host, { winner, loser, watchers = [] }) {
   const ticks = new Map(host.lines.filter((l) => l.type === 'tick').map((l) => [l.tick, l.ball]));
   for (const p of pages) {
     await p.wait(() => window.pong.results.length > 0, null, 10000);
+    await p.collectErrors?.();
     const s = await p.state();
     assert.deepEqual(s.results[0], { winner: over.winner, score: over.score }, `${p.path}: the result`);
     const matched = s.history.filter(([tick]) => ticks.has(tick));
@@ -204,6 +234,54 @@ test('with the host\'s WebTransport port blocked, players fall back to WebRTC wi
   } finally {
     await host.stop();
     execFileSync('iptables', ['-D', ...rule]);
+  }
+});
+
+test('with no UDP reaching the host, a player tries WebTransport, then WebRTC, then links over the host\'s WebSocket and plays a round', async () => {
+  // This file's own network namespace: a firewall that drops every UDP datagram to the host's
+  // sockets (WebTransport, ICE-lite) and the pages' (ICE), as a network that carries TCP alone.
+  const rule = ['INPUT', '-p', 'udp', '-j', 'DROP'];
+  execFileSync('iptables', ['-I', ...rule]);
+  const host = await startHost('no-udp');
+  try {
+    const started = Date.now();
+    const tracker = await seated('chromium', '/pong/?room=no-udp&auto=track', 'left', 'no-udp-track');
+    const seatedAfter = Date.now() - started;
+    // The other forced onto the WebSocket at once, as a browser with neither would be.
+    const misser = await seated('chromium', '/pong/?room=no-udp&auto=miss&transport=websocket', 'right', 'no-udp-miss');
+    for (const p of [tracker]) {
+      // Chromium logs the failed session on the console itself, the one error allowed.
+      const tried = (e) => e.startsWith('Failed to establish a connection to https://');
+      p.errors.splice(0, p.errors.length, ...p.errors.filter((e) => !tried(e)));
+    }
+    await playRound(host, { winner: tracker, loser: misser });
+    const links = host.lines.filter((l) => l.type === 'link' && l.state === 'connected');
+    assert.deepEqual(links.map((l) => l.transport), ['websocket', 'websocket'], JSON.stringify(links));
+    // 3 s for the session (webtransport_timeout), then WebRTC until ICE fails or 8 s
+    // (websocket_after), then the WebSocket at once.
+    assert.ok(seatedAfter > 3000 && seatedAfter < 16000, `seated ${seatedAfter} ms after the page opened`);
+    console.log(`no UDP: the first player seated over the WebSocket ${seatedAfter} ms after its page opened`);
+  } finally {
+    await host.stop();
+    execFileSync('iptables', ['-D', ...rule]);
+  }
+});
+
+test('a WebKit player (WebKitGTK: no WebRTC, no WebTransport) plays a round over the host\'s WebSocket against a Chromium player on WebTransport', async () => {
+  const host = await startHost('webkit');
+  try {
+    const started = Date.now();
+    const webkit = await seated('webkit', '/pong/?room=webkit&auto=track', 'left', 'webkit');
+    const seatedAfter = Date.now() - started;
+    const chromium = await seated('chromium', '/pong/?room=webkit&auto=miss', 'right', 'webkit-chromium');
+    const has = await webkit.page.evaluate(() => ({ rtc: typeof RTCPeerConnection, wt: typeof WebTransport }));
+    assert.deepEqual(has, { rtc: 'undefined', wt: 'undefined' }, 'the engine this test is for');
+    await playRound(host, { winner: webkit, loser: chromium });
+    const links = host.lines.filter((l) => l.type === 'link' && l.state === 'connected');
+    assert.deepEqual(links.map((l) => l.transport), ['websocket', 'webtransport'], JSON.stringify(links));
+    console.log(`WebKitGTK ${env.webkit.capabilities.browserVersion}: seated over the WebSocket ${seatedAfter} ms after its page was asked for (its launch included)`);
+  } finally {
+    await host.stop();
   }
 });
 

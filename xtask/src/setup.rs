@@ -204,7 +204,9 @@ fn apt_install(packages: &[&str]) -> Result<()> {
 /// shows an encrypted native link carries no plaintext, redis-server (the broker users run
 /// for several signal servers) for the scale-out tests, which start their own; for the
 /// cold-start bench's delayed path, python3 (its delay bridge) and ethtool (the veths'
-/// offloads off, so the bridge forwards real frames).
+/// offloads off, so the bridge forwards real frames); WebKitWebDriver (webkit2gtk-driver,
+/// which brings WebKitGTK's MiniBrowser) and Xvfb, its headless X display, for the e2e tests
+/// that drive WebKit, the third browser engine (`web/e2e/webkit.mjs`).
 fn system_packages() -> Result<()> {
     let wanted = [
         ("/usr/bin/chromium", "chromium"),
@@ -218,6 +220,8 @@ fn system_packages() -> Result<()> {
         ("/usr/bin/redis-server", "redis-server"),
         ("/usr/bin/python3", "python3"),
         ("/usr/sbin/ethtool", "ethtool"),
+        ("/usr/bin/WebKitWebDriver", "webkit2gtk-driver"),
+        ("/usr/bin/Xvfb", "xvfb"),
     ];
     let missing: Vec<&str> = wanted
         .iter()
@@ -227,7 +231,7 @@ fn system_packages() -> Result<()> {
     if missing.is_empty() {
         step(
             "system packages",
-            "chromium, chromedriver, firefox-esr, ip, unshare, turnserver, iptables, tcpdump, redis-server, python3, ethtool present; skipping",
+            "chromium, chromedriver, firefox-esr, ip, unshare, turnserver, iptables, tcpdump, redis-server, python3, ethtool, WebKitWebDriver, Xvfb present; skipping",
         );
         return Ok(());
     }

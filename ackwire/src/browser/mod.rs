@@ -236,10 +236,33 @@ impl Carrier for Carry<'_> {
         {
             return self.state.to_host.swap_remove(at).1.shut_down();
         }
-        let command = webtransport::run_command(self.state, self.shared, command)
-            .and_then(|command| websocket::run_command(self.state, self.shared, command));
-        if let Some(command) = command {
-            webrtc::run_command(self.state, self.shared, command);
+        let (state, shared) = (&mut *self.state, self.shared);
+        let (transport, opened) = match command {
+            Command::OpenWebTransport {
+                transport,
+                peer,
+                service,
+            } => (
+                transport,
+                webtransport::open(state, shared, transport, peer, &service),
+            ),
+            Command::OpenWebSocket { transport, service } => (
+                transport,
+                websocket::open(state, shared, transport, &service),
+            ),
+            // A browser never hosts a host room's WebTransport, nor its WebSocket.
+            Command::AcceptWebTransport { transport, .. }
+            | Command::AcceptWebSocket { transport, .. } => (
+                transport,
+                Err("a browser serves neither WebTransport nor a WebSocket".to_owned()),
+            ),
+            command => return webrtc::run_command(state, shared, command),
+        };
+        // A session or WebSocket that cannot even start (no token, a URL the page may not
+        // open) is the link's failed attempt.
+        if let Err(err) = opened {
+            let failed = TransportEvent::Failed(err);
+            state.member.handle_transport(now(), transport, failed);
         }
     }
 

@@ -4,7 +4,7 @@
 
 use std::rc::Rc;
 
-use ackwire_room::member::{Command, Route, TransportEvent, TransportId};
+use ackwire_room::member::{Route, TransportEvent, TransportId};
 use ackwire_signalling::{SignalData, WebTransportInfo};
 use js_sys::Uint8Array;
 use wasm_bindgen::JsCast;
@@ -45,23 +45,10 @@ impl Socket {
     }
 }
 
-/// Runs the member's command if it opens a client's WebSocket; any other comes back. (A
-/// browser serves none: `webtransport::run_command` refuses to; its close is
-/// `Carry::run_command`'s.)
-pub(super) fn run_command(state: &mut State, shared: &Shared, command: Command) -> Option<Command> {
-    let Command::OpenWebSocket { transport, service } = command else {
-        return Some(command);
-    };
-    if let Err(err) = open(state, shared, transport, &service) {
-        let failed = TransportEvent::Failed(err);
-        state.member.handle_transport(now(), transport, failed);
-    }
-    None
-}
-
 /// Makes the link's token and hands it to the member (which relays it to the host), then
-/// dials the host's WebSocket with it.
-fn open(
+/// dials the host's WebSocket with it: the member's `OpenWebSocket` (`Carry::run_command`,
+/// which closes sockets too).
+pub(super) fn open(
     state: &mut State,
     shared: &Shared,
     transport: TransportId,

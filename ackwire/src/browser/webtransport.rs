@@ -7,7 +7,7 @@
 
 use std::rc::Rc;
 
-use ackwire_room::member::{Command, Route, ServerId, TransportEvent, TransportId};
+use ackwire_room::member::{Route, ServerId, TransportEvent, TransportId};
 use ackwire_signalling::{SignalData, WebTransportInfo};
 use js_sys::{Array, Object, Promise, Reflect, Uint8Array};
 use wasm_bindgen::JsCast;
@@ -83,34 +83,11 @@ thread_local! {
     });
 }
 
-/// Runs the member's command if it opens a WebTransport session (or would have a browser serve
-/// one); any other comes back. Sessions are closed as WebSockets are (`Carry::run_command`).
-pub(super) fn run_command(state: &mut State, shared: &Shared, command: Command) -> Option<Command> {
-    let (transport, outcome) = match command {
-        Command::OpenWebTransport {
-            transport,
-            peer,
-            service,
-        } => (transport, open(state, shared, transport, peer, &service)),
-        // A browser never hosts a host room's WebTransport, nor its WebSocket.
-        Command::AcceptWebTransport { transport, .. }
-        | Command::AcceptWebSocket { transport, .. } => (
-            transport,
-            Err("a browser serves neither WebTransport nor a WebSocket".to_owned()),
-        ),
-        command => return Some(command),
-    };
-    if let Err(err) = outcome {
-        let failed = TransportEvent::Failed(err);
-        state.member.handle_transport(now(), transport, failed);
-    }
-    None
-}
-
 /// Makes the link's token and hands it to the member (which relays it to the host), then
 /// dials `service` with it: the session's events come from its task ([`run`]). A session the
-/// page dialed to `peer` while the driver loaded (its token sent) is adopted instead.
-fn open(
+/// page dialed to `peer` while the driver loaded (its token sent) is adopted instead. The
+/// member's `OpenWebTransport` (`Carry::run_command`, which closes sessions too).
+pub(super) fn open(
     state: &mut State,
     shared: &Shared,
     transport: TransportId,

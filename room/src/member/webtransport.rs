@@ -30,26 +30,26 @@ impl Member {
             && !link.via_webrtc
     }
 
-    /// Whether link `i` could fall back to its host's WebSocket: we are a client that can
-    /// dial one, the peer is the host and publishes one, and we have not fallen back yet.
+    /// Whether link `i` could fall back to its host's WebSocket: we can dial one, and have not
+    /// fallen back yet.
     pub(super) fn has_websocket(&self, i: usize) -> bool {
-        let link = &self.links[i];
-        self.config.dials_websocket
-            && self.config.role == Role::Client
-            && link.role == Role::Host
-            && (link.webtransport.as_ref()).is_some_and(|s| s.websocket.is_some())
-            && !link.via_websocket
+        self.websocket_to(i) && !self.links[i].via_websocket
     }
 
-    /// Whether link `i` goes over its host's WebSocket: it could, and WebRTC failed or we
-    /// have none.
+    /// Whether link `i` goes over its host's WebSocket: we can dial one, and WebRTC failed or
+    /// we have none.
     pub(super) fn dials_websocket(&self, i: usize) -> bool {
+        self.websocket_to(i) && (self.links[i].via_websocket || !self.config.webrtc)
+    }
+
+    /// Whether we are a client that can dial a WebSocket, and link `i`'s peer is the host and
+    /// publishes one.
+    fn websocket_to(&self, i: usize) -> bool {
         let link = &self.links[i];
         self.config.dials_websocket
             && self.config.role == Role::Client
             && link.role == Role::Host
             && (link.webtransport.as_ref()).is_some_and(|s| s.websocket.is_some())
-            && (link.via_websocket || !self.config.webrtc)
     }
 
     /// A new WebSocket attempt of link `i` to its host: the driver dials (its token comes
