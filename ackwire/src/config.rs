@@ -140,9 +140,17 @@ pub struct NativeOptions {
     /// Public IP to put in WebRTC host candidates instead of the local one (1:1 NAT).
     /// Default: none.
     pub public_ip: Option<IpAddr>,
-    /// PEM certificates an `https://` server's certificate must chain to, instead of the
-    /// public roots: a private CA, or the server's own self-signed certificate. Default:
-    /// none (the public web PKI, as a browser).
+    /// PEM certificates a server's certificate must chain to: a private CA, or the server's
+    /// own self-signed certificate. An `https://` signalling server's must chain to them
+    /// instead of the public roots. As a host room's client that dials its host as a browser
+    /// does (`dial_websocket`, `dial_webtransport`), a host with a [`certificate`] of its own
+    /// (a `wss://` WebSocket, a WebTransport service without hashes) must chain to them or to
+    /// the public roots: a client that trusts a private signalling server still reaches a
+    /// host with a public certificate. An `http://` room takes it from a host room's client
+    /// alone (nobody else checks anything with it there). Default: none (the public web PKI,
+    /// as a browser).
+    ///
+    /// [`certificate`]: NativeOptions::certificate
     pub tls_ca: Option<PathBuf>,
     /// Encrypt links to other natives (a Noise key exchange, then AES-256-GCM; browsers'
     /// links ride DTLS either way). Default `true`; `false` only to read packet captures:
@@ -162,7 +170,9 @@ pub struct NativeOptions {
     /// before WebRTC. The host makes a self-signed certificate (ECDSA P-256, 14 days) and
     /// publishes `https://<ip>:<port>/ackwire` and the certificate's SHA-256 in its join; the
     /// IP is `public_ip`, else `ice_bind`'s, else (a wildcard) the interface the signalling
-    /// server is reached through. Default `true`; `false`: browsers link over WebRTC alone
+    /// server is reached through. A host with a [`certificate`](Self::certificate) of its own
+    /// presents that instead and publishes `https://<name>:<port>/ackwire` with no hash
+    /// (browsers check it against their roots). Default `true`; `false`: browsers link over WebRTC alone
     /// (and no WebSocket is served: its URL is published with this service, `websocket`).
     /// Ignored unless the role is `Host` and `host_ice_lite` is on.
     pub webtransport: bool,
@@ -175,7 +185,10 @@ pub struct NativeOptions {
     /// publishes the next certificate's hash beside the current one (its clients hear it as
     /// `peer_updated`), presents it to new sessions an overlap later (half the period, at
     /// most a day), then publishes it alone; open sessions keep theirs (docs/signalling.md,
-    /// "Rotating the certificate"). Default 7 days; more than zero and at most 12 days (else
+    /// "Rotating the certificate"). A host with a [`certificate`](Self::certificate) of its
+    /// own makes none: it reads its files again this often instead (a renewed certificate is
+    /// presented from then on, to both services). Default 7 days; more than zero and at most
+    /// 12 days (else
     /// [`JoinError::WebTransportRotation`](crate::JoinError::WebTransportRotation)).
     pub webtransport_rotation: std::time::Duration,
     /// As a host room's client, link to a host that serves WebTransport over a session to its
@@ -191,17 +204,31 @@ pub struct NativeOptions {
     /// others, but a link). The host publishes `ws://<ip>:<port>/ackwire` beside its
     /// WebTransport URL, with the same IP.
     ///
-    /// It is plain `ws://`: TLS for it is not built (the host has no certificate a browser
-    /// trusts, only the self-signed one its WebTransport pins by hash, which a WebSocket
-    /// cannot). A page served over `https://` may open only `wss://` (browsers block mixed
-    /// content), so the host's WebSocket reaches natives and pages served over `http://`
-    /// only: a page served over `https://` falls back no further than WebRTC. Default
-    /// `true`; `false`: clients link over WebTransport and WebRTC alone.
+    /// A page served over `https://` may open only `wss://` (browsers block mixed content),
+    /// and a WebSocket cannot pin a self-signed certificate by hash as WebTransport does: a
+    /// host without a [`certificate`](Self::certificate) serves plain `ws://`, which reaches
+    /// natives and pages served over `http://` only (a page served over `https://` falls
+    /// back no further than WebRTC). A host with one serves TLS with it and publishes
+    /// `wss://<name>:<port>/ackwire`, which every page reaches. Default `true`; `false`:
+    /// clients link over WebTransport and WebRTC alone.
     pub websocket: bool,
     /// The TCP port of the host's WebSocket (on `ice_bind`'s IP), when it serves one
     /// (`websocket`). Default 0: any free port (it is published, so clients need not know
     /// it); a fixed one for a firewall's rule.
     pub websocket_port: u16,
+    /// As a room's host that serves WebTransport (`webtransport`, on the same conditions),
+    /// present this certificate, one browsers trust (Let's Encrypt's, say), instead of making
+    /// self-signed ones: its WebTransport publishes `https://<name>:<port>/ackwire` with no
+    /// hash, and its WebSocket serves TLS, `wss://<name>:<port>/ackwire`, which pages served
+    /// over `https://` may open. The files are read again every `webtransport_rotation`, so a
+    /// renewed certificate is presented without a restart (open connections keep theirs); a
+    /// renewal that cannot be read keeps the current one (and logs a warning). Files that
+    /// cannot be read at the join, or a name the certificate does not hold, fail
+    /// [`Room::join`](crate::Room::join)
+    /// ([`JoinError::Certificate`](crate::JoinError::Certificate),
+    /// [`JoinError::CertificateName`](crate::JoinError::CertificateName)). Default: none
+    /// (self-signed certificates, pinned by hash, and a plain `ws://` WebSocket).
+    pub certificate: Option<HostCertificate>,
     /// As a host room's client, link to a host that serves a WebSocket over it, as a browser
     /// without WebRTC does: after WebTransport if `dial_webtransport` is on too, never over
     /// WebRTC, and again over it when the connection drops. A host that serves none is
@@ -236,7 +263,44 @@ impl Default for NativeOptions {
             websocket: true,
             websocket_port: 0,
             dial_websocket: false,
+            certificate: None,
             event_budget: 16 << 20,
+        }
+    }
+}
+
+/// A certificate of a host's own, which browsers trust
+/// ([`NativeOptions::certificate`]): PEM files as a certificate authority's client (certbot,
+/// say) writes them, and the name clients dial.
+#[cfg(not(target_arch = "wasm32"))]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HostCertificate {
+    /// PEM certificates (`BEGIN CERTIFICATE` blocks): the host's first, then the
+    /// intermediates a client needs to reach a root it trusts (certbot's `fullchain.pem`).
+    pub chain: PathBuf,
+    /// The PEM private key of the first certificate in `chain` (PKCS#8, RSA or EC: certbot's
+    /// `privkey.pem`).
+    pub key: PathBuf,
+    /// The DNS name clients dial (the host's published URLs name it, not an IP): one of the
+    /// certificate's names (its subject alternative names), and one that resolves to the
+    /// address clients reach the host at. An IP address works too, with a certificate that
+    /// names it.
+    pub name: String,
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+impl HostCertificate {
+    /// The certificate chain in `chain`, its key in `key`, for clients that dial `name`.
+    pub fn new(
+        chain: impl Into<PathBuf>,
+        key: impl Into<PathBuf>,
+        name: impl Into<String>,
+    ) -> HostCertificate {
+        HostCertificate {
+            chain: chain.into(),
+            key: key.into(),
+            name: name.into(),
         }
     }
 }

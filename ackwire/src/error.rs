@@ -38,13 +38,35 @@ pub enum JoinError {
         /// Why the route could not be found.
         source: std::io::Error,
     },
-    /// `tls_ca` cannot be used: unreadable, no certificate in it, or an `http://` room.
+    /// `tls_ca` cannot be used: unreadable, no certificate in it, or an `http://` room of a
+    /// member that is not a host room's client (nothing else is checked with it).
     #[cfg(not(target_arch = "wasm32"))]
     #[error("TLS trust {path}: {reason}")]
     TlsCa {
         /// The file given.
         path: std::path::PathBuf,
         /// What is wrong.
+        reason: String,
+    },
+    /// A file of the host's [`certificate`](crate::NativeOptions::certificate) cannot be used:
+    /// unreadable, not PEM, no certificate or key in it, or a key that is not the
+    /// certificate's.
+    #[cfg(not(target_arch = "wasm32"))]
+    #[error("host certificate {path}: {reason}")]
+    Certificate {
+        /// The file: the chain or the key.
+        path: std::path::PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The [`name`](crate::HostCertificate::name) of the host's certificate is not a DNS
+    /// name (nor an IP address), or not one of the certificate's.
+    #[cfg(not(target_arch = "wasm32"))]
+    #[error("host certificate name {name:?}: {reason}")]
+    CertificateName {
+        /// The name given.
+        name: String,
+        /// What is wrong with it.
         reason: String,
     },
     /// [`NativeOptions::webtransport_rotation`](crate::NativeOptions::webtransport_rotation)

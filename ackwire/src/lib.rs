@@ -116,7 +116,7 @@ pub use ackwire_signalling::{
     Topology, ticket,
 };
 
-#[cfg(all(not(target_arch = "wasm32"), feature = "rooms"))]
-pub use config::NativeOptions;
 #[cfg(target_arch = "wasm32")]
 pub use config::{BrowserOptions, EarlySocket};
+#[cfg(all(not(target_arch = "wasm32"), feature = "rooms"))]
+pub use config::{HostCertificate, NativeOptions};

@@ -7,14 +7,12 @@
 
 mod common;
 
-use common::{server, wait_for};
+use common::{joined, linked, server, wait_for};
 
 use std::collections::HashMap;
 use std::time::Duration;
 
-use ackwire::{
-    App, ChannelKind, Event, LinkInfo, LinkState, PeerId, Role, Room, RoomConfig, TransportKind,
-};
+use ackwire::{App, ChannelKind, Event, PeerId, Role, Room, RoomConfig, TransportKind};
 use tokio::time::timeout;
 
 fn config(role: Role, encrypt: bool) -> RoomConfig {
@@ -23,15 +21,6 @@ fn config(role: Role, encrypt: bool) -> RoomConfig {
     config.native.bind = "127.0.0.1:0".parse().unwrap();
     config.native.encrypt = encrypt;
     config
-}
-
-/// The client's link to its host, once connected.
-async fn linked(client: &mut Room) -> LinkInfo {
-    wait_for(client, "a connected link", |e| match e {
-        Event::Link(l) if l.state == LinkState::Connected => Some(l),
-        _ => None,
-    })
-    .await
 }
 
 /// Clients each send `count` numbered messages to the host; the host answers each with the
@@ -88,10 +77,7 @@ async fn clients_over_webrtc(lite: bool) {
     let mut host_config = config(Role::Host, true);
     host_config.native.host_ice_lite = lite;
     let mut host = Room::join(&url, host_config).unwrap();
-    wait_for(&mut host, "the host's welcome", |e| {
-        matches!(e, Event::Joined { .. }).then_some(())
-    })
-    .await;
+    joined(&mut host).await;
     let mut clients = Vec::new();
     for _ in 0..3 {
         let mut client = Room::join(&url, config(Role::Client, false)).unwrap();

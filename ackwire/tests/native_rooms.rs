@@ -6,13 +6,13 @@
 
 mod common;
 
-use common::{server, wait_for};
+use common::{joined, linked, server, wait_for};
 
 use std::time::Duration;
 
 use ackwire::{
     App, ChannelKind, Emulation, EmulatorConfig, ErrorCode, Event, GoneReason, JoinError,
-    LinkState, MemberError, PeerId, Room, RoomConfig, SendError, SignallingState,
+    MemberError, PeerId, Room, RoomConfig, SendError, SignallingState,
 };
 use tokio::time::timeout;
 
@@ -43,23 +43,14 @@ fn config(loss: f64) -> RoomConfig {
     config
 }
 
-/// The peer whose link connected first.
-async fn connected(room: &mut Room) -> PeerId {
-    wait_for(room, "a connected link", |e| match e {
-        Event::Link(l) if l.state == LinkState::Connected => Some(l.peer),
-        _ => None,
-    })
-    .await
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_programs_exchange_their_own_messages_with_each_channels_promise_under_loss() {
     let server = server().await;
     let url = format!("http://{}/room/exchange", server.addr);
     let mut a = Room::join(&url, config(10.0)).unwrap();
     let mut b = Room::join(&url, config(10.0)).unwrap();
-    let to_b = connected(&mut a).await;
-    let from_a = connected(&mut b).await;
+    let to_b = linked(&mut a).await.peer;
+    let from_a = linked(&mut b).await.peer;
     let count = 200u32;
     for i in 0..count {
         let bytes = i.to_le_bytes();
@@ -110,10 +101,7 @@ async fn a_room_that_plays_another_application_refuses_the_join_with_its_reason(
     let server = server().await;
     let url = format!("http://{}/room/mismatch", server.addr);
     let mut a = Room::join(&url, config(0.0)).unwrap();
-    wait_for(&mut a, "a welcome", |e| {
-        matches!(e, Event::Joined { .. }).then_some(())
-    })
-    .await;
+    joined(&mut a).await;
     let mut other = RoomConfig::new(App::new("another-game", 3, [ChannelKind::ReliableOrdered]));
     other.native.bind = "127.0.0.1:0".parse().unwrap();
     let mut b = Room::join(&url, other).unwrap();
@@ -152,8 +140,8 @@ async fn bad_sends_get_typed_errors_and_send_nothing() {
     let url = format!("http://{}/room/errors", server.addr);
     let mut a = Room::join(&url, config(0.0)).unwrap();
     let mut b = Room::join(&url, config(0.0)).unwrap();
-    let to_b = connected(&mut a).await;
-    connected(&mut b).await;
+    let to_b = linked(&mut a).await.peer;
+    linked(&mut b).await;
     let max = a.max_message_size(0).unwrap();
     assert_eq!(
         a.send(PeerId(77), 2, b"x"),
@@ -246,8 +234,8 @@ async fn a_game_that_stops_taking_events_holds_its_senders_back_and_loses_nothin
     let mut slow = config(0.0);
     slow.native.event_budget = 16 * 1024;
     let mut b = Room::join(&url, slow).unwrap();
-    let to_b = connected(&mut a).await;
-    connected(&mut b).await;
+    let to_b = linked(&mut a).await.peer;
+    linked(&mut b).await;
     // b stops taking events; a sends more than b's budget and the room's window hold.
     let count = 1500u32;
     let payload = |i: u32| {
@@ -310,8 +298,8 @@ async fn two_programs_read_one_room_clock_over_real_udp_at_ten_percent_loss_and_
     });
     let mut a = Room::join(&url, impaired).unwrap();
     let mut b = Room::join(&url, config(0.0)).unwrap();
-    connected(&mut a).await;
-    connected(&mut b).await;
+    linked(&mut a).await;
+    linked(&mut b).await;
     // The member the server numbered first reads its own clock; the other estimates it.
     let (exact, estimated) = if a.server_id() < b.server_id() {
         (&mut a, &mut b)
@@ -361,8 +349,8 @@ async fn a_loop_that_cannot_await_leaves_at_once_and_its_peer_hears_it_left() {
     let url = format!("http://{}/room/leave", server.addr);
     let mut a = Room::join(&url, config(0.0)).unwrap();
     let mut b = Room::join(&url, config(0.0)).unwrap();
-    let to_b = connected(&mut a).await;
-    connected(&mut b).await;
+    let to_b = linked(&mut a).await.peer;
+    linked(&mut b).await;
     a.leave();
     assert_eq!(
         a.send(to_b, 2, b"late"),
@@ -441,8 +429,8 @@ async fn a_clients_input_stamped_with_input_tick_reaches_the_host_before_that_ti
     let mut host = Room::join(&url, config(0.0).with_role(Role::Host)).unwrap();
     let mut client = Room::join(&url, config(0.0).with_role(Role::Client)).unwrap();
     assert_eq!(client.input_tick(ticks), None, "no host yet");
-    let to_host = connected(&mut client).await;
-    connected(&mut host).await;
+    let to_host = linked(&mut client).await.peer;
+    linked(&mut host).await;
     assert_eq!(host.input_tick(ticks), None, "a host stamps nothing");
     // Synced within half a second of the link: then every input is stamped.
     let stamped = timeout(Duration::from_secs(5), async {

@@ -9,29 +9,16 @@ mod common;
 
 use std::time::Duration;
 
+use common::dialing::{Got, RELIABLE, exchange_the_largest, host_and_client, until};
 use common::{server, wait_for};
 
-use ackwire::{
-    App, ChannelKind, Event, Failure, LinkInfo, LinkState, Role, Room, RoomConfig, TransportKind,
-};
-
-const RELIABLE: u8 = 0;
-const UNRELIABLE: u8 = 1;
+use ackwire::{Event, Failure, LinkInfo, LinkState, Role, Room, RoomConfig, TransportKind};
 
 fn config(role: Role) -> RoomConfig {
-    let app = App::new(
-        "ws-native-test",
-        1,
-        [ChannelKind::ReliableOrdered, ChannelKind::Unreliable],
-    );
-    let mut config = RoomConfig::new(app).with_role(role);
-    config.native.bind = "127.0.0.1:0".parse().unwrap();
+    let mut config = common::dialing::config("ws-native-test", role);
     config.native.dial_websocket = role == Role::Client;
     config
 }
-
-/// Messages a room took, in order: (channel, bytes).
-type Got = Vec<(u8, Vec<u8>)>;
 
 /// Waits for the first link event `pick` takes, keeping the messages passed on the way.
 async fn link_event<T>(
@@ -51,33 +38,12 @@ async fn link_event<T>(
     .await
 }
 
-async fn linked(room: &mut Room, got: &mut Got) -> LinkInfo {
+/// Waits for a link of `room`'s to connect again, keeping the messages passed on the way.
+async fn linked_again(room: &mut Room, got: &mut Got) -> LinkInfo {
     link_event(room, got, "a connected link", |l| {
         (l.state == LinkState::Connected).then(|| l.clone())
     })
     .await
-}
-
-/// Takes `room`'s messages into `got` until `last` arrives on the reliable channel.
-async fn until(room: &mut Room, got: &mut Got, last: &[u8]) {
-    loop {
-        let (channel, bytes) = wait_for(room, "a message", |e| match e {
-            Event::Message { channel, bytes, .. } => Some((channel, bytes)),
-            _ => None,
-        })
-        .await;
-        let done = channel == RELIABLE && bytes == last;
-        got.push((channel, bytes));
-        if done {
-            return;
-        }
-    }
-}
-
-fn count(got: &[(u8, Vec<u8>)], channel: u8, bytes: &[u8]) -> usize {
-    got.iter()
-        .filter(|(c, b)| *c == channel && b == bytes)
-        .count()
 }
 
 /// The reliable messages in `got`, in the order they arrived.
@@ -93,64 +59,19 @@ fn numbered(prefix: &str, range: std::ops::Range<usize>) -> Vec<Vec<u8>> {
     range.map(|i| format!("{prefix}{i}").into_bytes()).collect()
 }
 
-/// A host, and a client linked to it over its WebSocket (both ends say so).
-async fn host_and_client(url: &str, host_config: RoomConfig) -> (Room, Room, LinkInfo, LinkInfo) {
-    let mut host = Room::join(url, host_config).unwrap();
-    wait_for(&mut host, "the host's welcome", |e| {
-        matches!(e, Event::Joined { .. }).then_some(())
-    })
-    .await;
-    let mut client = Room::join(url, config(Role::Client)).unwrap();
-    let to_host = linked(&mut client, &mut Vec::new()).await;
-    assert_eq!(to_host.transport, TransportKind::WebSocket, "{to_host:?}");
-    assert_eq!(Some(to_host.peer), client.host());
-    let to_client = linked(&mut host, &mut Vec::new()).await;
-    assert_eq!(
-        to_client.transport,
-        TransportKind::WebSocket,
-        "{to_client:?}"
-    );
-    (host, client, to_host, to_client)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_native_client_that_dials_the_websocket_links_to_its_host_over_it() {
     let server = server().await;
     let url = format!("http://{}/room/ws-native", server.addr);
-    let (mut host, mut client, to_host, to_client) =
-        host_and_client(&url, config(Role::Host)).await;
-
+    let (mut host, mut client, to_host, to_client) = host_and_client(
+        &url,
+        config(Role::Host),
+        config(Role::Client),
+        TransportKind::WebSocket,
+    )
+    .await;
     // The largest unreliable message fits one WebSocket message, both ways.
-    let max = client.max_message_size(UNRELIABLE).expect("a size");
-    assert_eq!(host.max_message_size(UNRELIABLE), Some(max));
-    let big_up = vec![0xA5u8; max];
-    let big_down = vec![0x5Au8; max];
-
-    client.send(to_host.peer, RELIABLE, b"input").unwrap();
-    client.send(to_host.peer, UNRELIABLE, &big_up).unwrap();
-    client.send(to_host.peer, RELIABLE, b"last input").unwrap();
-    let mut at_host = Vec::new();
-    until(&mut host, &mut at_host, b"last input").await;
-    assert_eq!(count(&at_host, RELIABLE, b"input"), 1, "exactly once");
-    assert_eq!(
-        count(&at_host, UNRELIABLE, &big_up),
-        1,
-        "the largest, whole"
-    );
-
-    host.send(to_client.peer, RELIABLE, b"state").unwrap();
-    host.send(to_client.peer, UNRELIABLE, &big_down).unwrap();
-    host.send(to_client.peer, RELIABLE, b"last state").unwrap();
-    let mut at_client = Vec::new();
-    until(&mut client, &mut at_client, b"last state").await;
-    assert_eq!(count(&at_client, RELIABLE, b"state"), 1, "exactly once");
-    assert_eq!(
-        count(&at_client, UNRELIABLE, &big_down),
-        1,
-        "the largest, whole"
-    );
-    assert_eq!(client.send_failures(), 0);
-    assert_eq!(host.send_failures(), 0);
+    exchange_the_largest(&mut host, &mut client, &to_host, &to_client).await;
 
     client.close().await;
     host.close().await;
@@ -164,7 +85,13 @@ async fn a_connection_the_host_drops_is_dialed_again_and_no_reliable_message_is_
     // host is the one that drops the connection.
     let mut host_config = config(Role::Host);
     host_config.connection.idle_timeout = Duration::from_secs(1);
-    let (mut host, mut client, to_host, to_client) = host_and_client(&url, host_config).await;
+    let (mut host, mut client, to_host, to_client) = host_and_client(
+        &url,
+        host_config,
+        config(Role::Client),
+        TransportKind::WebSocket,
+    )
+    .await;
     let (mut at_host, mut at_client) = (Vec::new(), Vec::new());
 
     // Before: both ways, confirmed.
@@ -204,10 +131,10 @@ async fn a_connection_the_host_drops_is_dialed_again_and_no_reliable_message_is_
     host.set_outage(false);
 
     // The client dials the WebSocket again, and the link comes back on it.
-    let again = linked(&mut client, &mut at_client).await;
+    let again = linked_again(&mut client, &mut at_client).await;
     assert_eq!(again.transport, TransportKind::WebSocket, "{again:?}");
     assert_eq!(again.peer, to_host.peer);
-    let again = linked(&mut host, &mut at_host).await;
+    let again = linked_again(&mut host, &mut at_host).await;
     assert_eq!(again.transport, TransportKind::WebSocket, "{again:?}");
     assert_eq!(again.peer, to_client.peer);
 

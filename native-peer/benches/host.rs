@@ -4,15 +4,18 @@
 //! (`broadcast_latest`, 30 ticks/s) and takes each player's input (`send_latest` every tick
 //! from each player); the core paces both ways at its 30 packets/s.
 //!
-//! Players come in three kinds, as a public host meets them: natives over raw UDP (encrypted,
+//! Players come in four kinds, as a public host meets them: natives over raw UDP (encrypted,
 //! one socket on the host for all); WebRTC players: load-generator members that announce no
 //! key, which an encrypting host reaches over a WebRTC data channel (on the host, the same
-//! ICE-lite session on one socket and data channel a browser's link has); and WebTransport
+//! ICE-lite session on one socket and data channel a browser's link has); WebTransport
 //! players: load-generator members that dial the host's WebTransport service as a browser
 //! does (`NativeOptions::dial_webtransport`; on the host, the same session on one socket a
-//! browser's has). The UDP players join first, then the WebRTC ones, then the WebTransport
-//! ones, one after the other, each timed from `Room::join` to its link to the host connected
-//! (signalling, the data channel, session or UDP path, and the core's handshake).
+//! browser's has); and WebSocket players, which dial the host's WebSocket as a browser
+//! without WebRTC does (`NativeOptions::dial_websocket`; on the host, a TCP connection
+//! each). The UDP players join first, then the WebRTC ones, the WebTransport ones and the
+//! WebSocket ones, one after the other, each timed from `Room::join` to its link to the host
+//! connected (signalling, the data channel, session, connection or UDP path, and the core's
+//! handshake).
 //!
 //! After each kind is in (and once before anyone), with every link so far connected at the
 //! host, a steady-state window: the host's CPU (user + system from `/proc/PID/stat`, as a
@@ -22,8 +25,9 @@
 //! player in) gives the host's totals, threads and sockets.
 //!
 //! Run: `cargo bench -p ackwire-peer --bench host`
-//! (`-- --players 256 --udp 86 --webtransport 85 --seconds 10`; the WebRTC players are the
-//! rest). A third of the players of each kind: a per-player figure from a few dozen would
+//! (`-- --players 256 --udp 64 --webtransport 64 --websocket 64 --seconds 10`; the WebRTC
+//! players are the rest). A quarter of the players of each kind: a per-player figure from a
+//! few dozen would
 //! mostly be the allocator's steps (glibc grows a heap by fixed amounts), as 32 UDP players
 //! read 28 KiB each where 128 read 14.6 KiB, for about the same live heap per player (14.4
 //! and 13.1 KiB).
@@ -99,15 +103,17 @@ fn main() {
             .unwrap_or(default)
     };
     let players = flag("--players", 256.0) as usize;
-    let udp = (flag("--udp", players.div_ceil(3) as f64) as usize).min(players);
-    let webtransport = (flag("--webtransport", (players / 3) as f64) as usize).min(players - udp);
+    let udp = (flag("--udp", players.div_ceil(4) as f64) as usize).min(players);
+    let webtransport = (flag("--webtransport", (players / 4) as f64) as usize).min(players - udp);
+    let websocket =
+        (flag("--websocket", (players / 4) as f64) as usize).min(players - udp - webtransport);
     let seconds = flag("--seconds", 10.0);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .expect("runtime");
-    runtime.block_on(load(players, udp, webtransport, seconds));
+    runtime.block_on(load(players, [udp, webtransport, websocket], seconds));
 }
 
 // ----- the host process -----
@@ -288,16 +294,18 @@ enum Kind {
     Udp,
     WebRtc,
     WebTransport,
+    WebSocket,
 }
 
 impl Kind {
-    const ALL: [Kind; 3] = [Kind::Udp, Kind::WebRtc, Kind::WebTransport];
+    const ALL: [Kind; 4] = [Kind::Udp, Kind::WebRtc, Kind::WebTransport, Kind::WebSocket];
 
     fn name(self) -> &'static str {
         match self {
             Kind::Udp => "UDP",
             Kind::WebRtc => "WebRTC",
             Kind::WebTransport => "WebTransport",
+            Kind::WebSocket => "WebSocket",
         }
     }
 
@@ -306,6 +314,7 @@ impl Kind {
             Kind::Udp => TransportKind::Udp,
             Kind::WebRtc => TransportKind::WebRtc,
             Kind::WebTransport => TransportKind::WebTransport,
+            Kind::WebSocket => TransportKind::WebSocket,
         }
     }
 }
@@ -324,6 +333,8 @@ async fn player(
     config.native.encrypt = kind != Kind::WebRtc;
     // One that dials the host's WebTransport stands in for a browser that has it.
     config.native.dial_webtransport = kind == Kind::WebTransport;
+    // One that dials its WebSocket, for a browser with neither WebTransport nor WebRTC.
+    config.native.dial_websocket = kind == Kind::WebSocket;
     let began = Instant::now();
     let mut room = Room::join(&url, config).expect("a player joins");
     let mut host: Option<PeerId> = None;
@@ -450,7 +461,7 @@ struct Cost {
     sent: u64,
 }
 
-async fn load(players: usize, udp: usize, webtransport: usize, seconds: f64) {
+async fn load(players: usize, [udp, webtransport, websocket]: [usize; 3], seconds: f64) {
     let addr = signal::start(|server| {
         server.max_peers_per_host_room = players + 1;
         server.max_connections_per_ip = players + 16;
@@ -462,8 +473,8 @@ async fn load(players: usize, udp: usize, webtransport: usize, seconds: f64) {
     host.wait("its welcome", Duration::from_secs(20), |l| {
         l["type"] == "joined"
     });
-    let webrtc = players - udp - webtransport;
-    let counts = [udp, webrtc, webtransport];
+    let webrtc = players - udp - webtransport - websocket;
+    let counts = [udp, webrtc, webtransport, websocket];
     let counters = Arc::new(Counters::default());
     // The host idle in its room: the baseline its players add to.
     let mut last = window(&mut host, &counters, 0, seconds).await;
@@ -531,7 +542,7 @@ async fn load(players: usize, udp: usize, webtransport: usize, seconds: f64) {
     let per_player_pps_out = full.sent as f64 / window / players as f64;
     let per_player_pps_in = full.received as f64 / window / players as f64;
     println!(
-        "host room: {held} players held ({udp} UDP, {webrtc} WebRTC, {webtransport} WebTransport) by one host process, {window:.1} s windows"
+        "host room: {held} players held ({udp} UDP, {webrtc} WebRTC, {webtransport} WebTransport, {websocket} WebSocket) by one host process, {window:.1} s windows"
     );
     println!(
         "  host CPU: {:.3} of one core with all ({:.3} empty); threads {}; sockets {}",
@@ -561,14 +572,21 @@ async fn load(players: usize, udp: usize, webtransport: usize, seconds: f64) {
             c.sent
         );
     }
-    let (cpu_rtc, cpu_wt) = (
+    let (cpu_rtc, cpu_wt, cpu_ws) = (
         per(Kind::WebRtc, |c| c.cpu),
         per(Kind::WebTransport, |c| c.cpu),
+        per(Kind::WebSocket, |c| c.cpu),
     );
     if webrtc > 0 && webtransport > 0 {
         println!(
             "  CPU per WebTransport player / per WebRTC (str0m) player: {:.2}",
             cpu_wt / cpu_rtc
+        );
+    }
+    if webrtc > 0 && websocket > 0 {
+        println!(
+            "  CPU per WebSocket player / per WebRTC (str0m) player: {:.2}",
+            cpu_ws / cpu_rtc
         );
     }
     println!(
@@ -586,10 +604,11 @@ async fn load(players: usize, udp: usize, webtransport: usize, seconds: f64) {
         "  packets lost on the host's links in the last window: {lost} of {} sent",
         full.sent
     );
-    let (udp_kib, webrtc_kib, wt_kib) = (
+    let (udp_kib, webrtc_kib, wt_kib, ws_kib) = (
         per(Kind::Udp, |c| c.rss_kib),
         per(Kind::WebRtc, |c| c.rss_kib),
         per(Kind::WebTransport, |c| c.rss_kib),
+        per(Kind::WebSocket, |c| c.rss_kib),
     );
     let goal = |ok: bool| if ok { "met" } else { "MISSED" };
     println!("goals (issues #37, #46):");
@@ -636,14 +655,16 @@ async fn load(players: usize, udp: usize, webtransport: usize, seconds: f64) {
         "{}",
         json!({
             "bench": "host", "players": players, "udp": udp, "webrtc": webrtc,
-            "webtransport": webtransport, "held": held,
+            "webtransport": webtransport, "websocket": websocket, "held": held,
             "cpu_cores": full.cpu, "cpu_cores_empty": empty.2, "rss_empty_kib": empty.0,
             "rss_per_udp_kib": udp_kib, "rss_per_webrtc_kib": webrtc_kib,
-            "rss_per_webtransport_kib": wt_kib,
+            "rss_per_webtransport_kib": wt_kib, "rss_per_websocket_kib": ws_kib,
             "heap_per_udp_kib": per(Kind::Udp, |c| c.heap_kib),
             "heap_per_webrtc_kib": per(Kind::WebRtc, |c| c.heap_kib),
             "heap_per_webtransport_kib": per(Kind::WebTransport, |c| c.heap_kib),
+            "heap_per_websocket_kib": per(Kind::WebSocket, |c| c.heap_kib),
             "cpu_per_webtransport_over_webrtc": cpu_wt / cpu_rtc,
+            "cpu_per_websocket_over_webrtc": cpu_ws / cpu_rtc,
             "kinds": kinds, "threads": host.threads(), "sockets": host.sockets(),
             "join_p50_ms": percentile(&all, 0.5), "join_p99_ms": percentile(&all, 0.99),
             "join_last_ms": last_join, "lost": lost, "sent": full.sent, "received": full.received,

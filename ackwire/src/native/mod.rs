@@ -4,19 +4,22 @@
 //! per browser link ([`webrtc`]; a host instead holds all its clients' in the task, on a
 //! socket of their own: [`lite`]) and the signalling WebSocket ([`signalling`]); it moves
 //! bytes and events between them and the member (its outputs through the loop both drivers
-//! share, [`outputs`](crate::outputs)), and hands the member's events to the
+//! share, [`outputs`]), and hands the member's events to the
 //! [`Room`](crate::Room). The member sits behind a mutex the room's calls share with the
 //! task: a send is checked and queued in the caller's call, and the task is woken to carry
 //! it out. A host room's host also serves its browsers' WebTransport ([`webtransport`]) and
 //! WebSocket ([`websocket`]); a native client may dial either as a browser would
-//! ([`wt_client`], [`ws_client`]); the task drives the four alike ([`sessions`]). Every
+//! ([`wt_client`], [`ws_client`]); the task drives the four alike ([`sessions`]), and both
+//! hosts match the sessions that come to them to links by one set of rules ([`tokens`]). Every
 //! decision about links — who offers, when to retry, what a failure means — is
 //! the member's, shared with the browser driver.
 
+mod certificate;
 mod events;
 pub(crate) mod lite;
 mod sessions;
 pub(crate) mod signalling;
+mod tokens;
 #[cfg(test)]
 mod unverified;
 pub(crate) mod webrtc;
@@ -39,6 +42,7 @@ use ackwire_signalling::{PeerKind, Role, RoomUrl, UrlJoin};
 use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::time::Instant;
 
+use self::certificate::HostTls;
 use self::events::EventQueue;
 use self::lite::{LiteError, LiteHost};
 use self::sessions::Sessions;
@@ -110,9 +114,10 @@ pub(crate) fn route_to(server: &str, bind: SocketAddr) -> std::io::Result<IpAddr
     Ok(probe.local_addr()?.ip())
 }
 
-/// A host's WebTransport (its socket and certificate) and, unless `options.websocket` is off,
-/// its WebSocket (its listener), on `ice_bind`'s IP: what its join publishes, and the rest of
-/// their setup once the runtime runs.
+/// A host's WebTransport (its socket and certificate: its own, `options.certificate`, or
+/// self-signed) and, unless `options.websocket` is off, its WebSocket (its listener), on
+/// `ice_bind`'s IP: what its join publishes, and the rest of their setup once the runtime
+/// runs.
 fn plan_sessions(
     url: &RoomUrl,
     options: &NativeOptions,
@@ -122,10 +127,16 @@ fn plan_sessions(
     if rotation.is_zero() || rotation > webtransport::MAX_ROTATION {
         return Err(JoinError::WebTransportRotation(rotation));
     }
+    let own = options
+        .certificate
+        .as_ref()
+        .map(HostTls::load)
+        .transpose()?;
     let server = url.server();
     let bind = SocketAddr::new(ice_bind.ip(), options.webtransport_port);
+    let route = || route_to(&server, bind);
     let mut wt =
-        WtPlan::bind(bind, options.public_ip, || route_to(&server, bind)).map_err(|e| match e {
+        WtPlan::bind(bind, options.public_ip, route, own.clone()).map_err(|e| match e {
             WtError::Bind { addr, source } => JoinError::Bind { addr, source },
             WtError::Address(source) => JoinError::NothingToAdvertise {
                 bind,
@@ -138,7 +149,7 @@ fn plan_sessions(
         return Ok((wt, None));
     }
     let bind = SocketAddr::new(ice_bind.ip(), options.websocket_port);
-    let ws = WsPlan::bind(bind, wt.ip()).map_err(|e| JoinError::Bind {
+    let ws = WsPlan::bind(bind, wt.host(), own.as_ref()).map_err(|e| JoinError::Bind {
         addr: bind,
         // Say which socket this is: the others are UDP.
         source: std::io::Error::new(
@@ -157,10 +168,15 @@ impl Driver {
         let options = &config.native;
         let trust = match &options.tls_ca {
             None => Trust::PublicRoots,
-            Some(path) if !url.ws_url.starts_with("wss://") => {
+            // A host room's client may check its host's own certificate with it (a `wss://`
+            // WebSocket, WebTransport without hashes); anyone else, only the server's.
+            Some(path) if !url.ws_url.starts_with("wss://") && config.role != Role::Client => {
                 return Err(JoinError::TlsCa {
                     path: path.clone(),
-                    reason: format!("the room URL {} is not https://", url.ws_url),
+                    reason: format!(
+                        "the room URL {} is not https://, and only a host room's client checks anything else with it",
+                        url.ws_url
+                    ),
                 });
             }
             Some(path) => Trust::from_pem_file(path)?,
@@ -228,12 +244,23 @@ impl Driver {
             }
             false => (None, None),
         };
-        // A client that dials its host's WebTransport as a browser does (load generators).
-        let dialer = (options.dial_webtransport && config.role == Role::Client)
-            .then(|| WtClient::new(bound.ip()));
+        // A client that dials its host's WebTransport as a browser does (load generators),
+        // and checks a host's own certificate as a browser does, with `tls_ca` besides.
+        let client = config.role == Role::Client;
+        let (dial_wt, dial_ws) = (
+            client && options.dial_webtransport,
+            client && options.dial_websocket,
+        );
+        let host_roots = (dial_wt || dial_ws).then(|| trust.host_roots());
+        let dialer = (host_roots.clone())
+            .filter(|_| dial_wt)
+            .map(|roots| WtClient::new(bound.ip(), roots));
         member_config.dials_webtransport = dialer.is_some();
         // A client that dials its host's WebSocket as a browser without WebRTC does.
-        let ws_dialer = (options.dial_websocket && config.role == Role::Client).then(WsClient::new);
+        let ws_dialer = (host_roots.filter(|_| dial_ws))
+            .map(WsClient::new)
+            .transpose()
+            .map_err(|e| JoinError::Runtime(std::io::Error::other(e)))?;
         if ws_dialer.is_some() {
             member_config.dials_websocket = true;
             member_config.webrtc = false;
@@ -298,13 +325,13 @@ impl Driver {
                 }
                 if let Some(plan) = webtransport {
                     let now = lock(&shared).now();
-                    let host = WtHost::start(plan, webtransport::HOLD, Some(rotation), now)
+                    let host = WtHost::start(plan, tokens::HOLD, Some(rotation), now)
                         .map_err(|e| JoinError::Runtime(std::io::Error::other(e)))?;
                     tracing::info!(url = %host.info().url, local = %host.local_addr(), "host: browsers' WebTransport on this socket");
                     io.webtransport = Some(host);
                 }
                 if let Some(plan) = websocket {
-                    let host = WsHost::start(plan, websocket::HOLD).map_err(JoinError::Runtime)?;
+                    let host = WsHost::start(plan, tokens::HOLD).map_err(JoinError::Runtime)?;
                     tracing::info!(url = %host.url(), local = %host.local_addr(), "host: browsers' WebSocket on this listener");
                     io.websocket = Some(host);
                 }

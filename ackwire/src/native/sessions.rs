@@ -156,6 +156,130 @@ pub(super) fn send_failures<S: Sessions>(sessions: Option<&S>) -> u64 {
     sessions.map_or(0, Sessions::send_failures)
 }
 
+/// A host's sessions driven as the room's task drives them, for the WebTransport and
+/// WebSocket hosts' tests: what they have for the member is kept, to be checked in order.
+#[cfg(test)]
+pub(super) mod harness {
+    use std::collections::VecDeque;
+    use std::future::Future;
+    use std::time::Duration;
+
+    use ackwire_room::member::{TransportEvent, TransportId};
+
+    use super::{SessionEvent, Sessions};
+
+    /// No test waits longer than this for anything.
+    pub(crate) const PATIENCE: Duration = Duration::from_secs(10);
+
+    /// A host's sessions, which hold what comes before the member names its token.
+    pub(crate) trait Host: Sessions {
+        /// Sessions held for a token the member has not named.
+        fn held(&self) -> usize;
+    }
+
+    /// A host, and what it had for the member so far.
+    pub(crate) struct Harness<H> {
+        pub(crate) host: H,
+        seen: VecDeque<(TransportId, SessionEvent)>,
+    }
+
+    impl<H: Host> Harness<H> {
+        pub(crate) fn new(host: H) -> Harness<H> {
+            Harness {
+                host,
+                seen: VecDeque::new(),
+            }
+        }
+
+        /// Takes in `report`, keeping what it has for the member.
+        fn keep(&mut self, report: H::Report) {
+            if let Some(event) = self.host.handle(report) {
+                self.seen.push_back(event);
+            }
+        }
+
+        /// Runs the host until `work` is done, keeping what it has for the member.
+        pub(crate) async fn run<T>(&mut self, work: impl Future<Output = T>) -> T {
+            tokio::pin!(work);
+            let run = async {
+                loop {
+                    tokio::select! {
+                        out = &mut work => return out,
+                        report = self.host.next() => self.keep(report),
+                    }
+                }
+            };
+            tokio::time::timeout(PATIENCE, run)
+                .await
+                .expect("timed out")
+        }
+
+        /// The next thing the host has for the member.
+        pub(crate) async fn event(&mut self) -> (TransportId, SessionEvent) {
+            let next = async {
+                loop {
+                    if let Some(event) = self.seen.pop_front() {
+                        return event;
+                    }
+                    let report = self.host.next().await;
+                    self.keep(report);
+                }
+            };
+            tokio::time::timeout(PATIENCE, next)
+                .await
+                .expect("timed out")
+        }
+
+        /// Runs the host until it holds `n` sessions.
+        pub(crate) async fn until_held(&mut self, n: usize) {
+            let wait = async {
+                while self.host.held() != n {
+                    let report = self.host.next().await;
+                    self.keep(report);
+                }
+            };
+            tokio::time::timeout(PATIENCE, wait)
+                .await
+                .expect("timed out");
+        }
+
+        /// Takes every report already waiting, and checks the member got nothing at all.
+        pub(crate) fn assert_nothing_for_the_member(&mut self) {
+            while let Some(report) = self.host.try_next() {
+                self.keep(report);
+            }
+            assert!(self.seen.is_empty(), "the member was told {:?}", self.seen);
+        }
+
+        /// Whether the next thing the member hears is `what` of `transport`.
+        pub(crate) async fn assert_told(&mut self, transport: TransportId, what: TransportEvent) {
+            let event = self.event().await;
+            assert!(
+                matches!(&event, (t, SessionEvent::Transport(e)) if *t == transport && *e == what),
+                "expected {what:?} of {transport:?}, got {event:?}"
+            );
+        }
+
+        pub(crate) async fn assert_open(&mut self, transport: TransportId) {
+            self.assert_told(transport, TransportEvent::ChannelOpen)
+                .await;
+        }
+
+        pub(crate) async fn assert_closed(&mut self, transport: TransportId) {
+            self.assert_told(transport, TransportEvent::ChannelClosed)
+                .await;
+        }
+
+        /// The next packet the member gets, which must be `transport`'s.
+        pub(crate) async fn packet(&mut self, transport: TransportId) -> bytes::Bytes {
+            match self.event().await {
+                (t, SessionEvent::Datagram(packet)) if t == transport => packet,
+                other => panic!("expected a packet on {transport:?}, got {other:?}"),
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

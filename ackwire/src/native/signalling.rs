@@ -6,11 +6,11 @@ use std::path::Path;
 use std::sync::Arc;
 
 use futures_util::{SinkExt, StreamExt};
-use rustls::pki_types::{CertificateDer, pem::PemObject};
 use tokio::sync::mpsc;
 use tokio_tungstenite::{Connector, tungstenite};
 use tungstenite::Message;
 
+use super::certificate::{pem_certificates, provider};
 use crate::error::JoinError;
 
 /// Frames the member may queue for the server before further ones are dropped (stats are
@@ -40,7 +40,12 @@ pub(crate) enum Trust {
     PublicRoots,
     /// Only the certificates of `--tls-ca` (a private CA, or the server's own self-signed
     /// certificate); the public roots are not consulted.
-    Only(Arc<rustls::ClientConfig>),
+    Only {
+        /// The certificates, as roots.
+        roots: Arc<rustls::RootCertStore>,
+        /// A connector trusting them alone.
+        config: Arc<rustls::ClientConfig>,
+    },
 }
 
 impl Trust {
@@ -50,37 +55,43 @@ impl Trust {
             path: path.to_owned(),
             reason,
         };
-        let certs = CertificateDer::pem_file_iter(path)
-            .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
-            .map_err(|e| match e {
-                rustls::pki_types::pem::Error::Io(e) => bad(format!("cannot read: {e}")),
-                other => bad(format!("not valid PEM: {other}")),
-            })?;
-        if certs.is_empty() {
-            return Err(bad(
-                "no certificate found (expected PEM \"BEGIN CERTIFICATE\" blocks)".into(),
-            ));
-        }
+        let certs = pem_certificates(path).map_err(bad)?;
         let mut roots = rustls::RootCertStore::empty();
         for cert in certs {
             roots
                 .add(cert)
                 .map_err(|e| bad(format!("not a usable certificate: {e}")))?;
         }
-        // ring: the provider the rest of the tree (webrtc, the default wss connector) uses.
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let config = rustls::ClientConfig::builder_with_provider(provider)
+        let roots = Arc::new(roots);
+        let config = rustls::ClientConfig::builder_with_provider(provider())
             .with_safe_default_protocol_versions()
             .map_err(|e| bad(e.to_string()))?
-            .with_root_certificates(roots)
+            .with_root_certificates(roots.clone())
             .with_no_client_auth();
-        Ok(Trust::Only(Arc::new(config)))
+        Ok(Trust::Only {
+            roots,
+            config: Arc::new(config),
+        })
+    }
+
+    /// Whom a host's own certificate must chain to, as its native client dials it as a
+    /// browser does (a `wss://` WebSocket, a WebTransport service without hashes): the public
+    /// roots, as the browser's, and `--tls-ca`'s certificates besides, so a client that
+    /// trusts a private signalling server still reaches a host with a public certificate.
+    pub(crate) fn host_roots(&self) -> Arc<rustls::RootCertStore> {
+        let mut roots = rustls::RootCertStore {
+            roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+        };
+        if let Trust::Only { roots: ca, .. } = self {
+            roots.roots.extend(ca.roots.iter().cloned());
+        }
+        Arc::new(roots)
     }
 
     fn connector(&self) -> Option<Connector> {
         match self {
             Trust::PublicRoots => None,
-            Trust::Only(config) => Some(Connector::Rustls(Arc::clone(config))),
+            Trust::Only { config, .. } => Some(Connector::Rustls(Arc::clone(config))),
         }
     }
 
@@ -90,7 +101,7 @@ impl Trust {
             Trust::PublicRoots => {
                 "a server with a private CA or a self-signed certificate needs its CA trusted: NativeOptions::tls_ca, ackwire-peer --tls-ca FILE"
             }
-            Trust::Only(_) => {
+            Trust::Only { .. } => {
                 "checked against the certificates of tls_ca only (ackwire-peer --tls-ca)"
             }
         }
@@ -128,6 +139,20 @@ impl Socket {
     }
 }
 
+/// What TLS said, if a WebSocket's dial failed in its TLS handshake (the signalling server's,
+/// a host's `wss://`).
+pub(crate) fn tls_refusal(e: &tungstenite::Error) -> Option<String> {
+    match e {
+        // The handshake's refusal arrives as an I/O error wrapping rustls's.
+        tungstenite::Error::Io(io) => io
+            .get_ref()
+            .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+            .map(ToString::to_string),
+        tungstenite::Error::Tls(tls) => Some(tls.to_string()),
+        _ => None,
+    }
+}
+
 /// Runs one connection; returns how it ended (its last event), or `None` if the driver let go
 /// of it.
 async fn run(
@@ -149,16 +174,7 @@ async fn run(
     let mut ws = match connected {
         Ok((ws, _)) => ws,
         Err(e) => {
-            // The handshake's refusal arrives as an I/O error wrapping rustls's.
-            let tls = match &e {
-                tungstenite::Error::Io(io) => io
-                    .get_ref()
-                    .and_then(|inner| inner.downcast_ref::<rustls::Error>())
-                    .map(ToString::to_string),
-                tungstenite::Error::Tls(tls) => Some(tls.to_string()),
-                _ => None,
-            };
-            return Some(SocketEvent::Closed(match tls {
+            return Some(SocketEvent::Closed(match tls_refusal(&e) {
                 Some(tls) => format!("connect {ws_url}: TLS: {tls} ({})", trust.hint()),
                 None => format!("connect {ws_url}: {e}"),
             }));

@@ -4,6 +4,14 @@
 //! WebTransport ([`webtransport`](super::webtransport)), whose service publishes its URL
 //! (`ws://<ip>:<port>/ackwire`: [`WsPlan::url`]).
 //!
+//! A host with a certificate browsers trust
+//! ([`NativeOptions::certificate`](crate::NativeOptions::certificate),
+//! [`certificate`](super::certificate)) serves TLS with it (rustls, in front of the
+//! upgrade, within the same handshake time) and publishes `wss://<name>:<port>/ackwire`: a
+//! page served over `https://` may open only that. Each handshake gets the certificate
+//! current then, so a renewal reaches new connections as it reaches new WebTransport
+//! sessions.
+//!
 //! The core's packets ride one binary message each (at most
 //! [`WEBTRANSPORT_DATAGRAM`](ackwire_room::member::WEBTRANSPORT_DATAGRAM) bytes: the member
 //! sizes a WebSocket link as a WebTransport one). TCP delivers them in order and resends
@@ -12,14 +20,13 @@
 //! [`MAX_MESSAGE`] closes that connection (and only it).
 //!
 //! The member matches a connection to its link by the link's token, as it does a
-//! WebTransport session: the client sends it in the connection's path (`/ackwire?token=…`)
-//! and over signalling
+//! WebTransport session, by the same rules ([`tokens`](super::tokens)): the client sends it
+//! in the connection's path (`/ackwire?token=…`) and over signalling
 //! ([`Command::AcceptWebSocket`](ackwire_room::member::Command::AcceptWebSocket)). Either
 //! may come first: a connection whose token the member has not named yet is held, unread,
-//! for up to [`HOLD`] (its packets wait in TCP's buffers), then closed; a token whose
-//! connection has not come is kept until its transport closes. A request on another path
-//! is refused in the handshake (HTTP 404), one without a well-formed token too (400); a
-//! connection whose token already has one is closed at once. A token is taken once.
+//! for up to the hold (its packets wait in TCP's buffers), then closed; a connection whose
+//! token already has one is closed at once. A request on another path is refused in the
+//! handshake (HTTP 404), one without a well-formed token too (400).
 //!
 //! The listener's task and a handshake task per incoming connection only report, through
 //! one channel the room's task reads ([`Sessions::next`], then [`Sessions::handle`]): the
@@ -33,18 +40,20 @@
 //! channel, and the connections' tasks stop reading their sockets: TCP holds their senders
 //! back.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::future::Future;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use ackwire_room::member::{Route, TransportEvent, TransportId};
-use ackwire_signalling::webtransport::{is_token, session_token};
+use ackwire_signalling::webtransport::session_token;
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot};
+use tokio_rustls::TlsAcceptor;
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::handshake::server::{
     Callback, ErrorResponse, Request, Response,
@@ -54,14 +63,9 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
 use tokio_tungstenite::tungstenite::{self, Message, Utf8Bytes};
 
+use super::certificate::{HostTls, Service};
 use super::sessions::{SessionEvent, Sessions};
-
-/// How long a connection whose token the member has not named is held before it is closed:
-/// a client sends its token over signalling as it dials, so the two arrive about together.
-pub(crate) const HOLD: Duration = Duration::from_secs(10);
-
-/// At most this many connections held at once; beyond, a new one is closed.
-const MAX_HELD: usize = 1024;
+use super::tokens::{Arrival, Expiry, Tokens};
 
 /// The path of the published URL (a connection's own adds `?token=…`).
 const PATH: &str = "/ackwire";
@@ -86,7 +90,8 @@ const READ_BUFFER: usize = 4 << 10;
 /// is empty, so this only batches a burst into fewer writes.
 const WRITE_BUFFER: usize = 4 << 10;
 
-/// An incoming connection that has not finished its HTTP upgrade after this long is dropped.
+/// An incoming connection that has not finished its HTTP upgrade (and its TLS handshake
+/// before it, with the host's own certificate) after this long is dropped.
 const HANDSHAKE: Duration = Duration::from_secs(10);
 
 /// A close frame gets this long to go out before the connection is dropped anyway.
@@ -108,24 +113,49 @@ pub(super) fn config() -> WebSocketConfig {
 /// The host's WebSocket before the runtime runs it: the bound listener and the URL the host
 /// publishes. Made before the member (which publishes the URL in its join); [`WsHost::start`]
 /// runs it.
-#[derive(Debug)]
 pub(crate) struct WsPlan {
     listener: std::net::TcpListener,
     url: String,
+    /// With the host's own certificate: TLS in front of every connection.
+    tls: Option<TlsAcceptor>,
+}
+
+impl std::fmt::Debug for WsPlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WsPlan")
+            .field("listener", &self.listener)
+            .field("url", &self.url)
+            .finish_non_exhaustive()
+    }
 }
 
 impl WsPlan {
-    /// Binds the listener at `bind` (port 0: any), for clients that reach the host at `ip`
-    /// (the IP of the host's WebTransport URL).
-    pub(crate) fn bind(bind: SocketAddr, ip: IpAddr) -> std::io::Result<WsPlan> {
+    /// Binds the listener at `bind` (port 0: any), for clients that dial `host` (the host of
+    /// the WebTransport URL: an IP, or the name of `own`); with `own`, the host's own
+    /// certificate, they dial `wss://`.
+    pub(crate) fn bind(
+        bind: SocketAddr,
+        host: &str,
+        own: Option<&HostTls>,
+    ) -> std::io::Result<WsPlan> {
+        let tls = match own {
+            Some(own) => {
+                let config = own
+                    .server_config(Service::WebSocket)
+                    .map_err(std::io::Error::other)?;
+                Some(TlsAcceptor::from(Arc::new(config)))
+            }
+            None => None,
+        };
         let listener = std::net::TcpListener::bind(bind)?;
         listener.set_nonblocking(true)?;
         let port = listener.local_addr()?.port();
-        let url = format!("ws://{}{PATH}", SocketAddr::new(ip, port));
-        Ok(WsPlan { listener, url })
+        let scheme = if tls.is_some() { "wss" } else { "ws" };
+        let url = format!("{scheme}://{host}:{port}{PATH}");
+        Ok(WsPlan { listener, url, tls })
     }
 
-    /// What the host publishes: `ws://<ip>:<port>/ackwire`.
+    /// What the host publishes: `ws://<ip>:<port>/ackwire`, or `wss://<name>:<port>/ackwire`.
     pub(crate) fn url(&self) -> &str {
         &self.url
     }
@@ -192,19 +222,22 @@ impl Conn {
         }
     }
 
-    /// Queues `packet` on an open connection; `Err` when it is dropped instead: the queue is
-    /// full (the peer reads slower than we send) or the connection just ended. A connection
-    /// not open takes nothing and says nothing (the member sends only on open ones).
-    pub(super) fn send(&self, packet: &[u8]) -> Result<(), &'static str> {
+    /// Queues `packet` on an open connection, `transport`'s (a host's or a native client's);
+    /// one that finds the queue full (the peer reads slower than we send) or the connection
+    /// just ended is dropped and counted in `failures`. A connection not open takes nothing
+    /// and says nothing (the member sends only on open ones).
+    pub(super) fn send(&self, transport: TransportId, packet: &[u8], failures: &mut u64) {
         if self.state != State::Open {
-            return Ok(());
+            return;
         }
-        self.queue
-            .try_send(Bytes::copy_from_slice(packet))
-            .map_err(|e| match e {
+        if let Err(e) = self.queue.try_send(Bytes::copy_from_slice(packet)) {
+            *failures += 1;
+            let why = match e {
                 mpsc::error::TrySendError::Full(_) => "its queue is full",
                 mpsc::error::TrySendError::Closed(_) => "it ended",
-            })
+            };
+            tracing::trace!(?transport, why, "WebSocket packet dropped");
+        }
     }
 
     /// Takes in what the connection's task reported: what it has for the member, if
@@ -404,41 +437,29 @@ impl std::fmt::Debug for Report {
 
 enum Happened {
     /// A connection with a well-formed token finished its handshake.
-    Arrived {
-        token: String,
-        ws: Box<WebSocketStream<TcpStream>>,
-    },
-    /// The hold of the connection `number` held for `token` is over.
-    Expired { token: String, number: u64 },
+    Arrived { token: String, ws: Incoming },
+    /// A held connection's hold is over.
+    Expired(Expiry),
     /// A taken connection's task reported.
     Pumped(TransportId, Pumped),
     /// An event the host itself has for the member.
     Tell(TransportId, TransportEvent),
 }
 
-/// A transport the member named: its token, and its connection once one showed it.
-struct Slot {
-    token: String,
-    conn: Option<Conn>,
-}
+/// A connection that came, held until its token is named.
+type Incoming = Box<WebSocketStream<Box<dyn Stream>>>;
 
-struct Held {
-    ws: Box<WebSocketStream<TcpStream>>,
-    number: u64,
-}
+/// A connection's bytes: plain TCP, or TLS over it.
+trait Stream: AsyncRead + AsyncWrite + Send + Unpin {}
+
+impl<S: AsyncRead + AsyncWrite + Send + Unpin> Stream for S {}
 
 /// The host's WebSocket listener: connections in, matched to the member's transports by
 /// token; their events and packets out through [`Sessions::next`] and [`Sessions::handle`].
 pub(crate) struct WsHost {
     local: SocketAddr,
     url: String,
-    hold: Duration,
-    /// The tokens the member named, until their transport closes.
-    tokens: HashMap<String, TransportId>,
-    transports: HashMap<TransportId, Slot>,
-    /// Connections whose token the member has not named yet.
-    held: HashMap<String, Held>,
-    holds: u64,
+    tokens: Tokens<Conn, Incoming>,
     /// What the host has for the member itself, before anything its tasks report.
     told: VecDeque<(TransportId, TransportEvent)>,
     reports: mpsc::Sender<Report>,
@@ -454,29 +475,24 @@ impl std::fmt::Debug for WsHost {
         f.debug_struct("WsHost")
             .field("local", &self.local)
             .field("url", &self.url)
-            .field("transports", &self.transports.len())
-            .field("held", &self.held.len())
+            .field("tokens", &self.tokens)
             .finish_non_exhaustive()
     }
 }
 
 impl WsHost {
     /// Listens on the plan's listener (inside a tokio runtime). A connection whose token the
-    /// member has not named is held for `hold` ([`HOLD`] in a room).
+    /// member has not named is held for `hold` ([`HOLD`](super::tokens::HOLD) in a room).
     pub(crate) fn start(plan: WsPlan, hold: Duration) -> std::io::Result<WsHost> {
         let listener = TcpListener::from_std(plan.listener)?;
         let local = listener.local_addr()?;
         let (reports, reports_rx) = mpsc::channel(REPORTS);
         let (stop, stopped) = oneshot::channel();
-        tokio::spawn(listen(listener, reports.clone(), stopped));
+        tokio::spawn(listen(listener, plan.tls, reports.clone(), stopped));
         Ok(WsHost {
             local,
             url: plan.url,
-            hold,
-            tokens: HashMap::new(),
-            transports: HashMap::new(),
-            held: HashMap::new(),
-            holds: 0,
+            tokens: Tokens::new(hold),
             told: VecDeque::new(),
             reports,
             reports_rx,
@@ -495,75 +511,52 @@ impl WsHost {
         &self.url
     }
 
-    /// Connections held for a token the member has not named.
-    #[cfg(test)]
-    fn held(&self) -> usize {
-        self.held.len()
-    }
-
     /// The member's [`Command::AcceptWebSocket`]: the connection that shows `token` is
     /// `transport`, now if it came already, else when it comes.
     ///
     /// [`Command::AcceptWebSocket`]: ackwire_room::member::Command::AcceptWebSocket
     pub(crate) fn accept(&mut self, transport: TransportId, token: String) {
-        if !is_token(&token) || self.tokens.contains_key(&token) || self.has(transport) {
+        let reports = &self.reports;
+        if !self
+            .tokens
+            .name(transport, token, |ws| take(transport, ws, reports))
+        {
             let why = "not a WebSocket token, or one already taken";
             self.told
                 .push_back((transport, TransportEvent::Failed(why.into())));
-            return;
         }
-        self.tokens.insert(token.clone(), transport);
-        let conn = self
-            .held
-            .remove(&token)
-            .map(|held| self.take(transport, held.ws));
-        self.transports.insert(transport, Slot { token, conn });
     }
 
-    /// Runs `ws` as `transport`'s connection.
-    fn take(&self, transport: TransportId, ws: Box<WebSocketStream<TcpStream>>) -> Conn {
-        let wrap: fn(TransportId, Pumped) -> Report =
-            |transport, pumped| Report(Happened::Pumped(transport, pumped));
-        Conn::spawn(
-            transport,
-            std::future::ready(Ok(*ws)),
-            self.reports.clone(),
-            wrap,
-        )
-    }
-
-    /// A connection showed `token`: taken if the member named it and it is free, held if
-    /// the member has not named it yet, turned away otherwise.
-    fn arrived(&mut self, token: String, ws: Box<WebSocketStream<TcpStream>>) {
-        if let Some(&transport) = self.tokens.get(&token) {
-            match self.transports.get(&transport) {
-                Some(slot) if slot.conn.is_none() => {
-                    let conn = self.take(transport, ws);
-                    if let Some(slot) = self.transports.get_mut(&transport) {
-                        slot.conn = Some(conn);
-                    }
-                }
-                _ => turn_away(*ws, "this token has a connection"),
+    /// A connection showed `token`: taken, held or turned away ([`Tokens::arrived`]).
+    fn arrived(&mut self, token: String, ws: Incoming) {
+        let reports = &self.reports;
+        match self
+            .tokens
+            .arrived(token, ws, |transport, ws| take(transport, ws, reports))
+        {
+            Arrival::Taken => {}
+            Arrival::Held(expiry) => {
+                let reports = self.reports.clone();
+                tokio::spawn(async move {
+                    let expired = Report(Happened::Expired(expiry.due().await));
+                    let _ = reports.send(expired).await;
+                });
             }
-            return;
+            Arrival::Refused(ws, why) => turn_away(*ws, why),
         }
-        if self.held.contains_key(&token) || self.held.len() >= MAX_HELD {
-            turn_away(*ws, "this token has a connection waiting");
-            return;
-        }
-        self.holds += 1;
-        let number = self.holds;
-        let (reports, hold, expired) = (self.reports.clone(), self.hold, token.clone());
-        tokio::spawn(async move {
-            tokio::time::sleep(hold).await;
-            let expired = Report(Happened::Expired {
-                token: expired,
-                number,
-            });
-            let _ = reports.send(expired).await;
-        });
-        self.held.insert(token, Held { ws, number });
     }
+}
+
+/// Runs `ws` as `transport`'s connection.
+fn take(transport: TransportId, ws: Incoming, reports: &mpsc::Sender<Report>) -> Conn {
+    let wrap: fn(TransportId, Pumped) -> Report =
+        |transport, pumped| Report(Happened::Pumped(transport, pumped));
+    Conn::spawn(
+        transport,
+        std::future::ready(Ok(*ws)),
+        reports.clone(),
+        wrap,
+    )
 }
 
 impl Sessions for WsHost {
@@ -574,28 +567,19 @@ impl Sessions for WsHost {
     }
 
     fn has(&self, transport: TransportId) -> bool {
-        self.transports.contains_key(&transport)
+        self.tokens.has(transport)
     }
 
     fn send(&mut self, transport: TransportId, datagram: &[u8]) {
-        let Some(conn) = self
-            .transports
-            .get(&transport)
-            .and_then(|s| s.conn.as_ref())
-        else {
-            return;
-        };
-        if let Err(why) = conn.send(datagram) {
-            self.send_failures += 1;
-            tracing::trace!(?transport, why, "WebSocket packet dropped");
+        if let Some(conn) = self.tokens.session(transport) {
+            conn.send(transport, datagram, &mut self.send_failures);
         }
     }
 
     /// The connection closes (or is turned away if it comes), and its token is forgotten.
     fn close(&mut self, transport: TransportId) {
-        if let Some(slot) = self.transports.remove(&transport) {
-            self.tokens.remove(&slot.token);
-        }
+        // Dropping the connection's handle closes it.
+        self.tokens.close(transport);
     }
 
     fn send_failures(&self) -> u64 {
@@ -626,16 +610,14 @@ impl Sessions for WsHost {
                 self.arrived(token, ws);
                 None
             }
-            Happened::Expired { token, number } => {
-                if self.held.get(&token).is_some_and(|h| h.number == number)
-                    && let Some(held) = self.held.remove(&token)
-                {
-                    turn_away(*held.ws, "its token was never named");
+            Happened::Expired(expiry) => {
+                if let Some(ws) = self.tokens.expired(expiry) {
+                    turn_away(*ws, "its token was never named");
                 }
                 None
             }
             Happened::Pumped(transport, pumped) => {
-                let conn = self.transports.get_mut(&transport)?.conn.as_mut()?;
+                let conn = self.tokens.session_mut(transport)?;
                 Some((transport, conn.take(transport, pumped)?))
             }
             Happened::Tell(transport, event) => Some((transport, SessionEvent::Transport(event))),
@@ -643,9 +625,11 @@ impl Sessions for WsHost {
     }
 }
 
-/// Takes every incoming connection to its handshake, until the host is dropped.
+/// Takes every incoming connection to its handshake (through `tls`, with the host's own
+/// certificate), until the host is dropped.
 async fn listen(
     listener: TcpListener,
+    tls: Option<TlsAcceptor>,
     reports: mpsc::Sender<Report>,
     mut stopped: oneshot::Receiver<()>,
 ) {
@@ -655,7 +639,7 @@ async fn listen(
             _ = &mut stopped => break,
             accepted = listener.accept() => match accepted {
                 Ok((stream, from)) => {
-                    tokio::spawn(handshake(stream, from, reports.clone()));
+                    tokio::spawn(handshake(stream, from, tls.clone(), reports.clone()));
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "host WebSocket: accept failed");
@@ -699,19 +683,29 @@ impl Callback for Admission<'_> {
     }
 }
 
-/// One incoming connection's HTTP upgrade; a request refused by [`admit`] ends here, an
-/// admitted one goes to the room's task.
-async fn handshake(stream: TcpStream, from: SocketAddr, reports: mpsc::Sender<Report>) {
+/// One incoming connection's TLS handshake (with `tls`) and HTTP upgrade; a request refused
+/// by [`admit`] ends here, an admitted one goes to the room's task.
+async fn handshake(
+    stream: TcpStream,
+    from: SocketAddr,
+    tls: Option<TlsAcceptor>,
+    reports: mpsc::Sender<Report>,
+) {
     // Packets are small and latency-bound: no Nagle delay.
     if let Err(e) = stream.set_nodelay(true) {
         tracing::debug!(%from, error = %e, "WebSocket: TCP_NODELAY not set");
     }
     let mut token = None;
-    let upgrade = tokio_tungstenite::accept_hdr_async_with_config(
-        stream,
-        Admission(&mut token),
-        Some(config()),
-    );
+    let upgrade = async {
+        let stream: Box<dyn Stream> = match tls {
+            Some(tls) => Box::new(tls.accept(stream).await.map_err(|e| format!("TLS: {e}"))?),
+            None => Box::new(stream),
+        };
+        let admission = Admission(&mut token);
+        tokio_tungstenite::accept_hdr_async_with_config(stream, admission, Some(config()))
+            .await
+            .map_err(|e| e.to_string())
+    };
     let ws = match tokio::time::timeout(HANDSHAKE, upgrade).await {
         Ok(Ok(ws)) => ws,
         Ok(Err(e)) => {
@@ -731,14 +725,14 @@ async fn handshake(stream: TcpStream, from: SocketAddr, reports: mpsc::Sender<Re
 
 #[cfg(test)]
 mod tests {
-    use std::collections::VecDeque;
-
+    use rustls::pki_types::CertificateDer;
     use tokio_tungstenite::MaybeTlsStream;
 
+    use super::super::certificate::tests::write_self_signed;
+    use super::super::sessions::harness::{Harness, Host};
+    use super::super::tokens::HOLD;
     use super::*;
-
-    /// No test waits longer than this for anything.
-    const PATIENCE: Duration = Duration::from_secs(10);
+    use crate::config::HostCertificate;
 
     /// The largest core packet on a WebSocket link.
     const LARGEST: usize = ackwire_room::member::WEBTRANSPORT_DATAGRAM;
@@ -748,85 +742,20 @@ mod tests {
 
     type Client = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
-    /// A host on loopback, and what it had for the member so far.
-    struct Harness {
-        host: WsHost,
-        seen: VecDeque<(TransportId, SessionEvent)>,
+    impl Host for WsHost {
+        fn held(&self) -> usize {
+            self.tokens.held()
+        }
     }
 
-    impl Harness {
-        fn new(hold: Duration) -> Harness {
-            let bind = SocketAddr::from(([127, 0, 0, 1], 0));
-            let plan = WsPlan::bind(bind, bind.ip()).expect("bind");
-            Harness {
-                host: WsHost::start(plan, hold).expect("listener"),
-                seen: VecDeque::new(),
-            }
-        }
+    /// A host on loopback whose connections are held for `hold`.
+    fn harness(hold: Duration) -> Harness<WsHost> {
+        let bind = SocketAddr::from(([127, 0, 0, 1], 0));
+        let plan = WsPlan::bind(bind, "127.0.0.1", None).expect("bind");
+        Harness::new(WsHost::start(plan, hold).expect("listener"))
+    }
 
-        /// Runs the host until `work` is done, keeping what it has for the member.
-        async fn run<T>(&mut self, work: impl Future<Output = T>) -> T {
-            tokio::pin!(work);
-            let run = async {
-                loop {
-                    tokio::select! {
-                        out = &mut work => return out,
-                        report = self.host.next() => {
-                            if let Some(event) = self.host.handle(report) {
-                                self.seen.push_back(event);
-                            }
-                        }
-                    }
-                }
-            };
-            tokio::time::timeout(PATIENCE, run)
-                .await
-                .expect("timed out")
-        }
-
-        /// The next thing the host has for the member.
-        async fn event(&mut self) -> (TransportId, SessionEvent) {
-            if let Some(event) = self.seen.pop_front() {
-                return event;
-            }
-            let next = async {
-                loop {
-                    let report = self.host.next().await;
-                    if let Some(event) = self.host.handle(report) {
-                        return event;
-                    }
-                }
-            };
-            tokio::time::timeout(PATIENCE, next)
-                .await
-                .expect("timed out")
-        }
-
-        /// Runs the host until it holds `n` connections.
-        async fn until_held(&mut self, n: usize) {
-            let wait = async {
-                while self.host.held() != n {
-                    let report = self.host.next().await;
-                    if let Some(event) = self.host.handle(report) {
-                        self.seen.push_back(event);
-                    }
-                }
-            };
-            tokio::time::timeout(PATIENCE, wait)
-                .await
-                .expect("timed out");
-        }
-
-        /// Takes every report already waiting, and checks the member got nothing at all.
-        fn assert_nothing_for_the_member(&mut self) {
-            while let Some(report) = self.host.try_next() {
-                if let Some(event) = self.host.handle(report) {
-                    self.seen.push_back(event);
-                }
-            }
-            assert!(self.seen.is_empty(), "the member was told {:?}", self.seen);
-        }
-
+    impl Harness<WsHost> {
         /// A client dialling the host's URL with `query` after it (`?token=…`).
         async fn dial_query(&mut self, query: &str) -> Result<Client, tungstenite::Error> {
             let url = format!("{}{query}", self.host.url());
@@ -846,48 +775,18 @@ mod tests {
         async fn open(&mut self, transport: TransportId, token: &str) -> Client {
             self.host.accept(transport, token.into());
             let client = self.dial(token).await;
-            assert_open(self.event().await, transport);
+            self.assert_open(transport).await;
             client
-        }
-
-        /// The next packet the member gets, which must be `transport`'s.
-        async fn packet(&mut self, transport: TransportId) -> Bytes {
-            match self.event().await {
-                (t, SessionEvent::Datagram(packet)) if t == transport => packet,
-                other => panic!("expected a packet on {transport:?}, got {other:?}"),
-            }
         }
 
         /// The next message `client` reads, while the host runs.
         async fn read(&mut self, client: &mut Client) -> Option<Message> {
             self.run(client.next()).await.map(|m| m.expect("a message"))
         }
-
-        /// Whether the next thing the member hears is that `transport` closed.
-        async fn assert_closed(&mut self, transport: TransportId) {
-            let event = self.event().await;
-            assert!(
-                matches!(
-                    event,
-                    (t, SessionEvent::Transport(TransportEvent::ChannelClosed)) if t == transport
-                ),
-                "expected {transport:?} closed, got {event:?}"
-            );
-        }
-    }
-
-    fn assert_open(event: (TransportId, SessionEvent), transport: TransportId) {
-        assert!(
-            matches!(
-                event,
-                (t, SessionEvent::Transport(TransportEvent::ChannelOpen)) if t == transport
-            ),
-            "expected {transport:?} open, got {event:?}"
-        );
     }
 
     /// The close frame a turned-away or closed client reads, then the end of its stream.
-    async fn close_code(h: &mut Harness, client: &mut Client) -> CloseCode {
+    async fn close_code(h: &mut Harness<WsHost>, client: &mut Client) -> CloseCode {
         match h.read(client).await {
             Some(Message::Close(Some(frame))) => frame.code,
             other => panic!("expected a close frame, got {other:?}"),
@@ -906,7 +805,12 @@ mod tests {
     }
 
     /// `packets` each way on `transport`, checked in order and byte for byte.
-    async fn exchange(h: &mut Harness, transport: TransportId, client: &mut Client, n: usize) {
+    async fn exchange(
+        h: &mut Harness<WsHost>,
+        transport: TransportId,
+        client: &mut Client,
+        n: usize,
+    ) {
         let up = packets(n, LARGEST);
         for packet in &up {
             let message = Message::binary(packet.clone());
@@ -931,14 +835,10 @@ mod tests {
     #[test]
     fn the_published_url_names_the_address_clients_reach_and_the_bound_port() {
         let bind = SocketAddr::from(([127, 0, 0, 1], 0));
-        let public = IpAddr::from([203, 0, 113, 7]);
-        let plan = WsPlan::bind(bind, public).unwrap();
+        let plan = WsPlan::bind(bind, "203.0.113.7", None).unwrap();
         let port = plan.listener.local_addr().unwrap().port();
         assert_eq!(plan.url(), format!("ws://203.0.113.7:{port}/ackwire"));
-        let v6 = WsPlan::bind(
-            "[::1]:0".parse().unwrap(),
-            IpAddr::from([0, 0, 0, 0, 0, 0, 0, 1]),
-        );
+        let v6 = WsPlan::bind("[::1]:0".parse().unwrap(), "[::1]", None);
         // A machine without IPv6 has nothing to check.
         if let Ok(v6) = v6 {
             let port = v6.listener.local_addr().unwrap().port();
@@ -947,8 +847,70 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_host_with_its_own_certificate_serves_wss_with_the_one_current_at_each_handshake() {
+        let dir = tempfile::tempdir().unwrap();
+        let (chain, key, first) = write_self_signed(dir.path(), "host", &["localhost"]);
+        let own = HostTls::load(&HostCertificate::new(chain, key, "localhost")).unwrap();
+        let bind = SocketAddr::from(([127, 0, 0, 1], 0));
+        let plan = WsPlan::bind(bind, own.name(), Some(&own)).unwrap();
+        let port = plan.listener.local_addr().unwrap().port();
+        assert_eq!(plan.url(), format!("wss://localhost:{port}/ackwire"));
+        let mut h = Harness::new(WsHost::start(plan, HOLD).unwrap());
+        let trusting = |cert: &CertificateDer<'static>| {
+            let mut roots = rustls::RootCertStore::empty();
+            roots.add(cert.clone()).unwrap();
+            let config =
+                rustls::ClientConfig::builder_with_provider(super::super::certificate::provider())
+                    .with_safe_default_protocol_versions()
+                    .unwrap()
+                    .with_root_certificates(roots)
+                    .with_no_client_auth();
+            Some(tokio_tungstenite::Connector::Rustls(Arc::new(config)))
+        };
+        let base = h.host.url().to_owned();
+        let url = |token: &str| format!("{base}?token={token}");
+
+        let transport = TransportId(1);
+        h.host.accept(transport, TOKEN.into());
+        let dial = tokio_tungstenite::connect_async_tls_with_config(
+            url(TOKEN),
+            None,
+            true,
+            trusting(&first),
+        );
+        let (mut client, _) = h.run(dial).await.expect("TLS with the certificate");
+        h.assert_open(transport).await;
+        exchange(&mut h, transport, &mut client, 3).await;
+
+        // Renewed: the next handshake gets the new certificate, the open connection carries
+        // on. (The periods are the WebTransport host's: `webtransport::tests`.)
+        let (_, _, second) = write_self_signed(dir.path(), "host", &["localhost"]);
+        assert!(own.renew().unwrap());
+        let dial = tokio_tungstenite::connect_async_tls_with_config(
+            url(OTHER),
+            None,
+            true,
+            trusting(&first),
+        );
+        let refused = h.run(dial).await.expect_err("the old certificate is gone");
+        assert!(
+            super::super::signalling::tls_refusal(&refused).is_some(),
+            "{refused:?}"
+        );
+        let dial = tokio_tungstenite::connect_async_tls_with_config(
+            url(OTHER),
+            None,
+            true,
+            trusting(&second),
+        );
+        let (_renewed, _) = h.run(dial).await.expect("TLS with the new certificate");
+        h.until_held(1).await;
+        exchange(&mut h, transport, &mut client, 3).await;
+    }
+
+    #[tokio::test]
     async fn a_connection_with_a_named_token_carries_the_largest_packets_both_ways_in_order() {
-        let mut h = Harness::new(HOLD);
+        let mut h = harness(HOLD);
         let transport = TransportId(7);
         let mut client = h.open(transport, TOKEN).await;
         exchange(&mut h, transport, &mut client, 50).await;
@@ -957,7 +919,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_connection_that_comes_before_its_token_is_held_unread_and_then_taken() {
-        let mut h = Harness::new(HOLD);
+        let mut h = harness(HOLD);
         let mut client = h.dial(TOKEN).await;
         h.until_held(1).await;
         // What it sends meanwhile waits, unread, for the member to name its token.
@@ -970,7 +932,7 @@ mod tests {
         let transport = TransportId(3);
         h.host.accept(transport, TOKEN.into());
         assert_eq!(h.host.held(), 0);
-        assert_open(h.event().await, transport);
+        h.assert_open(transport).await;
         assert_eq!(h.packet(transport).await[..], early[..]);
         exchange(&mut h, transport, &mut client, 10).await;
     }
@@ -979,7 +941,7 @@ mod tests {
     async fn a_request_without_a_well_formed_token_or_on_another_path_is_refused_and_changes_nothing()
      {
         // Held connections would wait a minute: the test's patience is 10 s.
-        let mut h = Harness::new(Duration::from_secs(60));
+        let mut h = harness(Duration::from_secs(60));
         h.host.accept(TransportId(1), TOKEN.into());
         let upper = TOKEN.to_uppercase();
         for (query, status) in [
@@ -1001,12 +963,12 @@ mod tests {
         h.assert_nothing_for_the_member();
         // The named token still opens, once.
         let _client = h.dial(TOKEN).await;
-        assert_open(h.event().await, TransportId(1));
+        h.assert_open(TransportId(1)).await;
     }
 
     #[tokio::test]
     async fn a_connection_whose_token_is_never_named_is_turned_away_after_the_hold() {
-        let mut h = Harness::new(Duration::from_millis(200));
+        let mut h = harness(Duration::from_millis(200));
         let mut client = h.dial(OTHER).await;
         assert_eq!(close_code(&mut h, &mut client).await, CloseCode::Policy);
         assert_eq!(h.host.held(), 0);
@@ -1019,7 +981,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_second_connection_with_a_taken_token_is_turned_away_at_once() {
-        let mut h = Harness::new(Duration::from_secs(60));
+        let mut h = harness(Duration::from_secs(60));
         let transport = TransportId(9);
         let mut first = h.open(transport, TOKEN).await;
 
@@ -1042,7 +1004,7 @@ mod tests {
     #[tokio::test]
     async fn a_text_or_oversize_message_closes_that_connection_only() {
         const THIRD: &str = "2123456789abcdef0123456789abcdef";
-        let mut h = Harness::new(HOLD);
+        let mut h = harness(HOLD);
         let (texting, oversize, good) = (TransportId(1), TransportId(2), TransportId(3));
         let mut texter = h.open(texting, TOKEN).await;
         let mut big = h.open(oversize, OTHER).await;
@@ -1068,7 +1030,7 @@ mod tests {
 
     #[tokio::test]
     async fn closing_the_transport_closes_the_clients_connection_and_tells_nothing() {
-        let mut h = Harness::new(HOLD);
+        let mut h = harness(HOLD);
         let transport = TransportId(4);
         let mut client = h.open(transport, TOKEN).await;
 
@@ -1086,7 +1048,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_connection_the_client_closes_is_told_closed() {
-        let mut h = Harness::new(HOLD);
+        let mut h = harness(HOLD);
         let transport = TransportId(5);
         let mut client = h.open(transport, TOKEN).await;
         h.run(client.close(None)).await.unwrap();
@@ -1097,7 +1059,7 @@ mod tests {
     async fn a_send_that_finds_the_queue_full_is_dropped_and_counted_and_the_rest_arrive() {
         // One thread: the connection's task cannot take from its queue until the test
         // awaits, so the queue fills exactly.
-        let mut h = Harness::new(HOLD);
+        let mut h = harness(HOLD);
         let transport = TransportId(6);
         let mut client = h.open(transport, TOKEN).await;
         let sent = packets(QUEUE + 10, 200);

@@ -11,11 +11,10 @@
 //!
 //! The member matches a session to its link by the link's token, which the client sends in
 //! the session's path (`/ackwire?token=…`) and over signalling
-//! ([`Command::AcceptWebTransport`](ackwire_room::member::Command::AcceptWebTransport)). Either
-//! may come first: a session whose token the member has not named yet is held (up to
-//! [`HOLD`]), a token whose session has not come is kept until its transport closes. A session
-//! with no token, one the member never names, or one whose token already has a session is
-//! refused; a token is taken once.
+//! ([`Command::AcceptWebTransport`](ackwire_room::member::Command::AcceptWebTransport)), by the
+//! rules both of a host's services keep ([`tokens`](super::tokens)): either may come first, a
+//! session whose token is not named within the hold is refused, and a token is taken once. A
+//! session with no token is refused at once.
 //!
 //! Browsers refuse a pinned certificate valid for more than 14 days, so a host that runs
 //! longer rotates it ([`Rotation`], every 7 days by default:
@@ -28,6 +27,14 @@
 //! which holds the presented certificate at every step, so nobody is dropped. The steps run on
 //! the room task's clock ([`WtHost::poll_timeout`], [`WtHost::handle_timeout`]).
 //!
+//! A host with a certificate browsers trust
+//! ([`NativeOptions::certificate`](crate::NativeOptions::certificate),
+//! [`certificate`](super::certificate)) makes none: it presents its own, publishes
+//! `https://<name>:<port>/ackwire` with no hash (browsers then check the certificate against
+//! their roots), and at each rotation period reads its files again (a renewed certificate
+//! reaches new sessions through the TLS configuration's resolver, with no reload; nothing
+//! published changes).
+//!
 //! wtransport runs on tokio tasks of its own (quinn's endpoint and connection drivers); this
 //! module adds an accept task, a handshake task per incoming session and a datagram reader
 //! task per accepted one. They only report, through one channel the room's task reads
@@ -35,13 +42,12 @@
 //! room's task, and every decision (which session is whose, when one is refused) is made
 //! there. Sending is a synchronous call on the session's connection ([`WtHost::send`]).
 
-use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
 use ackwire_room::member::{Route, TransportEvent, TransportId};
-use ackwire_signalling::webtransport::{CertHash, WebTransportInfo, is_token, session_token};
+use ackwire_signalling::webtransport::{CertHash, WebTransportInfo, session_token};
 use bytes::Bytes;
 use tokio::sync::{mpsc, oneshot};
 use wtransport::config::QuicTransportConfig;
@@ -50,14 +56,9 @@ use wtransport::endpoint::{IncomingSession, SessionRequest};
 use wtransport::tls::self_signed::time;
 use wtransport::{Connection, Endpoint, Identity, ServerConfig, VarInt};
 
+use super::certificate::{HostTls, Service};
 use super::sessions::{SessionEvent, Sessions};
-
-/// How long a session whose token the member has not named is held before it is refused: a
-/// client sends its token over signalling as it dials, so the two arrive about together.
-pub(crate) const HOLD: Duration = Duration::from_secs(10);
-
-/// At most this many sessions held at once; beyond, a new one is refused.
-const MAX_HELD: usize = 1024;
+use super::tokens::{Arrival, Expiry, Tokens};
 
 /// The path of the published URL (a session's own path adds `?token=…`).
 const PATH: &str = "/ackwire";
@@ -113,8 +114,8 @@ pub(crate) enum WtError {
     /// Bound to a wildcard address, and no route gives the address clients reach.
     #[error("no address to publish for the host's WebTransport: {0}")]
     Address(std::io::Error),
-    /// The certificate could not be made.
-    #[error("no certificate could be made for the host's WebTransport: {0}")]
+    /// The certificate could not be made (or the host's own used).
+    #[error("no certificate for the host's WebTransport: {0}")]
     Certificate(String),
     /// The QUIC endpoint could not start on the socket.
     #[error("the host's WebTransport endpoint: {0}")]
@@ -135,17 +136,37 @@ pub(crate) fn reach_ip(
     }
 }
 
+/// `ip` as a URL's host: an IPv6 address in brackets.
+pub(crate) fn url_host(ip: IpAddr) -> String {
+    match ip {
+        IpAddr::V4(v4) => v4.to_string(),
+        IpAddr::V6(v6) => format!("[{v6}]"),
+    }
+}
+
 /// The host's WebTransport before the runtime runs it: the bound socket, the certificate and
 /// what the host publishes. Made before the member (which publishes [`Self::info`] in its
 /// join); [`WtHost::start`] runs it.
 pub(crate) struct WtPlan {
     socket: std::net::UdpSocket,
-    identity: Identity,
-    /// The IP clients reach the host at.
-    ip: IpAddr,
+    tls: Tls,
+    /// The host of the published URL: the IP clients reach the host at, or its own
+    /// certificate's name.
+    host: String,
     info: WebTransportInfo,
-    /// The certificate's names, for the next ones.
-    names: Vec<String>,
+}
+
+/// Which certificate the host presents.
+enum Tls {
+    /// One it made, pinned by its hash, replaced every rotation ([`Rotation`]).
+    SelfSigned {
+        identity: Identity,
+        /// The certificate's names, for the next ones.
+        names: Vec<String>,
+    },
+    /// Its own ([`NativeOptions::certificate`](crate::NativeOptions::certificate)), which
+    /// browsers check against their roots, read again every rotation period.
+    Own(HostTls),
 }
 
 impl std::fmt::Debug for WtPlan {
@@ -159,11 +180,13 @@ impl std::fmt::Debug for WtPlan {
 
 impl WtPlan {
     /// Binds the UDP socket at `bind` (port 0: any) and makes the certificate, for clients
-    /// that reach the host at [`reach_ip`]`(bind's IP, public_ip, route)`.
+    /// that reach the host at [`reach_ip`]`(bind's IP, public_ip, route)`; or, with `own`, a
+    /// certificate of the host's own, for clients that dial its name.
     pub(crate) fn bind(
         bind: SocketAddr,
         public_ip: Option<IpAddr>,
         route: impl FnOnce() -> std::io::Result<IpAddr>,
+        own: Option<HostTls>,
     ) -> Result<WtPlan, WtError> {
         use socket2::{Domain, Protocol, Socket, Type};
         let failed = |source| WtError::Bind { addr: bind, source };
@@ -177,20 +200,33 @@ impl WtPlan {
         socket.bind(&bind.into()).map_err(failed)?;
         let socket: std::net::UdpSocket = socket.into();
         let port = socket.local_addr().map_err(failed)?.port();
-        let ip = reach_ip(bind.ip(), public_ip, route).map_err(WtError::Address)?;
-        let names = vec![ip.to_string(), "localhost".to_owned()];
-        let (identity, hash) = certificate(&names)?;
+        // A certificate browsers trust is checked against the name they dial: no hash.
+        let (tls, host, cert_hashes) = match own {
+            Some(own) => {
+                let host = own.url_host();
+                (Tls::Own(own), host, Vec::new())
+            }
+            None => {
+                let ip = reach_ip(bind.ip(), public_ip, route).map_err(WtError::Address)?;
+                let names = vec![ip.to_string(), "localhost".to_owned()];
+                let (identity, hash) = certificate(&names)?;
+                (
+                    Tls::SelfSigned { identity, names },
+                    url_host(ip),
+                    vec![hash],
+                )
+            }
+        };
         let info = WebTransportInfo {
-            url: format!("https://{}{PATH}", SocketAddr::new(ip, port)),
-            cert_hashes: vec![hash],
+            url: format!("https://{host}:{port}{PATH}"),
+            cert_hashes,
             websocket: None,
         };
         Ok(WtPlan {
             socket,
-            identity,
-            ip,
+            tls,
+            host,
             info,
-            names,
         })
     }
 
@@ -200,13 +236,15 @@ impl WtPlan {
         &self.info
     }
 
-    /// The IP clients reach the host at (the URL's).
-    pub(crate) fn ip(&self) -> IpAddr {
-        self.ip
+    /// The host of the published URL (the WebSocket's is the same): the IP clients reach the
+    /// host at, or its own certificate's name.
+    pub(crate) fn host(&self) -> &str {
+        &self.host
     }
 
-    /// Publishes the host's WebSocket (`ws://…`, [`WsPlan`](super::websocket::WsPlan)) beside
-    /// the service, in every step of the certificate's rotation too.
+    /// Publishes the host's WebSocket (`ws://…` or `wss://…`,
+    /// [`WsPlan`](super::websocket::WsPlan)) beside the service, in every step of the
+    /// certificate's rotation too.
     pub(crate) fn serve_websocket(&mut self, url: String) {
         self.info.websocket = Some(url);
     }
@@ -273,6 +311,20 @@ impl Rotation {
     }
 }
 
+/// What the host does every rotation period, on the room task's clock.
+enum Schedule {
+    /// Its self-signed certificates: the next one made and published, then presented.
+    Rotation(Rotation),
+    /// Its own certificate's files read again ([`HostTls::renew`]): a renewed certificate
+    /// is presented from then on (by its WebSocket too), and nothing published changes.
+    Renewal {
+        period: Duration,
+        /// When the next reading is due.
+        at: Duration,
+        tls: HostTls,
+    },
+}
+
 /// What the endpoint's tasks report to the room's task (handed back to [`WtHost::handle`]).
 pub(crate) struct Report(Happened);
 
@@ -288,8 +340,8 @@ enum Happened {
         token: String,
         request: Box<SessionRequest>,
     },
-    /// The hold of the session `number` held for `token` is over.
-    Expired { token: String, number: u64 },
+    /// A held session's hold is over.
+    Expired(Expiry),
     /// The session taken as `transport` was accepted (or not).
     Accepted {
         transport: TransportId,
@@ -312,26 +364,14 @@ enum Happened {
     },
 }
 
-/// Where a transport's session is.
+/// Where a transport's session is, once one showed its token.
 enum State {
-    /// The member named the token; no session has shown it yet.
-    Waiting,
-    /// A session showed it and is being accepted.
+    /// Being accepted.
     Accepting,
     /// Accepted: datagrams flow.
     Open(Connection),
     /// Failed or closed (told); the member closes the transport.
     Ended,
-}
-
-struct Slot {
-    token: String,
-    state: State,
-}
-
-struct Held {
-    request: Box<SessionRequest>,
-    number: u64,
 }
 
 /// The host's WebTransport endpoint: sessions in, matched to the member's transports by
@@ -341,14 +381,8 @@ pub(crate) struct WtHost {
     info: WebTransportInfo,
     /// Shared with the accept task; the host reloads its certificate.
     endpoint: Arc<Endpoint<Server>>,
-    rotation: Option<Rotation>,
-    hold: Duration,
-    /// The tokens the member named, until their transport closes.
-    tokens: HashMap<String, TransportId>,
-    transports: HashMap<TransportId, Slot>,
-    /// Sessions whose token the member has not named yet.
-    held: HashMap<String, Held>,
-    holds: u64,
+    schedule: Option<Schedule>,
+    tokens: Tokens<State, Box<SessionRequest>>,
     reports: mpsc::UnboundedSender<Report>,
     reports_rx: mpsc::UnboundedReceiver<Report>,
     /// Datagrams a session would not send (too large, closed).
@@ -362,8 +396,7 @@ impl std::fmt::Debug for WtHost {
         f.debug_struct("WtHost")
             .field("local", &self.local)
             .field("url", &self.info.url)
-            .field("transports", &self.transports.len())
-            .field("held", &self.held.len())
+            .field("tokens", &self.tokens)
             .finish_non_exhaustive()
     }
 }
@@ -371,37 +404,52 @@ impl std::fmt::Debug for WtHost {
 impl WtHost {
     /// Starts the endpoint on the plan's socket (inside a tokio runtime: quinn spawns its
     /// driver). A session whose token the member has not named is held for `hold`
-    /// ([`HOLD`] in a room). With `rotation`, a new certificate every that long from `now`
-    /// (the room task's clock; see [`Self::handle_timeout`]).
+    /// ([`HOLD`](super::tokens::HOLD) in a room). With `rotation`, every that long from
+    /// `now` (the room task's clock; see [`Self::handle_timeout`]) a new self-signed
+    /// certificate, or the host's own read again.
     pub(crate) fn start(
         plan: WtPlan,
         hold: Duration,
         rotation: Option<Duration>,
         now: Duration,
     ) -> Result<WtHost, WtError> {
-        let config = ServerConfig::builder()
-            .with_bind_socket(plan.socket)
-            .with_custom_transport(plan.identity, transport_config()?)
-            .build();
-        let endpoint = Arc::new(Endpoint::server(config).map_err(WtError::Endpoint)?);
+        let period = rotation.filter(|p| !p.is_zero());
+        let builder = ServerConfig::builder().with_bind_socket(plan.socket);
+        let (builder, schedule) = match plan.tls {
+            Tls::SelfSigned { identity, names } => {
+                let schedule =
+                    period
+                        .zip(plan.info.cert_hashes.first())
+                        .map(|(period, &current)| {
+                            Schedule::Rotation(Rotation::new(period, now, current, names))
+                        });
+                let builder = builder.with_custom_transport(identity, transport_config()?);
+                (builder, schedule)
+            }
+            Tls::Own(tls) => {
+                let config = tls
+                    .server_config(Service::WebTransport)
+                    .map_err(|e| WtError::Certificate(e.to_string()))?;
+                let builder = builder.with_custom_tls_and_transport(config, transport_config()?);
+                let schedule = period.map(|period| Schedule::Renewal {
+                    period,
+                    at: now + period,
+                    tls,
+                });
+                (builder, schedule)
+            }
+        };
+        let endpoint = Arc::new(Endpoint::server(builder.build()).map_err(WtError::Endpoint)?);
         let local = endpoint.local_addr().map_err(WtError::Endpoint)?;
         let (reports, reports_rx) = mpsc::unbounded_channel();
         let (stop, stop_rx) = oneshot::channel();
         tokio::spawn(accept_loop(endpoint.clone(), reports.clone(), stop_rx));
-        let rotation = rotation.filter(|p| !p.is_zero()).and_then(|period| {
-            let current = *plan.info.cert_hashes.first()?;
-            Some(Rotation::new(period, now, current, plan.names))
-        });
         Ok(WtHost {
             local,
             endpoint,
-            rotation,
+            schedule,
             info: plan.info,
-            hold,
-            tokens: HashMap::new(),
-            transports: HashMap::new(),
-            held: HashMap::new(),
-            holds: 0,
+            tokens: Tokens::new(hold),
             reports,
             reports_rx,
             send_failures: 0,
@@ -419,17 +467,41 @@ impl WtHost {
         &self.info
     }
 
-    /// When the certificate rotation's next step is due, on the room task's clock.
+    /// When the certificate rotation's next step (or the renewal) is due, on the room task's
+    /// clock.
     pub(crate) fn poll_timeout(&self) -> Option<Duration> {
-        self.rotation.as_ref().map(|r| r.at)
+        self.schedule.as_ref().map(|s| match s {
+            Schedule::Rotation(r) => r.at,
+            Schedule::Renewal { at, .. } => *at,
+        })
     }
 
     /// The rotation's step due at `now`, if one is: the service the host publishes from now
     /// on (`Member::update_webtransport`). At a rotation, the next certificate is made and
     /// both hashes published (`[current, next]`); an overlap later new sessions get the next
-    /// one (open ones keep theirs) and it alone is published.
+    /// one (open ones keep theirs) and it alone is published. A host with its own
+    /// certificate reads its files again instead, and publishes nothing new.
     pub(crate) fn handle_timeout(&mut self, now: Duration) -> Option<WebTransportInfo> {
-        let r = self.rotation.as_mut().filter(|r| r.at <= now)?;
+        let r = match self.schedule.as_mut()? {
+            Schedule::Rotation(r) if r.at <= now => r,
+            Schedule::Renewal { period, at, tls } if *at <= now => {
+                *at = now + *period;
+                match tls.renew() {
+                    Ok(true) => {
+                        tracing::info!(
+                            name = tls.name(),
+                            "host certificate renewed: new connections get the new one"
+                        );
+                    }
+                    Ok(false) => tracing::debug!(name = tls.name(), "host certificate unchanged"),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "host certificate not renewed: the current one stays");
+                    }
+                }
+                return None;
+            }
+            _ => return None,
+        };
         match r.next.take() {
             None => match certificate(&r.names) {
                 Ok((identity, hash)) => {
@@ -472,65 +544,36 @@ impl WtHost {
         Some(self.info.clone())
     }
 
-    /// Sessions held for a token the member has not named.
-    #[cfg(test)]
-    fn held(&self) -> usize {
-        self.held.len()
-    }
-
     /// The member's [`Command::AcceptWebTransport`]: the session that shows `token` is
     /// `transport`, now if it came already, else when it comes.
     ///
     /// [`Command::AcceptWebTransport`]: ackwire_room::member::Command::AcceptWebTransport
     pub(crate) fn accept(&mut self, transport: TransportId, token: String) {
-        if !is_token(&token) || self.tokens.contains_key(&token) || self.has(transport) {
+        let reports = &self.reports;
+        let named = self.tokens.name(transport, token, |request| {
+            take(transport, request, reports)
+        });
+        if !named {
             let why = "not a WebTransport token, or one already taken";
             self.tell(transport, TransportEvent::Failed(why.into()));
-            return;
         }
-        self.tokens.insert(token.clone(), transport);
-        let state = match self.held.remove(&token) {
-            Some(held) => {
-                tokio::spawn(session(transport, held.request, self.reports.clone()));
-                State::Accepting
-            }
-            None => State::Waiting,
-        };
-        self.transports.insert(transport, Slot { token, state });
     }
 
-    /// A session showed `token`: taken if the member named it and it is free, held if the
-    /// member has not named it yet, refused otherwise.
+    /// A session showed `token`: taken, held or refused ([`Tokens::arrived`]).
     fn arrived(&mut self, token: String, request: Box<SessionRequest>) {
-        if let Some(&transport) = self.tokens.get(&token) {
-            match self.transports.get_mut(&transport) {
-                Some(slot) if matches!(slot.state, State::Waiting) => {
-                    slot.state = State::Accepting;
-                    tokio::spawn(session(transport, request, self.reports.clone()));
-                }
-                _ => {
-                    tracing::debug!("WebTransport session refused: its token is taken");
-                    tokio::spawn((*request).forbidden());
-                }
+        let reports = &self.reports;
+        match self.tokens.arrived(token, request, |transport, request| {
+            take(transport, request, reports)
+        }) {
+            Arrival::Taken => {}
+            Arrival::Held(expiry) => {
+                let reports = self.reports.clone();
+                tokio::spawn(async move {
+                    let _ = reports.send(Report(Happened::Expired(expiry.due().await)));
+                });
             }
-            return;
+            Arrival::Refused(request, why) => refuse(request, why),
         }
-        if self.held.contains_key(&token) || self.held.len() >= MAX_HELD {
-            tracing::debug!("WebTransport session refused: its token is held already");
-            tokio::spawn((*request).forbidden());
-            return;
-        }
-        self.holds += 1;
-        let number = self.holds;
-        let (reports, hold, expired) = (self.reports.clone(), self.hold, token.clone());
-        tokio::spawn(async move {
-            tokio::time::sleep(hold).await;
-            let _ = reports.send(Report(Happened::Expired {
-                token: expired,
-                number,
-            }));
-        });
-        self.held.insert(token, Held { request, number });
     }
 
     /// Tells the member `event` about `transport` at the room task's next turn.
@@ -555,33 +598,21 @@ impl Sessions for WtHost {
 
     /// Whether `transport` is one of this endpoint's.
     fn has(&self, transport: TransportId) -> bool {
-        self.transports.contains_key(&transport)
+        self.tokens.has(transport)
     }
 
     /// The member's `CloseTransport`: the session closes (or is refused if it comes), and
     /// its token is forgotten.
     fn close(&mut self, transport: TransportId) {
-        if let Some(slot) = self.transports.remove(&transport) {
-            self.tokens.remove(&slot.token);
-            if let State::Open(connection) = slot.state {
-                connection.close(VarInt::from_u32(0), b"closed");
-            }
+        if let Some(State::Open(connection)) = self.tokens.close(transport) {
+            connection.close(VarInt::from_u32(0), b"closed");
         }
     }
 
-    /// Sends `datagram` on `transport`'s session; one it would not send (too large for the
-    /// path, the session gone) is dropped and counted, as one lost on the way would be.
+    /// Sends `datagram` on `transport`'s session, if it is open ([`send_datagram`]).
     fn send(&mut self, transport: TransportId, datagram: &[u8]) {
-        let Some(Slot {
-            state: State::Open(connection),
-            ..
-        }) = self.transports.get(&transport)
-        else {
-            return;
-        };
-        if let Err(e) = connection.send_datagram(datagram) {
-            self.send_failures += 1;
-            tracing::debug!(?transport, len = datagram.len(), error = %e, "WebTransport datagram not sent");
+        if let Some(State::Open(connection)) = self.tokens.session(transport) {
+            send_datagram(connection, transport, datagram, &mut self.send_failures);
         }
     }
 
@@ -606,27 +637,23 @@ impl Sessions for WtHost {
                 self.arrived(token, request);
                 None
             }
-            Happened::Expired { token, number } => {
-                if self.held.get(&token).is_some_and(|h| h.number == number)
-                    && let Some(held) = self.held.remove(&token)
-                {
-                    tracing::debug!("WebTransport session refused: its token was never named");
-                    tokio::spawn((*held.request).forbidden());
+            Happened::Expired(expiry) => {
+                if let Some(request) = self.tokens.expired(expiry) {
+                    refuse(request, "its token was never named");
                 }
                 None
             }
             Happened::Accepted { transport, result } => {
-                let slot = self.transports.get_mut(&transport);
-                match (slot, result) {
-                    (Some(slot), Ok(connection)) if matches!(slot.state, State::Accepting) => {
-                        slot.state = State::Open(connection);
+                match (self.tokens.session_mut(transport), result) {
+                    (Some(state), Ok(connection)) if matches!(state, State::Accepting) => {
+                        *state = State::Open(connection);
                         Some((
                             transport,
                             SessionEvent::Transport(TransportEvent::ChannelOpen),
                         ))
                     }
-                    (Some(slot), Err(reason)) => {
-                        slot.state = State::Ended;
+                    (Some(state), Err(reason)) => {
+                        *state = State::Ended;
                         Some((
                             transport,
                             SessionEvent::Transport(TransportEvent::Failed(reason)),
@@ -640,20 +667,17 @@ impl Sessions for WtHost {
                     (None, Err(_)) => None,
                 }
             }
-            Happened::Datagram { transport, payload } => match self.transports.get(&transport) {
-                Some(Slot {
-                    state: State::Open(_),
-                    ..
-                }) => Some((transport, SessionEvent::Datagram(payload))),
-                _ => None,
-            },
+            Happened::Datagram { transport, payload } => {
+                matches!(self.tokens.session(transport), Some(State::Open(_)))
+                    .then_some((transport, SessionEvent::Datagram(payload)))
+            }
             Happened::Closed { transport, reason } => {
-                let slot = self.transports.get_mut(&transport)?;
-                if !matches!(slot.state, State::Open(_)) {
+                let state = self.tokens.session_mut(transport)?;
+                if !matches!(state, State::Open(_)) {
                     return None;
                 }
                 tracing::debug!(?transport, %reason, "WebTransport session closed");
-                slot.state = State::Ended;
+                *state = State::Ended;
                 Some((
                     transport,
                     SessionEvent::Transport(TransportEvent::ChannelClosed),
@@ -669,11 +693,42 @@ impl Sessions for WtHost {
 impl Drop for WtHost {
     /// Every session closes now (the accept task closes the endpoint as `_stop` drops).
     fn drop(&mut self) {
-        for slot in self.transports.values() {
-            if let State::Open(connection) = &slot.state {
+        for state in self.tokens.sessions() {
+            if let State::Open(connection) = state {
                 connection.close(VarInt::from_u32(0), b"closed");
             }
         }
+    }
+}
+
+/// Accepts `request` as `transport`'s session, in a task of its own ([`session`]).
+fn take(
+    transport: TransportId,
+    request: Box<SessionRequest>,
+    reports: &mpsc::UnboundedSender<Report>,
+) -> State {
+    tokio::spawn(session(transport, request, reports.clone()));
+    State::Accepting
+}
+
+/// Refuses a session (HTTP 403), saying `why` in the log.
+fn refuse(request: Box<SessionRequest>, why: &'static str) {
+    tracing::debug!(why, "WebTransport session refused");
+    tokio::spawn((*request).forbidden());
+}
+
+/// Sends `datagram` on `transport`'s session (a host's or a native client's); one it would
+/// not send (too large for the path, the session gone) is dropped and counted in `failures`,
+/// as one lost on the way would be.
+pub(super) fn send_datagram(
+    connection: &Connection,
+    transport: TransportId,
+    datagram: &[u8],
+    failures: &mut u64,
+) {
+    if let Err(e) = connection.send_datagram(datagram) {
+        *failures += 1;
+        tracing::debug!(?transport, len = datagram.len(), error = %e, "WebTransport datagram not sent");
     }
 }
 
@@ -764,8 +819,6 @@ async fn session(
 
 #[cfg(test)]
 mod tests {
-    use std::collections::VecDeque;
-    use std::future::Future;
     use std::sync::Arc;
 
     use wtransport::ClientConfig;
@@ -773,100 +826,39 @@ mod tests {
     use wtransport::error::ConnectingError;
     use wtransport::tls::Sha256Digest;
 
-    use super::*;
+    use rustls::pki_types::CertificateDer;
 
-    /// No test waits longer than this for anything.
-    const PATIENCE: Duration = Duration::from_secs(10);
+    use super::super::certificate::tests::write_self_signed;
+    use super::super::sessions::harness::{Harness, Host};
+    use super::super::tokens::HOLD;
+    use super::super::wt_client::SameFamily;
+    use super::*;
+    use crate::config::HostCertificate;
 
     /// The largest core packet on a WebTransport link.
     const LARGEST: usize = ackwire_room::member::WEBTRANSPORT_DATAGRAM;
 
     const TOKEN: &str = "0123456789abcdef0123456789abcdef";
 
-    /// A host on loopback, and what it had for the member so far.
-    struct Harness {
-        host: WtHost,
-        seen: VecDeque<(TransportId, SessionEvent)>,
+    impl Host for WtHost {
+        fn held(&self) -> usize {
+            self.tokens.held()
+        }
     }
 
-    impl Harness {
-        fn new(hold: Duration) -> Harness {
-            Harness::rotating(hold, None)
-        }
+    /// A host on loopback whose sessions are held for `hold`.
+    fn harness(hold: Duration) -> Harness<WtHost> {
+        Harness::rotating(hold, None)
+    }
 
+    impl Harness<WtHost> {
         /// A host that rotates its certificate every `rotation` from zero on the clock its
         /// tests hand [`WtHost::handle_timeout`].
-        fn rotating(hold: Duration, rotation: Option<Duration>) -> Harness {
+        fn rotating(hold: Duration, rotation: Option<Duration>) -> Harness<WtHost> {
             let bind = SocketAddr::from(([127, 0, 0, 1], 0));
-            let plan = WtPlan::bind(bind, None, || unreachable!("a bound IP needs no route"))
-                .expect("bind");
-            Harness {
-                host: WtHost::start(plan, hold, rotation, Duration::ZERO).expect("endpoint"),
-                seen: VecDeque::new(),
-            }
-        }
-
-        /// Runs the host until `work` is done, keeping what it has for the member.
-        async fn run<T>(&mut self, work: impl Future<Output = T>) -> T {
-            tokio::pin!(work);
-            let run = async {
-                loop {
-                    tokio::select! {
-                        out = &mut work => return out,
-                        report = self.host.next() => {
-                            if let Some(event) = self.host.handle(report) {
-                                self.seen.push_back(event);
-                            }
-                        }
-                    }
-                }
-            };
-            tokio::time::timeout(PATIENCE, run)
-                .await
-                .expect("timed out")
-        }
-
-        /// The next thing the host has for the member.
-        async fn event(&mut self) -> (TransportId, SessionEvent) {
-            if let Some(event) = self.seen.pop_front() {
-                return event;
-            }
-            let next = async {
-                loop {
-                    let report = self.host.next().await;
-                    if let Some(event) = self.host.handle(report) {
-                        return event;
-                    }
-                }
-            };
-            tokio::time::timeout(PATIENCE, next)
-                .await
-                .expect("timed out")
-        }
-
-        /// Runs the host until it holds `n` sessions.
-        async fn until_held(&mut self, n: usize) {
-            let wait = async {
-                while self.host.held() != n {
-                    let report = self.host.next().await;
-                    if let Some(event) = self.host.handle(report) {
-                        self.seen.push_back(event);
-                    }
-                }
-            };
-            tokio::time::timeout(PATIENCE, wait)
-                .await
-                .expect("timed out");
-        }
-
-        /// Takes every report already waiting, and checks the member got nothing at all.
-        fn assert_nothing_for_the_member(&mut self) {
-            while let Some(report) = self.host.try_next() {
-                if let Some(event) = self.host.handle(report) {
-                    self.seen.push_back(event);
-                }
-            }
-            assert!(self.seen.is_empty(), "the member was told {:?}", self.seen);
+            let never = || unreachable!("a bound IP needs no route");
+            let plan = WtPlan::bind(bind, None, never, None).expect("bind");
+            Harness::new(WtHost::start(plan, hold, rotation, Duration::ZERO).expect("endpoint"))
         }
 
         /// A native client dialling the host with `token` (pinning the published hash, with
@@ -905,24 +897,16 @@ mod tests {
         }
     }
 
-    fn assert_open(event: (TransportId, SessionEvent), transport: TransportId) {
-        assert!(
-            matches!(
-                event,
-                (t, SessionEvent::Transport(TransportEvent::ChannelOpen)) if t == transport
-            ),
-            "expected {transport:?} open, got {event:?}"
-        );
-    }
-
     /// One datagram each way on `transport`, checked byte for byte.
-    async fn exchange(h: &mut Harness, transport: TransportId, client: &Connection, size: usize) {
+    async fn exchange(
+        h: &mut Harness<WtHost>,
+        transport: TransportId,
+        client: &Connection,
+        size: usize,
+    ) {
         let up: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
         client.send_datagram(&up).expect("the client sends");
-        match h.event().await {
-            (t, SessionEvent::Datagram(got)) if t == transport => assert_eq!(got[..], up[..]),
-            other => panic!("expected a datagram, got {other:?}"),
-        }
+        assert_eq!(h.packet(transport).await[..], up[..]);
         let down: Vec<u8> = up.iter().rev().copied().collect();
         h.host.send(transport, &down);
         assert_eq!(h.host.send_failures(), 0);
@@ -940,25 +924,139 @@ mod tests {
         assert_eq!(reach_ip(lan, None, never).unwrap(), lan);
         assert_eq!(reach_ip(any, None, || Ok(lan)).unwrap(), lan);
 
-        let plan = WtPlan::bind(SocketAddr::from(([127, 0, 0, 1], 0)), None, never).unwrap();
+        let bind = SocketAddr::from(([127, 0, 0, 1], 0));
+        let plan = WtPlan::bind(bind, None, never, None).unwrap();
         let info = plan.info();
         let port = plan.socket.local_addr().unwrap().port();
         assert_eq!(info.url, format!("https://127.0.0.1:{port}/ackwire"));
+        assert_eq!(plan.host(), "127.0.0.1");
         assert!(info.validate().is_ok());
         assert_eq!(info.cert_hashes.len(), 1);
         // The hash is the certificate's own (what a browser checks).
-        let cert = &plan.identity.certificate_chain().as_slice()[0];
+        let Tls::SelfSigned { identity, .. } = &plan.tls else {
+            panic!("a self-signed certificate");
+        };
+        let cert = &identity.certificate_chain().as_slice()[0];
         assert_eq!(info.cert_hashes[0].0, *cert.hash().as_ref());
+        assert_eq!(url_host(IpAddr::from([0, 0, 0, 0, 0, 0, 0, 1])), "[::1]");
+    }
+
+    #[test]
+    fn a_host_with_its_own_certificate_publishes_its_name_and_no_hash() {
+        let dir = tempfile::tempdir().unwrap();
+        let (chain, key, _) = write_self_signed(dir.path(), "host", &["localhost"]);
+        let own = HostTls::load(&HostCertificate::new(chain, key, "localhost")).unwrap();
+        // Neither the public IP nor a route is needed: clients dial the name.
+        let bind = SocketAddr::from(([127, 0, 0, 1], 0));
+        let never = || -> std::io::Result<IpAddr> { unreachable!("no route needed") };
+        let public = Some(IpAddr::from([203, 0, 113, 7]));
+        let plan = WtPlan::bind(bind, public, never, Some(own)).unwrap();
+        let port = plan.socket.local_addr().unwrap().port();
+        assert_eq!(plan.info().url, format!("https://localhost:{port}/ackwire"));
+        assert!(plan.info().cert_hashes.is_empty());
+        assert!(plan.info().validate().is_ok());
+        assert_eq!(plan.host(), "localhost");
+    }
+
+    /// A native client dialling `url` with `token`, trusting `roots` alone (no hashes: as
+    /// a browser checks a certificate of the host's own).
+    fn dial_trusting(
+        url: &str,
+        token: &str,
+        roots: &[CertificateDer<'static>],
+    ) -> tokio::task::JoinHandle<Result<(Endpoint<Client>, Connection), ConnectingError>> {
+        let mut store = rustls::RootCertStore::empty();
+        for cert in roots {
+            store.add(cert.clone()).unwrap();
+        }
+        let tls = wtransport::tls::client::build_default_tls_config(Arc::new(store), None);
+        let config = ClientConfig::builder()
+            .with_bind_address(SocketAddr::from(([127, 0, 0, 1], 0)))
+            .with_custom_tls(tls)
+            .dns_resolver(SameFamily { ipv4: true })
+            .build();
+        let url = format!("{url}?token={token}");
+        tokio::spawn(async move {
+            let endpoint = Endpoint::client(config).expect("client endpoint");
+            let connection = endpoint.connect(url).await?;
+            Ok((endpoint, connection))
+        })
+    }
+
+    #[tokio::test]
+    async fn a_renewed_certificate_is_presented_to_new_sessions_after_the_period_and_open_ones_carry_on()
+     {
+        const SECOND: &str = "1123456789abcdef0123456789abcdef";
+        const STALE: &str = "2123456789abcdef0123456789abcdef";
+        const BROKEN: &str = "3123456789abcdef0123456789abcdef";
+        let dir = tempfile::tempdir().unwrap();
+        let (chain, key, first) = write_self_signed(dir.path(), "host", &["localhost"]);
+        let own = HostTls::load(&HostCertificate::new(chain, key, "localhost")).unwrap();
+        let bind = SocketAddr::from(([127, 0, 0, 1], 0));
+        let never = || -> std::io::Result<IpAddr> { unreachable!("no route needed") };
+        let plan = WtPlan::bind(bind, None, never, Some(own)).unwrap();
+        let period = Duration::from_secs(3600);
+        let mut h = Harness::new(WtHost::start(plan, HOLD, Some(period), Duration::ZERO).unwrap());
+        let url = h.host.info().url.clone();
+        assert_eq!(h.host.poll_timeout(), Some(period));
+
+        let early = TransportId(1);
+        h.host.accept(early, TOKEN.into());
+        let dial = dial_trusting(&url, TOKEN, std::slice::from_ref(&first));
+        let (_e1, client) = h.run(dial).await.unwrap().expect("the first certificate");
+        h.assert_open(early).await;
+
+        // Renewed on disk; nothing changes before the period.
+        let (_, _, second) = write_self_signed(dir.path(), "host", &["localhost"]);
+        assert!(h.host.handle_timeout(period / 2).is_none());
+        // At the period the files are read again: nothing new is published (no hash, the
+        // same URL), and the next reading is a period later.
+        let published = h.host.info().clone();
+        assert!(h.host.handle_timeout(period).is_none());
+        assert_eq!(h.host.info(), &published);
+        assert_eq!(h.host.poll_timeout(), Some(2 * period));
+
+        // New sessions get the new certificate: one trusting the old alone is refused by its
+        // own TLS (the host never hears of it), one trusting the new connects.
+        h.host.accept(TransportId(2), STALE.into());
+        let dial = dial_trusting(&url, STALE, std::slice::from_ref(&first));
+        let refused = h.run(dial).await.unwrap().err();
+        assert!(
+            matches!(refused, Some(ConnectingError::ConnectionError(_))),
+            "{refused:?}"
+        );
+        let late = TransportId(3);
+        h.host.accept(late, SECOND.into());
+        let dial = dial_trusting(&url, SECOND, std::slice::from_ref(&second));
+        let (_e3, late_client) = h.run(dial).await.unwrap().expect("the new certificate");
+        h.assert_open(late).await;
+        exchange(&mut h, late, &late_client, 100).await;
+        // The session open before it carries on.
+        exchange(&mut h, early, &client, LARGEST).await;
+
+        // Files that cannot be read at the next period: the current certificate stays.
+        std::fs::write(dir.path().join("host.pem"), "half a certificate").unwrap();
+        assert!(h.host.handle_timeout(2 * period).is_none());
+        assert_eq!(h.host.poll_timeout(), Some(3 * period));
+        let broken = TransportId(4);
+        h.host.accept(broken, BROKEN.into());
+        let dial = dial_trusting(&url, BROKEN, std::slice::from_ref(&second));
+        let (_e4, _c4) = h
+            .run(dial)
+            .await
+            .unwrap()
+            .expect("still the new certificate");
+        h.assert_open(broken).await;
     }
 
     #[tokio::test]
     async fn a_session_with_a_named_token_opens_and_carries_the_largest_datagrams_both_ways() {
-        let mut h = Harness::new(HOLD);
+        let mut h = harness(HOLD);
         let transport = TransportId(7);
         h.host.accept(transport, TOKEN.into());
         let dial = h.dial(TOKEN);
         let (_endpoint, client) = h.run(dial).await.unwrap().expect("the session opens");
-        assert_open(h.event().await, transport);
+        h.assert_open(transport).await;
 
         exchange(&mut h, transport, &client, 100).await;
         exchange(&mut h, transport, &client, LARGEST).await;
@@ -967,7 +1065,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_session_that_comes_before_its_token_is_held_and_then_taken() {
-        let mut h = Harness::new(HOLD);
+        let mut h = harness(HOLD);
         let mut dial = h.dial(TOKEN);
         // The session arrives and waits for the member's command.
         h.until_held(1).await;
@@ -977,14 +1075,14 @@ mod tests {
         let transport = TransportId(3);
         h.host.accept(transport, TOKEN.into());
         let (_endpoint, client) = h.run(&mut dial).await.unwrap().expect("the session opens");
-        assert_open(h.event().await, transport);
+        h.assert_open(transport).await;
         assert_eq!(h.host.held(), 0);
         exchange(&mut h, transport, &client, LARGEST).await;
     }
 
     #[tokio::test]
     async fn a_session_whose_token_is_never_named_is_refused_after_the_hold() {
-        let mut h = Harness::new(Duration::from_millis(200));
+        let mut h = harness(Duration::from_millis(200));
         let dial = h.dial(TOKEN);
         let refused = h.run(dial).await.unwrap().err();
         assert!(
@@ -1002,7 +1100,7 @@ mod tests {
     #[tokio::test]
     async fn a_session_without_a_token_is_refused_at_once() {
         // Held sessions would wait a minute: the test's patience is 10 s.
-        let mut h = Harness::new(Duration::from_secs(60));
+        let mut h = harness(Duration::from_secs(60));
         for bad in ["", "0123", "0123456789ABCDEF0123456789ABCDEF"] {
             let dial = h.dial(bad);
             let refused = h.run(dial).await.unwrap().err();
@@ -1017,12 +1115,12 @@ mod tests {
 
     #[tokio::test]
     async fn a_second_session_with_a_taken_token_is_refused_at_once() {
-        let mut h = Harness::new(Duration::from_secs(60));
+        let mut h = harness(Duration::from_secs(60));
         let transport = TransportId(9);
         h.host.accept(transport, TOKEN.into());
         let first = h.dial(TOKEN);
         let (_endpoint, client) = h.run(first).await.unwrap().expect("the first opens");
-        assert_open(h.event().await, transport);
+        h.assert_open(transport).await;
 
         let second = h.dial(TOKEN);
         let refused = h.run(second).await.unwrap().err();
@@ -1037,12 +1135,12 @@ mod tests {
 
     #[tokio::test]
     async fn closing_the_transport_closes_the_clients_session() {
-        let mut h = Harness::new(HOLD);
+        let mut h = harness(HOLD);
         let transport = TransportId(4);
         h.host.accept(transport, TOKEN.into());
         let dial = h.dial(TOKEN);
         let (_endpoint, client) = h.run(dial).await.unwrap().expect("the session opens");
-        assert_open(h.event().await, transport);
+        h.assert_open(transport).await;
 
         h.host.close(transport);
         assert!(!h.host.has(transport));
@@ -1055,18 +1153,15 @@ mod tests {
 
     #[tokio::test]
     async fn a_session_the_client_closes_is_told_closed() {
-        let mut h = Harness::new(HOLD);
+        let mut h = harness(HOLD);
         let transport = TransportId(5);
         h.host.accept(transport, TOKEN.into());
         let dial = h.dial(TOKEN);
         let (_endpoint, client) = h.run(dial).await.unwrap().expect("the session opens");
-        assert_open(h.event().await, transport);
+        h.assert_open(transport).await;
 
         client.close(VarInt::from_u32(0), b"bye");
-        assert!(matches!(
-            h.event().await,
-            (t, SessionEvent::Transport(TransportEvent::ChannelClosed)) if t == transport
-        ));
+        h.assert_closed(transport).await;
     }
 
     #[tokio::test]
@@ -1085,7 +1180,7 @@ mod tests {
         h.host.accept(early, TOKEN.into());
         let dial = h.dial(TOKEN);
         let (_e1, client) = h.run(dial).await.unwrap().expect("the session opens");
-        assert_open(h.event().await, early);
+        h.assert_open(early).await;
         exchange(&mut h, early, &client, 100).await;
 
         // Nothing is due before the period; at it, the next certificate is published beside
@@ -1116,7 +1211,7 @@ mod tests {
             .await
             .unwrap()
             .expect("the old hash still works");
-        assert_open(h.event().await, overlapping);
+        h.assert_open(overlapping).await;
 
         // The switch: the next certificate alone, and the next rotation a period after the
         // last.
@@ -1134,7 +1229,7 @@ mod tests {
         h.host.accept(late, LATE.into());
         let dial = h.dial_pinning(LATE, after.clone());
         let (_e3, late_client) = h.run(dial).await.unwrap().expect("the new hash works");
-        assert_open(h.event().await, late);
+        h.assert_open(late).await;
         exchange(&mut h, late, &late_client, 100).await;
         h.host.accept(TransportId(4), STALE.into());
         let dial = h.dial_pinning(STALE, first.clone());

@@ -9,15 +9,22 @@
 //! `service.websocket_url(&token)`; [`TransportEvent::ChannelOpen`] once it is open, `Failed`
 //! if it never opens (refused, unreachable), `ChannelClosed` when it closes after that.
 //! Each connection runs in a task of its own ([`Conn`], the one the host's side uses), which
-//! only reports to the room's task.
+//! only reports to the room's task. A `wss://` host (one with a certificate of its own,
+//! [`NativeOptions::certificate`](crate::NativeOptions::certificate)) is checked as a browser
+//! checks it: its certificate must chain to the public roots, or to `tls_ca`'s certificates
+//! ([`Trust::host_roots`](super::signalling::Trust::host_roots)), and hold the URL's name.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 
 use ackwire_room::member::{Route, TransportEvent, TransportId};
 use ackwire_signalling::{SignalData, WebTransportInfo};
 use tokio::sync::mpsc;
+use tokio_tungstenite::Connector;
 
+use super::certificate::provider;
 use super::sessions::{SessionEvent, Sessions, link_token};
+use super::signalling::tls_refusal;
 use super::websocket::{Conn, Pumped, REPORTS, config};
 
 /// What the client's connections report (handed back to [`Sessions::handle`]).
@@ -33,6 +40,8 @@ pub(crate) enum WsReport {
 #[derive(Debug)]
 pub(crate) struct WsClient {
     conns: HashMap<TransportId, Conn>,
+    /// How a `wss://` host's certificate is checked.
+    tls: Arc<rustls::ClientConfig>,
     /// What the client has for the member itself, before anything its tasks report.
     told: VecDeque<(TransportId, TransportEvent)>,
     reports: mpsc::Sender<WsReport>,
@@ -42,15 +51,21 @@ pub(crate) struct WsClient {
 }
 
 impl WsClient {
-    pub(crate) fn new() -> WsClient {
+    /// A client that checks a `wss://` host's certificate against `roots`.
+    pub(crate) fn new(roots: Arc<rustls::RootCertStore>) -> Result<WsClient, rustls::Error> {
         let (reports, reports_rx) = mpsc::channel(REPORTS);
-        WsClient {
+        let tls = rustls::ClientConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        Ok(WsClient {
             conns: HashMap::new(),
+            tls: Arc::new(tls),
             told: VecDeque::new(),
             reports,
             reports_rx,
             send_failures: 0,
-        }
+        })
     }
 
     /// The member's `OpenWebSocket`: the token to the member (before anything else of the
@@ -66,13 +81,22 @@ impl WsClient {
         let signal = SignalData::WebSocket { websocket: token };
         self.told
             .push_back((transport, TransportEvent::LocalSignal(signal)));
+        let tls = Connector::Rustls(Arc::clone(&self.tls));
         let connect = async move {
-            // Packets are small and latency-bound: no Nagle delay.
+            // Packets are small and latency-bound: no Nagle delay (over TLS too).
             let disable_nagle = true;
-            tokio_tungstenite::connect_async_with_config(&url, Some(config()), disable_nagle)
-                .await
-                .map(|(ws, _)| ws)
-                .map_err(|e| format!("WebSocket to {url}: {e}"))
+            let connecting = tokio_tungstenite::connect_async_tls_with_config(
+                &url,
+                Some(config()),
+                disable_nagle,
+                Some(tls),
+            );
+            connecting.await.map(|(ws, _)| ws).map_err(|e| match tls_refusal(&e) {
+                Some(tls) => format!(
+                    "WebSocket to {url}: TLS: {tls} (a host's certificate is checked against the public roots and NativeOptions::tls_ca)"
+                ),
+                None => format!("WebSocket to {url}: {e}"),
+            })
         };
         let wrap: fn(TransportId, Pumped) -> WsReport = WsReport::Pumped;
         let conn = Conn::spawn(transport, connect, self.reports.clone(), wrap);
@@ -93,12 +117,8 @@ impl Sessions for WsClient {
     }
 
     fn send(&mut self, transport: TransportId, datagram: &[u8]) {
-        let Some(conn) = self.conns.get(&transport) else {
-            return;
-        };
-        if let Err(why) = conn.send(datagram) {
-            self.send_failures += 1;
-            tracing::trace!(?transport, why, "WebSocket packet dropped");
+        if let Some(conn) = self.conns.get(&transport) {
+            conn.send(transport, datagram, &mut self.send_failures);
         }
     }
 
@@ -144,16 +164,15 @@ impl Sessions for WsClient {
 #[cfg(test)]
 mod tests {
     use std::net::SocketAddr;
-    use std::time::Duration;
 
     use ackwire_signalling::webtransport::CertHash;
     use bytes::Bytes;
 
-    use super::super::websocket::{HOLD, WsHost, WsPlan};
+    use super::super::sessions::harness::PATIENCE;
+    use super::super::signalling::Trust;
+    use super::super::tokens::HOLD;
+    use super::super::websocket::{WsHost, WsPlan};
     use super::*;
-
-    /// No test waits longer than this for anything.
-    const PATIENCE: Duration = Duration::from_secs(10);
 
     /// A host on loopback and a client, and what each had for its member so far.
     struct Pair {
@@ -166,10 +185,10 @@ mod tests {
     impl Pair {
         fn new() -> Pair {
             let bind = SocketAddr::from(([127, 0, 0, 1], 0));
-            let plan = WsPlan::bind(bind, bind.ip()).expect("bind");
+            let plan = WsPlan::bind(bind, "127.0.0.1", None).expect("bind");
             Pair {
                 host: WsHost::start(plan, HOLD).expect("listener"),
-                client: WsClient::new(),
+                client: WsClient::new(Trust::default().host_roots()).expect("a client"),
                 at_host: VecDeque::new(),
                 at_client: VecDeque::new(),
             }

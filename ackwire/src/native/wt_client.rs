@@ -9,7 +9,11 @@
 //! host), then the session to `service.session_url(&token)` pinning the service's certificate
 //! hashes; [`TransportEvent::ChannelOpen`] once it is ready, `Failed` if it never is,
 //! `ChannelClosed` when it closes. Each session has a client endpoint (a UDP socket) of its
-//! own, as the hashes it pins are its service's (a host's rotation changes them).
+//! own, as the hashes it pins are its service's (a host's rotation changes them). A service
+//! without hashes is a host with a certificate of its own
+//! ([`NativeOptions::certificate`](crate::NativeOptions::certificate)), checked as a browser
+//! checks it: it must chain to the public roots, or to `tls_ca`'s certificates
+//! ([`Trust::host_roots`](super::signalling::Trust::host_roots)), and hold the URL's name.
 //!
 //! A task per session dials and reads its datagrams; it only reports, through one channel the
 //! room's task reads ([`WtClient::next`], then [`WtClient::handle`]), so the member is only
@@ -18,6 +22,7 @@
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
 use std::sync::Arc;
 
 use ackwire_room::member::{Route, TransportEvent, TransportId};
@@ -25,12 +30,14 @@ use ackwire_signalling::{SignalData, WebTransportInfo};
 use bytes::Bytes;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
+use wtransport::config::{DnsLookupFuture, DnsResolver};
 use wtransport::error::ConnectingError;
 use wtransport::tls::Sha256Digest;
+use wtransport::tls::client::build_default_tls_config;
 use wtransport::{ClientConfig, Connection, Endpoint, VarInt};
 
 use super::sessions::{SessionEvent, Sessions, link_token};
-use super::webtransport::transport_config;
+use super::webtransport::{send_datagram, transport_config};
 
 /// Dials of one session before its failure is told: a connection the host closed as it
 /// opened is dialed again.
@@ -70,6 +77,8 @@ struct Slot {
 pub(crate) struct WtClient {
     /// The IP the sessions' sockets bind (port 0).
     bind: IpAddr,
+    /// How a host's own certificate is checked (a service without hashes): TLS 1.3, `h3`.
+    tls: Arc<rustls::ClientConfig>,
     sessions: HashMap<TransportId, Slot>,
     reports: mpsc::UnboundedSender<ClientReport>,
     reports_rx: mpsc::UnboundedReceiver<ClientReport>,
@@ -88,11 +97,12 @@ impl std::fmt::Debug for WtClient {
 
 impl WtClient {
     /// A client whose sessions' sockets bind `bind` (the room's own IP: a loopback room
-    /// stays on loopback).
-    pub(crate) fn new(bind: IpAddr) -> WtClient {
+    /// stays on loopback), and that checks a host's own certificate against `roots`.
+    pub(crate) fn new(bind: IpAddr, roots: Arc<rustls::RootCertStore>) -> WtClient {
         let (reports, reports_rx) = mpsc::unbounded_channel();
         WtClient {
             bind,
+            tls: Arc::new(build_default_tls_config(roots, None)),
             sessions: HashMap::new(),
             reports,
             reports_rx,
@@ -105,11 +115,10 @@ impl WtClient {
     pub(crate) fn open(&mut self, transport: TransportId, service: &WebTransportInfo) {
         let token = link_token();
         let url = service.session_url(&token);
-        let hashes: Vec<Sha256Digest> = service
-            .cert_hashes
-            .iter()
-            .map(|h| Sha256Digest::new(h.0))
-            .collect();
+        let check = match &service.cert_hashes[..] {
+            [] => Check::Roots(Arc::clone(&self.tls)),
+            hashes => Check::Hashes(hashes.iter().map(|h| Sha256Digest::new(h.0)).collect()),
+        };
         let reports = self.reports.clone();
         let signal = SignalData::WebTransport {
             webtransport: token,
@@ -119,7 +128,7 @@ impl WtClient {
             Dialed::Tell(TransportEvent::LocalSignal(signal)),
         ));
         let bind = SocketAddr::new(self.bind, 0);
-        let task = tokio::spawn(dial(transport, bind, url, hashes, reports));
+        let task = tokio::spawn(dial(transport, bind, url, check, reports));
         if let Some(old) = self.sessions.insert(
             transport,
             Slot {
@@ -157,19 +166,14 @@ impl Sessions for WtClient {
         }
     }
 
-    /// Sends `datagram` on `transport`'s session; one it would not send is dropped and
-    /// counted, as one lost on the way would be.
+    /// Sends `datagram` on `transport`'s session ([`send_datagram`]).
     fn send(&mut self, transport: TransportId, datagram: &[u8]) {
-        let Some(Slot {
-            connection: Some(connection),
-            ..
-        }) = self.sessions.get(&transport)
-        else {
-            return;
-        };
-        if let Err(e) = connection.send_datagram(datagram) {
-            self.send_failures += 1;
-            tracing::debug!(?transport, len = datagram.len(), error = %e, "WebTransport datagram not sent");
+        if let Some(connection) = self
+            .sessions
+            .get(&transport)
+            .and_then(|s| s.connection.as_ref())
+        {
+            send_datagram(connection, transport, datagram, &mut self.send_failures);
         }
     }
 
@@ -226,13 +230,41 @@ fn close(slot: Slot) {
     }
 }
 
-/// Dials `url` pinning `hashes` from a socket at `bind`, then reads the session's datagrams
-/// until it closes.
+/// How a session checks its host's certificate.
+enum Check {
+    /// Its SHA-256 is one of these: a self-signed certificate the host published.
+    Hashes(Vec<Sha256Digest>),
+    /// It chains to a root of this configuration's, and holds the URL's name: the host's
+    /// own.
+    Roots(Arc<rustls::ClientConfig>),
+}
+
+/// Resolves a host's name to an address of the family of the socket that dials it
+/// (wtransport's own resolver takes the first address, which may be IPv6 for a socket bound
+/// to an IPv4 address).
+#[derive(Debug)]
+pub(super) struct SameFamily {
+    /// Whether the dialing socket is bound to an IPv4 address.
+    pub(super) ipv4: bool,
+}
+
+impl DnsResolver for SameFamily {
+    fn resolve(&self, host: &str) -> Pin<Box<dyn DnsLookupFuture>> {
+        let (host, ipv4) = (host.to_owned(), self.ipv4);
+        Box::pin(async move {
+            let mut found = tokio::net::lookup_host(host).await?;
+            Ok(found.find(|a| a.is_ipv4() == ipv4))
+        })
+    }
+}
+
+/// Dials `url` from a socket at `bind`, checking the host's certificate by `check`, then
+/// reads the session's datagrams until it closes.
 async fn dial(
     transport: TransportId,
     bind: SocketAddr,
     url: String,
-    hashes: Vec<Sha256Digest>,
+    check: Check,
     reports: mpsc::UnboundedSender<ClientReport>,
 ) {
     let report = |dialed| reports.send(ClientReport(transport, dialed)).is_ok();
@@ -243,10 +275,17 @@ async fn dial(
             return;
         }
     };
-    let mut config = ClientConfig::builder()
-        .with_bind_address(bind)
-        .with_server_certificate_hashes(hashes)
-        .build();
+    let builder = ClientConfig::builder().with_bind_address(bind);
+    // What to add to a failure so the user knows where the host's certificate was checked.
+    let (builder, checked) = match check {
+        Check::Hashes(hashes) => (builder.with_server_certificate_hashes(hashes), ""),
+        Check::Roots(tls) => (
+            builder.with_custom_tls((*tls).clone()),
+            " (a host's own certificate is checked against the public roots and NativeOptions::tls_ca)",
+        ),
+    };
+    let ipv4 = bind.is_ipv4();
+    let mut config = builder.dns_resolver(SameFamily { ipv4 }).build();
     config.quic_config_mut().transport_config(Arc::new(quic));
     let endpoint = match Endpoint::client(config) {
         Ok(endpoint) => endpoint,
@@ -269,7 +308,7 @@ async fn dial(
             }
             Err(e) => {
                 report(Dialed::Failed(format!(
-                    "WebTransport session to {url}: {e}"
+                    "WebTransport session to {url}: {e}{checked}"
                 )));
                 return;
             }

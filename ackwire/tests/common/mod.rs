@@ -1,10 +1,15 @@
 //! What the `Room` tests between native programs share: a real signal server in the test
 //! process, and waiting for an event.
 
+// Every test crate compiles all of this; only the tests of a native client that dials its
+// host's WebTransport or WebSocket use `dialing`.
+#[allow(dead_code)]
+pub(crate) mod dialing;
+
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use ackwire::{Event, Room};
+use ackwire::{Event, LinkInfo, LinkState, Room};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::time::timeout;
@@ -48,4 +53,21 @@ pub(crate) async fn wait_for<T>(
     })
     .await
     .unwrap_or_else(|_| panic!("no {what} within 15 s"))
+}
+
+/// Waits for `room`'s welcome.
+pub(crate) async fn joined(room: &mut Room) {
+    wait_for(room, "the welcome", |e| {
+        matches!(e, Event::Joined { .. }).then_some(())
+    })
+    .await;
+}
+
+/// Waits for the first link of `room`'s that connects.
+pub(crate) async fn linked(room: &mut Room) -> LinkInfo {
+    wait_for(room, "a connected link", |e| match e {
+        Event::Link(l) if l.state == LinkState::Connected => Some(l),
+        _ => None,
+    })
+    .await
 }

@@ -7,22 +7,32 @@
 //!
 //! ```text
 //! pong-host http://127.0.0.1:8080/pong/?room=table [--points 5] [--bind 0.0.0.0:0] [--ticks]
+//!     [--webtransport-port PORT] [--tls-cert fullchain.pem --tls-key privkey.pem --tls-name NAME]
 //! ```
+//!
+//! With `--tls-cert`, `--tls-key` and `--tls-name` (all three, as `ackwire-signal` names its
+//! TLS files) the host presents a certificate browsers trust for `NAME` (Let's Encrypt's, read
+//! again every week: `NativeOptions::certificate`), so players on a page served over https
+//! reach it over its WebSocket too (`wss://`).
 //!
 //! The URL is the one players open (or any `http://HOST/room/NAME`). It prints one JSON object
 //! per line: `joined`, `link` (state changes), `seat`, `round`, `goal`, `over`, `paddles`
 //! (every second: each side's peer, target, position, inputs received and how many came in
 //! time for their tick) and with `--ticks` `tick` (every snapshot it sends).
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use ackwire::sync::{FixedStep, Ticks};
-use ackwire::{Broadcast, Event, PeerId, Role, Room, RoomConfig, SendError};
+use ackwire::{Broadcast, Event, HostCertificate, PeerId, Role, Room, RoomConfig, SendError};
 use pong::protocol::{
     BALL_R, EVENTS, GameEvent, HEIGHT, INPUT, Input, PADDLE_H, PADDLE_W, PADDLE_X, STATE, Side,
     Snapshot, TICK, WIDTH, app,
 };
 use serde_json::json;
+
+/// What the host's command line takes, said with every error in it.
+const USAGE: &str = "usage: pong-host URL [--points N] [--bind ADDR] [--webtransport-port PORT] [--tls-cert PATH --tls-key PATH --tls-name NAME] [--ticks]";
 
 const DT: f32 = 1.0 / 30.0;
 /// Units per second.
@@ -216,6 +226,7 @@ async fn main() -> std::process::ExitCode {
         .init();
     let (mut url, mut points, mut bind, mut ticks) = (String::new(), 5u8, None, false);
     let mut webtransport_port = 0;
+    let (mut tls_cert, mut tls_key, mut tls_name) = (None, None, None);
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = || args.next().unwrap_or_default();
@@ -227,9 +238,21 @@ async fn main() -> std::process::ExitCode {
             "--webtransport-port" => {
                 webtransport_port = value().parse().expect("--webtransport-port PORT")
             }
+            // A certificate browsers trust, instead of self-signed ones pinned by hash.
+            "--tls-cert" => tls_cert = Some(PathBuf::from(value())),
+            "--tls-key" => tls_key = Some(PathBuf::from(value())),
+            "--tls-name" => tls_name = Some(value()),
             _ => url = arg,
         }
     }
+    let certificate = match (tls_cert, tls_key, tls_name) {
+        (Some(chain), Some(key), Some(name)) => Some(HostCertificate::new(chain, key, name)),
+        (None, None, None) => None,
+        _ => {
+            eprintln!("pong-host: --tls-cert, --tls-key and --tls-name go together\n{USAGE}");
+            return std::process::ExitCode::from(2);
+        }
+    };
     // A host room: every player links to this host alone.
     let mut config = RoomConfig::new(app()).with_role(Role::Host);
     // The players' URL names the room in its query.
@@ -238,12 +261,11 @@ async fn main() -> std::process::ExitCode {
     }
     config.native.bind = bind.unwrap_or(config.native.bind);
     config.native.webtransport_port = webtransport_port;
+    config.native.certificate = certificate;
     let mut room = match Room::join(&url, config) {
         Ok(room) => room,
         Err(e) => {
-            eprintln!(
-                "pong-host: {e}\nusage: pong-host URL [--points N] [--bind ADDR] [--webtransport-port PORT] [--ticks]"
-            );
+            eprintln!("pong-host: {e}\n{USAGE}");
             return std::process::ExitCode::from(2);
         }
     };
