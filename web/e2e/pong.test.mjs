@@ -43,11 +43,29 @@ after(async () => {
  * The host in `room`, every tick logged, on every interface as a server listens: its ICE-lite
  * WebRTC sends no checks, so it must offer addresses Firefox pairs with (the LAN, not loopback).
  */
-async function startHost(room, extra = []) {
+async function startHost(room, extra = [], { log = 'warn' } = {}) {
   const child = spawn(requireEnv('ACKWIRE_PONG_HOST_BIN'),
     [`${env.server.url}/pong/?room=${room}`, '--points', String(POINTS), '--bind', '0.0.0.0:0', '--ticks', ...extra],
-    { env: { ...process.env, RUST_LOG: 'warn', NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    { env: { ...process.env, RUST_LOG: log, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
   const host = jsonLines(child);
+  /** Its log (stderr), line by line as it comes: `host.logged(re)` resolves at the first match. */
+  let stderr = '';
+  const waiting = [];
+  child.stderr.on('data', (chunk) => {
+    stderr += chunk;
+    for (const w of waiting.splice(0)) if (!w.check()) waiting.push(w);
+  });
+  host.logged = (re, count = 1, timeout = 30000) => new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`the host did not log ${re} ${count} times in ${timeout} ms:\n${stderr}`)), timeout);
+    const w = {
+      check: () => {
+        const done = stderr.split('\n').filter((l) => re.test(l)).length >= count;
+        if (done) { clearTimeout(timer); resolve(stderr); }
+        return done;
+      },
+    };
+    if (!w.check()) waiting.push(w);
+  });
   await host.waitFor('joined', (l) => l.type === 'joined', 15000);
   return host;
 }
@@ -280,6 +298,34 @@ test('a WebKit player (WebKitGTK: no WebRTC, no WebTransport) plays a round over
     const links = host.lines.filter((l) => l.type === 'link' && l.state === 'connected');
     assert.deepEqual(links.map((l) => l.transport), ['websocket', 'webtransport'], JSON.stringify(links));
     console.log(`WebKitGTK ${env.webkit.capabilities.browserVersion}: seated over the WebSocket ${seatedAfter} ms after its page was asked for (its launch included)`);
+  } finally {
+    await host.stop();
+  }
+});
+
+test('a certificate rotation mid-game drops nobody, and a player who joins after it links over WebTransport with the new certificate', async () => {
+  // A rotation every 8 s: at 8 s the host publishes [current, next], at 12 s (half the period
+  // later) its endpoint presents the next one and it publishes that alone.
+  const host = await startHost('rotation', ['--webtransport-rotation', '8'], { log: 'warn,ackwire::native::webtransport=info' });
+  try {
+    const first = await seated('chromium', '/pong/?room=rotation&auto=track', 'left', 'rotation-first');
+    const linked = host.lines.length;
+    const before = (await first.state()).snapshots;
+    const rotation = /host WebTransport: certificate rotation/;
+    const log = await host.logged(rotation, 2);
+    const hashes = log.split('\n').filter((l) => rotation.test(l)).map((l) => /cert_hashes=\[(.*?)\]/.exec(l)[1]);
+    assert.equal(hashes[0].split(',').length, 2, `the next certificate published beside the current one: ${hashes[0]}`);
+    assert.equal(hashes[1].split(',').length, 1, `then alone, once presented: ${hashes[1]}`);
+    // The first player's session, on the old certificate, never dropped.
+    const dropped = host.lines.slice(linked).filter((l) => l.type === 'link' && l.state !== 'connected');
+    assert.deepEqual(dropped, [], 'no link changed state through the rotation');
+    // And its state kept coming (30 a second) on that session: the ticks since, nearly all.
+    const [ticksBefore, ticksAfter] = [before, (await first.state()).snapshots];
+    assert.ok(ticksAfter - ticksBefore > 30 * 4, `${ticksAfter - ticksBefore} states through the rotation`);
+    const second = await seated('chromium', '/pong/?room=rotation&auto=miss', 'right', 'rotation-second');
+    await playRound(host, { winner: first, loser: second });
+    const links = host.lines.filter((l) => l.type === 'link' && l.state === 'connected');
+    assert.deepEqual(links.map((l) => l.transport), ['webtransport', 'webtransport'], JSON.stringify(links));
   } finally {
     await host.stop();
   }

@@ -7,8 +7,12 @@
 //!
 //! ```text
 //! pong-host http://127.0.0.1:8080/pong/?room=table [--points 5] [--bind 0.0.0.0:0] [--ticks]
-//!     [--webtransport-port PORT] [--tls-cert fullchain.pem --tls-key privkey.pem --tls-name NAME]
+//!     [--webtransport-port PORT] [--webtransport-rotation SECONDS]
+//!     [--tls-cert fullchain.pem --tls-key privkey.pem --tls-name NAME]
 //! ```
+//!
+//! `--webtransport-rotation` makes its self-signed WebTransport certificates that often
+//! (default a week: `NativeOptions::webtransport_rotation`); the e2e rotates mid-game.
 //!
 //! With `--tls-cert`, `--tls-key` and `--tls-name` (all three, as `ackwire-signal` names its
 //! TLS files) the host presents a certificate browsers trust for `NAME` (Let's Encrypt's, read
@@ -32,7 +36,7 @@ use pong::protocol::{
 use serde_json::json;
 
 /// What the host's command line takes, said with every error in it.
-const USAGE: &str = "usage: pong-host URL [--points N] [--bind ADDR] [--webtransport-port PORT] [--tls-cert PATH --tls-key PATH --tls-name NAME] [--ticks]";
+const USAGE: &str = "usage: pong-host URL [--points N] [--bind ADDR] [--webtransport-port PORT] [--webtransport-rotation SECONDS] [--tls-cert PATH --tls-key PATH --tls-name NAME] [--ticks]";
 
 const DT: f32 = 1.0 / 30.0;
 /// Units per second.
@@ -226,6 +230,7 @@ async fn main() -> std::process::ExitCode {
         .init();
     let (mut url, mut points, mut bind, mut ticks) = (String::new(), 5u8, None, false);
     let mut webtransport_port = 0;
+    let mut rotation = None;
     let (mut tls_cert, mut tls_key, mut tls_name) = (None, None, None);
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -237,6 +242,10 @@ async fn main() -> std::process::ExitCode {
             // The UDP port browsers reach it at over WebTransport (a firewall's open port).
             "--webtransport-port" => {
                 webtransport_port = value().parse().expect("--webtransport-port PORT")
+            }
+            "--webtransport-rotation" => {
+                let seconds: f64 = value().parse().expect("--webtransport-rotation SECONDS");
+                rotation = Some(Duration::from_secs_f64(seconds));
             }
             // A certificate browsers trust, instead of self-signed ones pinned by hash.
             "--tls-cert" => tls_cert = Some(PathBuf::from(value())),
@@ -261,6 +270,9 @@ async fn main() -> std::process::ExitCode {
     }
     config.native.bind = bind.unwrap_or(config.native.bind);
     config.native.webtransport_port = webtransport_port;
+    if let Some(rotation) = rotation {
+        config.native.webtransport_rotation = rotation;
+    }
     config.native.certificate = certificate;
     let mut room = match Room::join(&url, config) {
         Ok(room) => room,
