@@ -46,7 +46,8 @@ const STEPS = [
 const MINIMUM = 11;
 // The game's page (`pong.timeline` in examples/pong/web/pong.js) joins its host over
 // WebTransport: the page dials at the welcome (`offer`: its token sent), the session is ready
-// after QUIC's handshake, the host's HTTP/3 SETTINGS and the CONNECT (three round trips); the
+// after QUIC's handshake, with the host's HTTP/3 SETTINGS in its flight (0.5-RTT:
+// third_party/wtransport), and the CONNECT (two round trips); the
 // host connects as it accepts, so its channel request and first state come with the session's
 // response and wait in it until the driver adopts the session (`claimed`, once the wasm runs),
 // when the core connects at once (docs/cold-start.md, "Over WebTransport").
@@ -56,13 +57,13 @@ const GAME_STEPS = [
   ['wasm', 'wasm ready', 4],
   ['welcome', 'welcome', 4],
   ['offer', 'session dialed', 4],
-  ['ready', 'session ready', 7],
-  ['claimed', 'session adopted', 7],
-  ['open', 'link open', 7],
-  ['connected', 'core connected', 7],
-  ['state', 'first state update', 7],
+  ['ready', 'session ready', 6],
+  ['claimed', 'session adopted', 6],
+  ['open', 'link open', 6],
+  ['connected', 'core connected', 6],
+  ['state', 'first state update', 6],
 ];
-const GAME_MINIMUM = 7;
+const GAME_MINIMUM = 6;
 // The demo's page joining a native peer (`ackwire-peer join`, the webrtc crate's full ICE
 // agent): its timeline (web/room.js) up to the first packet the native acknowledged. The same
 // steps and minimum as the game's: the browser offers at the welcome, the first packet's ack
@@ -248,7 +249,7 @@ try {
   // The game's page over WebTransport (`game`), and over WebRTC as a browser without
   // WebTransport joins (`game-webrtc`), the same host in the same run.
   for (const [kind, query, steps, minimum, via, hop] of [
-    ['game', '', GAME_STEPS, GAME_MINIMUM, 'WebTransport', ['ready', 'session ready', 7]],
+    ['game', '', GAME_STEPS, GAME_MINIMUM, 'WebTransport', ['ready', 'session ready', 6]],
     ['game-webrtc', '&transport=webrtc', STEPS, MINIMUM, 'WebRTC', ['open', 'data channel open', 10]],
   ]) {
     if (!PAGES.includes(kind)) continue;

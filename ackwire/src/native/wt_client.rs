@@ -294,10 +294,10 @@ async fn dial(
             return;
         }
     };
-    // wtransport 0.7.2's server now and then closes a connection whose control stream and
-    // CONNECT arrive together (H3_FRAME_UNEXPECTED, before the request is seen: the token is
-    // still free), a few in 256 on loopback: dialed again at once, within the member's
-    // bound, as that says nothing of the path.
+    // A host on the published wtransport 0.7.2 closes a few connections in 256 whose SETTINGS
+    // come in two packets around the CONNECT (H3_FRAME_UNEXPECTED, before the request is
+    // seen: the token is still free; third_party/wtransport fixes it for ours): dialed again
+    // at once, within the member's bound, as that says nothing of the path.
     let mut tries = 0;
     let connection = loop {
         tries += 1;
