@@ -104,7 +104,7 @@ fn benches() -> Vec<Bench> {
             run: cargo_bench("ackwire-peer", "listen_memory"),
         },
         Bench {
-            name: "host room: 256 players (UDP, WebRTC, WebTransport) on one host process: CPU and RSS per player of each kind, joins, loss",
+            name: "host room: 256 players (UDP, WebRTC, WebTransport, WebSocket) on one host process: CPU and RSS per player of each kind, joins, loss",
             command: "cargo bench -p ackwire-peer --bench host",
             run: cargo_bench("ackwire-peer", "host"),
         },
