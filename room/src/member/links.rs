@@ -746,12 +746,12 @@ impl Member {
         // native that dials: load generators, tests); a failed session leaves the ordinary
         // path (`Link::via_webrtc`).
         if self.dials_webtransport(i) {
-            self.dial_webtransport(now, i, peer);
+            self.dial_session(now, i, peer, false);
             return self.link_event(now, i);
         }
         // Its WebSocket, the last resort: WebRTC failed, or we have none.
         if self.dials_websocket(i) {
-            self.dial_websocket(now, i);
+            self.dial_session(now, i, peer, true);
             return self.link_event(now, i);
         }
         if !self.config.webrtc && self.links[i].direct_udp().is_none() {

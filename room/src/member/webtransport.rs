@@ -52,44 +52,42 @@ impl Member {
             && (link.webtransport.as_ref()).is_some_and(|s| s.websocket.is_some())
     }
 
-    /// A new WebSocket attempt of link `i` to its host: the driver dials (its token comes
-    /// back as a signal for the host). The last resort has no fallback: it takes as long as
-    /// any attempt may.
-    pub(super) fn dial_websocket(&mut self, now: Duration, i: usize) {
+    /// A new session attempt of link `i` to the host `peer`, over its WebSocket with
+    /// `websocket`, else over WebTransport: the driver dials (its token comes back as a signal
+    /// for the host). A session not ready within `webtransport_timeout` gives way to WebRTC;
+    /// the WebSocket, the last resort, has no fallback: it takes as long as any attempt may.
+    pub(super) fn dial_session(
+        &mut self,
+        now: Duration,
+        i: usize,
+        peer: ServerId,
+        websocket: bool,
+    ) {
         let Some(service) = self.links[i].webtransport.clone() else {
             return;
         };
         let transport = self.new_transport();
+        let timeout = if websocket {
+            self.config.attempt_timeout
+        } else {
+            self.config.webtransport_timeout
+        };
         self.links[i].attempt = Attempt::Dialing {
             wt: Wt {
                 id: transport,
-                websocket: true,
+                websocket,
                 hosting: false,
             },
-            deadline: now + self.config.attempt_timeout,
+            deadline: now + timeout,
         };
-        self.command(Command::OpenWebSocket { transport, service });
-    }
-
-    /// A new WebTransport attempt of link `i` to the host `peer`: the driver dials (its token
-    /// comes back as a signal for the host).
-    pub(super) fn dial_webtransport(&mut self, now: Duration, i: usize, peer: ServerId) {
-        let Some(service) = self.links[i].webtransport.clone() else {
-            return;
-        };
-        let transport = self.new_transport();
-        self.links[i].attempt = Attempt::Dialing {
-            wt: Wt {
-                id: transport,
-                websocket: false,
-                hosting: false,
-            },
-            deadline: now + self.config.webtransport_timeout,
-        };
-        self.command(Command::OpenWebTransport {
-            transport,
-            peer,
-            service,
+        self.command(if websocket {
+            Command::OpenWebSocket { transport, service }
+        } else {
+            Command::OpenWebTransport {
+                transport,
+                peer,
+                service,
+            }
         });
     }
 
