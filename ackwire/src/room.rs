@@ -78,9 +78,11 @@ impl Room {
     /// Datagrams this room's sockets refused to send: a full send buffer, or an OS error such
     /// as an unreachable address. Each was dropped as the network could have dropped it (its
     /// link counts it lost, and congestion control slows down); a count that keeps growing
-    /// means the machine cannot send what the game asks. The UDP socket's, and as a host
-    /// those of its clients' WebRTC
-    /// ([`NativeOptions::host_ice_lite`](crate::NativeOptions::host_ice_lite)).
+    /// means the machine cannot send what the game asks. The UDP socket's; as a host, those
+    /// of its clients' WebRTC
+    /// ([`NativeOptions::host_ice_lite`](crate::NativeOptions::host_ice_lite)), WebTransport
+    /// sessions and WebSockets (a packet a connection's full queue cannot take); as a client
+    /// that dials its host's WebTransport or WebSocket, those of its own.
     #[cfg(not(target_arch = "wasm32"))]
     pub fn send_failures(&self) -> u64 {
         self.driver.send_failures()
