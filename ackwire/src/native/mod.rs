@@ -16,6 +16,7 @@
 
 mod certificate;
 mod events;
+mod h3;
 pub(crate) mod lite;
 mod sessions;
 pub(crate) mod signalling;

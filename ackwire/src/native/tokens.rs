@@ -168,11 +168,6 @@ impl<S, H> Tokens<S, H> {
         self.transports.get_mut(&transport)?.session.as_mut()
     }
 
-    /// Every taken session.
-    pub(super) fn sessions(&self) -> impl Iterator<Item = &S> {
-        self.transports.values().filter_map(|s| s.session.as_ref())
-    }
-
     /// Sessions held for a token the member has not named.
     #[cfg(test)]
     pub(super) fn held(&self) -> usize {

@@ -22,7 +22,7 @@
 //! through the member (`Member::update_webtransport`, which its clients hear as
 //! `peer_updated`): at each rotation it makes the next certificate and publishes both hashes
 //! (`[current, next]`); an overlap later (half the period, at most [`MAX_OVERLAP`]) the
-//! endpoint presents the next one to new sessions (`Endpoint::reload_config`, which leaves
+//! endpoint presents the next one to new sessions (quinn's `Endpoint::set_server_config`, which leaves
 //! open sessions alone) and it publishes `[next]`. A client dials with the list it heard last,
 //! which holds the presented certificate at every step, so nobody is dropped. The steps run on
 //! the room task's clock ([`WtHost::poll_timeout`], [`WtHost::handle_timeout`]).
@@ -35,28 +35,29 @@
 //! reaches new sessions through the TLS configuration's resolver, with no reload; nothing
 //! published changes).
 //!
-//! wtransport runs on tokio tasks of its own (quinn's endpoint and connection drivers); this
-//! module adds an accept task, a handshake task per incoming session and a datagram reader
-//! task per accepted one. They only report, through one channel the room's task reads
-//! ([`WtHost::next`], then [`WtHost::handle`]): the member is only ever touched from the
-//! room's task, and every decision (which session is whose, when one is refused) is made
-//! there. Sending is a synchronous call on the session's connection ([`WtHost::send`]).
+//! The endpoint is sans-IO and polled in the room's task ([`h3`](super::h3): quinn-proto and
+//! wtransport's HTTP/3 frames), as the host's WebRTC is: the socket readable, a connection's
+//! timer or a hold's end is a report ([`WtHost::next`]), handled there ([`WtHost::handle`]),
+//! and sending is a call that puts the packet on the socket ([`WtHost::send`]). The member is
+//! only ever touched from the room's task, and every decision (which session is whose, when
+//! one is refused) is made there. wtransport itself makes the QUIC configuration (TLS with
+//! its certificate, the transport's settings) and dials for a native client
+//! ([`wt_client`](super::wt_client)).
 
+use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ackwire_room::member::{Route, TransportEvent, TransportId};
 use ackwire_signalling::webtransport::{CertHash, WebTransportInfo, session_token};
-use bytes::Bytes;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 use wtransport::config::QuicTransportConfig;
-use wtransport::endpoint::endpoint_side::Server;
-use wtransport::endpoint::{IncomingSession, SessionRequest};
 use wtransport::tls::self_signed::time;
-use wtransport::{Connection, Endpoint, Identity, ServerConfig, VarInt};
+use wtransport::{Identity, ServerConfig};
+use wtransport_proto::ids::StatusCode;
 
 use super::certificate::{HostTls, Service};
+use super::h3::{H3Endpoint, H3Event, SessionKey};
 use super::sessions::{SessionEvent, Sessions};
 use super::tokens::{Arrival, Expiry, Tokens};
 
@@ -325,7 +326,7 @@ enum Schedule {
     },
 }
 
-/// What the endpoint's tasks report to the room's task (handed back to [`WtHost::handle`]).
+/// What the room's task hands back to [`WtHost::handle`].
 pub(crate) struct Report(Happened);
 
 impl std::fmt::Debug for Report {
@@ -335,28 +336,14 @@ impl std::fmt::Debug for Report {
 }
 
 enum Happened {
-    /// A session with a well-formed token finished its handshake.
-    Arrived {
-        token: String,
-        request: Box<SessionRequest>,
-    },
+    /// The socket has datagrams to read.
+    Readable,
+    /// A connection's timer is due.
+    Timer,
+    /// What the endpoint made of them.
+    H3(H3Event),
     /// A held session's hold is over.
     Expired(Expiry),
-    /// The session taken as `transport` was accepted (or not).
-    Accepted {
-        transport: TransportId,
-        result: Result<Connection, String>,
-    },
-    /// A datagram on `transport`'s session.
-    Datagram {
-        transport: TransportId,
-        payload: Bytes,
-    },
-    /// `transport`'s session closed.
-    Closed {
-        transport: TransportId,
-        reason: String,
-    },
     /// An event the host itself has for the member.
     Tell {
         transport: TransportId,
@@ -366,10 +353,8 @@ enum Happened {
 
 /// Where a transport's session is, once one showed its token.
 enum State {
-    /// Being accepted.
-    Accepting,
     /// Accepted: datagrams flow.
-    Open(Connection),
+    Open(SessionKey),
     /// Failed or closed (told); the member closes the transport.
     Ended,
 }
@@ -379,16 +364,15 @@ enum State {
 pub(crate) struct WtHost {
     local: SocketAddr,
     info: WebTransportInfo,
-    /// Shared with the accept task; the host reloads its certificate.
-    endpoint: Arc<Endpoint<Server>>,
+    h3: H3Endpoint,
     schedule: Option<Schedule>,
-    tokens: Tokens<State, Box<SessionRequest>>,
+    tokens: Tokens<State, SessionKey>,
+    /// Whose each open session is.
+    taken: HashMap<SessionKey, TransportId>,
     reports: mpsc::UnboundedSender<Report>,
     reports_rx: mpsc::UnboundedReceiver<Report>,
     /// Datagrams a session would not send (too large, closed).
     send_failures: u64,
-    /// Dropped with the host: the accept task closes the endpoint and ends.
-    _stop: oneshot::Sender<()>,
 }
 
 impl std::fmt::Debug for WtHost {
@@ -402,8 +386,8 @@ impl std::fmt::Debug for WtHost {
 }
 
 impl WtHost {
-    /// Starts the endpoint on the plan's socket (inside a tokio runtime: quinn spawns its
-    /// driver). A session whose token the member has not named is held for `hold`
+    /// Starts the endpoint on the plan's socket (inside a tokio runtime, whose reactor the
+    /// socket joins). A session whose token the member has not named is held for `hold`
     /// ([`HOLD`](super::tokens::HOLD) in a room). With `rotation`, every that long from
     /// `now` (the room task's clock; see [`Self::handle_timeout`]) a new self-signed
     /// certificate, or the host's own read again.
@@ -414,8 +398,10 @@ impl WtHost {
         now: Duration,
     ) -> Result<WtHost, WtError> {
         let period = rotation.filter(|p| !p.is_zero());
-        let builder = ServerConfig::builder().with_bind_socket(plan.socket);
-        let (builder, schedule) = match plan.tls {
+        // wtransport's builder makes quinn's configuration (TLS with ALPN h3, the
+        // transport's settings); the endpoint runs it sans-IO. Its socket is not bound.
+        let builder = ServerConfig::builder().with_bind_default(0);
+        let (config, schedule) = match plan.tls {
             Tls::SelfSigned { identity, names } => {
                 let schedule =
                     period
@@ -423,37 +409,40 @@ impl WtHost {
                         .map(|(period, &current)| {
                             Schedule::Rotation(Rotation::new(period, now, current, names))
                         });
-                let builder = builder.with_custom_transport(identity, transport_config()?);
-                (builder, schedule)
+                let config = builder
+                    .with_custom_transport(identity, transport_config()?)
+                    .build();
+                (config, schedule)
             }
             Tls::Own(tls) => {
                 let config = tls
                     .server_config(Service::WebTransport)
                     .map_err(|e| WtError::Certificate(e.to_string()))?;
-                let builder = builder.with_custom_tls_and_transport(config, transport_config()?);
+                let config = builder
+                    .with_custom_tls_and_transport(config, transport_config()?)
+                    .build();
                 let schedule = period.map(|period| Schedule::Renewal {
                     period,
                     at: now + period,
                     tls,
                 });
-                (builder, schedule)
+                (config, schedule)
             }
         };
-        let endpoint = Arc::new(Endpoint::server(builder.build()).map_err(WtError::Endpoint)?);
-        let local = endpoint.local_addr().map_err(WtError::Endpoint)?;
+        let h3 = H3Endpoint::new(plan.socket, config.quic_config().clone())
+            .map_err(WtError::Endpoint)?;
+        let local = h3.local_addr().map_err(WtError::Endpoint)?;
         let (reports, reports_rx) = mpsc::unbounded_channel();
-        let (stop, stop_rx) = oneshot::channel();
-        tokio::spawn(accept_loop(endpoint.clone(), reports.clone(), stop_rx));
         Ok(WtHost {
             local,
-            endpoint,
+            h3,
             schedule,
             info: plan.info,
             tokens: Tokens::new(hold),
+            taken: HashMap::new(),
             reports,
             reports_rx,
             send_failures: 0,
-            _stop: stop,
         })
     }
 
@@ -525,16 +514,12 @@ impl WtHost {
                         return None;
                     }
                 };
-                // No socket is bound for a reload that does not rebind: the address is unused.
+                // Its socket is not bound: only its QUIC configuration is used.
                 let config = ServerConfig::builder()
                     .with_bind_default(0)
                     .with_custom_transport(identity, transport)
                     .build();
-                if let Err(e) = self.endpoint.reload_config(config, false) {
-                    tracing::warn!(error = %e, "host WebTransport: certificate not switched");
-                    r.at = now + RETRY;
-                    return None;
-                }
+                self.h3.set_server_config(config.quic_config().clone());
                 r.current = hash;
                 r.at = now + r.period.saturating_sub(r.overlap);
                 self.info.cert_hashes = vec![hash];
@@ -549,9 +534,9 @@ impl WtHost {
     ///
     /// [`Command::AcceptWebTransport`]: ackwire_room::member::Command::AcceptWebTransport
     pub(crate) fn accept(&mut self, transport: TransportId, token: String) {
-        let reports = &self.reports;
-        let named = self.tokens.name(transport, token, |request| {
-            take(transport, request, reports)
+        let (h3, taken, reports) = (&mut self.h3, &mut self.taken, &self.reports);
+        let named = self.tokens.name(transport, token, |session| {
+            take(h3, taken, reports, transport, session)
         });
         if !named {
             let why = "not a WebTransport token, or one already taken";
@@ -560,10 +545,10 @@ impl WtHost {
     }
 
     /// A session showed `token`: taken, held or refused ([`Tokens::arrived`]).
-    fn arrived(&mut self, token: String, request: Box<SessionRequest>) {
-        let reports = &self.reports;
-        match self.tokens.arrived(token, request, |transport, request| {
-            take(transport, request, reports)
+    fn arrived(&mut self, token: String, session: SessionKey) {
+        let (h3, taken, reports) = (&mut self.h3, &mut self.taken, &self.reports);
+        match self.tokens.arrived(token, session, |transport, session| {
+            take(h3, taken, reports, transport, session)
         }) {
             Arrival::Taken => {}
             Arrival::Held(expiry) => {
@@ -572,7 +557,7 @@ impl WtHost {
                     let _ = reports.send(Report(Happened::Expired(expiry.due().await)));
                 });
             }
-            Arrival::Refused(request, why) => refuse(request, why),
+            Arrival::Refused(session, why) => refuse(&mut self.h3, session, why),
         }
     }
 
@@ -581,6 +566,41 @@ impl WtHost {
         let _ = self
             .reports
             .send(Report(Happened::Tell { transport, event }));
+    }
+
+    /// What the endpoint has for the member: a session asked for, a datagram, a session
+    /// closed.
+    fn on_h3(&mut self, event: H3Event) -> Option<(TransportId, SessionEvent)> {
+        match event {
+            H3Event::Request {
+                session,
+                path,
+                from,
+            } => {
+                match session_token(&path).map(str::to_owned) {
+                    Some(token) => self.arrived(token, session),
+                    None => {
+                        tracing::debug!(%from, "WebTransport session refused: no token in its path");
+                        self.h3.respond(session, StatusCode::NOT_FOUND, Instant::now());
+                    }
+                }
+                None
+            }
+            H3Event::Datagram { session, payload } => self
+                .taken
+                .get(&session)
+                .map(|&transport| (transport, SessionEvent::Datagram(payload))),
+            H3Event::Closed { session, reason } => {
+                let transport = self.taken.remove(&session)?;
+                let state = self.tokens.session_mut(transport)?;
+                tracing::debug!(?transport, %reason, "WebTransport session closed");
+                *state = State::Ended;
+                Some((
+                    transport,
+                    SessionEvent::Transport(TransportEvent::ChannelClosed),
+                ))
+            }
+        }
     }
 }
 
@@ -604,84 +624,76 @@ impl Sessions for WtHost {
     /// The member's `CloseTransport`: the session closes (or is refused if it comes), and
     /// its token is forgotten.
     fn close(&mut self, transport: TransportId) {
-        if let Some(State::Open(connection)) = self.tokens.close(transport) {
-            connection.close(VarInt::from_u32(0), b"closed");
+        if let Some(State::Open(session)) = self.tokens.close(transport) {
+            self.taken.remove(&session);
+            self.h3.close(session, Instant::now());
         }
     }
 
-    /// Sends `datagram` on `transport`'s session, if it is open ([`send_datagram`]).
+    /// Sends `datagram` on `transport`'s session, if it is open; one it would not send (too
+    /// large for the path, the session gone) is dropped and counted, as one lost on the way
+    /// would be.
     fn send(&mut self, transport: TransportId, datagram: &[u8]) {
-        if let Some(State::Open(connection)) = self.tokens.session(transport) {
-            send_datagram(connection, transport, datagram, &mut self.send_failures);
+        if let Some(&State::Open(session)) = self.tokens.session(transport) {
+            if let Err(e) = self.h3.send_datagram(session, datagram, Instant::now()) {
+                self.send_failures += 1;
+                tracing::debug!(?transport, len = datagram.len(), error = %e, "WebTransport datagram not sent");
+            }
         }
     }
 
-    /// The next report of the endpoint's tasks (cancel-safe).
+    /// The socket readable, a timer due, or a report (cancel-safe).
     async fn next(&mut self) -> Report {
-        // The host holds a sender: the channel never closes while it lives.
-        match self.reports_rx.recv().await {
-            Some(report) => report,
-            None => std::future::pending().await,
+        if let Some(event) = self.h3.poll_event() {
+            return Report(Happened::H3(event));
+        }
+        let timeout = self.h3.poll_timeout();
+        let timer = async {
+            match timeout {
+                Some(at) => tokio::time::sleep_until(at.into()).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            biased;
+            // The host holds a sender: the channel never closes while it lives.
+            Some(report) = self.reports_rx.recv() => report,
+            readable = self.h3.readable() => {
+                if let Err(e) = readable {
+                    tracing::warn!(error = %e, "host WebTransport socket");
+                }
+                Report(Happened::Readable)
+            }
+            () = timer => Report(Happened::Timer),
         }
     }
 
-    /// A report already waiting, if any.
+    /// A report already waiting, if any: the endpoint's events first.
     fn try_next(&mut self) -> Option<Report> {
-        self.reports_rx.try_recv().ok()
+        match self.h3.poll_event() {
+            Some(event) => Some(Report(Happened::H3(event))),
+            None => self.reports_rx.try_recv().ok(),
+        }
     }
 
-    /// Takes in a report: what it has for the member, if anything.
+    /// Takes in a report: what it has for the member, if anything (the endpoint's events
+    /// come through [`Self::try_next`]).
     fn handle(&mut self, report: Report) -> Option<(TransportId, SessionEvent)> {
         match report.0 {
-            Happened::Arrived { token, request } => {
-                self.arrived(token, request);
+            Happened::Readable => {
+                self.h3.read(Instant::now());
                 None
             }
+            Happened::Timer => {
+                self.h3.handle_timeout(Instant::now());
+                None
+            }
+            Happened::H3(event) => self.on_h3(event),
             Happened::Expired(expiry) => {
-                if let Some(request) = self.tokens.expired(expiry) {
-                    refuse(request, "its token was never named");
+                if let Some(session) = self.tokens.expired(expiry) {
+                    refuse(&mut self.h3, session, "its token was never named");
                 }
                 None
-            }
-            Happened::Accepted { transport, result } => {
-                match (self.tokens.session_mut(transport), result) {
-                    (Some(state), Ok(connection)) if matches!(state, State::Accepting) => {
-                        *state = State::Open(connection);
-                        Some((
-                            transport,
-                            SessionEvent::Transport(TransportEvent::ChannelOpen),
-                        ))
-                    }
-                    (Some(state), Err(reason)) => {
-                        *state = State::Ended;
-                        Some((
-                            transport,
-                            SessionEvent::Transport(TransportEvent::Failed(reason)),
-                        ))
-                    }
-                    // Closed meanwhile.
-                    (_, Ok(connection)) => {
-                        connection.close(VarInt::from_u32(0), b"closed");
-                        None
-                    }
-                    (None, Err(_)) => None,
-                }
-            }
-            Happened::Datagram { transport, payload } => {
-                matches!(self.tokens.session(transport), Some(State::Open(_)))
-                    .then_some((transport, SessionEvent::Datagram(payload)))
-            }
-            Happened::Closed { transport, reason } => {
-                let state = self.tokens.session_mut(transport)?;
-                if !matches!(state, State::Open(_)) {
-                    return None;
-                }
-                tracing::debug!(?transport, %reason, "WebTransport session closed");
-                *state = State::Ended;
-                Some((
-                    transport,
-                    SessionEvent::Transport(TransportEvent::ChannelClosed),
-                ))
             }
             Happened::Tell { transport, event } => {
                 Some((transport, SessionEvent::Transport(event)))
@@ -690,139 +702,38 @@ impl Sessions for WtHost {
     }
 }
 
-impl Drop for WtHost {
-    /// Every session closes now (the accept task closes the endpoint as `_stop` drops).
-    fn drop(&mut self) {
-        for state in self.tokens.sessions() {
-            if let State::Open(connection) = state {
-                connection.close(VarInt::from_u32(0), b"closed");
-            }
-        }
-    }
-}
-
-/// Accepts `request` as `transport`'s session, in a task of its own ([`session`]).
+/// Accepts `session` as `transport`'s (HTTP 200), telling the member its channel is open; or
+/// its failure, if the session closed before it was taken.
 fn take(
-    transport: TransportId,
-    request: Box<SessionRequest>,
+    h3: &mut H3Endpoint,
+    taken: &mut HashMap<SessionKey, TransportId>,
     reports: &mpsc::UnboundedSender<Report>,
+    transport: TransportId,
+    session: SessionKey,
 ) -> State {
-    tokio::spawn(session(transport, request, reports.clone()));
-    State::Accepting
+    let (state, event) = if h3.respond(session, StatusCode::OK, Instant::now()) {
+        taken.insert(session, transport);
+        (State::Open(session), TransportEvent::ChannelOpen)
+    } else {
+        let why = "WebTransport session closed before it was accepted";
+        (State::Ended, TransportEvent::Failed(why.into()))
+    };
+    let _ = reports.send(Report(Happened::Tell { transport, event }));
+    state
 }
 
 /// Refuses a session (HTTP 403), saying `why` in the log.
-fn refuse(request: Box<SessionRequest>, why: &'static str) {
+fn refuse(h3: &mut H3Endpoint, session: SessionKey, why: &'static str) {
     tracing::debug!(why, "WebTransport session refused");
-    tokio::spawn((*request).forbidden());
-}
-
-/// Sends `datagram` on `transport`'s session (a host's or a native client's); one it would
-/// not send (too large for the path, the session gone) is dropped and counted in `failures`,
-/// as one lost on the way would be.
-pub(super) fn send_datagram(
-    connection: &Connection,
-    transport: TransportId,
-    datagram: &[u8],
-    failures: &mut u64,
-) {
-    if let Err(e) = connection.send_datagram(datagram) {
-        *failures += 1;
-        tracing::debug!(?transport, len = datagram.len(), error = %e, "WebTransport datagram not sent");
-    }
-}
-
-/// Takes every incoming session to its handshake, until the host is dropped; then closes the
-/// endpoint (every session with it).
-async fn accept_loop(
-    endpoint: Arc<Endpoint<Server>>,
-    reports: mpsc::UnboundedSender<Report>,
-    mut stop: oneshot::Receiver<()>,
-) {
-    loop {
-        tokio::select! {
-            biased;
-            _ = &mut stop => break,
-            incoming = endpoint.accept() => {
-                tokio::spawn(handshake(incoming, reports.clone()));
-            }
-        }
-    }
-    endpoint.close(VarInt::from_u32(0), b"closed");
-}
-
-/// One incoming session's QUIC and HTTP/3 handshakes; a session with no token is refused
-/// (404) at once, one with a token goes to the room's task.
-async fn handshake(incoming: IncomingSession, reports: mpsc::UnboundedSender<Report>) {
-    let from = incoming.remote_address();
-    let request = match incoming.await {
-        Ok(request) => request,
-        Err(e) => {
-            tracing::debug!(%from, error = %e, "WebTransport handshake failed");
-            return;
-        }
-    };
-    match session_token(request.path()).map(str::to_owned) {
-        Some(token) => {
-            let request = Box::new(request);
-            let _ = reports.send(Report(Happened::Arrived { token, request }));
-        }
-        None => {
-            tracing::debug!(%from, "WebTransport session refused: no token in its path");
-            request.not_found().await;
-        }
-    }
-}
-
-/// Accepts the session taken as `transport`, then reads its datagrams until it closes.
-async fn session(
-    transport: TransportId,
-    request: Box<SessionRequest>,
-    reports: mpsc::UnboundedSender<Report>,
-) {
-    let connection = match request.accept().await {
-        Ok(connection) => connection,
-        Err(e) => {
-            let result = Err(format!("WebTransport session not accepted: {e}"));
-            let _ = reports.send(Report(Happened::Accepted { transport, result }));
-            return;
-        }
-    };
-    let result = Ok(connection.clone());
-    if reports
-        .send(Report(Happened::Accepted { transport, result }))
-        .is_err()
-    {
-        connection.close(VarInt::from_u32(0), b"closed");
-        return;
-    }
-    loop {
-        match connection.receive_datagram().await {
-            Ok(datagram) => {
-                let payload = datagram.payload();
-                if reports
-                    .send(Report(Happened::Datagram { transport, payload }))
-                    .is_err()
-                {
-                    connection.close(VarInt::from_u32(0), b"closed");
-                    return;
-                }
-            }
-            Err(e) => {
-                let reason = e.to_string();
-                let _ = reports.send(Report(Happened::Closed { transport, reason }));
-                return;
-            }
-        }
-    }
+    h3.respond(session, StatusCode::FORBIDDEN, Instant::now());
 }
 
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
 
-    use wtransport::ClientConfig;
     use wtransport::endpoint::endpoint_side::Client;
+    use wtransport::{ClientConfig, Connection, Endpoint, VarInt};
     use wtransport::error::ConnectingError;
     use wtransport::tls::Sha256Digest;
 

@@ -37,7 +37,7 @@ use wtransport::tls::client::build_default_tls_config;
 use wtransport::{ClientConfig, Connection, Endpoint, VarInt};
 
 use super::sessions::{SessionEvent, Sessions, link_token};
-use super::webtransport::{send_datagram, transport_config};
+use super::webtransport::transport_config;
 
 /// Dials of one session before its failure is told: a connection the host closed as it
 /// opened is dialed again.
@@ -166,14 +166,18 @@ impl Sessions for WtClient {
         }
     }
 
-    /// Sends `datagram` on `transport`'s session ([`send_datagram`]).
+    /// Sends `datagram` on `transport`'s session; one it would not send (too large for the
+    /// path, the session gone) is dropped and counted, as one lost on the way would be.
     fn send(&mut self, transport: TransportId, datagram: &[u8]) {
         if let Some(connection) = self
             .sessions
             .get(&transport)
             .and_then(|s| s.connection.as_ref())
         {
-            send_datagram(connection, transport, datagram, &mut self.send_failures);
+            if let Err(e) = connection.send_datagram(datagram) {
+                self.send_failures += 1;
+                tracing::debug!(?transport, len = datagram.len(), error = %e, "WebTransport datagram not sent");
+            }
         }
     }
 

@@ -1,0 +1,729 @@
+//! The host's QUIC endpoint and the little HTTP/3 a WebTransport session needs, sans-IO
+//! (quinn-proto, wtransport-proto) and polled in the room's own task, as [`lite`](super::lite)
+//! polls str0m: one UDP socket, every connection's state machine beside it, no task of their
+//! own.
+//!
+//! Why not a runtime's QUIC (quinn, wtransport on it): there every datagram crossed four
+//! tasks (the endpoint's driver, the connection's, a reader, the room's), and at 64 players
+//! the host spent a third more of a core per WebTransport player than per str0m one, all of
+//! it in waking threads (`perf`: futex and eventfd, the user-space work equal). Here a
+//! datagram is read, decrypted, handed to the member and answered in one turn of the room's
+//! task.
+//!
+//! What it speaks, per connection (one session each: browsers do not pool WebTransport
+//! sessions unless asked):
+//! - it opens its HTTP/3 control stream with SETTINGS (WebTransport, HTTP/3 datagrams,
+//!   extended CONNECT, no QPACK dynamic table) as soon as it accepts the connection, so they
+//!   leave as 0.5-RTT data behind its handshake flight and the browser sends its CONNECT with
+//!   its Finished;
+//! - the client's first bidirectional stream carries its CONNECT (`:protocol webtransport`):
+//!   its path goes up as an [`H3Event::Request`], and [`H3Endpoint::respond`] answers it
+//!   (200 opens the session; anything else refuses it and closes the connection shortly
+//!   after);
+//! - datagrams of the session ride QUIC DATAGRAM frames behind its quarter stream id;
+//! - the client's unidirectional streams (its control stream, QPACK's) are read and their
+//!   bytes dropped: with no dynamic table there is nothing in them the host needs; its other
+//!   streams are refused (the host's sessions carry datagrams only);
+//! - the CONNECT stream finished or reset ends the session, and the connection with it.
+
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use quinn_proto::{
+    ConnectionHandle, DatagramEvent, Dir, Endpoint, EndpointConfig, Event, ServerConfig, Side,
+    StreamEvent, StreamId, VarInt,
+};
+use wtransport_proto::datagram::Datagram;
+use wtransport_proto::error::ErrorCode;
+use wtransport_proto::frame::{Frame, FrameKind};
+use wtransport_proto::headers::Headers;
+use wtransport_proto::ids::{QStreamId, SessionId, StatusCode};
+use wtransport_proto::session::{SessionRequest, SessionResponse};
+use wtransport_proto::settings::Settings;
+use wtransport_proto::stream_header::StreamHeader;
+
+/// Datagrams read from the socket in one turn before the connections they touched are
+/// driven (their acknowledgements and answers then leave together).
+const READ_BATCH: usize = 64;
+
+/// The most of a CONNECT request's HEADERS frame the host buffers: a browser's is a few
+/// hundred bytes.
+const MAX_REQUEST: usize = 16 << 10;
+
+/// A refused session's connection stays this long for the refusal to reach the client, then
+/// closes (a client that stays would hold the host's state to the idle timeout).
+const REFUSED_LINGER: Duration = Duration::from_secs(1);
+
+/// A UDP datagram's largest size.
+const MAX_UDP: usize = 65_535;
+
+/// A session on the endpoint, named for as long as its connection lives (never reused, unlike
+/// quinn's connection handles).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct SessionKey(u64);
+
+/// What the endpoint has for its owner, in order.
+#[derive(Debug)]
+pub(crate) enum H3Event {
+    /// A client asks for a WebTransport session at `path` (answer with
+    /// [`H3Endpoint::respond`]).
+    Request {
+        session: SessionKey,
+        path: String,
+        from: SocketAddr,
+    },
+    /// A datagram on an open session.
+    Datagram { session: SessionKey, payload: Bytes },
+    /// A session that asked (answered or not) ended: the client closed it, or its connection
+    /// was lost. Nothing more is told of it.
+    Closed { session: SessionKey, reason: String },
+}
+
+/// Why a datagram was not sent.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum SendError {
+    /// No open session by that key (never opened, or ended).
+    #[error("no open session")]
+    NoSession,
+    /// QUIC would not take it (too large for the path, datagrams off).
+    #[error("{0}")]
+    Quic(#[from] quinn_proto::SendDatagramError),
+}
+
+/// Bytes for one of the connection's streams that flow control has not let out yet.
+#[derive(Debug, Default)]
+struct Outgoing {
+    bytes: Vec<u8>,
+    /// Finish the stream once they are out.
+    finish: bool,
+}
+
+/// Where a connection's one session is.
+#[derive(Debug)]
+enum Session {
+    /// No CONNECT yet; what arrived of it on `stream` (the client's first bidirectional).
+    Waiting {
+        stream: Option<StreamId>,
+        buffer: Vec<u8>,
+    },
+    /// Asked for, not answered yet.
+    Requested { stream: StreamId },
+    /// Answered 200: datagrams flow.
+    Open { stream: StreamId, qstream: QStreamId },
+    /// Refused, or ended: the connection closes.
+    Over,
+}
+
+struct Conn {
+    key: SessionKey,
+    quic: quinn_proto::Connection,
+    /// The host's control stream, once opened (the client may not allow it at first).
+    control: Option<StreamId>,
+    /// What waits for flow control, per stream of the host's.
+    outgoing: HashMap<StreamId, Outgoing>,
+    session: Session,
+    /// The session asked for, and not yet told closed.
+    asked: bool,
+    /// When a refused session's connection closes.
+    close_at: Option<Instant>,
+    /// QUIC's own next timer.
+    timeout: Option<Instant>,
+}
+
+/// The host's QUIC endpoint on its socket, and every connection on it.
+pub(crate) struct H3Endpoint {
+    socket: tokio::net::UdpSocket,
+    endpoint: Endpoint,
+    conns: HashMap<ConnectionHandle, Conn>,
+    handles: HashMap<SessionKey, ConnectionHandle>,
+    next_key: u64,
+    events: VecDeque<H3Event>,
+    /// The SETTINGS every connection's control stream opens with.
+    settings: Vec<u8>,
+    recv: Box<[u8]>,
+    send: Vec<u8>,
+    /// Datagrams the socket would not take (its buffer full): QUIC sees them lost.
+    unsent: u64,
+}
+
+impl std::fmt::Debug for H3Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("H3Endpoint")
+            .field("socket", &self.socket)
+            .field("connections", &self.conns.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl H3Endpoint {
+    /// Serves `config` on `socket` (non-blocking; inside a tokio runtime).
+    pub(crate) fn new(
+        socket: std::net::UdpSocket,
+        config: ServerConfig,
+    ) -> std::io::Result<H3Endpoint> {
+        let socket = tokio::net::UdpSocket::from_std(socket)?;
+        // No path MTU discovery: the socket may fragment, and the core's packets fit the
+        // initial MTU (webtransport.rs's `INITIAL_MTU`).
+        let endpoint = Endpoint::new(
+            Arc::new(EndpointConfig::default()),
+            Some(Arc::new(config)),
+            false,
+            None,
+        );
+        let mut settings = Vec::new();
+        write_frame(&mut settings, Some(StreamHeader::new_control()), None);
+        let frame = Settings::builder()
+            .qpack_max_table_capacity(wtransport_proto::varint::VarInt::from_u32(0))
+            .qpack_blocked_streams(wtransport_proto::varint::VarInt::from_u32(0))
+            .enable_connect_protocol()
+            .enable_webtransport()
+            .enable_h3_datagrams()
+            .webtransport_max_sessions(wtransport_proto::varint::VarInt::from_u32(1))
+            .build();
+        write_frame(&mut settings, None, Some(frame.generate_frame()));
+        Ok(H3Endpoint {
+            socket,
+            endpoint,
+            conns: HashMap::new(),
+            handles: HashMap::new(),
+            next_key: 0,
+            events: VecDeque::new(),
+            settings,
+            recv: vec![0; MAX_UDP].into_boxed_slice(),
+            send: Vec::with_capacity(MAX_UDP),
+            unsent: 0,
+        })
+    }
+
+    /// The bound address.
+    pub(crate) fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.socket.local_addr()
+    }
+
+    /// New connections get `config` (a new certificate); open ones keep theirs.
+    pub(crate) fn set_server_config(&mut self, config: ServerConfig) {
+        self.endpoint.set_server_config(Some(Arc::new(config)));
+    }
+
+    /// Datagrams the socket would not take.
+    #[cfg(test)]
+    pub(crate) fn unsent(&self) -> u64 {
+        self.unsent
+    }
+
+    /// The next event, if any.
+    pub(crate) fn poll_event(&mut self) -> Option<H3Event> {
+        self.events.pop_front()
+    }
+
+    /// When [`Self::handle_timeout`] is next due.
+    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
+        self.conns
+            .values()
+            .flat_map(|c| [c.timeout, c.close_at])
+            .flatten()
+            .min()
+    }
+
+    /// Waits until the socket has something to read (cancel-safe).
+    pub(crate) async fn readable(&self) -> std::io::Result<()> {
+        self.socket.readable().await
+    }
+
+    /// Reads what the socket has (a batch at most) and drives every connection it touched.
+    pub(crate) fn read(&mut self, now: Instant) {
+        let mut touched = Vec::new();
+        for _ in 0..READ_BATCH {
+            let (len, from) = match self.socket.try_recv_from(&mut self.recv) {
+                Ok(read) => read,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                // An ICMP error queued on the socket (a client gone): the next read goes on.
+                Err(e) => {
+                    tracing::trace!(error = %e, "host WebTransport socket");
+                    continue;
+                }
+            };
+            let data = BytesMut::from(&self.recv[..len]);
+            self.send.clear();
+            match self
+                .endpoint
+                .handle(now, from, None, None, data, &mut self.send)
+            {
+                Some(DatagramEvent::ConnectionEvent(handle, event)) => {
+                    if let Some(conn) = self.conns.get_mut(&handle) {
+                        conn.quic.handle_event(event);
+                        touched.push(handle);
+                    }
+                }
+                Some(DatagramEvent::NewConnection(incoming)) => {
+                    self.send.clear();
+                    match self.endpoint.accept(incoming, now, &mut self.send, None) {
+                        Ok((handle, quic)) => {
+                            self.accepted(handle, quic);
+                            touched.push(handle);
+                        }
+                        Err(e) => {
+                            tracing::debug!(%from, error = %e.cause, "WebTransport connection not accepted");
+                            if let Some(transmit) = e.response {
+                                self.transmit(transmit.destination, transmit.size);
+                            }
+                        }
+                    }
+                }
+                Some(DatagramEvent::Response(transmit)) => {
+                    self.transmit(transmit.destination, transmit.size);
+                }
+                None => {}
+            }
+        }
+        touched.sort_unstable();
+        touched.dedup();
+        for handle in touched {
+            self.drive(handle, now);
+        }
+    }
+
+    /// Fires the timers due at `now`.
+    pub(crate) fn handle_timeout(&mut self, now: Instant) {
+        let due: Vec<ConnectionHandle> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| c.timeout.is_some_and(|t| t <= now) || c.close_at.is_some_and(|t| t <= now))
+            .map(|(&h, _)| h)
+            .collect();
+        for handle in due {
+            if let Some(conn) = self.conns.get_mut(&handle) {
+                if conn.timeout.is_some_and(|t| t <= now) {
+                    conn.quic.handle_timeout(now);
+                }
+                if conn.close_at.is_some_and(|t| t <= now) {
+                    conn.close_at = None;
+                    conn.quic.close(now, h3_code(ErrorCode::NoError), Bytes::new());
+                }
+            }
+            self.drive(handle, now);
+        }
+    }
+
+    /// Answers `session`'s request with `status`: 200 opens it; any other refuses it (and its
+    /// connection closes a moment later). False if the session is gone or was answered.
+    pub(crate) fn respond(&mut self, session: SessionKey, status: StatusCode, now: Instant) -> bool {
+        let Some(&handle) = self.handles.get(&session) else {
+            return false;
+        };
+        let Some(conn) = self.conns.get_mut(&handle) else {
+            return false;
+        };
+        let Session::Requested { stream } = conn.session else {
+            return false;
+        };
+        let mut response = Vec::new();
+        let frame = SessionResponse::with_status_code(status)
+            .headers()
+            .generate_frame();
+        write_frame(&mut response, None, Some(frame));
+        let open = status == StatusCode::OK;
+        conn.write(stream, &response, !open);
+        if open {
+            conn.session = Session::Open {
+                stream,
+                qstream: QStreamId::from_session_id(session_id(stream)),
+            };
+        } else {
+            conn.session = Session::Over;
+            conn.asked = false;
+            conn.close_at = Some(now + REFUSED_LINGER);
+        }
+        self.drive(handle, now);
+        true
+    }
+
+    /// Sends `payload` as a datagram of `session`, now.
+    pub(crate) fn send_datagram(
+        &mut self,
+        session: SessionKey,
+        payload: &[u8],
+        now: Instant,
+    ) -> Result<(), SendError> {
+        let conn = self
+            .handles
+            .get(&session)
+            .and_then(|h| self.conns.get_mut(h))
+            .ok_or(SendError::NoSession)?;
+        let Session::Open { qstream, .. } = conn.session else {
+            return Err(SendError::NoSession);
+        };
+        let datagram = Datagram::new(qstream, payload);
+        let mut bytes = vec![0; datagram.write_size()];
+        // The buffer is the datagram's exact size.
+        let _ = datagram.write(&mut bytes);
+        conn.quic.datagrams().send(Bytes::from(bytes), true)?;
+        let handle = self.handles[&session];
+        self.flush(handle, now);
+        Ok(())
+    }
+
+    /// Ends `session` (its connection closes); nothing more is told of it.
+    pub(crate) fn close(&mut self, session: SessionKey, now: Instant) {
+        let Some(&handle) = self.handles.get(&session) else {
+            return;
+        };
+        if let Some(conn) = self.conns.get_mut(&handle) {
+            conn.asked = false;
+            conn.session = Session::Over;
+            conn.quic.close(now, h3_code(ErrorCode::NoError), Bytes::from_static(b"closed"));
+        }
+        self.drive(handle, now);
+    }
+
+    /// A connection quinn accepted: its control stream opens now, so SETTINGS leave in
+    /// 0.5-RTT.
+    fn accepted(&mut self, handle: ConnectionHandle, quic: quinn_proto::Connection) {
+        let key = SessionKey(self.next_key);
+        self.next_key += 1;
+        let mut conn = Conn {
+            key,
+            quic,
+            control: None,
+            outgoing: HashMap::new(),
+            session: Session::Waiting {
+                stream: None,
+                buffer: Vec::new(),
+            },
+            asked: false,
+            close_at: None,
+            timeout: None,
+        };
+        conn.open_control(&self.settings);
+        self.handles.insert(key, handle);
+        self.conns.insert(handle, conn);
+    }
+
+    /// Everything a connection has to do after something happened to it: its events, its
+    /// packets out, its timer; forgotten once drained.
+    fn drive(&mut self, handle: ConnectionHandle, now: Instant) {
+        let Some(conn) = self.conns.get_mut(&handle) else {
+            return;
+        };
+        while let Some(event) = conn.quic.poll() {
+            conn.on_event(event, &self.settings, &mut self.events);
+        }
+        self.flush(handle, now);
+    }
+
+    /// A connection's packets out, its endpoint events, its timer.
+    fn flush(&mut self, handle: ConnectionHandle, now: Instant) {
+        let Some(conn) = self.conns.get_mut(&handle) else {
+            return;
+        };
+        loop {
+            self.send.clear();
+            let Some(transmit) = conn.quic.poll_transmit(now, 1, &mut self.send) else {
+                break;
+            };
+            match self
+                .socket
+                .try_send_to(&self.send[..transmit.size], transmit.destination)
+            {
+                Ok(_) => {}
+                Err(e) => {
+                    self.unsent += 1;
+                    tracing::trace!(error = %e, "host WebTransport datagram not sent");
+                }
+            }
+        }
+        while let Some(event) = conn.quic.poll_endpoint_events() {
+            if let Some(event) = self.endpoint.handle_event(handle, event) {
+                conn.quic.handle_event(event);
+            }
+        }
+        conn.timeout = conn.quic.poll_timeout();
+        if conn.quic.is_drained() {
+            let conn = self.conns.remove(&handle).expect("the connection driven");
+            self.handles.remove(&conn.key);
+            if conn.asked {
+                self.events.push_back(H3Event::Closed {
+                    session: conn.key,
+                    reason: "the connection closed".into(),
+                });
+            }
+        }
+    }
+
+    /// Sends `self.send[..size]`, a packet of the endpoint's own.
+    fn transmit(&mut self, to: SocketAddr, size: usize) {
+        if self.socket.try_send_to(&self.send[..size], to).is_err() {
+            self.unsent += 1;
+        }
+    }
+}
+
+impl Drop for H3Endpoint {
+    /// Every connection closes now (the client hears it rather than timing out).
+    fn drop(&mut self) {
+        let now = Instant::now();
+        let handles: Vec<ConnectionHandle> = self.conns.keys().copied().collect();
+        for handle in handles {
+            if let Some(conn) = self.conns.get_mut(&handle) {
+                conn.asked = false;
+                conn.quic.close(now, h3_code(ErrorCode::NoError), Bytes::from_static(b"closed"));
+            }
+            self.flush(handle, now);
+        }
+    }
+}
+
+impl Conn {
+    /// Opens the host's control stream and queues its SETTINGS, if the client allows a stream.
+    fn open_control(&mut self, settings: &[u8]) {
+        if self.control.is_some() {
+            return;
+        }
+        if let Some(stream) = self.quic.streams().open(Dir::Uni) {
+            self.control = Some(stream);
+            self.write(stream, settings, false);
+        }
+    }
+
+    /// Writes `bytes` on the host's `stream` (what flow control holds back goes on
+    /// [`StreamEvent::Writable`]), finishing it after them with `finish`.
+    fn write(&mut self, stream: StreamId, bytes: &[u8], finish: bool) {
+        let out = self.outgoing.entry(stream).or_default();
+        out.bytes.extend_from_slice(bytes);
+        out.finish |= finish;
+        self.flush_stream(stream);
+    }
+
+    fn flush_stream(&mut self, stream: StreamId) {
+        let Some(out) = self.outgoing.get_mut(&stream) else {
+            return;
+        };
+        let mut send = self.quic.send_stream(stream);
+        while !out.bytes.is_empty() {
+            match send.write(&out.bytes) {
+                Ok(n) => {
+                    out.bytes.drain(..n);
+                }
+                Err(quinn_proto::WriteError::Blocked) => return,
+                // Stopped or gone: nothing more goes on it.
+                Err(_) => {
+                    self.outgoing.remove(&stream);
+                    return;
+                }
+            }
+        }
+        if out.finish {
+            let _ = send.finish();
+        }
+        self.outgoing.remove(&stream);
+    }
+
+    fn on_event(&mut self, event: Event, settings: &[u8], events: &mut VecDeque<H3Event>) {
+        match event {
+            Event::Stream(StreamEvent::Opened { dir }) => {
+                while let Some(stream) = self.quic.streams().accept(dir) {
+                    self.read_stream(stream, events);
+                }
+            }
+            Event::Stream(StreamEvent::Readable { id }) => self.read_stream(id, events),
+            Event::Stream(StreamEvent::Writable { id }) => self.flush_stream(id),
+            Event::Stream(StreamEvent::Available { dir: Dir::Uni }) => self.open_control(settings),
+            Event::DatagramReceived => {
+                while let Some(datagram) = self.quic.datagrams().recv() {
+                    self.on_datagram(datagram, events);
+                }
+            }
+            Event::ConnectionLost { reason } => {
+                tracing::debug!(session = ?self.key, %reason, "WebTransport connection lost");
+                self.session = Session::Over;
+                if std::mem::take(&mut self.asked) {
+                    events.push_back(H3Event::Closed {
+                        session: self.key,
+                        reason: reason.to_string(),
+                    });
+                }
+            }
+            Event::Stream(
+                StreamEvent::Finished { .. }
+                | StreamEvent::Stopped { .. }
+                | StreamEvent::Available { dir: Dir::Bi },
+            )
+            | Event::HandshakeDataReady
+            | Event::Connected
+            | Event::DatagramsUnblocked => {}
+        }
+    }
+
+    /// A datagram of the session (its quarter stream id first); others are dropped.
+    fn on_datagram(&mut self, datagram: Bytes, events: &mut VecDeque<H3Event>) {
+        let Session::Open { qstream, .. } = self.session else {
+            return;
+        };
+        let Ok(parsed) = Datagram::read(&datagram) else {
+            return;
+        };
+        if parsed.qstream_id() != qstream {
+            return;
+        }
+        let start = datagram.len() - parsed.payload().len();
+        events.push_back(H3Event::Datagram {
+            session: self.key,
+            payload: datagram.slice(start..),
+        });
+    }
+
+    /// Reads what `stream` has: the CONNECT on the client's first bidirectional stream,
+    /// nothing on its unidirectional ones (dropped), a refusal on any other.
+    fn read_stream(&mut self, stream: StreamId, events: &mut VecDeque<H3Event>) {
+        if stream.dir() == Dir::Uni {
+            self.drain(stream);
+            return;
+        }
+        match &mut self.session {
+            Session::Waiting { stream: first, .. } if first.is_none_or(|s| s == stream) => {
+                *first = Some(stream);
+                self.read_request(stream, events);
+            }
+            Session::Requested { stream: s } | Session::Open { stream: s, .. } if *s == stream => {
+                // Capsules (a close, a drain) or nothing: the stream's end is what counts.
+                if self.drain(stream) {
+                    self.session = Session::Over;
+                    if std::mem::take(&mut self.asked) {
+                        events.push_back(H3Event::Closed {
+                            session: self.key,
+                            reason: "the client closed the session".into(),
+                        });
+                    }
+                    let code = h3_code(ErrorCode::NoError);
+                    self.quic.close(Instant::now(), code, Bytes::new());
+                }
+            }
+            _ => {
+                let code = h3_code(ErrorCode::RequestRejected);
+                let _ = self.quic.recv_stream(stream).stop(code);
+                if stream.initiator() == Side::Client {
+                    let _ = self.quic.send_stream(stream).reset(code);
+                }
+            }
+        }
+    }
+
+    /// Reads and drops what `stream` has; true once it ended (finished or reset).
+    fn drain(&mut self, stream: StreamId) -> bool {
+        let mut recv = self.quic.recv_stream(stream);
+        let Ok(mut chunks) = recv.read(true) else {
+            return true;
+        };
+        let ended = loop {
+            match chunks.next(usize::MAX) {
+                Ok(Some(_)) => {}
+                Ok(None) => break true,
+                Err(quinn_proto::ReadError::Blocked) => break false,
+                Err(quinn_proto::ReadError::Reset(_)) => break true,
+            }
+        };
+        let _ = chunks.finalize();
+        ended
+    }
+
+    /// Buffers the CONNECT stream until its HEADERS frame is whole, then asks the owner.
+    fn read_request(&mut self, stream: StreamId, events: &mut VecDeque<H3Event>) {
+        let Session::Waiting { buffer, .. } = &mut self.session else {
+            return;
+        };
+        let mut recv = self.quic.recv_stream(stream);
+        let Ok(mut chunks) = recv.read(true) else {
+            return;
+        };
+        let mut ended = false;
+        loop {
+            match chunks.next(MAX_REQUEST + 1 - buffer.len().min(MAX_REQUEST)) {
+                Ok(Some(chunk)) => buffer.extend_from_slice(&chunk.bytes),
+                Ok(None) | Err(quinn_proto::ReadError::Reset(_)) => {
+                    ended = true;
+                    break;
+                }
+                Err(quinn_proto::ReadError::Blocked) => break,
+            }
+            if buffer.len() > MAX_REQUEST {
+                break;
+            }
+        }
+        let _ = chunks.finalize();
+        let parsed = parse_request(buffer);
+        match parsed {
+            Ok(Some(request)) => {
+                self.session = Session::Requested { stream };
+                self.asked = true;
+                events.push_back(H3Event::Request {
+                    session: self.key,
+                    path: request.path().to_owned(),
+                    from: self.quic.remote_address(),
+                });
+            }
+            Ok(None) if !ended && buffer.len() <= MAX_REQUEST => {}
+            Ok(None) => self.refuse_malformed(ErrorCode::Message, "an unfinished request"),
+            Err((code, why)) => self.refuse_malformed(code, why),
+        }
+    }
+
+    /// A CONNECT stream the host cannot read: the connection closes with `code`.
+    fn refuse_malformed(&mut self, code: ErrorCode, why: &'static str) {
+        tracing::debug!(session = ?self.key, why, "WebTransport request refused");
+        self.session = Session::Over;
+        self.quic.close(Instant::now(), h3_code(code), Bytes::from_static(why.as_bytes()));
+    }
+}
+
+/// A CONNECT request from the start of a request stream: `None` until its HEADERS frame is
+/// whole.
+fn parse_request(buffer: &[u8]) -> Result<Option<SessionRequest>, (ErrorCode, &'static str)> {
+    let mut reader = wtransport_proto::bytes::BufferReader::new(buffer);
+    loop {
+        let frame = match Frame::read_from_buffer(&mut reader) {
+            Ok(Some(frame)) => frame,
+            Ok(None) => return Ok(None),
+            Err(_) => return Err((ErrorCode::Frame, "a malformed frame")),
+        };
+        match frame.kind() {
+            FrameKind::Headers => {
+                let headers = Headers::with_frame(&frame)
+                    .map_err(|code| (code, "headers that do not decode"))?;
+                return SessionRequest::try_from(headers)
+                    .map(Some)
+                    .map_err(|_| (ErrorCode::Message, "not a WebTransport CONNECT"));
+            }
+            // Reserved frames exercise the parser: skipped, as HTTP/3 asks.
+            FrameKind::Exercise(_) => {}
+            _ => return Err((ErrorCode::FrameUnexpected, "a frame before the headers")),
+        }
+    }
+}
+
+/// The session id of the session on CONNECT stream `stream`.
+fn session_id(stream: StreamId) -> SessionId {
+    let id = wtransport_proto::varint::VarInt::try_from_u64(u64::from(VarInt::from(stream)))
+        .expect("a QUIC stream id is a varint");
+    SessionId::try_from_session_stream(wtransport_proto::ids::StreamId::new(id))
+        .expect("a client's bidirectional stream")
+}
+
+/// An HTTP/3 error code as QUIC's.
+fn h3_code(code: ErrorCode) -> VarInt {
+    VarInt::from_u64(code.to_code().into_inner()).expect("HTTP/3 codes are varints")
+}
+
+/// Appends a stream header and a frame to `out`.
+fn write_frame(out: &mut Vec<u8>, header: Option<StreamHeader>, frame: Option<Frame>) {
+    // A Vec grows: neither write runs out of room.
+    if let Some(header) = header {
+        let _ = header.write(out);
+    }
+    if let Some(frame) = frame {
+        let _ = frame.write(out);
+    }
+}
