@@ -12,17 +12,19 @@
 //! does (`NativeOptions::dial_webtransport`; on the host, the same session on one socket a
 //! browser's has); and WebSocket players, which dial the host's WebSocket as a browser
 //! without WebRTC does (`NativeOptions::dial_websocket`; on the host, a TCP connection
-//! each). The UDP players join first, then the WebRTC ones, the WebTransport ones and the
-//! WebSocket ones, one after the other, each timed from `Room::join` to its link to the host
-//! connected (signalling, the data channel, session, connection or UDP path, and the core's
-//! handshake).
+//! each). The UDP players join first; then half the WebRTC ones, half the WebTransport ones,
+//! the other half of those, the other half of the WebRTC ones (ABBA: the two kinds the goal
+//! compares get the same average place, as a window's CPU per player grows with everyone
+//! already in); the WebSocket ones last. Each join is timed from `Room::join` to its link to
+//! the host connected (signalling, the data channel, session, connection or UDP path, and the
+//! core's handshake).
 //!
-//! After each kind is in (and once before anyone), with every link so far connected at the
+//! After each group is in (and once before anyone), with every link so far connected at the
 //! host, a steady-state window: the host's CPU (user + system from `/proc/PID/stat`, as a
 //! share of one core), its RSS and live heap, and every link's packets lost on both ends. A
-//! kind's cost per player is what its window added to the one before, divided by its
-//! players: CPU, RSS and heap per player of each kind, from one run. The last window (every
-//! player in) gives the host's totals, threads and sockets.
+//! kind's cost per player is what its groups' windows added to the ones before them, divided
+//! by its players: CPU, RSS and heap per player of each kind, from one run. The last window
+//! (every player in) gives the host's totals, threads and sockets.
 //!
 //! Run: `cargo bench -p ackwire-peer --bench host`
 //! (`-- --players 256 --udp 64 --webtransport 64 --websocket 64 --seconds 10`; the WebRTC
@@ -298,8 +300,6 @@ enum Kind {
 }
 
 impl Kind {
-    const ALL: [Kind; 4] = [Kind::Udp, Kind::WebRtc, Kind::WebTransport, Kind::WebSocket];
-
     fn name(self) -> &'static str {
         match self {
             Kind::Udp => "UDP",
@@ -474,14 +474,29 @@ async fn load(players: usize, [udp, webtransport, websocket]: [usize; 3], second
         l["type"] == "joined"
     });
     let webrtc = players - udp - webtransport - websocket;
-    let counts = [udp, webrtc, webtransport, websocket];
+    // WebRTC and WebTransport, whose costs the goal compares, join in halves, in the order
+    // ABBA: a window's CPU per player grows with everyone already in (the load generator's
+    // share of the two cores grows with them), and this order gives both kinds the same
+    // average place. UDP comes first and WebSocket last.
+    let groups = [
+        (Kind::Udp, udp),
+        (Kind::WebRtc, webrtc / 2),
+        (Kind::WebTransport, webtransport / 2),
+        (Kind::WebTransport, webtransport - webtransport / 2),
+        (Kind::WebRtc, webrtc - webrtc / 2),
+        (Kind::WebSocket, websocket),
+    ];
     let counters = Arc::new(Counters::default());
     // The host idle in its room: the baseline its players add to.
     let mut last = window(&mut host, &counters, 0, seconds).await;
     let empty = (last.rss_kib, last.heap, last.cpu);
     let mut joins: Vec<f64> = Vec::new();
+    // Per kind, summed over its groups, then divided by its players.
     let mut costs: Vec<Cost> = Vec::new();
-    for (kind, count) in Kind::ALL.into_iter().zip(counts) {
+    for (kind, count) in groups {
+        if count == 0 {
+            continue;
+        }
         let mut kind_joins = Vec::new();
         for _ in 0..count {
             let (tx, rx) = tokio::sync::oneshot::channel();
@@ -507,29 +522,45 @@ async fn load(players: usize, [udp, webtransport, websocket]: [usize; 3], second
                 );
             }
         }
-        if count == 0 {
-            continue;
-        }
         let now = window(&mut host, &counters, joins.len(), seconds).await;
-        let n = count as f64;
-        kind_joins.sort_by(f64::total_cmp);
         eprintln!(
             "  {count} {} players in: host CPU {:.3} of a core, RSS {} KiB",
             kind.name(),
             now.cpu,
             now.rss_kib
         );
-        costs.push(Cost {
-            kind,
-            players: count,
-            cpu: (now.cpu - last.cpu) / n,
-            rss_kib: (now.rss_kib as f64 - last.rss_kib as f64) / n,
-            heap_kib: (now.heap - last.heap) as f64 / 1024.0 / n,
-            joins: kind_joins,
-            lost: now.lost,
-            sent: now.sent,
-        });
+        let i = match costs.iter().position(|c| c.kind == kind) {
+            Some(i) => i,
+            None => {
+                costs.push(Cost {
+                    kind,
+                    players: 0,
+                    cpu: 0.0,
+                    rss_kib: 0.0,
+                    heap_kib: 0.0,
+                    joins: Vec::new(),
+                    lost: 0,
+                    sent: 0,
+                });
+                costs.len() - 1
+            }
+        };
+        let c = &mut costs[i];
+        c.players += count;
+        c.cpu += now.cpu - last.cpu;
+        c.rss_kib += now.rss_kib as f64 - last.rss_kib as f64;
+        c.heap_kib += (now.heap - last.heap) as f64 / 1024.0;
+        c.joins.extend(kind_joins);
+        c.lost += now.lost;
+        c.sent += now.sent;
         last = now;
+    }
+    for c in &mut costs {
+        let n = c.players as f64;
+        c.cpu /= n;
+        c.rss_kib /= n;
+        c.heap_kib /= n;
+        c.joins.sort_by(f64::total_cmp);
     }
     let full = last;
     let cost = |kind: Kind| costs.iter().find(|c| c.kind == kind);
@@ -559,7 +590,7 @@ async fn load(players: usize, [udp, webtransport, websocket]: [usize; 3], second
     );
     for c in &costs {
         println!(
-            "  per {} player ({}): CPU {:.5} of a core ({:.1} per 1000 players), RSS {:.1} KiB, live heap {:.1} KiB; join p50 {:.0} ms p99 {:.0} ms; the window after them lost {} of {} packets",
+            "  per {} player ({}): CPU {:.5} of a core ({:.1} per 1000 players), RSS {:.1} KiB, live heap {:.1} KiB; join p50 {:.0} ms p99 {:.0} ms; the windows after them lost {} of {} packets",
             c.kind.name(),
             c.players,
             c.cpu,

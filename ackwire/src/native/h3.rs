@@ -113,7 +113,10 @@ enum Session {
     /// Asked for, not answered yet.
     Requested { stream: StreamId },
     /// Answered 200: datagrams flow.
-    Open { stream: StreamId, qstream: QStreamId },
+    Open {
+        stream: StreamId,
+        qstream: QStreamId,
+    },
     /// Refused, or ended: the connection closes.
     Over,
 }
@@ -209,8 +212,8 @@ impl H3Endpoint {
         self.endpoint.set_server_config(Some(Arc::new(config)));
     }
 
-    /// Datagrams the socket would not take.
-    #[cfg(test)]
+    /// UDP datagrams the socket would not take (QUIC sends what they carried again, but a
+    /// core packet in one is lost).
     pub(crate) fn unsent(&self) -> u64 {
         self.unsent
     }
@@ -292,7 +295,9 @@ impl H3Endpoint {
         let due: Vec<ConnectionHandle> = self
             .conns
             .iter()
-            .filter(|(_, c)| c.timeout.is_some_and(|t| t <= now) || c.close_at.is_some_and(|t| t <= now))
+            .filter(|(_, c)| {
+                c.timeout.is_some_and(|t| t <= now) || c.close_at.is_some_and(|t| t <= now)
+            })
             .map(|(&h, _)| h)
             .collect();
         for handle in due {
@@ -302,7 +307,8 @@ impl H3Endpoint {
                 }
                 if conn.close_at.is_some_and(|t| t <= now) {
                     conn.close_at = None;
-                    conn.quic.close(now, h3_code(ErrorCode::NoError), Bytes::new());
+                    conn.quic
+                        .close(now, h3_code(ErrorCode::NoError), Bytes::new());
                 }
             }
             self.drive(handle, now);
@@ -311,7 +317,12 @@ impl H3Endpoint {
 
     /// Answers `session`'s request with `status`: 200 opens it; any other refuses it (and its
     /// connection closes a moment later). False if the session is gone or was answered.
-    pub(crate) fn respond(&mut self, session: SessionKey, status: StatusCode, now: Instant) -> bool {
+    pub(crate) fn respond(
+        &mut self,
+        session: SessionKey,
+        status: StatusCode,
+        now: Instant,
+    ) -> bool {
         let Some(&handle) = self.handles.get(&session) else {
             return false;
         };
@@ -375,7 +386,11 @@ impl H3Endpoint {
         if let Some(conn) = self.conns.get_mut(&handle) {
             conn.asked = false;
             conn.session = Session::Over;
-            conn.quic.close(now, h3_code(ErrorCode::NoError), Bytes::from_static(b"closed"));
+            conn.quic.close(
+                now,
+                h3_code(ErrorCode::NoError),
+                Bytes::from_static(b"closed"),
+            );
         }
         self.drive(handle, now);
     }
@@ -470,7 +485,11 @@ impl Drop for H3Endpoint {
         for handle in handles {
             if let Some(conn) = self.conns.get_mut(&handle) {
                 conn.asked = false;
-                conn.quic.close(now, h3_code(ErrorCode::NoError), Bytes::from_static(b"closed"));
+                conn.quic.close(
+                    now,
+                    h3_code(ErrorCode::NoError),
+                    Bytes::from_static(b"closed"),
+                );
             }
             self.flush(handle, now);
         }
@@ -675,7 +694,11 @@ impl Conn {
     fn refuse_malformed(&mut self, code: ErrorCode, why: &'static str) {
         tracing::debug!(session = ?self.key, why, "WebTransport request refused");
         self.session = Session::Over;
-        self.quic.close(Instant::now(), h3_code(code), Bytes::from_static(why.as_bytes()));
+        self.quic.close(
+            Instant::now(),
+            h3_code(code),
+            Bytes::from_static(why.as_bytes()),
+        );
     }
 }
 
@@ -725,5 +748,339 @@ fn write_frame(out: &mut Vec<u8>, header: Option<StreamHeader>, frame: Option<Fr
     }
     if let Some(frame) = frame {
         let _ = frame.write(out);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::future::Future;
+
+    use wtransport::quinn;
+    use wtransport::tls::Sha256Digest;
+
+    use super::*;
+
+    /// A host endpoint on loopback with a self-signed certificate, and its hash.
+    fn endpoint() -> (H3Endpoint, Sha256Digest) {
+        let socket = std::net::UdpSocket::bind("127.0.0.1:0").expect("bind");
+        socket.set_nonblocking(true).expect("non-blocking");
+        let identity = wtransport::Identity::self_signed(["localhost"]).expect("certificate");
+        let hash = identity.certificate_chain().as_slice()[0].hash();
+        let config = wtransport::ServerConfig::builder()
+            .with_bind_default(0)
+            .with_identity(identity)
+            .build();
+        let h3 = H3Endpoint::new(socket, config.quic_config().clone()).expect("endpoint");
+        (h3, hash)
+    }
+
+    /// A bare QUIC connection to `to` with HTTP/3's ALPN, pinning `hash` as a browser does:
+    /// it says what a browser would not.
+    async fn connect(to: SocketAddr, hash: Sha256Digest) -> quinn::Connection {
+        let config = wtransport::ClientConfig::builder()
+            .with_bind_default()
+            .with_server_certificate_hashes([hash])
+            .build();
+        let mut endpoint =
+            quinn::Endpoint::client("127.0.0.1:0".parse().expect("address")).expect("client");
+        endpoint.set_default_client_config(config.quic_config().clone());
+        endpoint
+            .connect(to, "localhost")
+            .expect("connect")
+            .await
+            .expect("handshake")
+    }
+
+    /// A HEADERS frame of `headers`.
+    fn headers_frame(headers: &[(&str, &str)]) -> Vec<u8> {
+        let headers: Headers = headers.iter().copied().collect();
+        let mut out = Vec::new();
+        write_frame(&mut out, None, Some(headers.generate_frame()));
+        out
+    }
+
+    /// A browser's CONNECT for `path`.
+    fn connect_request(path: &str) -> Vec<u8> {
+        headers_frame(&[
+            (":method", "CONNECT"),
+            (":scheme", "https"),
+            (":protocol", "webtransport"),
+            (":authority", "localhost"),
+            (":path", path),
+        ])
+    }
+
+    /// Runs the endpoint until `client` is done, answering every request with `status`;
+    /// the client's output and every event the endpoint told, with the key of the last
+    /// session asked for.
+    async fn serve<T>(
+        h3: &mut H3Endpoint,
+        status: StatusCode,
+        client: impl Future<Output = T>,
+    ) -> (T, Vec<H3Event>) {
+        enum Step {
+            Done,
+            Read,
+            Timer,
+        }
+        let mut events = Vec::new();
+        let mut client = std::pin::pin!(client);
+        let mut out = None;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while out.is_none() {
+            let timeout = h3.poll_timeout();
+            let step = tokio::select! {
+                o = &mut client => { out = Some(o); Step::Done }
+                _ = h3.readable() => Step::Read,
+                () = async {
+                    match timeout {
+                        Some(at) => tokio::time::sleep_until(at.into()).await,
+                        None => std::future::pending().await,
+                    }
+                } => Step::Timer,
+                () = tokio::time::sleep_until(deadline) => panic!("the client did not finish"),
+            };
+            match step {
+                Step::Done => {}
+                Step::Read => h3.read(Instant::now()),
+                Step::Timer => h3.handle_timeout(Instant::now()),
+            }
+            while let Some(event) = h3.poll_event() {
+                if let H3Event::Request { session, .. } = &event {
+                    assert!(h3.respond(*session, status, Instant::now()));
+                }
+                if let H3Event::Datagram { session, payload } = &event {
+                    // Echoed, so the client knows it arrived.
+                    h3.send_datagram(*session, payload, Instant::now())
+                        .expect("echo");
+                }
+                events.push(event);
+            }
+        }
+        (out.expect("the client's output"), events)
+    }
+
+    /// The status of the response on `recv`.
+    async fn response(recv: &mut quinn::RecvStream) -> u16 {
+        let mut buffer = Vec::new();
+        loop {
+            let mut chunk = [0; 512];
+            let n = recv
+                .read(&mut chunk)
+                .await
+                .expect("read")
+                .expect("a response");
+            buffer.extend_from_slice(&chunk[..n]);
+            let mut reader = wtransport_proto::bytes::BufferReader::new(&buffer);
+            if let Some(frame) = Frame::read_from_buffer(&mut reader).expect("a frame") {
+                let headers = Headers::with_frame(&frame).expect("headers");
+                return headers
+                    .get(":status")
+                    .expect("a status")
+                    .parse()
+                    .expect("a number");
+            }
+        }
+    }
+
+    /// A datagram of the session on stream 0.
+    fn datagram(qstream: u64, payload: &[u8]) -> Bytes {
+        let qstream = QStreamId::from_session_id(session_id(StreamId::from(
+            VarInt::from_u64(qstream * 4).expect("varint"),
+        )));
+        let datagram = Datagram::new(qstream, payload);
+        let mut bytes = vec![0; datagram.write_size()];
+        datagram.write(&mut bytes).expect("room");
+        Bytes::from(bytes)
+    }
+
+    /// The H3 error code a connection was closed with.
+    fn closed_with(error: quinn::ConnectionError) -> u64 {
+        match error {
+            quinn::ConnectionError::ApplicationClosed(close) => close.error_code.into_inner(),
+            other => panic!("not closed by the host's application: {other}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_session_asked_for_and_accepted_carries_its_datagrams_and_drops_another_sessions() {
+        let (mut h3, hash) = endpoint();
+        let to = h3.local_addr().expect("address");
+        let (echoed, events) = serve(&mut h3, StatusCode::OK, async move {
+            let conn = connect(to, hash).await;
+            let (mut send, mut recv) = conn.open_bi().await.expect("stream");
+            send.write_all(&connect_request("/ackwire?token=abc"))
+                .await
+                .expect("write");
+            assert_eq!(response(&mut recv).await, 200);
+            // Session 1 is no session of this connection's: dropped.
+            conn.send_datagram(datagram(1, b"elsewhere")).expect("send");
+            conn.send_datagram(datagram(0, b"hello")).expect("send");
+            conn.read_datagram().await.expect("the echo")
+        })
+        .await;
+        assert_eq!(&echoed[..], &datagram(0, b"hello")[..]);
+        let told: Vec<_> = events
+            .iter()
+            .filter_map(|e| match e {
+                H3Event::Datagram { payload, .. } => Some(payload.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(told, [Bytes::from_static(b"hello")]);
+        assert!(
+            matches!(&events[0], H3Event::Request { path, .. } if path == "/ackwire?token=abc")
+        );
+    }
+
+    #[tokio::test]
+    async fn a_request_that_is_not_a_webtransport_connect_closes_the_connection_and_tells_nothing()
+    {
+        let (mut h3, hash) = endpoint();
+        let to = h3.local_addr().expect("address");
+        let (error, events) = serve(&mut h3, StatusCode::OK, async move {
+            let conn = connect(to, hash).await;
+            let (mut send, _recv) = conn.open_bi().await.expect("stream");
+            let get = headers_frame(&[
+                (":method", "GET"),
+                (":scheme", "https"),
+                (":authority", "localhost"),
+                (":path", "/ackwire?token=abc"),
+            ]);
+            send.write_all(&get).await.expect("write");
+            conn.closed().await
+        })
+        .await;
+        assert_eq!(
+            closed_with(error),
+            ErrorCode::Message.to_code().into_inner()
+        );
+        assert!(events.is_empty(), "{events:?}");
+    }
+
+    #[tokio::test]
+    async fn bytes_that_are_no_frame_close_the_connection_and_tell_nothing() {
+        let (mut h3, hash) = endpoint();
+        let to = h3.local_addr().expect("address");
+        let (error, events) = serve(&mut h3, StatusCode::OK, async move {
+            let conn = connect(to, hash).await;
+            let (mut send, _recv) = conn.open_bi().await.expect("stream");
+            // A frame type no HTTP/3 defines, where the headers belong.
+            send.write_all(&[0x3f, 0xe1, 0x01, 0x00])
+                .await
+                .expect("write");
+            conn.closed().await
+        })
+        .await;
+        assert_eq!(closed_with(error), ErrorCode::Frame.to_code().into_inner());
+        assert!(events.is_empty(), "{events:?}");
+    }
+
+    #[tokio::test]
+    async fn a_refused_session_hears_its_status_and_its_connection_closes() {
+        let (mut h3, hash) = endpoint();
+        let to = h3.local_addr().expect("address");
+        let ((status, error), events) = serve(&mut h3, StatusCode::FORBIDDEN, async move {
+            let conn = connect(to, hash).await;
+            let (mut send, mut recv) = conn.open_bi().await.expect("stream");
+            send.write_all(&connect_request("/ackwire?token=abc"))
+                .await
+                .expect("write");
+            (response(&mut recv).await, conn.closed().await)
+        })
+        .await;
+        assert_eq!(status, 403);
+        assert_eq!(
+            closed_with(error),
+            ErrorCode::NoError.to_code().into_inner()
+        );
+        // Asked for, refused: nothing more is told of it.
+        assert_eq!(events.len(), 1, "{events:?}");
+    }
+
+    #[tokio::test]
+    async fn another_stream_beside_the_session_is_refused_and_the_session_carries_on() {
+        let (mut h3, hash) = endpoint();
+        let to = h3.local_addr().expect("address");
+        let ((stopped, echoed), _) = serve(&mut h3, StatusCode::OK, async move {
+            let conn = connect(to, hash).await;
+            let (mut send, mut recv) = conn.open_bi().await.expect("stream");
+            send.write_all(&connect_request("/ackwire?token=abc"))
+                .await
+                .expect("write");
+            assert_eq!(response(&mut recv).await, 200);
+            let (mut other, _other_recv) = conn.open_bi().await.expect("stream");
+            other
+                .write_all(b"a stream the host does not take")
+                .await
+                .expect("write");
+            let stopped = other.stopped().await.expect("stopped");
+            conn.send_datagram(datagram(0, b"still here"))
+                .expect("send");
+            (stopped, conn.read_datagram().await.expect("the echo"))
+        })
+        .await;
+        let rejected = ErrorCode::RequestRejected.to_code().into_inner();
+        assert_eq!(stopped.map(|code| code.into_inner()), Some(rejected));
+        assert_eq!(&echoed[..], &datagram(0, b"still here")[..]);
+    }
+
+    #[tokio::test]
+    async fn a_session_the_client_ends_is_told_closed_once() {
+        let (mut h3, hash) = endpoint();
+        let to = h3.local_addr().expect("address");
+        let (error, events) = serve(&mut h3, StatusCode::OK, async move {
+            let conn = connect(to, hash).await;
+            let (mut send, mut recv) = conn.open_bi().await.expect("stream");
+            send.write_all(&connect_request("/ackwire?token=abc"))
+                .await
+                .expect("write");
+            assert_eq!(response(&mut recv).await, 200);
+            send.finish().expect("finish");
+            conn.closed().await
+        })
+        .await;
+        assert_eq!(
+            closed_with(error),
+            ErrorCode::NoError.to_code().into_inner()
+        );
+        let closed = events
+            .iter()
+            .filter(|e| matches!(e, H3Event::Closed { .. }))
+            .count();
+        assert_eq!(closed, 1, "{events:?}");
+    }
+
+    #[tokio::test]
+    async fn the_host_sends_its_settings_without_being_asked() {
+        let (mut h3, hash) = endpoint();
+        let to = h3.local_addr().expect("address");
+        let (settings, events) = serve(&mut h3, StatusCode::OK, async move {
+            let conn = connect(to, hash).await;
+            let mut control = conn.accept_uni().await.expect("the host's control stream");
+            let mut buffer = vec![0; 256];
+            let mut read = 0;
+            loop {
+                let n = control
+                    .read(&mut buffer[read..])
+                    .await
+                    .expect("read")
+                    .expect("more");
+                read += n;
+                let mut reader = wtransport_proto::bytes::BufferReader::new(&buffer[..read]);
+                let header = StreamHeader::read_from_buffer(&mut reader).expect("a header");
+                if header.is_none() {
+                    continue;
+                }
+                if let Some(frame) = Frame::read_from_buffer(&mut reader).expect("a frame") {
+                    break Settings::with_frame(&frame).expect("settings");
+                }
+            }
+        })
+        .await;
+        use wtransport_proto::settings::SettingId;
+        assert!(settings.get(SettingId::EnableWebTransport).is_some());
+        assert!(settings.get(SettingId::H3Datagram).is_some());
+        assert!(events.is_empty());
     }
 }

@@ -581,7 +581,8 @@ impl WtHost {
                     Some(token) => self.arrived(token, session),
                     None => {
                         tracing::debug!(%from, "WebTransport session refused: no token in its path");
-                        self.h3.respond(session, StatusCode::NOT_FOUND, Instant::now());
+                        self.h3
+                            .respond(session, StatusCode::NOT_FOUND, Instant::now());
                     }
                 }
                 None
@@ -611,9 +612,9 @@ impl Sessions for WtHost {
         Route::WebTransport(transport)
     }
 
-    /// Datagrams the sessions would not send.
+    /// Datagrams the sessions would not send, and UDP datagrams the socket would not take.
     fn send_failures(&self) -> u64 {
-        self.send_failures
+        self.send_failures + self.h3.unsent()
     }
 
     /// Whether `transport` is one of this endpoint's.
@@ -634,11 +635,11 @@ impl Sessions for WtHost {
     /// large for the path, the session gone) is dropped and counted, as one lost on the way
     /// would be.
     fn send(&mut self, transport: TransportId, datagram: &[u8]) {
-        if let Some(&State::Open(session)) = self.tokens.session(transport) {
-            if let Err(e) = self.h3.send_datagram(session, datagram, Instant::now()) {
-                self.send_failures += 1;
-                tracing::debug!(?transport, len = datagram.len(), error = %e, "WebTransport datagram not sent");
-            }
+        if let Some(&State::Open(session)) = self.tokens.session(transport)
+            && let Err(e) = self.h3.send_datagram(session, datagram, Instant::now())
+        {
+            self.send_failures += 1;
+            tracing::debug!(?transport, len = datagram.len(), error = %e, "WebTransport datagram not sent");
         }
     }
 
@@ -733,9 +734,9 @@ mod tests {
     use std::sync::Arc;
 
     use wtransport::endpoint::endpoint_side::Client;
-    use wtransport::{ClientConfig, Connection, Endpoint, VarInt};
     use wtransport::error::ConnectingError;
     use wtransport::tls::Sha256Digest;
+    use wtransport::{ClientConfig, Connection, Endpoint, VarInt};
 
     use rustls::pki_types::CertificateDer;
 

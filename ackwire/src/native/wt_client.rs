@@ -173,11 +173,10 @@ impl Sessions for WtClient {
             .sessions
             .get(&transport)
             .and_then(|s| s.connection.as_ref())
+            && let Err(e) = connection.send_datagram(datagram)
         {
-            if let Err(e) = connection.send_datagram(datagram) {
-                self.send_failures += 1;
-                tracing::debug!(?transport, len = datagram.len(), error = %e, "WebTransport datagram not sent");
-            }
+            self.send_failures += 1;
+            tracing::debug!(?transport, len = datagram.len(), error = %e, "WebTransport datagram not sent");
         }
     }
 
