@@ -395,8 +395,8 @@ impl H3Endpoint {
         self.drive(handle, now);
     }
 
-    /// A connection quinn accepted: its control stream opens now, so SETTINGS leave in
-    /// 0.5-RTT.
+    /// A connection quinn accepted: its control stream opens as soon as the client allows
+    /// it (now, or when the rest of its ClientHello comes), so SETTINGS leave in 0.5-RTT.
     fn accepted(&mut self, handle: ConnectionHandle, quic: quinn_proto::Connection) {
         let key = SessionKey(self.next_key);
         self.next_key += 1;
@@ -427,6 +427,10 @@ impl H3Endpoint {
         while let Some(event) = conn.quic.poll() {
             conn.on_event(event, &self.settings, &mut self.events);
         }
+        // The client's limit on streams comes with its transport parameters, in its
+        // ClientHello, which may span two packets (Firefox's does): the control stream
+        // opens once the limit is known (quinn tells no `Available` for it).
+        conn.open_control(&self.settings);
         self.flush(handle, now);
     }
 
