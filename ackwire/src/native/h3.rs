@@ -540,6 +540,7 @@ impl Conn {
             }
         }
         if out.finish {
+            // Fails only for a stream already stopped or reset: the client has gone from it.
             let _ = send.finish();
         }
         self.outgoing.remove(&stream);
@@ -627,6 +628,7 @@ impl Conn {
             }
             _ => {
                 let code = h3_code(ErrorCode::RequestRejected);
+                // Each fails only for a side of the stream already closed: nothing to refuse.
                 let _ = self.quic.recv_stream(stream).stop(code);
                 if stream.initiator() == Side::Client {
                     let _ = self.quic.send_stream(stream).reset(code);
@@ -649,6 +651,8 @@ impl Conn {
                 Err(quinn_proto::ReadError::Reset(_)) => break true,
             }
         };
+        // Whether a flow-control credit should go out: the connection is flushed after
+        // every event anyway.
         let _ = chunks.finalize();
         ended
     }
@@ -887,6 +891,16 @@ mod tests {
         }
     }
 
+    /// The CONNECT stream of a session the host accepted.
+    async fn open_session(conn: &quinn::Connection) -> (quinn::SendStream, quinn::RecvStream) {
+        let (mut send, mut recv) = conn.open_bi().await.expect("stream");
+        send.write_all(&connect_request("/ackwire?token=abc"))
+            .await
+            .expect("write");
+        assert_eq!(response(&mut recv).await, 200);
+        (send, recv)
+    }
+
     /// A datagram of the session on stream 0.
     fn datagram(qstream: u64, payload: &[u8]) -> Bytes {
         let qstream = QStreamId::from_session_id(session_id(StreamId::from(
@@ -912,11 +926,7 @@ mod tests {
         let to = h3.local_addr().expect("address");
         let (echoed, events) = serve(&mut h3, StatusCode::OK, async move {
             let conn = connect(to, hash).await;
-            let (mut send, mut recv) = conn.open_bi().await.expect("stream");
-            send.write_all(&connect_request("/ackwire?token=abc"))
-                .await
-                .expect("write");
-            assert_eq!(response(&mut recv).await, 200);
+            let (_send, _recv) = open_session(&conn).await;
             // Session 1 is no session of this connection's: dropped.
             conn.send_datagram(datagram(1, b"elsewhere")).expect("send");
             conn.send_datagram(datagram(0, b"hello")).expect("send");
@@ -1008,11 +1018,7 @@ mod tests {
         let to = h3.local_addr().expect("address");
         let ((stopped, echoed), _) = serve(&mut h3, StatusCode::OK, async move {
             let conn = connect(to, hash).await;
-            let (mut send, mut recv) = conn.open_bi().await.expect("stream");
-            send.write_all(&connect_request("/ackwire?token=abc"))
-                .await
-                .expect("write");
-            assert_eq!(response(&mut recv).await, 200);
+            let (_send, _recv) = open_session(&conn).await;
             let (mut other, _other_recv) = conn.open_bi().await.expect("stream");
             other
                 .write_all(b"a stream the host does not take")
@@ -1035,11 +1041,7 @@ mod tests {
         let to = h3.local_addr().expect("address");
         let (error, events) = serve(&mut h3, StatusCode::OK, async move {
             let conn = connect(to, hash).await;
-            let (mut send, mut recv) = conn.open_bi().await.expect("stream");
-            send.write_all(&connect_request("/ackwire?token=abc"))
-                .await
-                .expect("write");
-            assert_eq!(response(&mut recv).await, 200);
+            let (mut send, _recv) = open_session(&conn).await;
             send.finish().expect("finish");
             conn.closed().await
         })

@@ -719,6 +719,7 @@ fn take(
         let why = "WebTransport session closed before it was accepted";
         (State::Ended, TransportEvent::Failed(why.into()))
     };
+    // The host holds the receiver: the channel is open while it lives.
     let _ = reports.send(Report(Happened::Tell { transport, event }));
     state
 }
