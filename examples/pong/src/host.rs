@@ -345,10 +345,6 @@ async fn main() -> std::process::ExitCode {
                     // What carries it: `webtransport`, `webrtc` or `udp`.
                     let transport = room.links().into_iter().find(|l| l.peer == peer).map(|l| l.transport);
                     say(json!({"type": "link", "peer": peer, "state": "connected", "transport": transport}));
-                    // The game as it stands, now rather than at the next tick: a player's
-                    // first frame waits for no tick (up to 33 ms).
-                    let sent = room.on(STATE).send_latest(peer, &game.now.encode());
-                    sent.unwrap_or_else(|e| refused("state", Some(peer), e));
                     let (side, new) = game.seat(peer);
                     if new {
                         say(json!({"type": "seat", "peer": peer, "side": side}));
