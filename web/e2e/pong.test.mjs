@@ -313,7 +313,7 @@ test('a certificate rotation mid-game drops nobody, and a player who joins after
   try {
     const first = await seated('chromium', '/pong/?room=rotation&auto=track', 'left', 'rotation-first');
     const linked = host.lines.length;
-    const before = (await first.state()).snapshots;
+    const [before, since] = [(await first.state()).snapshots, Date.now()];
     const rotation = /host WebTransport: certificate rotation/;
     const log = await host.logged(rotation, 2);
     const hashes = log.split('\n').filter((l) => rotation.test(l)).map((l) => /cert_hashes=\[(.*?)\]/.exec(l)[1]);
@@ -322,9 +322,13 @@ test('a certificate rotation mid-game drops nobody, and a player who joins after
     // The first player's session, on the old certificate, never dropped.
     const dropped = host.lines.slice(linked).filter((l) => l.type === 'link' && l.state !== 'connected');
     assert.deepEqual(dropped, [], 'no link changed state through the rotation');
-    // And its state kept coming (30 a second) on that session: the ticks since, nearly all.
-    const [ticksBefore, ticksAfter] = [before, (await first.state()).snapshots];
-    assert.ok(ticksAfter - ticksBefore > 30 * 4, `${ticksAfter - ticksBefore} states through the rotation`);
+    // And its state kept coming on that session through both steps and after the switch: the
+    // core paces them at 30 a second, 10 while the link's congestion mode is bad (a local run
+    // counted 22 a second on average). So 8 a second over the time it took (not a fixed count:
+    // the page may be seated late) fails only a stall.
+    const [after, seconds] = [(await first.state()).snapshots, (Date.now() - since) / 1000];
+    assert.ok(after - before >= 8 * seconds, `${after - before} states in ${seconds.toFixed(1)} s through the rotation`);
+    await first.wait((n) => window.pong.snapshots >= n + 30, after);
     // A newcomer dials with the hash published now, the new certificate's: over WebTransport,
     // not WebRTC. Then the round runs on both sessions: the host takes both players' inputs
     // and both pages its states and its events. (Who wins is the other tests' business: the
