@@ -26,7 +26,7 @@
 //!   streams are refused (the host's sessions carry datagrams only);
 //! - the CONNECT stream finished or reset ends the session, and the connection with it.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -135,6 +135,8 @@ struct Conn {
     close_at: Option<Instant>,
     /// QUIC's own next timer.
     timeout: Option<Instant>,
+    /// The earlier of the two, as filed in the endpoint's deadlines.
+    deadline: Option<Instant>,
 }
 
 /// The host's QUIC endpoint on its socket, and every connection on it.
@@ -143,6 +145,9 @@ pub(crate) struct H3Endpoint {
     endpoint: Endpoint,
     conns: HashMap<ConnectionHandle, Conn>,
     handles: HashMap<SessionKey, ConnectionHandle>,
+    /// Every connection's next deadline, soonest first: the room's loop asks for the soonest
+    /// after every packet, which a scan of every connection would make linear in players.
+    deadlines: BTreeSet<(Instant, ConnectionHandle)>,
     next_key: u64,
     events: VecDeque<H3Event>,
     /// The SETTINGS every connection's control stream opens with.
@@ -193,6 +198,7 @@ impl H3Endpoint {
             endpoint,
             conns: HashMap::new(),
             handles: HashMap::new(),
+            deadlines: BTreeSet::new(),
             next_key: 0,
             events: VecDeque::new(),
             settings,
@@ -225,11 +231,7 @@ impl H3Endpoint {
 
     /// When [`Self::handle_timeout`] is next due.
     pub(crate) fn poll_timeout(&self) -> Option<Instant> {
-        self.conns
-            .values()
-            .flat_map(|c| [c.timeout, c.close_at])
-            .flatten()
-            .min()
+        self.deadlines.first().map(|&(at, _)| at)
     }
 
     /// Waits until the socket has something to read (cancel-safe).
@@ -293,12 +295,10 @@ impl H3Endpoint {
     /// Fires the timers due at `now`.
     pub(crate) fn handle_timeout(&mut self, now: Instant) {
         let due: Vec<ConnectionHandle> = self
-            .conns
+            .deadlines
             .iter()
-            .filter(|(_, c)| {
-                c.timeout.is_some_and(|t| t <= now) || c.close_at.is_some_and(|t| t <= now)
-            })
-            .map(|(&h, _)| h)
+            .take_while(|&&(at, _)| at <= now)
+            .map(|&(_, handle)| handle)
             .collect();
         for handle in due {
             if let Some(conn) = self.conns.get_mut(&handle) {
@@ -412,6 +412,7 @@ impl H3Endpoint {
             asked: false,
             close_at: None,
             timeout: None,
+            deadline: None,
         };
         conn.open_control(&self.settings);
         self.handles.insert(key, handle);
@@ -461,9 +462,22 @@ impl H3Endpoint {
             }
         }
         conn.timeout = conn.quic.poll_timeout();
+        let deadline = [conn.timeout, conn.close_at].into_iter().flatten().min();
+        if deadline != conn.deadline {
+            if let Some(at) = conn.deadline.take() {
+                self.deadlines.remove(&(at, handle));
+            }
+            if let Some(at) = deadline {
+                self.deadlines.insert((at, handle));
+            }
+            conn.deadline = deadline;
+        }
         if conn.quic.is_drained() {
             let conn = self.conns.remove(&handle).expect("the connection driven");
             self.handles.remove(&conn.key);
+            if let Some(at) = conn.deadline {
+                self.deadlines.remove(&(at, handle));
+            }
             if conn.asked {
                 self.events.push_back(H3Event::Closed {
                     session: conn.key,
