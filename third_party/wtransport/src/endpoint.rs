@@ -605,43 +605,17 @@ impl IncomingSessionFuture {
     #[cfg(feature = "quinn")]
     #[cfg_attr(docsrs, doc(cfg(feature = "quinn")))]
     pub fn with_quic_connecting(quic_connecting: quinn::Connecting) -> Self {
-        Self(Box::pin(Self::accept_half_rtt(quic_connecting)))
+        Self(Box::pin(async move {
+            let quic_connection = quic_connecting.await?;
+            Self::accept(quic_connection).await
+        }))
     }
 
     fn new(quic_incoming: quinn::Incoming) -> Self {
         Self(Box::pin(async move {
-            let quic_connecting = quic_incoming.accept()?;
-            Self::accept_half_rtt(quic_connecting).await
+            let quic_connection = quic_incoming.await?;
+            Self::accept(quic_connection).await
         }))
-    }
-
-    // ackwire patch: the HTTP/3 control stream and SETTINGS leave as 0.5-RTT data, with the
-    // server's handshake flight, instead of once the handshake is complete: a client that
-    // waits for the server's SETTINGS before its CONNECT (browsers do) then sends it with its
-    // Finished, a round trip sooner. Only sending starts early. What the client sends is read
-    // when quinn delivers it: after the handshake, as no early data is accepted (rustls's
-    // `max_early_data_size` is 0 in the default TLS configuration; quinn drops 1-RTT packets
-    // during the handshake), and the request is returned only once the handshake is complete,
-    // as before.
-    async fn accept_half_rtt(
-        quic_connecting: quinn::Connecting,
-    ) -> Result<SessionRequest, ConnectionError> {
-        let (quic_connection, established) = match quic_connecting.into_0rtt() {
-            Ok((quic_connection, established)) => (quic_connection, Some(established)),
-            // A server's `into_0rtt` always succeeds (quinn's docs); this keeps it total.
-            Err(quic_connecting) => (quic_connecting.await?, None),
-        };
-
-        let session_request = Self::accept(quic_connection.clone()).await?;
-
-        if let Some(established) = established {
-            established.await;
-            if let Some(reason) = quic_connection.close_reason() {
-                return Err(reason.into());
-            }
-        }
-
-        Ok(session_request)
     }
 
     async fn accept(quic_connection: quinn::Connection) -> Result<SessionRequest, ConnectionError> {
