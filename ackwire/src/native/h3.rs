@@ -360,11 +360,8 @@ impl H3Endpoint {
         payload: &[u8],
         now: Instant,
     ) -> Result<(), SendError> {
-        let conn = self
-            .handles
-            .get(&session)
-            .and_then(|h| self.conns.get_mut(h))
-            .ok_or(SendError::NoSession)?;
+        let handle = *self.handles.get(&session).ok_or(SendError::NoSession)?;
+        let conn = self.conns.get_mut(&handle).ok_or(SendError::NoSession)?;
         let Session::Open { qstream, .. } = conn.session else {
             return Err(SendError::NoSession);
         };
@@ -373,7 +370,6 @@ impl H3Endpoint {
         // The buffer is the datagram's exact size.
         let _ = datagram.write(&mut bytes);
         conn.quic.datagrams().send(Bytes::from(bytes), true)?;
-        let handle = self.handles[&session];
         self.flush(handle, now);
         Ok(())
     }
