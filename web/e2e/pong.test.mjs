@@ -150,7 +150,11 @@ async function playRound(host, { winner, loser, watchers = [], timely = 0.8 }) {
   const loserSide = winnerSide === 'left' ? 'right' : 'left';
   assert.ok(last[winnerSide].inputs > 0 && last[loserSide].inputs > 0, `inputs from both: ${JSON.stringify(last)}`);
   assert.ok(paddles.some((l) => MISS_TARGETS.includes(l[loserSide].target)), 'the missing paddle\'s targets reached the host');
-  assert.ok(paddles.some((l) => l[winnerSide].target !== 240), 'the tracking paddle\'s targets reached the host');
+  // The tracker's target is off the middle only while the ball comes to it (a second or less
+  // of a short round, which the paddles lines' one sample a second can miss): its paddle, in
+  // every tick the host logged, is what shows its targets arrived.
+  const winnerPaddle = host.lines.filter((l) => l.type === 'tick').map((l) => l.paddles[winnerSide === 'left' ? 0 : 1]);
+  assert.ok(winnerPaddle.some((y) => Math.abs(y - 240) > 1), `the tracking paddle's targets reached the host: its paddle's extremes ${Math.min(...winnerPaddle)}..${Math.max(...winnerPaddle)}`);
   // Stamped with the tick they reach the host by (room.inputTick, Room::input_tick): nearly all
   // came in time (the first half second's, before the clock was synced, are applied at once).
   for (const side of [winnerSide, loserSide]) {
