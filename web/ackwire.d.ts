@@ -583,6 +583,18 @@ export interface JoinTimeline extends Partial<Record<LinkState, number>> {
   offer?: number;
   /** The first answer left, made before the wasm loaded (to a browser already in the room). */
   answer?: number;
+  /** The first of those links was made. */
+  linked?: number;
+  /**
+   * The first of those links had its first local ICE candidate. The wasm is instantiated only
+   * then (or 50 ms after the link was made): its instantiation would hold back the gathering,
+   * which needs the page's main thread.
+   */
+  gathered?: number;
+  /** A WebTransport session dialed before the wasm loaded (to a host) was ready. */
+  ready?: number;
+  /** The driver adopted that session. */
+  claimed?: number;
   /** The wasm loaded. */
   wasm?: number;
   /** The server's welcome: joined. */

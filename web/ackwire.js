@@ -156,13 +156,31 @@ const START = Symbol('start');
 const codeError = (code, message) => Object.assign(new Error(message), { code });
 
 let bindings;
-/** The wasm bindings, loaded and initialised once (a failed load is tried again next time). */
-function loadBindings() {
-  bindings ??= import(new URL('./pkg/ackwire_wasm.js', import.meta.url).href)
-    .then(async (m) => { await m.default(); return m; })
-    .catch((err) => { bindings = undefined; throw err; });
+/**
+ * The wasm bindings, loaded and initialised once (a failed load is tried again next time).
+ * The wasm compiles off the main thread as it downloads; it is instantiated once `ready()`
+ * resolves. Instantiating takes the main thread for 15–25 ms (V8 compiles each function on
+ * its first call), and a link's ICE gathering needs that thread several times over
+ * (Chromium's permission checks, network list and socket each answer there): made before
+ * the gathering has its first candidate, the room's construction holds the handshake back.
+ */
+function loadBindings(ready) {
+  bindings ??= (async () => {
+    const url = new URL('./pkg/ackwire_wasm_bg.wasm', import.meta.url);
+    // A server that does not say `application/wasm` fails this: the bindings' own load then
+    // falls back to compiling the bytes.
+    const compiled = WebAssembly.compileStreaming(fetch(url)).catch(() => undefined);
+    const m = await import(new URL('./pkg/ackwire_wasm.js', import.meta.url).href);
+    const module = await compiled;
+    await ready();
+    await m.default(module ? { module_or_path: module } : undefined);
+    return m;
+  })().catch((err) => { bindings = undefined; throw err; });
   return bindings;
 }
+
+/** How long the wasm waits for the early links' first ICE candidates (`loadBindings`). */
+const GATHERING_WAIT_MS = 50;
 
 /**
  * Joins a room and resolves with it once the server took us in; rejects with an `Error`
@@ -176,8 +194,9 @@ function loadBindings() {
 export async function join(url, options) {
   const o = { ...options };
   const timeline = { start: performance.now() };
-  const loading = loadBindings();
-  const early = pageSocket(o, timeline) ?? openEarlySocket(url, o, timeline);
+  let early;
+  const loading = loadBindings(() => early?.gathering() ?? Promise.resolve());
+  early = pageSocket(o, timeline) ?? openEarlySocket(url, o, timeline);
   let wasm;
   try {
     wasm = await loading;
@@ -301,7 +320,10 @@ function earlyLinks(early, o, timeline) {
   let iceServers = [];
   const send = (frame) => { if (early.ws.readyState === WebSocket.OPEN) early.ws.send(JSON.stringify(frame)); };
   /** The peer connection to `peer`, at once (the driver may claim it any time from now on). */
+  let linking = true;
   const connect = (peer) => {
+    // Once the wasm is being instantiated, new links are the member's, a moment away.
+    if (!linking) throw new Error('the member makes this link');
     const config = { iceServers };
     if (early.certificate) config.certificates = [early.certificate];
     if (o.relayOnly) config.iceTransportPolicy = 'relay';
@@ -312,6 +334,13 @@ function earlyLinks(early, o, timeline) {
       if (c) send({ type: 'signal', to: peer, data: { candidate: c.candidate, sdpMid: c.sdpMid, sdpMLineIndex: c.sdpMLineIndex } });
     };
     const link = { pc, channel, settled: Promise.resolve(), error: null, described: false, received: [] };
+    // Its first local candidate, or the bound: what the wasm's instantiation waits for. A
+    // relay-only link's first candidate is a TURN allocation away: not waited for.
+    timeline.linked ??= performance.now();
+    link.gathered = o.relayOnly ? Promise.resolve() : new Promise((resolve) => {
+      pc.addEventListener('icecandidate', () => { timeline.gathered ??= performance.now(); resolve(); }, { once: true });
+      setTimeout(resolve, GATHERING_WAIT_MS);
+    });
     // A peer whose end is up starts its handshake: kept for the member, as the socket's frames are.
     channel.onmessage = (e) => link.received.push(e.data);
     links.set(peer, link);
@@ -406,6 +435,18 @@ function earlyLinks(early, o, timeline) {
    * (`described`: this page set the peer's description; `received`: the channel's messages
    * so far), or none.
    */
+  /**
+   * Resolves once every link started has its first local candidate, or its bound
+   * (`loadBindings`); no link starts here after that.
+   */
+  early.gathering = async () => {
+    let waited;
+    do {
+      waited = [...links.values()];
+      await Promise.all(waited.map((l) => l.gathered));
+    } while (links.size > waited.length);
+    linking = false;
+  };
   early.claim = (peer) => {
     const link = links.get(peer);
     links.delete(peer);
@@ -698,7 +739,9 @@ export class Room extends EventTarget {
   /**
    * When each step of joining happened, in performance.now() ms: `start` (join() called),
    * `connect` (socket opening), `socket` (open), `offer` and `answer` (the first made before
-   * the wasm loaded), `wasm` (loaded), `welcome` (joined).
+   * the wasm loaded), `linked` and `gathered` (that link made, and its first local candidate),
+   * `ready` and `claimed` (a WebTransport session dialed early: ready, adopted), `wasm`
+   * (loaded), `welcome` (joined).
    * @type {Record<string, number>}
    */
   get timeline() { return { ...this.#timeline }; }

@@ -136,10 +136,13 @@ test('the wasm before the welcome: the member offers as always, and nothing was 
     const page = await (await browser.newContext()).newPage();
     const errors = [];
     page.on('pageerror', (err) => errors.push(err.message));
-    // The page's wasm instantiated, as a flag the test can wait on.
+    // The page's wasm instantiated, as a flag the test can wait on (ackwire.js compiles it as
+    // it downloads and instantiates the module; the bindings' fallback instantiates the bytes).
     await page.addInitScript(() => {
-      const streaming = WebAssembly.instantiateStreaming;
-      WebAssembly.instantiateStreaming = (...args) => streaming(...args).then((r) => { window.wasmReady = true; return r; });
+      for (const name of ['instantiate', 'instantiateStreaming']) {
+        const real = WebAssembly[name];
+        WebAssembly[name] = (...args) => real(...args).then((r) => { window.wasmReady = true; return r; });
+      }
     });
     // The server's frames wait until then; the page's go through.
     await page.routeWebSocket(/\/ws/, (ws) => {
