@@ -7,10 +7,21 @@
 // a signalling server restart. The other order, the wasm before the welcome, is the ordinary
 // path; forced here by holding the welcome back.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { captureUdp } from './capture.mjs';
-import { launchBrowser, startServer } from './harness.mjs';
+import { launchBrowser, requireEnv, startServer } from './harness.mjs';
 import { joinNative } from './native.mjs';
+
+test('the bound the wasm waits for an early link\'s first candidate is the one docs/api.md and the .d.ts state', () => {
+  const web = requireEnv('ACKWIRE_WEB_DIR');
+  const flat = (file) => readFileSync(file, 'utf8').replace(/\s+/g, ' ');
+  const ms = Number(/const GATHERING_WAIT_MS = (\d+);/.exec(flat(join(web, 'ackwire.js')))?.[1]);
+  assert.ok(ms > 0, 'ackwire.js names its bound');
+  assert.ok(flat(join(web, '../docs/api.md')).includes(`(or ${ms} ms after it was made)`), `docs/api.md says ${ms} ms`);
+  assert.ok(flat(join(web, 'ackwire.d.ts')).includes(`(or ${ms} ms after the link was made)`), `the .d.ts says ${ms} ms`);
+});
 
 const connectedTo = (page, id, timeout = 15000) => page.waitForFunction(
   (peer) => window.ackwire?.players.get(peer)?.state === 'connected', id, { timeout },
