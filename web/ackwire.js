@@ -319,8 +319,8 @@ function earlyLinks(early, o, timeline) {
   const browsers = new Set();
   let iceServers = [];
   const send = (frame) => { if (early.ws.readyState === WebSocket.OPEN) early.ws.send(JSON.stringify(frame)); };
-  /** The peer connection to `peer`, at once (the driver may claim it any time from now on). */
   let linking = true;
+  /** The peer connection to `peer`, at once (the driver may claim it any time from now on). */
   const connect = (peer) => {
     // Once the wasm is being instantiated, new links are the member's, a moment away.
     if (!linking) throw new Error('the member makes this link');
@@ -431,11 +431,6 @@ function earlyLinks(early, o, timeline) {
     }
   };
   /**
-   * The driver adopts the link to `peer`: `{ pc, channel, settled, error, described, received }`
-   * (`described`: this page set the peer's description; `received`: the channel's messages
-   * so far), or none.
-   */
-  /**
    * Resolves once every link started has its first local candidate, or its bound
    * (`loadBindings`); no link starts here after that.
    */
@@ -447,6 +442,11 @@ function earlyLinks(early, o, timeline) {
     } while (links.size > waited.length);
     linking = false;
   };
+  /**
+   * The driver adopts the link to `peer`: `{ pc, channel, settled, error, described, received }`
+   * (`described`: this page set the peer's description; `received`: the channel's messages
+   * so far), or none.
+   */
   early.claim = (peer) => {
     const link = links.get(peer);
     links.delete(peer);
