@@ -167,9 +167,11 @@ let bindings;
 function loadBindings(ready) {
   bindings ??= (async () => {
     const url = new URL('./pkg/ackwire_wasm_bg.wasm', import.meta.url);
-    // A server that does not say `application/wasm` fails this: the bindings' own load then
-    // falls back to compiling the bytes.
-    const compiled = WebAssembly.compileStreaming(fetch(url)).catch(() => undefined);
+    // A server that does not say `application/wasm` fails this (as does a browser without
+    // `compileStreaming`): the bindings' own load then falls back to compiling the bytes.
+    const compiled = typeof WebAssembly.compileStreaming === 'function'
+      ? WebAssembly.compileStreaming(fetch(url)).catch(() => undefined)
+      : Promise.resolve(undefined);
     const m = await import(new URL('./pkg/ackwire_wasm.js', import.meta.url).href);
     const module = await compiled;
     await ready();

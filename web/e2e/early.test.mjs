@@ -133,9 +133,37 @@ test('a newcomer whose wasm arrives after the offer of a player already in the r
     // Chat both ways, once each.
     await newcomer.page.fill('#chat-input', 'hi from the newcomer');
     await newcomer.page.click('#chat-form button');
-    await first.waitForFunction((t) => window.ackwire.chat.filter((m) => m.text === t).length === 1, 'hi from the newcomer', { timeout: 5000 });
+    await first.waitForFunction((t) => window.ackwire.chat.filter((m) => m.text === t).length === 1, 'hi from the newcomer', { timeout: 5000 })
+      .catch(async (err) => {
+        const seen = async (p) => JSON.stringify(await p.evaluate(() => ({ chat: window.ackwire.chat, log: window.ackwire.log, links: [...window.ackwire.links.values()].map((l) => [l.link, l.peer, l.state]) })));
+        throw new Error(`${err.message}\nfirst: ${await seen(first)}\nnewcomer: ${await seen(newcomer.page)}`);
+      });
     assert.deepEqual(newcomer.errors, []);
   } finally {
+    await browser.close();
+    await server.stop();
+  }
+});
+
+test('a server that serves the wasm without its media type: the page compiles the bytes instead, and joins', async () => {
+  const { server, browser, url, native } = await nativeRoom('octet-stream');
+  try {
+    const page = await (await browser.newContext()).newPage();
+    const errors = [];
+    page.on('pageerror', (err) => errors.push(err.message));
+    let served = 0;
+    await page.route(/ackwire_wasm_bg\.wasm/, async (route) => {
+      const response = await route.fetch();
+      served += 1;
+      await route.fulfill({ response, headers: { ...response.headers(), 'content-type': 'application/octet-stream' } });
+    });
+    await page.goto(url);
+    await connectedTo(page, native.id);
+    // Streaming compilation refused the response; the bindings' own load fetched it again.
+    assert.equal(served, 2, 'the wasm was asked for twice');
+    assert.deepEqual(errors, []);
+  } finally {
+    await native.stop();
     await browser.close();
     await server.stop();
   }
