@@ -27,11 +27,17 @@ const connectedTo = (page, id, timeout = 15000) => page.waitForFunction(
   (peer) => window.ackwire?.players.get(peer)?.state === 'connected', id, { timeout },
 );
 
-/** A page on `url` whose wasm is only served once `release()` is called. */
-async function pageWithHeldWasm(browser, url) {
+/** A page in a fresh context of `browser`, and the errors it throws. */
+async function freshPage(browser) {
   const page = await (await browser.newContext()).newPage();
   const errors = [];
   page.on('pageerror', (err) => errors.push(err.message));
+  return { page, errors };
+}
+
+/** A page on `url` whose wasm is only served once `release()` is called. */
+async function pageWithHeldWasm(browser, url) {
+  const { page, errors } = await freshPage(browser);
   let release;
   const released = new Promise((resolve) => { release = resolve; });
   let requested;
@@ -148,9 +154,7 @@ test('a newcomer whose wasm arrives after the offer of a player already in the r
 test('a server that serves the wasm without its media type: the page compiles the bytes instead, and joins', async () => {
   const { server, browser, url, native } = await nativeRoom('octet-stream');
   try {
-    const page = await (await browser.newContext()).newPage();
-    const errors = [];
-    page.on('pageerror', (err) => errors.push(err.message));
+    const { page, errors } = await freshPage(browser);
     let served = 0;
     await page.route(/ackwire_wasm_bg\.wasm/, async (route) => {
       const response = await route.fetch();
@@ -172,9 +176,7 @@ test('a server that serves the wasm without its media type: the page compiles th
 test('the wasm before the welcome: the member offers as always, and nothing was offered early', async () => {
   const { server, browser, url, native } = await nativeRoom('late-welcome');
   try {
-    const page = await (await browser.newContext()).newPage();
-    const errors = [];
-    page.on('pageerror', (err) => errors.push(err.message));
+    const { page, errors } = await freshPage(browser);
     // The page's wasm instantiated, as a flag the test can wait on (ackwire.js compiles it as
     // it downloads and instantiates the module; the bindings' fallback instantiates the bytes).
     await page.addInitScript(() => {
