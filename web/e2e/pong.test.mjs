@@ -387,6 +387,8 @@ test('ten joins of the game\'s JS page: where the time from opening the URL to t
   }
   const median = (step) => runs.map((r) => r[step] ?? NaN).sort((x, y) => x - y)[runs.length / 2];
   console.log(`the example game's page joining its host, medians of ${runs.length} (ms after navigation): ${steps.map((s) => `${s} ${median(s).toFixed(0)}`).join(', ')}`);
-  // A wide bound, for a loaded CI machine (the figures are printed above, not asserted).
-  assert.ok(median('state') < 1500, `median first state update at ${median('state')} ms`);
+  // A wide bound, for a loaded CI machine (the figures are printed above, not asserted), as
+  // the demo page's ten joins have: CI's runs read 800–1,300 ms with its builds beside them,
+  // and 1,732 once (the HTML itself at 355 ms). It fails a join that waits out a timeout.
+  assert.ok(median('state') < 2500, `median first state update at ${median('state')} ms`);
 });
