@@ -305,11 +305,26 @@ function renderPeers(rows) {
   $('no-peers').hidden = rows.length > 0;
 }
 
+/**
+ * Shows the room's sections (hidden in the HTML). Their first layout is the page's largest
+ * (~10 ms cold: style, and each font loaded), and on loopback it would run while the link's
+ * handshake waits on this thread: a page showing them at once acked its first packet ~9 ms
+ * later (docs/cold-start.md, "On loopback"). So they appear once the join is in, at an idle
+ * moment (250 ms at most), or at once when it fails.
+ */
+function reveal({ now = false } = {}) {
+  const show = () => { document.querySelector('main').hidden = false; };
+  if (now) show();
+  else (globalThis.requestIdleCallback ?? setTimeout)(show, { timeout: 250 });
+}
+
 async function main() {
   let r;
   try {
     r = await joining;
+    reveal();
   } catch (err) {
+    reveal({ now: true });
     // Refused (a room playing another game: app_mismatch), or the page cannot run a room.
     const why = err.code ? `${err.message} (${err.code})` : String(err);
     setStatus('failed', why, `not joined: ${err.message ?? err}`);
