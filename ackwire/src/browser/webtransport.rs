@@ -171,15 +171,18 @@ fn claim(state: &State, peer: ServerId, service: &WebTransportInfo) -> Option<We
 /// The session's life: ready (or refused), its datagrams to the member until it closes,
 /// then its close. Once the member closed it, it ignores what comes of it.
 async fn run(weak: WeakState, transport: TransportId, wt: WebTransport) {
-    // Both settle, whatever happens: each is awaited, so neither rejects unheard.
-    let closed = wt.closed();
+    // Both settle, whatever happens, and neither may reject unheard: `closed`'s handlers are
+    // attached here, at once. Attached only once the datagrams' reader had ended, a session
+    // the host dropped rejected `closed` first, and the page reported an unhandled
+    // `WebTransportError` (seen in the host-room e2e's host restart).
+    let closed = JsFuture::from(wt.closed());
     if let Err(e) = JsFuture::from(wt.ready()).await {
         tell(
             &weak,
             transport,
             TransportEvent::Failed(js_err("WebTransport", e)),
         );
-        let _ = JsFuture::from(closed).await;
+        let _ = closed.await;
         return;
     }
     tell(&weak, transport, TransportEvent::ChannelOpen);
@@ -196,6 +199,6 @@ async fn run(weak: WeakState, transport: TransportId, wt: WebTransport) {
             return;
         }
     }
-    let _ = JsFuture::from(closed).await;
+    let _ = closed.await;
     tell(&weak, transport, TransportEvent::ChannelClosed);
 }
