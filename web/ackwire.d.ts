@@ -579,6 +579,11 @@ export interface JoinTimeline extends Partial<Record<LinkState, number>> {
   connect?: number;
   /** That socket opened. */
   socket?: number;
+  /**
+   * The server's first frame on that socket (the welcome, or a refusal) reached this script.
+   * The wasm waits for it (50 ms at most), as the links it names start before the wasm.
+   */
+  heard?: number;
   /** The first offer left, made before the wasm loaded (to a native the welcome named). */
   offer?: number;
   /** The first answer left, made before the wasm loaded (to a browser already in the room). */

@@ -181,7 +181,10 @@ function loadBindings(ready) {
   return bindings;
 }
 
-/** How long the wasm waits for the early links' first ICE candidates (`loadBindings`). */
+/**
+ * How long the wasm waits for the server's first frame, then for the early links' first ICE
+ * candidates (`loadBindings`, `early.gathering`).
+ */
 const GATHERING_WAIT_MS = 50;
 
 /**
@@ -322,6 +325,14 @@ function earlyLinks(early, o, timeline) {
   let iceServers = [];
   const send = (frame) => { if (early.ws.readyState === WebSocket.OPEN) early.ws.send(JSON.stringify(frame)); };
   let linking = true;
+  // The server's first frame (the welcome, or a refusal) names the links to start here, so the
+  // wasm waits for it, 50 ms at most: compiled before the welcome came, it was instantiated
+  // with no link started, and the member made them after its construction (2 joins in 10 in
+  // `cargo xtask bench joins`, each ~20 ms later). A socket that closes has none to wait for.
+  let heard;
+  const answered = new Promise((resolve) => { heard = resolve; });
+  if (early.ws.readyState >= WebSocket.CLOSING) heard();
+  early.ws.addEventListener('close', () => heard());
   /** The peer connection to `peer`, at once (the driver may claim it any time from now on). */
   const connect = (peer) => {
     // Once the wasm is being instantiated, new links are the member's, a moment away.
@@ -379,6 +390,8 @@ function earlyLinks(early, o, timeline) {
     && o.role === 'client' && o.webTransport !== false && typeof globalThis.WebTransport === 'function';
   /** Sees a frame before the member does (it gets every one). */
   early.see = (text) => {
+    timeline.heard ??= performance.now();
+    heard();
     if (early.released) return;
     let frame;
     try { frame = JSON.parse(text); } catch { return; }
@@ -433,10 +446,11 @@ function earlyLinks(early, o, timeline) {
     }
   };
   /**
-   * Resolves once every link started has its first local candidate, or its bound
-   * (`loadBindings`); no link starts here after that.
+   * Resolves once the server's first frame came and every link it started has its first local
+   * candidate, each wait with its bound (`loadBindings`); no link starts here after that.
    */
   early.gathering = async () => {
+    await Promise.race([answered, new Promise((resolve) => setTimeout(resolve, GATHERING_WAIT_MS))]);
     let waited;
     do {
       waited = [...links.values()];

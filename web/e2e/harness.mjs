@@ -162,6 +162,23 @@ export function launchBrowser(extraArgs = [], { executablePath } = {}) {
   });
 }
 
+/**
+ * Prints the medians of joins' timelines (`timeline` steps, ms after navigation) after
+ * `label`, and returns the median of a step. A step only some joins reached (an offer made
+ * before the wasm) is the median of those, printed with how many: a missing step is not a
+ * number to sort among the others.
+ */
+export function printJoinMedians(label, runs, steps) {
+  const reached = (step) => runs.map((r) => r[step]).filter(Number.isFinite).sort((x, y) => x - y);
+  const median = (step) => reached(step)[Math.floor(reached(step).length / 2)] ?? NaN;
+  const shown = (step) => {
+    const n = reached(step).length;
+    return `${step} ${median(step).toFixed(0)}${n < runs.length ? ` (${n} of ${runs.length})` : ''}`;
+  };
+  console.log(`${label}, medians of ${runs.length} (ms after navigation): ${steps.map(shown).join(', ')}`);
+  return median;
+}
+
 /** Where screenshots and other artifacts go. */
 export const artifactsDir = () => process.env.ACKWIRE_ARTIFACTS ?? tmpdir();
 

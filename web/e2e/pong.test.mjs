@@ -17,7 +17,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import { join } from 'node:path';
-import { artifactsDir, lanInNamespace, launchBrowser, launchFirefox, requireEnv, startServer } from './harness.mjs';
+import { artifactsDir, lanInNamespace, launchBrowser, launchFirefox, printJoinMedians, requireEnv, startServer } from './harness.mjs';
 import { jsonLines } from './native.mjs';
 import { launchWebKit } from './webkit.mjs';
 
@@ -385,8 +385,7 @@ test('ten joins of the game\'s JS page: where the time from opening the URL to t
   } finally {
     await host.stop();
   }
-  const median = (step) => runs.map((r) => r[step] ?? NaN).sort((x, y) => x - y)[runs.length / 2];
-  console.log(`the example game's page joining its host, medians of ${runs.length} (ms after navigation): ${steps.map((s) => `${s} ${median(s).toFixed(0)}`).join(', ')}`);
+  const median = printJoinMedians('the example game\'s page joining its host', runs, steps);
   // A wide bound, for a loaded CI machine (the figures are printed above, not asserted), as
   // the demo page's ten joins have: CI's runs read 800–1,300 ms with its builds beside them,
   // and 1,732 once (the HTML itself at 355 ms). It fails a join that waits out a timeout.

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { artifactsDir, openPage, reliableSettled, useServerAndBrowser } from './harness.mjs';
+import { artifactsDir, openPage, printJoinMedians, reliableSettled, useServerAndBrowser } from './harness.mjs';
 
 const env = useServerAndBrowser();
 
@@ -153,8 +153,7 @@ test('ten joins: where the time from opening the URL to the first acked packet g
     await a.page.context().close();
     await b.page.context().close();
   }
-  const median = (step) => runs.map((r) => r[step] ?? NaN).sort((x, y) => x - y)[runs.length / 2];
-  console.log(`joining, medians of ${runs.length} (ms after navigation): ${steps.map((s) => `${s} ${median(s).toFixed(0)}`).join(', ')}`);
+  const median = printJoinMedians('joining', runs, steps);
   // A wide bound, for a loaded CI machine (the goal, a first ack within 120 ms, is printed
   // above, not asserted): 300 ms idle, 1,225 ms seen in a CI run with fresh caches, its builds
   // beside it (2026-11-30). It fails a join that waits out a timeout of seconds; the medians
