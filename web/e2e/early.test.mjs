@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { captureUdp } from './capture.mjs';
-import { launchBrowser, requireEnv, startServer } from './harness.mjs';
+import { launchBrowser, requireEnv, sayInChat, startServer } from './harness.mjs';
 import { joinNative } from './native.mjs';
 
 test('the bound the wasm waits for an early link\'s first candidate is the one docs/api.md and the .d.ts state', () => {
@@ -85,8 +85,7 @@ test('the wasm arriving after the welcome: the page offered already, the driver 
     // Reliable chat both ways over the adopted link, exactly once.
     const greeting = `hello from native peer ${native.id}`;
     await player.page.waitForFunction(([id, t]) => window.ackwire.chat.some((m) => m.from === `peer ${id}` && m.text === t), [native.id, greeting], { timeout: 5000 });
-    await player.page.fill('#chat-input', 'early bird');
-    await player.page.click('#chat-form button');
+    await sayInChat(player.page, 'early bird');
     await native.waitFor('the chat line', (l) => l.type === 'chat' && l.text === 'early bird', 5000);
 
     // The signalling server restarts: the link does not pass through it and keeps flowing; the
@@ -99,8 +98,7 @@ test('the wasm arriving after the welcome: the page offered already, the driver 
       () => window.ackwire.log.filter((l) => l.startsWith('welcomed as peer')).length >= 2, null, { timeout: 15000 },
     );
     await connectedTo(player.page, welcome.peer_id);
-    await player.page.fill('#chat-input', 'after the restart');
-    await player.page.click('#chat-form button');
+    await sayInChat(player.page, 'after the restart');
     await native.waitFor('the chat line after the restart', (l) => l.type === 'chat' && l.text === 'after the restart', 5000, mark);
     assert.deepEqual(player.errors, []);
   } finally {
@@ -137,8 +135,7 @@ test('a newcomer whose wasm arrives after the offer of a player already in the r
     const hellos = (await capture.stop()).filter((m) => m.type === 'ClientHello');
     assert.equal(hellos.length, 1, 'one DTLS handshake: the adopted connection');
     // Chat both ways, once each.
-    await newcomer.page.fill('#chat-input', 'hi from the newcomer');
-    await newcomer.page.click('#chat-form button');
+    await sayInChat(newcomer.page, 'hi from the newcomer');
     await first.waitForFunction((t) => window.ackwire.chat.filter((m) => m.text === t).length === 1, 'hi from the newcomer', { timeout: 5000 })
       .catch(async (err) => {
         const seen = async (p) => JSON.stringify(await p.evaluate(() => ({ chat: window.ackwire.chat, log: window.ackwire.log, links: [...window.ackwire.links.values()].map((l) => [l.link, l.peer, l.state]) })));

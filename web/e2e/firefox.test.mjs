@@ -9,7 +9,7 @@
 // (`lanInNamespace` in harness.mjs).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { lanInNamespace, launchBrowser, launchFirefox, openPage, startServer } from './harness.mjs';
+import { lanInNamespace, launchBrowser, launchFirefox, openPage, sayInChat, startServer } from './harness.mjs';
 import { joinNative } from './native.mjs';
 
 test('a Firefox player links with a Chromium player and a native peer, chats once, and sees its links measured', async () => {
@@ -38,8 +38,7 @@ test('a Firefox player links with a Chromium player and a native peer, chats onc
       await native.waitFor('the native linked with Firefox', (l) => native.linkState(l, myId, 'connected'), 10000);
 
       // Chat from Chromium arrives once in Firefox.
-      await cr.page.fill('#chat-input', 'hello firefox');
-      await cr.page.click('#chat-form button');
+      await sayInChat(cr.page, 'hello firefox');
       await ff.waitForFunction((t) => window.ackwire.chat.some((m) => m.text === t), { timeout: 5000 }, 'hello firefox');
       assert.equal(await ff.evaluate((t) => window.ackwire.chat.filter((m) => m.text === t).length, 'hello firefox'), 1);
 

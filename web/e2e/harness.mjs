@@ -179,6 +179,16 @@ export function printJoinMedians(label, runs, steps) {
   return median;
 }
 
+/**
+ * Says `text` in a demo page's chat as a player does: typed, then Enter, which submits the
+ * form wherever it is on the page. A click aimed at its button could land elsewhere: the links
+ * table above the form grows as links come, and the room's sections appear once the join is in.
+ */
+export async function sayInChat(page, text) {
+  await page.fill('#chat-input', text);
+  await page.press('#chat-input', 'Enter');
+}
+
 /** Where screenshots and other artifacts go. */
 export const artifactsDir = () => process.env.ACKWIRE_ARTIFACTS ?? tmpdir();
 

@@ -6,7 +6,7 @@
 // through the TURN relay, with the credentials the welcome carries, or it fails and says why.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { launchBrowser, launchFirefox, openPage, startCoturn, startServer } from './harness.mjs';
+import { launchBrowser, launchFirefox, openPage, sayInChat, startCoturn, startServer } from './harness.mjs';
 import { PUBLIC, buildInternet, chromiumIn, firefoxIn } from './nat.mjs';
 import { joinNative } from './native.mjs';
 
@@ -39,8 +39,7 @@ function player(name, id, page, errors, puppeteer) {
       .then((h) => h.jsonValue()),
     evaluate: (fn, arg) => page.evaluate(fn, arg),
     async chat(text) {
-      await page.type('#chat-input', text);
-      await page.click('#chat-form button');
+      await sayInChat(page, text);
     },
   };
 }
@@ -255,8 +254,7 @@ test('two Chromium players behind cone NATs, with a STUN server only, link direc
     }
     // No relay exists here: the link is the NATs' own path.
     assert.doesNotMatch(stun.log(), /ALLOCATE processed, success/);
-    await a.page.fill('#chat-input', 'hello through the hole');
-    await a.page.click('#chat-form button');
+    await sayInChat(a.page, 'hello through the hole');
     await b.page.waitForFunction((t) => window.ackwire.chat.some((m) => m.text === t), 'hello through the hole', { timeout: 10000 });
     assert.equal(await b.page.evaluate((t) => window.ackwire.chat.filter((m) => m.text === t).length, 'hello through the hole'), 1);
     assert.deepEqual([...a.errors, ...b.errors], []);

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { artifactsDir, launchBrowser, openPage, printJoinMedians, reliableSettled, startServer, useServerAndBrowser } from './harness.mjs';
+import { artifactsDir, launchBrowser, openPage, printJoinMedians, reliableSettled, sayInChat, startServer, useServerAndBrowser } from './harness.mjs';
 import { joinNative } from './native.mjs';
 
 const env = useServerAndBrowser();
@@ -84,8 +84,7 @@ test('a browser and a native peer connect over WebRTC both ways: positions, one 
     const greeting = `hello from native peer ${native.id}`;
     await player.page.waitForFunction(([id, t]) => window.ackwire.chat.some((m) => m.from === `peer ${id}` && m.text === t), [native.id, greeting], { timeout: 5000 });
     const text = `ping ${Math.random().toString(36).slice(2)}`;
-    await player.page.fill('#chat-input', text);
-    await player.page.click('#chat-form button');
+    await sayInChat(player.page, text);
     await native.waitFor('the chat line', (l) => l.type === 'chat' && l.peer === browserId && l.text === text, 5000);
     await player.page.waitForFunction(([id, t]) => window.ackwire.chat.some((m) => m.from === `peer ${id}` && m.text === t), [native.id, `echo: ${text}`], { timeout: 5000 });
     await reliableSettled(native, native.id, player, browserId);

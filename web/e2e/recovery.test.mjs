@@ -4,7 +4,7 @@
 // Real Chromium, real ackwire-signal and ackwire-peer, loopback only.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { launchBrowser, openPage, reliableSettled, startServer } from './harness.mjs';
+import { launchBrowser, openPage, reliableSettled, sayInChat, startServer } from './harness.mjs';
 import { joinNative } from './native.mjs';
 
 const myId = (p, timeout = 10000) => p.page.waitForFunction(() => window.ackwire?.me.id, null, { timeout }).then((h) => h.jsonValue());
@@ -45,8 +45,7 @@ test('a player whose cable is pulled past the idle timeout loses its links, gets
     // A line said while the cable is out but before the links time out: queued on links that
     // are about to die, it must reach everyone once they are back, exactly once.
     const dying = `dying ${Math.random().toString(36).slice(2)}`;
-    await a.page.fill('#chat-input', dying);
-    await a.page.click('#chat-form button');
+    await sayInChat(a.page, dying);
     // The core's idle timeout is 10 s: the others see the link lost, and say why.
     const lost = await b.page.waitForFunction((id) => {
       const l = window.ackwire.players.get(id);
@@ -65,11 +64,9 @@ test('a player whose cable is pulled past the idle timeout loses its links, gets
     assert.ok(await b.page.evaluate((id) => window.ackwire.players.get(id)?.state !== 'connected', aId));
     // Lines said while the links are down, both ways: kept, and carried by the next links.
     const down = `down ${Math.random().toString(36).slice(2)}`;
-    await a.page.fill('#chat-input', down);
-    await a.page.click('#chat-form button');
+    await sayInChat(a.page, down);
     const toA = `to a ${Math.random().toString(36).slice(2)}`;
-    await b.page.fill('#chat-input', toA);
-    await b.page.click('#chat-form button');
+    await sayInChat(b.page, toA);
 
     const plugged = Date.now();
     await a.page.evaluate(() => window.ackwire.client.setOutage(false));
@@ -78,8 +75,7 @@ test('a player whose cable is pulled past the idle timeout loses its links, gets
     console.log(`all of A's links back ${Date.now() - plugged} ms after the cable went back in`);
 
     const text = `back ${Math.random().toString(36).slice(2)}`;
-    await a.page.fill('#chat-input', text);
-    await a.page.click('#chat-form button');
+    await sayInChat(a.page, text);
     try {
       await b.page.waitForFunction(([id, t]) => window.ackwire.chat.some((m) => m.from === `peer ${id}` && m.text === t), [aId, text], { timeout: 5000 });
       await native.waitFor('the chat line', (l) => l.type === 'chat' && l.peer === aId && l.text === text, 5000);

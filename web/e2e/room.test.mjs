@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { artifactsDir, openPage, printJoinMedians, reliableSettled, useServerAndBrowser } from './harness.mjs';
+import { artifactsDir, openPage, printJoinMedians, reliableSettled, sayInChat, useServerAndBrowser } from './harness.mjs';
 
 const env = useServerAndBrowser();
 
@@ -76,8 +76,7 @@ test('two players in a room connect, see each other move, and get a first ack qu
   for (const { rtt } of [onA, onB]) assert.ok(rtt > 0 && rtt <= 20, `RTT on clean loopback ${rtt} ms`);
   // A reliable chat message arrives exactly once on the other page.
   const text = `hello from B ${Math.random().toString(36).slice(2)}`;
-  await b.page.fill('#chat-input', text);
-  await b.page.click('#chat-form button');
+  await sayInChat(b.page, text);
   await a.page.waitForFunction((t) => window.ackwire.chat.some((m) => m.text === t), text, { timeout: 5000 });
   await reliableSettled(b, bId, a, aId);
   const copies = await a.page.evaluate((t) => window.ackwire.chat.filter((m) => m.text === t).length, text);

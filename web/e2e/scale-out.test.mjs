@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { after, before, test } from 'node:test';
-import { launchBrowser, openPage, startServer } from './harness.mjs';
+import { launchBrowser, openPage, sayInChat, startServer } from './harness.mjs';
 
 /** A TCP port free right now on loopback. */
 const freeTcpPort = () => new Promise((resolve) => {
@@ -80,8 +80,7 @@ test('players of one room on two servers link, chat exactly once, and both dashb
 
   for (const [from, fromId, to] of [[a, aId, b], [b, bId, a]]) {
     const text = `hello from ${fromId} across servers`;
-    await from.page.fill('#chat-input', text);
-    await from.page.click('#chat-form button');
+    await sayInChat(from.page, text);
     await to.page.waitForFunction(([id, t]) => window.ackwire.chat.some((m) => m.from === `peer ${id}` && m.text === t), [fromId, text], { timeout: 5000 });
     assert.equal(await chatsFrom(to, fromId, text), 1, 'delivered once');
   }

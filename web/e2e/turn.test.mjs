@@ -4,7 +4,7 @@
 // chat arrives exactly once. Real Chromium, loopback only.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { launchBrowser, openPage, startCoturn, startServer } from './harness.mjs';
+import { launchBrowser, openPage, sayInChat, startCoturn, startServer } from './harness.mjs';
 import { joinNative } from './native.mjs';
 
 const SECRET = 'e2e-turn-secret';
@@ -52,8 +52,7 @@ test('two players limited to relayed candidates connect through coturn with the 
   }
   // coturn really carried it: it logged an allocation for a user named expiry:peer.
   assert.match(turn.log(), new RegExp(`\\d+:(${aId}|${bId})`));
-  await a.page.fill('#chat-input', 'through the relay');
-  await a.page.click('#chat-form button');
+  await sayInChat(a.page, 'through the relay');
   await b.page.waitForFunction((id) => window.ackwire.chat.some((m) => m.from === `peer ${id}` && m.text === 'through the relay'), aId, { timeout: 5000 });
   const copies = await b.page.evaluate((id) => window.ackwire.chat.filter((m) => m.from === `peer ${id}` && m.text === 'through the relay').length, aId);
   assert.equal(copies, 1);
