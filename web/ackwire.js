@@ -327,8 +327,9 @@ function earlyLinks(early, o, timeline) {
   let linking = true;
   // The server's first frame (the welcome, or a refusal) names the links to start here, so the
   // wasm waits for it, 50 ms at most: compiled before the welcome came, it was instantiated
-  // with no link started, and the member made them after its construction (2 joins in 10 in
-  // `cargo xtask bench joins`, each ~20 ms later). A socket that closes has none to wait for.
+  // with no link started, and the member made them after its construction (2 joins in 10 in a
+  // run of `cargo xtask bench joins`; a page with no early links acked its first packet ~12 ms
+  // later in an A/B on loopback). A socket that closes has none to wait for.
   let heard;
   const answered = new Promise((resolve) => { heard = resolve; });
   if (early.ws.readyState >= WebSocket.CLOSING) heard();
