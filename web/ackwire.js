@@ -187,6 +187,9 @@ function loadBindings(ready) {
  */
 const GATHERING_WAIT_MS = 50;
 
+/** `promise`, or `GATHERING_WAIT_MS` passed, whichever comes first. */
+const bounded = (promise) => Promise.race([promise, new Promise((resolve) => setTimeout(resolve, GATHERING_WAIT_MS))]);
+
 /**
  * Joins a room and resolves with it once the server took us in; rejects with an `Error`
  * whose `code` says why not (the server's refusal, such as `app_mismatch` when the room plays
@@ -351,10 +354,9 @@ function earlyLinks(early, o, timeline) {
     // Its first local candidate, or the bound: what the wasm's instantiation waits for. A
     // relay-only link's first candidate is a TURN allocation away: not waited for.
     timeline.linked ??= performance.now();
-    link.gathered = o.relayOnly ? Promise.resolve() : new Promise((resolve) => {
+    link.gathered = o.relayOnly ? Promise.resolve() : bounded(new Promise((resolve) => {
       pc.addEventListener('icecandidate', () => { timeline.gathered ??= performance.now(); resolve(); }, { once: true });
-      setTimeout(resolve, GATHERING_WAIT_MS);
-    });
+    }));
     // A peer whose end is up starts its handshake: kept for the member, as the socket's frames are.
     channel.onmessage = (e) => link.received.push(e.data);
     links.set(peer, link);
@@ -451,7 +453,7 @@ function earlyLinks(early, o, timeline) {
    * candidate, each wait with its bound (`loadBindings`); no link starts here after that.
    */
   early.gathering = async () => {
-    await Promise.race([answered, new Promise((resolve) => setTimeout(resolve, GATHERING_WAIT_MS))]);
+    await bounded(answered);
     let waited;
     do {
       waited = [...links.values()];
@@ -755,7 +757,8 @@ export class Room extends EventTarget {
 
   /**
    * When each step of joining happened, in performance.now() ms: `start` (join() called),
-   * `connect` (socket opening), `socket` (open), `offer` and `answer` (the first made before
+   * `connect` (socket opening), `socket` (open), `heard` (the server's first frame on it),
+   * `offer` and `answer` (the first made before
    * the wasm loaded), `linked` and `gathered` (that link made, and its first local candidate),
    * `ready` and `claimed` (a WebTransport session dialed early: ready, adopted), `wasm`
    * (loaded), `welcome` (joined).

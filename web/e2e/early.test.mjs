@@ -4,8 +4,8 @@
 // those live connections when the wasm is there. Here the wasm is held back until the other
 // end of the link is open, then the page's member takes the link over and it connects (one
 // DTLS handshake on the wire: the adopted connection, not a second one), chats, and survives
-// a signalling server restart. The other order, the wasm before the welcome, is the ordinary
-// path; forced here by holding the welcome back.
+// a signalling server restart. The other order, the wasm before the welcome (a welcome later
+// than the 50 ms the compiled wasm waits for it), is forced here by holding the welcome back.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -14,13 +14,16 @@ import { captureUdp } from './capture.mjs';
 import { launchBrowser, requireEnv, sayInChat, startServer } from './harness.mjs';
 import { joinNative } from './native.mjs';
 
-test('the bound the wasm waits for an early link\'s first candidate is the one docs/api.md and the .d.ts state', () => {
+test('the bound the wasm waits for the server\'s first frame and an early link\'s first candidate is the one docs/api.md and the .d.ts state', () => {
   const web = requireEnv('ACKWIRE_WEB_DIR');
   const flat = (file) => readFileSync(file, 'utf8').replace(/\s+/g, ' ');
   const ms = Number(/const GATHERING_WAIT_MS = (\d+);/.exec(flat(join(web, 'ackwire.js')))?.[1]);
   assert.ok(ms > 0, 'ackwire.js names its bound');
   assert.ok(flat(join(web, '../docs/api.md')).includes(`(or ${ms} ms after it was made)`), `docs/api.md says ${ms} ms`);
   assert.ok(flat(join(web, 'ackwire.d.ts')).includes(`(or ${ms} ms after the link was made)`), `the .d.ts says ${ms} ms`);
+  // The same bound for the server's first frame (`timeline.heard`).
+  assert.ok(flat(join(web, '../docs/api.md')).includes(`start; ${ms} ms at most: \`timeline.heard\``), `docs/api.md says ${ms} ms for the welcome`);
+  assert.ok(flat(join(web, 'ackwire.d.ts')).includes(`The wasm waits for it (${ms} ms at most)`), `the .d.ts says ${ms} ms for the welcome`);
 });
 
 const connectedTo = (page, id, timeout = 15000) => page.waitForFunction(
