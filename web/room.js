@@ -306,14 +306,19 @@ function renderPeers(rows) {
 }
 
 /**
- * Shows the room's sections (hidden in the HTML). Their first layout is the page's largest
- * (~10 ms cold: style, and each font loaded), and on loopback it would run while the link's
- * handshake waits on this thread: a page showing them at once acked its first packet ~9 ms
- * later (docs/cold-start.md, "On loopback"). So they appear once the join is in, at an idle
- * moment (250 ms at most), or at once when it fails.
+ * Shows the page: its room's sections (hidden in the HTML), and the whole page, which the
+ * head script keeps unpainted until then (400 ms at most). The sections' first layout is the
+ * page's largest (~10 ms cold: style, and each font loaded), and a page showing them at once
+ * acked its first packet ~9 ms later; a page painting its header as it loads, ~17 ms later
+ * (docs/cold-start.md, "On loopback"): on loopback both ran while the link's handshake
+ * waited on this thread. So the page appears once the join is in, at an idle moment (250 ms
+ * at most), or at once when it fails.
  */
 function reveal({ now = false } = {}) {
-  const show = () => { document.querySelector('main').hidden = false; };
+  const show = () => {
+    document.documentElement.style.visibility = '';
+    document.querySelector('main').hidden = false;
+  };
   if (now) show();
   else (globalThis.requestIdleCallback ?? setTimeout)(show, { timeout: 250 });
 }

@@ -127,6 +127,32 @@ test('remote dots glide between updates (snapshot interpolation), or jump with e
   assert.ok(aId !== bId);
 });
 
+test('the room page is painted once its join is in, and 400 ms after the navigation when no join comes', async () => {
+  // Joined: the page and its sections are shown (room.js, `reveal`).
+  const p = await openPlayer('painted');
+  await p.page.waitForSelector('main.room', { state: 'visible', timeout: 10000 });
+  assert.equal(await p.page.evaluate(() => getComputedStyle(document.documentElement).visibility), 'visible');
+  assert.ok(await p.page.evaluate(() => window.ackwire.me.id > 0));
+  assert.deepEqual([...p.errors, ...p.consoleErrors], []);
+  await p.page.context().close();
+
+  // No module, so no join: the head script alone shows the header, with its status, at 400 ms
+  // (polled each frame: a page shown at once would be seen well before).
+  const context = await env.browser.newContext();
+  const page = await context.newPage();
+  await page.route('**/room.js', (route) => route.abort());
+  await page.goto(`${env.server.url}/room/unjoined`);
+  const shownAt = await page.waitForFunction(
+    () => getComputedStyle(document.documentElement).visibility === 'visible' && performance.now(),
+    null, { polling: 'raf', timeout: 10000 },
+  ).then((h) => h.jsonValue());
+  assert.ok(shownAt >= 400, `shown at ${shownAt} ms`);
+  assert.equal(await page.textContent('#status'), 'connecting…');
+  assert.ok(await page.isVisible('#status'));
+  assert.equal(await page.isVisible('main.room'), false);
+  await context.close();
+});
+
 test('ten joins: where the time from opening the URL to the first acked packet goes (medians printed)', async () => {
   const steps = ['html', 'connect', 'socket', 'script', 'wasm', 'welcome', 'negotiating', 'open', 'connected', 'ack'];
   const runs = [];
