@@ -15,7 +15,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { after, before, test } from 'node:test';
+import { after, afterEach, before, test } from 'node:test';
 import { join } from 'node:path';
 import { artifactsDir, lanInNamespace, launchBrowser, launchFirefox, printJoinMedians, requireEnv, startServer } from './harness.mjs';
 import { jsonLines } from './native.mjs';
@@ -31,6 +31,10 @@ before(async () => {
   env.server = await startServer(0, { args: ['--static', `/pong=${requireEnv('ACKWIRE_PONG_WEB_DIR')}`] });
   env.chromium = await launchBrowser();
 });
+// Each test's pages end with it: a page whose host has stopped plays on, rejoining and drawing
+// every frame, and the next tests' pages and hosts then shared the two cores with all of them
+// (by the file's last test, seven Chromium pages, a Firefox one and a WebKit one).
+afterEach(closePlayers);
 after(async () => {
   await env.webkit?.close();
   await env.firefox?.close();
@@ -70,9 +74,18 @@ async function startHost(room, extra = [], { log = 'warn' } = {}) {
   return host;
 }
 
+/** How to close each page the running test opened (`closePlayers`). */
+const opened = [];
+
+/** Closes the pages the test that just ended opened (the browsers stay up for the next). */
+async function closePlayers() {
+  for (const close of opened.splice(0)) await close().catch(() => {});
+}
+
 /**
  * Opens `path` in Chromium (a context of its own) or Firefox, collecting uncaught errors and
- * console errors; `wait(fn, arg)` resolves once `fn(arg)` is truthy in the page.
+ * console errors; `wait(fn, arg)` resolves once `fn(arg)` is truthy in the page. The page is
+ * closed as its test ends.
  */
 async function player(browser, path, name) {
   const errors = [];
@@ -80,8 +93,11 @@ async function player(browser, path, name) {
   if (browser === 'firefox') {
     env.firefox ??= await launchFirefox();
     page = await env.firefox.newPage();
+    opened.push(() => page.close());
   } else {
-    page = await (await env.chromium.newContext()).newPage();
+    const context = await env.chromium.newContext();
+    opened.push(() => context.close());
+    page = await context.newPage();
   }
   page.on('pageerror', (err) => errors.push(err.message));
   page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
@@ -106,6 +122,8 @@ async function player(browser, path, name) {
 async function webkitPlayer(path, name) {
   env.webkit ??= await launchWebKit();
   const webkit = env.webkit;
+  // Its one window leaves the game as the test ends.
+  opened.push(() => webkit.goto('about:blank'));
   await webkit.goto(env.server.url + path);
   await webkit.evaluate(`window.__errors = [];
     addEventListener('error', (e) => __errors.push(e.message));
