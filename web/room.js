@@ -311,8 +311,8 @@ function renderPeers(rows) {
  * page's largest (~10 ms cold: style, and each font loaded), and a page showing them at once
  * acked its first packet ~9 ms later; a page painting its header as it loads, 3–36 ms later
  * in five A/Bs (docs/cold-start.md, "On loopback"): on loopback both ran while the link's
- * handshake waited on this thread. So the page appears once the join is in, at an idle moment (250 ms
- * at most), or at once when it fails.
+ * handshake waited on this thread. So the page appears once the join is in, at an idle
+ * moment (250 ms at most), or at once when it fails.
  */
 function reveal({ now = false } = {}) {
   const show = () => {
