@@ -8,7 +8,7 @@ mod common;
 
 use common::{joined, linked, server, wait_for};
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ackwire::{
     App, ChannelKind, Emulation, EmulatorConfig, ErrorCode, Event, GoneReason, JoinError,
@@ -449,7 +449,8 @@ async fn a_clients_input_stamped_with_input_tick_reaches_the_host_before_that_ti
         "ahead of the host's tick"
     );
     // 100 inputs, 5 ms apart, each stamped as it leaves; the host notes its own tick as each
-    // arrives.
+    // arrives. Both rooms run in this process, so one `Instant` also times each input's way
+    // from the client's send to the host's loop taking it.
     let mut sent = Vec::new();
     let mut arrived = Vec::new();
     let mut every = tokio::time::interval(Duration::from_millis(5));
@@ -457,15 +458,29 @@ async fn a_clients_input_stamped_with_input_tick_reaches_the_host_before_that_ti
         while arrived.len() < 100 {
             tokio::select! {
                 _ = every.tick(), if sent.len() < 100 => {
+                    // The room's clock read first: the host's clock is at most its time plus
+                    // its uncertainty now, so an input taken sooner than `allowance` after
+                    // this moment is taken before its tick starts, whatever else held it.
+                    let left = Instant::now();
+                    let reading = client.clock().expect("synced");
                     let tick = client.input_tick(ticks).expect("stays synced");
-                    client.send(to_host, 2, &tick.to_le_bytes()).unwrap();
-                    sent.push(tick);
+                    let allowance = ticks
+                        .start(tick)
+                        .saturating_sub(reading.time + reading.uncertainty);
+                    let mut bytes = tick.to_le_bytes().to_vec();
+                    bytes.extend_from_slice(&(sent.len() as u64).to_le_bytes());
+                    client.send(to_host, 2, &bytes).unwrap();
+                    sent.push((left, allowance));
                     while client.poll_event().is_some() {}
                 }
                 event = host.next_event() => {
                     if let Some(Event::Message { bytes, .. }) = event {
-                        let tick = u64::from_le_bytes(bytes[..].try_into().unwrap());
-                        arrived.push((tick, ticks.at(host.clock().unwrap().time)));
+                        let tick = u64::from_le_bytes(bytes[..8].try_into().unwrap());
+                        let index = u64::from_le_bytes(bytes[8..].try_into().unwrap()) as usize;
+                        let at = ticks.at(host.clock().unwrap().time);
+                        // Timed after the host's clock is read: the way is at least this long.
+                        let (left, allowance) = sent[index];
+                        arrived.push((tick, at, left.elapsed() < allowance));
                     }
                 }
             }
@@ -477,27 +492,32 @@ async fn a_clients_input_stamped_with_input_tick_reaches_the_host_before_that_ti
     // wait for the link's next packet (within a pacing interval, 100 ms in bad mode: 5
     // ticks) less the time the input waited, and a tick's rounding. The host's tick is read
     // when this loop takes the message, not when its datagram arrived: on a loaded machine
-    // (CI runs three test binaries on two cores) the loop may take one late, so 95 of the 100
-    // must be early, and none may come after the tick it is for.
+    // (CI runs three test binaries on two cores) a thread of either room or of this loop
+    // may stall for longer than an input's whole margin (once, 15 inputs in a row, 2026-12-01),
+    // so an input may come late only if its way took longer than its stamp allowed, and most
+    // must not take that long.
     let leads: Vec<u64> = arrived
         .iter()
-        .map(|&(stamped, at)| stamped.saturating_sub(at))
+        .map(|&(stamped, at, _)| stamped.saturating_sub(at))
         .collect();
-    println!("inputs' lead over the host's tick at arrival (20 ms ticks): {leads:?}");
-    for &(stamped, at) in &arrived {
-        assert!(stamped >= at, "input for tick {stamped} came in tick {at}");
+    let in_time = arrived.iter().filter(|&&(_, _, in_time)| in_time).count();
+    println!(
+        "inputs' lead over the host's tick at arrival (20 ms ticks; {in_time} of 100 taken \
+         within their stamp's allowance): {leads:?}"
+    );
+    for &(stamped, at, in_time) in &arrived {
+        assert!(
+            stamped > at || !in_time,
+            "input for tick {stamped} came in tick {at}, taken within its stamp's allowance"
+        );
         assert!(
             stamped <= at + 7,
             "input for tick {stamped} came already in tick {at}"
         );
     }
-    let early = arrived
-        .iter()
-        .filter(|&&(stamped, at)| stamped > at)
-        .count();
     assert!(
-        early >= 95,
-        "{early} of 100 inputs came before their tick: {leads:?}"
+        in_time >= 50,
+        "only {in_time} of 100 inputs taken within their stamp's allowance: {leads:?}"
     );
     // Counted from the moment it is asked (not the core's last step): applied within the
     // link's next packet and a tick or two of margin, not a pacing interval later.
