@@ -1,9 +1,9 @@
 // A browser joining a native shakes hands once. ICE's checks already proved the path before
 // DTLS starts, so DTLS's own cookie exchange (HelloVerifyRequest, a round trip) protects
-// nothing: the native answers as the DTLS client (`a=setup:active`), and the browser, the
-// server, answers the one ClientHello with its ServerHello. Seen on the wire: a capture of
-// the namespace, read back as DTLS handshake messages (capture.mjs). Firefox needs the veth
-// "LAN" firefox.test.mjs describes.
+// nothing: the native answers the browser's offer as the DTLS server (`a=setup:passive`) and
+// answers its ClientHello with the ServerHello flight (third_party/rtc-dtls/PATCHED.md). Seen
+// on the wire: a capture of the namespace, read back as DTLS handshake messages (capture.mjs).
+// Firefox needs the veth "LAN" firefox.test.mjs describes.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { assertOneHandshake, captureUdp, storyOf } from './capture.mjs';
