@@ -39,15 +39,30 @@ pub(crate) fn build_cache(name: &str) -> Option<PathBuf> {
 /// Points `cmd`'s cargo at the build cache's `name` directory ([`build_cache`]), if there is
 /// one, and gives it the environment a cargo run from a shell has.
 ///
-/// `cargo xtask` is `cargo run`, which sets `CARGO_MANIFEST_DIR` (and `CARGO_MANIFEST_PATH`) to
-/// xtask's directory in the checkout, and a child cargo passes them on to build scripts.
-/// `ring`'s watches `CARGO_MANIFEST_DIR` (`rerun-if-env-changed`), so with them every CI
-/// clone, at a new path, rebuilt `ring` and all above it (rustls, quinn, axum, …: a test
-/// build of 523 s of CPU against 394 s without, 2026-12-01), and so did any build after a
-/// plain `cargo build` in the same checkout.
+/// `cargo xtask` is `cargo run`, which sets the variables cargo sets for a crate
+/// (`CARGO_MANIFEST_DIR`, `CARGO_PKG_NAME`, …) in xtask's environment, and a child cargo passes
+/// them on to build scripts. `ring`'s watches several (`rerun-if-env-changed`), so every CI
+/// clone, its `CARGO_MANIFEST_DIR` at a new path, rebuilt `ring` and all above it (rustls,
+/// quinn, axum, …: a test build of 523 s of CPU against 394 s without, 2026-12-01), and so did
+/// a build after a plain `cargo build` in the same checkout.
 pub(crate) fn use_build_cache(cmd: &mut std::process::Command, name: &str) {
-    cmd.env_remove("CARGO_MANIFEST_DIR")
-        .env_remove("CARGO_MANIFEST_PATH");
+    for (key, _) in std::env::vars_os() {
+        let set_for_xtask = key.to_str().is_some_and(|key| {
+            key.starts_with("CARGO_PKG_")
+                || [
+                    "CARGO_MANIFEST_DIR",
+                    "CARGO_MANIFEST_PATH",
+                    "CARGO_MANIFEST_LINKS",
+                    "CARGO_CRATE_NAME",
+                    "CARGO_BIN_NAME",
+                    "CARGO_PRIMARY_PACKAGE",
+                ]
+                .contains(&key)
+        });
+        if set_for_xtask {
+            cmd.env_remove(key);
+        }
+    }
     if let Some(dir) = build_cache(name) {
         cmd.env("CARGO_BUILD_BUILD_DIR", dir);
     }
@@ -94,4 +109,45 @@ pub(crate) fn rollback_web_dir() -> PathBuf {
 /// routes) never invalidate each other.
 pub(crate) fn wasm_target_dir(route: &str) -> PathBuf {
     root().join("target").join(format!("wasm-{route}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::OsStr;
+
+    #[test]
+    fn xtasks_cargo_runs_without_what_cargo_set_for_xtask_and_keeps_the_rest() {
+        // `cargo test` sets these for this test as `cargo run` does for xtask.
+        assert!(std::env::var_os("CARGO_MANIFEST_DIR").is_some());
+        assert!(std::env::var_os("CARGO_PKG_NAME").is_some());
+        let cmd = super::cargo();
+        let envs: Vec<_> = cmd.get_envs().collect();
+        for removed in [
+            "CARGO_MANIFEST_DIR",
+            "CARGO_PKG_NAME",
+            "CARGO_PKG_VERSION_MAJOR",
+        ] {
+            assert!(
+                envs.contains(&(OsStr::new(removed), None)),
+                "{removed} is passed on: {envs:?}"
+            );
+        }
+        // Only those: nothing a user set for cargo (CARGO_HOME, CARGO_TARGET_DIR, …) is taken.
+        assert!(
+            envs.iter()
+                .filter(|(_, value)| value.is_none())
+                .all(|(key, _)| {
+                    let key = key.to_str().unwrap();
+                    key.starts_with("CARGO_PKG_")
+                        || key.starts_with("CARGO_MANIFEST_")
+                        || [
+                            "CARGO_CRATE_NAME",
+                            "CARGO_BIN_NAME",
+                            "CARGO_PRIMARY_PACKAGE",
+                        ]
+                        .contains(&key)
+                }),
+            "{envs:?}"
+        );
+    }
 }
