@@ -95,9 +95,12 @@ test('Chromium, Firefox and native players, each behind its own symmetric NAT, l
       times.push([`native ${native.id} → native ${other}`, line.attempt_ms]);
       // Through the relay in a few round trips: ~210-310 ms on an idle machine. The ICE and DTLS
       // timing itself is held by native-peer/tests/webrtc_link_time.rs (< 500 ms on loopback);
-      // here the bound is wide, for load: CI runs this beside cargo builds on two cores, where it
-      // read 1,077 ms. It still catches a link that stalls on retransmission timers for seconds.
-      assert.ok(line.attempt_ms < 3000, `native ${native.id} → native ${other} took ${line.attempt_ms} ms over the relay`);
+      // here the bound is wide, for load: CI runs this beside cargo builds and three browsers on
+      // two cores, where it read 1,077 ms, and 3.5 s and 4.6 s on slower days (in the second, the
+      // DTLS handshake and then the SCTP association each waited ~1 s, their first resend's
+      // timer). It still fails a link that waits longer than that: on a resend timer that
+      // doubles, or on a flight that never leaves.
+      assert.ok(line.attempt_ms < 6000, `native ${native.id} → native ${other} took ${line.attempt_ms} ms over the relay`);
     }
     // Each link's own clock: from the attempt's start (its peer's arrival) to connected.
     for (const [what, ms] of times) console.log(`behind symmetric NATs: ${what} connected ${Math.round(ms)} ms after the link began`);
