@@ -118,7 +118,7 @@ function handshakeMessages(datagram) {
   return found;
 }
 
-/** The handshake messages as lines: ms after the first, type, from → to. */
+/** The handshake messages as lines: ms after the first, type (and message_seq past 0), from → to. */
 export function storyOf(messages) {
   return messages.map((m) => `${(m.time - messages[0].time).toFixed(1)} ms ${m.type}${m.seq ? ` (message_seq ${m.seq})` : ''} ${m.from} → ${m.to}`).join('\n');
 }
@@ -127,7 +127,7 @@ export function storyOf(messages) {
  * Holds a join's captured handshakes (`{ messages, story }`, the story printed in a failure) to
  * the patched one: no HelloVerifyRequest, one ClientHello, answered by a ServerHello that is
  * the server's first message. A ClientHello may be sent more than once (Chromium re-sends its
- * first flight 50 ms after it, and a debug build's answer on a loaded machine has come after
+ * first flight ~50 ms after it, and a debug build's answer on a loaded machine has come after
  * that: 75 ms, 2026-12-01), and so may the answer to it; a cookie exchange is told apart by
  * what it changes: the second ClientHello has the next message_seq and carries the cookie, and
  * the ServerHello comes after the HelloVerifyRequest's sequence number.
