@@ -843,7 +843,11 @@ async fn run(
             () = wake.notified() => {}
             () = timer.wait() => {}
             Some((number, event)) = io.socket_rx.recv() => {
-                io.on_socket(&mut lock(&shared), number, event);
+                let mut guard = lock(&shared);
+                io.on_socket(&mut guard, number, event);
+                // Carried out under the same lock: a game that sees what a frame did to the
+                // member (`joined` sees the welcome) finds the events it made already queued.
+                io.flush(&mut guard);
             }
             Some((transport, event)) = io.webrtc_rx.recv(), if reading => {
                 io.on_webrtc(&mut lock(&shared), transport, event);
